@@ -1,0 +1,250 @@
+//! Plain shared data: harnesses, roots, listings, records. Imports nothing from the crate, so
+//! every layer (engine, hosts, driver, renderers) can speak in these types.
+
+use std::fmt;
+
+/// An agent harness whose transcripts we read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Harness {
+    Claude,
+}
+
+impl Harness {
+    /// Every supported harness, in display order.
+    pub const ALL: [Harness; 1] = [Harness::Claude];
+
+    /// The name users type (`--root claude=DIR`, `claude/ID`) and NDJSON prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Harness::Claude => "claude",
+        }
+    }
+
+    /// Parses a harness name as users type it.
+    pub fn from_name(name: &str) -> Option<Harness> {
+        Harness::ALL.into_iter().find(|h| h.name() == name)
+    }
+
+    /// Comma-separated list of supported names, for error messages.
+    pub fn supported_names() -> String {
+        Harness::ALL.map(|h| h.name()).join(", ")
+    }
+
+    /// Where the harness keeps its home on a host when nothing overrides it: the environment
+    /// variable the harness itself honours, else a directory relative to `$HOME`.
+    pub fn default_home(self) -> DefaultHome {
+        match self {
+            Harness::Claude => DefaultHome {
+                env_var: "CLAUDE_CONFIG_DIR",
+                home_relative: ".claude",
+            },
+        }
+    }
+
+    /// What a host must list under this harness's home: a generic file filter, no parsing.
+    pub fn list_spec(self) -> ListSpec {
+        match self {
+            // projects/<enc-cwd>/<uuid>.jsonl, …/<uuid>/subagents/agent-*.jsonl,
+            // …/subagents/workflows/<id>/agent-*.jsonl.
+            Harness::Claude => ListSpec {
+                subdir: "projects",
+                suffix: ".jsonl",
+                max_depth: 6,
+            },
+        }
+    }
+}
+
+impl fmt::Display for Harness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The default home of a harness: `$<env_var>` when the host sets it, else `$HOME/<home_relative>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultHome {
+    pub env_var: &'static str,
+    pub home_relative: &'static str,
+}
+
+/// Which files under a harness home are transcripts: regular files whose name ends in `suffix`,
+/// at most `max_depth` directories below `<home>/<subdir>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListSpec {
+    pub subdir: &'static str,
+    pub suffix: &'static str,
+    pub max_depth: u32,
+}
+
+/// One harness root to list on a host. `dir: None` means the harness's default home as the host
+/// itself resolves it (its environment, its `$HOME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootSpec {
+    pub harness: Harness,
+    pub dir: Option<Vec<u8>>,
+}
+
+impl RootSpec {
+    pub fn default_for(harness: Harness) -> RootSpec {
+        RootSpec { harness, dir: None }
+    }
+}
+
+/// A root as the host resolved it: the absolute home directory (bytes, as the host spells it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedRoot {
+    pub harness: Harness,
+    /// Absolute path of the harness home, physical (symlinks resolved) where the host can tell.
+    pub dir: Vec<u8>,
+    /// False when the directory (or its transcript subdirectory) does not exist.
+    pub exists: bool,
+}
+
+/// One transcript file found under a root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    pub harness: Harness,
+    /// The resolved home this file lies under.
+    pub root: Vec<u8>,
+    /// Path relative to `root`, `/`-separated, never containing `..` or empty components.
+    pub rel: Vec<u8>,
+    pub size: u64,
+    /// Modification time, seconds since the Unix epoch.
+    pub mtime: i64,
+}
+
+impl FileEntry {
+    /// `root/rel` as bytes.
+    pub fn full_path(&self) -> Vec<u8> {
+        let mut path = self.root.clone();
+        if !path.ends_with(b"/") && !path.ends_with(b"\\") {
+            path.push(b'/');
+        }
+        path.extend_from_slice(&self.rel);
+        path
+    }
+}
+
+/// What one `list` call found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub roots: Vec<ResolvedRoot>,
+    pub files: Vec<FileEntry>,
+    /// Names left out because they cannot be carried safely (a newline in the name).
+    pub skipped_names: u64,
+}
+
+/// A half-open byte range `[start, start + len)` of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteRange {
+    pub start: u64,
+    pub len: u64,
+}
+
+impl ByteRange {
+    pub fn new(start: u64, len: u64) -> ByteRange {
+        ByteRange { start, len }
+    }
+    pub fn end(&self) -> u64 {
+        self.start + self.len
+    }
+}
+
+/// What one `read` call returned: the file's true size at the time of the read, and for each
+/// requested range the bytes that exist (clipped at the size; empty past it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadResult {
+    pub size: u64,
+    pub chunks: Vec<Vec<u8>>,
+}
+
+/// The five normalized record kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RecordKind {
+    User,
+    Assistant,
+    ToolCall,
+    ToolResult,
+    Notice,
+}
+
+impl RecordKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::User => "user",
+            RecordKind::Assistant => "assistant",
+            RecordKind::ToolCall => "tool_call",
+            RecordKind::ToolResult => "tool_result",
+            RecordKind::Notice => "notice",
+        }
+    }
+}
+
+/// The kind-specific content of a record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordBody {
+    /// user, assistant and notice records.
+    Text { kind: TextKind, text: String },
+    ToolCall {
+        call_id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    ToolResult {
+        call_id: String,
+        output: String,
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    User,
+    Assistant,
+    /// Model reasoning, shown as assistant text flagged `thinking`.
+    Thinking,
+    Notice,
+}
+
+/// One normalized record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Stable id: native id plus block position (`<uuid>#<i>`), or `@<offset>` where the source
+    /// has none.
+    pub id: String,
+    pub harness: Harness,
+    pub session: String,
+    /// RFC 3339 timestamp as the source wrote it.
+    pub ts: Option<String>,
+    /// Set on records written by a subagent (sidechain); the subagent's id when known.
+    pub agent: Option<String>,
+    pub sidechain: bool,
+    pub body: RecordBody,
+}
+
+impl Record {
+    pub fn kind(&self) -> RecordKind {
+        match &self.body {
+            RecordBody::Text {
+                kind: TextKind::User,
+                ..
+            } => RecordKind::User,
+            RecordBody::Text {
+                kind: TextKind::Assistant | TextKind::Thinking,
+                ..
+            } => RecordKind::Assistant,
+            RecordBody::Text {
+                kind: TextKind::Notice,
+                ..
+            } => RecordKind::Notice,
+            RecordBody::ToolCall { .. } => RecordKind::ToolCall,
+            RecordBody::ToolResult { .. } => RecordKind::ToolResult,
+        }
+    }
+}
+
+/// Lossy display of path bytes (for messages and NDJSON `path`).
+pub fn display_path(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

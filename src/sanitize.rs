@@ -1,0 +1,124 @@
+//! The one sanitiser for everything that reaches a terminal: transcript text, file names, error
+//! messages. It removes terminal control sequences so that printing a transcript can never
+//! move the cursor, retitle the window, write the clipboard or reorder text.
+
+/// Returns `text` with every terminal control removed: ESC-introduced sequences (CSI, OSC, DCS,
+/// SOS, PM, APC and two-byte escapes) whole, C0 controls except `\n` and `\t`, DEL, C1 controls
+/// (U+0080–U+009F, including their 8-bit CSI/OSC/DCS forms with their parameters), and the
+/// Unicode bidirectional overrides and isolates that can make text read differently from what it
+/// is.
+pub fn sanitize(text: &str) -> String {
+    // Fast path: most text has nothing to remove.
+    if !text.chars().any(is_suspect) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters and intermediates up to a final byte in 0x40..=0x7e.
+                Some('[') => skip_csi(&mut chars),
+                // OSC, DCS, SOS, PM, APC: a string up to BEL or ST (ESC \).
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
+                // Two-byte escapes (ESC c, ESC 7, ESC ( B, …): drop intermediates and final.
+                Some(_) => {
+                    while let Some(&n) = chars.peek() {
+                        chars.next();
+                        if !(' '..='/').contains(&n) {
+                            break;
+                        }
+                    }
+                }
+                None => {}
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{90}' | '\u{9d}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            '\n' | '\t' => out.push(c),
+            c if is_suspect(c) => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn is_suspect(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        // Bidi embeddings/overrides (LRE RLE PDF LRO RLO) and isolates (LRI RLI FSI PDI).
+        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7e}').contains(&c) {
+            break;
+        }
+    }
+}
+
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => break,
+            '\u{1b}' => {
+                if chars.peek() == Some(&'\\') {
+                    chars.next();
+                }
+                break;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    #[test]
+    fn plain_text_is_unchanged() {
+        assert_eq!(sanitize("héllo\n\tworld — ✓"), "héllo\n\tworld — ✓");
+    }
+
+    #[test]
+    fn removes_every_control_family() {
+        let cases = [
+            ("\x1b[31mred\x1b[0m", "red"),
+            ("\x1b[?1049h\x1b[2J\x1b[Hx", "x"),
+            ("a\x1b]0;title\x07b", "ab"),
+            ("a\x1b]52;c;aGVsbG8=\x1b\\b", "ab"),
+            ("a\x1bP1$qm\x1b\\b", "ab"),
+            ("a\x1b_apc\x1b\\b", "ab"),
+            ("a\x1bcb", "ab"),
+            ("a\x1b(Bb", "ab"),
+            ("a\u{9b}31mb", "ab"),
+            ("a\u{9d}0;t\u{9c}b", "ab"),
+            ("a\x07\x08\x0d\x0b\x0c\x00\x7fb", "ab"),
+            ("a\u{85}\u{8d}b", "ab"),
+            ("abc\u{202e}fed\u{202c}\u{2066}x\u{2069}", "abcfedx"),
+            ("unterminated \x1b]0;title", "unterminated "),
+            ("trailing esc\x1b", "trailing esc"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(sanitize(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn output_never_holds_control_bytes() {
+        // Every code point up to U+00FF after ESC, alone and in a string.
+        for b in 0u32..=0x2070 {
+            let Some(c) = char::from_u32(b) else { continue };
+            let input = format!("x\u{1b}{c}y{c}z\u{1b}[{c}");
+            let out = sanitize(&input);
+            assert!(
+                !out.chars().any(|c| (c < ' ' && c != '\n' && c != '\t')
+                    || ('\u{7f}'..='\u{9f}').contains(&c)
+                    || ('\u{202a}'..='\u{202e}').contains(&c)
+                    || ('\u{2066}'..='\u{2069}').contains(&c)),
+                "{input:?} -> {out:?}"
+            );
+        }
+    }
+}
