@@ -22,14 +22,14 @@ pub fn sanitize(text: &str) -> String {
                 // OSC, DCS, SOS, PM, APC: a string up to BEL or ST (ESC \).
                 Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
                 // Two-byte escapes (ESC c, ESC 7, ESC ( B, …): drop intermediates and final.
-                Some(_) => {
-                    while let Some(&n) = chars.peek() {
-                        chars.next();
+                Some(first) if (' '..='/').contains(&first) => {
+                    for n in chars.by_ref() {
                         if !(' '..='/').contains(&n) {
                             break;
                         }
                     }
                 }
+                Some(_) => {}
                 None => {}
             },
             '\u{9b}' => skip_csi(&mut chars),
