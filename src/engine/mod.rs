@@ -1,1 +1,30 @@
-//! The pure engine.
+//! The engine: pure and deterministic. Bytes in, records, pages, cursors and read requests
+//! out — no file handles, no sockets, no clock, no randomness, no tokio. Imports `crate::model`
+//! only; `tests/it/architecture.rs` fails the build if that slips.
+//!
+//! - [`lines`]: how a line becomes records (per harness), and the bounds on a line.
+//! - [`claude`]: the Claude Code parser.
+//! - [`session`]: which listed files are sessions, and resolving a user's session argument.
+//! - [`cursor`]: the versioned, validated cursor encoding.
+//! - [`plan`]: the sans-IO read planner (`next_read` / `feed`) behind `--tail`, `--head`,
+//!   `--all` and `--since`.
+
+pub mod claude;
+pub mod cursor;
+pub mod lines;
+pub mod plan;
+pub mod session;
+
+use crate::model::Harness;
+
+/// What a parser needs to know about the source a line comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceCtx {
+    /// The host name the user addressed (bound into cursors).
+    pub host: String,
+    pub harness: Harness,
+    /// The session id records carry.
+    pub session: String,
+    /// Set when the whole file is a subagent's transcript.
+    pub agent: Option<String>,
+}

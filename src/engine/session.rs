@@ -1,0 +1,264 @@
+//! Session identity: which listed files are sessions (by each harness's own layout rule, never
+//! "the newest file"), and resolving what a user typed — an exact id, a unique prefix of at
+//! least 6 characters, optionally `HARNESS/ID` — to exactly one of them.
+
+use crate::model::{FileEntry, Harness};
+
+/// A session file found in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionFile {
+    /// Session id as users type it. Subagent transcripts are `<parent-id>+agent-<agentId>`.
+    pub id: String,
+    /// The subagent id when the file is a subagent's transcript.
+    pub agent: Option<String>,
+    pub entry: FileEntry,
+}
+
+impl SessionFile {
+    pub fn harness(&self) -> Harness {
+        self.entry.harness
+    }
+}
+
+/// Shortest prefix accepted for a session id.
+pub const MIN_PREFIX: usize = 6;
+
+/// The sessions among a listing's files, sorted by harness and id.
+pub fn sessions(files: &[FileEntry]) -> Vec<SessionFile> {
+    let mut out: Vec<SessionFile> = files.iter().filter_map(classify).collect();
+    out.sort_by(|a, b| (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel)));
+    out
+}
+
+fn classify(entry: &FileEntry) -> Option<SessionFile> {
+    match entry.harness {
+        Harness::Claude => classify_claude(entry),
+    }
+}
+
+/// `projects/<dir>/<id>.jsonl` is a session; `projects/<dir>/<id>/subagents/[…/]agent-<a>.jsonl`
+/// is its subagent `<id>+agent-<a>`. Anything else under `projects/` is not a transcript.
+fn classify_claude(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    let stem = |name: &str| {
+        name.strip_suffix(".jsonl")
+            .filter(|s| valid_id(s))
+            .map(str::to_string)
+    };
+    match parts.as_slice() {
+        ["projects", _dir, file] => {
+            let id = stem(file)?;
+            let agent = id.strip_prefix("agent-").map(str::to_string);
+            Some(SessionFile {
+                id,
+                agent,
+                entry: entry.clone(),
+            })
+        }
+        ["projects", _dir, parent, "subagents", .., file] if valid_id(parent) => {
+            let agent_file = stem(file)?;
+            let agent = agent_file.strip_prefix("agent-")?.to_string();
+            Some(SessionFile {
+                id: format!("{parent}+{agent_file}"),
+                agent: Some(agent),
+                entry: entry.clone(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Ids are printable and never contain path separators or characters a shell or a cursor
+/// would have to escape.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 200
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'+'))
+        && !id.starts_with('.')
+}
+
+/// Why a session argument resolved to nothing or to several sessions.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("unknown harness `{0}` (supported: {supported})", supported = Harness::supported_names())]
+    UnknownHarness(String),
+    #[error("invalid session id `{0}`: ids are letters, digits, `-`, `_`, `.` and `+`")]
+    InvalidId(String),
+    #[error("no session `{0}`")]
+    NotFound(String),
+    #[error("`{query}` is ambiguous: {}", candidates.join(", "))]
+    Ambiguous {
+        query: String,
+        candidates: Vec<String>,
+    },
+}
+
+/// A parsed session argument: `[HARNESS/]ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionQuery {
+    pub harness: Option<Harness>,
+    pub id: String,
+}
+
+impl SessionQuery {
+    pub fn parse(text: &str) -> Result<SessionQuery, ResolveError> {
+        let (harness, id) = match text.split_once('/') {
+            Some((h, id)) => {
+                let harness = Harness::from_name(h)
+                    .ok_or_else(|| ResolveError::UnknownHarness(h.to_string()))?;
+                (Some(harness), id)
+            }
+            None => (None, text),
+        };
+        if !valid_id(id) {
+            return Err(ResolveError::InvalidId(id.to_string()));
+        }
+        Ok(SessionQuery {
+            harness,
+            id: id.to_string(),
+        })
+    }
+}
+
+/// Resolves a query: an exact id wins; otherwise a prefix of at least [`MIN_PREFIX`] characters
+/// that matches exactly one session. A prefix without `+` never matches a subagent, so the
+/// parent's prefix stays unambiguous.
+pub fn resolve<'s>(
+    sessions: &'s [SessionFile],
+    query: &SessionQuery,
+) -> Result<&'s SessionFile, ResolveError> {
+    let in_scope = |s: &&SessionFile| query.harness.is_none_or(|h| h == s.harness());
+    let exact: Vec<&SessionFile> = sessions
+        .iter()
+        .filter(in_scope)
+        .filter(|s| s.id == query.id)
+        .collect();
+    let candidates = if !exact.is_empty() {
+        exact
+    } else if query.id.chars().count() >= MIN_PREFIX {
+        let wants_subagent = query.id.contains('+');
+        sessions
+            .iter()
+            .filter(in_scope)
+            .filter(|s| {
+                s.id.starts_with(&query.id)
+                    && (wants_subagent || s.agent.is_none() || !s.id.contains('+'))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    match candidates.as_slice() {
+        [one] => Ok(one),
+        [] => Err(ResolveError::NotFound(query.id.clone())),
+        many => Err(ResolveError::Ambiguous {
+            query: query.id.clone(),
+            candidates: many
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}/{} ({})",
+                        s.harness(),
+                        s.id,
+                        String::from_utf8_lossy(&s.entry.full_path())
+                    )
+                })
+                .collect(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(rel: &str) -> FileEntry {
+        FileEntry {
+            harness: Harness::Claude,
+            root: b"/h/.claude".to_vec(),
+            rel: rel.as_bytes().to_vec(),
+            size: 1,
+            mtime: 0,
+        }
+    }
+
+    fn all() -> Vec<SessionFile> {
+        sessions(&[
+            entry("projects/-p/3f1c2a00-aaaa.jsonl"),
+            entry("projects/-p/3f1c2b00-bbbb.jsonl"),
+            entry("projects/-p/3f1c2a00-aaaa/subagents/agent-a1.jsonl"),
+            entry("projects/-p/3f1c2a00-aaaa/tool-results/x.jsonl"),
+            entry("projects/-q/agent-old.jsonl"),
+            entry("projects/-q/it's bad.jsonl"),
+        ])
+    }
+
+    #[test]
+    fn layout_rule() {
+        let ids: Vec<String> = all().into_iter().map(|s| s.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "3f1c2a00-aaaa",
+                "3f1c2a00-aaaa+agent-a1",
+                "3f1c2b00-bbbb",
+                "agent-old"
+            ]
+        );
+    }
+
+    #[test]
+    fn resolution() {
+        let s = all();
+        let q = |t: &str| SessionQuery::parse(t).unwrap();
+        assert_eq!(resolve(&s, &q("3f1c2a")).unwrap().id, "3f1c2a00-aaaa");
+        assert_eq!(
+            resolve(&s, &q("claude/3f1c2b")).unwrap().id,
+            "3f1c2b00-bbbb"
+        );
+        assert_eq!(
+            resolve(&s, &q("3f1c2a00-aaaa+agent")).unwrap().id,
+            "3f1c2a00-aaaa+agent-a1"
+        );
+        assert!(matches!(
+            resolve(&s, &q("3f1c2")),
+            Err(ResolveError::NotFound(_))
+        ));
+        assert!(matches!(resolve(&s, &q("3f1c2a00")), Ok(_)));
+        match resolve(&s, &q("3f1c2")) {
+            Err(ResolveError::NotFound(_)) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            resolve(&s, &q("3f1c20")),
+            Err(ResolveError::NotFound(_))
+        ));
+        let err = resolve(&s, &q("3f1c2")).unwrap_err();
+        assert!(err.to_string().contains("no session"));
+        assert!(matches!(
+            SessionQuery::parse("codexx/abc"),
+            Err(ResolveError::UnknownHarness(_))
+        ));
+        assert!(SessionQuery::parse("../etc").is_err());
+        assert!(matches!(
+            SessionQuery::parse("a b"),
+            Err(ResolveError::InvalidId(_))
+        ));
+    }
+
+    #[test]
+    fn ambiguous_prefix_lists_candidates() {
+        let s = sessions(&[
+            entry("projects/-p/3f1c2a00-aaaa.jsonl"),
+            entry("projects/-p/3f1c2a11-bbbb.jsonl"),
+        ]);
+        let err = resolve(&s, &SessionQuery::parse("3f1c2a").unwrap()).unwrap_err();
+        match err {
+            ResolveError::Ambiguous { candidates, .. } => assert_eq!(candidates.len(), 2),
+            other => panic!("{other:?}"),
+        }
+    }
+}
