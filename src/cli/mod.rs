@@ -1,4 +1,171 @@
-//! Command line: clap definitions and the one place that prints and exits.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+//! Command line: clap definitions (one file per subcommand, `XArgs` + `run`), and the only
+//! place that prints to the terminal or exits. Arguments are parsed and validated before any
+//! I/O: a bad `--limit` or cursor exits 2 before a connection is made.
+
+mod common;
+mod ls;
+mod read;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Error, exit, exit_code};
+use crate::sanitize::sanitize;
+
+pub use common::GlobalArgs;
+
+const EXAMPLES: &str = "\
+Examples:
+  clankie-read ls                               list sessions on this machine
+  clankie-read local:3f1c2a --tail              the newest records of a session (id prefix)
+  clankie-read local:3f1c2a --json --limit 200  NDJSON for scripts; ends with a `page` line
+  clankie-read local:3f1c2a --since CURSOR      the records after a page's cursor
+  clankie-read --root claude=./tests/fixtures/claude local:short --head";
+
+/// Read AI coding agents' session transcripts on this machine or over SSH, with nothing
+/// installed on the machine being read.
+#[derive(Debug, Parser)]
+#[command(name = "clankie-read", version, after_help = EXAMPLES, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read a session: `HOST:SESSION` (also the default: `clankie-read HOST:SESSION`).
+    Read(read::ReadArgs),
+    /// List sessions on hosts (default: local).
+    Ls(ls::LsArgs),
+}
+
+const SUBCOMMANDS: &[&str] = &["read", "ls", "help"];
+/// Global options that take a value (so the shorthand scan can skip their values).
+const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
+
+/// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`.
+fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut i = 1;
+    while i < args.len() {
+        let arg = args[i].to_string_lossy();
+        if arg == "--" {
+            break;
+        }
+        if arg.starts_with('-') {
+            if VALUE_OPTIONS.contains(&arg.as_ref()) {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if !SUBCOMMANDS.contains(&arg.as_ref()) && arg.contains(':') {
+            args.insert(i, "read".into());
+        }
+        break;
+    }
+    args
+}
+
+/// Runs the CLI and returns the process exit status.
+pub fn main() -> ExitCode {
+    let args = expand_shorthand(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    let verbose = cli.global.verbose;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            return fail(
+                &Error::Other(format!("cannot start the runtime: {err}")),
+                verbose,
+            );
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Read(args) => read::run(&cli.global, args).await,
+            Command::Ls(args) => ls::run(&cli.global, args).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::OK),
+        Err(err) => fail(&err, verbose),
+    }
+}
+
+fn is_broken_pipe(err: &Error) -> bool {
+    matches!(err, Error::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Prints one sanitised error line and returns its exit status.
+fn fail(err: &Error, verbose: bool) -> ExitCode {
+    let code = exit_code(err);
+    let message = sanitize(&err.to_string()).replace('\n', " ");
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "clankie-read: {message}");
+    if verbose {
+        let _ = writeln!(stderr, "clankie-read: exit status {code} ({err:?})");
+    }
+    ExitCode::from(code)
+}
+
+/// Prints warnings (one sanitised line each) to stderr.
+pub(crate) fn warn(lines: &[String]) {
+    let mut stderr = std::io::stderr().lock();
+    for line in lines {
+        let _ = writeln!(stderr, "clankie-read: warning: {}", sanitize(line));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn expand(args: &[&str]) -> Vec<String> {
+        expand_shorthand(args.iter().map(Into::into).collect())
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn shorthand() {
+        assert_eq!(
+            expand(&["c", "local:abc", "--tail"]),
+            ["c", "read", "local:abc", "--tail"]
+        );
+        assert_eq!(
+            expand(&["c", "--root", "claude=/x:y", "local:abc"]),
+            ["c", "--root", "claude=/x:y", "read", "local:abc"]
+        );
+        assert_eq!(expand(&["c", "ls"]), ["c", "ls"]);
+        assert_eq!(
+            expand(&["c", "read", "local:abc"]),
+            ["c", "read", "local:abc"]
+        );
+    }
+
+    #[test]
+    fn clap_definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
 }

@@ -86,6 +86,32 @@ pub trait Host {
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError>;
 }
 
+/// Every kind of host, for callers that pick one at run time.
+#[derive(Debug)]
+pub enum AnyHost {
+    Local(local::LocalHost),
+}
+
+impl Host for AnyHost {
+    fn name(&self) -> &str {
+        match self {
+            AnyHost::Local(h) => h.name(),
+        }
+    }
+
+    async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
+        match self {
+            AnyHost::Local(h) => h.list(roots).await,
+        }
+    }
+
+    async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+        match self {
+            AnyHost::Local(h) => h.read(file, ranges).await,
+        }
+    }
+}
+
 /// Checks a relative path the way every host must before touching it: non-empty, relative,
 /// `/`-separated, no empty, `.` or `..` component, no NUL. Returns a reason on refusal.
 pub fn check_relative_path(rel: &[u8]) -> Result<(), &'static str> {

@@ -1,0 +1,97 @@
+//! Renderers: turn records, pages and listings into text for people or NDJSON for scripts.
+//! The output format is chosen once (`Renderer`); text goes through the one sanitiser, NDJSON
+//! stays exact (JSON escaping protects it).
+
+pub mod ndjson;
+pub mod text;
+
+use std::io::{self, Write};
+
+use crate::engine::plan::Page;
+use crate::engine::session::SessionFile;
+use crate::model::Record;
+
+/// What a page line needs besides the page itself.
+#[derive(Debug, Clone)]
+pub struct PageInfo<'a> {
+    pub host: &'a str,
+    pub harness: &'a str,
+    pub session: &'a str,
+}
+
+/// The output format, chosen once per invocation.
+#[derive(Debug, Clone)]
+pub enum Renderer {
+    Text(text::TextOptions),
+    Ndjson,
+}
+
+impl Renderer {
+    pub fn records(&self, out: &mut impl Write, records: &[Record]) -> io::Result<()> {
+        match self {
+            Renderer::Text(options) => records
+                .iter()
+                .try_for_each(|r| text::record(out, r, options)),
+            Renderer::Ndjson => records.iter().try_for_each(|r| ndjson::record(out, r)),
+        }
+    }
+
+    pub fn page_end(
+        &self,
+        out: &mut impl Write,
+        info: &PageInfo<'_>,
+        page: &Page,
+    ) -> io::Result<()> {
+        match self {
+            Renderer::Text(options) => text::page_end(out, page, options),
+            Renderer::Ndjson => ndjson::page(out, info, page),
+        }
+    }
+
+    pub fn sessions(
+        &self,
+        out: &mut impl Write,
+        host: &str,
+        sessions: &[SessionFile],
+        show_host: bool,
+    ) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => text::sessions(out, host, sessions, show_host),
+            Renderer::Ndjson => sessions
+                .iter()
+                .try_for_each(|s| ndjson::session(out, host, s)),
+        }
+    }
+}
+
+/// RFC 3339 (UTC, seconds) of a Unix time.
+pub fn rfc3339(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(1_793_613_600), "2026-11-02T10:13:20Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+}

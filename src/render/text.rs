@@ -1,0 +1,191 @@
+//! Text for people: one block per record — time, role, text; tool calls as name + compact
+//! input; tool results shortened unless `--full`. Every string from a transcript or a file
+//! name goes through [`crate::sanitize::sanitize`] before it is written.
+
+use std::io::{self, Write};
+
+use super::rfc3339;
+use crate::engine::plan::Page;
+use crate::engine::session::SessionFile;
+use crate::model::{Record, RecordBody, RecordKind, TextKind, display_path};
+use crate::sanitize::sanitize;
+
+/// Lines of a tool result or input shown when not `--full`.
+const SHORT_LINES: usize = 6;
+const SHORT_CHARS: usize = 600;
+/// Width of the time + role gutter; continuation lines are indented to it.
+const GUTTER: usize = 21;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextOptions {
+    pub full: bool,
+    pub color: bool,
+}
+
+fn paint(options: &TextOptions, code: &str, text: &str) -> String {
+    if options.color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn role_color(record: &Record) -> &'static str {
+    match (&record.body, record.kind()) {
+        (RecordBody::ToolResult { is_error: true, .. }, _) => "31",
+        (
+            RecordBody::Text {
+                kind: TextKind::Thinking,
+                ..
+            },
+            _,
+        ) => "2",
+        (_, RecordKind::User) => "1;32",
+        (_, RecordKind::Assistant) => "1;34",
+        (_, RecordKind::ToolCall) => "36",
+        (_, RecordKind::ToolResult) => "2",
+        (_, RecordKind::Notice) => "33",
+    }
+}
+
+/// `HH:MM:SS` of an RFC 3339 timestamp, or blanks.
+fn time_of(ts: Option<&str>) -> String {
+    ts.and_then(|t| t.get(11..19))
+        .filter(|t| t.as_bytes()[2] == b':')
+        .unwrap_or("        ")
+        .to_string()
+}
+
+/// Shortens to `SHORT_LINES` lines and `SHORT_CHARS` characters, saying what was left out.
+fn shorten(text: &str, full: bool) -> String {
+    if full {
+        return text.to_string();
+    }
+    let total_lines = text.lines().count();
+    let mut out: String = text
+        .lines()
+        .take(SHORT_LINES)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut cut = total_lines > SHORT_LINES;
+    if out.chars().count() > SHORT_CHARS {
+        out = out.chars().take(SHORT_CHARS).collect();
+        cut = true;
+    }
+    if cut {
+        let more = total_lines.saturating_sub(out.lines().count());
+        if more > 0 {
+            out.push_str(&format!(" … (+{more} lines)"));
+        } else {
+            out.push_str(" …");
+        }
+    }
+    out
+}
+
+pub fn record(out: &mut impl Write, record: &Record, options: &TextOptions) -> io::Result<()> {
+    let role = match (&record.body, record.kind()) {
+        (
+            RecordBody::Text {
+                kind: TextKind::Thinking,
+                ..
+            },
+            _,
+        ) => "thinking",
+        (_, kind) => kind.name(),
+    };
+    let body = match &record.body {
+        RecordBody::Text {
+            text,
+            kind: TextKind::Thinking,
+        } => shorten(text, options.full),
+        RecordBody::Text { text, .. } => text.clone(),
+        RecordBody::ToolCall { name, input, .. } => {
+            let input = serde_json::to_string(input).unwrap_or_default();
+            format!("{name} {}", shorten(&input, options.full))
+        }
+        RecordBody::ToolResult {
+            output, is_error, ..
+        } => {
+            let mark = if *is_error { "error: " } else { "" };
+            format!("{mark}{}", shorten(output.trim_end(), options.full))
+        }
+    };
+    let agent = match (&record.agent, record.sidechain) {
+        (Some(agent), _) => format!("[{}] ", sanitize(agent)),
+        (None, true) => "[sidechain] ".to_string(),
+        _ => String::new(),
+    };
+    let body = sanitize(&body);
+    let indent = " ".repeat(GUTTER);
+    let body = body
+        .trim_end_matches('\n')
+        .replace('\n', &format!("\n{indent}"));
+    let head = format!("{} {:<11}", time_of(record.ts.as_deref()), role);
+    writeln!(
+        out,
+        "{} {agent}{body}",
+        paint(options, role_color(record), &sanitize(&head))
+    )
+}
+
+pub fn page_end(out: &mut impl Write, page: &Page, options: &TextOptions) -> io::Result<()> {
+    let mut notes = Vec::new();
+    if page.reset {
+        notes.push("the source changed under the cursor: restarted from its beginning");
+    }
+    if page.pending_tail {
+        notes.push("an incomplete record at the end is not shown yet");
+    }
+    if page.more {
+        notes.push("more records follow");
+    }
+    let mut line = format!("-- cursor {}", page.cursor.encode());
+    if !notes.is_empty() {
+        line.push_str(&format!(" ({})", notes.join("; ")));
+    }
+    writeln!(out, "{}", paint(options, "2", &line))
+}
+
+pub fn sessions(
+    out: &mut impl Write,
+    host: &str,
+    sessions: &[SessionFile],
+    show_host: bool,
+) -> io::Result<()> {
+    for s in sessions {
+        let host_col = if show_host {
+            format!("{:<12} ", sanitize(host))
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{host_col}{:<7} {:<44} {:>10} {}  {}",
+            s.harness().name(),
+            sanitize(&s.id),
+            s.entry.size,
+            &rfc3339(s.entry.mtime)[..16].replace('T', " "),
+            sanitize(&display_path(&s.entry.full_path())),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortening_says_what_was_left_out() {
+        let long = (0..20)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let short = shorten(&long, false);
+        assert_eq!(short.lines().count(), SHORT_LINES);
+        assert!(short.ends_with("(+14 lines)"), "{short}");
+        assert_eq!(shorten(&long, true), long);
+        assert_eq!(shorten("ok", false), "ok");
+    }
+}
