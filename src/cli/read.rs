@@ -69,13 +69,12 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut write_error = None;
     let page = read_page(&host, &session, request, |records| {
-        if write_error.is_none() {
-            if let Err(e) = renderer
+        if write_error.is_none()
+            && let Err(e) = renderer
                 .records(&mut out, &records)
                 .and_then(|_| out.flush())
-            {
-                write_error = Some(e);
-            }
+        {
+            write_error = Some(e);
         }
     })
     .await?;

@@ -176,11 +176,7 @@ impl LineBuilder<'_, '_, '_> {
             return;
         }
         match &message.content {
-            Value::String(text) => {
-                if self.env.is_meta != Some(true) {
-                    self.user_text(0, text);
-                }
-            }
+            Value::String(text) if self.env.is_meta != Some(true) => self.user_text(0, text),
             Value::Array(blocks) => {
                 for (i, block) in blocks.iter().enumerate() {
                     match block_type(block) {
@@ -255,10 +251,10 @@ impl LineBuilder<'_, '_, '_> {
         let synthetic = message.model.as_deref() == Some("<synthetic>")
             || self.env.is_api_error_message == Some(true);
         let Value::Array(blocks) = &message.content else {
-            if let Value::String(text) = &message.content {
-                if !text.trim().is_empty() {
-                    self.text(0, TextKind::Assistant, text.clone());
-                }
+            if let Value::String(text) = &message.content
+                && !text.trim().is_empty()
+            {
+                self.text(0, TextKind::Assistant, text.clone());
             }
             return;
         };

@@ -229,7 +229,7 @@ impl ReadPlan {
                     }
                 };
                 self.state = State::Forward(Box::new(fwd));
-                return Ok(());
+                Ok(())
             }
         }
     }
@@ -412,10 +412,8 @@ impl Forward {
         if self.done {
             return None;
         }
-        if let Some(size) = self.size {
-            if self.pos >= size {
-                return None;
-            }
+        if self.size.is_some_and(|size| self.pos >= size) {
+            return None;
         }
         let budget = MAX_SOURCE_BYTES.saturating_sub(self.read_total);
         let len = self.chunk.min(MAX_CALL_BYTES).min(budget);
