@@ -39,7 +39,7 @@ pub mod posix;
 
 use base64::Engine as _;
 
-use super::{HostError, MAX_READ_BYTES, check_relative_path};
+use super::{HostError, MAX_READ_BYTES};
 use crate::model::{
     ByteRange, FileEntry, Harness, Listing, ReadResult, ResolvedRoot, display_path,
 };
@@ -280,7 +280,17 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
 /// A listed path must be what the harness's filter allows: `<subdir>/…`, relative, no `..`,
 /// at most `max_depth` directories below the subdir, ending in the suffix.
 fn check_listed_path(harness: Harness, rel: &[u8]) -> Result<(), &'static str> {
-    check_relative_path(rel)?;
+    // Not `check_relative_path`: a backslash is an ordinary byte in a POSIX name, and the
+    // local host lists such files too.
+    if rel.is_empty() || rel.starts_with(b"/") || rel.contains(&0) {
+        return Err("not a relative path");
+    }
+    if rel
+        .split(|&b| b == b'/')
+        .any(|c| matches!(c, b"" | b"." | b".."))
+    {
+        return Err("empty, `.` or `..` component in path");
+    }
     let spec = harness.list_spec();
     let below = rel
         .strip_prefix(spec.subdir.as_bytes())
@@ -385,6 +395,11 @@ pub fn decode_read(
         } else {
             range.len.min(size - range.start)
         };
+        if want == 0 {
+            // Nothing of the range exists: the script runs no `dd` at all.
+            chunks.push(Vec::new());
+            continue;
+        }
         // Both fit in usize: `block` exists in memory and `want` is at most its length here.
         let need = wire.skip.saturating_add(want);
         if (block.len() as u64) < need {
