@@ -131,7 +131,9 @@ pub fn read_reply_limit(ranges: &[ByteRange]) -> usize {
         .iter()
         .map(|r| aligned(r).max_bytes().min(MAX_READ_BYTES + 2 * 65536))
         .fold(0, u64::saturating_add);
-    let encoded = raw.saturating_mul(4).saturating_add(256 * ranges.len() as u64);
+    let encoded = raw
+        .saturating_mul(4)
+        .saturating_add(256 * ranges.len() as u64);
     usize::try_from(encoded)
         .unwrap_or(usize::MAX)
         .saturating_add(NOISE_SLACK)
@@ -187,8 +189,7 @@ pub fn parse_frame<'a>(host: &str, nonce: &str, stdout: &'a [u8]) -> Result<Fram
         &[][..]
     };
     Ok(Frame {
-        uname: String::from_utf8_lossy(&stdout[after_begin..after_begin + uname_len])
-            .into_owned(),
+        uname: String::from_utf8_lossy(&stdout[after_begin..after_begin + uname_len]).into_owned(),
         rc,
         body,
     })
@@ -229,7 +230,8 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
                     b"1" => true,
                     _ => return Err(bad(format!("bad ROOT line {}", show(line)))),
                 };
-                let dir = hex_decode(hex).ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
+                let dir =
+                    hex_decode(hex).ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
                 if dir.contains(&0) || (exists && !dir.starts_with(b"/")) {
                     return Err(bad(format!("bad root directory in {}", show(line))));
                 }
@@ -242,11 +244,15 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
             }
             b"F" | b"FX" => {
                 let Some((harness, root, true)) = &current else {
-                    return Err(bad(format!("file outside an existing root: {}", show(line))));
+                    return Err(bad(format!(
+                        "file outside an existing root: {}",
+                        show(line)
+                    )));
                 };
                 let (size, rest) = split_word(rest);
                 let (mtime, path) = split_word(rest);
-                let size = parse_u64(size).ok_or_else(|| bad(format!("bad size in {}", show(line))))?;
+                let size =
+                    parse_u64(size).ok_or_else(|| bad(format!("bad size in {}", show(line))))?;
                 let mtime =
                     parse_i64(mtime).ok_or_else(|| bad(format!("bad mtime in {}", show(line))))?;
                 let path = if tag == b"FX" {
@@ -594,7 +600,7 @@ fn hex_decode(text: &[u8]) -> Option<Vec<u8>> {
         .copied()
         .filter(|b| !b.is_ascii_whitespace())
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     digits
@@ -613,4 +619,258 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).rposition(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONCE: &str = "0123456789abcdef0123456789abcdef";
+
+    fn framed(body: &str, rc: i32) -> Vec<u8> {
+        format!("motd\n\n{NONCE}:BEGIN Linux\n{body}\n{NONCE}:END {rc}\nlogout\n").into_bytes()
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn quoting_is_single_quotes_with_escaped_quotes() {
+        assert_eq!(quote(b"a b"), b"'a b'");
+        assert_eq!(quote(b"it's"), b"'it'\\''s'");
+        assert_eq!(quote(b""), b"''");
+        assert_eq!(quote(b"\xff$(x)`y`"), b"'\xff$(x)`y`'");
+    }
+
+    #[test]
+    fn nonces_are_fresh_hex() {
+        let (a, b) = (new_nonce(), new_nonce());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn alignment() {
+        let a = aligned(&ByteRange::new(4097, 10));
+        assert_eq!((a.bs, a.skip_blocks, a.count, a.skip), (4096, 1, 1, 1));
+        let a = aligned(&ByteRange::new(65_535, 1024 * 1024));
+        assert_eq!(
+            (a.bs, a.skip_blocks, a.count, a.skip),
+            (65536, 0, 17, 65_535)
+        );
+        assert_eq!(aligned(&ByteRange::new(5, 0)).count, 0);
+    }
+
+    #[test]
+    fn frame_takes_the_first_begin_and_the_last_end() {
+        let out = format!("{NONCE}:BEGIN Darwin\nbody\n{NONCE}:END 0\n\n{NONCE}:END 0\nnoise");
+        let frame = parse_frame("h", NONCE, out.as_bytes()).unwrap();
+        assert_eq!(frame.uname, "Darwin");
+        assert_eq!(frame.rc, 0);
+        assert_eq!(frame.body, format!("body\n{NONCE}:END 0\n").as_bytes());
+    }
+
+    #[test]
+    fn missing_markers_mean_the_shell_is_not_clean() {
+        for out in [
+            &b"This account is currently not available.\n"[..],
+            b"",
+            format!("\n{NONCE}:BEGIN Linux\nMETA size=1 enc=b64\n").as_bytes(),
+            b"\nffffffffffffffffffffffffffffffff:BEGIN Linux\n\nffffffffffffffffffffffffffffffff:END 0\n",
+        ] {
+            let err = decode_read("h", NONCE, &[ByteRange::new(0, 1)], out).unwrap_err();
+            let HostError::ShellNotClean { first_bytes, .. } = &err else {
+                panic!("{err:?}");
+            };
+            assert!(!first_bytes.contains('\n'), "{first_bytes}");
+        }
+        let noisy = [b"\x1b[31m".repeat(100), b"\n".to_vec()].concat();
+        let err = decode_list("h", NONCE, &noisy).unwrap_err().to_string();
+        assert!(
+            err.contains("\\x1b[31m") && err.contains('…') && !err.contains('\x1b'),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn reads_decode_every_encoding_and_trim_the_aligned_block() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        let ranges = [ByteRange::new(4100, 10), ByteRange::new(9_995, 100)];
+        let blocks = [&data[4096..8192], &data[8192..]];
+        let hex = |b: &[u8]| {
+            b.chunks(16)
+                .map(|c| c.iter().map(|x| format!(" {x:02x}")).collect::<String>() + "\n")
+                .collect::<String>()
+        };
+        let wrap = |s: String| {
+            s.as_bytes()
+                .chunks(76)
+                .map(|c| String::from_utf8(c.to_vec()).unwrap() + "\n")
+                .collect::<String>()
+        };
+        for (enc, encode) in [
+            (
+                "b64",
+                &(|b: &[u8]| wrap(b64(b))) as &dyn Fn(&[u8]) -> String,
+            ),
+            ("ossl", &|b: &[u8]| wrap(b64(b))),
+            ("uu", &|b: &[u8]| {
+                format!("begin-base64 644 x\n{}====\n", wrap(b64(b)))
+            }),
+            ("hex", &hex),
+        ] {
+            let body = format!(
+                "META size=10000 enc={enc}\nDATA 0\n{}\nEND-DATA 0\nDATA 1\n{}\nEND-DATA 1\n",
+                encode(blocks[0]),
+                encode(blocks[1])
+            );
+            let got = decode_read("h", NONCE, &ranges, &framed(&body, 0)).unwrap();
+            assert_eq!(got.size, 10_000);
+            assert_eq!(
+                got.chunks,
+                vec![data[4100..4110].to_vec(), data[9_995..].to_vec()]
+            );
+        }
+    }
+
+    #[test]
+    fn err_lines_map_to_host_errors() {
+        let path = "/r/projects/x.jsonl";
+        let hex = hex_encode(path.as_bytes());
+        for (code, want) in [
+            ("symlink", "PathRefused"),
+            ("outside", "PathRefused"),
+            ("notfile", "PathRefused"),
+            ("missing", "NotFound"),
+            ("noroot", "NotFound"),
+            ("unreadable", "Io"),
+            ("weird", "Io"),
+        ] {
+            let out = framed(&format!("ERR {code} {hex}"), 1);
+            let err = decode_read("h", NONCE, &[ByteRange::new(0, 1)], &out).unwrap_err();
+            assert!(format!("{err:?}").starts_with(want), "{code}: {err:?}");
+            assert!(err.to_string().contains(path), "{err}");
+        }
+    }
+
+    #[test]
+    fn hostile_read_replies_are_refused_without_trusting_them() {
+        let ranges = [ByteRange::new(0, 10)];
+        let cases: Vec<(String, &str)> = vec![
+            // A huge claimed size allocates nothing: the payload is still short.
+            (
+                format!(
+                    "META size=18446744073709551615 enc=b64\nDATA 0\n{}\nEND-DATA 0",
+                    b64(b"abc")
+                ),
+                "expected at least 10",
+            ),
+            // Truncated payload: the END-DATA never comes.
+            (
+                format!("META size=10 enc=b64\nDATA 0\n{}", b64(b"0123456789")),
+                "cut off",
+            ),
+            // More payload than the aligned block can hold.
+            (
+                format!(
+                    "META size=10 enc=b64\nDATA 0\n{}\nEND-DATA 0",
+                    b64(&[0u8; 5000])
+                ),
+                "more than 4096",
+            ),
+            (
+                format!(
+                    "META size=10 enc=hex\nDATA 0\n{}\nEND-DATA 0",
+                    " 00".repeat(4097)
+                ),
+                "more than 4096",
+            ),
+            (
+                "META size=-1 enc=b64\nDATA 0\nEND-DATA 0".into(),
+                "bad META",
+            ),
+            (
+                "META size=10 enc=rot13\nDATA 0\nEND-DATA 0".into(),
+                "bad META",
+            ),
+            (
+                "META size=10 enc=b64\nDATA 1\nEND-DATA 1".into(),
+                "expected DATA 0",
+            ),
+            (
+                "META size=10 enc=hex\nDATA 0\n 0g\nEND-DATA 0".into(),
+                "bad hex",
+            ),
+            (
+                "META size=10 enc=b64\nDATA 0\n!!!!\nEND-DATA 0".into(),
+                "bad base64",
+            ),
+            (
+                format!(
+                    "META size=10 enc=b64\nDATA 0\n{}\nEND-DATA 0\nextra",
+                    b64(b"0123456789")
+                ),
+                "unexpected line",
+            ),
+        ];
+        for (body, want) in cases {
+            let err = decode_read("h", NONCE, &ranges, &framed(&body, 0)).unwrap_err();
+            assert!(err.to_string().contains(want), "{want}: {err}");
+        }
+        // A reply over the bound is refused before it is parsed.
+        let limit = read_reply_limit(&ranges);
+        assert!(limit < 2 * 1024 * 1024, "{limit}");
+        let huge = framed(&"A".repeat(limit), 0);
+        let err = decode_read("h", NONCE, &ranges, &huge).unwrap_err();
+        assert!(err.to_string().contains("over the"), "{err}");
+        // The bound grows with the request, up to hex of 4 MiB and its alignment.
+        let big = read_reply_limit(&[ByteRange::new(1, MAX_READ_BYTES)]);
+        assert!(big > 16 * 1024 * 1024 && big < 20 * 1024 * 1024, "{big}");
+    }
+
+    #[test]
+    fn hostile_listings_are_refused() {
+        let root = format!("ROOT claude 1 {}", hex_encode(b"/home/u/.claude"));
+        let cases = [
+            format!("F 1 2 projects/a.jsonl"),
+            format!("{root}\nF 1 2 projects/../../etc/passwd.jsonl"),
+            format!("{root}\nF 1 2 /etc/passwd.jsonl"),
+            format!("{root}\nF 1 2 ./projects/./a.jsonl"),
+            format!("{root}\nF 1 2 projects//a.jsonl"),
+            format!("{root}\nF 1 2 other/a.jsonl"),
+            format!("{root}\nF 1 2 projects/a.txt"),
+            format!("{root}\nF 1 2 projects/1/2/3/4/5/6/7/a.jsonl"),
+            format!("{root}\nF -1 2 projects/a.jsonl"),
+            format!("{root}\nF 99999999999999999999999 2 projects/a.jsonl"),
+            format!("{root}\nF 1 x projects/a.jsonl"),
+            format!("{root}\nFX 1 2 zz"),
+            format!("ROOT nosuch 1 {}", hex_encode(b"/x")),
+            format!("ROOT claude 1 {}", hex_encode(b"relative")),
+            format!(
+                "ROOT claude 0 {}\nF 1 2 projects/a.jsonl",
+                hex_encode(b"/x")
+            ),
+            format!("{root}\nHELLO"),
+        ];
+        for body in cases {
+            let err = decode_list("h", NONCE, &framed(&body, 0)).unwrap_err();
+            assert!(matches!(err, HostError::Protocol { .. }), "{body}: {err}");
+        }
+        let ok = format!(
+            "MODE gnu\n{root}\nF 1 -2 ./projects/b c.jsonl\nFX 3 4 {}\nS\nS",
+            hex_encode(b"projects/1/2/3/4/5/6/a\xff.jsonl")
+        );
+        let listing = decode_list("h", NONCE, &framed(&ok, 0)).unwrap();
+        assert_eq!(listing.skipped_names, 2);
+        assert_eq!(listing.files.len(), 2);
+        assert_eq!(listing.files[0].rel, b"projects/1/2/3/4/5/6/a\xff.jsonl");
+        assert_eq!((listing.files[1].size, listing.files[1].mtime), (1, -2));
+        let over = vec![b'x'; LIST_REPLY_LIMIT + 1];
+        assert!(matches!(
+            decode_list("h", NONCE, &over).unwrap_err(),
+            HostError::Protocol { .. }
+        ));
+    }
 }

@@ -117,7 +117,9 @@ impl Script {
 
     /// Prints END and closes the group (stdin of everything in it: `/dev/null`).
     fn end(mut self, rc: &str) -> Vec<u8> {
-        self.raw(&format!("printf '\\n%s:END {rc}\\n' \"$N\"\n}} </dev/null\n"));
+        self.raw(&format!(
+            "printf '\\n%s:END {rc}\\n' \"$N\"\n}} </dev/null\n"
+        ));
         self.0
     }
 }

@@ -283,7 +283,11 @@ fn every_listing_mode_agrees() {
         }
     }
     for (name, mode) in &modes_seen {
-        let want = if name.contains("applets") { "statc" } else { "gnu" };
+        let want = if name.contains("applets") {
+            "statc"
+        } else {
+            "gnu"
+        };
         assert_eq!(mode, want, "{name}");
     }
 }
@@ -303,18 +307,31 @@ fn default_root_comes_from_the_hosts_environment() {
         let nonce = new_nonce();
         let script = list_script(&nonce, &spec);
         let out = run(&shell, &tree, &[("HOME", &home)], &script);
-        assert_eq!(decode_list("t", &nonce, &out).unwrap(), expected, "{}", shell.name);
+        assert_eq!(
+            decode_list("t", &nonce, &out).unwrap(),
+            expected,
+            "{}",
+            shell.name
+        );
         // The variable wins over $HOME.
         let out = run(
             &shell,
             &tree,
-            &[("HOME", Path::new("/nonexistent")), ("CLAUDE_CONFIG_DIR", &tree.root_link)],
+            &[
+                ("HOME", Path::new("/nonexistent")),
+                ("CLAUDE_CONFIG_DIR", &tree.root_link),
+            ],
             &script,
         );
         let got = decode_list("t", &nonce, &out).unwrap();
         assert_eq!(got.files, expected.files, "{}", shell.name);
         // Neither: reported missing, as `$HOME/.claude`.
-        let out = run(&shell, &tree, &[("HOME", Path::new("/nonexistent/"))], &script);
+        let out = run(
+            &shell,
+            &tree,
+            &[("HOME", Path::new("/nonexistent/"))],
+            &script,
+        );
         let got = decode_list("t", &nonce, &out).unwrap();
         assert_eq!(got.roots[0].dir, b"/nonexistent/.claude", "{}", shell.name);
         assert!(!got.roots[0].exists);
@@ -329,7 +346,12 @@ fn read_with(
     encoder: Option<Encoder>,
 ) -> Result<ReadResult, HostError> {
     let nonce = new_nonce();
-    let out = run(shell, tree, &[], &read_script_with(&nonce, file, ranges, encoder));
+    let out = run(
+        shell,
+        tree,
+        &[],
+        &read_script_with(&nonce, file, ranges, encoder),
+    );
     decode_read("test", &nonce, ranges, &out)
 }
 
@@ -378,7 +400,10 @@ fn ranges_are_byte_identical_in_every_shell() {
 #[test]
 fn every_encoder_round_trips() {
     let tree = tree();
-    let ranges = [ByteRange::new(65_530, 200_000), ByteRange::new(9_999_990, 64)];
+    let ranges = [
+        ByteRange::new(65_530, 200_000),
+        ByteRange::new(9_999_990, 64),
+    ];
     let file = tree.file(b"projects/-p/big.jsonl");
     let all = shells(tree.path());
     let mut exercised = Vec::new();
@@ -398,7 +423,10 @@ fn every_encoder_round_trips() {
             }
             let got = read_with(shell, &tree, &file, &ranges, Some(encoder))
                 .unwrap_or_else(|e| panic!("{} {encoder:?}: {e}", shell.name));
-            assert!(got.chunks == expected_chunks(&tree.big, &ranges), "{encoder:?}");
+            assert!(
+                got.chunks == expected_chunks(&tree.big, &ranges),
+                "{encoder:?}"
+            );
             exercised.push(encoder);
         }
     }
@@ -410,7 +438,10 @@ fn hostile_names_read_and_confinement_holds_in_every_shell() {
     let tree = tree();
     let hostile = format!("projects/{HOSTILE_DIR}/");
     let readable: Vec<(Vec<u8>, &[u8])> = vec![
-        ([hostile.as_bytes(), b"s p a c e.jsonl"].concat(), b"spaces\n"),
+        (
+            [hostile.as_bytes(), b"s p a c e.jsonl"].concat(),
+            b"spaces\n",
+        ),
         ([hostile.as_bytes(), b"-x.jsonl"].concat(), b"dash\n"),
         ([hostile.as_bytes(), b" lead'q.jsonl"].concat(), b"lead\n"),
         (b"projects/-p/new\nline.jsonl".to_vec(), b"newline\n"),
@@ -445,7 +476,13 @@ fn hostile_names_read_and_confinement_holds_in_every_shell() {
                 rel.escape_ascii()
             );
         }
-        let got = read_with(&shell, &tree, &tree.file(b"projects/-p/gone.jsonl"), &ranges, None);
+        let got = read_with(
+            &shell,
+            &tree,
+            &tree.file(b"projects/-p/gone.jsonl"),
+            &ranges,
+            None,
+        );
         assert!(matches!(got, Err(HostError::NotFound { .. })), "{got:?}");
         let mut no_root = tree.file(b"projects/-p/a.jsonl");
         no_root.root = b"/nonexistent/root".to_vec();
