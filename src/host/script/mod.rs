@@ -834,7 +834,7 @@ mod tests {
     fn hostile_listings_are_refused() {
         let root = format!("ROOT claude 1 {}", hex_encode(b"/home/u/.claude"));
         let cases = [
-            format!("F 1 2 projects/a.jsonl"),
+            "F 1 2 projects/a.jsonl".to_string(),
             format!("{root}\nF 1 2 projects/../../etc/passwd.jsonl"),
             format!("{root}\nF 1 2 /etc/passwd.jsonl"),
             format!("{root}\nF 1 2 ./projects/./a.jsonl"),
