@@ -81,7 +81,10 @@ impl Script {
         s.raw("{\n");
         s.raw("N=");
         s.word(nonce.as_bytes());
-        s.raw("\nunset CDPATH\nIFS=' \t\n'\nLC_ALL=C; export LC_ALL\nset -f\nNL='\n'\n");
+        s.raw("\nunset CDPATH\nIFS=' \t\n'\nLC_ALL=C; export LC_ALL\nset -f\nNL='\n'\nbad=\n");
+        // A function exported from the user's environment (bash `export -f`) must not stand in
+        // for a tool.
+        s.raw("unset -f cd pwd find stat ls date od tr dd base64 openssl uuencode uname sh 2>/dev/null\n");
         // `hx` hex-encodes a value on one line (a name may hold any byte but NUL).
         s.raw("hx() { printf '%s' \"$1\" | od -An -v -tx1 | tr -d ' \\t\\n'; }\n");
         s

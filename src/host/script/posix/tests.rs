@@ -41,8 +41,10 @@ fn missing(what: &str) {
 
 /// Every shell that is installed; a missing one is skipped (a failure when CI=true).
 fn shells(tmp: &Path) -> Vec<Shell> {
-    let table: [(&str, &[&str]); 6] = [
+    let table: [(&str, &[&str]); 7] = [
         ("dash", &["dash", "-s"]),
+        // posh rejects `-s`; without arguments it reads the script from stdin all the same.
+        ("posh", &["posh"]),
         ("bash --posix", &["bash", "--posix", "-s"]),
         ("busybox sh", &["busybox", "sh", "-s"]),
         ("mksh", &["mksh", "-s"]),
@@ -534,5 +536,45 @@ fn a_stdin_reading_rc_file_cannot_make_the_script_run_a_fragment() {
         if let Ok(got) = decode_read("t", &nonce, &ranges, &out) {
             assert_eq!(got.chunks, vec![b"dash\n".to_vec()], "cut at {cut}");
         }
+    }
+}
+
+#[test]
+fn scripts_are_ascii_and_write_nothing() {
+    let specs = [
+        RootSpec {
+            harness: Harness::Claude,
+            dir: Some(b"/x/it's > y \xff".to_vec()),
+        },
+        RootSpec::default_for(Harness::Claude),
+    ];
+    let file = FileRef {
+        harness: Harness::Claude,
+        root: b"/r>oot".to_vec(),
+        rel: b"projects/a > b/c.jsonl".to_vec(),
+    };
+    let ranges = [ByteRange::new(1, 2)];
+    for script in [
+        list_script("n", &specs),
+        read_script("n", &file, &ranges),
+        read_script("n", &file, &[ByteRange::new(0, u64::MAX)]),
+    ] {
+        assert!(script.is_ascii());
+        let text = String::from_utf8(script).unwrap();
+        if std::env::var_os("SHOW_SCRIPT").is_some() {
+            eprintln!("{text}");
+        }
+        // The only redirections: to /dev/null, stderr to stdout, and the group's stdin.
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find('>') {
+            let after = &rest[i + 1..];
+            assert!(
+                after.starts_with("/dev/null") || after.starts_with("&1"),
+                "redirection at {:?}",
+                &rest[i.saturating_sub(20)..(i + 20).min(rest.len())]
+            );
+            rest = after;
+        }
+        assert!(text.starts_with("{\n") && text.ends_with("} </dev/null\n"));
     }
 }
