@@ -26,6 +26,10 @@
 //! DATA <i>                              then the encoded block-aligned bytes of range i
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
+//! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
+//! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe` and anything else
+//! (→ Io). A list reply may carry `ERR unsafe` too.
+//!
 //! Range `i` is read block-aligned ([`aligned`]): the payload is `count` blocks of `bs` bytes
 //! from block `skip_blocks`; the decoder drops the first `skip` bytes and keeps at most the
 //! requested length, clipped at the reported size. There is no `pipefail` in `sh`, so the
