@@ -23,21 +23,57 @@ fn main() -> std::io::Result<()> {
         seed.set(x);
         x
     };
-    let words = ["the", "build", "fails", "because", "cargo", "test", "passes", "on", "main", "fix", "a",
-        "flaky", "socket", "timeout", "in", "src/lib.rs", "let", "x", "=", "Some(1);", "\\\"quoted\\\"", "ünïcode"];
+    let words = [
+        "the",
+        "build",
+        "fails",
+        "because",
+        "cargo",
+        "test",
+        "passes",
+        "on",
+        "main",
+        "fix",
+        "a",
+        "flaky",
+        "socket",
+        "timeout",
+        "in",
+        "src/lib.rs",
+        "let",
+        "x",
+        "=",
+        "Some(1);",
+        "\\\"quoted\\\"",
+        "ünïcode",
+    ];
     let text = |n: usize| -> String {
-        (0..n).map(|_| words[(next() % words.len() as u64) as usize]).collect::<Vec<_>>().join(" ")
+        (0..n)
+            .map(|_| words[(next() % words.len() as u64) as usize])
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let mut written: u64 = 0;
     let mut turn: u64 = 0;
     let session = "b3nch000-0000-4000-8000-000000000000";
     while written < size {
-        let ts = format!("2026-11-02T{:02}:{:02}:{:02}.000Z", turn / 3600 % 24, turn / 60 % 60, turn % 60);
+        let ts = format!(
+            "2026-11-02T{:02}:{:02}:{:02}.000Z",
+            turn / 3600 % 24,
+            turn / 60 % 60,
+            turn % 60
+        );
         let envelope = |uuid: String, parent: String| {
-            format!(r#""parentUuid":"{parent}","isSidechain":false,"userType":"external","cwd":"/home/dev/app","sessionId":"{session}","version":"2.1.39","gitBranch":"main","uuid":"{uuid}","timestamp":"{ts}""#)
+            format!(
+                r#""parentUuid":"{parent}","isSidechain":false,"userType":"external","cwd":"/home/dev/app","sessionId":"{session}","version":"2.1.39","gitBranch":"main","uuid":"{uuid}","timestamp":"{ts}""#
+            )
         };
         let mut lines = Vec::new();
-        lines.push(format!(r#"{{"type":"user",{},"message":{{"role":"user","content":"{}"}}}}"#, envelope(format!("u{turn}"), format!("r{}", turn.wrapping_sub(1))), text(30)));
+        lines.push(format!(
+            r#"{{"type":"user",{},"message":{{"role":"user","content":"{}"}}}}"#,
+            envelope(format!("u{turn}"), format!("r{}", turn.wrapping_sub(1))),
+            text(30)
+        ));
         for p in 0..3 {
             lines.push(format!(r#"{{"type":"progress",{},"data":{{"type":"hook_progress","hookEvent":"PreToolUse","hookName":"PreToolUse:Bash","command":"{}"}},"parentToolUseID":"toolu_{turn}","toolUseID":"toolu_{turn}"}}"#, envelope(format!("p{turn}-{p}"), format!("u{turn}")), text(8)));
         }

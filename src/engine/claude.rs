@@ -38,8 +38,10 @@ struct Envelope<'a> {
     is_api_error_message: Option<bool>,
     #[serde(borrow)]
     subtype: Option<Cow<'a, str>>,
+    // Parsed in the same pass: user and assistant lines are most of the bytes that matter,
+    // and scanning them twice was a measurable share of `--all`.
     #[serde(borrow)]
-    message: Option<&'a RawValue>,
+    message: Option<Message<'a>>,
     #[serde(borrow)]
     content: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -156,14 +158,8 @@ impl LineBuilder<'_, '_, '_> {
         self.push(block, RecordBody::Text { kind, text });
     }
 
-    fn message(&self) -> Option<Message<'_>> {
-        self.env
-            .message
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
-    }
-
     fn user(&mut self) {
-        let Some(message) = self.message() else {
+        let Some(message) = self.env.message.as_ref() else {
             return;
         };
         if self.env.is_compact_summary == Some(true) {
@@ -245,7 +241,7 @@ impl LineBuilder<'_, '_, '_> {
     }
 
     fn assistant(&mut self) {
-        let Some(message) = self.message() else {
+        let Some(message) = self.env.message.as_ref() else {
             return;
         };
         let synthetic = message.model.as_deref() == Some("<synthetic>")
