@@ -1,1 +1,4 @@
 //! Integration tests: one binary.
+
+mod common;
+mod sshd_fixture;
