@@ -260,3 +260,24 @@ fn kill_connections_of_drops_a_live_connection() {
     let output = run_with_stdin(sshd.ssh(user).args(["sh", "-s"]), b"echo again\n", TIMEOUT);
     assert_eq!(output.stdout, b"again\n", "{}", show(&output));
 }
+
+#[test]
+fn ssh_config_parses_strictly_with_ssh2_config() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let mut reader = BufReader::new(std::fs::File::open(sshd.ssh_config()).unwrap());
+    let config = ssh2_config::SshConfig::default()
+        .parse(&mut reader, ssh2_config::ParseRule::STRICT)
+        .unwrap_or_else(|e| panic!("{}: {e}", sshd.ssh_config().display()));
+    for user in sshd.users() {
+        let params = config.query(sshd.alias(user));
+        assert_eq!(params.host_name.as_deref(), Some("127.0.0.1"));
+        assert_eq!(params.port, Some(sshd.port()));
+        assert_eq!(params.user.as_deref(), Some(*user));
+        assert_eq!(params.identity_file, Some(vec![sshd.identity().to_owned()]));
+    }
+    let known_hosts = std::fs::read_to_string(sshd.known_hosts()).unwrap();
+    assert!(
+        known_hosts.starts_with(&format!("[127.0.0.1]:{} ssh-ed25519 ", sshd.port())),
+        "{known_hosts}"
+    );
+}

@@ -166,7 +166,9 @@ pub(crate) const TEST_USERS: &[TestUser] = &[
 /// ck_noisy's ~/.bashrc: banners on stdout and stderr, and a `read` that steals the first line
 /// of the command's stdin if it arrives within 0.1 s (bash's `read` takes one byte at a time
 /// from a pipe, so it takes exactly one line). It reports what it stole on stderr as
-/// `NOISY-READ:<line>`.
+/// `NOISY-READ:<line>`. Verified here (OpenSSH 9.2, bash 5.2, loopback): with the script written
+/// to ssh's stdin right away, the first line was stolen in 20 of 20 runs and `sh -s` ran the
+/// rest. The `sshd_fixture` test accepts stolen-or-not but never both or neither.
 const NOISY_BASHRC: &str = r#"# ck_noisy: a hostile but realistic .bashrc
 echo 'NOISY-OUT-1: Welcome to ck_noisy!'
 echo 'NOISY-OUT-2: this banner is on stdout'
