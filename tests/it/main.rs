@@ -1,10 +1,13 @@
-//! Integration tests: one binary. `common/` holds the test support (temp homes, the CLI runner,
-//! the real sshd); each module tests one capability end to end with real files and processes.
+//! Integration tests: one binary. `common/` holds the test support (the real sshd with users of
+//! every login shell), `support` runs the CLI; each module tests one capability end to end with
+//! real files, shells and processes.
 
 // Test modules share helpers with `pub`; the binary has no public API to keep narrow.
 #![allow(unreachable_pub)]
 
 mod architecture;
 mod cli_local;
+mod common;
 mod fixtures;
+mod sshd_fixture;
 mod support;
