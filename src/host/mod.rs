@@ -3,6 +3,7 @@
 //! transcript content. May import `crate::model` and `crate::sanitize`, never `crate::engine`.
 
 pub mod local;
+pub mod ssh;
 
 use crate::model::{ByteRange, Harness, Listing, ReadResult, RootSpec};
 

@@ -1,0 +1,3 @@
+//! SSH transport (stub).
+pub mod config;
+pub mod known_hosts;
