@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, KeyInit, Mac};
-use russh::keys::PublicKey;
+use russh::keys::{Algorithm, PublicKey};
 use sha1::Sha1;
 
 /// The outcome of looking a server key up.
@@ -173,17 +173,40 @@ pub fn check(files: &[PathBuf], host_names: &[String], key: &PublicKey) -> Known
     }
 }
 
+/// The key algorithms of the plain (unmarked) entries matching any of `host_names`.
+pub fn known_algorithms(files: &[PathBuf], host_names: &[String]) -> Vec<Algorithm> {
+    let names: Vec<String> = host_names.iter().map(|n| n.to_ascii_lowercase()).collect();
+    let mut found: Vec<Algorithm> = Vec::new();
+    for file in files {
+        let Ok(bytes) = std::fs::read(file) else {
+            continue;
+        };
+        for raw in String::from_utf8_lossy(&bytes).split('\n') {
+            let Some(line) = parse_line(raw) else {
+                continue;
+            };
+            if line.marker == Marker::None
+                && names.iter().any(|n| hosts_match(line.hosts, n))
+                && !found.contains(&line.key.algorithm())
+            {
+                found.push(line.key.algorithm());
+            }
+        }
+    }
+    found
+}
+
 /// Appends `host_name key` to `file` (creating it and its directory, mode 0700, as needed), as
 /// `StrictHostKeyChecking accept-new` does. The only write this program ever does.
 pub fn append(file: &Path, host_name: &str, key: &PublicKey) -> std::io::Result<()> {
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.exists() {
-            let mut builder = std::fs::DirBuilder::new();
-            builder.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.create(dir)?;
-        }
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.exists()
+    {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir)?;
     }
     let key_text = PublicKey::new(key.key_data().clone(), "")
         .to_openssh()
@@ -407,7 +430,7 @@ mod tests {
         let other = openssh(&f.other);
         let kh = f.file("kh", &format!("# comment\nmyhost {other}\n"));
         assert_eq!(
-            check(&[kh.clone()], &["myhost".into()], &f.key),
+            check(std::slice::from_ref(&kh), &["myhost".into()], &f.key),
             KnownHostsVerdict::Changed { file: kh, line: 2 }
         );
         // A known key anywhere wins over a changed line.
@@ -432,7 +455,7 @@ mod tests {
         let k = openssh(&f.key);
         let kh = f.file("kh", &format!("myhost {k}\n@revoked * {k}\n"));
         assert_eq!(
-            check(&[kh.clone()], &["myhost".into()], &f.key),
+            check(std::slice::from_ref(&kh), &["myhost".into()], &f.key),
             KnownHostsVerdict::Revoked { file: kh, line: 2 }
         );
         // A revoked line for another key does not matter.
@@ -496,14 +519,14 @@ mod tests {
         append(&file, "[127.0.0.1]:2222", &f.key).unwrap();
         let names = ["[127.0.0.1]:2222".to_string()];
         assert_eq!(
-            check(&[file.clone()], &names, &f.key),
+            check(std::slice::from_ref(&file), &names, &f.key),
             KnownHostsVerdict::Known
         );
         // Appending to a file without a final newline keeps lines apart.
         let g = f.file("g", &format!("x {}", openssh(&f.other)));
         append(&g, "y", &f.key).unwrap();
         assert_eq!(
-            check(&[g.clone()], &["y".into()], &f.key),
+            check(std::slice::from_ref(&g), &["y".into()], &f.key),
             KnownHostsVerdict::Known
         );
         assert!(matches!(
