@@ -1,1 +1,3 @@
 //! Integration tests: one binary.
+
+mod ssh_transport;
