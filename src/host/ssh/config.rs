@@ -87,7 +87,7 @@ pub(crate) struct Destination {
 
 /// Splits `alias`, `user@alias`, `user@host:port`, `[v6]:port`, `ssh://user@host:port`.
 pub(crate) fn parse_destination(input: &str, label: &str) -> Result<Destination, HostError> {
-    let bad = |reason: &str| HostError::Unreachable {
+    let bad = |reason: &str| HostError::SshConfig {
         host: label.to_string(),
         reason: format!("bad destination {input:?}: {reason}"),
     };
@@ -174,9 +174,9 @@ pub fn resolve(
 }
 
 fn config_error(label: &str, reason: String) -> HostError {
-    HostError::Unreachable {
+    HostError::SshConfig {
         host: label.to_string(),
-        reason: format!("ssh config: {reason}"),
+        reason,
     }
 }
 

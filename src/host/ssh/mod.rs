@@ -414,3 +414,49 @@ where
         _jump: jump,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The driver spawns these on a multi-threaded runtime.
+    #[allow(dead_code)]
+    fn futures_are_send(session: &SshSession, target: &SshTarget) {
+        fn is_send<T: Send>(_: T) {}
+        is_send(session.exec("true", b"", 1));
+        is_send(SshSession::connect("h", target));
+        is_send(session);
+    }
+
+    #[test]
+    fn known_host_key_types_are_preferred() {
+        let dir = tempfile::tempdir().unwrap();
+        let kh = dir.path().join("known_hosts");
+        std::fs::write(
+            &kh,
+            "[h]:2222 ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBDy2hAk+/B8rEKgG7xacKgvyqSyXJ/OZZPVeBkYnDDPonH5dv3aZPTUkQI/FIBlw9M8sA+odf3egmgnFrPsYG6k=\n",
+        )
+        .unwrap();
+        let target = config::resolve_with_ssh2_config(
+            "h:2222",
+            &format!("UserKnownHostsFile {}\n", kh.display()),
+            None,
+            "me",
+            None,
+        )
+        .unwrap();
+        let order = preferred_host_key_algorithms(&target);
+        assert_eq!(order.len(), Preferred::DEFAULT.key.len());
+        assert!(
+            matches!(order[0], Algorithm::Ecdsa { .. }),
+            "{:?}",
+            order[0]
+        );
+        // Nothing known: russh's own order.
+        let target = config::resolve_with_ssh2_config("other", "", None, "me", None).unwrap();
+        assert_eq!(
+            preferred_host_key_algorithms(&target),
+            Preferred::DEFAULT.key.to_vec()
+        );
+    }
+}
