@@ -463,10 +463,9 @@ impl Tokens<'_> {
     }
 }
 
-/// The fallback without an OpenSSH client: ssh2-config over `config_text`, after turning every
-/// `Match` line into a `Host` line that matches nothing (the crate would otherwise attach the
-/// Match block's options to the previous Host block). `Match all` becomes `Host *`. `~` is
-/// `home`. Callable directly, whether or not `ssh` exists.
+/// The fallback without an OpenSSH client: ssh2-config over `config_text`, after [`preprocess`]
+/// has scoped `Match` blocks and inlined `Include`s. `~` is `home`. Tokens and defaults are
+/// ours. Does not read the system file. Callable directly, whether or not `ssh` exists.
 pub fn resolve_with_ssh2_config(
     original: &str,
     config_text: &str,
@@ -475,7 +474,8 @@ pub fn resolve_with_ssh2_config(
     ssh_config: Option<&Path>,
 ) -> Result<SshTarget, HostError> {
     let dest = parse_destination(original, original)?;
-    let text = neutralise_match_blocks(config_text);
+    let mut text = String::with_capacity(config_text.len());
+    preprocess(config_text, home, 0, &mut text);
     let mut config = SshConfig::default();
     if let Some(h) = home {
         config = config.home_dir(h);
@@ -514,30 +514,82 @@ pub fn resolve_with_ssh2_config(
     raw.finish(original, home, local_user, ssh_config)
 }
 
-/// Rewrites `Match` lines so their blocks stay scoped: `Match all` → `Host *`, anything else →
-/// a Host pattern no real name matches (we do not evaluate Match criteria without OpenSSH).
-fn neutralise_match_blocks(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+/// `Include` nesting deeper than this is ignored (OpenSSH's limit is 16 too).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Splits a config line into its keyword and the rest (`Key value`, `Key=value`).
+fn split_keyword(line: &str) -> (&str, &str) {
+    let trimmed = line.trim_start();
+    let end = trimmed
+        .find(|c: char| c.is_whitespace() || c == '=')
+        .unwrap_or(trimmed.len());
+    let args = trimmed[end..].trim_start().trim_start_matches('=').trim();
+    (&trimmed[..end], args)
+}
+
+/// Prepares a config for ssh2-config:
+/// - `Match all` becomes `Host *`; any other `Match` a Host pattern no real name matches (we
+///   cannot evaluate Match criteria without OpenSSH), so its options stay in its own block
+///   instead of leaking into the previous Host block;
+/// - `Include` is inlined here (globs, `~`, paths relative to `~/.ssh`; missing files skipped),
+///   so included files get the same Match treatment, and the enclosing block's header is
+///   repeated after the included text so the lines that follow stay in their block.
+fn preprocess(text: &str, home: Option<&Path>, depth: usize, out: &mut String) {
+    let mut header = String::from("Host *\n");
     for line in text.lines() {
-        let trimmed = line.trim_start();
-        let keyword_end = trimmed
-            .find(|c: char| c.is_whitespace() || c == '=')
-            .unwrap_or(trimmed.len());
-        if trimmed[..keyword_end].eq_ignore_ascii_case("match") {
-            let args = trimmed[keyword_end..]
-                .trim_start_matches(|c: char| c.is_whitespace() || c == '=')
-                .trim();
-            if args.eq_ignore_ascii_case("all") {
-                out.push_str("Host *\n");
+        let (keyword, args) = split_keyword(line);
+        if keyword.eq_ignore_ascii_case("match") {
+            header = if args.eq_ignore_ascii_case("all") {
+                "Host *\n".to_string()
             } else {
-                out.push_str("Host clankie-read.match-block.invalid\n");
+                "Host clankie-read.match-block.invalid\n".to_string()
+            };
+            out.push_str(&header);
+        } else if keyword.eq_ignore_ascii_case("host") {
+            header = format!("{}\n", line.trim());
+            out.push_str(&header);
+        } else if keyword.eq_ignore_ascii_case("include") {
+            if depth < MAX_INCLUDE_DEPTH {
+                for file in include_files(args, home) {
+                    if let Ok(included) = std::fs::read_to_string(&file) {
+                        preprocess(&included, home, depth + 1, out);
+                    }
+                }
             }
+            out.push_str(&header);
         } else {
             out.push_str(line);
             out.push('\n');
         }
     }
-    out
+}
+
+/// The files an `Include` line names, each glob's matches sorted, as OpenSSH does.
+fn include_files(args: &str, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for arg in args.split_whitespace() {
+        let arg = arg.trim_matches('"');
+        let path = if let Some(rest) = arg.strip_prefix("~/") {
+            match home {
+                Some(h) => h.join(rest),
+                None => continue,
+            }
+        } else if Path::new(arg).is_absolute() {
+            PathBuf::from(arg)
+        } else {
+            match home {
+                Some(h) => h.join(".ssh").join(arg),
+                None => continue,
+            }
+        };
+        let Ok(paths) = glob::glob(&path.to_string_lossy()) else {
+            continue;
+        };
+        let mut matched: Vec<PathBuf> = paths.filter_map(Result::ok).collect();
+        matched.sort();
+        files.extend(matched);
+    }
+    files
 }
 
 fn home_dir() -> Option<PathBuf> {
@@ -662,6 +714,27 @@ Host plain
         let all = "Host x\n User hx\nMatch all\n User fromall\n";
         let t = resolve_with_ssh2_config("y", all, None, "me", None).unwrap();
         assert_eq!(t.user, "fromall");
+    }
+
+    #[test]
+    fn fallback_inlines_includes_with_match_scoping() {
+        let home = tempfile::tempdir().unwrap();
+        let conf_d = home.path().join(".ssh/conf.d");
+        std::fs::create_dir_all(&conf_d).unwrap();
+        std::fs::write(
+            conf_d.join("b.conf"),
+            "Host inc\n  User fromb\nMatch host inc\n  Port 9\n",
+        )
+        .unwrap();
+        std::fs::write(conf_d.join("a.conf"), "Host inc\n  User froma\n").unwrap();
+        let text = "Host outer\n  Include conf.d/*.conf ~/.ssh/missing\n  User outeruser\n\
+                    Host *\n  Port 2200\n";
+        let t = resolve_with_ssh2_config("inc", text, Some(home.path()), "me", None).unwrap();
+        // a.conf before b.conf; the first value wins; the Match block's Port does not leak.
+        assert_eq!((t.user.as_str(), t.port), ("froma", 2200));
+        // The line after the Include still belongs to `Host outer`.
+        let t = resolve_with_ssh2_config("outer", text, Some(home.path()), "me", None).unwrap();
+        assert_eq!(t.user, "outeruser");
     }
 
     #[test]
