@@ -561,6 +561,30 @@ async fn proxy_jump_through_the_same_sshd() {
 }
 
 #[tokio::test]
+async fn proxy_command_carries_the_connection() {
+    let Some(sshd) = TestSshd::start() else {
+        return;
+    };
+    let mut target = sshd.target();
+    // busybox nc, when present (Debian's busybox has the applet).
+    if Command::new("busybox").arg("nc").output().is_err() {
+        eprintln!("skipping: no busybox nc");
+        return;
+    }
+    target.proxy_command = Some(format!("exec busybox nc 127.0.0.1 {}", sshd.port));
+    let session = connect(&sshd, &target).await.unwrap();
+    assert_eq!(
+        session.exec("echo proxied", b"", 64).await.unwrap().stdout,
+        b"proxied\n"
+    );
+    session.close().await;
+    // A ProxyCommand that exits at once is a failed handshake, not a hang.
+    target.proxy_command = Some("exit 1".into());
+    let err = SshSession::connect("testbox", &target).await.unwrap_err();
+    assert!(matches!(err, HostError::Unreachable { .. }), "{err}");
+}
+
+#[tokio::test]
 async fn closed_port_and_silent_server_are_unreachable() {
     let Some(sshd) = TestSshd::start() else {
         return;

@@ -48,6 +48,9 @@ pub struct SshTarget {
     pub identity_agent: IdentityAgent,
     /// Hops in order, each `[user@]host[:port]` as written; empty for a direct connection.
     pub proxy_jump: Vec<String>,
+    /// A command (tokens expanded) whose stdin/stdout carry the connection; used when
+    /// `proxy_jump` is empty.
+    pub proxy_command: Option<String>,
     pub connect_timeout: Option<Duration>,
     pub user_known_hosts_files: Vec<PathBuf>,
     pub global_known_hosts_files: Vec<PathBuf>,
@@ -246,6 +249,7 @@ pub(crate) fn target_from_dump(
             "identitiesonly" => raw.identities_only = Some(value),
             "identityagent" => raw.identity_agent = Some(value),
             "proxyjump" => raw.proxy_jump = Some(value),
+            "proxycommand" => raw.proxy_command = Some(value),
             "connecttimeout" => raw.connect_timeout = Some(value),
             // `ssh -G` prints these lists space-separated without quoting.
             "userknownhostsfile" => {
@@ -272,6 +276,7 @@ struct RawOptions {
     identities_only: Option<String>,
     identity_agent: Option<String>,
     proxy_jump: Option<String>,
+    proxy_command: Option<String>,
     connect_timeout: Option<String>,
     user_known_hosts: Option<Vec<String>>,
     global_known_hosts: Option<Vec<String>>,
@@ -349,6 +354,10 @@ impl RawOptions {
                 .map(String::from)
                 .collect(),
         };
+        let proxy_command = self
+            .proxy_command
+            .filter(|c| !c.eq_ignore_ascii_case("none"))
+            .map(|c| tokens.expand(&c));
         let connect_timeout = match self.connect_timeout.as_deref() {
             None => None,
             Some(v) if v.eq_ignore_ascii_case("none") => None,
@@ -391,6 +400,7 @@ impl RawOptions {
             identities_only,
             identity_agent,
             proxy_jump,
+            proxy_command,
             connect_timeout,
             user_known_hosts_files,
             global_known_hosts_files,
@@ -505,6 +515,9 @@ pub fn resolve_with_ssh2_config(
         identities_only: first("identitiesonly"),
         identity_agent: first("identityagent"),
         proxy_jump: params.proxy_jump.as_ref().map(|hops| hops.join(",")),
+        // ssh2-config splits the command on blanks (quoting is lost): good enough for the
+        // usual `ssh -W %h:%p gw` / `nc %h %p`.
+        proxy_command: unsupported("proxycommand").map(|words| words.join(" ")),
         connect_timeout: params.connect_timeout.map(|d| d.as_secs().to_string()),
         user_known_hosts: unsupported("userknownhostsfile"),
         global_known_hosts: unsupported("globalknownhostsfile"),
@@ -631,6 +644,7 @@ Match host matched.example
 Host plain
   StrictHostKeyChecking ask
   IdentityAgent none
+  ProxyCommand nc %h %p
 ";
 
     fn fallback(dest: &str) -> SshTarget {
@@ -764,6 +778,7 @@ Host plain
         let t = fallback("dev:2300");
         assert_eq!(t.port, 2300);
         let t = fallback("plain");
+        assert_eq!(t.proxy_command.as_deref(), Some("nc plain 22"));
         assert_eq!(t.strict_host_key_checking, StrictHostKeyChecking::Yes);
         assert_eq!(t.identity_agent, IdentityAgent::None);
         assert_eq!(t.known_hosts_names(), vec!["plain"]);

@@ -52,6 +52,8 @@ pub struct SshSession {
     channels: Semaphore,
     // Declared after `handle`, so the tunnel outlives the connection inside it.
     _jump: Option<Box<SshSession>>,
+    /// The ProxyCommand process carrying the connection (killed on drop).
+    _proxy: Option<tokio::process::Child>,
 }
 
 impl std::fmt::Debug for SshSession {
@@ -289,6 +291,12 @@ impl SshSession {
 fn connect_via<'a>(label: &'a str, target: &'a SshTarget, depth: usize) -> BoxedConnect<'a> {
     Box::pin(async move {
         let Some((last, earlier)) = target.proxy_jump.split_last() else {
+            if let Some(command) = &target.proxy_command {
+                let (stream, child) = spawn_proxy_command(label, command)?;
+                let mut session = handshake(label, target, stream, None).await?;
+                session._proxy = Some(child);
+                return Ok(session);
+            }
             let stream = tcp_connect(label, &target.host_name, target.port).await?;
             return handshake(label, target, stream, None).await;
         };
@@ -336,6 +344,40 @@ fn connect_via<'a>(label: &'a str, target: &'a SshTarget, depth: usize) -> Boxed
             })?;
         handshake(label, target, tunnel.into_stream(), Some(Box::new(jump))).await
     })
+}
+
+/// Runs a ProxyCommand through the shell; its stdout/stdin are the connection.
+fn spawn_proxy_command(
+    label: &str,
+    command: &str,
+) -> Result<
+    (
+        tokio::io::Join<tokio::process::ChildStdout, tokio::process::ChildStdin>,
+        tokio::process::Child,
+    ),
+    HostError,
+> {
+    let mut cmd = if cfg!(windows) {
+        let mut c = tokio::process::Command::new("cmd");
+        c.arg("/C");
+        c
+    } else {
+        let mut c = tokio::process::Command::new("sh");
+        c.arg("-c");
+        c
+    };
+    let mut child = cmd
+        .arg(command)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| unreachable(label, format!("ProxyCommand `{command}`: {e}")))?;
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        return Err(unreachable(label, "ProxyCommand: no pipes"));
+    };
+    Ok((tokio::io::join(stdout, stdin), child))
 }
 
 /// Resolves and connects, with a one-line reason on failure.
@@ -412,6 +454,7 @@ where
         handle,
         channels: Semaphore::new(MAX_CHANNELS),
         _jump: jump,
+        _proxy: None,
     })
 }
 
