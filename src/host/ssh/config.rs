@@ -209,6 +209,10 @@ fn resolve_with_openssh(
     };
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
+        // An OpenSSH older than 6.8 (or another client called `ssh`) has no -G: fall back.
+        if stderr.contains("illegal option") || stderr.contains("unknown option") {
+            return None;
+        }
         let first = stderr
             .lines()
             .find(|l| !l.starts_with("Pseudo-terminal"))

@@ -18,9 +18,8 @@ use sha1::Sha1;
 pub enum KnownHostsVerdict {
     /// A matching entry holds this key.
     Known,
-    /// No matching entry holds a key of this type (`other_types_known`: the host is known with
-    /// keys of other types only).
-    Unknown { other_types_known: bool },
+    /// No matching entry holds a key of this type (the host may be known with other types).
+    Unknown,
     /// A matching entry holds another key of the same type.
     Changed { file: PathBuf, line: usize },
     /// A matching `@revoked` entry holds this key.
@@ -134,7 +133,6 @@ pub fn check(files: &[PathBuf], host_names: &[String], key: &PublicKey) -> Known
     let names: Vec<String> = host_names.iter().map(|n| n.to_ascii_lowercase()).collect();
     let mut known = false;
     let mut changed: Option<(PathBuf, usize)> = None;
-    let mut other_types_known = false;
     for file in files {
         let Ok(bytes) = std::fs::read(file) else {
             continue;
@@ -160,7 +158,7 @@ pub fn check(files: &[PathBuf], host_names: &[String], key: &PublicKey) -> Known
                 Marker::None if line.key.algorithm() == key.algorithm() => {
                     changed.get_or_insert((file.clone(), index + 1));
                 }
-                Marker::None => other_types_known = true,
+                Marker::None => {} // Another key type: OpenSSH treats the host as new.
             }
         }
     }
@@ -169,7 +167,7 @@ pub fn check(files: &[PathBuf], host_names: &[String], key: &PublicKey) -> Known
     } else if let Some((file, line)) = changed {
         KnownHostsVerdict::Changed { file, line }
     } else {
-        KnownHostsVerdict::Unknown { other_types_known }
+        KnownHostsVerdict::Unknown
     }
 }
 
@@ -310,9 +308,7 @@ mod tests {
         );
         assert_eq!(
             f.verdict(&format!("# myhost {k}\n"), "myhost"),
-            KnownHostsVerdict::Unknown {
-                other_types_known: false
-            }
+            KnownHostsVerdict::Unknown
         );
     }
 
@@ -347,11 +343,11 @@ mod tests {
         );
         assert!(matches!(
             f.verdict(&format!("myhost {k}\n"), "[myhost]:2222"),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
         assert!(matches!(
             f.verdict(&format!("[myhost]:2222 {k}\n"), "myhost"),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
     }
 
@@ -367,7 +363,7 @@ mod tests {
         assert_eq!(f.verdict(&line, "other"), KnownHostsVerdict::Known);
         assert!(matches!(
             f.verdict(&line, "bad.example.com"),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
         assert_eq!(
             f.verdict(&format!("h?st {k}\n"), "host"),
@@ -392,12 +388,12 @@ mod tests {
         );
         assert!(matches!(
             f.verdict(&format!("{} {k}\n", hashed("myhost")), "otherhost"),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
         // Broken hashes are skipped.
         assert!(matches!(
             f.verdict(&format!("|1|!!|!! {k}\n|1|x {k}\n"), "myhost"),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
     }
 
@@ -443,9 +439,7 @@ mod tests {
         let ecdsa = KEY_ECDSA;
         assert_eq!(
             f.verdict(&format!("myhost {ecdsa}\n"), "myhost"),
-            KnownHostsVerdict::Unknown {
-                other_types_known: true
-            }
+            KnownHostsVerdict::Unknown
         );
     }
 
@@ -475,17 +469,17 @@ mod tests {
                 &format!("@cert-authority *.example.com {k}\n"),
                 "a.example.com"
             ),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
         // Nor is a CA key of the same type a "changed" key.
         let other = openssh(&f.other);
         assert!(matches!(
             f.verdict(&format!("@cert-authority myhost {other}\n"), "myhost"),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
         assert!(matches!(
             f.verdict(&format!("@unknown-marker myhost {k}\n"), "myhost"),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
     }
 
@@ -502,7 +496,7 @@ mod tests {
         );
         assert!(matches!(
             check(&[a], &["myhost".into()], &f.key),
-            KnownHostsVerdict::Unknown { .. }
+            KnownHostsVerdict::Unknown
         ));
         // Several names: any may match (HostKeyAlias and the host form).
         let c = f.file("c", &format!("alias {k}\n"));

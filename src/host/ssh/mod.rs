@@ -93,7 +93,7 @@ impl Verifier {
                 fingerprint,
                 known_hosts_line: format!("{}:{line}", file.display()),
             }),
-            KnownHostsVerdict::Unknown { .. } => match (self.strict, &self.user_file) {
+            KnownHostsVerdict::Unknown => match (self.strict, &self.user_file) {
                 (StrictHostKeyChecking::AcceptNew | StrictHostKeyChecking::No, Some(file)) => {
                     // Like ssh: a failed write is not fatal, the key was accepted by policy.
                     let _ = known_hosts::append(file, &key_host, key);
@@ -197,7 +197,11 @@ impl SshSession {
             .await
             .map_err(|_| unreachable(&self.host, "connection closed"))?;
         let lost = |what: &str, e: russh::Error| {
-            unreachable(&self.host, format!("connection lost ({what}: {e})"))
+            if self.handle.is_closed() {
+                unreachable(&self.host, format!("connection lost ({what}: {e})"))
+            } else {
+                unreachable(&self.host, format!("{what}: {e}"))
+            }
         };
         let channel = self
             .handle
