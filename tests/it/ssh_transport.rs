@@ -395,6 +395,12 @@ async fn accept_new_adds_the_key() {
     let session = connect(&sshd, &target).await.unwrap();
     session.close().await;
     assert_eq!(std::fs::read_to_string(&known_hosts).unwrap(), written);
+    // `no` adds unknown keys the same way (and, unlike OpenSSH, still refuses changed ones).
+    let other = sshd.path("other/known_hosts");
+    target.user_known_hosts_files = vec![other.clone()];
+    target.strict_host_key_checking = StrictHostKeyChecking::No;
+    connect(&sshd, &target).await.unwrap().close().await;
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), sshd.host_key_line);
 }
 
 #[tokio::test]

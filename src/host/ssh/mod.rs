@@ -51,7 +51,7 @@ pub struct SshSession {
     handle: client::Handle<Verifier>,
     channels: Semaphore,
     // Declared after `handle`, so the tunnel outlives the connection inside it.
-    _jump: Option<Box<SshSession>>,
+    jump: Option<Box<SshSession>>,
     /// The ProxyCommand process carrying the connection (killed on drop).
     _proxy: Option<tokio::process::Child>,
 }
@@ -284,7 +284,7 @@ impl SshSession {
             .handle
             .disconnect(Disconnect::ByApplication, "", "en")
             .await;
-        if let Some(jump) = self._jump {
+        if let Some(jump) = self.jump {
             Box::pin(jump.close()).await;
         }
     }
@@ -457,7 +457,7 @@ where
         host: label.to_string(),
         handle,
         channels: Semaphore::new(MAX_CHANNELS),
-        _jump: jump,
+        jump,
         _proxy: None,
     })
 }
