@@ -4,6 +4,7 @@
 
 pub mod local;
 pub mod script;
+pub mod ssh;
 
 use crate::model::{ByteRange, Harness, Listing, ReadResult, RootSpec};
 
@@ -23,10 +24,12 @@ pub struct FileRef {
 pub enum HostError {
     #[error("{host}: cannot connect: {reason}")]
     Unreachable { host: String, reason: String },
+    #[error("{host}: ssh config: {reason}")]
+    SshConfig { host: String, reason: String },
     #[error("{host}: authentication failed: {reason}")]
     Auth { host: String, reason: String },
     #[error(
-        "{host}: host key for {key_host} is not known ({fingerprint}); add it with `ssh {key_host}` first, or set StrictHostKeyChecking accept-new"
+        "{host}: host key for {key_host} is not known ({fingerprint}); connect once with `ssh` to check and add it, or set StrictHostKeyChecking accept-new"
     )]
     HostKeyUnknown {
         host: String,

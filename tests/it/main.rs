@@ -9,5 +9,6 @@ mod architecture;
 mod cli_local;
 mod common;
 mod fixtures;
+mod ssh_transport;
 mod sshd_fixture;
 mod support;
