@@ -82,7 +82,8 @@ pub fn host_exit_code(error: &HostError) -> u8 {
         | HostError::HostKeyChanged { .. }
         | HostError::HostKeyRevoked { .. }
         | HostError::ShellNotClean { .. }
-        | HostError::Protocol { .. } => exit::HOST,
+        | HostError::Protocol { .. }
+        | HostError::SshConfig { .. } => exit::HOST,
         HostError::NotFound { .. } => exit::NOT_FOUND,
         HostError::PathRefused { .. } => exit::SOURCE,
         HostError::Io { .. } => exit::FAILURE,
