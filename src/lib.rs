@@ -16,6 +16,7 @@
 //! - [`cli`]: clap definitions, one file per subcommand; the only place that prints or exits.
 
 pub mod cli;
+pub mod config;
 pub mod driver;
 pub mod engine;
 pub mod error;

@@ -8,9 +8,11 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::config::{HostsFile, Transport};
 use crate::error::Error;
 use crate::host::AnyHost;
 use crate::host::local::LocalHost;
+use crate::host::remote::SshHost;
 use crate::model::{Harness, RootSpec};
 use crate::render::Renderer;
 use crate::render::text::TextOptions;
@@ -102,15 +104,56 @@ pub(super) fn split_target(target: &str) -> Result<(&str, &str), Error> {
     }
 }
 
-/// Opens a host by the name the user gave.
-pub(super) async fn open_host(_global: &GlobalArgs, name: &str) -> Result<AnyHost, Error> {
-    match name {
-        "local" => Ok(AnyHost::Local(LocalHost::new("local"))),
-        other => Err(Error::Driver(crate::driver::DriverError::Host(
-            crate::host::HostError::Unreachable {
-                host: other.to_string(),
-                reason: "unknown host (only `local` is supported in this build)".into(),
-            },
-        ))),
+/// A host as the user addressed it, opened (not yet connected), with its roots: `--root`
+/// replaces the hosts file's roots, which replace the harnesses' defaults.
+#[derive(Debug)]
+pub(super) struct OpenHost {
+    pub host: AnyHost,
+    pub roots: Vec<RootSpec>,
+}
+
+/// Opens a host by name: `local`, a name from the hosts file, or `[user@]alias` for the SSH
+/// config. Nothing is connected yet.
+pub(super) fn open_host(
+    global: &GlobalArgs,
+    hosts: &HostsFile,
+    name: &str,
+) -> Result<OpenHost, Error> {
+    let cli_roots = global.root_overrides()?;
+    let merge = |file_roots: &[RootSpec]| -> Vec<RootSpec> {
+        let mut roots = cli_roots.clone();
+        roots.extend(
+            file_roots
+                .iter()
+                .filter(|r| !cli_roots.iter().any(|c| c.harness == r.harness))
+                .cloned(),
+        );
+        roots
+    };
+    if name == "local" {
+        return Ok(OpenHost {
+            host: AnyHost::Local(LocalHost::new("local")),
+            roots: merge(&[]),
+        });
     }
+    let (transport, file_roots) = match hosts.get(name) {
+        Some(config) => (config.transport.clone(), config.roots.clone()),
+        None => (Transport::Ssh(name.to_string()), Vec::new()),
+    };
+    let host = match transport {
+        Transport::Local => AnyHost::Local(LocalHost::new(name)),
+        Transport::Ssh(dest) => {
+            let target = crate::host::ssh::resolve(&dest, global.ssh_config.as_deref())?;
+            AnyHost::Ssh(Box::new(SshHost::new(name, target)))
+        }
+    };
+    Ok(OpenHost {
+        host,
+        roots: merge(&file_roots),
+    })
+}
+
+/// Loads the hosts file named by `--hosts`, `$CLANKIE_HOSTS` or the default path.
+pub(super) fn hosts_file(global: &GlobalArgs) -> Result<HostsFile, Error> {
+    HostsFile::load(global.hosts.as_deref()).map_err(|e| Error::Usage(e.to_string()))
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::common::{GlobalArgs, open_host};
+use super::common::{GlobalArgs, hosts_file, open_host};
 use crate::driver::{list_sessions, roots_for};
 use crate::error::{Error, exit};
 use crate::model::Harness;
@@ -12,7 +12,8 @@ use crate::model::Harness;
 #[derive(Debug, Args)]
 pub struct LsArgs {
     /// Hosts to list [default: local].
-    pub hosts: Vec<String>,
+    #[arg(value_name = "HOST")]
+    pub host_names: Vec<String>,
     /// Only this harness.
     #[arg(long, value_name = "NAME")]
     pub harness: Option<String>,
@@ -31,29 +32,44 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> 
         })?),
         None => None,
     };
-    let overrides = global.root_overrides()?;
-    let roots = roots_for(&overrides, harness);
+    global.root_overrides()?;
+    let hosts_file = hosts_file(global)?;
     let renderer = global.renderer(args.json, false);
-    let hosts = if args.hosts.is_empty() {
+    let names = if args.host_names.is_empty() {
         vec!["local".to_string()]
     } else {
-        args.hosts.clone()
+        args.host_names.clone()
     };
-    let show_host = hosts.len() > 1;
+    let show_host = names.len() > 1;
+    // Every host lists at once; results print in the order given.
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, name) in names.iter().enumerate() {
+        let opened = open_host(global, &hosts_file, name);
+        let name = name.clone();
+        tasks.spawn(async move {
+            let result = match opened {
+                Ok(opened) => {
+                    let roots = roots_for(&opened.roots, harness);
+                    list_sessions(&opened.host, &roots)
+                        .await
+                        .map_err(Error::from)
+                }
+                Err(e) => Err(e),
+            };
+            (index, name, result)
+        });
+    }
+    let mut results: Vec<_> = tasks.join_all().await;
+    results.sort_by_key(|(index, _, _)| *index);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut status = exit::OK;
-    for name in &hosts {
-        // One failed host is one line on stderr; the others still list.
-        let result = match open_host(global, name).await {
-            Ok(host) => list_sessions(&host, &roots).await.map_err(Error::from),
-            Err(e) => Err(e),
-        };
+    for (_, name, result) in results {
         match result {
             Ok((listing, sessions)) => {
-                renderer.sessions(&mut out, name, &sessions, show_host)?;
-                if global.verbose {
-                    for root in listing.roots.iter().filter(|r| !r.exists) {
+                renderer.sessions(&mut out, &name, &sessions, show_host)?;
+                for root in listing.roots.iter().filter(|r| !r.exists) {
+                    if global.verbose {
                         super::warn(&[format!(
                             "{name}: no {} root at {}",
                             root.harness,
@@ -69,10 +85,10 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> 
                 }
             }
             Err(err) => {
+                // One failed host is one line; the others still list.
                 out.flush()?;
-                let code = crate::error::exit_code(&err);
                 super::warn(&[err.to_string()]);
-                status = status.max(code);
+                status = status.max(crate::error::exit_code(&err));
             }
         }
     }

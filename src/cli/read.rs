@@ -4,7 +4,7 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::common::{GlobalArgs, open_host, split_target};
+use super::common::{GlobalArgs, hosts_file, open_host, split_target};
 use crate::driver::{read_page, resolve_session, roots_for};
 use crate::engine::cursor::Cursor;
 use crate::engine::plan::{MAX_LIMIT, Mode, PageRequest};
@@ -55,7 +55,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         (None, _, true) => Mode::All,
         _ => Mode::Tail,
     };
-    let overrides = global.root_overrides()?;
+    global.root_overrides()?;
+    let hosts = hosts_file(global)?;
     let renderer = global.renderer(args.json, args.full);
     let request = PageRequest {
         mode,
@@ -63,8 +64,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         strict: args.strict,
     };
 
-    let host = open_host(global, host_name).await?;
-    let session = resolve_session(&host, &roots_for(&overrides, query.harness), &query).await?;
+    let opened = open_host(global, &hosts, host_name)?;
+    let host = opened.host;
+    let session = resolve_session(&host, &roots_for(&opened.roots, query.harness), &query).await?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut write_error = None;

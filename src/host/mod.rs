@@ -3,6 +3,7 @@
 //! transcript content. May import `crate::model` and `crate::sanitize`, never `crate::engine`.
 
 pub mod local;
+pub mod remote;
 pub mod script;
 pub mod ssh;
 
@@ -94,24 +95,28 @@ pub trait Host {
 #[derive(Debug)]
 pub enum AnyHost {
     Local(local::LocalHost),
+    Ssh(Box<remote::SshHost>),
 }
 
 impl Host for AnyHost {
     fn name(&self) -> &str {
         match self {
             AnyHost::Local(h) => h.name(),
+            AnyHost::Ssh(h) => h.name(),
         }
     }
 
     async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
         match self {
             AnyHost::Local(h) => h.list(roots).await,
+            AnyHost::Ssh(h) => h.list(roots).await,
         }
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
         match self {
             AnyHost::Local(h) => h.read(file, ranges).await,
+            AnyHost::Ssh(h) => h.read(file, ranges).await,
         }
     }
 }

@@ -1,0 +1,124 @@
+//! The SSH host: the two primitives answered by one generated POSIX-sh script per call (`sh -s`,
+//! script on stdin), over one russh connection per host per invocation, opened on first use.
+//! Replies are decoded by `script` (framed by a per-call nonce, never trusted).
+
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use super::script::{self, posix};
+use super::ssh::{ExecOutput, SshSession, SshTarget};
+use super::{FileRef, Host, HostError};
+use crate::model::{ByteRange, Listing, ReadResult, RootSpec};
+
+/// A host reached over SSH.
+pub struct SshHost {
+    name: String,
+    target: SshTarget,
+    session: Mutex<Option<Arc<SshSession>>>,
+}
+
+impl std::fmt::Debug for SshHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SshHost")
+            .field("name", &self.name)
+            .field("target", &self.target.original)
+            .finish()
+    }
+}
+
+impl SshHost {
+    /// A host named `name` (as the user addressed it) at a resolved SSH target. Nothing is
+    /// connected until the first call.
+    pub fn new(name: impl Into<String>, target: SshTarget) -> SshHost {
+        SshHost {
+            name: name.into(),
+            target,
+            session: Mutex::new(None),
+        }
+    }
+
+    pub fn target(&self) -> &SshTarget {
+        &self.target
+    }
+
+    /// The connection, opened on first use and reused afterwards.
+    pub async fn session(&self) -> Result<Arc<SshSession>, HostError> {
+        let mut slot = self.session.lock().await;
+        if let Some(session) = slot.as_ref() {
+            return Ok(session.clone());
+        }
+        let session = Arc::new(SshSession::connect(&self.name, &self.target).await?);
+        *slot = Some(session.clone());
+        Ok(session)
+    }
+
+    /// Forgets the connection (after it dropped); the next call connects again.
+    pub async fn disconnect(&self) {
+        self.session.lock().await.take();
+    }
+
+    /// Runs one script; a failure that means the connection is gone forgets it, so a caller
+    /// that retries reconnects.
+    async fn run(&self, script: &[u8], max_stdout: usize) -> Result<ExecOutput, HostError> {
+        let session = self.session().await?;
+        match session.exec(posix::POSIX_EXEC, script, max_stdout).await {
+            Ok(out) => Ok(out),
+            Err(err) => {
+                if matches!(err, HostError::Unreachable { .. }) {
+                    self.disconnect().await;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// A reply without a frame: say what came back, from stdout or else stderr (`nologin` and
+    /// `ForceCommand` answer there).
+    fn explain(&self, err: HostError, out: &ExecOutput) -> HostError {
+        match err {
+            HostError::ShellNotClean { host, first_bytes }
+                if out.stdout.iter().all(u8::is_ascii_whitespace) =>
+            {
+                let stderr = String::from_utf8_lossy(&out.stderr[..out.stderr.len().min(200)])
+                    .trim()
+                    .to_string();
+                let status = out
+                    .exit_status
+                    .map(|s| format!(" (exit {s})"))
+                    .unwrap_or_default();
+                let shown = if stderr.is_empty() {
+                    first_bytes
+                } else {
+                    format!("{stderr:?} on stderr")
+                };
+                HostError::ShellNotClean {
+                    host,
+                    first_bytes: format!("{shown}{status}"),
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+impl Host for SshHost {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
+        let nonce = script::new_nonce();
+        let text = posix::list_script(&nonce, roots);
+        let out = self.run(&text, script::LIST_REPLY_LIMIT).await?;
+        script::decode_list(&self.name, &nonce, &out.stdout).map_err(|e| self.explain(e, &out))
+    }
+
+    async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+        let nonce = script::new_nonce();
+        let text = posix::read_script(&nonce, file, ranges);
+        let out = self.run(&text, script::read_reply_limit(ranges)).await?;
+        script::decode_read(&self.name, &nonce, ranges, &out.stdout)
+            .map_err(|e| self.explain(e, &out))
+    }
+}
