@@ -1,17 +1,22 @@
 //! `clankie-read read HOST:SESSION`: one page of a session (tail, head, all, or since a cursor).
 
 use std::io::Write;
+use std::time::Duration;
 
 use clap::Args;
 
 use super::common::{GlobalArgs, hosts_file, open_host, split_target};
-use crate::driver::{read_page, resolve_session, roots_for};
+use crate::driver::{DriverError, read_page, resolve_session, roots_for};
 use crate::engine::cursor::Cursor;
+use crate::engine::plan::Page;
 use crate::engine::plan::{MAX_LIMIT, Mode, PageRequest};
+use crate::engine::session::SessionFile;
 use crate::engine::session::SessionQuery;
 use crate::error::{Error, exit};
 use crate::host::Host;
+use crate::host::{AnyHost, HostError};
 use crate::render::PageInfo;
+use crate::render::Renderer;
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
@@ -43,6 +48,12 @@ pub struct ReadArgs {
     /// Show tool inputs and results whole instead of shortened.
     #[arg(long)]
     pub full: bool,
+    /// After the page, keep polling and print new records as they complete (Ctrl-C ends).
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Seconds between polls with --follow (fractions allowed).
+    #[arg(long, default_value_t = 2.0, value_name = "SECS", requires = "follow")]
+    pub interval: f64,
 }
 
 pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error> {
@@ -55,6 +66,15 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         (None, _, true) => Mode::All,
         _ => Mode::Tail,
     };
+    let interval = Duration::try_from_secs_f64(args.interval)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--interval wants a positive number of seconds, got {}",
+                args.interval
+            ))
+        })?;
     global.root_overrides()?;
     let hosts = hosts_file(global)?;
     let renderer = global.renderer(args.json, args.full);
@@ -69,28 +89,155 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
     let session = resolve_session(&host, &roots_for(&opened.roots, query.harness), &query).await?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut write_error = None;
-    let page = read_page(&host, &session, request, |records| {
-        if write_error.is_none()
-            && let Err(e) = renderer
-                .records(&mut out, &records)
-                .and_then(|_| out.flush())
-        {
-            write_error = Some(e);
-        }
-    })
-    .await?;
-    if let Some(e) = write_error {
-        return Err(Error::Output(e));
-    }
-    super::warn(&page.warnings);
-    renderer.records(&mut out, &page.records)?;
-    let info = PageInfo {
-        host: host.name(),
-        harness: session.harness().name(),
-        session: &session.id,
+    let mut printer = PagePrinter {
+        host: &host,
+        session: &session,
+        renderer: &renderer,
+        out: &mut out,
     };
-    renderer.page_end(&mut out, &info, &page)?;
-    out.flush()?;
+    let page = printer.print(request, true).await.map_err(Error::from)?;
+    if args.follow {
+        printer.follow(page.cursor, interval, args.strict).await?;
+    }
     Ok(exit::OK)
+}
+
+/// Reads pages of one session and prints them as they come.
+struct PagePrinter<'a, W: Write> {
+    host: &'a AnyHost,
+    session: &'a SessionFile,
+    renderer: &'a Renderer,
+    out: &'a mut W,
+}
+
+impl<W: Write> PagePrinter<'_, W> {
+    /// Reads and prints one page; `always_end` prints the page line even for an empty page.
+    async fn print(&mut self, request: PageRequest, always_end: bool) -> Result<Page, PrintError> {
+        let mut write_error = None;
+        let (renderer, out) = (self.renderer, &mut *self.out);
+        let page = read_page(self.host, self.session, request, |records| {
+            if write_error.is_none()
+                && let Err(e) = renderer.records(out, &records).and_then(|_| out.flush())
+            {
+                write_error = Some(e);
+            }
+        })
+        .await?;
+        if let Some(e) = write_error {
+            return Err(PrintError::Output(e));
+        }
+        super::warn(&page.warnings);
+        self.renderer.records(self.out, &page.records)?;
+        if always_end || !page.records.is_empty() || page.reset {
+            let info = PageInfo {
+                host: self.host.name(),
+                harness: self.session.harness().name(),
+                session: &self.session.id,
+            };
+            self.renderer.page_end(self.out, &info, &page)?;
+        }
+        self.out.flush()?;
+        Ok(page)
+    }
+
+    /// `--follow`: poll from `cursor` every `interval` and print what completes, until Ctrl-C.
+    /// A dropped connection is reopened with backoff and the read continues from the last
+    /// cursor, so nothing is lost or printed twice.
+    async fn follow(
+        &mut self,
+        mut cursor: Cursor,
+        interval: Duration,
+        strict: bool,
+    ) -> Result<(), Error> {
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
+        let mut delay = interval;
+        let mut outage: Option<Duration> = None;
+        loop {
+            tokio::select! {
+                _ = &mut ctrl_c => return Ok(()),
+                _ = tokio::time::sleep(delay) => {}
+            }
+            let poll = async {
+                loop {
+                    let request = PageRequest {
+                        mode: Mode::Since(cursor.clone()),
+                        limit: MAX_LIMIT,
+                        strict,
+                    };
+                    let page = self.print(request, false).await?;
+                    cursor = page.cursor;
+                    if !page.more {
+                        return Ok::<(), PrintError>(());
+                    }
+                }
+            };
+            let result = tokio::select! {
+                _ = &mut ctrl_c => return Ok(()),
+                result = poll => result,
+            };
+            match result {
+                Ok(()) => {
+                    if outage.take().is_some() {
+                        super::warn(&[format!(
+                            "{}: reconnected; continuing from the last cursor",
+                            self.host.name()
+                        )]);
+                    }
+                    delay = interval;
+                }
+                Err(PrintError::Read(DriverError::Host(err))) if is_transient(&err) => {
+                    self.host.disconnect().await;
+                    let wait = outage.map_or(Duration::from_secs(1), |w| {
+                        (w * 2).min(Duration::from_secs(30))
+                    });
+                    super::warn(&[format!("{err}; retrying in {}s", wait.as_secs())]);
+                    outage = Some(wait);
+                    delay = wait;
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+}
+
+/// Errors of a host that a later attempt may not see (the connection, not the file).
+fn is_transient(err: &HostError) -> bool {
+    !matches!(
+        err,
+        HostError::PathRefused { .. }
+            | HostError::HostKeyChanged { .. }
+            | HostError::HostKeyRevoked { .. }
+            | HostError::HostKeyUnknown { .. }
+            | HostError::Auth { .. }
+            | HostError::SshConfig { .. }
+    )
+}
+
+/// Reading or printing failed.
+#[derive(Debug)]
+enum PrintError {
+    Read(DriverError),
+    Output(std::io::Error),
+}
+
+impl From<DriverError> for PrintError {
+    fn from(e: DriverError) -> PrintError {
+        PrintError::Read(e)
+    }
+}
+
+impl From<std::io::Error> for PrintError {
+    fn from(e: std::io::Error) -> PrintError {
+        PrintError::Output(e)
+    }
+}
+
+impl From<PrintError> for Error {
+    fn from(e: PrintError) -> Error {
+        match e {
+            PrintError::Read(e) => Error::Driver(e),
+            PrintError::Output(e) => Error::Output(e),
+        }
+    }
 }

@@ -98,6 +98,15 @@ pub enum AnyHost {
     Ssh(Box<remote::SshHost>),
 }
 
+impl AnyHost {
+    /// Forgets a dropped connection so the next call opens a new one (no-op for local).
+    pub async fn disconnect(&self) {
+        if let AnyHost::Ssh(h) = self {
+            h.disconnect().await;
+        }
+    }
+}
+
 impl Host for AnyHost {
     fn name(&self) -> &str {
         match self {

@@ -9,6 +9,7 @@ mod architecture;
 mod cli_local;
 mod common;
 mod fixtures;
+mod follow;
 mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;

@@ -1,0 +1,202 @@
+//! `--follow` against a transcript written while it is read: random-sized chunks that split
+//! lines, locally and over SSH with the connection killed mid-way. Every record arrives exactly
+//! once, in order, with the ids a final `--head` read gives; Ctrl-C ends with exit 0.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::sshd::sshd_or_skip;
+use crate::support::{BIN, code, ids, ndjson, records, stderr};
+
+fn record_line(i: usize) -> String {
+    format!(
+        "{}\n",
+        serde_json::json!({"type":"user","uuid":format!("f-{i}"),"message":{"role":"user","content":format!("event {i}")}})
+    )
+}
+
+/// Appends `count` records to `path` in chunks of 1..=`max_chunk` bytes, splitting lines
+/// anywhere, with short pauses; calls `midway` once half is written.
+fn write_slowly(path: &Path, count: usize, max_chunk: usize, mut midway: impl FnMut()) {
+    let mut bytes = Vec::new();
+    for i in 0..count {
+        bytes.extend_from_slice(record_line(i).as_bytes());
+    }
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut pos = 0;
+    let mut called = false;
+    while pos < bytes.len() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let n = (1 + (seed as usize % max_chunk)).min(bytes.len() - pos);
+        file.write_all(&bytes[pos..pos + n]).unwrap();
+        file.flush().unwrap();
+        pos += n;
+        if seed % 8 == 0 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if !called && pos >= bytes.len() / 2 {
+            called = true;
+            midway();
+        }
+    }
+}
+
+/// Starts `--follow --json` and a thread that forwards its record lines.
+fn follow(args: &[String], home: &Path) -> (Child, mpsc::Receiver<Value>) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let value: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if tx.send(value).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// Collects records until `want` have arrived (or the deadline), then sends Ctrl-C.
+fn collect(
+    mut child: Child,
+    rx: mpsc::Receiver<Value>,
+    want: usize,
+    deadline: Duration,
+) -> (Vec<Value>, String) {
+    let start = Instant::now();
+    let mut got = Vec::new();
+    while got.len() < want && start.elapsed() < deadline {
+        if let Ok(value) = rx.recv_timeout(Duration::from_millis(200)) {
+            assert_ne!(value["reset"], true, "unexpected reset: {value}");
+            if value["type"] == "record" {
+                got.push(value);
+            }
+        }
+    }
+    // Ctrl-C ends a follow with exit 0.
+    let pid = i32::try_from(child.id()).unwrap();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "follow did not exit 0 on Ctrl-C: {err}"
+    );
+    (got, err)
+}
+
+fn assert_exactly_once(got: &[Value], final_ids: &[String], count: usize) {
+    assert_eq!(final_ids.len(), count);
+    let got_ids = ids(got);
+    if got_ids != final_ids {
+        let first_diff = got_ids.iter().zip(final_ids).position(|(a, b)| a != b);
+        panic!(
+            "follow gave {} records, want {count}; first difference at {first_diff:?}",
+            got_ids.len()
+        );
+    }
+}
+
+#[test]
+fn follows_a_growing_local_file() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".claude/projects/-follow");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path: PathBuf = dir.join("f0110c41-0000-4000-8000-000000000001.jsonl");
+    std::fs::write(&path, record_line(usize::MAX - 1)).unwrap();
+    let args: Vec<String> = [
+        "read",
+        "local:f0110c41",
+        "--follow",
+        "--json",
+        "--interval",
+        "0.02",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (child, rx) = follow(&args, home.path());
+    let count = 5_000;
+    write_slowly(&path, count, 300, || {});
+    let (got, _) = collect(child, rx, count + 1, Duration::from_secs(60));
+    let out = crate::support::run(home.path(), &["read", "local:f0110c41", "--all", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exactly_once(&got, &ids(&records(&ndjson(&out))), count + 1);
+}
+
+#[test]
+fn follows_over_ssh_through_a_dropped_connection() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_clean";
+    let home = tempfile::tempdir().unwrap();
+    let session = "f0110c42-0000-4000-8000-000000000002";
+    let path = sshd.put_file(
+        user,
+        format!(".claude/projects/-follow-ssh/{session}.jsonl"),
+        record_line(usize::MAX - 1).as_bytes(),
+    );
+    let alias = sshd.alias(user);
+    let ssh_config = sshd.ssh_config().display().to_string();
+    let args: Vec<String> = [
+        "--ssh-config",
+        &ssh_config,
+        "read",
+        &format!("{alias}:{session}"),
+        "--follow",
+        "--json",
+        "--interval",
+        "0.05",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (child, rx) = follow(&args, home.path());
+    // Let the follower connect before writing.
+    std::thread::sleep(Duration::from_millis(500));
+    let count = 100_000;
+    let mut killed = 0;
+    write_slowly(&path, count, 4096, || {
+        killed = sshd.kill_connections_of(user)
+    });
+    assert!(killed > 0, "no connection was killed");
+    let (got, err) = collect(child, rx, count + 1, Duration::from_secs(300));
+    assert!(err.contains("retrying"), "the drop was not reported: {err}");
+    let out = Command::new(BIN)
+        .args([
+            "--ssh-config",
+            &ssh_config,
+            "read",
+            &format!("{alias}:{session}"),
+            "--all",
+            "--json",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exactly_once(&got, &ids(&records(&ndjson(&out))), count + 1);
+}
