@@ -39,7 +39,7 @@ fn write_slowly(path: &Path, count: usize, max_chunk: usize, mut midway: impl Fn
         file.write_all(&bytes[pos..pos + n]).unwrap();
         file.flush().unwrap();
         pos += n;
-        if seed % 8 == 0 {
+        if seed.is_multiple_of(8) {
             std::thread::sleep(Duration::from_millis(2));
         }
         if !called && pos >= bytes.len() / 2 {
