@@ -15,6 +15,7 @@
 //! - [`render`]: turns pages into text or NDJSON.
 //! - [`cli`]: clap definitions, one file per subcommand; the only place that prints or exits.
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod driver;

@@ -2,6 +2,7 @@
 //! place that prints to the terminal or exits. Arguments are parsed and validated before any
 //! I/O: a bad `--limit` or cursor exits 2 before a connection is made.
 
+mod check;
 mod common;
 mod ls;
 mod read;
@@ -41,9 +42,12 @@ pub enum Command {
     Read(read::ReadArgs),
     /// List sessions on hosts (default: local).
     Ls(ls::LsArgs),
+    /// What changed on each host since the last run (for cron): one `activity` line per
+    /// changed session.
+    Check(check::CheckArgs),
 }
 
-const SUBCOMMANDS: &[&str] = &["read", "ls", "help"];
+const SUBCOMMANDS: &[&str] = &["read", "ls", "check", "help"];
 /// Global options that take a value (so the shorthand scan can skip their values).
 const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
 
@@ -102,6 +106,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Read(args) => read::run(&cli.global, args).await,
             Command::Ls(args) => ls::run(&cli.global, args).await,
+            Command::Check(args) => check::run(&cli.global, args).await,
         }
     });
     match result {

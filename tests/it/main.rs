@@ -6,6 +6,7 @@
 #![allow(unreachable_pub)]
 
 mod architecture;
+mod check;
 mod cli_local;
 mod common;
 mod fixtures;

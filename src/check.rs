@@ -1,0 +1,294 @@
+//! `check` (cron): what changed on each host since the last run, kept in a versioned state
+//! file that is locked against a concurrent run and replaced atomically (write, fsync, rename).
+//! The per-host comparison reads through the driver like any other read.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::driver::{DriverError, list_sessions, read_page};
+use crate::engine::cursor::Cursor;
+use crate::engine::plan::{MAX_LIMIT, Mode, PageRequest};
+use crate::engine::session::SessionFile;
+use crate::host::Host;
+use crate::model::{Record, RootSpec};
+
+const STATE_VERSION: u32 = 1;
+
+/// The state file: per host, per session, where the last run stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    pub version: u32,
+    pub hosts: BTreeMap<String, HostState>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostState {
+    /// Keyed by `harness/session`.
+    pub sessions: BTreeMap<String, SessionState>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub cursor: String,
+    pub size: u64,
+    pub mtime: i64,
+    pub last_ts: Option<String>,
+    /// The mtime was at least [`SETTLE_SECS`] old when recorded, so an unchanged size and mtime
+    /// prove the file unchanged (mtimes have one-second resolution on some hosts; a rewrite in
+    /// the same second is otherwise invisible — git calls this the racy-clean problem).
+    #[serde(default)]
+    pub settled: bool,
+}
+
+const SETTLE_SECS: i64 = 2;
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// How a session changed since the last run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    New,
+    Grew,
+    Reset,
+    Deleted,
+}
+
+/// One changed session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Activity {
+    pub host: String,
+    pub harness: String,
+    pub session: String,
+    pub change: Change,
+    pub new_records: usize,
+    pub last_ts: Option<String>,
+    /// The new records themselves (kept only when asked for).
+    pub records: Vec<Record>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("{path}: {reason}")]
+    Invalid { path: String, reason: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: another `check` holds the lock")]
+    Locked { path: String },
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {
+    move |source| StateError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// An exclusive lock on `<state>.lock`, held until dropped.
+#[derive(Debug)]
+pub struct StateLock {
+    _file: File,
+}
+
+impl StateLock {
+    /// Takes the lock, waiting up to `wait`.
+    pub fn acquire(state: &Path, wait: Duration) -> Result<StateLock, StateError> {
+        let path = lock_path(state);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        let start = Instant::now();
+        loop {
+            // An flock-style lock: the kernel releases it when the process dies, so a crashed
+            // run never leaves a stale lock behind.
+            if file.try_lock().is_ok() {
+                return Ok(StateLock { _file: file });
+            }
+            if start.elapsed() >= wait {
+                return Err(StateError::Locked {
+                    path: state.display().to_string(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn lock_path(state: &Path) -> PathBuf {
+    let mut name = state.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    state.with_file_name(name)
+}
+
+impl State {
+    /// Loads the state; a missing file is `None` (the first run).
+    pub fn load(path: &Path) -> Result<Option<State>, StateError> {
+        let text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(path)(e)),
+        };
+        let state: State = serde_json::from_str(&text).map_err(|e| StateError::Invalid {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        if state.version != STATE_VERSION {
+            return Err(StateError::Invalid {
+                path: path.display().to_string(),
+                reason: format!("state version {} is not {STATE_VERSION}", state.version),
+            });
+        }
+        Ok(Some(state))
+    }
+
+    /// Replaces the state file atomically: a temp file in the same directory, fsync, rename,
+    /// fsync of the directory.
+    pub fn save(&self, path: &Path) -> Result<(), StateError> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(path))?;
+        let text = serde_json::to_string_pretty(self).expect("state serializes");
+        tmp.write_all(text.as_bytes()).map_err(io(path))?;
+        tmp.write_all(b"\n").map_err(io(path))?;
+        tmp.as_file().sync_all().map_err(io(path))?;
+        tmp.persist(path).map_err(|e| io(path)(e.error))?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(path))?;
+        Ok(())
+    }
+}
+
+fn key(session: &SessionFile) -> String {
+    format!("{}/{}", session.harness(), session.id)
+}
+
+/// Checks one host against its previous state. `baseline` is the first run (no history is
+/// read). Returns the host's new state and its activity, oldest session first.
+pub async fn check_host<H: Host>(
+    host: &H,
+    roots: &[RootSpec],
+    previous: Option<&HostState>,
+    baseline: bool,
+    keep_records: bool,
+) -> Result<(HostState, Vec<Activity>), DriverError> {
+    let (_, sessions) = list_sessions(host, roots).await?;
+    let mut next = HostState::default();
+    let mut activity = Vec::new();
+    let empty = HostState::default();
+    let previous = previous.unwrap_or(&empty);
+    for session in &sessions {
+        let key = key(session);
+        let old = previous.sessions.get(&key);
+        if let Some(old) = old
+            && old.settled
+            && old.size == session.entry.size
+            && old.mtime == session.entry.mtime
+        {
+            next.sessions.insert(key, old.clone());
+            continue;
+        }
+        let mut records = Vec::new();
+        let mut count = 0;
+        let mut reset = false;
+        let mut last_ts = old.and_then(|o| o.last_ts.clone());
+        let mut mode = match old.and_then(|o| Cursor::decode(&o.cursor).ok()) {
+            Some(cursor) => Mode::Since(cursor),
+            // A new session on the first run is a baseline: only its newest record is read.
+            None if baseline => Mode::Tail,
+            None => Mode::Head,
+        };
+        let cursor = loop {
+            let limit = if matches!(mode, Mode::Tail) {
+                1
+            } else {
+                MAX_LIMIT
+            };
+            let page = read_page(
+                host,
+                session,
+                PageRequest {
+                    mode,
+                    limit,
+                    strict: false,
+                },
+                |_| {},
+            )
+            .await?;
+            reset |= page.reset;
+            if let Some(ts) = page.records.iter().rev().find_map(|r| r.ts.clone()) {
+                last_ts = Some(ts);
+            }
+            if !(baseline && old.is_none()) {
+                count += page.records.len();
+                if keep_records {
+                    records.extend(page.records);
+                }
+            }
+            if !page.more {
+                break page.cursor;
+            }
+            mode = Mode::Since(page.cursor);
+        };
+        let change = match (old, reset) {
+            (None, _) => Some(Change::New),
+            (Some(_), true) => Some(Change::Reset),
+            (Some(_), false) if count > 0 => Some(Change::Grew),
+            _ => None,
+        };
+        if let Some(change) = change {
+            activity.push(Activity {
+                host: host.name().to_string(),
+                harness: session.harness().name().to_string(),
+                session: session.id.clone(),
+                change,
+                new_records: count,
+                last_ts: last_ts.clone(),
+                records,
+            });
+        }
+        next.sessions.insert(
+            key,
+            SessionState {
+                cursor: cursor.encode(),
+                size: session.entry.size,
+                mtime: session.entry.mtime,
+                last_ts,
+                // Remote clocks may differ from ours; a few seconds of skew only costs a re-read.
+                settled: session.entry.mtime + SETTLE_SECS < unix_now(),
+            },
+        );
+    }
+    for (key, old) in &previous.sessions {
+        if !next.sessions.contains_key(key) {
+            let (harness, session) = key.split_once('/').unwrap_or(("", key));
+            activity.push(Activity {
+                host: host.name().to_string(),
+                harness: harness.to_string(),
+                session: session.to_string(),
+                change: Change::Deleted,
+                new_records: 0,
+                last_ts: old.last_ts.clone(),
+                records: Vec::new(),
+            });
+        }
+    }
+    Ok((next, activity))
+}

@@ -1,0 +1,178 @@
+//! `clankie-read check --state FILE [HOST…]`: one `activity` line per session that changed since
+//! the last run (cron), hosts checked concurrently; a failed host keeps its old state and makes
+//! the exit status 3 while the others are still saved.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::common::{GlobalArgs, hosts_file, open_host};
+use crate::check::{Activity, Change, State, StateError, StateLock, check_host};
+use crate::driver::roots_for;
+use crate::error::{Error, exit, exit_code};
+use crate::sanitize::sanitize;
+
+/// Hosts checked at once.
+const CONCURRENT_HOSTS: usize = 8;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Hosts to check [default: every host in the hosts file].
+    #[arg(value_name = "HOST")]
+    pub host_names: Vec<String>,
+    /// The state file kept between runs (created on the first run).
+    #[arg(long, value_name = "FILE")]
+    pub state: PathBuf,
+    /// Also print the new records of each changed session.
+    #[arg(long)]
+    pub records: bool,
+    /// NDJSON output.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds to wait for another run's lock before exiting 75.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub wait: f64,
+}
+
+#[derive(Serialize)]
+struct ActivityLine<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    host: &'a str,
+    harness: &'a str,
+    session: &'a str,
+    change: Change,
+    new_records: usize,
+    last_ts: Option<&'a str>,
+}
+
+pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<u8, Error> {
+    let wait = Duration::try_from_secs_f64(args.wait)
+        .map_err(|_| Error::Usage(format!("--wait wants seconds, got {}", args.wait)))?;
+    global.root_overrides()?;
+    let hosts = hosts_file(global)?;
+    let names: Vec<String> = if args.host_names.is_empty() {
+        hosts.hosts.iter().map(|h| h.name.clone()).collect()
+    } else {
+        args.host_names.clone()
+    };
+    if names.is_empty() {
+        return Err(Error::Usage(
+            "no hosts to check: name some, or define them in the hosts file".into(),
+        ));
+    }
+    let lock = match StateLock::acquire(&args.state, wait) {
+        Ok(lock) => lock,
+        Err(StateError::Locked { path }) => {
+            super::warn(&[format!(
+                "{path}: another `check` is running; giving up after {}s",
+                wait.as_secs_f64()
+            )]);
+            return Ok(exit::LOCKED);
+        }
+        Err(e) => return Err(Error::Other(e.to_string())),
+    };
+    let previous = State::load(&args.state).map_err(|e| Error::Other(e.to_string()))?;
+    let baseline = previous.is_none();
+    let previous = Arc::new(previous.unwrap_or_default());
+    let limit = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_HOSTS));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, name) in names.iter().enumerate() {
+        let opened = open_host(global, &hosts, name);
+        let (name, previous, limit, keep) =
+            (name.clone(), previous.clone(), limit.clone(), args.records);
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            let result = match opened {
+                Ok(opened) => {
+                    let roots = roots_for(&opened.roots, None);
+                    check_host(
+                        &opened.host,
+                        &roots,
+                        previous.hosts.get(&name),
+                        baseline,
+                        keep,
+                    )
+                    .await
+                    .map_err(Error::from)
+                }
+                Err(e) => Err(e),
+            };
+            (index, name, result)
+        });
+    }
+    let mut results = tasks.join_all().await;
+    results.sort_by_key(|(index, _, _)| *index);
+
+    let mut state = (*previous).clone();
+    state.version = 1;
+    let renderer = global.renderer(args.json, false);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut status = exit::OK;
+    for (_, name, result) in results {
+        match result {
+            Ok((host_state, activity)) => {
+                for a in &activity {
+                    if !a.records.is_empty() {
+                        renderer.records(&mut out, &a.records)?;
+                    }
+                    print_activity(&mut out, a, args.json)?;
+                }
+                state.hosts.insert(name, host_state);
+            }
+            Err(err) => {
+                // The host keeps its old cursors; the others are still saved.
+                out.flush()?;
+                super::warn(&[format!("{name}: {err}")]);
+                status = status.max(exit_code(&err)).max(exit::HOST);
+            }
+        }
+    }
+    out.flush()?;
+    state
+        .save(&args.state)
+        .map_err(|e| Error::Other(e.to_string()))?;
+    drop(lock);
+    Ok(if status == exit::OK {
+        exit::OK
+    } else {
+        exit::HOST
+    })
+}
+
+fn print_activity(out: &mut impl Write, a: &Activity, json: bool) -> std::io::Result<()> {
+    if json {
+        let line = ActivityLine {
+            ty: "activity",
+            host: &a.host,
+            harness: &a.harness,
+            session: &a.session,
+            change: a.change,
+            new_records: a.new_records,
+            last_ts: a.last_ts.as_deref(),
+        };
+        serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::other)?;
+        writeln!(out)
+    } else {
+        let change = match a.change {
+            Change::New => "new",
+            Change::Grew => "grew",
+            Change::Reset => "reset",
+            Change::Deleted => "deleted",
+        };
+        writeln!(
+            out,
+            "{} {}/{} {change} +{} {}",
+            sanitize(&a.host),
+            a.harness,
+            sanitize(&a.session),
+            a.new_records,
+            sanitize(a.last_ts.as_deref().unwrap_or("-"))
+        )
+    }
+}

@@ -1,0 +1,201 @@
+//! `check --state FILE` as cron runs it: a baseline, then new / grew / reset / deleted; a host
+//! that is down exits 3 while the good host's activity is printed and saved; concurrent runs
+//! never corrupt the state file.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::{BIN, code, ndjson, stderr};
+
+fn line(uuid: &str) -> String {
+    format!(
+        "{}\n",
+        serde_json::json!({"type":"user","uuid":uuid,"timestamp":"2026-11-02T10:00:00.000Z","message":{"role":"user","content":format!("p {uuid}")}})
+    )
+}
+
+fn run(home: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .output()
+        .unwrap()
+}
+
+fn activity(out: &Output) -> Vec<Value> {
+    ndjson(out)
+        .into_iter()
+        .filter(|l| l["type"] == "activity")
+        .collect()
+}
+
+fn change_of<'a>(lines: &'a [Value], session: &str) -> Option<&'a str> {
+    lines
+        .iter()
+        .find(|l| l["session"] == session)
+        .and_then(|l| l["change"].as_str())
+}
+
+#[test]
+fn baseline_then_changes_with_a_host_down() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().join("agent/.claude");
+    let dir = root.join("projects/-p");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b, c) = ("aaaaaaaa-1", "bbbbbbbb-2", "cccccccc-3");
+    for id in [a, b, c] {
+        std::fs::write(
+            dir.join(format!("{id}.jsonl")),
+            line(&format!("{id}-0")) + &line(&format!("{id}-1")),
+        )
+        .unwrap();
+    }
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let hosts = home.path().join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!("[hosts.good]\nlocal = true\nroots = {{ claude = \"{}\" }}\n[hosts.down]\nssh = \"nobody@127.0.0.1:{closed}\"\n", root.display()),
+    )
+    .unwrap();
+    let state = home.path().join("state.json");
+    let args = [
+        "--hosts",
+        hosts.to_str().unwrap(),
+        "check",
+        "--state",
+        state.to_str().unwrap(),
+        "--json",
+    ];
+
+    let first = run(home.path(), &args);
+    assert_eq!(code(&first), 3, "{}", stderr(&first));
+    assert!(stderr(&first).contains("down"), "{}", stderr(&first));
+    let lines = activity(&first);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["change"] == "new" && l["host"] == "good" && l["new_records"] == 0)
+    );
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(
+        saved["hosts"]["good"]["sessions"]
+            .as_object()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(saved["hosts"].get("down").is_none());
+
+    // Nothing changed: no activity.
+    let quiet = run(home.path(), &args);
+    assert_eq!(code(&quiet), 3);
+    assert!(activity(&quiet).is_empty());
+
+    // a grows by two records, b is deleted, c is rewritten (same size).
+    let mut grown = std::fs::read_to_string(dir.join(format!("{a}.jsonl"))).unwrap();
+    grown += &line("aaaaaaaa-1-new1");
+    grown += &line("aaaaaaaa-1-new2");
+    std::fs::write(dir.join(format!("{a}.jsonl")), grown).unwrap();
+    std::fs::remove_file(dir.join(format!("{b}.jsonl"))).unwrap();
+    let rewritten = std::fs::read_to_string(dir.join(format!("{c}.jsonl")))
+        .unwrap()
+        .replace("p cccccccc-3-0", "p CCCCCCCC-3-0");
+    std::fs::write(dir.join(format!("{c}.jsonl")), rewritten).unwrap();
+    let second = run(home.path(), &args);
+    assert_eq!(code(&second), 3);
+    let lines = activity(&second);
+    assert_eq!(change_of(&lines, a), Some("grew"));
+    assert_eq!(
+        lines.iter().find(|l| l["session"] == a).unwrap()["new_records"],
+        2
+    );
+    assert_eq!(change_of(&lines, b), Some("deleted"));
+    assert_eq!(change_of(&lines, c), Some("reset"));
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(
+        saved["hosts"]["good"]["sessions"]
+            .as_object()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // --records prints what is new, before its activity line.
+    std::fs::write(
+        dir.join(format!("{a}.jsonl")),
+        std::fs::read_to_string(dir.join(format!("{a}.jsonl"))).unwrap() + &line("late"),
+    )
+    .unwrap();
+    let mut with_records = args.to_vec();
+    with_records.push("--records");
+    let third = ndjson(&run(home.path(), &with_records));
+    let kinds: Vec<&str> = third.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["record", "activity"]);
+    assert_eq!(third[0]["id"], "late#0");
+}
+
+#[test]
+fn concurrent_runs_never_corrupt_the_state() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".claude/projects/-p");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..20 {
+        std::fs::write(
+            dir.join(format!("dddddddd-{i:02}.jsonl")),
+            line(&format!("d{i}")),
+        )
+        .unwrap();
+    }
+    let state = home.path().join("state.json");
+    for round in 0..6 {
+        std::fs::write(dir.join("dddddddd-00.jsonl"), line("x").repeat(round + 1)).unwrap();
+        let wait = if round % 2 == 0 { "0" } else { "20" };
+        let spawn = || {
+            Command::new(BIN)
+                .args([
+                    "check",
+                    "local",
+                    "--state",
+                    state.to_str().unwrap(),
+                    "--json",
+                    "--wait",
+                    wait,
+                ])
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", home.path())
+                .output()
+        };
+        let (one, two) = std::thread::scope(|s| {
+            let a = s.spawn(spawn);
+            let b = s.spawn(spawn);
+            (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
+        });
+        for out in [&one, &two] {
+            let c = code(out);
+            assert!(
+                c == 0 || (c == 75 && wait == "0"),
+                "round {round}: exit {c}: {}",
+                stderr(out)
+            );
+        }
+        let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap())
+            .expect("state is valid JSON");
+        assert_eq!(
+            saved["hosts"]["local"]["sessions"]
+                .as_object()
+                .unwrap()
+                .len(),
+            20
+        );
+    }
+}
