@@ -4,6 +4,7 @@
 
 mod check;
 mod common;
+mod hosts;
 mod ls;
 mod read;
 
@@ -45,9 +46,11 @@ pub enum Command {
     /// What changed on each host since the last run (for cron): one `activity` line per
     /// changed session.
     Check(check::CheckArgs),
+    /// The configured hosts; with --check, whether each answers and why not.
+    Hosts(hosts::HostsArgs),
 }
 
-const SUBCOMMANDS: &[&str] = &["read", "ls", "check", "help"];
+const SUBCOMMANDS: &[&str] = &["read", "ls", "check", "hosts", "help"];
 /// Global options that take a value (so the shorthand scan can skip their values).
 const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
 
@@ -107,6 +110,7 @@ pub fn main() -> ExitCode {
             Command::Read(args) => read::run(&cli.global, args).await,
             Command::Ls(args) => ls::run(&cli.global, args).await,
             Command::Check(args) => check::run(&cli.global, args).await,
+            Command::Hosts(args) => hosts::run(&cli.global, args).await,
         }
     });
     match result {

@@ -102,6 +102,52 @@ impl SshHost {
     }
 }
 
+/// What `hosts --check` learns from one host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// Connect, key exchange, host key check and authentication.
+    pub connect: std::time::Duration,
+    /// One exec round trip on the open connection.
+    pub exec: std::time::Duration,
+    /// `uname -s` as the remote script reported it.
+    pub uname: String,
+    /// What the login shell printed outside our frame (rc-file banners); empty when clean.
+    pub noise: Vec<u8>,
+}
+
+impl SshHost {
+    /// Connects (if needed) and runs an empty framed script, to time the connection and see
+    /// whether the login shell is clean.
+    pub async fn probe(&self) -> Result<Probe, HostError> {
+        let start = std::time::Instant::now();
+        let session = self.session().await?;
+        let connect = start.elapsed();
+        let nonce = script::new_nonce();
+        let text = posix::list_script(&nonce, &[]);
+        let start = std::time::Instant::now();
+        let out = session
+            .exec(posix::POSIX_EXEC, &text, script::LIST_REPLY_LIMIT)
+            .await?;
+        let exec = start.elapsed();
+        let frame = script::parse_frame(&self.name, &nonce, &out.stdout)
+            .map_err(|e| self.explain(e, &out))?;
+        let begin = format!("{nonce}:BEGIN");
+        let end = format!("{nonce}:END");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let before = text.find(&begin).map_or("", |i| &text[..i]);
+        let after = text.rfind(&end).map_or("", |i| {
+            text[i..].split_once('\n').map_or("", |(_, rest)| rest)
+        });
+        let noise = format!("{}{}", before.trim(), after.trim()).into_bytes();
+        Ok(Probe {
+            connect,
+            exec,
+            uname: frame.uname,
+            noise,
+        })
+    }
+}
+
 impl Host for SshHost {
     fn name(&self) -> &str {
         &self.name
