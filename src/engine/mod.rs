@@ -17,6 +17,7 @@ pub mod grok;
 pub mod lines;
 pub mod pi;
 pub mod plan;
+pub(crate) mod records;
 pub mod session;
 
 use crate::model::Harness;
