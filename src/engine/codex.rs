@@ -470,7 +470,8 @@ mod tests {
         let meta = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"child","forked_from_id":"parent"}}"#;
         assert_eq!(summary(&at(0, meta)), [("@0".into(), RecordKind::Notice)]);
         assert!(at(500, meta).is_empty());
-        let own = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"p","forked_from_id":null}}"#;
+        let own =
+            r#"{"timestamp":"t","type":"session_meta","payload":{"id":"p","forked_from_id":null}}"#;
         assert!(at(0, own).is_empty());
         let sub = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"c","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p","depth":1}}}}}"#;
         assert_eq!(at(0, sub).len(), 1);
@@ -483,7 +484,8 @@ mod tests {
         let header = r#"{"id":"0198a0b1-0000-7000-8000-000000000001","timestamp":"2025-07-01T10:00:00.000Z","instructions":null,"git":{"branch":"main"}}"#;
         assert!(at(0, header).is_empty());
         assert!(records(r#"{"record_type":"state"}"#).is_empty());
-        let user = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}"#;
+        let user =
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}"#;
         let got = records(user);
         assert_eq!(summary(&got), [("@100#0".into(), RecordKind::User)]);
         assert_eq!(got[0].ts, None);

@@ -100,7 +100,9 @@ pub(crate) fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
 /// A tool's `arguments` given as a JSON string: parsed when it is JSON, else the raw string.
 pub(crate) fn json_arguments(value: Option<&Value>) -> Value {
     match value {
-        Some(Value::String(raw)) => serde_json::from_str(raw).unwrap_or_else(|_| raw.clone().into()),
+        Some(Value::String(raw)) => {
+            serde_json::from_str(raw).unwrap_or_else(|_| raw.clone().into())
+        }
         Some(other) => other.clone(),
         None => Value::Object(Default::default()),
     }
