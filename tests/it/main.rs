@@ -9,6 +9,7 @@ mod architecture;
 mod cli_local;
 mod common;
 mod fixtures;
+mod harnesses;
 mod ssh_transport;
 mod sshd_fixture;
 mod support;
