@@ -5,6 +5,7 @@
 mod common;
 mod ls;
 mod read;
+mod resume;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -41,9 +42,11 @@ pub enum Command {
     Read(read::ReadArgs),
     /// List sessions on hosts (default: local).
     Ls(ls::LsArgs),
+    /// Print the harness's own command that resumes a session; runs nothing.
+    Resume(resume::ResumeArgs),
 }
 
-const SUBCOMMANDS: &[&str] = &["read", "ls", "help"];
+const SUBCOMMANDS: &[&str] = &["read", "ls", "resume", "help"];
 /// Global options that take a value (so the shorthand scan can skip their values).
 const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
 
@@ -102,6 +105,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Read(args) => read::run(&cli.global, args).await,
             Command::Ls(args) => ls::run(&cli.global, args).await,
+            Command::Resume(args) => resume::run(&cli.global, args).await,
         }
     });
     match result {

@@ -514,3 +514,49 @@ fn ls_lists_every_harness_once() {
         assert_eq!(page(&read)["harness"], layout.harness);
     }
 }
+
+#[test]
+fn resume_prints_each_harness_command_from_its_directory() {
+    let home = Home::new();
+    for layout in LAYOUTS {
+        home.write(layout, &session_text(layout.harness, 0..1));
+    }
+    // Claude names its cwd on the lines; Grok and Gemini in sidecar files.
+    let claude = &LAYOUTS[0];
+    let text = fs::read_to_string(home.path(claude)).unwrap();
+    home.write(
+        claude,
+        &text.replacen(
+            "\"type\":\"user\"",
+            "\"cwd\":\"/work/it's app\",\"type\":\"user\"",
+            1,
+        ),
+    );
+    let grok_dir = home.path(&LAYOUTS[3]).parent().unwrap().to_path_buf();
+    fs::write(
+        grok_dir.join("summary.json"),
+        r#"{"info":{"id":"019a0000-0000-7000-8000-000000000640","cwd":"/work/app"}}"#,
+    )
+    .unwrap();
+    fs::write(
+        home.home.join(".gemini/tmp/app/.project_root"),
+        "/work/app\n",
+    )
+    .unwrap();
+    let pi_path = fs::canonicalize(home.path(&LAYOUTS[2])).unwrap();
+    let want = [
+        r"cd '/work/it'\''s app' && claude --resume 5a1e0000-0000-4000-8000-00000000c1a0"
+            .to_string(),
+        "cd /work/app && codex resume 019a0000-0000-7000-8000-00000000c0de".to_string(),
+        format!("cd /work/app && pi --session {}", pi_path.display()),
+        "cd /work/app && grok --resume 019a0000-0000-7000-8000-000000000640".to_string(),
+        "cd /work/app && gemini --resume 9e000000-1111-4222-8333-444444444444".to_string(),
+    ];
+    for (layout, want) in LAYOUTS.iter().zip(want) {
+        let target = format!("local:{}/{}", layout.harness, layout.id);
+        let out = run(&home.home, &["resume", &target]);
+        assert_eq!(code(&out), 0, "{target}: {}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), want);
+    }
+    assert_eq!(code(&run(&home.home, &["resume", "local:nosuch"])), 4);
+}
