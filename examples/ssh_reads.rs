@@ -17,17 +17,31 @@ fn main() {
         std::process::exit(2);
     };
     let n: usize = n.parse().expect("N is a number");
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
-        let target = clankie_read::host::ssh::resolve(dest, Some(config.as_ref())).expect("resolve");
+        let target =
+            clankie_read::host::ssh::resolve(dest, Some(config.as_ref())).expect("resolve");
         let host = SshHost::new(dest.clone(), target);
-        let spec = RootSpec { harness: Harness::Claude, dir: Some(root.as_bytes().to_vec()) };
+        let spec = RootSpec {
+            harness: Harness::Claude,
+            dir: Some(root.as_bytes().to_vec()),
+        };
         let listing = host.list(&[spec]).await.expect("list");
-        let file = FileRef { harness: Harness::Claude, root: listing.roots[0].dir.clone(), rel: rel.as_bytes().to_vec() };
+        let file = FileRef {
+            harness: Harness::Claude,
+            root: listing.roots[0].dir.clone(),
+            rel: rel.as_bytes().to_vec(),
+        };
         let mut times = Vec::with_capacity(n);
         for i in 0..n {
             let start = Instant::now();
-            let got = host.read(&file, &[ByteRange::new(i as u64 * 4096, 4096)]).await.expect("read");
+            let got = host
+                .read(&file, &[ByteRange::new(i as u64 * 4096, 4096)])
+                .await
+                .expect("read");
             times.push(start.elapsed().as_secs_f64() * 1000.0);
             assert_eq!(got.chunks[0].len(), 4096);
         }

@@ -7,7 +7,7 @@ use crate::engine::cursor::{CursorError, binding};
 use crate::engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
 use crate::engine::session::{self, ResolveError, SessionFile, SessionQuery};
 use crate::host::{FileRef, Host, HostError};
-use crate::model::{Harness, Listing, Record, RootSpec};
+use crate::model::{ByteRange, Harness, Listing, Record, RootSpec};
 
 /// Everything that can end a read, by layer.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +60,53 @@ pub async fn resolve_session<H: Host>(
     };
     let (_, sessions) = list_sessions(host, &roots).await?;
     Ok(session::resolve(&sessions, query)?.clone())
+}
+
+/// What `resume` prints for a session: the harness's own command, from the session's directory
+/// as its records (or sidecar file) name it. A sidecar that cannot be read leaves the `cd` out.
+pub async fn resume_command<H: Host>(
+    host: &H,
+    session: &SessionFile,
+) -> Result<String, DriverError> {
+    use crate::engine::resume;
+    let harness = session.harness();
+    let file = FileRef {
+        harness,
+        root: session.entry.root.clone(),
+        rel: session.entry.rel.clone(),
+    };
+    let head_range = [ByteRange::new(0, resume::HEAD_BYTES)];
+    let head = host.read(&file, &head_range).await?.chunks.concat();
+    let cwd = match resume::cwd_source(harness) {
+        None => resume::session_cwd(harness, &head),
+        Some(sidecar) => {
+            let dir = match session.entry.rel.iter().rposition(|&b| b == b'/') {
+                Some(i) => &session.entry.rel[..i],
+                None => &b""[..],
+            };
+            let mut rel = dir.to_vec();
+            for part in sidecar.split('/') {
+                if part == ".." {
+                    let cut = rel.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                    rel.truncate(cut);
+                } else {
+                    rel.push(b'/');
+                    rel.extend_from_slice(part.as_bytes());
+                }
+            }
+            let sidecar = FileRef {
+                rel,
+                ..file.clone()
+            };
+            match host.read(&sidecar, &head_range).await {
+                Ok(result) => resume::session_cwd(harness, &result.chunks.concat()),
+                Err(_) => None,
+            }
+        }
+    };
+    let id = resume::native_id(harness, &head).unwrap_or_else(|| session.id.clone());
+    let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+    Ok(resume::resume_command(harness, &id, &path, cwd.as_deref()))
 }
 
 /// The source context records of a session carry.

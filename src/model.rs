@@ -7,16 +7,30 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Harness {
     Claude,
+    Codex,
+    Pi,
+    Grok,
+    Gemini,
 }
 
 impl Harness {
     /// Every supported harness, in display order.
-    pub const ALL: [Harness; 1] = [Harness::Claude];
+    pub const ALL: [Harness; 5] = [
+        Harness::Claude,
+        Harness::Codex,
+        Harness::Pi,
+        Harness::Grok,
+        Harness::Gemini,
+    ];
 
     /// The name users type (`--root claude=DIR`, `claude/ID`) and NDJSON prints.
     pub fn name(self) -> &'static str {
         match self {
             Harness::Claude => "claude",
+            Harness::Codex => "codex",
+            Harness::Pi => "pi",
+            Harness::Grok => "grok",
+            Harness::Gemini => "gemini",
         }
     }
 
@@ -36,7 +50,30 @@ impl Harness {
         match self {
             Harness::Claude => DefaultHome {
                 env_var: "CLAUDE_CONFIG_DIR",
+                env_relative: "",
                 home_relative: ".claude",
+            },
+            Harness::Codex => DefaultHome {
+                env_var: "CODEX_HOME",
+                env_relative: "",
+                home_relative: ".codex",
+            },
+            Harness::Pi => DefaultHome {
+                env_var: "PI_CODING_AGENT_DIR",
+                env_relative: "",
+                home_relative: ".pi/agent",
+            },
+            // Reported, not verified against the closed-source CLI.
+            Harness::Grok => DefaultHome {
+                env_var: "GROK_HOME",
+                env_relative: "",
+                home_relative: ".grok",
+            },
+            // GEMINI_CLI_HOME replaces the user's home directory, not the `.gemini` one.
+            Harness::Gemini => DefaultHome {
+                env_var: "GEMINI_CLI_HOME",
+                env_relative: ".gemini",
+                home_relative: ".gemini",
             },
         }
     }
@@ -47,9 +84,36 @@ impl Harness {
             // projects/<enc-cwd>/<uuid>.jsonl, …/<uuid>/subagents/agent-*.jsonl,
             // …/subagents/workflows/<id>/agent-*.jsonl.
             Harness::Claude => ListSpec {
-                subdir: "projects",
-                suffix: ".jsonl",
+                subdirs: &["projects"],
+                suffixes: &[".jsonl"],
                 max_depth: 6,
+            },
+            // sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl, early flat sessions/rollout-….jsonl,
+            // archived_sessions/rollout-….jsonl. TODO(#6): `.jsonl.zst` (compressed after 7 days).
+            Harness::Codex => ListSpec {
+                subdirs: &["sessions", "archived_sessions"],
+                suffixes: &[".jsonl"],
+                max_depth: 3,
+            },
+            // sessions/--<cwd>--/<ts>_<id>.jsonl (or flat with --session-dir as a root).
+            Harness::Pi => ListSpec {
+                subdirs: &["sessions"],
+                suffixes: &[".jsonl"],
+                max_depth: 1,
+            },
+            // sessions/<pct-encoded-cwd>/<uuid>/chat_history.jsonl; the other journals in a
+            // session directory (updates.jsonl can be gigabytes) are not transcripts.
+            Harness::Grok => ListSpec {
+                subdirs: &["sessions"],
+                suffixes: &["/chat_history.jsonl"],
+                max_depth: 2,
+            },
+            // tmp/<project>/chats/session-*.jsonl, subagents in chats/<parent-id>/<id>.jsonl.
+            // TODO(#6): legacy whole-document `session-*.json` (needs the document cursor class).
+            Harness::Gemini => ListSpec {
+                subdirs: &["tmp"],
+                suffixes: &[".jsonl"],
+                max_depth: 3,
             },
         }
     }
@@ -61,20 +125,35 @@ impl fmt::Display for Harness {
     }
 }
 
-/// The default home of a harness: `$<env_var>` when the host sets it, else `$HOME/<home_relative>`.
+/// The default home of a harness: `$<env_var>/<env_relative>` when the host sets the variable
+/// (`env_relative` empty: the variable names the home itself), else `$HOME/<home_relative>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DefaultHome {
     pub env_var: &'static str,
+    pub env_relative: &'static str,
     pub home_relative: &'static str,
 }
 
-/// Which files under a harness home are transcripts: regular files whose name ends in `suffix`,
-/// at most `max_depth` directories below `<home>/<subdir>`.
+/// Which files under a harness home are transcripts: regular files at most `max_depth`
+/// directories below one of `<home>/<subdir>` whose path ends in one of `suffixes`. A suffix
+/// starting with `/` is a whole file name (`/chat_history.jsonl`); subdirs are single names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListSpec {
-    pub subdir: &'static str,
-    pub suffix: &'static str,
+    pub subdirs: &'static [&'static str],
+    pub suffixes: &'static [&'static str],
     pub max_depth: u32,
+}
+
+impl ListSpec {
+    /// Whether a file name (no directory) matches one of the suffixes.
+    pub fn matches_name(&self, name: &[u8]) -> bool {
+        self.suffixes
+            .iter()
+            .any(|suffix| match suffix.strip_prefix('/') {
+                Some(whole) => name == whole.as_bytes(),
+                None => name.ends_with(suffix.as_bytes()),
+            })
+    }
 }
 
 /// One harness root to list on a host. `dir: None` means the harness's default home as the host

@@ -7,6 +7,7 @@ mod common;
 mod hosts;
 mod ls;
 mod read;
+mod resume;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -48,9 +49,11 @@ pub enum Command {
     Check(check::CheckArgs),
     /// The configured hosts; with --check, whether each answers and why not.
     Hosts(hosts::HostsArgs),
+    /// Print the harness's own command that resumes a session; runs nothing.
+    Resume(resume::ResumeArgs),
 }
 
-const SUBCOMMANDS: &[&str] = &["read", "ls", "check", "hosts", "help"];
+const SUBCOMMANDS: &[&str] = &["read", "ls", "check", "hosts", "resume", "help"];
 /// Global options that take a value (so the shorthand scan can skip their values).
 const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
 
@@ -111,6 +114,7 @@ pub fn main() -> ExitCode {
             Command::Ls(args) => ls::run(&cli.global, args).await,
             Command::Check(args) => check::run(&cli.global, args).await,
             Command::Hosts(args) => hosts::run(&cli.global, args).await,
+            Command::Resume(args) => resume::run(&cli.global, args).await,
         }
     });
     match result {

@@ -26,6 +26,10 @@ pub fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     }
     match ctx.harness {
         Harness::Claude => super::claude::parse_line(ctx, offset, line),
+        Harness::Codex => super::codex::parse_line(ctx, offset, line),
+        Harness::Pi => super::pi::parse_line(ctx, offset, line),
+        Harness::Grok => super::grok::parse_line(ctx, offset, line),
+        Harness::Gemini => super::gemini::parse_line(ctx, offset, line),
     }
 }
 

@@ -3,16 +3,23 @@
 //! only; `tests/it/architecture.rs` fails the build if that slips.
 //!
 //! - [`lines`]: how a line becomes records (per harness), and the bounds on a line.
-//! - [`claude`]: the Claude Code parser.
+//! - [`claude`], [`codex`], [`pi`], [`grok`], [`gemini`]: one line parser per harness.
+//! - [`resume`]: each harness's resume command and where a session's directory is written.
 //! - [`session`]: which listed files are sessions, and resolving a user's session argument.
 //! - [`cursor`]: the versioned, validated cursor encoding.
 //! - [`plan`]: the sans-IO read planner (`next_read` / `feed`) behind `--tail`, `--head`,
 //!   `--all` and `--since`.
 
 pub mod claude;
+pub mod codex;
 pub mod cursor;
+pub mod gemini;
+pub mod grok;
 pub mod lines;
+pub mod pi;
 pub mod plan;
+pub(crate) mod records;
+pub mod resume;
 pub mod session;
 
 use crate::model::Harness;

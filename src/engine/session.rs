@@ -33,6 +33,84 @@ pub fn sessions(files: &[FileEntry]) -> Vec<SessionFile> {
 fn classify(entry: &FileEntry) -> Option<SessionFile> {
     match entry.harness {
         Harness::Claude => classify_claude(entry),
+        Harness::Codex => classify_codex(entry),
+        Harness::Pi => classify_pi(entry),
+        Harness::Grok => classify_grok(entry),
+        Harness::Gemini => classify_gemini(entry),
+    }
+}
+
+fn session_file(entry: &FileEntry, id: &str, agent: Option<&str>) -> Option<SessionFile> {
+    valid_id(id).then(|| SessionFile {
+        id: id.to_string(),
+        agent: agent.map(str::to_string),
+        entry: entry.clone(),
+    })
+}
+
+/// `sessions/[YYYY/MM/DD/]rollout-<local ts>-<thread uuid>.jsonl` and
+/// `archived_sessions/<name>.jsonl`: the id is the trailing UUID (what `codex resume` takes),
+/// else the file stem.
+fn classify_codex(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    let file = match parts.as_slice() {
+        ["sessions", .., file] | ["archived_sessions", file] => *file,
+        _ => return None,
+    };
+    let stem = file.strip_suffix(".jsonl")?;
+    let id = trailing_uuid(stem).unwrap_or(stem);
+    session_file(entry, id, None)
+}
+
+/// The last 36 characters of `name` when they are a UUID preceded by `-`.
+fn trailing_uuid(name: &str) -> Option<&str> {
+    let start = name.len().checked_sub(36)?;
+    let uuid = name.get(start..)?;
+    let shape = uuid.bytes().enumerate().all(|(i, b)| match i {
+        8 | 13 | 18 | 23 => b == b'-',
+        _ => b.is_ascii_hexdigit(),
+    });
+    (shape && name[..start].ends_with('-')).then_some(uuid)
+}
+
+/// `sessions/--<cwd>--/<ts>_<id>.jsonl` (or flat under a `--session-dir` root): the id is what
+/// follows the first `_` (the header's `id`), else the stem.
+fn classify_pi(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    let file = match parts.as_slice() {
+        ["sessions", _, file] | ["sessions", file] => *file,
+        _ => return None,
+    };
+    let stem = file.strip_suffix(".jsonl")?;
+    let id = stem.split_once('_').map_or(stem, |(_, id)| id);
+    session_file(entry, id, None)
+}
+
+/// `sessions/<pct-encoded-cwd>/<uuid>/chat_history.jsonl`: the id is the directory name.
+fn classify_grok(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    match rel.split('/').collect::<Vec<_>>().as_slice() {
+        ["sessions", _cwd, id, "chat_history.jsonl"] => session_file(entry, id, None),
+        _ => None,
+    }
+}
+
+/// `tmp/<project>/chats/session-<ts>-<8 hex>.jsonl`: the id is the file stem (the listing holds
+/// only 8 characters of the header's `sessionId`); subagents in
+/// `chats/<parent-session-id>/<id>.jsonl` are `<parent>+<id>`.
+fn classify_gemini(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    match rel.split('/').collect::<Vec<_>>().as_slice() {
+        ["tmp", _project, "chats", file] if file.starts_with("session-") => {
+            session_file(entry, file.strip_suffix(".jsonl")?, None)
+        }
+        ["tmp", _project, "chats", parent, file] if valid_id(parent) => {
+            let stem = file.strip_suffix(".jsonl")?;
+            session_file(entry, &format!("{parent}+{stem}"), Some(stem))
+        }
+        _ => None,
     }
 }
 

@@ -31,7 +31,7 @@ impl LocalHost {
             None => {
                 let home = spec.harness.default_home();
                 match std::env::var_os(home.env_var) {
-                    Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+                    Some(dir) if !dir.is_empty() => PathBuf::from(dir).join(home.env_relative),
                     _ => home_dir().join(home.home_relative),
                 }
             }
@@ -77,20 +77,27 @@ impl LocalHost {
                 });
                 continue;
             };
-            let subdir = canonical.join(list_spec.subdir);
-            let exists = fs::symlink_metadata(&subdir)
-                .map(|m| m.is_dir())
-                .unwrap_or(false);
+            let subdirs: Vec<&str> = list_spec
+                .subdirs
+                .iter()
+                .copied()
+                .filter(|sub| {
+                    fs::symlink_metadata(canonical.join(sub))
+                        .map(|m| m.is_dir())
+                        .unwrap_or(false)
+                })
+                .collect();
+            let exists = !subdirs.is_empty();
             let root_bytes = canonical.as_os_str().as_bytes().to_vec();
             listing.roots.push(ResolvedRoot {
                 harness: spec.harness,
                 dir: root_bytes.clone(),
                 exists,
             });
-            if !exists {
-                continue;
-            }
-            let mut stack = vec![(subdir, list_spec.subdir.as_bytes().to_vec(), 0u32)];
+            let mut stack: Vec<(PathBuf, Vec<u8>, u32)> = subdirs
+                .iter()
+                .map(|sub| (canonical.join(sub), sub.as_bytes().to_vec(), 0u32))
+                .collect();
             while let Some((dir, rel, depth)) = stack.pop() {
                 // An unreadable directory is skipped, like `find` does; the rest still lists.
                 let Ok(entries) = fs::read_dir(&dir) else {
@@ -113,7 +120,7 @@ impl LocalHost {
                         if depth < list_spec.max_depth {
                             stack.push((entry.path(), child_rel, depth + 1));
                         }
-                    } else if meta.is_file() && name.ends_with(list_spec.suffix.as_bytes()) {
+                    } else if meta.is_file() && list_spec.matches_name(name) {
                         listing.files.push(FileEntry {
                             harness: spec.harness,
                             root: root_bytes.clone(),

@@ -11,6 +11,7 @@ mod cli_local;
 mod common;
 mod fixtures;
 mod follow;
+mod harnesses;
 mod hosts;
 mod ssh_read;
 mod ssh_transport;

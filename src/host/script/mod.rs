@@ -13,7 +13,7 @@
 //! Typed lines of a *list* reply, one per root in request order, each followed by its files:
 //! ```text
 //! MODE <gnu|statc|statf|ls>             how the host listed (informational)
-//! ROOT <harness> <0|1> <hex of dir>     resolved (physical) home, and whether <dir>/<subdir> exists
+//! ROOT <harness> <0|1> <hex of dir>     resolved (physical) home, and whether one of its subdirs exists
 //! F <size> <mtime> <path>               path = the rest of the line, relative to the root,
 //!                                       optionally prefixed with `./` (never contains a newline)
 //! FX <size> <mtime> <hex of path>       the same, path hex-encoded (for dialects that prefer it)
@@ -288,7 +288,7 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
 }
 
 /// A listed path must be what the harness's filter allows: `<subdir>/…`, relative, no `..`,
-/// at most `max_depth` directories below the subdir, ending in the suffix.
+/// at most `max_depth` directories below one of the subdirs, with a transcript file name.
 fn check_listed_path(harness: Harness, rel: &[u8]) -> Result<(), &'static str> {
     // Not `check_relative_path`: a backslash is an ordinary byte in a POSIX name, and the
     // local host lists such files too.
@@ -302,15 +302,20 @@ fn check_listed_path(harness: Harness, rel: &[u8]) -> Result<(), &'static str> {
         return Err("empty, `.` or `..` component in path");
     }
     let spec = harness.list_spec();
-    let below = rel
-        .strip_prefix(spec.subdir.as_bytes())
-        .and_then(|r| r.strip_prefix(b"/"))
+    let below = spec
+        .subdirs
+        .iter()
+        .find_map(|sub| {
+            rel.strip_prefix(sub.as_bytes())
+                .and_then(|r| r.strip_prefix(b"/"))
+        })
         .ok_or("path outside the transcript directory")?;
     let depth = below.iter().filter(|&&b| b == b'/').count();
     if depth > spec.max_depth as usize {
         return Err("path deeper than the listing allows");
     }
-    if !rel.ends_with(spec.suffix.as_bytes()) {
+    let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+    if !spec.matches_name(name) {
         return Err("path without the transcript suffix");
     }
     if rel.contains(&b'\r') || rel.contains(&b'\n') {

@@ -154,26 +154,41 @@ fi
     s.word(
         br#"set -f; for f do s=$(ls -ln "$f" 2>/dev/null) || continue; set -- $s; t=$(date -r "$f" +%s 2>/dev/null) || continue; printf 'F %s %s %s\n' "$5" "$t" "$f"; done"#,
     );
-    // walk HARNESS DIR SUBDIR DEPTH-PATTERN NAME-PATTERN. A root that does not resolve is
+    // walk HARNESS DIR DEPTH-PATTERN SUBDIR… -- NAME-PATTERN…. A root that does not resolve is
     // reported as given; below a resolved root nothing is followed (`find` without -L/-H, run
-    // from inside the root so that every printed path is `./<subdir>/…`).
+    // from inside the root so that every printed path is `./<subdir>/…`). Subdirs are plain
+    // names (checked by the generator), so `$es` splits safely under `set -f`; the name
+    // patterns become `-name P1 -o -name P2 …` in the positional parameters (the `for` list is
+    // expanded before `set --` changes them).
     s.raw(
         r#"
 walk() {
-  r=$(cd -P -- "$2" 2>/dev/null && pwd -P) || r=
-  if [ -z "$r" ]; then printf 'ROOT %s 0 ' "$1"; hx "$2"; printf '\n'; return 0; fi
+  h=$1 d=$2 dp=$3; shift 3
+  r=$(cd -P -- "$d" 2>/dev/null && pwd -P) || r=
   case $r in /) rs= ;; *) rs=$r ;; esac
-  if [ -d "$rs/$3" ] && [ ! -L "$rs/$3" ]; then e=1; else e=0; fi
-  printf 'ROOT %s %s ' "$1" "$e"; hx "$r"; printf '\n'
+  es=
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    if [ -n "$r" ] && [ -d "$rs/$1" ] && [ ! -L "$rs/$1" ]; then es="$es $1"; fi
+    shift
+  done
+  shift
+  if [ -z "$r" ]; then printf 'ROOT %s 0 ' "$h"; hx "$d"; printf '\n'; return 0; fi
+  if [ -n "$es" ]; then e=1; else e=0; fi
+  printf 'ROOT %s %s ' "$h" "$e"; hx "$r"; printf '\n'
   [ "$e" = 1 ] || return 0
+  n=$#
+  for a do set -- "$@" -o -name "$a"; done
+  shift "$n"; shift
   (
     cd -P -- "$r" || exit 0
+    for sd in $es; do
     case $m in
-    gnu) find "./$3" -path "$4" -prune -o -name "*$NL*" -prune -printf 'S\n' -o -type f -name "$5" -printf 'F %s %Ts %p\n' ;;
-    statc) find "./$3" -path "$4" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f -name "$5" -exec stat -c 'F %s %Y %n' {} + ;;
-    statf) find "./$3" -path "$4" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f -name "$5" -exec stat -f 'F %z %m %N' {} + ;;
-    *) find "./$3" -path "$4" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f -name "$5" -exec sh -c "$L" sh {} + ;;
+    gnu) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -printf 'S\n' -o -type f \( "$@" \) -printf 'F %s %Ts %p\n' ;;
+    statc) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec stat -c 'F %s %Y %n' {} + ;;
+    statf) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec stat -f 'F %z %m %N' {} + ;;
+    *) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec sh -c "$L" sh {} + ;;
     esac 2>/dev/null
+    done
   )
 }
 "#,
@@ -194,21 +209,41 @@ walk() {
                     "{var}=${{{env}:-}}\nif [ -z \"${var}\" ]; then h=${{HOME:-/}}; case $h in */) {var}=$h$H ;; *) {var}=$h/$H ;; esac; fi\n",
                     env = home.env_var
                 ));
+                if !home.env_relative.is_empty() {
+                    // The variable names a directory above the home (`$GEMINI_CLI_HOME/.gemini`).
+                    s.assign("H", home.env_relative.as_bytes());
+                    s.raw(&format!(
+                        "if [ -n \"${{{env}:-}}\" ]; then case ${var} in */) {var}=${var}$H ;; *) {var}=${var}/$H ;; esac; fi\n",
+                        env = home.env_var
+                    ));
+                }
             }
         }
         let list = spec.harness.list_spec();
-        // `./<subdir>` has 1 + (slashes in subdir) slashes; an entry of a directory `d` levels
-        // below it has `d + 1` more. Directories down to `max_depth` are read, so entries with
-        // more slashes than that are pruned unseen.
-        let slashes = 1 + list.subdir.matches('/').count() + list.max_depth as usize + 2;
+        // `./<subdir>` has 1 slash; an entry of a directory `d` levels below it has `d + 1`
+        // more. Directories down to `max_depth` are read, so entries with more slashes than
+        // that are pruned unseen.
+        let slashes = 1 + list.max_depth as usize + 2;
         let depth_pattern = vec!["*"; slashes + 1].join("/");
-        let name_pattern = format!("*{}", glob_escape(list.suffix));
         let mut call = format!("walk {} \"${var}\" ", list_word(spec.harness.name()));
-        call.push_str(&list_word(list.subdir));
-        call.push(' ');
         call.push_str(&list_word(&depth_pattern));
-        call.push(' ');
-        call.push_str(&list_word(&name_pattern));
+        for subdir in list.subdirs {
+            assert!(
+                is_plain_name(subdir),
+                "subdir `{subdir}` must be a plain name"
+            );
+            call.push(' ');
+            call.push_str(&list_word(subdir));
+        }
+        call.push_str(" --");
+        for suffix in list.suffixes {
+            let pattern = match suffix.strip_prefix('/') {
+                Some(whole) => glob_escape(whole),
+                None => format!("*{}", glob_escape(suffix)),
+            };
+            call.push(' ');
+            call.push_str(&list_word(&pattern));
+        }
         calls.push(call);
     }
     s.begin();
@@ -323,6 +358,15 @@ printf 'META size=%s enc=%s\n' "$z" "$e"
         s.raw("\n");
     }
     s.end("0")
+}
+
+/// A directory name that needs no quoting once split from `$es`, and is not `--`.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 fn is_name(name: &str) -> bool {

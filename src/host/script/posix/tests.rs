@@ -182,7 +182,9 @@ fn run(shell: &Shell, tree: &Tree, envs: &[(&str, &Path)], script: &[u8]) -> Vec
     if let Some(dir) = &shell.clean_env {
         cmd.env_clear().env("PATH", dir);
     }
-    cmd.env_remove("CLAUDE_CONFIG_DIR");
+    for harness in Harness::ALL {
+        cmd.env_remove(harness.default_home().env_var);
+    }
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -291,6 +293,104 @@ fn every_listing_mode_agrees() {
             "gnu"
         };
         assert_eq!(mode, want, "{name}");
+    }
+}
+
+/// A home holding a session of every harness, plus files beside them that are not transcripts.
+fn every_harness_home(base: &Path) -> PathBuf {
+    let home = base.join("every");
+    for (rel, text) in [
+        (".claude/projects/-w/c1.jsonl", "c\n"),
+        (
+            ".codex/sessions/2026/11/02/rollout-2026-11-02T10-00-00-019a.jsonl",
+            "x\n",
+        ),
+        (".codex/archived_sessions/rollout-old.jsonl", "x\n"),
+        (".codex/history.jsonl", "not a transcript\n"),
+        (".pi/agent/sessions/--w--/2026_019a.jsonl", "p\n"),
+        (".grok/sessions/%2Fw/019a/chat_history.jsonl", "g\n"),
+        (
+            ".grok/sessions/%2Fw/019a/updates.jsonl",
+            "not a transcript\n",
+        ),
+        (
+            ".grok/sessions/%2Fw/prompt_history.jsonl",
+            "not a transcript\n",
+        ),
+        (
+            ".gemini/tmp/w/chats/session-2026-11-02T10-00-9e000000.jsonl",
+            "m\n",
+        ),
+        (".gemini/tmp/w/chats/9e000000-full/sub.jsonl", "m\n"),
+        (".gemini/tmp/w/logs.json", "[]"),
+    ] {
+        write(home.join(rel), text.as_bytes());
+    }
+    home
+}
+
+#[test]
+fn every_harness_lists_alike_from_home_and_variables() {
+    let tree = tree();
+    let home = every_harness_home(tree.path());
+    let explicit: Vec<RootSpec> = Harness::ALL
+        .into_iter()
+        .map(|h| RootSpec {
+            harness: h,
+            dir: Some(
+                home.join(h.default_home().home_relative)
+                    .as_os_str()
+                    .as_bytes()
+                    .to_vec(),
+            ),
+        })
+        .collect();
+    let expected = local_listing(&explicit);
+    let rels: Vec<String> = expected
+        .files
+        .iter()
+        .map(|f| format!("{} {}", f.harness, display_path(&f.rel)))
+        .collect();
+    assert_eq!(rels.len(), 7, "{rels:#?}");
+    assert!(rels.contains(&"grok sessions/%2Fw/019a/chat_history.jsonl".to_string()));
+    let defaults: Vec<RootSpec> = Harness::ALL.map(RootSpec::default_for).to_vec();
+    // GEMINI_CLI_HOME names the directory above `.gemini`; the others name the home itself.
+    let vars: Vec<(&str, PathBuf)> = Harness::ALL
+        .into_iter()
+        .map(|h| {
+            let d = h.default_home();
+            let dir = if d.env_relative.is_empty() {
+                home.join(d.home_relative)
+            } else {
+                home.clone()
+            };
+            (d.env_var, dir)
+        })
+        .collect();
+    let mut with_vars: Vec<(&str, &Path)> = vars.iter().map(|(k, v)| (*k, v.as_path())).collect();
+    with_vars.push(("HOME", Path::new("/nonexistent")));
+    for shell in shells(tree.path()) {
+        for mode in [None, Some(ListMode::LsDate)] {
+            let nonce = new_nonce();
+            let script = list_script_with(&nonce, &explicit, mode);
+            let got = decode_list("t", &nonce, &run(&shell, &tree, &[], &script)).unwrap();
+            assert_eq!(got, expected, "{} {mode:?}", shell.name);
+        }
+        let nonce = new_nonce();
+        let script = list_script(&nonce, &defaults);
+        let got = decode_list(
+            "t",
+            &nonce,
+            &run(&shell, &tree, &[("HOME", &home)], &script),
+        );
+        assert_eq!(got.unwrap(), expected, "{} from $HOME", shell.name);
+        let got = decode_list("t", &nonce, &run(&shell, &tree, &with_vars, &script));
+        assert_eq!(
+            got.unwrap().files,
+            expected.files,
+            "{} from variables",
+            shell.name
+        );
     }
 }
 

@@ -1,0 +1,35 @@
+//! `clankie-read resume HOST:SESSION`: prints the harness's own resume command; runs nothing.
+
+use std::io::Write;
+
+use clap::Args;
+
+use super::common::{GlobalArgs, hosts_file, open_host, split_target};
+use crate::driver::{resolve_session, resume_command, roots_for};
+use crate::engine::session::SessionQuery;
+use crate::error::{Error, exit};
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The session: `HOST:SESSION`, where SESSION is an id, a unique prefix of at least 6
+    /// characters, or `HARNESS/ID`.
+    #[arg(value_name = "HOST:SESSION")]
+    pub target: String,
+}
+
+pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<u8, Error> {
+    let (host_name, session_arg) = split_target(&args.target)?;
+    let query = SessionQuery::parse(session_arg)?;
+    global.root_overrides()?;
+    let hosts = hosts_file(global)?;
+    let opened = open_host(global, &hosts, host_name)?;
+    let host = opened.host;
+    let session = resolve_session(&host, &roots_for(&opened.roots, query.harness), &query).await?;
+    let command = resume_command(&host, &session).await?;
+    let mut out = std::io::stdout().lock();
+    // The command holds names from the host: printed through the sanitiser like everything
+    // else that reaches a terminal (quoting already made it one line).
+    writeln!(out, "{}", crate::sanitize::sanitize(&command))?;
+    out.flush()?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,562 @@
+//! Codex, Pi, Grok Build and Gemini CLI end to end: every fixture (tests/fixtures/<harness>/, laid
+//! out as that harness's home; see tests/fixtures/LAYOUT.md) reads with zero errors and the kinds
+//! its SOURCES entry implies; a generated transcript of each harness pages the same way by
+//! `--head`, `--tail` and `--since`, grows by exactly the appended records and resets on a
+//! rewrite; `ls --json` over a home holding all five lists each session once.
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use crate::support::{code, ids, ndjson, page, records, run, stderr};
+
+fn fixture_home(harness: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{harness}"))
+}
+
+/// `--all --json` of a fixture session; no stderr, exit 0.
+fn read_fixture(harness: &str, session: &str) -> Vec<Value> {
+    let home = fixture_home(harness);
+    let root = format!("{harness}={}", home.display());
+    let target = format!("local:{harness}/{session}");
+    let out = run(
+        &home,
+        &["--root", &root, "read", &target, "--all", "--json"],
+    );
+    assert_eq!(code(&out), 0, "{target}: {}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{target}: {}", stderr(&out));
+    let lines = ndjson(&out);
+    assert_eq!(page(&lines)["more"], false);
+    records(&lines)
+}
+
+fn kinds(records: &[Value]) -> [usize; 5] {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        *counts.entry(r["kind"].as_str().unwrap()).or_default() += 1;
+    }
+    ["user", "assistant", "tool_call", "tool_result", "notice"]
+        .map(|k| counts.get(k).copied().unwrap_or(0))
+}
+
+/// (harness, session id, [user, assistant, tool_call, tool_result, notice]).
+const EXPECTED: &[(&str, &str, [usize; 5])] = &[
+    // One complete turn; 3 user messages (the sanitiser redacted the text, so injected context
+    // cannot be told from prompts here), 5 MCP calls paired; 6 commentary/final answers + 6
+    // reasoning summaries.
+    (
+        "codex",
+        "019c8bfe-ec25-79e0-97d7-bda6a9c575ff",
+        [3, 12, 5, 5, 0],
+    ),
+    // Ends mid-turn: the last exec_command call has no output.
+    (
+        "codex",
+        "019c8a70-dda7-7f33-98ea-f30553347322",
+        [4, 2, 1, 0, 0],
+    ),
+    // 118 function_call/output pairs, 28 turn_context lines (metadata).
+    (
+        "codex",
+        "019c8a4d-8f45-7010-8b5d-7fad920aa6f9",
+        [3, 43, 118, 118, 0],
+    ),
+    // apply_patch custom_tool_call + output; web_search_call without output.
+    (
+        "codex",
+        "rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.excerpt-L100-L130-apply-patch-websearch",
+        [0, 6, 5, 4, 0],
+    ),
+    // compacted + context_compacted → one notice; the excerpt ends before two outputs.
+    (
+        "codex",
+        "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.excerpt-L1770-L1800-compacted",
+        [0, 3, 6, 4, 1],
+    ),
+    // session_meta, turn_context and token_count only: an empty transcript.
+    ("codex", "parent", [0, 0, 0, 0, 0]),
+    // The fork: one notice naming the parent, the copied token_count rows are metadata.
+    ("codex", "child", [0, 0, 0, 0, 1]),
+    // Synthetic coverage: unknown types tolerated.
+    (
+        "codex",
+        "agent-sessions-stage0-codex-small",
+        [3, 4, 6, 4, 17],
+    ),
+    // 0.87.1: system message (metadata), two turns, `call_1` reused as call id.
+    (
+        "pi",
+        "01a0f21b-0595-72a7-84dc-df0fc0d0de3f",
+        [2, 2, 2, 2, 0],
+    ),
+    // Two compactions.
+    (
+        "pi",
+        "019e19b4-eb48-746a-aa6b-8dfcfa37954b",
+        [2, 2, 0, 0, 2],
+    ),
+    // v1 (no entry ids): an aborted empty answer is a notice; the excerpt ends on a call.
+    (
+        "pi",
+        "d703a1a9-1b7b-4fb1-b512-c9738b1fe617",
+        [4, 6, 13, 12, 1],
+    ),
+    // system + environment context skipped; interrupt notice; backend web search w/o result.
+    (
+        "grok",
+        "019f6851-7ec4-7ef0-97d3-03f3eee38755",
+        [3, 3, 3, 2, 1],
+    ),
+    (
+        "grok",
+        "019f6851-7ec4-7ef0-97d3-03f3eee38756",
+        [1, 2, 1, 1, 0],
+    ),
+    // Header, user, $set, gemini with a finished tool call, gemini text.
+    (
+        "gemini",
+        "session-2026-04-29T21-39-gemini_s",
+        [1, 1, 1, 1, 0],
+    ),
+];
+
+#[test]
+fn every_fixture_reads_with_the_expected_kinds() {
+    for (harness, session, want) in EXPECTED {
+        let recs = read_fixture(harness, session);
+        for r in &recs {
+            assert_eq!(r["harness"], *harness);
+            assert_eq!(r["session"], *session);
+            let text = r["text"].as_str().unwrap_or_default();
+            assert!(
+                !text.contains("malformed") && !text.contains("not a JSON object"),
+                "{session}: irregular record {r}"
+            );
+        }
+        assert_eq!(
+            &kinds(&recs),
+            want,
+            "{harness}/{session}: [user, assistant, tool_call, tool_result, notice]"
+        );
+        let mut all = ids(&recs);
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), recs.len(), "{session}: duplicate ids");
+    }
+}
+
+/// Each `call_id` in the file, counted independently of the parser: calls and outputs.
+fn codex_calls(path: &Path) -> BTreeMap<String, (usize, usize)> {
+    let mut out: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for line in fs::read_to_string(path).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["type"] != "response_item" {
+            continue;
+        }
+        let Some(id) = v["payload"]["call_id"].as_str() else {
+            continue;
+        };
+        let entry = out.entry(id.to_string()).or_default();
+        if v["payload"]["type"].as_str().unwrap().ends_with("_output") {
+            entry.1 += 1;
+        } else {
+            entry.0 += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn codex_calls_pair_and_a_mid_turn_session_ends_pending() {
+    let dir = fixture_home("codex").join("sessions/2026/02/23");
+    for (session, file) in [
+        (
+            "019c8bfe-ec25-79e0-97d7-bda6a9c575ff",
+            "rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl",
+        ),
+        (
+            "019c8a4d-8f45-7010-8b5d-7fad920aa6f9",
+            "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl",
+        ),
+    ] {
+        let in_file = codex_calls(&dir.join(file));
+        assert!(in_file.values().all(|&(c, r)| c == 1 && r == 1));
+        let recs = read_fixture("codex", session);
+        let mut got: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for r in &recs {
+            let entry = got
+                .entry(r["call_id"].as_str().unwrap_or_default().to_string())
+                .or_default();
+            match r["kind"].as_str().unwrap() {
+                "tool_call" => {
+                    entry.0 += 1;
+                    assert_eq!(r["id"], format!("call:{}", r["call_id"].as_str().unwrap()));
+                }
+                "tool_result" => {
+                    entry.1 += 1;
+                    assert_eq!(
+                        r["id"],
+                        format!("result:{}", r["call_id"].as_str().unwrap())
+                    );
+                }
+                _ => {}
+            }
+        }
+        got.remove("");
+        assert_eq!(
+            got, in_file,
+            "{session}: one call and one result per call_id"
+        );
+    }
+    let pending = read_fixture("codex", "019c8a70-dda7-7f33-98ea-f30553347322");
+    let last = pending.last().unwrap();
+    assert_eq!(last["kind"], "tool_call");
+    assert_eq!(last["name"], "exec_command");
+    let call_id = last["call_id"].as_str().unwrap();
+    assert!(
+        !pending
+            .iter()
+            .any(|r| r["kind"] == "tool_result" && r["call_id"] == call_id)
+    );
+    // The fork child says where its history comes from.
+    let child = read_fixture("codex", "child");
+    assert_eq!(
+        child[0]["text"],
+        "forked from session parent-session: the records that follow begin with a copy of its history"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated transcripts, one writer per harness, under a temp $HOME's default roots.
+
+/// Where a generated session of each harness lives under `$HOME`, and its session id.
+struct Layout {
+    harness: &'static str,
+    rel: &'static str,
+    id: &'static str,
+}
+
+const LAYOUTS: &[Layout] = &[
+    Layout {
+        harness: "claude",
+        rel: ".claude/projects/-work-app/5a1e0000-0000-4000-8000-00000000c1a0.jsonl",
+        id: "5a1e0000-0000-4000-8000-00000000c1a0",
+    },
+    Layout {
+        harness: "codex",
+        rel: ".codex/sessions/2026/11/02/rollout-2026-11-02T10-00-00-019a0000-0000-7000-8000-00000000c0de.jsonl",
+        id: "019a0000-0000-7000-8000-00000000c0de",
+    },
+    Layout {
+        harness: "pi",
+        rel: ".pi/agent/sessions/--work-app--/2026-11-02T10-00-00-000Z_019a0000-0000-7000-8000-0000000000b1.jsonl",
+        id: "019a0000-0000-7000-8000-0000000000b1",
+    },
+    Layout {
+        harness: "grok",
+        rel: ".grok/sessions/%2Fwork%2Fapp/019a0000-0000-7000-8000-000000000640/chat_history.jsonl",
+        id: "019a0000-0000-7000-8000-000000000640",
+    },
+    Layout {
+        harness: "gemini",
+        rel: ".gemini/tmp/app/chats/session-2026-11-02T10-00-9e000000.jsonl",
+        id: "session-2026-11-02T10-00-9e000000",
+    },
+];
+
+fn line(value: Value) -> String {
+    format!("{value}\n")
+}
+
+/// The header lines of a generated session (metadata: no records).
+fn header(harness: &str) -> String {
+    match harness {
+        "codex" => line(
+            json!({"timestamp":"2026-11-02T10:00:00.000Z","type":"session_meta","payload":{"id":"019a0000-0000-7000-8000-00000000c0de","timestamp":"2026-11-02T10:00:00.000Z","cwd":"/work/app","originator":"codex_cli_rs","cli_version":"0.104.0","source":"cli"}}),
+        ),
+        "pi" => line(
+            json!({"type":"session","version":3,"id":"019a0000-0000-7000-8000-0000000000b1","timestamp":"2026-11-02T10:00:00.000Z","cwd":"/work/app"}),
+        ),
+        "grok" => line(json!({"type":"system","content":"You are Grok."})),
+        "gemini" => line(
+            json!({"sessionId":"9e000000-1111-4222-8333-444444444444","projectHash":"abc","startTime":"2026-11-02T10:00:00.000Z","lastUpdated":"2026-11-02T10:00:00.000Z","kind":"main"}),
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Turn `i` of a generated session: five records (user, assistant text, tool call, tool
+/// result, assistant text), four for Gemini (one text), with metadata lines between.
+fn turn(harness: &str, i: usize) -> String {
+    let ts = format!("2026-11-02T10:{:02}:{:02}.000Z", i / 60 % 60, i % 60);
+    let call = format!("call_{i}");
+    match harness {
+        "claude" => [
+            json!({"type":"user","uuid":format!("u-{i}"),"timestamp":ts,"message":{"role":"user","content":format!("prompt {i}")}}),
+            json!({"type":"assistant","uuid":format!("a-{i}"),"timestamp":ts,"message":{"role":"assistant","content":[
+                {"type":"text","text":format!("working {i}")},
+                {"type":"tool_use","id":call,"name":"Bash","input":{"command":"ls"}}]}}),
+            json!({"type":"user","uuid":format!("r-{i}"),"timestamp":ts,"message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":call,"content":"ok"}]}}),
+            json!({"type":"assistant","uuid":format!("f-{i}"),"timestamp":ts,"message":{"role":"assistant","content":[{"type":"text","text":format!("done {i}")}]}}),
+        ]
+        .map(line)
+        .concat(),
+        "codex" => [
+            json!({"timestamp":ts,"type":"turn_context","payload":{"cwd":"/work/app","model":"gpt"}}),
+            json!({"timestamp":ts,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>x</environment_context>"}]}}),
+            json!({"timestamp":ts,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":format!("prompt {i}")}]}}),
+            json!({"timestamp":ts,"type":"event_msg","payload":{"type":"user_message","message":format!("prompt {i}")}}),
+            json!({"timestamp":ts,"type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":format!("thinking {i}")}],"encrypted_content":"x"}}),
+            json!({"timestamp":ts,"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":call}}),
+            json!({"timestamp":ts,"type":"response_item","payload":{"type":"function_call_output","call_id":call,"output":"ok"}}),
+            json!({"timestamp":ts,"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":format!("done {i}")}]}}),
+            json!({"timestamp":ts,"type":"event_msg","payload":{"type":"token_count","info":null}}),
+        ]
+        .map(line)
+        .concat(),
+        "pi" => [
+            json!({"type":"message","id":format!("u{i:07}"),"parentId":format!("f{:07}", i.wrapping_sub(1)),"timestamp":ts,"message":{"role":"user","content":[{"type":"text","text":format!("prompt {i}")}]}}),
+            json!({"type":"message","id":format!("a{i:07}"),"parentId":format!("u{i:07}"),"timestamp":ts,"message":{"role":"assistant","content":[
+                {"type":"text","text":format!("working {i}")},
+                {"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"ls"}}],"stopReason":"toolUse"}}),
+            json!({"type":"message","id":format!("r{i:07}"),"parentId":format!("a{i:07}"),"timestamp":ts,"message":{"role":"toolResult","toolCallId":"call_1","toolName":"bash","content":[{"type":"text","text":"ok"}],"isError":false}}),
+            json!({"type":"message","id":format!("f{i:07}"),"parentId":format!("r{i:07}"),"timestamp":ts,"message":{"role":"assistant","content":[{"type":"text","text":format!("done {i}")}],"stopReason":"stop"}}),
+        ]
+        .map(line)
+        .concat(),
+        "grok" => [
+            json!({"type":"user","content":[{"type":"text","text":"<user_info>"}],"synthetic_reason":"system_reminder"}),
+            json!({"type":"user","content":[{"type":"text","text":format!("prompt {i}")}],"prompt_index":i}),
+            json!({"type":"assistant","content":format!("working {i}"),"tool_calls":[{"id":call,"name":"run_terminal_cmd","arguments":"{\"command\":\"ls\"}"}],"model_id":"grok-4.5"}),
+            json!({"type":"tool_result","tool_call_id":call,"content":"ok"}),
+            json!({"type":"assistant","content":format!("done {i}"),"model_id":"grok-4.5"}),
+        ]
+        .map(line)
+        .concat(),
+        "gemini" => [
+            json!({"id":format!("u-{i}"),"timestamp":ts,"type":"user","content":[{"text":format!("prompt {i}")}]}),
+            json!({"$set":{"lastUpdated":ts}}),
+            json!({"id":format!("g-{i}"),"timestamp":ts,"type":"gemini","content":format!("done {i}"),"model":"gemini-3","toolCalls":[{"id":call,"name":"run_shell_command","args":{"command":"ls"},"status":"success","result":[{"functionResponse":{"id":call,"name":"run_shell_command","response":{"output":"ok"}}}]}]}),
+            json!({"$set":{"lastUpdated":ts}}),
+        ]
+        .map(line)
+        .concat(),
+        other => panic!("no generator for {other}"),
+    }
+}
+
+fn records_per_turn(harness: &str) -> usize {
+    if harness == "gemini" { 4 } else { 5 }
+}
+
+fn session_text(harness: &str, turns: std::ops::Range<usize>) -> String {
+    let mut out = header(harness);
+    for i in turns {
+        out += &turn(harness, i);
+    }
+    out
+}
+
+struct Home {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_path_buf();
+        Home { _dir: dir, home }
+    }
+    fn path(&self, layout: &Layout) -> PathBuf {
+        self.home.join(layout.rel)
+    }
+    fn write(&self, layout: &Layout, text: &str) {
+        let path = self.path(layout);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    fn append(&self, layout: &Layout, text: &str) {
+        OpenOptions::new()
+            .append(true)
+            .open(self.path(layout))
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    fn json(&self, args: &[&str]) -> Vec<Value> {
+        let out = run(&self.home, args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+        ndjson(&out)
+    }
+}
+
+#[test]
+fn generated_sessions_page_alike_grow_and_reset() {
+    for layout in LAYOUTS {
+        let home = Home::new();
+        let h = layout.harness;
+        let turns = 40;
+        home.write(layout, &session_text(h, 0..turns));
+        let target = format!("local:{h}/{}", layout.id);
+        let all_lines = home.json(&["read", &target, "--all", "--json"]);
+        let all = ids(&records(&all_lines));
+        assert_eq!(all.len(), turns * records_per_turn(h), "{h}: {all:?}");
+        for r in records(&all_lines) {
+            assert_eq!(r["session"], layout.id);
+        }
+        for limit in ["1", "7", "200"] {
+            let mut lines = home.json(&["read", &target, "--head", "--json", "--limit", limit]);
+            let mut paged = Vec::new();
+            loop {
+                paged.extend(ids(&records(&lines)));
+                let p = page(&lines);
+                if p["more"] == false {
+                    break;
+                }
+                let cursor = p["cursor"].as_str().unwrap().to_string();
+                lines = home.json(&[
+                    "read", &target, "--since", &cursor, "--json", "--limit", limit,
+                ]);
+            }
+            assert_eq!(paged, all, "{h}: --head/--since with --limit {limit}");
+            let n: usize = limit.parse().unwrap();
+            let tail = home.json(&["read", &target, "--tail", "--json", "--limit", limit]);
+            assert_eq!(
+                ids(&records(&tail)),
+                all[all.len().saturating_sub(n)..],
+                "{h}: --tail --limit {limit}"
+            );
+        }
+        // Appending gives exactly the new records.
+        let end = home.json(&["read", &target, "--tail", "--json", "--limit", "1"]);
+        let cursor = page(&end)["cursor"].as_str().unwrap().to_string();
+        home.append(layout, &turn(h, turns));
+        home.append(layout, &turn(h, turns + 1));
+        let grown = home.json(&["read", &target, "--since", &cursor, "--json"]);
+        let all_now = ids(&records(&home.json(&["read", &target, "--all", "--json"])));
+        assert_eq!(ids(&records(&grown)), all_now[all.len()..], "{h}: appended");
+        assert_eq!(
+            records(&grown).len(),
+            2 * records_per_turn(h),
+            "{h}: appended"
+        );
+        assert_eq!(page(&grown)["reset"], false);
+        // A rewrite before the cursor resets.
+        let original = fs::read_to_string(home.path(layout)).unwrap();
+        let rewritten = original.replacen("prompt 0", "prompt X", 1);
+        assert_ne!(rewritten, original, "{h}");
+        home.write(layout, &rewritten);
+        let reset = home.json(&[
+            "read",
+            &target,
+            "--since",
+            page(&grown)["cursor"].as_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(
+            page(&reset)["reset"],
+            true,
+            "{h}: rewrite before the cursor"
+        );
+        assert_eq!(records(&reset)[0]["kind"], "notice");
+    }
+}
+
+#[test]
+fn ls_lists_every_harness_once() {
+    let home = Home::new();
+    let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(1_793_613_600);
+    for layout in LAYOUTS {
+        home.write(layout, &session_text(layout.harness, 0..2));
+        fs::File::options()
+            .write(true)
+            .open(home.path(layout))
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+    }
+    // Files beside the transcripts that are not sessions.
+    let grok_dir = home.path(&LAYOUTS[3]).parent().unwrap().to_path_buf();
+    fs::write(grok_dir.join("updates.jsonl"), "{}\n").unwrap();
+    fs::write(grok_dir.join("summary.json"), "{}").unwrap();
+    fs::write(home.home.join(".gemini/tmp/app/logs.json"), "[]").unwrap();
+    fs::write(home.home.join(".codex/history.jsonl"), "{}\n").unwrap();
+    let listed = home.json(&["ls", "--json"]);
+    assert_eq!(listed.len(), LAYOUTS.len(), "{listed:?}");
+    for layout in LAYOUTS {
+        let found: Vec<&Value> = listed
+            .iter()
+            .filter(|s| s["harness"] == layout.harness)
+            .collect();
+        assert_eq!(found.len(), 1, "{}: {listed:?}", layout.harness);
+        let s = found[0];
+        assert_eq!(s["type"], "session");
+        assert_eq!(s["host"], "local");
+        assert_eq!(s["session"], layout.id);
+        assert_eq!(
+            Path::new(s["path"].as_str().unwrap()),
+            fs::canonicalize(home.path(layout)).unwrap()
+        );
+        assert_eq!(s["size"], fs::metadata(home.path(layout)).unwrap().len());
+        assert_eq!(s["mtime"], "2026-11-02T10:00:00Z");
+        // --harness filters, and HARNESS/ID resolves exactly.
+        let only = home.json(&["ls", "--harness", layout.harness, "--json"]);
+        assert_eq!(only.len(), 1);
+        let target = format!("local:{}/{}", layout.harness, layout.id);
+        let read = home.json(&["read", &target, "--json", "--limit", "1"]);
+        assert_eq!(page(&read)["harness"], layout.harness);
+    }
+}
+
+#[test]
+fn resume_prints_each_harness_command_from_its_directory() {
+    let home = Home::new();
+    for layout in LAYOUTS {
+        home.write(layout, &session_text(layout.harness, 0..1));
+    }
+    // Claude names its cwd on the lines; Grok and Gemini in sidecar files.
+    let claude = &LAYOUTS[0];
+    let text = fs::read_to_string(home.path(claude)).unwrap();
+    home.write(
+        claude,
+        &text.replacen(
+            "\"type\":\"user\"",
+            "\"cwd\":\"/work/it's app\",\"type\":\"user\"",
+            1,
+        ),
+    );
+    let grok_dir = home.path(&LAYOUTS[3]).parent().unwrap().to_path_buf();
+    fs::write(
+        grok_dir.join("summary.json"),
+        r#"{"info":{"id":"019a0000-0000-7000-8000-000000000640","cwd":"/work/app"}}"#,
+    )
+    .unwrap();
+    fs::write(
+        home.home.join(".gemini/tmp/app/.project_root"),
+        "/work/app\n",
+    )
+    .unwrap();
+    let pi_path = fs::canonicalize(home.path(&LAYOUTS[2])).unwrap();
+    let want = [
+        r"cd '/work/it'\''s app' && claude --resume 5a1e0000-0000-4000-8000-00000000c1a0"
+            .to_string(),
+        "cd /work/app && codex resume 019a0000-0000-7000-8000-00000000c0de".to_string(),
+        format!("cd /work/app && pi --session {}", pi_path.display()),
+        "cd /work/app && grok --resume 019a0000-0000-7000-8000-000000000640".to_string(),
+        "cd /work/app && gemini --resume 9e000000-1111-4222-8333-444444444444".to_string(),
+    ];
+    for (layout, want) in LAYOUTS.iter().zip(want) {
+        let target = format!("local:{}/{}", layout.harness, layout.id);
+        let out = run(&home.home, &["resume", &target]);
+        assert_eq!(code(&out), 0, "{target}: {}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), want);
+    }
+    assert_eq!(code(&run(&home.home, &["resume", "local:nosuch"])), 4);
+}
