@@ -451,15 +451,23 @@ impl Forward {
                 break;
             };
             let piece = &rest[..nl];
-            self.append_partial(piece);
+            // A line wholly inside this chunk is parsed in place; only a line that began in
+            // an earlier chunk is assembled in `partial` (copying every line cost ~7% of --all).
+            let line: Option<std::borrow::Cow<'_, [u8]>> =
+                if self.partial_len == 0 && piece.len() as u64 <= MAX_RECORD_BYTES {
+                    self.partial_len = piece.len() as u64;
+                    Some(std::borrow::Cow::Borrowed(piece))
+                } else {
+                    self.append_partial(piece);
+                    if self.partial_len > MAX_RECORD_BYTES {
+                        None
+                    } else {
+                        Some(std::borrow::Cow::Owned(std::mem::take(&mut self.partial)))
+                    }
+                };
             let line_len = self.partial_len;
             let line_start = self.line_start;
             let line_end = line_start + line_len + 1;
-            let line = if line_len > MAX_RECORD_BYTES {
-                None
-            } else {
-                Some(std::mem::take(&mut self.partial))
-            };
             // Roll the hash window forward over the whole line and its `\n`.
             match &line {
                 Some(bytes) => self.roll(bytes),
