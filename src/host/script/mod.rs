@@ -27,8 +27,15 @@
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
-//! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe` and anything else
-//! (→ Io). A list reply may carry `ERR unsafe` too.
+//! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
+//! `restricted` (PowerShell's Constrained Language Mode) and anything else (→ Io); `script`
+//! (PowerShell: an unexpected exception, its message hex-encoded in place of the path;
+//! → Protocol). A list reply may carry `ERR unsafe`, `ERR restricted` or `ERR script` too.
+//!
+//! Dialects: POSIX `sh` ([`posix`]) prints `F` lines and LF line ends; Windows PowerShell
+//! ([`powershell`]) prints `FX` lines, CRLF line ends, `enc=b64` and Windows roots (`C:\…`).
+//! Lines are split on `\n` and lose one trailing `\r`; whatever precedes the BEGIN marker (a
+//! BOM, a CLIXML block) is ignored like rc-file noise.
 //!
 //! Range `i` is read block-aligned ([`aligned`]): the payload is `count` blocks of `bs` bytes
 //! from block `skip_blocks`; the decoder drops the first `skip` bytes and keeps at most the
@@ -40,6 +47,7 @@
 //! validated, and nothing is allocated from a size the remote claims.
 
 pub mod posix;
+pub mod powershell;
 
 use base64::Engine as _;
 
@@ -193,7 +201,9 @@ pub fn parse_frame<'a>(host: &str, nonce: &str, stdout: &'a [u8]) -> Result<Fram
         &[][..]
     };
     Ok(Frame {
-        uname: String::from_utf8_lossy(&stdout[after_begin..after_begin + uname_len]).into_owned(),
+        uname: String::from_utf8_lossy(&stdout[after_begin..after_begin + uname_len])
+            .trim_end_matches('\r')
+            .to_string(),
         rc,
         body,
     })
@@ -211,10 +221,7 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
     let mut listing = Listing::default();
     // The root the following files belong to, with its harness's filter.
     let mut current: Option<(Harness, Vec<u8>, bool)> = None;
-    for line in frame.body.split(|&b| b == b'\n') {
-        if line.is_empty() {
-            continue;
-        }
+    for line in body_lines(frame.body) {
         let (tag, rest) = split_word(line);
         match tag {
             b"MODE" => {}
@@ -236,7 +243,7 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
                 };
                 let dir =
                     hex_decode(hex).ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
-                if dir.contains(&0) || (exists && !dir.starts_with(b"/")) {
+                if dir.contains(&0) || (exists && !is_absolute(&dir)) {
                     return Err(bad(format!("bad root directory in {}", show(line))));
                 }
                 listing.roots.push(ResolvedRoot {
@@ -285,6 +292,25 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
         .files
         .sort_by(|a, b| (&a.root, &a.rel).cmp(&(&b.root, &b.rel)));
     Ok(listing)
+}
+
+/// The non-empty lines of a frame body. A trailing `\r` is dropped: PowerShell ends lines in
+/// CRLF, and no typed line of either dialect ends in one (paths with control characters are
+/// refused anyway).
+fn body_lines(body: &[u8]) -> impl Iterator<Item = &[u8]> {
+    body.split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .filter(|line| !line.is_empty())
+}
+
+/// An absolute directory as a POSIX host (`/…`) or a Windows host (`C:\…`, `C:/…`, `\\server\…`)
+/// spells it.
+fn is_absolute(dir: &[u8]) -> bool {
+    match dir {
+        [b'/', ..] | [b'\\', b'\\', ..] => true,
+        [drive, b':', b'\\' | b'/', ..] => drive.is_ascii_alphabetic(),
+        _ => false,
+    }
 }
 
 /// A listed path must be what the harness's filter allows: `<subdir>/…`, relative, no `..`,
@@ -362,7 +388,7 @@ pub fn decode_read(
         )));
     }
     let frame = parse_frame(host, nonce, stdout)?;
-    let mut lines = frame.body.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+    let mut lines = body_lines(frame.body);
     let first = lines
         .next()
         .ok_or_else(|| bad("empty read reply".to_string()))?;
@@ -527,6 +553,23 @@ fn err_line(host: &str, rest: &[u8]) -> HostError {
             path: path.clone(),
             reason: "the remote shell cannot carry this path's bytes in its locale".to_string(),
         },
+        b"restricted" => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: "PowerShell runs in Constrained Language Mode (AppLocker/WDAC policy); \
+                     file access through .NET is blocked"
+                .to_string(),
+        },
+        b"open" => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: "cannot open the file (locked, or the path is too long)".to_string(),
+        },
+        // The hex field carries the PowerShell error message here, not a path.
+        b"script" => HostError::Protocol {
+            host: host.clone(),
+            reason: format!("remote PowerShell failed: {path}"),
+        },
         b"unreadable" => HostError::Io {
             host: host.clone(),
             path: path.clone(),
@@ -618,7 +661,7 @@ fn hex_decode(text: &[u8]) -> Option<Vec<u8>> {
         .collect()
 }
 
-fn hex_encode(bytes: &[u8]) -> String {
+pub(crate) fn hex_encode(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
