@@ -51,10 +51,47 @@ pub mod powershell;
 
 use base64::Engine as _;
 
-use super::{HostError, MAX_READ_BYTES};
+use super::{FileRef, HostError, MAX_READ_BYTES};
 use crate::model::{
-    ByteRange, FileEntry, Harness, Listing, ReadResult, ResolvedRoot, display_path,
+    ByteRange, FileEntry, Harness, Listing, ReadResult, ResolvedRoot, RootSpec, display_path,
 };
+
+/// What to send to run a script: the exec string and the bytes for the channel's stdin. When
+/// `stdin` is not empty the sender closes stdin after it (a script read to the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub exec: String,
+    pub stdin: Vec<u8>,
+}
+
+/// The script dialect a host speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `sh -s` with the script on stdin ([`posix`]).
+    Posix,
+    /// Windows PowerShell 5.1 through `-EncodedCommand` ([`powershell`]).
+    PowerShell,
+}
+
+impl Dialect {
+    /// The invocation of a list script for `roots`.
+    pub fn list(self, nonce: &str, roots: &[RootSpec]) -> Invocation {
+        match self {
+            Dialect::Posix => posix::invocation(posix::list_script(nonce, roots)),
+            Dialect::PowerShell => powershell::exec_string(&powershell::list_script(nonce, roots)),
+        }
+    }
+
+    /// The invocation of a read script for `ranges` of `file`.
+    pub fn read(self, nonce: &str, file: &FileRef, ranges: &[ByteRange]) -> Invocation {
+        match self {
+            Dialect::Posix => posix::invocation(posix::read_script(nonce, file, ranges)),
+            Dialect::PowerShell => {
+                powershell::exec_string(&powershell::read_script(nonce, file, ranges))
+            }
+        }
+    }
+}
 
 /// A list reply larger than this is refused (about 300k files with long names).
 pub const LIST_REPLY_LIMIT: usize = 64 * 1024 * 1024;

@@ -30,7 +30,7 @@
 
 use base64::Engine as _;
 
-use super::{MAX_RANGES, aligned, hex_encode};
+use super::{Invocation, MAX_RANGES, aligned, hex_encode};
 use crate::host::{FileRef, check_ranges, check_relative_path};
 use crate::model::{ByteRange, RootSpec};
 
@@ -45,14 +45,6 @@ pub const EXEC_PREFIX: &str = "powershell -NoProfile -NonInteractive -EncodedCom
 /// statements). The sender must close stdin after the script.
 pub const BOOTSTRAP: &str =
     "$ProgressPreference='SilentlyContinue';&([ScriptBlock]::Create([Console]::In.ReadToEnd()))";
-
-/// What to send to run a script: the exec string and the bytes for the channel's stdin (empty
-/// unless the script travels on stdin; then close stdin after it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invocation {
-    pub exec: String,
-    pub stdin: Vec<u8>,
-}
 
 /// `powershell … -EncodedCommand <base64 of UTF-16LE>` when that stays under [`EXEC_LIMIT`]
 /// characters, else the [`BOOTSTRAP`] as the command and the script on stdin.
