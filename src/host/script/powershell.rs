@@ -99,7 +99,7 @@ $wr.Flush()
 /// `S` line per name UTF-8 cannot carry). Files `d` directories below the subdir are listed for
 /// `d <= max-depth`.
 const LIST_FN: &str = r#"
-function L($h,$d,$s,$m,$x){
+function L($h,$d,$s,[int]$m,$x){
 $r=$null
 try{$r=[IO.Path]::GetFullPath($d);if($r.Length -gt 3){$r=$r.TrimEnd('\')}}catch{}
 if(!$r -or ![IO.Directory]::Exists($r)){W ('ROOT '+$h+' 0 '+(X $d));return}
@@ -133,7 +133,7 @@ W ('FX '+$z+' '+$v+' '+$y)
 /// aligned block) as one base64 line between `DATA i` and `END-DATA i`; nothing when the range
 /// starts at or past the end.
 const RANGE_FN: &str = r#"
-function G($f,$z,$i,$s,$q,$n){
+function G($f,[long]$z,[int]$i,[long]$s,[long]$q,[int]$n){
 W ('DATA '+$i)
 if($n -gt 0 -and $s -lt $z){
 $b=New-Object byte[] $n
