@@ -219,7 +219,14 @@ fn script_of(invocation: &Invocation) -> String {
 fn checked(script: String) -> Invocation {
     check(&script);
     // Paths are base64 literals, never script text.
-    for name in ["Remove-Item", "TEMP", "plain", "xxxxxxxxxx", "Users", "share"] {
+    for name in [
+        "Remove-Item",
+        "TEMP",
+        "plain",
+        "xxxxxxxxxx",
+        "Users",
+        "share",
+    ] {
         assert!(!script.contains(name), "{name} in\n{script}");
     }
     let invocation = exec_string(&script);
