@@ -342,11 +342,13 @@ pub fn read_script(nonce: &str, file: &FileRef, ranges: &[ByteRange]) -> String 
         s.raw(&format!("G $f $z {i} {start} {offset} {count}\n"));
     }
     s.raw(READ_FN_TAIL);
+    // The ERR path is rebuilt in the script: a hex literal would cost twice the path's length
+    // of the command line.
     let body = format!(
-        "$rootpath={}\n$relpath={}\n$e=M\nif($e){{W ('ERR '+$e+' '+'{}');$rc=1}}\n",
+        "$rootpath={}\n$relpath={}\n$e=M\n\
+         if($e){{W ('ERR '+$e+' '+(X ($rootpath.TrimEnd('\\')+'\\'+$relpath)));$rc=1}}\n",
         b64_literal(root),
         b64_literal(&rel.replace('/', "\\")),
-        hex_encode(&display)
     );
     s.finish(&body)
 }
