@@ -148,7 +148,9 @@ W ('END-DATA '+$i)
 
 /// `M`: confinement checks, then `META` and the ranges. Returns an ERR code on refusal (then
 /// nothing else was written), nothing on success. Expects `$rootpath` and `$relpath` (with
-/// backslashes); the range calls are appended inside the `try`.
+/// backslashes); the range calls are appended inside the `try`. A .NET exception may reach a
+/// `catch` wrapped in a `MethodInvocationException`, so the open failure looks at the inner one
+/// instead of relying on a typed `catch`.
 const READ_FN_HEAD: &str = r#"
 function M{
 try{$r=[IO.Path]::GetFullPath($rootpath)}catch{return 'noroot'}
@@ -168,7 +170,12 @@ $d=[IO.Path]::GetDirectoryName($d)
 try{$a=[int]([IO.File]::GetAttributes($p))}catch{return 'missing'}
 if($a -band 1024){return 'symlink'}
 if($a -band 16){return 'notfile'}
-try{$f=[IO.File]::Open($p,'Open','Read','ReadWrite, Delete')}catch [UnauthorizedAccessException]{return 'unreadable'}catch{return 'open'}
+try{$f=[IO.File]::Open($p,'Open','Read','ReadWrite, Delete')}catch{
+$x=$_.Exception
+if($x.InnerException){$x=$x.InnerException}
+if($x -is [UnauthorizedAccessException]){return 'unreadable'}
+return 'open'
+}
 try{
 $z=$f.Length
 W ('META size='+$z+' enc=b64')
