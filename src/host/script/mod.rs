@@ -12,12 +12,13 @@
 //! ```
 //! Typed lines of a *list* reply, one per root in request order, each followed by its files:
 //! ```text
-//! MODE <gnu|statc|statf|ls>             how the host listed (informational)
+//! MODE <gnu|statc|statf|ls|ps>          how the host listed (informational)
 //! ROOT <harness> <0|1> <hex of dir>     resolved (physical) home, and whether one of its subdirs exists
 //! F <size> <mtime> <path>               path = the rest of the line, relative to the root,
 //!                                       optionally prefixed with `./` (never contains a newline)
 //! FX <size> <mtime> <hex of path>       the same, path hex-encoded (for dialects that prefer it)
-//! S                                     one name left out because it contains a newline
+//! S                                     one name left out: it holds a newline (POSIX) or a
+//!                                       lone surrogate UTF-8 cannot carry (Windows)
 //! ```
 //! Typed lines of a *read* reply:
 //! ```text
