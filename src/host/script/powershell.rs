@@ -95,21 +95,22 @@ W ($nonce+':END '+$rc)
 $wr.Flush()
 "#;
 
-/// `L harness dir subdir max-depth suffix`: a `ROOT` line, then an `FX` line per transcript (an
-/// `S` line per name UTF-8 cannot carry). Files `d` directories below the subdir are listed for
-/// `d <= max-depth`.
+/// `L harness dir max-depth subdirs endings names`: a `ROOT` line (exists = one of the subdirs
+/// is a real directory), then for each existing subdir an `FX` line per file whose name ends in
+/// one of `endings` or is one of `names` (an `S` line per name UTF-8 cannot carry). Files `d`
+/// directories below a subdir are listed for `d <= max-depth`.
 const LIST_FN: &str = r#"
-function L($h,$d,$s,[int]$m,$x){
+function L($h,$d,[int]$m,[string[]]$ss,[string[]]$xe,[string[]]$xw){
 $r=$null
 try{$r=[IO.Path]::GetFullPath($d);if($r.Length -gt 3){$r=$r.TrimEnd('\')}}catch{}
 if(!$r -or ![IO.Directory]::Exists($r)){W ('ROOT '+$h+' 0 '+(X $d));return}
-$t=$r.TrimEnd('\')+'\'+$s.Replace('/','\')
 $e=0
-try{if(([int]([IO.File]::GetAttributes($t)) -band 1040) -eq 16){$e=1}}catch{}
-W ('ROOT '+$h+' '+$e+' '+(X $r))
-if(!$e){return}
 $k=[Collections.Stack]::new()
-$k.Push(@([IO.DirectoryInfo]::new($t),$s,0))
+foreach($s in $ss){
+$t=$r.TrimEnd('\')+'\'+$s.Replace('/','\')
+try{if(([int]([IO.File]::GetAttributes($t)) -band 1040) -eq 16){$e=1;$k.Push(@([IO.DirectoryInfo]::new($t),$s,0))}}catch{}
+}
+W ('ROOT '+$h+' '+$e+' '+(X $r))
 while($k.Count -gt 0){
 $c=$k.Pop()
 try{$l=$c[0].GetFileSystemInfos()}catch{continue}
@@ -118,7 +119,10 @@ $a=[int]$i.Attributes
 if($a -band 1024){continue}
 $n=$c[1]+'/'+$i.Name
 if($a -band 16){if($c[2] -lt $m){$k.Push(@($i,$n,($c[2]+1)))};continue}
-if(!$i.Name.EndsWith($x,[StringComparison]::Ordinal)){continue}
+$ok=$false
+foreach($w in $xe){if($i.Name.EndsWith($w,[StringComparison]::Ordinal)){$ok=$true}}
+foreach($w in $xw){if($i.Name -ceq $w){$ok=$true}}
+if(!$ok){continue}
 try{$y=X $n}catch{W 'S';continue}
 $z=$i.Length
 try{$f=[IO.File]::Open($i.FullName,'Open','Read','ReadWrite, Delete');$z=$f.Length;$f.Dispose()}catch{}
@@ -126,6 +130,23 @@ $v=[DateTimeOffset]::new($i.LastWriteTimeUtc).ToUnixTimeSeconds()
 W ('FX '+$z+' '+$v+' '+$y)
 }
 }
+}
+"#;
+
+/// `H variable env-relative home-relative`: a harness's default home. `%variable%` when set and
+/// non-empty (joined with `env-relative` when that is not empty: the variable names a directory
+/// above the home), else `<profile>\<home-relative>`, the profile being `%USERPROFILE%` or, when
+/// that is empty, what the OS says.
+const HOME_FN: &str = r#"
+function H($v,$a,$b){
+$d=[Environment]::GetEnvironmentVariable($v)
+if($d -and $a){$d=$d.TrimEnd('\')+'\'+$a}
+if(!$d){
+$p=$env:USERPROFILE
+if(!$p){$p=[Environment]::GetFolderPath('UserProfile')}
+$d=$p.TrimEnd('\')+'\'+$b
+}
+$d
 }
 "#;
 
@@ -239,11 +260,12 @@ fn b64_literal(text: &str) -> String {
     )
 }
 
-/// A static ASCII value from the model (harness names, subdirs, suffixes, variable names).
+/// A static ASCII value from the model (harness names, subdirs, suffixes, variable names,
+/// home-relative directories): single-quoted, so only `'` would be special, and it is refused.
 fn static_literal(text: &str) -> String {
     assert!(
         text.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b)),
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/\\".contains(&b)),
         "unexpected character in static value {text:?}"
     );
     format!("'{text}'")
@@ -265,33 +287,37 @@ pub fn list_script(nonce: &str, roots: &[RootSpec]) -> String {
     }
     s.raw(LIST_FN);
     if roots.iter().any(|r| r.dir.is_none()) {
-        // The profile directory: `%USERPROFILE%`, else what the OS says.
-        s.raw("$profiledir=$env:USERPROFILE\nif(!$profiledir){$profiledir=[Environment]::GetFolderPath('UserProfile')}\n");
+        s.raw(HOME_FN);
     }
     body.push_str("W 'MODE ps'\n");
     for spec in roots {
         let dir = match &spec.dir {
             Some(dir) => b64_literal(std::str::from_utf8(dir).expect("checked above")),
             None => {
-                // `%VAR%` when set and non-empty, else `<profile>\<home_relative>`.
                 let home = spec.harness.default_home();
-                let var = static_literal(home.env_var);
-                let rel = home.home_relative.replace('/', "\\");
-                body.push_str(&format!(
-                    "$homedir=[Environment]::GetEnvironmentVariable({var})\n\
-                     if(!$homedir){{$homedir=$profiledir.TrimEnd('\\')+'\\'+{}}}\n",
-                    b64_literal(&rel)
-                ));
-                "$homedir".to_string()
+                format!(
+                    "(H {} {} {})",
+                    static_literal(home.env_var),
+                    static_literal(&home.env_relative.replace('/', "\\")),
+                    static_literal(&home.home_relative.replace('/', "\\")),
+                )
             }
         };
         let list = spec.harness.list_spec();
+        let (names, endings): (Vec<&str>, Vec<&str>) =
+            list.suffixes.iter().partition(|s| s.starts_with('/'));
+        let array = |items: &[&str]| {
+            let items: Vec<String> = items.iter().map(|s| static_literal(s)).collect();
+            format!("@({})", items.join(","))
+        };
+        let names: Vec<&str> = names.iter().map(|n| &n[1..]).collect();
         body.push_str(&format!(
-            "L {} {dir} {} {} {}\n",
+            "L {} {dir} {} {} {} {}\n",
             static_literal(spec.harness.name()),
-            static_literal(list.subdir),
             list.max_depth,
-            static_literal(list.suffix),
+            array(list.subdirs),
+            array(&endings),
+            array(&names),
         ));
     }
     s.finish(&body)

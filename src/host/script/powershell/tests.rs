@@ -248,20 +248,22 @@ fn the_bootstrap_parses_and_is_tiny() {
 
 #[test]
 fn list_scripts_parse_for_hostile_roots_and_fit() {
-    let default = [RootSpec::default_for(Harness::Claude)];
-    let inv = checked(list_script(NONCE, &default));
+    let default = Harness::ALL.map(RootSpec::default_for);
+    let script = list_script(NONCE, &default);
+    for harness in Harness::ALL {
+        assert!(
+            script.contains(&format!("L '{}' (H '", harness.name())),
+            "{script}"
+        );
+    }
+    let inv = checked(script);
     assert!(
         inv.stdin.is_empty(),
         "the default list goes on the command line"
     );
     for root in windows_roots() {
-        let roots = [
-            RootSpec {
-                harness: Harness::Claude,
-                dir: Some(root.clone().into_bytes()),
-            },
-            RootSpec::default_for(Harness::Claude),
-        ];
+        let mut roots = Harness::ALL.map(RootSpec::default_for).to_vec();
+        roots[0].dir = Some(root.clone().into_bytes());
         let script = list_script(NONCE, &roots);
         checked(script);
     }
@@ -497,7 +499,7 @@ fn the_checker_catches_what_a_parse_alone_misses() {
 
 #[test]
 fn sizes() {
-    let list = list_script(NONCE, &[RootSpec::default_for(Harness::Claude)]);
+    let list = list_script(NONCE, &Harness::ALL.map(RootSpec::default_for));
     let file = FileRef {
         harness: Harness::Claude,
         root: br"C:\Users\me\.claude".to_vec(),
