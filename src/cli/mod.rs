@@ -8,6 +8,7 @@ mod hosts;
 mod ls;
 mod read;
 mod resume;
+mod script;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -51,9 +52,11 @@ pub enum Command {
     Hosts(hosts::HostsArgs),
     /// Print the harness's own command that resumes a session; runs nothing.
     Resume(resume::ResumeArgs),
+    /// Print the exec string and stdin a host would be sent for one primitive (no connection).
+    Script(script::ScriptArgs),
 }
 
-const SUBCOMMANDS: &[&str] = &["read", "ls", "check", "hosts", "resume", "help"];
+const SUBCOMMANDS: &[&str] = &["read", "ls", "check", "hosts", "resume", "script", "help"];
 /// Global options that take a value (so the shorthand scan can skip their values).
 const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
 
@@ -115,6 +118,7 @@ pub fn main() -> ExitCode {
             Command::Check(args) => check::run(&cli.global, args).await,
             Command::Hosts(args) => hosts::run(&cli.global, args).await,
             Command::Resume(args) => resume::run(&cli.global, args).await,
+            Command::Script(args) => script::run(&cli.global, args),
         }
     });
     match result {

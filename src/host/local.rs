@@ -25,7 +25,9 @@ impl LocalHost {
         LocalHost { name: name.into() }
     }
 
-    fn resolve_root(&self, spec: &RootSpec) -> PathBuf {
+    /// Where a root is on this machine: the given directory, else the harness's variable, else
+    /// `$HOME/<home_relative>`.
+    pub(crate) fn resolve_root(&self, spec: &RootSpec) -> PathBuf {
         match &spec.dir {
             Some(dir) => PathBuf::from(OsStr::from_bytes(dir)),
             None => {

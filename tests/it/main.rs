@@ -8,6 +8,7 @@
 mod architecture;
 mod check;
 mod cli_local;
+mod cli_script;
 mod common;
 mod fixtures;
 mod follow;

@@ -12,12 +12,13 @@
 //! ```
 //! Typed lines of a *list* reply, one per root in request order, each followed by its files:
 //! ```text
-//! MODE <gnu|statc|statf|ls>             how the host listed (informational)
+//! MODE <gnu|statc|statf|ls|ps>          how the host listed (informational)
 //! ROOT <harness> <0|1> <hex of dir>     resolved (physical) home, and whether one of its subdirs exists
 //! F <size> <mtime> <path>               path = the rest of the line, relative to the root,
 //!                                       optionally prefixed with `./` (never contains a newline)
 //! FX <size> <mtime> <hex of path>       the same, path hex-encoded (for dialects that prefer it)
-//! S                                     one name left out because it contains a newline
+//! S                                     one name left out: it holds a newline (POSIX) or a
+//!                                       lone surrogate UTF-8 cannot carry (Windows)
 //! ```
 //! Typed lines of a *read* reply:
 //! ```text
@@ -27,8 +28,15 @@
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
-//! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe` and anything else
-//! (→ Io). A list reply may carry `ERR unsafe` too.
+//! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
+//! `restricted` (PowerShell's Constrained Language Mode) and anything else (→ Io); `script`
+//! (PowerShell: an unexpected exception, its message hex-encoded in place of the path;
+//! → Protocol). A list reply may carry `ERR unsafe`, `ERR restricted` or `ERR script` too.
+//!
+//! Dialects: POSIX `sh` ([`posix`]) prints `F` lines and LF line ends; Windows PowerShell
+//! ([`powershell`]) prints `FX` lines, CRLF line ends, `enc=b64` and Windows roots (`C:\…`).
+//! Lines are split on `\n` and lose one trailing `\r`; whatever precedes the BEGIN marker (a
+//! BOM, a CLIXML block) is ignored like rc-file noise.
 //!
 //! Range `i` is read block-aligned ([`aligned`]): the payload is `count` blocks of `bs` bytes
 //! from block `skip_blocks`; the decoder drops the first `skip` bytes and keeps at most the
@@ -40,13 +48,85 @@
 //! validated, and nothing is allocated from a size the remote claims.
 
 pub mod posix;
+pub mod powershell;
 
 use base64::Engine as _;
 
-use super::{HostError, MAX_READ_BYTES};
+use super::{FileRef, HostError, MAX_READ_BYTES};
 use crate::model::{
-    ByteRange, FileEntry, Harness, Listing, ReadResult, ResolvedRoot, display_path,
+    ByteRange, FileEntry, Harness, Listing, ReadResult, ResolvedRoot, RootSpec, display_path,
 };
+
+/// What to send to run a script: the exec string and the bytes for the channel's stdin. When
+/// `stdin` is not empty the sender closes stdin after it (a script read to the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub exec: String,
+    pub stdin: Vec<u8>,
+}
+
+/// The script dialect a host speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `sh -s` with the script on stdin ([`posix`]).
+    Posix,
+    /// Windows PowerShell 5.1 through `-EncodedCommand` ([`powershell`]).
+    PowerShell,
+}
+
+impl Dialect {
+    /// The invocation of a list script for `roots`.
+    pub fn list(self, nonce: &str, roots: &[RootSpec]) -> Invocation {
+        match self {
+            Dialect::Posix => posix::invocation(posix::list_script(nonce, roots)),
+            Dialect::PowerShell => powershell::exec_string(&powershell::list_script(nonce, roots)),
+        }
+    }
+
+    /// The invocation of a read script for `ranges` of `file`.
+    pub fn read(self, nonce: &str, file: &FileRef, ranges: &[ByteRange]) -> Invocation {
+        match self {
+            Dialect::Posix => posix::invocation(posix::read_script(nonce, file, ranges)),
+            Dialect::PowerShell => {
+                powershell::exec_string(&powershell::read_script(nonce, file, ranges))
+            }
+        }
+    }
+}
+
+/// For `shell = auto`: whether the reply to a POSIX script says the host is Windows and the
+/// PowerShell dialect should be tried instead. True when no BEGIN line came back and the shell
+/// said that `sh` does not exist — cmd.exe (`'sh' is not recognized as an internal or external
+/// command`, exit status 9009 in any language) or PowerShell (`The term 'sh' is not recognized`,
+/// possibly inside a CLIXML error record) — or when a BEGIN line came back from a
+/// Git-for-Windows, MSYS2 or Cygwin `sh` (`uname -s` is `MINGW64_NT-…`, `MSYS_NT-…`,
+/// `CYGWIN_NT-…`), whose POSIX view of the disk is not where Windows agents keep transcripts.
+pub fn detect_dialect_switch(stdout: &[u8], stderr: &[u8], exit: Option<u32>) -> bool {
+    let unames: Vec<&[u8]> = stdout
+        .split(|&b| b == b'\n')
+        .filter_map(begin_uname)
+        .collect();
+    if !unames.is_empty() {
+        return unames.iter().any(|uname| {
+            let upper = uname.to_ascii_uppercase();
+            [&b"MINGW"[..], b"MSYS", b"CYGWIN"]
+                .iter()
+                .any(|p| upper.starts_with(p))
+        });
+    }
+    let says_no_sh = |text: &[u8]| {
+        find(text, b"'sh' is not recognized").is_some()
+            || find(text, b"&apos;sh&apos; is not recognized").is_some()
+    };
+    says_no_sh(stderr) || says_no_sh(stdout) || exit == Some(9009)
+}
+
+/// The uname of a `<32 hex>:BEGIN <uname>` line (any nonce), trimmed.
+fn begin_uname(line: &[u8]) -> Option<&[u8]> {
+    let at = find(line, b":BEGIN ")?;
+    let nonce = line[..at].rsplit(|b| !b.is_ascii_hexdigit()).next()?;
+    (nonce.len() == 32).then(|| line[at + 7..].trim_ascii())
+}
 
 /// A list reply larger than this is refused (about 300k files with long names).
 pub const LIST_REPLY_LIMIT: usize = 64 * 1024 * 1024;
@@ -193,7 +273,9 @@ pub fn parse_frame<'a>(host: &str, nonce: &str, stdout: &'a [u8]) -> Result<Fram
         &[][..]
     };
     Ok(Frame {
-        uname: String::from_utf8_lossy(&stdout[after_begin..after_begin + uname_len]).into_owned(),
+        uname: String::from_utf8_lossy(&stdout[after_begin..after_begin + uname_len])
+            .trim_end_matches('\r')
+            .to_string(),
         rc,
         body,
     })
@@ -211,10 +293,7 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
     let mut listing = Listing::default();
     // The root the following files belong to, with its harness's filter.
     let mut current: Option<(Harness, Vec<u8>, bool)> = None;
-    for line in frame.body.split(|&b| b == b'\n') {
-        if line.is_empty() {
-            continue;
-        }
+    for line in body_lines(frame.body) {
         let (tag, rest) = split_word(line);
         match tag {
             b"MODE" => {}
@@ -236,7 +315,7 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
                 };
                 let dir =
                     hex_decode(hex).ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
-                if dir.contains(&0) || (exists && !dir.starts_with(b"/")) {
+                if dir.contains(&0) || (exists && !is_absolute(&dir)) {
                     return Err(bad(format!("bad root directory in {}", show(line))));
                 }
                 listing.roots.push(ResolvedRoot {
@@ -285,6 +364,25 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
         .files
         .sort_by(|a, b| (&a.root, &a.rel).cmp(&(&b.root, &b.rel)));
     Ok(listing)
+}
+
+/// The non-empty lines of a frame body. A trailing `\r` is dropped: PowerShell ends lines in
+/// CRLF, and no typed line of either dialect ends in one (paths with control characters are
+/// refused anyway).
+fn body_lines(body: &[u8]) -> impl Iterator<Item = &[u8]> {
+    body.split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .filter(|line| !line.is_empty())
+}
+
+/// An absolute directory as a POSIX host (`/…`) or a Windows host (`C:\…`, `C:/…`, `\\server\…`)
+/// spells it.
+fn is_absolute(dir: &[u8]) -> bool {
+    match dir {
+        [b'/', ..] | [b'\\', b'\\', ..] => true,
+        [drive, b':', b'\\' | b'/', ..] => drive.is_ascii_alphabetic(),
+        _ => false,
+    }
 }
 
 /// A listed path must be what the harness's filter allows: `<subdir>/…`, relative, no `..`,
@@ -362,7 +460,7 @@ pub fn decode_read(
         )));
     }
     let frame = parse_frame(host, nonce, stdout)?;
-    let mut lines = frame.body.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+    let mut lines = body_lines(frame.body);
     let first = lines
         .next()
         .ok_or_else(|| bad("empty read reply".to_string()))?;
@@ -527,6 +625,23 @@ fn err_line(host: &str, rest: &[u8]) -> HostError {
             path: path.clone(),
             reason: "the remote shell cannot carry this path's bytes in its locale".to_string(),
         },
+        b"restricted" => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: "PowerShell runs in Constrained Language Mode (AppLocker/WDAC policy); \
+                     file access through .NET is blocked"
+                .to_string(),
+        },
+        b"open" => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: "cannot open the file (locked, or the path is too long)".to_string(),
+        },
+        // The hex field carries the PowerShell error message here, not a path.
+        b"script" => HostError::Protocol {
+            host: host.clone(),
+            reason: format!("remote PowerShell failed: {path}"),
+        },
         b"unreadable" => HostError::Io {
             host: host.clone(),
             path: path.clone(),
@@ -618,7 +733,7 @@ fn hex_decode(text: &[u8]) -> Option<Vec<u8>> {
         .collect()
 }
 
-fn hex_encode(bytes: &[u8]) -> String {
+pub(crate) fn hex_encode(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -642,6 +757,62 @@ mod tests {
 
     fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn dialect_switch_on_a_missing_sh_or_a_windows_posix_layer() {
+        let cmd = b"'sh' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n";
+        assert!(detect_dialect_switch(b"", cmd, Some(1)));
+        // Another language: cmd's exit status still says "no such command".
+        assert!(detect_dialect_switch(
+            b"",
+            "Der Befehl \"sh\" ist entweder falsch geschrieben".as_bytes(),
+            Some(9009)
+        ));
+        let ps51 = b"sh : The term 'sh' is not recognized as the name of a cmdlet, function, script file, or operable program.\r\n";
+        assert!(detect_dialect_switch(b"", ps51, Some(1)));
+        let pwsh = b"sh: The term 'sh' is not recognized as a name of a cmdlet, function, script file, or executable program.";
+        assert!(detect_dialect_switch(b"", pwsh, Some(1)));
+        let clixml = b"#< CLIXML\r\n<Objs Version=\"1.1.0.1\"><S S=\"Error\">sh : The term &apos;sh&apos; is not recognized as the name of a cmdlet_x000D__x000A_</S></Objs>";
+        assert!(detect_dialect_switch(b"", clixml, Some(1)));
+        for uname in [
+            "MINGW64_NT-10.0-19045",
+            "MSYS_NT-10.0-22631",
+            "CYGWIN_NT-10.0",
+            "mingw32_nt-6.1",
+        ] {
+            let out = format!("\n{NONCE}:BEGIN {uname}\r\nMODE statc\n\n{NONCE}:END 0\n");
+            assert!(
+                detect_dialect_switch(out.as_bytes(), b"", Some(0)),
+                "{uname}"
+            );
+        }
+        // A POSIX host answered: no switch, whatever else was printed.
+        let linux = format!("motd\n\n{NONCE}:BEGIN Linux\n\n{NONCE}:END 0\n");
+        assert!(!detect_dialect_switch(linux.as_bytes(), cmd, Some(0)));
+        assert!(!detect_dialect_switch(
+            format!("\n{NONCE}:BEGIN Darwin\n").as_bytes(),
+            b"",
+            None
+        ));
+        // Other failures are not a reason to switch.
+        for (out, err, exit) in [
+            (
+                &b"This account is currently not available.\n"[..],
+                &b""[..],
+                Some(1),
+            ),
+            (b"", b"sh: 1: syntax error", Some(2)),
+            (b"", b"bash: sh: command not found", Some(127)),
+            (b"", b"", None),
+            (b"x:BEGIN MINGW64", b"", Some(0)),
+        ] {
+            assert!(
+                !detect_dialect_switch(out, err, exit),
+                "{:?}",
+                String::from_utf8_lossy(err)
+            );
+        }
     }
 
     #[test]

@@ -20,12 +20,20 @@
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
 //!   `od -An -v -tx1`, and names it in the META line.
 
-use super::{MAX_RANGES, aligned, quote};
+use super::{Invocation, MAX_RANGES, aligned, quote};
 use crate::host::{FileRef, check_ranges, check_relative_path};
 use crate::model::{ByteRange, RootSpec};
 
 /// The exec string for every POSIX host: plain words that every login shell passes unchanged.
 pub const POSIX_EXEC: &str = "sh -s";
+
+/// The invocation of a POSIX script: [`POSIX_EXEC`], the script on stdin.
+pub fn invocation(script: Vec<u8>) -> Invocation {
+    Invocation {
+        exec: POSIX_EXEC.to_string(),
+        stdin: script,
+    }
+}
 
 /// How a listing gets each file's size and mtime. Probed on the host unless forced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

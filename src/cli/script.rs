@@ -1,0 +1,107 @@
+//! `clankie-read script list|read --shell posix|powershell`: prints exactly what a host would
+//! be sent for one primitive — the exec string on the first line, a blank line, then the stdin
+//! payload — without connecting anywhere. For inspecting and hand-testing the remote scripts.
+
+use std::io::Write;
+
+use clap::{Args, ValueEnum};
+
+use super::common::GlobalArgs;
+use crate::driver::roots_for;
+use crate::error::{Error, exit};
+use crate::host::local::LocalHost;
+use crate::host::script::{Dialect, MAX_RANGES, new_nonce};
+use crate::host::{FileRef, MAX_READ_BYTES, check_relative_path};
+use crate::model::{ByteRange, Harness, RootSpec};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Primitive {
+    /// The list script for the roots (`--root`, else every harness's default home).
+    List,
+    /// The read script for one range of `--path` under the first `--root`.
+    Read,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// `sh -s`, the script on stdin.
+    Posix,
+    /// Windows PowerShell 5.1: `powershell … -EncodedCommand …` (the script on stdin only when
+    /// it is too long for cmd.exe).
+    Powershell,
+}
+
+#[derive(Debug, Args)]
+pub struct ScriptArgs {
+    /// Which primitive's script to print.
+    #[arg(value_enum)]
+    pub primitive: Primitive,
+    /// The remote shell dialect.
+    #[arg(long, value_enum, default_value_t = Shell::Posix)]
+    pub shell: Shell,
+    /// read: the file, relative to the root, `/`-separated (as a listing returns it). The root
+    /// is the first `--root` (spelled as the remote host spells it), else the harness's default
+    /// home as this machine resolves it.
+    #[arg(long, value_name = "REL", required_if_eq("primitive", "read"))]
+    pub path: Option<String>,
+    /// read: the first byte.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: u64,
+    /// read: how many bytes (at most 4 MiB).
+    #[arg(long, value_name = "M", default_value_t = 65536)]
+    pub len: u64,
+}
+
+pub(super) fn run(global: &GlobalArgs, args: ScriptArgs) -> Result<u8, Error> {
+    let overrides = global.root_overrides()?;
+    let dialect = match args.shell {
+        Shell::Posix => Dialect::Posix,
+        Shell::Powershell => Dialect::PowerShell,
+    };
+    let nonce = new_nonce();
+    let invocation = match args.primitive {
+        Primitive::List => {
+            if args.path.is_some() {
+                return Err(Error::Usage("`script list` takes no --path".into()));
+            }
+            dialect.list(&nonce, &roots_for(&overrides, None))
+        }
+        Primitive::Read => {
+            let rel = args.path.unwrap_or_default();
+            check_relative_path(rel.as_bytes())
+                .map_err(|reason| Error::Usage(format!("--path `{rel}`: {reason}")))?;
+            if args.len > MAX_READ_BYTES {
+                return Err(Error::Usage(format!(
+                    "--len is at most {MAX_READ_BYTES} bytes"
+                )));
+            }
+            let spec = overrides
+                .first()
+                .cloned()
+                .unwrap_or_else(|| RootSpec::default_for(Harness::ALL[0]));
+            let root = match &spec.dir {
+                Some(dir) => dir.clone(),
+                None => {
+                    use std::os::unix::ffi::OsStrExt;
+                    let path = LocalHost::new("local").resolve_root(&spec);
+                    path.as_os_str().as_bytes().to_vec()
+                }
+            };
+            let file = FileRef {
+                harness: spec.harness,
+                root,
+                rel: rel.into_bytes(),
+            };
+            let ranges = [ByteRange::new(args.offset, args.len)];
+            debug_assert!(ranges.len() <= MAX_RANGES);
+            dialect.read(&nonce, &file, &ranges)
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    out.write_all(invocation.exec.as_bytes())?;
+    out.write_all(b"\n\n")?;
+    out.write_all(&invocation.stdin)?;
+    out.flush()?;
+    Ok(exit::OK)
+}
