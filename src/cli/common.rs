@@ -8,11 +8,13 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::config::{HostsFile, Transport};
+use crate::config::{HostsFile, ShellChoice, Transport};
 use crate::error::Error;
 use crate::host::AnyHost;
 use crate::host::local::LocalHost;
+use crate::host::remote::ShellMode;
 use crate::host::remote::SshHost;
+use crate::host::script::Dialect;
 use crate::model::{Harness, RootSpec};
 use crate::render::Renderer;
 use crate::render::text::TextOptions;
@@ -136,15 +138,24 @@ pub(super) fn open_host(
             roots: merge(&[]),
         });
     }
-    let (transport, file_roots) = match hosts.get(name) {
-        Some(config) => (config.transport.clone(), config.roots.clone()),
-        None => (Transport::Ssh(name.to_string()), Vec::new()),
+    let (transport, file_roots, shell) = match hosts.get(name) {
+        Some(config) => (config.transport.clone(), config.roots.clone(), config.shell),
+        None => (
+            Transport::Ssh(name.to_string()),
+            Vec::new(),
+            ShellChoice::Auto,
+        ),
+    };
+    let mode = match shell {
+        ShellChoice::Auto => ShellMode::Auto,
+        ShellChoice::Posix => ShellMode::Fixed(Dialect::Posix),
+        ShellChoice::Powershell => ShellMode::Fixed(Dialect::PowerShell),
     };
     let host = match transport {
         Transport::Local => AnyHost::Local(LocalHost::new(name)),
         Transport::Ssh(dest) => {
             let target = crate::host::ssh::resolve(&dest, global.ssh_config.as_deref())?;
-            AnyHost::Ssh(Box::new(SshHost::new(name, target)))
+            AnyHost::Ssh(Box::new(SshHost::with_shell(name, target, mode)))
         }
     };
     Ok(OpenHost {

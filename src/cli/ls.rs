@@ -42,6 +42,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> 
     };
     let show_host = names.len() > 1;
     // Every host lists at once; results print in the order given.
+    let verbose = global.verbose;
     let mut tasks = tokio::task::JoinSet::new();
     for (index, name) in names.iter().enumerate() {
         let opened = open_host(global, &hosts_file, name);
@@ -50,9 +51,13 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> 
             let result = match opened {
                 Ok(opened) => {
                     let roots = roots_for(&opened.roots, harness);
-                    list_sessions(&opened.host, &roots)
+                    let result = list_sessions(&opened.host, &roots)
                         .await
-                        .map_err(Error::from)
+                        .map_err(Error::from);
+                    if verbose {
+                        super::warn(&opened.host.take_notes());
+                    }
+                    result
                 }
                 Err(e) => Err(e),
             };

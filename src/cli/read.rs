@@ -95,7 +95,11 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         renderer: &renderer,
         out: &mut out,
     };
-    let page = printer.print(request, true).await.map_err(Error::from)?;
+    let page = printer.print(request, true).await.map_err(Error::from);
+    if global.verbose {
+        super::warn(&host.take_notes());
+    }
+    let page = page?;
     if args.follow {
         printer.follow(page.cursor, interval, args.strict).await?;
     }

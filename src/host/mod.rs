@@ -99,6 +99,14 @@ pub enum AnyHost {
 }
 
 impl AnyHost {
+    /// Notes for `-v` (such as a shell dialect switch), each returned once.
+    pub fn take_notes(&self) -> Vec<String> {
+        match self {
+            AnyHost::Ssh(h) => h.take_notes(),
+            AnyHost::Local(_) => Vec::new(),
+        }
+    }
+
     /// Forgets a dropped connection so the next call opens a new one (no-op for local).
     pub async fn disconnect(&self) {
         if let AnyHost::Ssh(h) = self {

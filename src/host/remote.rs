@@ -6,16 +6,29 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
-use super::script::{self, posix};
+use super::script::{self, Dialect, Invocation, posix};
 use super::ssh::{ExecOutput, SshSession, SshTarget};
 use super::{FileRef, Host, HostError};
 use crate::model::{ByteRange, Listing, ReadResult, RootSpec};
+
+/// Which dialect a host is asked to speak (`shell` in the hosts file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellMode {
+    /// POSIX first; PowerShell when the answer says `sh` is missing (once per invocation).
+    Auto,
+    Fixed(Dialect),
+}
 
 /// A host reached over SSH.
 pub struct SshHost {
     name: String,
     target: SshTarget,
     session: Mutex<Option<Arc<SshSession>>>,
+    mode: ShellMode,
+    /// The dialect settled on, once known.
+    dialect: Mutex<Option<Dialect>>,
+    /// What `-v` should say (the dialect switch); the CLI prints these.
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for SshHost {
@@ -31,10 +44,95 @@ impl SshHost {
     /// A host named `name` (as the user addressed it) at a resolved SSH target. Nothing is
     /// connected until the first call.
     pub fn new(name: impl Into<String>, target: SshTarget) -> SshHost {
+        SshHost::with_shell(name, target, ShellMode::Auto)
+    }
+
+    pub fn with_shell(name: impl Into<String>, target: SshTarget, mode: ShellMode) -> SshHost {
+        let dialect = match mode {
+            ShellMode::Fixed(d) => Some(d),
+            ShellMode::Auto => None,
+        };
         SshHost {
             name: name.into(),
             target,
             session: Mutex::new(None),
+            mode,
+            dialect: Mutex::new(dialect),
+            notes: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Notes for `-v` gathered so far (taken: each is returned once).
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn note(&self, text: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+    }
+
+    /// Runs a script in the host's dialect, settling the dialect on the first call under
+    /// `shell = auto`. `make` builds the invocation for a dialect and a nonce.
+    async fn run_script(
+        &self,
+        make: impl Fn(Dialect, &str) -> Invocation,
+        max_stdout: usize,
+    ) -> Result<(String, ExecOutput), HostError> {
+        let settled = *self.dialect.lock().await;
+        let dialect = settled.unwrap_or(Dialect::Posix);
+        let nonce = script::new_nonce();
+        let out = self.exec(&make(dialect, &nonce), max_stdout).await?;
+        if settled.is_some() || self.mode != ShellMode::Auto {
+            return Ok((nonce, out));
+        }
+        if !script::detect_dialect_switch(&out.stdout, &out.stderr, out.exit_status) {
+            *self.dialect.lock().await = Some(Dialect::Posix);
+            return Ok((nonce, out));
+        }
+        let posix_said = answer_of(&out);
+        self.note(format!(
+            "{}: no POSIX sh ({posix_said}); switching to PowerShell",
+            self.name
+        ));
+        let nonce = script::new_nonce();
+        let again = self
+            .exec(&make(Dialect::PowerShell, &nonce), max_stdout)
+            .await?;
+        if script::parse_frame(&self.name, &nonce, &again.stdout).is_err() {
+            return Err(HostError::ShellNotClean {
+                host: self.name.clone(),
+                first_bytes: format!(
+                    "tried POSIX sh ({posix_said}) and PowerShell ({}); neither answered",
+                    answer_of(&again)
+                ),
+            });
+        }
+        *self.dialect.lock().await = Some(Dialect::PowerShell);
+        Ok((nonce, again))
+    }
+
+    /// Runs one invocation; a failure that means the connection is gone forgets it, so a
+    /// caller that retries reconnects.
+    async fn exec(
+        &self,
+        invocation: &Invocation,
+        max_stdout: usize,
+    ) -> Result<ExecOutput, HostError> {
+        let session = self.session().await?;
+        match session
+            .exec(&invocation.exec, &invocation.stdin, max_stdout)
+            .await
+        {
+            Ok(out) => Ok(out),
+            Err(err) => {
+                if matches!(err, HostError::Unreachable { .. }) {
+                    self.disconnect().await;
+                }
+                Err(err)
+            }
         }
     }
 
@@ -56,21 +154,6 @@ impl SshHost {
     /// Forgets the connection (after it dropped); the next call connects again.
     pub async fn disconnect(&self) {
         self.session.lock().await.take();
-    }
-
-    /// Runs one script; a failure that means the connection is gone forgets it, so a caller
-    /// that retries reconnects.
-    async fn run(&self, script: &[u8], max_stdout: usize) -> Result<ExecOutput, HostError> {
-        let session = self.session().await?;
-        match session.exec(posix::POSIX_EXEC, script, max_stdout).await {
-            Ok(out) => Ok(out),
-            Err(err) => {
-                if matches!(err, HostError::Unreachable { .. }) {
-                    self.disconnect().await;
-                }
-                Err(err)
-            }
-        }
     }
 
     /// A reply without a frame: say what came back, from stdout or else stderr (`nologin` and
@@ -148,22 +231,38 @@ impl SshHost {
     }
 }
 
+/// A short, one-line account of what a failed attempt printed.
+fn answer_of(out: &ExecOutput) -> String {
+    let pick = if out.stderr.iter().all(u8::is_ascii_whitespace) {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    let text = String::from_utf8_lossy(&pick[..pick.len().min(160)]);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match out.exit_status {
+        Some(status) => format!("{text:?}, exit {status}"),
+        None => format!("{text:?}"),
+    }
+}
+
 impl Host for SshHost {
     fn name(&self) -> &str {
         &self.name
     }
 
     async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
-        let nonce = script::new_nonce();
-        let text = posix::list_script(&nonce, roots);
-        let out = self.run(&text, script::LIST_REPLY_LIMIT).await?;
+        let (nonce, out) = self
+            .run_script(|d, n| d.list(n, roots), script::LIST_REPLY_LIMIT)
+            .await?;
         script::decode_list(&self.name, &nonce, &out.stdout).map_err(|e| self.explain(e, &out))
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
-        let nonce = script::new_nonce();
-        let text = posix::read_script(&nonce, file, ranges);
-        let out = self.run(&text, script::read_reply_limit(ranges)).await?;
+        let limit = script::read_reply_limit(ranges);
+        let (nonce, out) = self
+            .run_script(|d, n| d.read(n, file, ranges), limit)
+            .await?;
         script::decode_read(&self.name, &nonce, ranges, &out.stdout)
             .map_err(|e| self.explain(e, &out))
     }

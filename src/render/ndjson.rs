@@ -74,7 +74,11 @@ pub fn record(out: &mut impl Write, record: &Record) -> io::Result<()> {
             buf.extend_from_slice(b",\"text\":");
             write_str(&mut buf, text);
         }
-        RecordBody::ToolCall { call_id, name, input } => {
+        RecordBody::ToolCall {
+            call_id,
+            name,
+            input,
+        } => {
             buf.extend_from_slice(b",\"call_id\":");
             write_str(&mut buf, call_id);
             buf.extend_from_slice(b",\"name\":");
@@ -82,12 +86,20 @@ pub fn record(out: &mut impl Write, record: &Record) -> io::Result<()> {
             buf.extend_from_slice(b",\"input\":");
             serde_json::to_writer(&mut buf, input).map_err(io::Error::other)?;
         }
-        RecordBody::ToolResult { call_id, output, is_error } => {
+        RecordBody::ToolResult {
+            call_id,
+            output,
+            is_error,
+        } => {
             buf.extend_from_slice(b",\"call_id\":");
             write_str(&mut buf, call_id);
             buf.extend_from_slice(b",\"output\":");
             write_str(&mut buf, output);
-            buf.extend_from_slice(if *is_error { b",\"is_error\":true" } else { b",\"is_error\":false" });
+            buf.extend_from_slice(if *is_error {
+                b",\"is_error\":true"
+            } else {
+                b",\"is_error\":false"
+            });
         }
     }
     buf.extend_from_slice(b"}\n");
@@ -103,7 +115,8 @@ fn write_str(buf: &mut Vec<u8>, s: &str) {
     let suspect = |w: u64| {
         let control = w.wrapping_sub(0x20 * LO) & !w & HI;
         let quote = (w ^ (b'"' as u64 * LO)).wrapping_sub(LO) & !(w ^ (b'"' as u64 * LO)) & HI;
-        let backslash = (w ^ (b'\\' as u64 * LO)).wrapping_sub(LO) & !(w ^ (b'\\' as u64 * LO)) & HI;
+        let backslash =
+            (w ^ (b'\\' as u64 * LO)).wrapping_sub(LO) & !(w ^ (b'\\' as u64 * LO)) & HI;
         control | quote | backslash != 0
     };
     let bytes = s.as_bytes();
@@ -139,7 +152,14 @@ fn write_str(buf: &mut Vec<u8>, s: &str) {
             buf.extend_from_slice(&bytes[start..i]);
             if escape.is_empty() {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
-                buf.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]]);
+                buf.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xf) as usize],
+                ]);
             } else {
                 buf.extend_from_slice(escape);
             }
@@ -190,13 +210,29 @@ mod tests {
 
     #[test]
     fn strings_are_escaped_exactly_like_serde_json() {
-        let mut cases: Vec<String> = (0u8..=0x7f).map(|b| format!("ab{}cdefghij{}", b as char, b as char)).collect();
-        cases.extend(["", "\"", "\\", "plain ascii text that is long enough", "ünïcödé 日本 🎉\u{2028}", "\x7f\u{85}\u{202e}"].map(String::from));
+        let mut cases: Vec<String> = (0u8..=0x7f)
+            .map(|b| format!("ab{}cdefghij{}", b as char, b as char))
+            .collect();
+        cases.extend(
+            [
+                "",
+                "\"",
+                "\\",
+                "plain ascii text that is long enough",
+                "ünïcödé 日本 🎉\u{2028}",
+                "\x7f\u{85}\u{202e}",
+            ]
+            .map(String::from),
+        );
         cases.push("x\"y\\z\n".repeat(37));
         for s in cases {
             let mut buf = Vec::new();
             write_str(&mut buf, &s);
-            assert_eq!(String::from_utf8(buf).unwrap(), serde_json::to_string(&s).unwrap(), "{s:?}");
+            assert_eq!(
+                String::from_utf8(buf).unwrap(),
+                serde_json::to_string(&s).unwrap(),
+                "{s:?}"
+            );
         }
     }
 
@@ -209,7 +245,11 @@ mod tests {
             ts: None,
             agent: Some("a1".into()),
             sidechain: true,
-            body: RecordBody::ToolCall { call_id: "t".into(), name: "Bash".into(), input: serde_json::json!({"k": [1, "\u{1b}"]}) },
+            body: RecordBody::ToolCall {
+                call_id: "t".into(),
+                name: "Bash".into(),
+                input: serde_json::json!({"k": [1, "\u{1b}"]}),
+            },
         };
         let mut out = Vec::new();
         record(&mut out, &base).unwrap();

@@ -10,6 +10,7 @@ mod check;
 mod cli_local;
 mod cli_script;
 mod common;
+mod dialect;
 mod fixtures;
 mod follow;
 mod harnesses;
