@@ -20,6 +20,9 @@ pub enum DriverError {
     Cursor(#[from] CursorError),
     #[error("{path}: {source}")]
     Plan { path: String, source: PlanError },
+    /// A source that cannot be read as a transcript (corrupt compression, over the bounds).
+    #[error("{path}: {reason}")]
+    Source { path: String, reason: String },
 }
 
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
@@ -138,9 +141,25 @@ pub async fn read_page<H: Host>(
         rel: session.entry.rel.clone(),
     };
     let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
-    let mut plan = ReadPlan::new(ctx, request, session.entry.size);
+    // A compressed transcript (Codex after 7 days) is fetched whole and decompressed here; the
+    // plan then reads the decompressed stream, so offsets and cursors refer to it.
+    let decompressed = if session.entry.rel.ends_with(b".zst") {
+        Some(fetch_decompressed(host, &file, session.entry.size, &path).await?)
+    } else {
+        None
+    };
+    let mut plan = ReadPlan::new(
+        ctx,
+        request,
+        decompressed
+            .as_ref()
+            .map_or(session.entry.size, |d| d.len() as u64),
+    );
     while let Some(ranges) = plan.next_read() {
-        let result = host.read(&file, &ranges).await?;
+        let result = match &decompressed {
+            Some(data) => serve_from_memory(data, &ranges),
+            None => host.read(&file, &ranges).await?,
+        };
         plan.feed(result.chunks, result.size)
             .map_err(|source| DriverError::Plan {
                 path: path.clone(),
@@ -154,4 +173,66 @@ pub async fn read_page<H: Host>(
         }
     }
     Ok(plan.finish())
+}
+
+/// Reads a whole compressed file (at most the 64 MiB source bound) and decompresses it (the
+/// same bound on the output).
+async fn fetch_decompressed<H: Host>(
+    host: &H,
+    file: &FileRef,
+    size_hint: u64,
+    path: &str,
+) -> Result<Vec<u8>, DriverError> {
+    use crate::engine::plan::{MAX_CALL_BYTES, MAX_SOURCE_BYTES};
+    let too_large = |what: &str| DriverError::Source {
+        path: path.to_string(),
+        reason: format!(
+            "{what} is over the {} MiB bound of one read",
+            MAX_SOURCE_BYTES >> 20
+        ),
+    };
+    let mut compressed = Vec::with_capacity(size_hint.min(MAX_SOURCE_BYTES) as usize);
+    loop {
+        let start = compressed.len() as u64;
+        let result = host
+            .read(file, &[ByteRange::new(start, MAX_CALL_BYTES)])
+            .await?;
+        let chunk = result.chunks.into_iter().next().unwrap_or_default();
+        compressed.extend_from_slice(&chunk);
+        if compressed.len() as u64 >= result.size || chunk.is_empty() {
+            break;
+        }
+        if compressed.len() as u64 > MAX_SOURCE_BYTES {
+            return Err(too_large("the compressed file"));
+        }
+    }
+    let mut decoder = ruzstd::decoding::StreamingDecoder::new(&compressed[..]).map_err(|e| {
+        DriverError::Source {
+            path: path.to_string(),
+            reason: format!("not a zstd stream: {e}"),
+        }
+    })?;
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(&mut decoder, MAX_SOURCE_BYTES + 1),
+        &mut out,
+    )
+    .map_err(|e| DriverError::Source {
+        path: path.to_string(),
+        reason: format!("corrupt zstd stream: {e}"),
+    })?;
+    if out.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(too_large("the decompressed transcript"));
+    }
+    Ok(out)
+}
+
+/// Answers a read request from bytes in memory, as a host would.
+fn serve_from_memory(data: &[u8], ranges: &[ByteRange]) -> crate::model::ReadResult {
+    let size = data.len() as u64;
+    let chunks = ranges
+        .iter()
+        .map(|r| data[r.start.min(size) as usize..r.end().min(size) as usize].to_vec())
+        .collect();
+    crate::model::ReadResult { size, chunks }
 }

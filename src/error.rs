@@ -65,6 +65,7 @@ pub fn exit_code(error: &Error) -> u8 {
                 exit::NOT_FOUND
             }
             DriverError::Host(h) => host_exit_code(h),
+            DriverError::Source { .. } => exit::SOURCE,
             DriverError::Plan { source, .. } => match source {
                 PlanError::Stale { .. } => exit::STALE,
                 PlanError::Malformed { .. } | PlanError::Oversized { .. } => exit::SOURCE,

@@ -89,10 +89,11 @@ impl Harness {
                 max_depth: 6,
             },
             // sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl, early flat sessions/rollout-….jsonl,
-            // archived_sessions/rollout-….jsonl. TODO(#6): `.jsonl.zst` (compressed after 7 days).
+            // archived_sessions/rollout-….jsonl; `.jsonl.zst` once Codex compresses them (after
+            // 7 days; decompressed on the reading side).
             Harness::Codex => ListSpec {
                 subdirs: &["sessions", "archived_sessions"],
-                suffixes: &[".jsonl"],
+                suffixes: &[".jsonl", ".jsonl.zst"],
                 max_depth: 3,
             },
             // sessions/--<cwd>--/<ts>_<id>.jsonl (or flat with --session-dir as a root).

@@ -58,7 +58,9 @@ fn classify_codex(entry: &FileEntry) -> Option<SessionFile> {
         ["sessions", .., file] | ["archived_sessions", file] => *file,
         _ => return None,
     };
-    let stem = file.strip_suffix(".jsonl")?;
+    let stem = file
+        .strip_suffix(".jsonl")
+        .or_else(|| file.strip_suffix(".jsonl.zst"))?;
     let id = trailing_uuid(stem).unwrap_or(stem);
     session_file(entry, id, None)
 }

@@ -560,3 +560,89 @@ fn resume_prints_each_harness_command_from_its_directory() {
     }
     assert_eq!(code(&run(&home.home, &["resume", "local:nosuch"])), 4);
 }
+
+/// Codex compresses rollouts older than a week to `.jsonl.zst`: such a session lists under the
+/// same id and reads into exactly the records of the uncompressed file, cursors included.
+#[test]
+fn compressed_codex_rollouts_read_like_plain_ones() {
+    let plain = fixture_home("codex").join("sessions/2026/02/23/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl");
+    let bytes = fs::read(&plain).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("codex/sessions/2026/02/23");
+    fs::create_dir_all(&dir).unwrap();
+    let compressed =
+        ruzstd::encoding::compress_to_vec(&bytes[..], ruzstd::encoding::CompressionLevel::Fastest);
+    fs::write(
+        dir.join("rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl.zst"),
+        compressed,
+    )
+    .unwrap();
+    let root = format!("codex={}", home.path().join("codex").display());
+    let listed = ndjson(&run(
+        home.path(),
+        &["--root", &root, "ls", "--json", "--harness", "codex"],
+    ));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["session"], "019c8a4d-8f45-7010-8b5d-7fad920aa6f9");
+    let from_zst = run(
+        home.path(),
+        &["--root", &root, "read", "local:019c8a4d", "--all", "--json"],
+    );
+    assert_eq!(code(&from_zst), 0, "{}", stderr(&from_zst));
+    let plain_root = format!("codex={}", fixture_home("codex").display());
+    let from_plain = run(
+        home.path(),
+        &[
+            "--root",
+            &plain_root,
+            "read",
+            "local:019c8a4d",
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(records(&ndjson(&from_zst)), records(&ndjson(&from_plain)));
+    // Paging the compressed file with --since gives the same ids.
+    let first = ndjson(&run(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "read",
+            "local:019c8a4d",
+            "--head",
+            "--limit",
+            "40",
+            "--json",
+        ],
+    ));
+    let cursor = page(&first)["cursor"].as_str().unwrap().to_string();
+    let rest = ndjson(&run(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "read",
+            "local:019c8a4d",
+            "--since",
+            &cursor,
+            "--limit",
+            "200",
+            "--json",
+        ],
+    ));
+    let mut paged = ids(&records(&first));
+    paged.extend(ids(&records(&rest)));
+    assert_eq!(
+        paged[..],
+        ids(&records(&ndjson(&from_plain)))[..paged.len()]
+    );
+    // A corrupt one is a clear error, exit 6.
+    fs::write(
+        dir.join("rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl.zst"),
+        b"not zstd",
+    )
+    .unwrap();
+    let bad = run(home.path(), &["--root", &root, "read", "local:019c8a4d"]);
+    assert_eq!(code(&bad), 6, "{}", stderr(&bad));
+}
