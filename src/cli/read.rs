@@ -43,6 +43,10 @@ pub struct ReadArgs {
     /// Show tool inputs and results whole instead of shortened.
     #[arg(long)]
     pub full: bool,
+    /// Show secrets as they are: turn off the redaction of API keys, tokens, passwords and
+    /// private keys (on by default, in both outputs).
+    #[arg(long)]
+    pub no_redact: bool,
 }
 
 pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error> {
@@ -61,6 +65,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         mode,
         limit: usize::from(args.limit),
         strict: args.strict,
+        redact: !args.no_redact,
     };
 
     let host = open_host(global, host_name).await?;

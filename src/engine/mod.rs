@@ -6,6 +6,7 @@
 //! - [`claude`]: the Claude Code parser.
 //! - [`session`]: which listed files are sessions, and resolving a user's session argument.
 //! - [`cursor`]: the versioned, validated cursor encoding.
+//! - [`redact`]: the secret rules and the redaction pass over records.
 //! - [`plan`]: the sans-IO read planner (`next_read` / `feed`) behind `--tail`, `--head`,
 //!   `--all` and `--since`.
 
@@ -13,6 +14,7 @@ pub mod claude;
 pub mod cursor;
 pub mod lines;
 pub mod plan;
+pub mod redact;
 pub mod session;
 
 use crate::model::Harness;
