@@ -5,9 +5,11 @@
 //!
 //! Cost. Every string is scanned once for the rules' trigger literals by one Aho-Corasick
 //! automaton (a SIMD "Teddy" search on x86-64 and aarch64); a string with no trigger is left
-//! untouched and not copied. Only the rules whose triggers occur run their regex. Triggers are
-//! case-sensitive (so the SIMD search applies); keyword rules list the lower- and upper-case
-//! spellings, without their first letter so that `Password` and `password` share one.
+//! untouched and not copied. Only the rules whose triggers occur run their regex: a provider
+//! rule searches the string (its regex starts with a literal, so that search is a SIMD skip too),
+//! a keyword rule (`anchored`) tries one anchored match at each of its triggers. Triggers are
+//! case-sensitive (so the SIMD search applies); keyword triggers leave out the keyword's first
+//! letter so that one literal serves `Password` and `password`.
 //!
 //! Confidence. Every rule is meant to be high-confidence: provider tokens by their documented
 //! prefixes and lengths, keyword rules (`Authorization:`, `PASSWORD=`, `scheme://user:pass@`)
@@ -15,10 +17,12 @@
 //! an expression (`api_key=api_key`, `token = os.environ[…]`).
 
 use std::ops::Range;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::{AhoCorasick, Input, MatchKind};
-use regex::{Captures, Regex};
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex_automata::meta::Regex;
+use regex_automata::util::captures::Captures;
+use regex_automata::{Anchored, Input};
 
 use crate::model::{Record, RecordBody};
 
@@ -42,6 +46,9 @@ struct Rule {
     triggers: &'static [&'static str],
     pattern: &'static str,
     replace: Replace,
+    /// The pattern starts one byte before a trigger (the keyword's first letter, which the
+    /// trigger leaves out) and is tried only there, anchored.
+    anchored: bool,
 }
 
 // `\b` below is ASCII-only (see `compile`): Unicode word boundaries would make the regex engine
@@ -59,6 +66,7 @@ const RULES: &[Rule] = &[
         triggers: &["-----BEGIN"],
         pattern: r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?:(?:\s|\\[nr])*[A-Za-z0-9+/=:,-]{16,})*)",
         replace: Replace::Whole,
+        anchored: false,
     },
     // Anthropic API and admin keys. Source: console.anthropic.com keys,
     // e.g. "sk-ant-api03-" + 93 base64url chars + "AA"; "sk-ant-admin01-…".
@@ -67,6 +75,7 @@ const RULES: &[Rule] = &[
         triggers: &["sk-"],
         pattern: r"\bsk-ant-[a-z]{0,8}[0-9]{0,3}-?[A-Za-z0-9_-]{32,}",
         replace: Replace::Whole,
+        anchored: false,
     },
     // OpenAI: project/service-account/admin keys ("sk-proj-" + ~150 base64url chars), legacy
     // user keys ("sk-" + 20 + "T3BlbkFJ" + 20, or 48 alphanumerics).
@@ -76,6 +85,7 @@ const RULES: &[Rule] = &[
         triggers: &["sk-"],
         pattern: r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|\bsk-[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|\bsk-[A-Za-z0-9]{48}\b",
         replace: Replace::Whole,
+        anchored: false,
     },
     // GitHub tokens: classic PAT ghp_, OAuth gho_, user-to-server ghu_, server-to-server ghs_,
     // refresh ghr_ (prefix + 36 base62); fine-grained PAT "github_pat_" + 22 + "_" + 59.
@@ -85,6 +95,7 @@ const RULES: &[Rule] = &[
         triggers: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
         pattern: r"\bgh[pousr]_[A-Za-z0-9]{36,251}\b|\bgithub_pat_[A-Za-z0-9_]{40,}",
         replace: Replace::Whole,
+        anchored: false,
     },
     // GitLab personal/project/group access tokens: "glpat-" + 20 chars (longer in 17.x).
     // Source: docs.gitlab.com/ee/security/token_overview.html.
@@ -93,6 +104,7 @@ const RULES: &[Rule] = &[
         triggers: &["glpat-"],
         pattern: r"\bglpat-[A-Za-z0-9_.-]{20,}",
         replace: Replace::Whole,
+        anchored: false,
     },
     // AWS access key ids: long-term "AKIA", temporary (STS) "ASIA", + 16 upper-case base32.
     // Source: docs.aws.amazon.com IAM identifiers; e.g. "AKIAIOSFODNN7EXAMPLE".
@@ -101,6 +113,7 @@ const RULES: &[Rule] = &[
         triggers: &["AKIA", "ASIA"],
         pattern: r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
         replace: Replace::Whole,
+        anchored: false,
     },
     // AWS secret access keys (40 base64 chars), only where assigned to their name, as in
     // ~/.aws/credentials, env files and JSON: "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".
@@ -109,6 +122,7 @@ const RULES: &[Rule] = &[
         triggers: &["ecret", "ECRET"],
         pattern: r#"(?i)aws_?secret_?(?:access_?)?key["']?[ \t]*(?:=>|:=|=|:)[ \t]*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
         replace: Replace::Value,
+        anchored: false,
     },
     // Slack tokens: bot xoxb-, user xoxp-, app-level xoxa-, refresh xoxr-, legacy xoxs-.
     // Source: api.slack.com/authentication/token-types; e.g. "xoxb-1234567890-1234567890123-AbCd…".
@@ -117,6 +131,7 @@ const RULES: &[Rule] = &[
         triggers: &["xox"],
         pattern: r"\bxox[baprs]-[A-Za-z0-9-]{10,}",
         replace: Replace::Whole,
+        anchored: false,
     },
     // Slack incoming webhooks: https://hooks.slack.com/services/T…/B…/<24 chars>.
     // Source: api.slack.com/messaging/webhooks.
@@ -125,6 +140,7 @@ const RULES: &[Rule] = &[
         triggers: &["hooks.slack.com"],
         pattern: r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{16,}",
         replace: Replace::Whole,
+        anchored: false,
     },
     // Stripe secret and restricted keys, live and test: "sk_live_" / "rk_live_" + 24–99 base62.
     // Source: docs.stripe.com/keys.
@@ -133,6 +149,7 @@ const RULES: &[Rule] = &[
         triggers: &["k_live_", "k_test_"],
         pattern: r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",
         replace: Replace::Whole,
+        anchored: false,
     },
     // Google API keys: "AIza" + 35 base64url chars. Source: cloud.google.com/docs/authentication/api-keys.
     Rule {
@@ -140,6 +157,7 @@ const RULES: &[Rule] = &[
         triggers: &["AIza"],
         pattern: r"\bAIza[0-9A-Za-z_-]{35}",
         replace: Replace::Whole,
+        anchored: false,
     },
     // Twilio account SIDs ("AC") and API key SIDs ("SK") + 32 lower-case hex, in text that
     // names Twilio (alone, "AC"/"SK" + hex is too common a shape). Twilio auth tokens are
@@ -150,6 +168,7 @@ const RULES: &[Rule] = &[
         triggers: &["twilio", "Twilio", "TWILIO"],
         pattern: r"\b(?:AC|SK)[0-9a-f]{32}\b",
         replace: Replace::Whole,
+        anchored: false,
     },
     // npm access tokens: "npm_" + 36 base62. Source: github.blog 2021-09 npm token format.
     Rule {
@@ -157,6 +176,7 @@ const RULES: &[Rule] = &[
         triggers: &["npm_"],
         pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
         replace: Replace::Whole,
+        anchored: false,
     },
     // PyPI API tokens: "pypi-" + a macaroon whose base64 starts "AgE" (e.g. "pypi-AgEIcHlwaS5vcmc…").
     // Source: pypi.org/help/#apitoken.
@@ -165,6 +185,7 @@ const RULES: &[Rule] = &[
         triggers: &["pypi-"],
         pattern: r"\bpypi-AgE[A-Za-z0-9_-]{50,}",
         replace: Replace::Whole,
+        anchored: false,
     },
     // JSON Web Tokens: base64url header and payload that both start `{"` ("eyJ"), and a
     // signature (empty for alg "none"). Source: RFC 7519; e.g. "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig".
@@ -173,6 +194,7 @@ const RULES: &[Rule] = &[
         triggers: &["eyJ"],
         pattern: r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
         replace: Replace::Whole,
+        anchored: false,
     },
     // HTTP `Authorization:` / `Proxy-Authorization:` values, after the scheme word when there
     // is one: "Authorization: Bearer abc.def", "-H 'authorization: token 0123…'",
@@ -180,8 +202,9 @@ const RULES: &[Rule] = &[
     Rule {
         name: "authorization",
         triggers: &["uthorization", "UTHORIZATION"],
-        pattern: r#"(?i)authorization["']?[ \t]*[:=][ \t]*["']?(?:(?:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?(?P<bare>[^\s"'`,;]+)"#,
+        pattern: r#"(?i-u:authorization)["']?[ \t]*[:=][ \t]*["']?(?:(?i-u:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?(?P<bare>[^\s"'`,;]+)"#,
         replace: Replace::Value,
+        anchored: true,
     },
     // Passwords in URLs: scheme://user:PASSWORD@host — only the password goes.
     // Source: RFC 3986 §3.2.1; e.g. "postgres://app:s3cret@db:5432/app".
@@ -190,6 +213,7 @@ const RULES: &[Rule] = &[
         triggers: &["://"],
         pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:@/?#"'<>\[\]]+:([^\s@/?#"'<>]+)@"#,
         replace: Replace::Value,
+        anchored: false,
     },
     // Secret-named assignments in env files, shells, config and code: the value after
     // `PASSWORD=`, `DB_PASSWORD: `, `"api_key": "…"`, `SECRET_KEY => '…'`, `GITHUB_TOKEN=…`.
@@ -197,10 +221,8 @@ const RULES: &[Rule] = &[
     Rule {
         name: "assignment",
         triggers: &[
-            "assword",
-            "ASSWORD",
-            "asswd",
-            "ASSWD",
+            "assw",
+            "ASSW",
             "assphrase",
             "ASSPHRASE",
             "ecret",
@@ -210,6 +232,7 @@ const RULES: &[Rule] = &[
             "pi_key",
             "PI_KEY",
             "pi-key",
+            "pi-Key",
             "PI-KEY",
             "pikey",
             "piKey",
@@ -218,26 +241,27 @@ const RULES: &[Rule] = &[
             "ccessKey",
             "CCESS_KEY",
             "rivate_key",
+            "rivateKey",
             "RIVATE_KEY",
         ],
-        pattern: r#"(?i)\b[a-z0-9_.-]*(?:password|passwd|passphrase|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key)["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|(?P<bare>[^\s"'`,;)\]}]+))"#,
+        pattern: r#"(?i-u:passw(?:or)?d|passphrase|secret(?:[_-]?access)?(?:[_-]?key)?|token|api[_-]?key|access[_-]?key|private[_-]?key)["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|(?P<bare>[^\s"'`,;)\]}]+))"#,
         replace: Replace::Value,
+        anchored: true,
     },
 ];
 
 /// Object keys whose string value is a secret as a whole (`{"password": "…"}` in a tool
 /// input): the `assignment` key names, and `authorization`.
-const KEY_NAME: &str = r"(?i)^[a-z0-9_.-]*(?:password|passwd|passphrase|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|authorization)$";
+const KEY_NAME_PATTERN: &str = r"(?i)^[a-z0-9_.-]*(?:password|passwd|passphrase|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|authorization)$";
 
-struct Compiled {
-    /// Every rule's triggers, deduplicated; `masks[pattern]` says which rules a trigger wakes.
-    triggers: AhoCorasick,
+/// Every rule's triggers in one automaton.
+struct Triggers {
+    /// The distinct trigger literals; `masks[pattern]` says which rules one wakes.
+    automaton: AhoCorasick,
     masks: Vec<u32>,
-    regexes: Vec<Regex>,
-    key_name: Regex,
 }
 
-fn compile() -> Compiled {
+static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
     const { assert!(RULES.len() <= 32, "rule masks are u32") };
     let mut literals: Vec<&str> = Vec::new();
     let mut masks: Vec<u32> = Vec::new();
@@ -252,35 +276,74 @@ fn compile() -> Compiled {
             }
         }
     }
-    // Leftmost-first, because only that kind gets the SIMD prefilter; `rules_in` restarts one
-    // byte after each match so that overlapping triggers are still seen.
-    let triggers = AhoCorasick::builder()
+    // Leftmost-first, because only that kind gets the SIMD prefilter; `hits` restarts one byte
+    // after each match so that overlapping triggers are still seen.
+    let automaton = AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostFirst)
         .build(&literals)
         .expect("trigger literals build");
-    let regexes = RULES
-        .iter()
-        .map(|r| Regex::new(&r.pattern.replace(r"\b", r"(?-u:\b)")).expect("rule regex"))
-        .collect();
-    Compiled {
-        triggers,
-        masks,
-        regexes,
-        key_name: Regex::new(KEY_NAME).expect("key name regex"),
-    }
+    Triggers { automaton, masks }
+});
+
+/// How far past its trigger an anchored rule's match may reach: keyword, separator and value.
+/// A longer value is left as it is (nobody's password is 1 KiB).
+const ANCHORED_WINDOW: usize = 1024;
+
+/// Each rule's regex, compiled the first time a trigger wakes it (most reads need none).
+static REGEXES: [OnceLock<Regex>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
+
+fn regex(i: usize) -> &'static Regex {
+    REGEXES[i].get_or_init(|| {
+        // ASCII `\b`: a Unicode word boundary would make the engine leave its DFA on non-ASCII
+        // text, and every token shape here is ASCII.
+        Regex::new(&RULES[i].pattern.replace(r"\b", r"(?-u:\b)")).expect("rule regex")
+    })
 }
 
-static COMPILED: LazyLock<Compiled> = LazyLock::new(compile);
+static KEY_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(KEY_NAME_PATTERN).expect("key name regex"));
 
-/// The rules whose triggers occur in `text`, as a bit mask over [`RULES`].
-fn rules_in(c: &Compiled, text: &str) -> u32 {
-    let mut mask = 0;
-    let mut at = 0;
-    while let Some(m) = c.triggers.find(Input::new(text).span(at..text.len())) {
-        mask |= c.masks[m.pattern().as_usize()];
-        at = m.start() + 1;
-    }
-    mask
+/// Where triggers occur in `text`: (start, rules woken), in order. Matches do not overlap, so
+/// a trigger inside another's occurrence is not seen; `tests::triggers_are_consistent` keeps
+/// the table free of triggers that could hide each other.
+fn hits(text: &str) -> Vec<(usize, u32)> {
+    let t = &*TRIGGERS;
+    t.automaton
+        .find_iter(text)
+        .map(|m| (m.start(), t.masks[m.pattern().as_usize()]))
+        .collect()
+}
+
+/// Moves hits past the ranges just replaced by `[REDACTED:<name>]` (`label_len` bytes) and
+/// drops those inside them.
+fn shift(hits: &mut Vec<(usize, u32)>, ranges: &[Range<usize>], label_len: usize) {
+    let mut next = 0;
+    let mut delta: isize = 0;
+    hits.retain_mut(|(at, _)| {
+        while next < ranges.len() && ranges[next].end <= *at {
+            delta += label_len as isize - ranges[next].len() as isize;
+            next += 1;
+        }
+        if next < ranges.len() && ranges[next].start <= *at {
+            return false;
+        }
+        *at = at
+            .checked_add_signed(delta)
+            .expect("shifted hit stays in the text");
+        true
+    });
+}
+
+/// A cheap look before an anchored rule's regex: after the keyword, an optional quote and
+/// blanks, is there an `=` or `:`? Prose ("the token is", "tokens") stops here.
+fn may_assign(text: &str, trigger_at: usize) -> bool {
+    let mut rest = text.as_bytes()[trigger_at..]
+        .iter()
+        .skip_while(|b| b.is_ascii_alphanumeric() || **b == b'_' || **b == b'-')
+        .peekable();
+    rest.next_if(|b| matches!(b, b'"' | b'\''));
+    rest.find(|b| !matches!(b, b' ' | b'\t'))
+        .is_some_and(|b| matches!(b, b'=' | b':'))
 }
 
 /// A value that stands for a secret rather than being one: empty, a variable or template
@@ -333,57 +396,89 @@ fn is_code(value: &str) -> bool {
 }
 
 /// What to replace in one match of `rule`, or `None` to keep it.
-fn target(rule: &Rule, caps: &Captures<'_>) -> Option<Range<usize>> {
+fn target(rule: &Rule, caps: &Captures, haystack: &str) -> Option<Range<usize>> {
+    let whole = caps.get_match()?.range();
     match rule.replace {
-        Replace::Whole => Some(caps.get(0)?.range()),
+        Replace::Whole => Some(whole),
         Replace::Value => {
-            let value = caps.iter().skip(1).flatten().next()?;
+            let value = (1..caps.group_len())
+                .find_map(|g| caps.get_group(g))?
+                .range();
             let bare = caps
-                .name("bare")
-                .is_some_and(|b| b.range() == value.range());
-            if is_placeholder(value.as_str()) || (bare && is_code(value.as_str())) {
+                .get_group_by_name("bare")
+                .is_some_and(|b| b.range() == value);
+            let text = &haystack[value.clone()];
+            if is_placeholder(text) || (bare && is_code(text)) {
                 return None;
             }
-            Some(value.range())
+            Some(value)
         }
     }
+}
+
+/// `text` with each range replaced by `[REDACTED:<name>]`; ranges are in order, disjoint.
+fn splice(text: &str, ranges: &[Range<usize>], name: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for range in ranges {
+        out.push_str(&text[at..range.start]);
+        out.push_str("[REDACTED:");
+        out.push_str(name);
+        out.push(']');
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// Redacts `text`: `Some((redacted, count))` when anything was replaced, `None` (and no copy)
 /// otherwise.
 pub fn redact_text(text: &str) -> Option<(String, usize)> {
-    let c = &*COMPILED;
     // The common case: no trigger at all, one SIMD scan.
-    if !c.triggers.is_match(text) {
+    let mut hits = hits(text);
+    if hits.is_empty() {
         return None;
     }
-    let mask = rules_in(c, text);
+    let woken = hits.iter().fold(0, |mask, hit| mask | hit.1);
     let mut current: Option<String> = None;
     let mut count = 0;
     for (i, rule) in RULES.iter().enumerate() {
-        if mask & (1 << i) == 0 {
+        let bit = 1u32 << i;
+        if woken & bit == 0 {
             continue;
         }
         let haystack = current.as_deref().unwrap_or(text);
-        let mut replaced = 0;
-        let out = c.regexes[i].replace_all(haystack, |caps: &Captures<'_>| {
-            let whole = caps.get(0).expect("group 0");
-            match target(rule, caps) {
-                Some(range) => {
-                    replaced += 1;
-                    format!(
-                        "{}[REDACTED:{}]{}",
-                        &haystack[whole.start()..range.start],
-                        rule.name,
-                        &haystack[range.end..whole.end()]
-                    )
+        let re = regex(i);
+        let mut ranges = Vec::new();
+        if rule.anchored {
+            let mut caps = re.create_captures();
+            let mut done = 0;
+            for &(at, mask) in &hits {
+                if mask & bit == 0 || at == 0 || at - 1 < done || !may_assign(haystack, at) {
+                    continue;
                 }
-                None => whole.as_str().to_string(),
+                // A bounded window: the capture engine's cost grows with the span it is given.
+                let end = haystack.len().min(at + ANCHORED_WINDOW);
+                let input = Input::new(haystack)
+                    .span(at - 1..end)
+                    .anchored(Anchored::Yes);
+                re.search_captures(&input, &mut caps);
+                if let Some(m) = caps.get_match() {
+                    done = m.end();
+                    ranges.extend(target(rule, &caps, haystack));
+                }
             }
-        });
-        if replaced > 0 {
-            count += replaced;
-            current = Some(out.into_owned());
+        } else {
+            for caps in re.captures_iter(haystack) {
+                ranges.extend(target(rule, &caps, haystack));
+            }
+        }
+        if !ranges.is_empty() {
+            count += ranges.len();
+            let redacted = splice(haystack, &ranges, rule.name);
+            // Later rules see the redacted text; the triggers move with it.
+            shift(&mut hits, &ranges, "[REDACTED:]".len() + rule.name.len());
+            current = Some(redacted);
         }
     }
     current.map(|s| (s, count))
@@ -407,22 +502,20 @@ pub fn redact_json(value: &mut serde_json::Value) -> usize {
     match value {
         serde_json::Value::String(s) => redact_string(s),
         serde_json::Value::Array(items) => items.iter_mut().map(redact_json).sum(),
-        serde_json::Value::Object(map) => {
-            let c = &*COMPILED;
-            map.iter_mut()
-                .map(|(key, v)| match v {
-                    serde_json::Value::String(s)
-                        if c.triggers.is_match(key.as_str())
-                            && c.key_name.is_match(key)
-                            && !is_placeholder(s) =>
-                    {
-                        let n = redact_string(s);
-                        if n > 0 { n } else { redact_named_value(key, s) }
-                    }
-                    _ => redact_json(v),
-                })
-                .sum()
-        }
+        serde_json::Value::Object(map) => map
+            .iter_mut()
+            .map(|(key, v)| match v {
+                serde_json::Value::String(s)
+                    if TRIGGERS.automaton.is_match(key.as_str())
+                        && KEY_NAME.is_match(key.as_str())
+                        && !is_placeholder(s) =>
+                {
+                    let n = redact_string(s);
+                    if n > 0 { n } else { redact_named_value(key, s) }
+                }
+                _ => redact_json(v),
+            })
+            .sum(),
         _ => 0,
     }
 }
