@@ -9,6 +9,7 @@ mod architecture;
 mod cli_local;
 mod common;
 mod fixtures;
+mod redaction;
 mod ssh_transport;
 mod sshd_fixture;
 mod support;
