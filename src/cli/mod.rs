@@ -3,7 +3,9 @@
 //! I/O: a bad `--limit` or cursor exits 2 before a connection is made.
 
 mod common;
+mod completions;
 mod ls;
+mod man;
 mod read;
 
 use std::io::Write;
@@ -41,9 +43,13 @@ pub enum Command {
     Read(read::ReadArgs),
     /// List sessions on hosts (default: local).
     Ls(ls::LsArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff).
+    Man(man::ManArgs),
 }
 
-const SUBCOMMANDS: &[&str] = &["read", "ls", "help"];
+const SUBCOMMANDS: &[&str] = &["read", "ls", "completions", "man", "help"];
 /// Global options that take a value (so the shorthand scan can skip their values).
 const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
 
@@ -102,6 +108,8 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Read(args) => read::run(&cli.global, args).await,
             Command::Ls(args) => ls::run(&cli.global, args).await,
+            Command::Completions(args) => completions::run(args),
+            Command::Man(args) => man::run(args),
         }
     });
     match result {

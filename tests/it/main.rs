@@ -8,6 +8,7 @@
 mod architecture;
 mod cli_local;
 mod common;
+mod completions;
 mod fixtures;
 mod redaction;
 mod ssh_transport;
