@@ -228,6 +228,7 @@ pub async fn check_host<H: Host>(
                     mode,
                     limit,
                     strict: false,
+                    redact: true,
                 },
                 |_| {},
             )

@@ -5,6 +5,7 @@
 use crate::engine::SourceCtx;
 use crate::engine::cursor::{CursorError, binding};
 use crate::engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
+use crate::engine::redact;
 use crate::engine::session::{self, ResolveError, SessionFile, SessionQuery};
 use crate::host::{FileRef, Host, HostError};
 use crate::model::{ByteRange, Harness, Listing, Record, RootSpec};
@@ -135,6 +136,7 @@ pub async fn read_page<H: Host>(
         cursor.check_binding(&binding(&ctx.host, ctx.harness.name(), &ctx.session))?;
     }
     let stream = matches!(request.mode, Mode::All);
+    let request_redact = request.redact;
     let file = FileRef {
         harness: session.harness(),
         root: session.entry.root.clone(),
@@ -166,13 +168,25 @@ pub async fn read_page<H: Host>(
                 source,
             })?;
         if stream {
-            let records = plan.take_records();
+            let mut records = plan.take_records();
             if !records.is_empty() {
+                redact_records(request_redact, &mut records);
                 emit(records);
             }
         }
     }
-    Ok(plan.finish())
+    let mut page = plan.finish();
+    redact_records(request_redact, &mut page.records);
+    Ok(page)
+}
+
+/// Secrets never leave the reader: every record is redacted before anyone renders it.
+fn redact_records(redact: bool, records: &mut [Record]) {
+    if redact {
+        records.iter_mut().for_each(|r| {
+            redact::redact_record(r);
+        });
+    }
 }
 
 /// Reads a whole compressed file (at most the 64 MiB source bound) and decompresses it (the

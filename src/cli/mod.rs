@@ -4,8 +4,10 @@
 
 mod check;
 mod common;
+mod completions;
 mod hosts;
 mod ls;
+mod man;
 mod read;
 mod resume;
 mod script;
@@ -54,9 +56,23 @@ pub enum Command {
     Resume(resume::ResumeArgs),
     /// Print the exec string and stdin a host would be sent for one primitive (no connection).
     Script(script::ScriptArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff).
+    Man(man::ManArgs),
 }
 
-const SUBCOMMANDS: &[&str] = &["read", "ls", "check", "hosts", "resume", "script", "help"];
+const SUBCOMMANDS: &[&str] = &[
+    "read",
+    "ls",
+    "check",
+    "hosts",
+    "resume",
+    "script",
+    "completions",
+    "man",
+    "help",
+];
 /// Global options that take a value (so the shorthand scan can skip their values).
 const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
 
@@ -119,6 +135,8 @@ pub fn main() -> ExitCode {
             Command::Hosts(args) => hosts::run(&cli.global, args).await,
             Command::Resume(args) => resume::run(&cli.global, args).await,
             Command::Script(args) => script::run(&cli.global, args),
+            Command::Completions(args) => completions::run(args),
+            Command::Man(args) => man::run(args),
         }
     });
     match result {

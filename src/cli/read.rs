@@ -54,6 +54,10 @@ pub struct ReadArgs {
     /// Seconds between polls with --follow (fractions allowed).
     #[arg(long, default_value_t = 2.0, value_name = "SECS", requires = "follow")]
     pub interval: f64,
+    /// Show secrets as they are: turn off the redaction of API keys, tokens, passwords and
+    /// private keys (on by default, in both outputs).
+    #[arg(long)]
+    pub no_redact: bool,
 }
 
 pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error> {
@@ -82,6 +86,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         mode,
         limit: usize::from(args.limit),
         strict: args.strict,
+        redact: !args.no_redact,
     };
 
     let opened = open_host(global, &hosts, host_name)?;
@@ -101,7 +106,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
     }
     let page = page?;
     if args.follow {
-        printer.follow(page.cursor, interval, args.strict).await?;
+        printer
+            .follow(page.cursor, interval, args.strict, !args.no_redact)
+            .await?;
     }
     Ok(exit::OK)
 }
@@ -152,6 +159,7 @@ impl<W: Write> PagePrinter<'_, W> {
         mut cursor: Cursor,
         interval: Duration,
         strict: bool,
+        redact: bool,
     ) -> Result<(), Error> {
         let ctrl_c = tokio::signal::ctrl_c();
         tokio::pin!(ctrl_c);
@@ -168,6 +176,7 @@ impl<W: Write> PagePrinter<'_, W> {
                         mode: Mode::Since(cursor.clone()),
                         limit: MAX_LIMIT,
                         strict,
+                        redact,
                     };
                     let page = self.print(request, false).await?;
                     cursor = page.cursor;

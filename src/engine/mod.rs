@@ -7,6 +7,7 @@
 //! - [`resume`]: each harness's resume command and where a session's directory is written.
 //! - [`session`]: which listed files are sessions, and resolving a user's session argument.
 //! - [`cursor`]: the versioned, validated cursor encoding.
+//! - [`redact`]: the secret rules and the redaction pass over records.
 //! - [`plan`]: the sans-IO read planner (`next_read` / `feed`) behind `--tail`, `--head`,
 //!   `--all` and `--since`.
 
@@ -19,6 +20,7 @@ pub mod lines;
 pub mod pi;
 pub mod plan;
 pub(crate) mod records;
+pub mod redact;
 pub mod resume;
 pub mod session;
 

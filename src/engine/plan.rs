@@ -39,6 +39,9 @@ pub struct PageRequest {
     pub mode: Mode,
     pub limit: usize,
     pub strict: bool,
+    /// Replace secrets in the records with `[REDACTED:<rule>]` ([`super::redact`]); the
+    /// driver applies it to each record before it is handed on.
+    pub redact: bool,
 }
 
 /// One page of records, and where to continue.
@@ -869,6 +872,7 @@ mod tests {
                 mode,
                 limit,
                 strict,
+                redact: false,
             },
             file.len() as u64,
         );
