@@ -49,11 +49,17 @@ fn role_color(record: &Record) -> &'static str {
 }
 
 /// `HH:MM:SS` of an RFC 3339 timestamp, or blanks.
+/// `HH:MM:SS` of an RFC 3339 timestamp in the local time zone (`TZ`), or blanks. A timestamp
+/// that does not parse is shown as the source wrote it, cut to the same width.
 fn time_of(ts: Option<&str>) -> String {
-    ts.and_then(|t| t.get(11..19))
-        .filter(|t| t.as_bytes()[2] == b':')
-        .unwrap_or("        ")
-        .to_string()
+    let Some(ts) = ts else { return " ".repeat(8) };
+    match ts.parse::<jiff::Timestamp>() {
+        Ok(t) => t
+            .to_zoned_datetime(jiff::tz::TimeZone::system())
+            .strftime("%H:%M:%S")
+            .to_string(),
+        Err(_) => format!("{:<8.8}", ts.get(11..).unwrap_or(ts)),
+    }
 }
 
 /// Shortens to `SHORT_LINES` lines and `SHORT_CHARS` characters, saying what was left out.
@@ -99,6 +105,12 @@ pub fn record(out: &mut impl Write, record: &Record, options: &TextOptions) -> i
             text,
             kind: TextKind::Thinking,
         } => shorten(text, options.full),
+        // Notices are the reader's own remarks and the harness's events: marked, so they
+        // never read as something a person or the model said.
+        RecordBody::Text {
+            text,
+            kind: TextKind::Notice,
+        } => format!("! {text}"),
         RecordBody::Text { text, .. } => text.clone(),
         RecordBody::ToolCall { name, input, .. } => {
             let input = serde_json::to_string(input).unwrap_or_default();

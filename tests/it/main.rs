@@ -21,3 +21,4 @@ mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;
 mod support;
+mod text_snapshots;
