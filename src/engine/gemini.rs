@@ -173,26 +173,15 @@ fn display_text(value: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::test_support;
     use crate::model::{Harness, Record, RecordBody, RecordKind};
 
     fn records(line: &str) -> Vec<Record> {
-        let ctx = SourceCtx {
-            host: "local".into(),
-            harness: Harness::Gemini,
-            session: "s".into(),
-            agent: None,
-        };
-        match parse_line(&ctx, 9, line.as_bytes()) {
-            LineOutcome::Records(r) => r,
-            LineOutcome::Malformed(e) => panic!("malformed: {e}"),
-        }
+        test_support::records(Harness::Gemini, 9, line)
     }
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {
-        records(line)
-            .iter()
-            .map(|r| (r.id.clone(), r.kind()))
-            .collect()
+        test_support::summary(&records(line))
     }
 
     #[test]

@@ -109,27 +109,15 @@ pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::engine::test_support;
     use crate::model::{Harness, Record, RecordBody, RecordKind};
 
     fn records(line: &str) -> Vec<Record> {
-        let ctx = SourceCtx {
-            host: "local".into(),
-            harness: Harness::Grok,
-            session: "s".into(),
-            agent: None,
-        };
-        match parse_line(&ctx, 7, line.as_bytes()) {
-            LineOutcome::Records(r) => r,
-            LineOutcome::Malformed(e) => panic!("malformed: {e}"),
-        }
+        test_support::records(Harness::Grok, 7, line)
     }
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {
-        records(line)
-            .iter()
-            .map(|r| (r.id.clone(), r.kind()))
-            .collect()
+        test_support::summary(&records(line))
     }
 
     #[test]

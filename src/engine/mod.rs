@@ -37,3 +37,33 @@ pub struct SourceCtx {
     /// Set when the whole file is a subagent's transcript.
     pub agent: Option<String>,
 }
+
+/// What the parsers' unit tests share: a source context and "parse this line or fail".
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::SourceCtx;
+    use super::lines::LineOutcome;
+    use crate::model::{Harness, Record, RecordKind};
+
+    pub(crate) fn ctx(harness: Harness) -> SourceCtx {
+        SourceCtx {
+            host: "local".into(),
+            harness,
+            session: "s".into(),
+            agent: None,
+        }
+    }
+
+    /// The records of one line that must parse, read at `offset`.
+    pub(crate) fn records(harness: Harness, offset: u64, line: &str) -> Vec<Record> {
+        match super::lines::parse_line(&ctx(harness), offset, line.as_bytes()) {
+            LineOutcome::Records(r) => r,
+            LineOutcome::Malformed(e) => panic!("malformed: {e}"),
+        }
+    }
+
+    /// (id, kind) of each record: what most parser tests compare.
+    pub(crate) fn summary(records: &[Record]) -> Vec<(String, RecordKind)> {
+        records.iter().map(|r| (r.id.clone(), r.kind())).collect()
+    }
+}

@@ -205,29 +205,15 @@ fn blocks_text(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::test_support;
     use crate::model::{Harness, Record, RecordBody, RecordKind};
 
-    fn ctx() -> SourceCtx {
-        SourceCtx {
-            host: "local".into(),
-            harness: Harness::Pi,
-            session: "s".into(),
-            agent: None,
-        }
-    }
-
     fn records(line: &str) -> Vec<Record> {
-        match parse_line(&ctx(), 40, line.as_bytes()) {
-            LineOutcome::Records(r) => r,
-            LineOutcome::Malformed(e) => panic!("malformed: {e}"),
-        }
+        test_support::records(Harness::Pi, 40, line)
     }
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {
-        records(line)
-            .iter()
-            .map(|r| (r.id.clone(), r.kind()))
-            .collect()
+        test_support::summary(&records(line))
     }
 
     #[test]

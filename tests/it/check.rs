@@ -3,11 +3,11 @@
 //! never corrupt the state file.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{BIN, code, ndjson, stderr};
+use crate::support::{code, ndjson, stderr};
 
 fn line(uuid: &str) -> String {
     format!(
@@ -17,13 +17,7 @@ fn line(uuid: &str) -> String {
 }
 
 fn run(home: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .output()
-        .unwrap()
+    crate::support::clankie(home).args(args).output().unwrap()
 }
 
 fn activity(out: &Output) -> Vec<Value> {
@@ -160,7 +154,7 @@ fn concurrent_runs_never_corrupt_the_state() {
         std::fs::write(dir.join("dddddddd-00.jsonl"), line("x").repeat(round + 1)).unwrap();
         let wait = if round % 2 == 0 { "0" } else { "20" };
         let spawn = || {
-            Command::new(BIN)
+            crate::support::clankie(home.path())
                 .args([
                     "check",
                     "local",
@@ -170,9 +164,6 @@ fn concurrent_runs_never_corrupt_the_state() {
                     "--wait",
                     wait,
                 ])
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", home.path())
                 .output()
         };
         let (one, two) = std::thread::scope(|s| {

@@ -2,10 +2,8 @@
 //! is recognised as "no sh", PowerShell is tried next (and `-v` says so); when PowerShell is
 //! missing too, the run exits 3 naming both attempts.
 
-use std::process::Command;
-
 use crate::common::sshd::sshd_or_skip;
-use crate::support::{BIN, code, stderr};
+use crate::support::{code, stderr};
 
 /// A login shell that answers every command the way cmd.exe does when the program is missing.
 const CMD_IMITATION: &str = r#"#!/bin/sh
@@ -20,7 +18,7 @@ fn auto_switches_to_powershell_and_names_both_attempts() {
     let Some(sshd) = sshd_or_skip() else { return };
     let alias = sshd.add_script_user("ck_wincmd", CMD_IMITATION);
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
+    let out = crate::support::clankie(home.path())
         .args([
             "--ssh-config",
             sshd.ssh_config().to_str().unwrap(),
@@ -28,9 +26,6 @@ fn auto_switches_to_powershell_and_names_both_attempts() {
             "ls",
             &alias,
         ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
         .output()
         .unwrap();
     let err = stderr(&out);
@@ -48,16 +43,13 @@ fn auto_switches_to_powershell_and_names_both_attempts() {
         "names the PowerShell attempt: {err}"
     );
     // Without -v: one line.
-    let quiet = Command::new(BIN)
+    let quiet = crate::support::clankie(home.path())
         .args([
             "--ssh-config",
             sshd.ssh_config().to_str().unwrap(),
             "ls",
             &alias,
         ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
         .output()
         .unwrap();
     assert_eq!(code(&quiet), 3);

@@ -4,14 +4,14 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::sshd::sshd_or_skip;
-use crate::support::{BIN, code, ids, ndjson, records, stderr};
+use crate::support::{code, ids, ndjson, records, stderr};
 
 fn record_line(i: usize) -> String {
     format!(
@@ -51,11 +51,8 @@ fn write_slowly(path: &Path, count: usize, max_chunk: usize, mut midway: impl Fn
 
 /// Starts `--follow --json` and a thread that forwards its record lines.
 fn follow(args: &[String], home: &Path) -> (Child, mpsc::Receiver<Value>) {
-    let mut child = Command::new(BIN)
+    let mut child = crate::support::clankie(home)
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -183,7 +180,7 @@ fn follows_over_ssh_through_a_dropped_connection() {
     assert!(killed > 0, "no connection was killed");
     let (got, err) = collect(child, rx, count + 1, Duration::from_secs(300));
     assert!(err.contains("retrying"), "the drop was not reported: {err}");
-    let out = Command::new(BIN)
+    let out = crate::support::clankie(home.path())
         .args([
             "--ssh-config",
             &ssh_config,
@@ -192,9 +189,6 @@ fn follows_over_ssh_through_a_dropped_connection() {
             "--all",
             "--json",
         ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));

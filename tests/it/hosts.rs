@@ -1,20 +1,17 @@
 //! `hosts --check` against the real sshd: a noisy `.bashrc` is flagged with the fix, a missing
 //! harness root is named, an unreachable host fails with exit 3.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 use crate::common::sshd::{Sshd, sshd_or_skip};
-use crate::support::{BIN, code, ndjson, stderr};
+use crate::support::{code, ndjson, stderr};
 
 fn run(sshd: &Sshd, home: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(BIN)
+    crate::support::clankie(home)
         .args(["--ssh-config", sshd.ssh_config().to_str().unwrap()])
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
         .output()
         .unwrap()
 }

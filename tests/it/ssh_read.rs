@@ -8,18 +8,15 @@ use std::process::Output;
 use serde_json::Value;
 
 use crate::common::sshd::{Sshd, TEST_USERS, sshd_or_skip};
-use crate::support::{BIN, code, ids, ndjson, page, records, stderr};
+use crate::support::{code, ids, ndjson, page, records, stderr};
 
 /// Runs the binary with the fixture's SSH config; HOME is a fresh temp dir so nothing of the
 /// runner's own ~/.ssh leaks in.
 fn run_ssh(sshd: &Sshd, home: &Path, args: &[&str]) -> Output {
     let mut full = vec!["--ssh-config", sshd.ssh_config().to_str().unwrap()];
     full.extend_from_slice(args);
-    std::process::Command::new(BIN)
+    crate::support::clankie(home)
         .args(&full)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
         .output()
         .expect("run clankie-read")
 }
@@ -304,11 +301,8 @@ fn host_key_and_auth_failures_exit_3_with_one_line() {
         ("t-closed", "connect"),
     ];
     for (alias, says) in cases {
-        let out = std::process::Command::new(BIN)
+        let out = crate::support::clankie(home.path())
             .args(["--ssh-config", config_path.to_str().unwrap(), "ls", alias])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home.path())
             .output()
             .unwrap();
         let err = stderr(&out);
@@ -322,16 +316,13 @@ fn host_key_and_auth_failures_exit_3_with_one_line() {
         std::fs::read_to_string(dir.path().join("known_unknown")).unwrap(),
         ""
     );
-    let good = std::process::Command::new(BIN)
+    let good = crate::support::clankie(home.path())
         .args([
             "--ssh-config",
             config_path.to_str().unwrap(),
             "ls",
             "t-good",
         ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
         .output()
         .unwrap();
     assert_eq!(code(&good), 0, "{}", stderr(&good));

@@ -14,13 +14,16 @@ pub fn fixtures_home() -> std::path::PathBuf {
 /// Runs the binary with `args`, with an empty environment apart from PATH and HOME, so the
 /// user's own `~/.claude` can never leak into a test.
 pub fn run(home: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env_clear()
+    clankie(home).args(args).output().expect("run clankie-read")
+}
+
+/// The binary with an empty environment apart from PATH and HOME (add more with `.env`).
+pub fn clankie(home: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .output()
-        .expect("run clankie-read")
+        .env("HOME", home);
+    cmd
 }
 
 /// The output's lines as JSON values; panics on a line that is not JSON.
