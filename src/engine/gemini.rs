@@ -17,6 +17,27 @@ use super::lines::LineOutcome;
 use super::records::{Out, object_line, str_of};
 use crate::model::TextKind;
 
+/// Parses a legacy whole-document session (`session-*.json`: `{sessionId, messages: [...]}`).
+/// Its messages have the shape of the JSONL message lines, so each goes through [`parse_line`]
+/// with its ordinal standing in for the offset (ids come from message ids, so they do not
+/// depend on it). A document that is not JSON, or has no `messages` array, is an error.
+pub fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<crate::model::Record>, String> {
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
+    let messages = doc
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "no `messages` array: not a Gemini session document".to_string())?;
+    let mut records = Vec::new();
+    for (ordinal, message) in messages.iter().enumerate() {
+        let line = serde_json::to_vec(message).expect("a JSON value serializes");
+        match parse_line(ctx, ordinal as u64, &line) {
+            LineOutcome::Records(mut r) => records.append(&mut r),
+            LineOutcome::Malformed(reason) => return Err(reason),
+        }
+    }
+    Ok(records)
+}
+
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
 pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     let map = match object_line(ctx, offset, line) {
@@ -174,6 +195,18 @@ fn display_text(value: Option<&Value>) -> String {
 mod tests {
     use super::*;
     use crate::engine::test_support;
+
+    #[test]
+    fn legacy_document_reads_like_lines() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gemini/tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json");
+        let bytes = std::fs::read(path).unwrap();
+        let got = parse_document(&test_support::ctx(Harness::Gemini), &bytes).unwrap();
+        let kinds: Vec<RecordKind> = got.iter().map(Record::kind).collect();
+        assert!(kinds.contains(&RecordKind::User) && kinds.contains(&RecordKind::Assistant), "{kinds:?}");
+        assert!(got.iter().all(|r| !r.id.starts_with('@')));
+        assert!(parse_document(&test_support::ctx(Harness::Gemini), b"{}").is_err());
+        assert!(parse_document(&test_support::ctx(Harness::Gemini), b"[1").is_err());
+    }
     use crate::model::{Harness, Record, RecordBody, RecordKind};
 
     fn records(line: &str) -> Vec<Record> {
