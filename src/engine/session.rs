@@ -37,7 +37,24 @@ fn classify(entry: &FileEntry) -> Option<SessionFile> {
         Harness::Pi => classify_pi(entry),
         Harness::Grok => classify_grok(entry),
         Harness::Gemini => classify_gemini(entry),
+        // Sessions of a database are its rows: the driver queries them ([`session_row`]).
+        Harness::OpenCode | Harness::GrokCli => None,
     }
+}
+
+/// A session that is a row of a database file: `entry` is the database (path, size), its
+/// `mtime` replaced by the row's update time. `None` when the id is not a valid id.
+pub fn session_row(
+    entry: &FileEntry,
+    id: &str,
+    agent: Option<&str>,
+    updated: Option<i64>,
+) -> Option<SessionFile> {
+    let mut entry = entry.clone();
+    if let Some(t) = updated {
+        entry.mtime = t;
+    }
+    session_file(&entry, id, agent)
 }
 
 fn session_file(entry: &FileEntry, id: &str, agent: Option<&str>) -> Option<SessionFile> {
