@@ -3,7 +3,7 @@
 //! and hands records to the caller as they complete.
 
 use crate::engine::SourceCtx;
-use crate::engine::cursor::{CursorError, binding};
+use crate::engine::cursor::{Cursor, CursorError, binding};
 use crate::engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
 use crate::engine::session::{self, ResolveError, SessionFile, SessionQuery};
 use crate::host::{FileRef, Host, HostError};
@@ -20,6 +20,8 @@ pub enum DriverError {
     Cursor(#[from] CursorError),
     #[error("{path}: {source}")]
     Plan { path: String, source: PlanError },
+    #[error(transparent)]
+    Database(#[from] crate::sqlite::DatabaseError),
 }
 
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
@@ -38,14 +40,45 @@ pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSp
         .collect()
 }
 
-/// Lists a host and the sessions in it.
+/// Lists a host and the sessions in it. Sessions of a database are its rows (the database is
+/// copied and queried); a database that cannot be read is one line in `listing.unreadable`.
 pub async fn list_sessions<H: Host>(
     host: &H,
     roots: &[RootSpec],
 ) -> Result<(Listing, Vec<SessionFile>), HostError> {
-    let listing = host.list(roots).await?;
-    let sessions = session::sessions(&listing.files);
+    let (listing, sessions, _) = list_all(host, roots).await?;
     Ok((listing, sessions))
+}
+
+/// [`list_sessions`], keeping the errors of databases that could not be read.
+async fn list_all<H: Host>(
+    host: &H,
+    roots: &[RootSpec],
+) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
+    let mut listing = host.list(roots).await?;
+    let mut sessions = session::sessions(&listing.files);
+    let mut errors = Vec::new();
+    for db in crate::sqlite::databases(&listing) {
+        let found = match crate::sqlite::load(host, &db.db).await {
+            Ok(snapshot) => snapshot.sessions(&db.db).map_err(DriverError::from),
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok(found) => sessions.extend(found),
+            // An unreachable host fails the listing as it would for files.
+            Err(DriverError::Host(e @ (HostError::Unreachable { .. } | HostError::Auth { .. }))) => {
+                return Err(e);
+            }
+            Err(e) => {
+                listing.unreadable.push(e.to_string());
+                errors.push(e);
+            }
+        }
+    }
+    sessions.sort_by(|a, b| {
+        (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
+    });
+    Ok((listing, sessions, errors))
 }
 
 /// Resolves a session argument on a host.
@@ -58,8 +91,13 @@ pub async fn resolve_session<H: Host>(
         Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
         None => roots.to_vec(),
     };
-    let (_, sessions) = list_sessions(host, &roots).await?;
-    Ok(session::resolve(&sessions, query)?.clone())
+    let (_, sessions, mut db_errors) = list_all(host, &roots).await?;
+    match session::resolve(&sessions, query) {
+        Ok(found) => Ok(found.clone()),
+        // The session may be in the database that could not be read: say why.
+        Err(ResolveError::NotFound(_)) if !db_errors.is_empty() => Err(db_errors.remove(0)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// What `resume` prints for a session: the harness's own command, from the session's directory
@@ -70,6 +108,12 @@ pub async fn resume_command<H: Host>(
 ) -> Result<String, DriverError> {
     use crate::engine::resume;
     let harness = session.harness();
+    if harness.is_sqlite() {
+        let snapshot = crate::sqlite::load(host, &session.entry).await?;
+        let cwd = snapshot.session_cwd(&session.id)?;
+        let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+        return Ok(resume::resume_command(harness, &session.id, &path, cwd.as_deref()));
+    }
     let file = FileRef {
         harness,
         root: session.entry.root.clone(),
@@ -130,8 +174,25 @@ pub async fn read_page<H: Host>(
     let ctx = source_ctx(host.name(), session);
     if let Mode::Since(cursor) = &request.mode {
         cursor.check_binding(&binding(&ctx.host, ctx.harness.name(), &ctx.session))?;
+        if matches!(cursor, Cursor::Rows(_)) != ctx.harness.is_sqlite() {
+            return Err(CursorError::Invalid("cursor class does not match the source").into());
+        }
     }
     let stream = matches!(request.mode, Mode::All);
+    if ctx.harness.is_sqlite() {
+        // Sessions of a database: copy it, query the session's rows, page over the records.
+        let snapshot = crate::sqlite::load(host, &session.entry).await?;
+        let rows = snapshot.records(&ctx)?;
+        let mut page =
+            crate::engine::rows::page(&ctx, rows, &request).map_err(|source| DriverError::Plan {
+                path: String::from_utf8_lossy(&session.entry.full_path()).into_owned(),
+                source,
+            })?;
+        if stream && !page.records.is_empty() {
+            emit(std::mem::take(&mut page.records));
+        }
+        return Ok(page);
+    }
     let file = FileRef {
         harness: session.harness(),
         root: session.entry.root.clone(),

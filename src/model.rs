@@ -261,6 +261,9 @@ pub struct Listing {
     pub files: Vec<FileEntry>,
     /// Names left out because they cannot be carried safely (a newline in the name).
     pub skipped_names: u64,
+    /// Sources listed but not readable as sessions (a database too large or damaged): one
+    /// line each, for stderr.
+    pub unreadable: Vec<String>,
 }
 
 /// A half-open byte range `[start, start + len)` of a file.

@@ -70,6 +70,8 @@ pub enum PlanError {
         len: u64,
         reason: String,
     },
+    #[error("malformed row {key}: {reason}")]
+    MalformedRow { key: String, reason: String },
     #[error("record at byte {offset} is {len} bytes, over the 1 MiB limit")]
     Oversized { offset: u64, len: u64 },
     #[error("the host returned {got} bytes for a request of {want}")]
