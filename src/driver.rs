@@ -66,7 +66,9 @@ async fn list_all<H: Host>(
         match found {
             Ok(found) => sessions.extend(found),
             // An unreachable host fails the listing as it would for files.
-            Err(DriverError::Host(e @ (HostError::Unreachable { .. } | HostError::Auth { .. }))) => {
+            Err(DriverError::Host(
+                e @ (HostError::Unreachable { .. } | HostError::Auth { .. }),
+            )) => {
                 return Err(e);
             }
             Err(e) => {
@@ -112,7 +114,12 @@ pub async fn resume_command<H: Host>(
         let snapshot = crate::sqlite::load(host, &session.entry).await?;
         let cwd = snapshot.session_cwd(&session.id)?;
         let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
-        return Ok(resume::resume_command(harness, &session.id, &path, cwd.as_deref()));
+        return Ok(resume::resume_command(
+            harness,
+            &session.id,
+            &path,
+            cwd.as_deref(),
+        ));
     }
     let file = FileRef {
         harness,
@@ -183,11 +190,12 @@ pub async fn read_page<H: Host>(
         // Sessions of a database: copy it, query the session's rows, page over the records.
         let snapshot = crate::sqlite::load(host, &session.entry).await?;
         let rows = snapshot.records(&ctx)?;
-        let mut page =
-            crate::engine::rows::page(&ctx, rows, &request).map_err(|source| DriverError::Plan {
+        let mut page = crate::engine::rows::page(&ctx, rows, &request).map_err(|source| {
+            DriverError::Plan {
                 path: String::from_utf8_lossy(&session.entry.full_path()).into_owned(),
                 source,
-            })?;
+            }
+        })?;
         if stream && !page.records.is_empty() {
             emit(std::mem::take(&mut page.records));
         }

@@ -38,7 +38,9 @@ pub enum DatabaseError {
         mib = *size as f64 / (1024.0 * 1024.0)
     )]
     TooLarge { path: String, size: u64 },
-    #[error("{path}: the database kept changing while it was copied ({attempts} attempts); try again")]
+    #[error(
+        "{path}: the database kept changing while it was copied ({attempts} attempts); try again"
+    )]
     Unstable { path: String, attempts: usize },
     #[error("{path}: not a readable SQLite database: {reason}")]
     Sqlite { path: String, reason: String },
@@ -157,7 +159,10 @@ fn stamp_of(db: &[u8], wal: &[u8]) -> Stamp {
 }
 
 /// Copies a database (and its WAL, whether listed or not) and opens the copy read-only.
-pub async fn load<H: Host>(host: &H, db: &FileEntry) -> Result<Snapshot, crate::driver::DriverError> {
+pub async fn load<H: Host>(
+    host: &H,
+    db: &FileEntry,
+) -> Result<Snapshot, crate::driver::DriverError> {
     let path = display_path(&db.full_path());
     let db_ref = file_ref(db, b"");
     let wal_ref = file_ref(db, b"-wal");
@@ -220,8 +225,10 @@ fn open_copy(
     )
     .map_err(|e| fail(e.to_string()))?;
     // Touch the schema now so that a file that is not a database fails here, clearly.
-    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
-        .map_err(|e| fail(e.to_string()))?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map_err(|e| fail(e.to_string()))?;
     Ok(Snapshot {
         harness,
         path: path.to_string(),

@@ -192,7 +192,9 @@ mod tests {
                 ("3#0", RecordKind::ToolResult),
             ]
         );
-        assert!(matches!(&rows.records[3].body, RecordBody::ToolResult { output, is_error: false, .. } if output == "a\nb\n"));
+        assert!(
+            matches!(&rows.records[3].body, RecordBody::ToolResult { output, is_error: false, .. } if output == "a\nb\n")
+        );
         let running = [ToolCallRow {
             status: "running".into(),
             success: None,

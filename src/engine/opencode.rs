@@ -271,7 +271,11 @@ mod tests {
         let kinds: Vec<_> = rows.records.iter().map(|r| r.kind()).collect();
         assert_eq!(
             kinds,
-            [RecordKind::User, RecordKind::ToolCall, RecordKind::ToolResult]
+            [
+                RecordKind::User,
+                RecordKind::ToolCall,
+                RecordKind::ToolResult
+            ]
         );
         assert!(rows.pending, "the message itself has not completed");
         let rows = session("completed", true);
@@ -283,10 +287,16 @@ mod tests {
                 call_id,
                 output,
                 is_error,
-            } => assert_eq!((call_id.as_str(), output.as_str(), *is_error), ("call_1", "x\n", false)),
+            } => assert_eq!(
+                (call_id.as_str(), output.as_str(), *is_error),
+                ("call_1", "x\n", false)
+            ),
             other => panic!("{other:?}"),
         }
-        assert_eq!(rows.records[1].ts.as_deref(), Some("1970-01-01T00:00:00.005Z"));
+        assert_eq!(
+            rows.records[1].ts.as_deref(),
+            Some("1970-01-01T00:00:00.005Z")
+        );
     }
 
     #[test]

@@ -15,11 +15,9 @@ pub fn cwd_source(harness: Harness) -> Option<&'static str> {
     match harness {
         Harness::Grok => Some("summary.json"),
         Harness::Gemini => Some("../.project_root"),
-        Harness::Claude
-        | Harness::Codex
-        | Harness::Pi
-        | Harness::OpenCode
-        | Harness::GrokCli => None,
+        Harness::Claude | Harness::Codex | Harness::Pi | Harness::OpenCode | Harness::GrokCli => {
+            None
+        }
     }
 }
 

@@ -246,7 +246,12 @@ mod tests {
         assert_eq!(ids(&next), ["d"]);
         assert!(next.older && !next.more && next.pending_tail);
         let grown = rows(&["a", "b", "c", "d", "e"], false);
-        let after = page(&ctx(), grown, &req(Mode::Since(next.cursor.clone()), 3, false)).unwrap();
+        let after = page(
+            &ctx(),
+            grown,
+            &req(Mode::Since(next.cursor.clone()), 3, false),
+        )
+        .unwrap();
         assert_eq!(ids(&after), ["e"]);
         assert!(!after.reset);
         let round = Cursor::decode(&after.cursor.encode()).unwrap();
@@ -255,7 +260,12 @@ mod tests {
 
     #[test]
     fn a_changed_or_deleted_row_before_the_key_resets() {
-        let head = page(&ctx(), rows(&["a", "b", "c"], false), &req(Mode::All, 50, false)).unwrap();
+        let head = page(
+            &ctx(),
+            rows(&["a", "b", "c"], false),
+            &req(Mode::All, 50, false),
+        )
+        .unwrap();
         let mut changed = rows(&["a", "b", "c", "d"], false);
         changed.records[1] = rec("b", "edited");
         for source in [changed, rows(&["a", "c", "d"], false), rows(&["a"], false)] {
@@ -268,14 +278,21 @@ mod tests {
             assert!(p.reset);
             assert_eq!(p.records[0].kind(), crate::model::RecordKind::Notice);
             assert_eq!(p.records[1].id, "a");
-            let strict = page(&ctx(), source, &req(Mode::Since(head.cursor.clone()), 50, true));
+            let strict = page(
+                &ctx(),
+                source,
+                &req(Mode::Since(head.cursor.clone()), 50, true),
+            );
             assert!(matches!(strict, Err(PlanError::Stale { .. })));
         }
     }
 
     #[test]
     fn millis_timestamps() {
-        assert_eq!(rfc3339_millis(1_790_768_250_670), "2026-09-30T11:37:30.670Z");
+        assert_eq!(
+            rfc3339_millis(1_790_768_250_670),
+            "2026-09-30T11:37:30.670Z"
+        );
         assert_eq!(rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
     }
 }

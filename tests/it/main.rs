@@ -13,6 +13,7 @@ mod fixtures;
 mod follow;
 mod harnesses;
 mod hosts;
+mod sqlite;
 mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;

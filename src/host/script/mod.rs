@@ -288,7 +288,8 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
 }
 
 /// A listed path must be what the harness's filter allows: `<subdir>/…`, relative, no `..`,
-/// at most `max_depth` directories below one of the subdirs, with a transcript file name.
+/// at most `max_depth` directories below one of the subdirs, with a transcript file name; or
+/// exactly one of the harness's `top_files`.
 fn check_listed_path(harness: Harness, rel: &[u8]) -> Result<(), &'static str> {
     // Not `check_relative_path`: a backslash is an ordinary byte in a POSIX name, and the
     // local host lists such files too.
@@ -302,6 +303,9 @@ fn check_listed_path(harness: Harness, rel: &[u8]) -> Result<(), &'static str> {
         return Err("empty, `.` or `..` component in path");
     }
     let spec = harness.list_spec();
+    if spec.top_files.iter().any(|name| rel == name.as_bytes()) {
+        return Ok(());
+    }
     let below = spec
         .subdirs
         .iter()

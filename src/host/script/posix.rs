@@ -257,7 +257,10 @@ walk() {
         }
         call.push_str(" --");
         for name in list.top_files {
-            assert!(is_plain_name(name), "top file `{name}` must be a plain name");
+            assert!(
+                is_plain_name(name),
+                "top file `{name}` must be a plain name"
+            );
             call.push(' ');
             call.push_str(&list_word(name));
         }
