@@ -98,7 +98,9 @@ fn map_part(
     part: &PartRow,
     data: &Value,
 ) -> bool {
-    let ts = ms(data.pointer("/time/start")).or_else(|| Some(rfc3339_millis(part.time_created)));
+    let ts = ms(data.pointer("/time/start"))
+        .or_else(|| ms(data.pointer("/state/time/start")))
+        .or_else(|| Some(rfc3339_millis(part.time_created)));
     let mut o = Out::new(ctx, ts);
     let id = part.id.clone();
     match str_of(data, "type") {
