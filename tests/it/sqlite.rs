@@ -397,3 +397,19 @@ fn grok_cli_database_reads_the_same_way() {
     assert_eq!(ids(&recs), ["3#0"]);
     drop(conn);
 }
+
+#[test]
+fn a_database_over_64_mib_fails_naming_its_size() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".local/share/opencode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = std::fs::File::create(dir.join("opencode.db")).unwrap();
+    file.set_len(65 * 1024 * 1024).unwrap(); // sparse: costs no disk
+    let out = run(home.path(), &["read", "local:ses_f0de50"]);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    assert!(stderr(&out).contains("68157440 bytes"), "{}", stderr(&out));
+    // ls still lists (nothing here) and says why the database was left out.
+    let out = run(home.path(), &["ls"]);
+    assert_eq!(code(&out), 0);
+    assert!(stderr(&out).contains("over the 64 MiB"), "{}", stderr(&out));
+}
