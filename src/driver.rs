@@ -3,7 +3,7 @@
 //! and hands records to the caller as they complete.
 
 use crate::engine::SourceCtx;
-use crate::engine::cursor::{CursorError, binding};
+use crate::engine::cursor::{Cursor, CursorError, binding};
 use crate::engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
 use crate::engine::redact;
 use crate::engine::session::{self, ResolveError, SessionFile, SessionQuery};
@@ -24,6 +24,8 @@ pub enum DriverError {
     /// A source that cannot be read as a transcript (corrupt compression, over the bounds).
     #[error("{path}: {reason}")]
     Source { path: String, reason: String },
+    #[error(transparent)]
+    Database(#[from] crate::sqlite::DatabaseError),
 }
 
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
@@ -42,14 +44,47 @@ pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSp
         .collect()
 }
 
-/// Lists a host and the sessions in it.
+/// Lists a host and the sessions in it. Sessions of a database are its rows (the database is
+/// copied and queried); a database that cannot be read is one line in `listing.unreadable`.
 pub async fn list_sessions<H: Host>(
     host: &H,
     roots: &[RootSpec],
 ) -> Result<(Listing, Vec<SessionFile>), HostError> {
-    let listing = host.list(roots).await?;
-    let sessions = session::sessions(&listing.files);
+    let (listing, sessions, _) = list_all(host, roots).await?;
     Ok((listing, sessions))
+}
+
+/// [`list_sessions`], keeping the errors of databases that could not be read.
+async fn list_all<H: Host>(
+    host: &H,
+    roots: &[RootSpec],
+) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
+    let mut listing = host.list(roots).await?;
+    let mut sessions = session::sessions(&listing.files);
+    let mut errors = Vec::new();
+    for db in crate::sqlite::databases(&listing) {
+        let found = match crate::sqlite::load(host, &db.db).await {
+            Ok(snapshot) => snapshot.sessions(&db.db).map_err(DriverError::from),
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok(found) => sessions.extend(found),
+            // An unreachable host fails the listing as it would for files.
+            Err(DriverError::Host(
+                e @ (HostError::Unreachable { .. } | HostError::Auth { .. }),
+            )) => {
+                return Err(e);
+            }
+            Err(e) => {
+                listing.unreadable.push(e.to_string());
+                errors.push(e);
+            }
+        }
+    }
+    sessions.sort_by(|a, b| {
+        (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
+    });
+    Ok((listing, sessions, errors))
 }
 
 /// Resolves a session argument on a host.
@@ -62,8 +97,13 @@ pub async fn resolve_session<H: Host>(
         Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
         None => roots.to_vec(),
     };
-    let (_, sessions) = list_sessions(host, &roots).await?;
-    Ok(session::resolve(&sessions, query)?.clone())
+    let (_, sessions, mut db_errors) = list_all(host, &roots).await?;
+    match session::resolve(&sessions, query) {
+        Ok(found) => Ok(found.clone()),
+        // The session may be in the database that could not be read: say why.
+        Err(ResolveError::NotFound(_)) if !db_errors.is_empty() => Err(db_errors.remove(0)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// What `resume` prints for a session: the harness's own command, from the session's directory
@@ -74,6 +114,17 @@ pub async fn resume_command<H: Host>(
 ) -> Result<String, DriverError> {
     use crate::engine::resume;
     let harness = session.harness();
+    if harness.is_sqlite() {
+        let snapshot = crate::sqlite::load(host, &session.entry).await?;
+        let cwd = snapshot.session_cwd(&session.id)?;
+        let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+        return Ok(resume::resume_command(
+            harness,
+            &session.id,
+            &path,
+            cwd.as_deref(),
+        ));
+    }
     let file = FileRef {
         harness,
         root: session.entry.root.clone(),
@@ -134,6 +185,9 @@ pub async fn read_page<H: Host>(
     let ctx = source_ctx(host.name(), session);
     if let Mode::Since(cursor) = &request.mode {
         cursor.check_binding(&binding(&ctx.host, ctx.harness.name(), &ctx.session))?;
+        if matches!(cursor, Cursor::Rows(_)) != is_row_source(session) {
+            return Err(CursorError::Invalid("cursor class does not match the source").into());
+        }
     }
     let stream = matches!(request.mode, Mode::All);
     let request_redact = request.redact;
@@ -143,6 +197,39 @@ pub async fn read_page<H: Host>(
         rel: session.entry.rel.clone(),
     };
     let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+    if is_row_source(session) {
+        // Sessions of a database (copied, then queried) and whole-document transcripts are
+        // read whole and paged over their records, with the row cursor class.
+        let rows = if ctx.harness.is_sqlite() {
+            crate::sqlite::load(host, &session.entry)
+                .await?
+                .records(&ctx)?
+        } else {
+            let bytes = fetch_whole(host, &file, session.entry.size, &path).await?;
+            let records =
+                crate::engine::gemini::parse_document(&ctx, &bytes).map_err(|reason| {
+                    DriverError::Source {
+                        path: path.clone(),
+                        reason,
+                    }
+                })?;
+            crate::engine::rows::RowRecords {
+                records,
+                ..Default::default()
+            }
+        };
+        let mut page = crate::engine::rows::page(&ctx, rows, &request).map_err(|source| {
+            DriverError::Plan {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        redact_records(request_redact, &mut page.records);
+        if stream && !page.records.is_empty() {
+            emit(std::mem::take(&mut page.records));
+        }
+        return Ok(page);
+    }
     // A compressed transcript (Codex after 7 days) is fetched whole and decompressed here; the
     // plan then reads the decompressed stream, so offsets and cursors refer to it.
     let decompressed = if session.entry.rel.ends_with(b".zst") {
@@ -189,6 +276,12 @@ fn redact_records(redact: bool, records: &mut [Record]) {
     }
 }
 
+/// Whether a session is read whole and paged by records (row cursors) rather than by bytes.
+fn is_row_source(session: &SessionFile) -> bool {
+    session.harness().is_sqlite()
+        || (session.harness() == Harness::Gemini && session.entry.rel.ends_with(b".json"))
+}
+
 /// Reads a whole compressed file (at most the 64 MiB source bound) and decompresses it (the
 /// same bound on the output).
 async fn fetch_decompressed<H: Host>(
@@ -197,29 +290,8 @@ async fn fetch_decompressed<H: Host>(
     size_hint: u64,
     path: &str,
 ) -> Result<Vec<u8>, DriverError> {
-    use crate::engine::plan::{MAX_CALL_BYTES, MAX_SOURCE_BYTES};
-    let too_large = |what: &str| DriverError::Source {
-        path: path.to_string(),
-        reason: format!(
-            "{what} is over the {} MiB bound of one read",
-            MAX_SOURCE_BYTES >> 20
-        ),
-    };
-    let mut compressed = Vec::with_capacity(size_hint.min(MAX_SOURCE_BYTES) as usize);
-    loop {
-        let start = compressed.len() as u64;
-        let result = host
-            .read(file, &[ByteRange::new(start, MAX_CALL_BYTES)])
-            .await?;
-        let chunk = result.chunks.into_iter().next().unwrap_or_default();
-        compressed.extend_from_slice(&chunk);
-        if compressed.len() as u64 >= result.size || chunk.is_empty() {
-            break;
-        }
-        if compressed.len() as u64 > MAX_SOURCE_BYTES {
-            return Err(too_large("the compressed file"));
-        }
-    }
+    use crate::engine::plan::MAX_SOURCE_BYTES;
+    let compressed = fetch_whole(host, file, size_hint, path).await?;
     let mut decoder = ruzstd::decoding::StreamingDecoder::new(&compressed[..]).map_err(|e| {
         DriverError::Source {
             path: path.to_string(),
@@ -236,9 +308,46 @@ async fn fetch_decompressed<H: Host>(
         reason: format!("corrupt zstd stream: {e}"),
     })?;
     if out.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(too_large("the decompressed transcript"));
+        return Err(DriverError::Source {
+            path: path.to_string(),
+            reason: format!(
+                "the decompressed transcript is over the {} MiB bound of one read",
+                MAX_SOURCE_BYTES >> 20
+            ),
+        });
     }
     Ok(out)
+}
+
+/// Reads a whole file through the read primitive, at most the 64 MiB source bound.
+async fn fetch_whole<H: Host>(
+    host: &H,
+    file: &FileRef,
+    size_hint: u64,
+    path: &str,
+) -> Result<Vec<u8>, DriverError> {
+    use crate::engine::plan::{MAX_CALL_BYTES, MAX_SOURCE_BYTES};
+    let mut bytes = Vec::with_capacity(size_hint.min(MAX_SOURCE_BYTES) as usize);
+    loop {
+        let start = bytes.len() as u64;
+        let result = host
+            .read(file, &[ByteRange::new(start, MAX_CALL_BYTES)])
+            .await?;
+        let chunk = result.chunks.into_iter().next().unwrap_or_default();
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() as u64 >= result.size || chunk.is_empty() {
+            return Ok(bytes);
+        }
+        if bytes.len() as u64 > MAX_SOURCE_BYTES {
+            return Err(DriverError::Source {
+                path: path.to_string(),
+                reason: format!(
+                    "the file is over the {} MiB bound of one read",
+                    MAX_SOURCE_BYTES >> 20
+                ),
+            });
+        }
+    }
 }
 
 /// Answers a read request from bytes in memory, as a host would.

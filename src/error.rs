@@ -66,9 +66,12 @@ pub fn exit_code(error: &Error) -> u8 {
             }
             DriverError::Host(h) => host_exit_code(h),
             DriverError::Source { .. } => exit::SOURCE,
+            DriverError::Database(_) => exit::SOURCE,
             DriverError::Plan { source, .. } => match source {
                 PlanError::Stale { .. } => exit::STALE,
-                PlanError::Malformed { .. } | PlanError::Oversized { .. } => exit::SOURCE,
+                PlanError::Malformed { .. }
+                | PlanError::MalformedRow { .. }
+                | PlanError::Oversized { .. } => exit::SOURCE,
                 PlanError::ShortRead { .. } => exit::HOST,
             },
         },

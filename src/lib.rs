@@ -11,7 +11,8 @@
 //!   clock, no tokio. Imports `model` only. (An architecture test holds this line.)
 //! - [`host`]: I/O only — moves bytes and listings, never interprets transcripts. Imports
 //!   `model` and `sanitize`, never `engine`.
-//! - [`driver`]: the one module that uses both engine and hosts.
+//! - [`driver`]: the one module that uses both engine and hosts; [`sqlite`] is its helper for
+//!   database sources (copy through the read primitive, query a private read-only copy).
 //! - [`render`]: turns pages into text or NDJSON.
 //! - [`cli`]: clap definitions, one file per subcommand; the only place that prints or exits.
 
@@ -25,3 +26,4 @@ pub mod host;
 pub mod model;
 pub mod render;
 pub mod sanitize;
+pub mod sqlite;

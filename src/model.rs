@@ -11,16 +11,22 @@ pub enum Harness {
     Pi,
     Grok,
     Gemini,
+    /// OpenCode 1.2+: sessions are rows of `opencode.db` (SQLite, WAL).
+    OpenCode,
+    /// The community grok-cli (`grok-dev`): sessions are rows of `~/.grok/grok.db`.
+    GrokCli,
 }
 
 impl Harness {
     /// Every supported harness, in display order.
-    pub const ALL: [Harness; 5] = [
+    pub const ALL: [Harness; 7] = [
         Harness::Claude,
         Harness::Codex,
         Harness::Pi,
         Harness::Grok,
         Harness::Gemini,
+        Harness::OpenCode,
+        Harness::GrokCli,
     ];
 
     /// The name users type (`--root claude=DIR`, `claude/ID`) and NDJSON prints.
@@ -31,6 +37,8 @@ impl Harness {
             Harness::Pi => "pi",
             Harness::Grok => "grok",
             Harness::Gemini => "gemini",
+            Harness::OpenCode => "opencode",
+            Harness::GrokCli => "grok-cli",
         }
     }
 
@@ -44,36 +52,54 @@ impl Harness {
         Harness::ALL.map(|h| h.name()).join(", ")
     }
 
+    /// Whether the harness keeps sessions as rows of an SQLite database (listed as the database
+    /// file and its `-wal`; sessions are found by querying a private copy).
+    pub fn is_sqlite(self) -> bool {
+        matches!(self, Harness::OpenCode | Harness::GrokCli)
+    }
+
     /// Where the harness keeps its home on a host when nothing overrides it: the environment
     /// variable the harness itself honours, else a directory relative to `$HOME`.
     pub fn default_home(self) -> DefaultHome {
         match self {
             Harness::Claude => DefaultHome {
-                env_var: "CLAUDE_CONFIG_DIR",
+                env_var: Some("CLAUDE_CONFIG_DIR"),
                 env_relative: "",
                 home_relative: ".claude",
             },
             Harness::Codex => DefaultHome {
-                env_var: "CODEX_HOME",
+                env_var: Some("CODEX_HOME"),
                 env_relative: "",
                 home_relative: ".codex",
             },
             Harness::Pi => DefaultHome {
-                env_var: "PI_CODING_AGENT_DIR",
+                env_var: Some("PI_CODING_AGENT_DIR"),
                 env_relative: "",
                 home_relative: ".pi/agent",
             },
             // Reported, not verified against the closed-source CLI.
             Harness::Grok => DefaultHome {
-                env_var: "GROK_HOME",
+                env_var: Some("GROK_HOME"),
                 env_relative: "",
                 home_relative: ".grok",
             },
             // GEMINI_CLI_HOME replaces the user's home directory, not the `.gemini` one.
             Harness::Gemini => DefaultHome {
-                env_var: "GEMINI_CLI_HOME",
+                env_var: Some("GEMINI_CLI_HOME"),
                 env_relative: ".gemini",
                 home_relative: ".gemini",
+            },
+            // `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode` (Linux and macOS).
+            Harness::OpenCode => DefaultHome {
+                env_var: Some("XDG_DATA_HOME"),
+                env_relative: "opencode",
+                home_relative: ".local/share/opencode",
+            },
+            // grok-cli hard-codes `os.homedir()/.grok`; no variable moves it.
+            Harness::GrokCli => DefaultHome {
+                env_var: None,
+                env_relative: "",
+                home_relative: ".grok",
             },
         }
     }
@@ -87,6 +113,7 @@ impl Harness {
                 subdirs: &["projects"],
                 suffixes: &[".jsonl"],
                 max_depth: 6,
+                top_files: &[],
             },
             // sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl, early flat sessions/rollout-….jsonl,
             // archived_sessions/rollout-….jsonl; `.jsonl.zst` once Codex compresses them (after
@@ -95,12 +122,14 @@ impl Harness {
                 subdirs: &["sessions", "archived_sessions"],
                 suffixes: &[".jsonl", ".jsonl.zst"],
                 max_depth: 3,
+                top_files: &[],
             },
             // sessions/--<cwd>--/<ts>_<id>.jsonl (or flat with --session-dir as a root).
             Harness::Pi => ListSpec {
                 subdirs: &["sessions"],
                 suffixes: &[".jsonl"],
                 max_depth: 1,
+                top_files: &[],
             },
             // sessions/<pct-encoded-cwd>/<uuid>/chat_history.jsonl; the other journals in a
             // session directory (updates.jsonl can be gigabytes) are not transcripts.
@@ -108,13 +137,30 @@ impl Harness {
                 subdirs: &["sessions"],
                 suffixes: &["/chat_history.jsonl"],
                 max_depth: 2,
+                top_files: &[],
             },
             // tmp/<project>/chats/session-*.jsonl, subagents in chats/<parent-id>/<id>.jsonl.
             // TODO(#6): legacy whole-document `session-*.json` (needs the document cursor class).
             Harness::Gemini => ListSpec {
                 subdirs: &["tmp"],
-                suffixes: &[".jsonl"],
+                // `.json`: the legacy whole-document sessions.
+                suffixes: &[".jsonl", ".json"],
                 max_depth: 3,
+                top_files: &[],
+            },
+            // The database and its WAL in the data dir itself. TODO(#8): `opencode-<channel>.db`,
+            // `OPENCODE_DB`, and the legacy JSON tree under `storage/`.
+            Harness::OpenCode => ListSpec {
+                subdirs: &[],
+                suffixes: &[],
+                max_depth: 0,
+                top_files: &["opencode.db", "opencode.db-wal"],
+            },
+            Harness::GrokCli => ListSpec {
+                subdirs: &[],
+                suffixes: &[],
+                max_depth: 0,
+                top_files: &["grok.db", "grok.db-wal"],
             },
         }
     }
@@ -128,9 +174,10 @@ impl fmt::Display for Harness {
 
 /// The default home of a harness: `$<env_var>/<env_relative>` when the host sets the variable
 /// (`env_relative` empty: the variable names the home itself), else `$HOME/<home_relative>`.
+/// `env_var: None`: the harness honours no variable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DefaultHome {
-    pub env_var: &'static str,
+    pub env_var: Option<&'static str>,
     pub env_relative: &'static str,
     pub home_relative: &'static str,
 }
@@ -138,11 +185,14 @@ pub struct DefaultHome {
 /// Which files under a harness home are transcripts: regular files at most `max_depth`
 /// directories below one of `<home>/<subdir>` whose path ends in one of `suffixes`. A suffix
 /// starting with `/` is a whole file name (`/chat_history.jsonl`); subdirs are single names.
+/// Also every regular file directly in the home named exactly one of `top_files` (a database
+/// and its WAL).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListSpec {
     pub subdirs: &'static [&'static str],
     pub suffixes: &'static [&'static str],
     pub max_depth: u32,
+    pub top_files: &'static [&'static str],
 }
 
 impl ListSpec {
@@ -213,6 +263,9 @@ pub struct Listing {
     pub files: Vec<FileEntry>,
     /// Names left out because they cannot be carried safely (a newline in the name).
     pub skipped_names: u64,
+    /// Sources listed but not readable as sessions (a database too large or damaged): one
+    /// line each, for stderr.
+    pub unreadable: Vec<String>,
 }
 
 /// A half-open byte range `[start, start + len)` of a file.

@@ -82,6 +82,9 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> 
                         )]);
                     }
                 }
+                for unreadable in &listing.unreadable {
+                    super::warn(&[format!("{name}: {unreadable}")]);
+                }
                 if listing.skipped_names > 0 {
                     super::warn(&[format!(
                         "{name}: {} file names with a newline left out",

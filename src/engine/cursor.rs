@@ -1,4 +1,8 @@
-//! Cursors: opaque, versioned, validated data — never filesystem authority. A line-class cursor
+//! Cursors: opaque, versioned, validated data — never filesystem authority. Two classes share
+//! the version byte and the checksum: the line class (byte positions in a file) and the row
+//! class (logical keys in a database, [`RowCursor`]).
+//!
+//! A line-class cursor
 //! binds host, harness and session (as a hash), the position after the last record returned (a
 //! line start plus how many of that line's records were already returned), a blake3 hash of a
 //! bounded window of bytes ending at the last consumed line end, and a hash of the source's
@@ -15,6 +19,9 @@ use super::lines::MAX_RECORD_BYTES;
 
 const VERSION: u8 = 1;
 const KIND_LINES: u8 = 1;
+const KIND_ROWS: u8 = 2;
+/// Longest record key a row cursor carries.
+pub const MAX_KEY_BYTES: usize = 512;
 const ENCODED_LEN: usize = 1 + 1 + 16 + 8 + 4 + 8 + 4 + 16 + 4 + 16 + 1 + 4;
 /// Longest cursor string we accept (SPEC: at most 1024 characters).
 pub const MAX_CURSOR_CHARS: usize = 1024;
@@ -23,9 +30,150 @@ pub const WINDOW_BYTES: u64 = 4096;
 pub const HEAD_BYTES: u64 = 4096;
 const FLAG_RECORDS_BEFORE: u8 = 1;
 
+/// A decoded cursor of either class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cursor {
+    Lines(LineCursor),
+    Rows(RowCursor),
+}
+
+impl Cursor {
+    pub fn encode(&self) -> String {
+        match self {
+            Cursor::Lines(c) => c.encode(),
+            Cursor::Rows(c) => c.encode(),
+        }
+    }
+
+    /// Decodes and validates a cursor string of either class. Structure only: whether it
+    /// belongs to the source being read is [`Cursor::check_binding`].
+    pub fn decode(text: &str) -> Result<Cursor, CursorError> {
+        let buf = decode_checked(text)?;
+        match buf[1] {
+            KIND_LINES => LineCursor::from_body(&buf).map(Cursor::Lines),
+            KIND_ROWS => RowCursor::from_body(&buf).map(Cursor::Rows),
+            _ => Err(CursorError::Invalid("unknown cursor class")),
+        }
+    }
+
+    /// Refuses a cursor made for another source.
+    pub fn check_binding(&self, binding: &[u8; 16]) -> Result<(), CursorError> {
+        let own = match self {
+            Cursor::Lines(c) => &c.binding,
+            Cursor::Rows(c) => &c.binding,
+        };
+        if own == binding {
+            Ok(())
+        } else {
+            Err(CursorError::Foreign)
+        }
+    }
+}
+
+/// The row-class cursor (SQLite sources): the id of the last record returned (its logical key),
+/// how many records precede and include it, and a hash of those records' ids and contents (the
+/// normalized prefix). A record changed or deleted before the key changes the hash: `reset`.
+///
+/// Wire form: `version(1) kind(1)=2 binding(16) position(8) prefix_hash(16) key_len(2) key
+/// checksum(4)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowCursor {
+    pub binding: [u8; 16],
+    /// Records up to and including the key (0: nothing returned yet, `key` empty).
+    pub position: u64,
+    pub prefix_hash: [u8; 16],
+    /// The last returned record's id.
+    pub key: String,
+}
+
+impl RowCursor {
+    pub fn encode(&self) -> String {
+        let key = self.key.as_bytes();
+        let mut buf = Vec::with_capacity(1 + 1 + 16 + 8 + 16 + 2 + key.len() + 4);
+        buf.push(VERSION);
+        buf.push(KIND_ROWS);
+        buf.extend_from_slice(&self.binding);
+        buf.extend_from_slice(&self.position.to_be_bytes());
+        buf.extend_from_slice(&self.prefix_hash);
+        buf.extend_from_slice(&(key.len() as u16).to_be_bytes());
+        buf.extend_from_slice(key);
+        let check = blake3::hash(&buf);
+        buf.extend_from_slice(&check.as_bytes()[..4]);
+        URL_SAFE_NO_PAD.encode(buf)
+    }
+
+    fn from_body(body: &[u8]) -> Result<RowCursor, CursorError> {
+        const FIXED: usize = 1 + 1 + 16 + 8 + 16 + 2;
+        if body.len() < FIXED {
+            return Err(CursorError::Invalid("wrong length"));
+        }
+        let mut r = Reader { buf: &body[2..] };
+        let binding = r.array();
+        let position = r.u64();
+        let prefix_hash = r.array();
+        let key_len = usize::from(u16::from_be_bytes(r.take::<2>()));
+        if r.buf.len() != key_len || key_len > MAX_KEY_BYTES {
+            return Err(CursorError::Invalid("wrong length"));
+        }
+        let key = std::str::from_utf8(r.buf)
+            .map_err(|_| CursorError::Invalid("key is not UTF-8"))?
+            .to_string();
+        if (position == 0) != key.is_empty() {
+            return Err(CursorError::Invalid("inconsistent fields"));
+        }
+        Ok(RowCursor {
+            binding,
+            position,
+            prefix_hash,
+            key,
+        })
+    }
+}
+
+/// The prefix hash of a row cursor: blake3 over each record's id and content hash, in order.
+pub fn prefix_hash<'a>(items: impl IntoIterator<Item = (&'a str, &'a [u8; 16])>) -> [u8; 16] {
+    let mut hasher = blake3::Hasher::new();
+    for (id, content) in items {
+        hasher.update(&(id.len() as u64).to_be_bytes());
+        hasher.update(id.as_bytes());
+        hasher.update(content);
+    }
+    truncated(hasher.finalize())
+}
+
+/// Checks length, alphabet, version and checksum; returns the body without the checksum.
+fn decode_checked(text: &str) -> Result<Vec<u8>, CursorError> {
+    if text.is_empty() || text.len() > MAX_CURSOR_CHARS {
+        return Err(CursorError::Invalid("wrong length"));
+    }
+    if !text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(CursorError::Invalid("characters outside [A-Za-z0-9_-]"));
+    }
+    let mut buf = URL_SAFE_NO_PAD
+        .decode(text)
+        .map_err(|_| CursorError::Invalid("not base64"))?;
+    if buf.first() != Some(&VERSION) {
+        return Err(CursorError::Invalid("unknown version"));
+    }
+    if buf.len() < 2 + 4 {
+        return Err(CursorError::Invalid("wrong length"));
+    }
+    let split = buf.len() - 4;
+    if blake3::hash(&buf[..split]).as_bytes()[..4] != buf[split..] {
+        return Err(CursorError::Invalid(
+            "checksum mismatch (edited or truncated)",
+        ));
+    }
+    buf.truncate(split);
+    Ok(buf)
+}
+
 /// A decoded line-class cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor {
+pub struct LineCursor {
     /// Hash of (host, harness, session): which source this cursor belongs to.
     pub binding: [u8; 16],
     /// Offset of the line to resume at.
@@ -72,7 +220,7 @@ fn truncated(hash: blake3::Hash) -> [u8; 16] {
     out
 }
 
-impl Cursor {
+impl LineCursor {
     /// Builds a cursor from the consumed window bytes (ending at `window_end`) and head bytes.
     pub fn new(
         binding: [u8; 16],
@@ -82,8 +230,8 @@ impl Cursor {
         window: &[u8],
         head: &[u8],
         records_before: bool,
-    ) -> Cursor {
-        Cursor {
+    ) -> LineCursor {
+        LineCursor {
             binding,
             resume,
             skip,
@@ -118,38 +266,12 @@ impl Cursor {
         URL_SAFE_NO_PAD.encode(buf)
     }
 
-    /// Decodes and validates a cursor string. Structure only: whether it belongs to the source
-    /// being read is [`Cursor::check_binding`].
-    pub fn decode(text: &str) -> Result<Cursor, CursorError> {
-        if text.is_empty() || text.len() > MAX_CURSOR_CHARS {
+    fn from_body(body: &[u8]) -> Result<LineCursor, CursorError> {
+        if body.len() != ENCODED_LEN - 4 {
             return Err(CursorError::Invalid("wrong length"));
-        }
-        if !text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(CursorError::Invalid("characters outside [A-Za-z0-9_-]"));
-        }
-        let buf = URL_SAFE_NO_PAD
-            .decode(text)
-            .map_err(|_| CursorError::Invalid("not base64"))?;
-        if buf.first() != Some(&VERSION) {
-            return Err(CursorError::Invalid("unknown version"));
-        }
-        if buf.len() != ENCODED_LEN {
-            return Err(CursorError::Invalid("wrong length"));
-        }
-        let (body, check) = buf.split_at(ENCODED_LEN - 4);
-        if &blake3::hash(body).as_bytes()[..4] != check {
-            return Err(CursorError::Invalid(
-                "checksum mismatch (edited or truncated)",
-            ));
-        }
-        if body[1] != KIND_LINES {
-            return Err(CursorError::Invalid("unknown cursor class"));
         }
         let mut r = Reader { buf: &body[2..] };
-        let cursor = Cursor {
+        let cursor = LineCursor {
             binding: r.array(),
             resume: r.u64(),
             skip: r.u32(),
@@ -169,15 +291,6 @@ impl Cursor {
             return Err(CursorError::Invalid("inconsistent fields"));
         }
         Ok(cursor)
-    }
-
-    /// Refuses a cursor made for another source.
-    pub fn check_binding(&self, binding: &[u8; 16]) -> Result<(), CursorError> {
-        if &self.binding == binding {
-            Ok(())
-        } else {
-            Err(CursorError::Foreign)
-        }
     }
 }
 
@@ -208,7 +321,7 @@ mod tests {
     use super::*;
 
     fn sample() -> Cursor {
-        Cursor::new(
+        Cursor::Lines(LineCursor::new(
             binding("local", "claude", "abc"),
             100,
             0,
@@ -216,7 +329,29 @@ mod tests {
             b"window",
             b"head",
             true,
-        )
+        ))
+    }
+
+    #[test]
+    fn row_cursors_round_trip_and_refuse_edits() {
+        let c = Cursor::Rows(RowCursor {
+            binding: binding("local", "opencode", "ses_1"),
+            position: 3,
+            prefix_hash: hash16(b"p"),
+            key: "prt_0f21b02d5001NcGUD0hmNfrPyr:result".into(),
+        });
+        let text = c.encode();
+        assert!(text.len() <= MAX_CURSOR_CHARS);
+        assert_eq!(Cursor::decode(&text).unwrap(), c);
+        assert!(Cursor::decode(&text[..text.len() - 1]).is_err());
+        let long = Cursor::Rows(RowCursor {
+            binding: [0; 16],
+            position: 1,
+            prefix_hash: [0; 16],
+            key: "k".repeat(MAX_KEY_BYTES),
+        });
+        assert!(long.encode().len() <= MAX_CURSOR_CHARS);
+        assert_eq!(Cursor::decode(&long.encode()).unwrap(), long);
     }
 
     #[test]

@@ -22,7 +22,8 @@ use crate::model::TextKind;
 /// with its ordinal standing in for the offset (ids come from message ids, so they do not
 /// depend on it). A document that is not JSON, or has no `messages` array, is an error.
 pub fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<crate::model::Record>, String> {
-    let doc: Value = serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
+    let doc: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
     let messages = doc
         .get("messages")
         .and_then(Value::as_array)
@@ -198,11 +199,17 @@ mod tests {
 
     #[test]
     fn legacy_document_reads_like_lines() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gemini/tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/gemini/tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"
+        );
         let bytes = std::fs::read(path).unwrap();
         let got = parse_document(&test_support::ctx(Harness::Gemini), &bytes).unwrap();
         let kinds: Vec<RecordKind> = got.iter().map(Record::kind).collect();
-        assert!(kinds.contains(&RecordKind::User) && kinds.contains(&RecordKind::Assistant), "{kinds:?}");
+        assert!(
+            kinds.contains(&RecordKind::User) && kinds.contains(&RecordKind::Assistant),
+            "{kinds:?}"
+        );
         assert!(got.iter().all(|r| !r.id.starts_with('@')));
         assert!(parse_document(&test_support::ctx(Harness::Gemini), b"{}").is_err());
         assert!(parse_document(&test_support::ctx(Harness::Gemini), b"[1").is_err());

@@ -30,6 +30,10 @@ pub fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
         Harness::Pi => super::pi::parse_line(ctx, offset, line),
         Harness::Grok => super::grok::parse_line(ctx, offset, line),
         Harness::Gemini => super::gemini::parse_line(ctx, offset, line),
+        // Row sources never reach the line planner (the driver reads them as rows).
+        Harness::OpenCode | Harness::GrokCli => {
+            LineOutcome::Malformed("a database is not read line by line".into())
+        }
     }
 }
 

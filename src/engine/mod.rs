@@ -4,6 +4,8 @@
 //!
 //! - [`lines`]: how a line becomes records (per harness), and the bounds on a line.
 //! - [`claude`], [`codex`], [`pi`], [`grok`], [`gemini`]: one line parser per harness.
+//! - [`opencode`], [`grokcli`]: rows of a database (as plain structs) to records; [`rows`]:
+//!   paging over them with the row-class cursor.
 //! - [`resume`]: each harness's resume command and where a session's directory is written.
 //! - [`session`]: which listed files are sessions, and resolving a user's session argument.
 //! - [`cursor`]: the versioned, validated cursor encoding.
@@ -16,12 +18,15 @@ pub mod codex;
 pub mod cursor;
 pub mod gemini;
 pub mod grok;
+pub mod grokcli;
 pub mod lines;
+pub mod opencode;
 pub mod pi;
 pub mod plan;
 pub(crate) mod records;
 pub mod redact;
 pub mod resume;
+pub mod rows;
 pub mod session;
 
 use crate::model::Harness;

@@ -9,7 +9,7 @@
 use std::collections::{HashSet, VecDeque};
 
 use super::SourceCtx;
-use super::cursor::{Cursor, HEAD_BYTES, WINDOW_BYTES, binding};
+use super::cursor::{Cursor, HEAD_BYTES, LineCursor, WINDOW_BYTES, binding};
 use super::lines::{
     LineOutcome, MAX_RECORD_BYTES, malformed_notice, oversized_notice, parse_line, synthetic_notice,
 };
@@ -73,6 +73,8 @@ pub enum PlanError {
         len: u64,
         reason: String,
     },
+    #[error("malformed row {key}: {reason}")]
+    MalformedRow { key: String, reason: String },
     #[error("record at byte {offset} is {len} bytes, over the 1 MiB limit")]
     Oversized { offset: u64, len: u64 },
     #[error("the host returned {got} bytes for a request of {want}")]
@@ -99,7 +101,7 @@ enum State {
     Tail(Box<Tail>),
     /// Since: waiting for the validation read.
     Verify {
-        cursor: Cursor,
+        cursor: LineCursor,
         ranges: [ByteRange; 3],
     },
     Forward(Box<Forward>),
@@ -116,7 +118,9 @@ impl ReadPlan {
         let state = match request.mode {
             Mode::Tail => State::Tail(Box::new(Tail::new(size_hint))),
             Mode::Head | Mode::All => State::Forward(Box::new(Forward::start())),
-            Mode::Since(cursor) => {
+            // The driver refuses a row cursor for a file; should one get here, start over.
+            Mode::Since(Cursor::Rows(_)) => State::Forward(Box::new(Forward::start())),
+            Mode::Since(Cursor::Lines(cursor)) => {
                 let head = ByteRange::new(0, HEAD_BYTES);
                 let verify_start = cursor
                     .resume
@@ -250,7 +254,7 @@ impl ReadPlan {
             State::Tail(tail) => tail.finish(binding, limit, self.warnings),
             State::Verify { cursor, .. } => Page {
                 records: self.out,
-                cursor,
+                cursor: Cursor::Lines(cursor),
                 older: false,
                 more: false,
                 pending_tail: false,
@@ -267,7 +271,7 @@ impl ReadPlan {
 
 /// Why a cursor no longer matches the source, or `None` when it does.
 fn stale_reason(
-    cursor: &Cursor,
+    cursor: &LineCursor,
     head: &[u8],
     verify_start: u64,
     verify: &[u8],
@@ -398,7 +402,7 @@ impl Forward {
 
     /// Continues after a validated cursor. `verify` holds the bytes from `verify_start` to the
     /// cursor's window end.
-    fn resume(cursor: &Cursor, verify_start: u64, verify: &[u8], head: &[u8]) -> Forward {
+    fn resume(cursor: &LineCursor, verify_start: u64, verify: &[u8], head: &[u8]) -> Forward {
         let mut fwd = Forward::start();
         fwd.pos = cursor.resume;
         fwd.line_start = cursor.resume;
@@ -589,7 +593,7 @@ impl Forward {
         let head =
             &self.head[..(self.head.len() as u64).min(cut.window_end).min(HEAD_BYTES) as usize];
         let records_before = self.records_before || self.emitted > 0;
-        let cursor = Cursor::new(
+        let cursor = LineCursor::new(
             binding,
             cut.resume,
             cut.skip,
@@ -601,7 +605,7 @@ impl Forward {
         let pending_tail = self.partial_len > 0 && self.size.is_some_and(|s| self.pos >= s);
         Page {
             records,
-            cursor,
+            cursor: Cursor::Lines(cursor),
             older: self.records_before,
             more: self.more,
             pending_tail,
@@ -829,7 +833,7 @@ impl Tail {
         let head = &self.head[..(self.head.len() as u64).min(end).min(HEAD_BYTES) as usize];
         let window = if end == 0 { &[][..] } else { &self.window[..] };
         let older = dropped > 0 || self.lo > 0;
-        let cursor = Cursor::new(
+        let cursor = LineCursor::new(
             binding,
             end,
             0,
@@ -840,7 +844,7 @@ impl Tail {
         );
         Page {
             records,
-            cursor,
+            cursor: Cursor::Lines(cursor),
             older,
             more: false,
             pending_tail: self.pending_tail,
@@ -998,7 +1002,10 @@ mod tests {
     fn stale_cursors_reset_or_fail_strictly() {
         let file = session(40);
         let page = run(&file, Mode::Head, 10, true).unwrap();
-        let pos = page.cursor.window_end as usize;
+        let Cursor::Lines(line_cursor) = &page.cursor else {
+            panic!("line cursor expected")
+        };
+        let pos = line_cursor.window_end as usize;
         // Same size, bytes before the cursor rewritten.
         let mut rewritten = file.clone();
         let i = rewritten[..pos - 1]

@@ -15,7 +15,9 @@ pub fn cwd_source(harness: Harness) -> Option<&'static str> {
     match harness {
         Harness::Grok => Some("summary.json"),
         Harness::Gemini => Some("../.project_root"),
-        Harness::Claude | Harness::Codex | Harness::Pi => None,
+        Harness::Claude | Harness::Codex | Harness::Pi | Harness::OpenCode | Harness::GrokCli => {
+            None
+        }
     }
 }
 
@@ -30,6 +32,8 @@ pub fn session_cwd(harness: Harness, head: &[u8]) -> Option<String> {
             .pointer("/info/cwd")
             .and_then(Value::as_str)
             .map(str::to_string),
+        // Database sessions carry their directory in a column; the driver queries it.
+        Harness::OpenCode | Harness::GrokCli => None,
         Harness::Claude | Harness::Codex | Harness::Pi => complete_lines(head).find_map(|v| {
             let cwd = match harness {
                 Harness::Codex if v.get("type").and_then(Value::as_str) == Some("session_meta") => {
@@ -74,6 +78,8 @@ pub fn resume_command(harness: Harness, id: &str, path: &str, cwd: Option<&str>)
         Harness::Pi => format!("pi --session {}", shell_quote(path)),
         Harness::Grok => format!("grok --resume {}", shell_quote(id)),
         Harness::Gemini => format!("gemini --resume {}", shell_quote(id)),
+        Harness::OpenCode => format!("opencode --session {}", shell_quote(id)),
+        Harness::GrokCli => format!("grok --session {}", shell_quote(id)),
     };
     match cwd {
         Some(cwd) => format!("cd {} && {command}", shell_quote(cwd)),

@@ -37,7 +37,24 @@ fn classify(entry: &FileEntry) -> Option<SessionFile> {
         Harness::Pi => classify_pi(entry),
         Harness::Grok => classify_grok(entry),
         Harness::Gemini => classify_gemini(entry),
+        // Sessions of a database are its rows: the driver queries them ([`session_row`]).
+        Harness::OpenCode | Harness::GrokCli => None,
     }
+}
+
+/// A session that is a row of a database file: `entry` is the database (path, size), its
+/// `mtime` replaced by the row's update time. `None` when the id is not a valid id.
+pub fn session_row(
+    entry: &FileEntry,
+    id: &str,
+    agent: Option<&str>,
+    updated: Option<i64>,
+) -> Option<SessionFile> {
+    let mut entry = entry.clone();
+    if let Some(t) = updated {
+        entry.mtime = t;
+    }
+    session_file(&entry, id, agent)
 }
 
 fn session_file(entry: &FileEntry, id: &str, agent: Option<&str>) -> Option<SessionFile> {
@@ -106,7 +123,10 @@ fn classify_gemini(entry: &FileEntry) -> Option<SessionFile> {
     let rel = std::str::from_utf8(&entry.rel).ok()?;
     match rel.split('/').collect::<Vec<_>>().as_slice() {
         ["tmp", _project, "chats", file] if file.starts_with("session-") => {
-            session_file(entry, file.strip_suffix(".jsonl")?, None)
+            let stem = file
+                .strip_suffix(".jsonl")
+                .or_else(|| file.strip_suffix(".json"))?;
+            session_file(entry, stem, None)
         }
         ["tmp", _project, "chats", parent, file] if valid_id(parent) => {
             let stem = file.strip_suffix(".jsonl")?;

@@ -32,7 +32,7 @@ impl LocalHost {
             Some(dir) => PathBuf::from(OsStr::from_bytes(dir)),
             None => {
                 let home = spec.harness.default_home();
-                match std::env::var_os(home.env_var) {
+                match home.env_var.and_then(std::env::var_os) {
                     Some(dir) if !dir.is_empty() => PathBuf::from(dir).join(home.env_relative),
                     _ => home_dir().join(home.home_relative),
                 }
@@ -89,8 +89,27 @@ impl LocalHost {
                         .unwrap_or(false)
                 })
                 .collect();
-            let exists = !subdirs.is_empty();
+            let mut tops = Vec::new();
+            for name in list_spec.top_files {
+                let path = canonical.join(name);
+                // Never followed, like everything below a root.
+                if let Ok(meta) = fs::symlink_metadata(&path)
+                    && meta.is_file()
+                {
+                    tops.push((name.as_bytes().to_vec(), meta));
+                }
+            }
+            let exists = !subdirs.is_empty() || !tops.is_empty();
             let root_bytes = canonical.as_os_str().as_bytes().to_vec();
+            for (rel, meta) in tops {
+                listing.files.push(FileEntry {
+                    harness: spec.harness,
+                    root: root_bytes.clone(),
+                    rel,
+                    size: meta.len(),
+                    mtime: meta.mtime(),
+                });
+            }
             listing.roots.push(ResolvedRoot {
                 harness: spec.harness,
                 dir: root_bytes.clone(),

@@ -37,6 +37,7 @@ fn engine_is_pure() {
         "crate::render",
         "tokio",
         "russh",
+        "rusqlite",
         "std::fs",
         "std::process",
         "std::net",

@@ -646,3 +646,87 @@ fn compressed_codex_rollouts_read_like_plain_ones() {
     let bad = run(home.path(), &["--root", &root, "read", "local:019c8a4d"]);
     assert_eq!(code(&bad), 6, "{}", stderr(&bad));
 }
+
+/// Gemini's legacy whole-document sessions (`session-*.json`) are listed and read whole, paged
+/// with row cursors; a rewritten document before the cursor gives `reset`.
+#[test]
+fn gemini_legacy_documents_read_and_page() {
+    let home = tempfile::tempdir().unwrap();
+    let chats = home.path().join("gemini/tmp/p/chats");
+    fs::create_dir_all(&chats).unwrap();
+    let fixture =
+        fixture_home("gemini").join("tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json");
+    let mut doc: Value = serde_json::from_slice(&fs::read(&fixture).unwrap()).unwrap();
+    // Enough messages to page through.
+    let template = doc["messages"].as_array().unwrap().clone();
+    let mut messages = Vec::new();
+    for i in 0..20 {
+        for m in &template {
+            let mut m = m.clone();
+            m["id"] = json!(format!("{}-{i}", m["id"].as_str().unwrap()));
+            messages.push(m);
+        }
+    }
+    doc["messages"] = json!(messages);
+    let path = chats.join("session-2026-04-29T21-00-legacysm.json");
+    fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let root = format!("gemini={}", home.path().join("gemini").display());
+    let target = "local:gemini/session-2026-04-29T21-00-legacysm";
+    let all = ndjson(&run(
+        home.path(),
+        &["--root", &root, "read", target, "--all", "--json"],
+    ));
+    let all_ids = ids(&records(&all));
+    assert!(all_ids.len() >= 40, "{all_ids:?}");
+    let mut paged = Vec::new();
+    let mut lines = ndjson(&run(
+        home.path(),
+        &[
+            "--root", &root, "read", target, "--head", "--limit", "7", "--json",
+        ],
+    ));
+    loop {
+        paged.extend(ids(&records(&lines)));
+        let p = page(&lines);
+        if p["more"] == false {
+            break;
+        }
+        let cursor = p["cursor"].as_str().unwrap().to_string();
+        lines = ndjson(&run(
+            home.path(),
+            &[
+                "--root", &root, "read", target, "--since", &cursor, "--limit", "7", "--json",
+            ],
+        ));
+    }
+    assert_eq!(paged, all_ids);
+    let tail = ndjson(&run(
+        home.path(),
+        &["--root", &root, "read", target, "--limit", "5", "--json"],
+    ));
+    assert_eq!(ids(&records(&tail)), all_ids[all_ids.len() - 5..]);
+    // Rewrite the first message: the cursor from the head page is stale.
+    let head = ndjson(&run(
+        home.path(),
+        &[
+            "--root", &root, "read", target, "--head", "--limit", "7", "--json",
+        ],
+    ));
+    let cursor = page(&head)["cursor"].as_str().unwrap().to_string();
+    doc["messages"][0]["displayContent"] = json!("rewritten");
+    fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let reset = ndjson(&run(
+        home.path(),
+        &[
+            "--root", &root, "read", target, "--since", &cursor, "--json",
+        ],
+    ));
+    assert_eq!(page(&reset)["reset"], true);
+    let strict = run(
+        home.path(),
+        &[
+            "--root", &root, "read", target, "--since", &cursor, "--strict",
+        ],
+    );
+    assert_eq!(code(&strict), 5, "{}", stderr(&strict));
+}

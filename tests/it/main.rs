@@ -17,6 +17,7 @@ mod follow;
 mod harnesses;
 mod hosts;
 mod redaction;
+mod sqlite;
 mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;

@@ -162,7 +162,7 @@ fi
     s.word(
         br#"set -f; for f do s=$(ls -ln "$f" 2>/dev/null) || continue; set -- $s; t=$(date -r "$f" +%s 2>/dev/null) || continue; printf 'F %s %s %s\n' "$5" "$t" "$f"; done"#,
     );
-    // walk HARNESS DIR DEPTH-PATTERN SUBDIR… -- NAME-PATTERN…. A root that does not resolve is
+    // walk HARNESS DIR DEPTH-PATTERN SUBDIR… -- TOP-FILE… -- NAME-PATTERN…. A root that does not resolve is
     // reported as given; below a resolved root nothing is followed (`find` without -L/-H, run
     // from inside the root so that every printed path is `./<subdir>/…`). Subdirs are plain
     // names (checked by the generator), so `$es` splits safely under `set -f`; the name
@@ -180,15 +180,31 @@ walk() {
     shift
   done
   shift
+  et=
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    if [ -n "$r" ] && [ -f "$rs/$1" ] && [ ! -L "$rs/$1" ]; then et="$et $1"; fi
+    shift
+  done
+  shift
   if [ -z "$r" ]; then printf 'ROOT %s 0 ' "$h"; hx "$d"; printf '\n'; return 0; fi
-  if [ -n "$es" ]; then e=1; else e=0; fi
+  if [ -n "$es$et" ]; then e=1; else e=0; fi
   printf 'ROOT %s %s ' "$h" "$e"; hx "$r"; printf '\n'
   [ "$e" = 1 ] || return 0
   n=$#
-  for a do set -- "$@" -o -name "$a"; done
-  shift "$n"; shift
+  if [ "$n" -gt 0 ]; then
+    for a do set -- "$@" -o -name "$a"; done
+    shift "$n"; shift
+  fi
   (
     cd -P -- "$r" || exit 0
+    for tf in $et; do
+    case $m in
+    gnu) find "./$tf" -prune -type f -printf 'F %s %Ts %p\n' ;;
+    statc) stat -c 'F %s %Y %n' "./$tf" ;;
+    statf) stat -f 'F %z %m %N' "./$tf" ;;
+    *) sh -c "$L" sh "./$tf" ;;
+    esac 2>/dev/null
+    done
     for sd in $es; do
     case $m in
     gnu) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -printf 'S\n' -o -type f \( "$@" \) -printf 'F %s %Ts %p\n' ;;
@@ -211,18 +227,22 @@ walk() {
             None => {
                 // `$VAR` when set and non-empty, else `$HOME/<rel>` (`/` without a HOME),
                 // joined the way `Path::join` does.
-                debug_assert!(is_name(home.env_var));
+                let env = home.env_var.unwrap_or("");
+                debug_assert!(env.is_empty() || is_name(env));
                 s.assign("H", home.home_relative.as_bytes());
+                if env.is_empty() {
+                    s.raw(&format!("{var}=\n"));
+                } else {
+                    s.raw(&format!("{var}=${{{env}:-}}\n"));
+                }
                 s.raw(&format!(
-                    "{var}=${{{env}:-}}\nif [ -z \"${var}\" ]; then h=${{HOME:-/}}; case $h in */) {var}=$h$H ;; *) {var}=$h/$H ;; esac; fi\n",
-                    env = home.env_var
+                    "if [ -z \"${var}\" ]; then h=${{HOME:-/}}; case $h in */) {var}=$h$H ;; *) {var}=$h/$H ;; esac; fi\n"
                 ));
-                if !home.env_relative.is_empty() {
+                if !env.is_empty() && !home.env_relative.is_empty() {
                     // The variable names a directory above the home (`$GEMINI_CLI_HOME/.gemini`).
                     s.assign("H", home.env_relative.as_bytes());
                     s.raw(&format!(
-                        "if [ -n \"${{{env}:-}}\" ]; then case ${var} in */) {var}=${var}$H ;; *) {var}=${var}/$H ;; esac; fi\n",
-                        env = home.env_var
+                        "if [ -n \"${{{env}:-}}\" ]; then case ${var} in */) {var}=${var}$H ;; *) {var}=${var}/$H ;; esac; fi\n"
                     ));
                 }
             }
@@ -242,6 +262,15 @@ walk() {
             );
             call.push(' ');
             call.push_str(&list_word(subdir));
+        }
+        call.push_str(" --");
+        for name in list.top_files {
+            assert!(
+                is_plain_name(name),
+                "top file `{name}` must be a plain name"
+            );
+            call.push(' ');
+            call.push_str(&list_word(name));
         }
         call.push_str(" --");
         for suffix in list.suffixes {

@@ -82,10 +82,15 @@ const OPEN: &str = r#"
 $wr=[IO.StreamWriter]::new([Console]::OpenStandardOutput(),[Text.Encoding]::ASCII,65536)
 $u8=[Text.UTF8Encoding]::new($false,$true)
 function W($s){$wr.Write($s);$wr.Write("`r`n")}
-function D($b){$u8.GetString([Convert]::FromBase64String($b))}
 function X($s){[BitConverter]::ToString($u8.GetBytes($s)).Replace('-','')}
 W ''
-W ($nonce+':BEGIN WindowsPowerShell '+$PSVersionTable.PSVersion+' '+$ExecutionContext.SessionState.LanguageMode)
+W ($nonce+':BEGIN WindowsPowerShell '+$PSVersionTable.PSVersion+' '+$lm)
+"#;
+
+/// `D base64`: a path or root passed as base64 UTF-8 (left out of scripts that pass none, to
+/// keep the default list on the command line).
+const DECODE_FN: &str = r#"
+function D($b){$u8.GetString([Convert]::FromBase64String($b))}
 "#;
 
 /// Closes the frame: a failure anywhere is one `ERR script <hex of message>` line.
@@ -100,17 +105,21 @@ $wr.Flush()
 /// one of `endings` or is one of `names` (an `S` line per name UTF-8 cannot carry). Files `d`
 /// directories below a subdir are listed for `d <= max-depth`.
 const LIST_FN: &str = r#"
-function L($h,$d,[int]$m,[string[]]$ss,[string[]]$xe,[string[]]$xw){
+function L($h,$d,[int]$m,$ss,$xe,$xw,$tf){
 $r=$null
 try{$r=[IO.Path]::GetFullPath($d);if($r.Length -gt 3){$r=$r.TrimEnd('\')}}catch{}
 if(!$r -or ![IO.Directory]::Exists($r)){W ('ROOT '+$h+' 0 '+(X $d));return}
 $e=0
+$g=$r.TrimEnd('\')+'\'
 $k=[Collections.Stack]::new()
 foreach($s in $ss){
-$t=$r.TrimEnd('\')+'\'+$s.Replace('/','\')
+$t=$g+$s.Replace('/','\')
 try{if(([int]([IO.File]::GetAttributes($t)) -band 1040) -eq 16){$e=1;$k.Push(@([IO.DirectoryInfo]::new($t),$s,0))}}catch{}
 }
+$q=@()
+foreach($w in $tf){try{$i=[IO.FileInfo]::new($g+$w);if($i.Exists -and !([int]$i.Attributes -band 1024)){$e=1;$q+=,$i}}catch{}}
 W ('ROOT '+$h+' '+$e+' '+(X $r))
+foreach($i in $q){W ('FX '+$i.Length+' '+[DateTimeOffset]::new($i.LastWriteTimeUtc).ToUnixTimeSeconds()+' '+(X $i.Name))}
 while($k.Count -gt 0){
 $c=$k.Pop()
 try{$l=$c[0].GetFileSystemInfos()}catch{continue}
@@ -120,7 +129,7 @@ if($a -band 1024){continue}
 $n=$c[1]+'/'+$i.Name
 if($a -band 16){if($c[2] -lt $m){$k.Push(@($i,$n,($c[2]+1)))};continue}
 $ok=$false
-foreach($w in $xe){if($i.Name.EndsWith($w,[StringComparison]::Ordinal)){$ok=$true}}
+foreach($w in $xe){if($i.Name.EndsWith($w,'Ordinal')){$ok=$true}}
 foreach($w in $xw){if($i.Name -ceq $w){$ok=$true}}
 if(!$ok){continue}
 try{$y=X $n}catch{W 'S';continue}
@@ -139,13 +148,10 @@ W ('FX '+$z+' '+$v+' '+$y)
 /// that is empty, what the OS says.
 const HOME_FN: &str = r#"
 function H($v,$a,$b){
-$d=[Environment]::GetEnvironmentVariable($v)
+$d=$null
+if($v){$d=[Environment]::GetEnvironmentVariable($v)}
 if($d -and $a){$d=$d.TrimEnd('\')+'\'+$a}
-if(!$d){
-$p=$env:USERPROFILE
-if(!$p){$p=[Environment]::GetFolderPath('UserProfile')}
-$d=$p.TrimEnd('\')+'\'+$b
-}
+if(!$d){$p=$env:USERPROFILE;if(!$p){$p=[Environment]::GetFolderPath('UserProfile')};$d=$p.TrimEnd('\')+'\'+$b}
 $d
 }
 "#;
@@ -225,7 +231,7 @@ impl Script {
         // In Constrained Language Mode only core types work, so this reply is plain pipeline
         // output; everything else sits in the `else` branch.
         s.raw(
-            "if($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage'){\n\
+            "$lm=$ExecutionContext.SessionState.LanguageMode\nif($lm -ne 'FullLanguage'){\n\
              ''\n$nonce+':BEGIN WindowsPowerShell restricted'\n'ERR restricted '\n''\n$nonce+':END 1'\n\
              }else{\n",
         );
@@ -286,10 +292,12 @@ pub fn list_script(nonce: &str, roots: &[RootSpec]) -> String {
         return s.finish(&body);
     }
     s.raw(LIST_FN);
+    if roots.iter().any(|r| r.dir.is_some()) {
+        s.raw(DECODE_FN);
+    }
     if roots.iter().any(|r| r.dir.is_none()) {
         s.raw(HOME_FN);
     }
-    body.push_str("W 'MODE ps'\n");
     for spec in roots {
         let dir = match &spec.dir {
             Some(dir) => b64_literal(std::str::from_utf8(dir).expect("checked above")),
@@ -297,7 +305,7 @@ pub fn list_script(nonce: &str, roots: &[RootSpec]) -> String {
                 let home = spec.harness.default_home();
                 format!(
                     "(H {} {} {})",
-                    static_literal(home.env_var),
+                    static_literal(home.env_var.unwrap_or("")),
                     static_literal(&home.env_relative.replace('/', "\\")),
                     static_literal(&home.home_relative.replace('/', "\\")),
                 )
@@ -312,12 +320,13 @@ pub fn list_script(nonce: &str, roots: &[RootSpec]) -> String {
         };
         let names: Vec<&str> = names.iter().map(|n| &n[1..]).collect();
         body.push_str(&format!(
-            "L {} {dir} {} {} {} {}\n",
+            "L {} {dir} {} {} {} {} {}\n",
             static_literal(spec.harness.name()),
             list.max_depth,
             array(list.subdirs),
             array(&endings),
             array(&names),
+            array(list.top_files),
         ));
     }
     s.finish(&body)
@@ -360,6 +369,7 @@ pub fn read_script(nonce: &str, file: &FileRef, ranges: &[ByteRange]) -> String 
         return s.finish(&body);
     }
     let (root, rel) = (root.expect("checked"), rel.expect("checked"));
+    s.raw(DECODE_FN);
     s.raw(RANGE_FN);
     s.raw(READ_FN_HEAD);
     for (i, range) in ranges.iter().enumerate() {

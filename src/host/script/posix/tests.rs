@@ -183,7 +183,9 @@ fn run(shell: &Shell, tree: &Tree, envs: &[(&str, &Path)], script: &[u8]) -> Vec
         cmd.env_clear().env("PATH", dir);
     }
     for harness in Harness::ALL {
-        cmd.env_remove(harness.default_home().env_var);
+        if let Some(var) = harness.default_home().env_var {
+            cmd.env_remove(var);
+        }
     }
     for (k, v) in envs {
         cmd.env(k, v);
@@ -323,6 +325,11 @@ fn every_harness_home(base: &Path) -> PathBuf {
         ),
         (".gemini/tmp/w/chats/9e000000-full/sub.jsonl", "m\n"),
         (".gemini/tmp/w/logs.json", "[]"),
+        (".local/share/opencode/opencode.db", "SQLite format 3\0"),
+        (".local/share/opencode/opencode.db-wal", "w"),
+        (".local/share/opencode/opencode.db-shm", "not listed"),
+        (".local/share/opencode/storage/x.db", "not listed"),
+        (".grok/grok.db", "SQLite format 3\0"),
     ] {
         write(home.join(rel), text.as_bytes());
     }
@@ -351,21 +358,32 @@ fn every_harness_lists_alike_from_home_and_variables() {
         .iter()
         .map(|f| format!("{} {}", f.harness, display_path(&f.rel)))
         .collect();
-    assert_eq!(rels.len(), 7, "{rels:#?}");
+    // Gemini lists every `.json` (the legacy documents); `logs.json` is listed and not a session.
+    assert_eq!(rels.len(), 11, "{rels:#?}");
+    assert!(rels.contains(&"opencode opencode.db-wal".to_string()));
+    assert!(rels.contains(&"grok-cli grok.db".to_string()));
     assert!(rels.contains(&"grok sessions/%2Fw/019a/chat_history.jsonl".to_string()));
     let defaults: Vec<RootSpec> = Harness::ALL.map(RootSpec::default_for).to_vec();
     // GEMINI_CLI_HOME names the directory above `.gemini`; the others name the home itself.
+    // XDG_DATA_HOME names the directory above `opencode`. grok-cli honours no variable.
     let vars: Vec<(&str, PathBuf)> = Harness::ALL
         .into_iter()
-        .map(|h| {
+        .filter_map(|h| {
             let d = h.default_home();
             let dir = if d.env_relative.is_empty() {
                 home.join(d.home_relative)
             } else {
-                home.clone()
+                let above = d.home_relative.strip_suffix(d.env_relative).unwrap();
+                home.join(above.trim_end_matches('/'))
             };
-            (d.env_var, dir)
+            Some((d.env_var?, dir))
         })
+        .collect();
+    let with_var_files: Vec<_> = expected
+        .files
+        .iter()
+        .filter(|f| f.harness.default_home().env_var.is_some())
+        .cloned()
         .collect();
     let mut with_vars: Vec<(&str, &Path)> = vars.iter().map(|(k, v)| (*k, v.as_path())).collect();
     with_vars.push(("HOME", Path::new("/nonexistent")));
@@ -387,7 +405,7 @@ fn every_harness_lists_alike_from_home_and_variables() {
         let got = decode_list("t", &nonce, &run(&shell, &tree, &with_vars, &script));
         assert_eq!(
             got.unwrap().files,
-            expected.files,
+            with_var_files,
             "{} from variables",
             shell.name
         );

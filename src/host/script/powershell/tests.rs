@@ -34,7 +34,7 @@ fn windows_roots() -> Vec<String> {
     let mut roots = vec![
         r"C:\Users\me\.claude".to_string(),
         r"C:\".to_string(),
-        r"\\server\share\agent home\.claude\".to_string(),
+        r"\\server\sharepoint\agent home\.claude\".to_string(),
         "D:/mixed/slashes".to_string(),
     ];
     for name in hostile_names() {
@@ -225,7 +225,7 @@ fn checked(script: String) -> Invocation {
         "plain",
         "xxxxxxxxxx",
         "Users",
-        "share",
+        "sharepoint",
     ] {
         assert!(!script.contains(name), "{name} in\n{script}");
     }
@@ -513,7 +513,9 @@ fn sizes() {
             script.len(),
             exec.len()
         );
-        assert!(exec.len() < 7200, "{}", exec.len());
+        // The issue's bound (cmd.exe takes 8191). The default list of all seven harnesses sits
+        // just under it; a longer script goes through the stdin bootstrap automatically.
+        assert!(exec.len() < 8000, "{}", exec.len());
     }
     eprintln!(
         "bootstrap exec string {}",

@@ -1,0 +1,415 @@
+//! SQLite-backed harnesses (OpenCode, grok-cli): the real OpenCode 1.18.33 dump loaded with the
+//! `sqlite3` CLI into a WAL-mode database reads locally and over SSH into the same records; a
+//! tool that goes pending → running → completed is returned once, completed; rows a writer
+//! commits into the WAL appear on the next `--since`; nothing is created or touched next to
+//! the database by the reader.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::common::sshd::sshd_or_skip;
+use crate::support::{BIN, code, ids, ndjson, page, records, run, stderr};
+
+const SESSION: &str = "ses_f0de500f8ffeXvsiYJDOg5JtrU";
+const TOOL_PART: &str = "prt_0f21b02d5001NcGUD0hmNfrPyr";
+const ASSISTANT: &str = "msg_0f21b0104001XDVLEwtN0JiIZk";
+
+/// `$HOME/.local/share/opencode/opencode.db`, loaded from the real dump with the sqlite3 CLI,
+/// in WAL mode.
+fn opencode_home() -> (tempfile::TempDir, PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".local/share/opencode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("opencode.db");
+    let dump =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode/opencode-1.18.33.sql");
+    let status = Command::new("sqlite3")
+        .arg(&db)
+        .arg(format!(".read {}", dump.display()))
+        .status()
+        .expect("the sqlite3 CLI (installed by .ci/install-deps)");
+    assert!(status.success());
+    let out = Command::new("sqlite3")
+        .arg(&db)
+        .arg("PRAGMA journal_mode=WAL;")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "wal");
+    (home, db)
+}
+
+/// A writer that keeps its rows in the WAL (no checkpoint) for as long as it is open.
+fn writer(db: &Path) -> Connection {
+    let conn = Connection::open(db).unwrap();
+    conn.execute_batch("PRAGMA wal_autocheckpoint=0;").unwrap();
+    conn
+}
+
+fn read(home: &Path, args: &[&str]) -> (Vec<Value>, Value) {
+    let out = run(home, args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines = ndjson(&out);
+    (records(&lines), page(&lines))
+}
+
+/// Names, sizes and mtimes of a directory's entries.
+fn snapshot(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                m.len(),
+                m.modified().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn set_tool_status(conn: &Connection, status: &str, completed: bool) {
+    conn.execute(
+        "UPDATE part SET data = json_set(data, '$.state.status', ?1) WHERE id = ?2",
+        (status, TOOL_PART),
+    )
+    .unwrap();
+    let sql = if completed {
+        "UPDATE message SET data = json_set(data, '$.time.completed', 1790768251673) WHERE id = ?1"
+    } else {
+        "UPDATE message SET data = json_remove(data, '$.time.completed') WHERE id = ?1"
+    };
+    conn.execute(sql, [ASSISTANT]).unwrap();
+}
+
+fn kinds(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn opencode_reads_the_real_dump_and_lists_its_session() {
+    let (home, db) = opencode_home();
+    let before = snapshot(db.parent().unwrap());
+    let out = run(home.path(), &["ls", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let sessions = ndjson(&out);
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(sessions[0]["harness"], "opencode");
+    assert_eq!(sessions[0]["session"], SESSION);
+    assert_eq!(sessions[0]["path"], db.to_str().unwrap());
+    for query in [SESSION, "ses_f0de50", "opencode/ses_f0de500f"] {
+        let (recs, p) = read(home.path(), &["read", &format!("local:{query}"), "--json"]);
+        assert_eq!(
+            ids(&recs),
+            [
+                "prt_0f21aff33001a2Ikz6KYrhKnir",
+                "prt_0f21b02d5001NcGUD0hmNfrPyr:call",
+                "prt_0f21b02d5001NcGUD0hmNfrPyr:result",
+                "prt_0f21b0337001GtX6vvuhLhelY7",
+            ]
+        );
+        assert_eq!(
+            kinds(&recs),
+            ["user", "tool_call", "tool_result", "assistant"]
+        );
+        assert_eq!(recs[0]["text"], "\"run echo fixture please\"");
+        assert_eq!(recs[1]["input"]["command"], "echo fixture");
+        assert_eq!(recs[2]["output"], "fixture\n");
+        assert_eq!(p["pending_tail"], false);
+    }
+    // --head/--since page through the same records.
+    let (first, p1) = read(
+        home.path(),
+        &[
+            "read",
+            "local:ses_f0de50",
+            "--head",
+            "--limit",
+            "2",
+            "--json",
+        ],
+    );
+    assert_eq!(p1["more"], true);
+    let (rest, p2) = read(
+        home.path(),
+        &[
+            "read",
+            "local:ses_f0de50",
+            "--since",
+            p1["cursor"].as_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(p2["older"], true);
+    assert_eq!(ids(&first).len() + ids(&rest).len(), 4);
+    let (tail, _) = read(
+        home.path(),
+        &["read", "local:ses_f0de50", "--limit", "1", "--json"],
+    );
+    assert_eq!(ids(&tail), ["prt_0f21b0337001GtX6vvuhLhelY7"]);
+    // The reader created and touched nothing next to the database.
+    assert_eq!(snapshot(db.parent().unwrap()), before);
+}
+
+#[test]
+fn a_tool_is_shown_once_completed_and_wal_rows_appear_on_the_next_since() {
+    let (home, db) = opencode_home();
+    let conn = writer(&db);
+    set_tool_status(&conn, "pending", false);
+    let dir = db.parent().unwrap();
+    let before = snapshot(dir);
+    assert!(
+        before.iter().any(|(n, _, _)| n == "opencode.db-wal"),
+        "{before:?}"
+    );
+    let (recs, p) = read(home.path(), &["read", "local:ses_f0de50", "--json"]);
+    assert_eq!(kinds(&recs), ["user"]);
+    assert_eq!(p["pending_tail"], true);
+    assert_eq!(
+        snapshot(dir),
+        before,
+        "the reader touched files next to the database"
+    );
+    set_tool_status(&conn, "running", false);
+    let (recs, p2) = read(
+        home.path(),
+        &[
+            "read",
+            "local:ses_f0de50",
+            "--since",
+            p["cursor"].as_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(recs.is_empty(), "{recs:?}");
+    assert_eq!(p2["pending_tail"], true);
+    assert_eq!(p2["reset"], false);
+    // A writer holding a write transaction: its rows are not visible until it commits.
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    set_tool_status(&conn, "completed", true);
+    let (recs, _) = read(
+        home.path(),
+        &[
+            "read",
+            "local:ses_f0de50",
+            "--since",
+            p2["cursor"].as_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(recs.is_empty(), "uncommitted rows were read: {recs:?}");
+    conn.execute_batch("COMMIT").unwrap();
+    let (recs, p3) = read(
+        home.path(),
+        &[
+            "read",
+            "local:ses_f0de50",
+            "--since",
+            p2["cursor"].as_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(kinds(&recs), ["tool_call", "tool_result", "assistant"]);
+    assert_eq!(recs[1]["output"], "fixture\n");
+    assert_eq!(p3["pending_tail"], false);
+    // New rows committed into the WAL appear on the next --since, once.
+    conn.execute(
+        "INSERT INTO message VALUES('msg_0f21b0400001zzzzzzzzzzzzzz', ?1, 1790768260000, 1790768260000, \
+         '{\"role\":\"user\",\"time\":{\"created\":1790768260000}}')",
+        [SESSION],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO part VALUES('prt_0f21b0400002zzzzzzzzzzzzzz', 'msg_0f21b0400001zzzzzzzzzzzzzz', ?1, \
+         1790768260001, 1790768260001, '{\"type\":\"text\",\"text\":\"and again\"}')",
+        [SESSION],
+    )
+    .unwrap();
+    let (recs, p4) = read(
+        home.path(),
+        &[
+            "read",
+            "local:ses_f0de50",
+            "--since",
+            p3["cursor"].as_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(ids(&recs), ["prt_0f21b0400002zzzzzzzzzzzzzz"]);
+    assert_eq!(recs[0]["text"], "and again");
+    assert_eq!(p4["reset"], false);
+    // A row changed before the cursor: reset, or exit 5 with --strict.
+    conn.execute(
+        "UPDATE part SET data = json_set(data, '$.text', 'rewritten') WHERE id = 'prt_0f21aff33001a2Ikz6KYrhKnir'",
+        [],
+    )
+    .unwrap();
+    let cursor = p4["cursor"].as_str().unwrap();
+    let (recs, p5) = read(
+        home.path(),
+        &["read", "local:ses_f0de50", "--since", cursor, "--json"],
+    );
+    assert_eq!(p5["reset"], true);
+    assert_eq!(recs[0]["kind"], "notice");
+    let strict = run(
+        home.path(),
+        &["read", "local:ses_f0de50", "--since", cursor, "--strict"],
+    );
+    assert_eq!(code(&strict), 5, "{}", stderr(&strict));
+    drop(conn);
+}
+
+#[test]
+fn opencode_over_ssh_reads_the_same_records_and_ids() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let (home, db) = opencode_home();
+    // Rows in the WAL too: a writer keeps them there while the files are copied to the user.
+    let conn = writer(&db);
+    conn.execute(
+        "INSERT INTO part VALUES('prt_0f21b033b001zzzzzzzzzzzzzz', ?1, ?2, 1790768251708, 1790768251708, \
+         '{\"type\":\"text\",\"text\":\"from the WAL\",\"time\":{\"start\":1,\"end\":2}}')",
+        (ASSISTANT, SESSION),
+    )
+    .unwrap();
+    let db_path = sshd.put_file(
+        "ck_clean",
+        ".local/share/opencode/opencode.db",
+        &std::fs::read(&db).unwrap(),
+    );
+    let wal = db.with_file_name("opencode.db-wal");
+    sshd.put_file(
+        "ck_clean",
+        ".local/share/opencode/opencode.db-wal",
+        &std::fs::read(&wal).unwrap(),
+    );
+    let remote_dir = db_path.parent().unwrap().to_path_buf();
+    let before = snapshot(&remote_dir);
+    let local = run(
+        home.path(),
+        &["read", "local:ses_f0de50", "--all", "--json"],
+    );
+    let alias = sshd.alias("ck_clean");
+    let remote = Command::new(BIN)
+        .args(["--ssh-config", sshd.ssh_config().to_str().unwrap()])
+        .args(["read", &format!("{alias}:ses_f0de50"), "--all", "--json"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&remote), 0, "{}", stderr(&remote));
+    let (local, remote) = (records(&ndjson(&local)), records(&ndjson(&remote)));
+    assert_eq!(local.len(), 5, "{local:?}");
+    assert!(ids(&local).contains(&"prt_0f21b033b001zzzzzzzzzzzzzz".to_string()));
+    assert_eq!(remote, local);
+    assert_eq!(
+        snapshot(&remote_dir),
+        before,
+        "the reader touched the host's files"
+    );
+    drop(conn);
+}
+
+/// grok-cli's schema (`src/storage/migrations.ts`), in WAL mode.
+const GROK_DDL: &str = "
+PRAGMA journal_mode=WAL;
+CREATE TABLE workspaces (id TEXT PRIMARY KEY, scope_key TEXT NOT NULL UNIQUE, canonical_path TEXT NOT NULL,
+  git_root TEXT, display_name TEXT NOT NULL, last_seen_at TEXT NOT NULL) STRICT;
+CREATE TABLE sessions (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  title TEXT, recap_text TEXT, recap_model TEXT, recap_updated_at TEXT, model TEXT NOT NULL, mode TEXT NOT NULL,
+  cwd_at_start TEXT NOT NULL, cwd_last TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL) STRICT;
+CREATE TABLE messages (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+  role TEXT NOT NULL, message_json TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, seq)) STRICT;
+CREATE TABLE tool_calls (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions(id)
+  ON DELETE CASCADE, message_seq INTEGER NOT NULL, tool_call_id TEXT NOT NULL, tool_name TEXT NOT NULL,
+  args_json TEXT NOT NULL, status TEXT NOT NULL, started_at TEXT NOT NULL, completed_at TEXT,
+  UNIQUE(session_id, tool_call_id)) STRICT;
+CREATE TABLE tool_results (id INTEGER PRIMARY KEY AUTOINCREMENT, tool_call_row_id INTEGER NOT NULL
+  REFERENCES tool_calls(id) ON DELETE CASCADE, output_kind TEXT NOT NULL, output_json TEXT NOT NULL,
+  success INTEGER NOT NULL, created_at TEXT NOT NULL) STRICT;
+INSERT INTO workspaces VALUES ('w1', '/w', '/w', NULL, 'w', '2026-11-02T10:00:00.000Z');
+INSERT INTO sessions VALUES ('0a1b2c3d4e5f', 'w1', 'list files', NULL, NULL, NULL, 'grok-4', 'agent', '/w', '/w',
+  'active', '2026-11-02T10:00:00.000Z', '2026-11-02T10:00:05.000Z');
+INSERT INTO messages VALUES ('0a1b2c3d4e5f', 0, 'user', '{\"role\":\"user\",\"content\":\"list files\"}', '2026-11-02T10:00:00.000Z');
+INSERT INTO messages VALUES ('0a1b2c3d4e5f', 1, 'assistant', '{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"Listing.\"},{\"type\":\"tool-call\",\"toolCallId\":\"call_9\",\"toolName\":\"bash\",\"input\":{\"command\":\"ls\"}}]}', '2026-11-02T10:00:01.000Z');
+INSERT INTO messages VALUES ('0a1b2c3d4e5f', 2, 'tool', '{\"role\":\"tool\",\"content\":[{\"type\":\"tool-result\",\"toolCallId\":\"call_9\",\"toolName\":\"bash\",\"output\":{\"type\":\"text\",\"value\":\"a\\nb\\n\"}}]}', '2026-11-02T10:00:02.000Z');
+INSERT INTO tool_calls VALUES (1, '0a1b2c3d4e5f', 1, 'call_9', 'bash', '{\"command\":\"ls\"}', 'completed', '2026-11-02T10:00:01.000Z', '2026-11-02T10:00:02.000Z');
+INSERT INTO tool_results VALUES (1, 1, 'text', '\"a\\nb\\n\"', 1, '2026-11-02T10:00:02.000Z');
+";
+
+#[test]
+fn grok_cli_database_reads_the_same_way() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".grok");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("grok.db");
+    let conn = writer(&db);
+    conn.execute_batch(GROK_DDL).unwrap();
+    let out = run(home.path(), &["ls", "--json", "--harness", "grok-cli"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let sessions = ndjson(&out);
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(sessions[0]["harness"], "grok-cli");
+    assert_eq!(sessions[0]["mtime"], "2026-11-02T10:00:05Z");
+    let (recs, p) = read(home.path(), &["read", "local:grok-cli/0a1b2c", "--json"]);
+    assert_eq!(ids(&recs), ["0#0", "1#0", "1#1", "2#0"]);
+    assert_eq!(
+        kinds(&recs),
+        ["user", "assistant", "tool_call", "tool_result"]
+    );
+    assert_eq!(recs[3]["output"], "a\nb\n");
+    assert_eq!(recs[3]["is_error"], false);
+    assert_eq!(p["pending_tail"], false);
+    // A new tool call still running: the page stops before it; it appears once completed.
+    conn.execute_batch(
+        "INSERT INTO messages VALUES ('0a1b2c3d4e5f', 3, 'assistant', '{\"role\":\"assistant\",\"content\":[{\"type\":\"tool-call\",\"toolCallId\":\"call_10\",\"toolName\":\"bash\",\"input\":{\"command\":\"pwd\"}}]}', '2026-11-02T10:00:03.000Z');
+         INSERT INTO tool_calls VALUES (2, '0a1b2c3d4e5f', 3, 'call_10', 'bash', '{}', 'running', '2026-11-02T10:00:03.000Z', NULL);",
+    )
+    .unwrap();
+    let cursor = p["cursor"].as_str().unwrap().to_string();
+    let (recs, p2) = read(
+        home.path(),
+        &["read", "local:0a1b2c", "--since", &cursor, "--json"],
+    );
+    assert!(recs.is_empty());
+    assert_eq!(p2["pending_tail"], true);
+    conn.execute_batch("UPDATE tool_calls SET status = 'completed' WHERE id = 2;")
+        .unwrap();
+    let (recs, _) = read(
+        home.path(),
+        &[
+            "read",
+            "local:0a1b2c",
+            "--since",
+            p2["cursor"].as_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(ids(&recs), ["3#0"]);
+    drop(conn);
+}
+
+#[test]
+fn a_database_over_64_mib_fails_naming_its_size() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".local/share/opencode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = std::fs::File::create(dir.join("opencode.db")).unwrap();
+    file.set_len(65 * 1024 * 1024).unwrap(); // sparse: costs no disk
+    let out = run(home.path(), &["read", "local:ses_f0de50"]);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    assert!(stderr(&out).contains("68157440 bytes"), "{}", stderr(&out));
+    // ls still lists (nothing here) and says why the database was left out.
+    let out = run(home.path(), &["ls"]);
+    assert_eq!(code(&out), 0);
+    assert!(stderr(&out).contains("over the 64 MiB"), "{}", stderr(&out));
+}
