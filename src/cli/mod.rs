@@ -24,11 +24,17 @@ pub use common::GlobalArgs;
 
 const EXAMPLES: &str = "\
 Examples:
-  clankie-read ls                               list sessions on this machine
-  clankie-read local:3f1c2a --tail              the newest records of a session (id prefix)
-  clankie-read local:3f1c2a --json --limit 200  NDJSON for scripts; ends with a `page` line
-  clankie-read local:3f1c2a --since CURSOR      the records after a page's cursor
-  clankie-read --root claude=./tests/fixtures/claude local:short --head";
+  clankie-read ls devbox                         list sessions on a machine you can ssh to
+  clankie-read devbox:3f1c2a                     the newest 50 records of a session (id prefix)
+  clankie-read devbox:3f1c2a --follow            keep printing records as the agent works
+  clankie-read devbox:3f1c2a --json --limit 200  NDJSON for scripts; ends with a `page` line
+  clankie-read devbox:3f1c2a --json --since CURSOR
+                                                 the records after a page's cursor
+  clankie-read check --state ~/.cache/clankie.json --json
+                                                 from cron: what changed on every host
+  clankie-read hosts --check                     why a host does not answer
+  clankie-read --root claude=./tests/fixtures/claude local:short --all
+                                                 read a sample transcript shipped with the source";
 
 /// Read AI coding agents' session transcripts on this machine or over SSH, with nothing
 /// installed on the machine being read.
