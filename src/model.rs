@@ -247,11 +247,15 @@ pub struct FileEntry {
 impl FileEntry {
     /// `root/rel` as bytes.
     pub fn full_path(&self) -> Vec<u8> {
+        // A Windows root (C:\Users\me\.claude, \\server\share) gets Windows separators, so the
+        // path shown is one the user can paste on that machine.
+        let windows = self.root.contains(&b'\\') || (self.root.len() >= 2 && self.root[1] == b':');
+        let sep = if windows { b'\\' } else { b'/' };
         let mut path = self.root.clone();
         if !path.ends_with(b"/") && !path.ends_with(b"\\") {
-            path.push(b'/');
+            path.push(sep);
         }
-        path.extend_from_slice(&self.rel);
+        path.extend(self.rel.iter().map(|&b| if b == b'/' { sep } else { b }));
         path
     }
 }
@@ -380,4 +384,28 @@ impl Record {
 /// Lossy display of path bytes (for messages and NDJSON `path`).
 pub fn display_path(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_paths_use_the_host_separator() {
+        let entry = |root: &[u8]| FileEntry {
+            harness: Harness::Claude,
+            root: root.to_vec(),
+            rel: b"projects/C--Users-me-p/a.jsonl".to_vec(),
+            size: 0,
+            mtime: 0,
+        };
+        assert_eq!(
+            entry(b"/home/me/.claude").full_path(),
+            b"/home/me/.claude/projects/C--Users-me-p/a.jsonl"
+        );
+        assert_eq!(
+            entry(br"C:\Users\me\.claude").full_path(),
+            br"C:\Users\me\.claude\projects\C--Users-me-p\a.jsonl"
+        );
+    }
 }
