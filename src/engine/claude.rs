@@ -68,7 +68,11 @@ struct Message<'a> {
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
 pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
-    let env: Envelope<'_> = match serde_json::from_slice(line) {
+    // One UTF-8 check of the whole line is cheaper than serde_json checking every string.
+    let Ok(text) = std::str::from_utf8(line) else {
+        return LineOutcome::Malformed("not valid UTF-8".into());
+    };
+    let mut env: Envelope<'_> = match serde_json::from_str(text) {
         Ok(env) => env,
         Err(err) => {
             // Valid JSON of a shape we did not expect is a format change, not a torn line:
@@ -87,9 +91,12 @@ pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
     let Some(ty) = env.ty.as_deref() else {
         return LineOutcome::Records(Vec::new());
     };
+    // The message is taken out so that its strings move into records instead of being copied.
+    let message = env.message.take();
     let mut out = LineBuilder {
         ctx,
         env: &env,
+        message,
         offset,
         records: Vec::new(),
     };
@@ -124,6 +131,7 @@ fn notice(ctx: &SourceCtx, id: String, ts: Option<String>, text: String) -> Reco
 struct LineBuilder<'c, 'e, 'a> {
     ctx: &'c SourceCtx,
     env: &'e Envelope<'a>,
+    message: Option<Message<'a>>,
     offset: u64,
     records: Vec<Record>,
 }
@@ -159,7 +167,7 @@ impl LineBuilder<'_, '_, '_> {
     }
 
     fn user(&mut self) {
-        let Some(message) = self.env.message.as_ref() else {
+        let Some(message) = self.message.take() else {
             return;
         };
         if self.env.is_compact_summary == Some(true) {
@@ -171,14 +179,17 @@ impl LineBuilder<'_, '_, '_> {
             );
             return;
         }
-        match &message.content {
+        match message.content {
             Value::String(text) if self.env.is_meta != Some(true) => self.user_text(0, text),
             Value::Array(blocks) => {
-                for (i, block) in blocks.iter().enumerate() {
-                    match block_type(block) {
+                for (i, mut block) in blocks.into_iter().enumerate() {
+                    match block_type(&block) {
                         "tool_result" => {
-                            let call_id = str_field(block, "tool_use_id").to_string();
-                            let output = block.get("content").map(content_text).unwrap_or_default();
+                            let call_id = take_str(&mut block, "tool_use_id");
+                            let output = block
+                                .get_mut("content")
+                                .map(|c| content_text_owned(c.take()))
+                                .unwrap_or_default();
                             let is_error =
                                 block.get("is_error").and_then(Value::as_bool) == Some(true);
                             self.push(
@@ -191,9 +202,9 @@ impl LineBuilder<'_, '_, '_> {
                             );
                         }
                         _ if self.env.is_meta == Some(true) => {}
-                        "text" => self.user_text(i, str_field(block, "text")),
+                        "text" => self.user_text(i, take_str(&mut block, "text")),
                         "image" | "document" => {
-                            self.text(i, TextKind::User, media_placeholder(block));
+                            self.text(i, TextKind::User, media_placeholder(&block));
                         }
                         other => self.text(
                             i,
@@ -208,7 +219,7 @@ impl LineBuilder<'_, '_, '_> {
     }
 
     /// A user string: a typed prompt, or one of the wrappers Claude writes into user lines.
-    fn user_text(&mut self, block: usize, text: &str) {
+    fn user_text(&mut self, block: usize, text: String) {
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return;
@@ -236,49 +247,54 @@ impl LineBuilder<'_, '_, '_> {
         } else if trimmed.starts_with("<local-command-caveat>") {
             // Injected for the model; not something the user typed.
         } else {
-            self.text(block, TextKind::User, text.to_string());
+            self.text(block, TextKind::User, text);
         }
     }
 
     fn assistant(&mut self) {
-        let Some(message) = self.env.message.as_ref() else {
+        let Some(message) = self.message.take() else {
             return;
         };
         let synthetic = message.model.as_deref() == Some("<synthetic>")
             || self.env.is_api_error_message == Some(true);
-        let Value::Array(blocks) = &message.content else {
-            if let Value::String(text) = &message.content
-                && !text.trim().is_empty()
-            {
-                self.text(0, TextKind::Assistant, text.clone());
+        let blocks = match message.content {
+            Value::Array(blocks) => blocks,
+            Value::String(text) => {
+                if !text.trim().is_empty() {
+                    self.text(0, TextKind::Assistant, text);
+                }
+                return;
             }
-            return;
+            _ => return,
         };
-        for (i, block) in blocks.iter().enumerate() {
-            match block_type(block) {
+        for (i, mut block) in blocks.into_iter().enumerate() {
+            match block_type(&block) {
                 "text" => {
-                    let text = str_field(block, "text");
+                    let text = take_str(&mut block, "text");
                     if text.trim().is_empty() {
                         // 2.1.x writes a "\n\n" block before thinking.
                     } else if synthetic {
-                        self.text(i, TextKind::Notice, text.to_string());
+                        self.text(i, TextKind::Notice, text);
                     } else {
-                        self.text(i, TextKind::Assistant, text.to_string());
+                        self.text(i, TextKind::Assistant, text);
                     }
                 }
                 "thinking" => {
-                    let text = str_field(block, "thinking");
+                    let text = take_str(&mut block, "thinking");
                     if !text.trim().is_empty() {
-                        self.text(i, TextKind::Thinking, text.to_string());
+                        self.text(i, TextKind::Thinking, text);
                     }
                 }
                 "redacted_thinking" => {
                     self.text(i, TextKind::Thinking, "[redacted thinking]".into())
                 }
                 "tool_use" | "server_tool_use" => {
-                    let call_id = str_field(block, "id").to_string();
-                    let name = str_field(block, "name").to_string();
-                    let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    let call_id = take_str(&mut block, "id");
+                    let name = take_str(&mut block, "name");
+                    let input = block
+                        .get_mut("input")
+                        .map(Value::take)
+                        .unwrap_or(Value::Null);
                     self.push(
                         i,
                         RecordBody::ToolCall {
@@ -438,6 +454,22 @@ fn tag_content<'s>(s: &'s str, tag: &str) -> Option<&'s str> {
     let start = s.find(&open)? + open.len();
     let end = s[start..].find(&close)? + start;
     Some(&s[start..end])
+}
+
+/// Moves a string field out of a block (empty when absent or not a string).
+fn take_str(block: &mut Value, key: &str) -> String {
+    match block.get_mut(key).map(Value::take) {
+        Some(Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+/// [`content_text`] for a value we own: a plain string moves instead of being copied.
+fn content_text_owned(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        other => content_text(&other),
+    }
 }
 
 fn block_type(block: &Value) -> &str {
