@@ -58,6 +58,8 @@ struct HostReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     host_key: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    auth: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     clean_shell: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     shell_noise: Option<String>,
@@ -153,6 +155,7 @@ async fn check(report: &mut HostReport, opened: Result<super::common::OpenHost, 
                 report.exec_ms = Some(probe.exec.as_millis());
                 report.uname = Some(probe.uname);
                 report.host_key = Some("known");
+                report.auth = Some(probe.auth);
                 report.clean_shell = Some(probe.noise.is_empty());
                 if !probe.noise.is_empty() {
                     let noise = String::from_utf8_lossy(&probe.noise[..probe.noise.len().min(120)])
@@ -220,10 +223,12 @@ fn print_text(out: &mut impl Write, r: &HostReport) -> std::io::Result<()> {
     )?;
     if let (Some(c), Some(e)) = (r.connect_ms, r.exec_ms) {
         let uname = r.uname.as_deref().unwrap_or("?");
+        let auth = r.auth.as_deref().unwrap_or("?");
         writeln!(
             out,
-            "    connect {c} ms, exec {e} ms, {}, host key known",
-            sanitize(uname)
+            "    connect {c} ms, exec {e} ms, {}, host key known, authenticated with {}",
+            sanitize(uname),
+            sanitize(auth)
         )?;
     }
     for root in &r.roots {

@@ -196,6 +196,8 @@ pub struct Probe {
     pub uname: String,
     /// What the login shell printed outside our frame (rc-file banners); empty when clean.
     pub noise: Vec<u8>,
+    /// What authentication succeeded with.
+    pub auth: String,
 }
 
 impl SshHost {
@@ -227,6 +229,7 @@ impl SshHost {
             exec,
             uname: frame.uname,
             noise,
+            auth: session.authenticated_with().to_string(),
         })
     }
 }

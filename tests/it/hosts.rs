@@ -42,6 +42,8 @@ fn check_flags_noisy_shells_and_missing_roots() {
     assert_eq!(c["clean_shell"], true, "{c}");
     assert_eq!(c["uname"], "Linux");
     assert!(c["connect_ms"].as_u64().is_some() && c["exec_ms"].as_u64().is_some());
+    let identity = sshd.identity().display().to_string();
+    assert_eq!(c["auth"], format!("identity file {identity}"), "{c}");
     let roots = c["roots"].as_array().unwrap();
     assert!(
         roots.iter().any(|r| r["harness"] == "claude"

@@ -93,12 +93,13 @@ async fn connect_agent(_which: &IdentityAgent) -> Result<Agent, String> {
     Err("ssh-agent is not supported on this platform yet".into())
 }
 
-/// Authenticates `target.user`, or returns `HostError::Auth` naming what was tried.
+/// Authenticates `target.user`, or returns `HostError::Auth` naming what was tried. On success,
+/// says with what (`agent key ED25519 SHA256:…`, `identity file ~/.ssh/id_ed25519`).
 pub(crate) async fn authenticate<H: client::Handler>(
     handle: &mut Handle<H>,
     host: &str,
     target: &SshTarget,
-) -> Result<(), HostError> {
+) -> Result<String, HostError> {
     let user = target.user.as_str();
     let files = identity_files(target);
     let mut tried: Vec<String> = Vec::new();
@@ -144,7 +145,7 @@ pub(crate) async fn authenticate<H: client::Handler>(
                         .authenticate_publickey_with(user, key.clone(), hash, &mut agent)
                         .await;
                     match result {
-                        Ok(r) if r.success() => return Ok(()),
+                        Ok(r) if r.success() => return Ok(format!("agent key {}", describe(&key))),
                         Ok(_) => tried.push(format!("agent key {}", describe(&key))),
                         Err(e) => tried.push(format!("agent key {} ({e})", describe(&key))),
                     }
@@ -184,7 +185,7 @@ pub(crate) async fn authenticate<H: client::Handler>(
             .await
             .map_err(|e| lost(e, &tried))?;
         if result.success() {
-            return Ok(());
+            return Ok(format!("identity file {}", file.path.display()));
         }
         tried.push(file.path.display().to_string());
     }

@@ -47,6 +47,8 @@ pub struct ExecOutput {
 /// One authenticated SSH connection. `exec` takes `&self`: up to [`MAX_CHANNELS`] run at once,
 /// the rest wait.
 pub struct SshSession {
+    /// What authentication succeeded with (for `hosts --check`).
+    authenticated_with: String,
     host: String,
     handle: client::Handle<Verifier>,
     channels: Semaphore,
@@ -175,6 +177,11 @@ impl SshSession {
                 ),
             )),
         }
+    }
+
+    /// What authentication succeeded with: an agent key or an identity file.
+    pub fn authenticated_with(&self) -> &str {
+        &self.authenticated_with
     }
 
     /// The name this session reports errors under.
@@ -452,8 +459,9 @@ where
             ));
         }
     };
-    auth::authenticate(&mut handle, label, target).await?;
+    let authenticated_with = auth::authenticate(&mut handle, label, target).await?;
     Ok(SshSession {
+        authenticated_with,
         host: label.to_string(),
         handle,
         channels: Semaphore::new(MAX_CHANNELS),
