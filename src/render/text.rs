@@ -165,6 +165,18 @@ pub fn sessions(
     sessions: &[SessionFile],
     show_host: bool,
 ) -> io::Result<()> {
+    // Columns as wide as this listing needs (ids run from 6 to ~100 characters by harness).
+    let id_width = sessions
+        .iter()
+        .map(|s| s.id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(100);
+    let harness_width = sessions
+        .iter()
+        .map(|s| s.harness().name().len())
+        .max()
+        .unwrap_or(0);
     for s in sessions {
         let host_col = if show_host {
             format!("{:<12} ", sanitize(host))
@@ -173,7 +185,7 @@ pub fn sessions(
         };
         writeln!(
             out,
-            "{host_col}{:<7} {:<44} {:>10} {}  {}",
+            "{host_col}{:<harness_width$} {:<id_width$} {:>10} {}  {}",
             s.harness().name(),
             sanitize(&s.id),
             s.entry.size,
