@@ -637,6 +637,37 @@ fn compressed_codex_rollouts_read_like_plain_ones() {
         paged[..],
         ids(&records(&ndjson(&from_plain)))[..paged.len()]
     );
+    // A cursor taken on the plain file carries over to the compressed one.
+    let plain_head = ndjson(&run(
+        home.path(),
+        &[
+            "--root",
+            &plain_root,
+            "read",
+            "local:019c8a4d",
+            "--head",
+            "--limit",
+            "40",
+            "--json",
+        ],
+    ));
+    let plain_cursor = page(&plain_head)["cursor"].as_str().unwrap().to_string();
+    let after = ndjson(&run(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "read",
+            "local:019c8a4d",
+            "--since",
+            &plain_cursor,
+            "--limit",
+            "200",
+            "--json",
+        ],
+    ));
+    assert_eq!(page(&after)["reset"], false);
+    assert_eq!(ids(&records(&after)), ids(&records(&rest)));
     // A corrupt one is a clear error, exit 6.
     fs::write(
         dir.join("rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl.zst"),
