@@ -58,7 +58,9 @@ pub fn databases(listing: &Listing) -> Vec<DatabaseFiles> {
     listing
         .files
         .iter()
-        .filter(|f| f.harness.is_sqlite() && f.rel.ends_with(b".db"))
+        // Top files that are not a WAL: the default `opencode.db`, or whatever `OPENCODE_DB`
+        // names.
+        .filter(|f| f.harness.is_sqlite() && !f.rel.contains(&b'/') && !f.rel.ends_with(b"-wal"))
         .map(|db| {
             let mut wal_rel = db.rel.clone();
             wal_rel.extend_from_slice(b"-wal");
