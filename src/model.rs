@@ -159,8 +159,9 @@ impl Harness {
                 max_depth: 3,
                 top_files: &[],
             },
-            // The database and its WAL in the data dir itself. TODO(#8): `opencode-<channel>.db`,
-            // `OPENCODE_DB`, and the legacy JSON tree under `storage/`.
+            // The database and its WAL in the data dir itself (or where `OPENCODE_DB` says, see
+            // `db_env`). TODO(#8): `opencode-<channel>.db`, the legacy JSON tree under `storage/`,
+            // `OPENCODE_DB` in the PowerShell list script.
             Harness::OpenCode => ListSpec {
                 subdirs: &[],
                 suffixes: &[],

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::common::sshd::sshd_or_skip;
-use crate::support::{BIN, code, ids, ndjson, page, records, run, stderr};
+use crate::support::{BIN, clankie, code, ids, ndjson, page, records, run, stderr};
 
 const SESSION: &str = "ses_f0de500f8ffeXvsiYJDOg5JtrU";
 const TOOL_PART: &str = "prt_0f21b02d5001NcGUD0hmNfrPyr";
@@ -316,6 +316,52 @@ fn opencode_over_ssh_reads_the_same_records_and_ids() {
         "the reader touched the host's files"
     );
     drop(conn);
+}
+
+#[test]
+fn opencode_db_names_the_database_listed_and_read() {
+    let (home, db) = opencode_home();
+    // Moved out of the data dir, renamed: only OPENCODE_DB finds it.
+    let elsewhere = home.path().join("else where");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let moved = elsewhere.join("dev.sqlite");
+    std::fs::rename(&db, &moved).unwrap();
+    let before = snapshot(&elsewhere);
+    let empty = run(home.path(), &["ls", "--json"]);
+    assert_eq!(ndjson(&empty).len(), 0, "{}", stderr(&empty));
+    let data = db.parent().unwrap();
+    std::fs::create_dir_all(data.join("sub")).unwrap();
+    std::fs::copy(&moved, data.join("sub/rel.db")).unwrap();
+    for (value, path) in [
+        (moved.to_str().unwrap(), moved.clone()),
+        ("sub/rel.db", data.join("sub/rel.db")),
+    ] {
+        let out = clankie(home.path())
+            .env("OPENCODE_DB", value)
+            .args(["ls", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let sessions = ndjson(&out);
+        assert_eq!(sessions.len(), 1, "{sessions:?}");
+        assert_eq!(sessions[0]["session"], SESSION);
+        assert_eq!(sessions[0]["path"], path.to_str().unwrap());
+        let out = clankie(home.path())
+            .env("OPENCODE_DB", value)
+            .args(["read", "local:ses_f0de50", "--all", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(records(&ndjson(&out)).len(), 4);
+    }
+    // `:memory:` names no file: the default one is looked for (and is not there).
+    let out = clankie(home.path())
+        .env("OPENCODE_DB", ":memory:")
+        .args(["ls", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(ndjson(&out).len(), 0);
+    assert_eq!(snapshot(&elsewhere), before);
 }
 
 /// grok-cli's schema (`src/storage/migrations.ts`), in WAL mode.
