@@ -271,20 +271,47 @@ impl Snapshot {
     }
 
     /// The sessions in the database, each as a session of the database file `db`.
+    /// OpenCode 2.x sessions (`session_v2`) win over the 1.x `session` rows of the same id.
     pub fn sessions(&self, db: &FileEntry) -> Result<Vec<SessionFile>, DatabaseError> {
-        let (sql, table) = match self.harness {
-            Harness::OpenCode => (
-                "SELECT id, parent_id, time_updated / 1000 FROM session",
-                "session",
-            ),
-            _ => (
+        let queries: &[(&str, &str)] = match self.harness {
+            Harness::OpenCode => &[
+                (
+                    "SELECT id, parent_id, time_updated / 1000 FROM session_v2",
+                    "session_v2",
+                ),
+                (
+                    "SELECT id, parent_id, time_updated / 1000 FROM session",
+                    "session",
+                ),
+            ],
+            _ => &[(
                 "SELECT id, NULL, CAST(strftime('%s', updated_at) AS INTEGER) FROM sessions",
                 "sessions",
-            ),
+            )],
         };
-        if !self.has_table(table)? {
-            return Ok(Vec::new());
+        let mut out: Vec<SessionFile> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (sql, table) in queries {
+            if !self.has_table(table)? {
+                continue;
+            }
+            for (id, parent, updated) in self.session_rows(sql)? {
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
+                // A child session (task tool) is a subagent: its records are marked sidechain.
+                let agent = parent.is_some().then_some(id.as_str());
+                out.extend(session::session_row(db, &id, agent, updated));
+            }
         }
+        Ok(out)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn session_rows(
+        &self,
+        sql: &str,
+    ) -> Result<Vec<(String, Option<String>, Option<i64>)>, DatabaseError> {
         let mut stmt = self.conn.prepare(sql).map_err(|e| self.fail(e))?;
         let rows = stmt
             .query_map([], |r| {
@@ -295,19 +322,28 @@ impl Snapshot {
                 ))
             })
             .map_err(|e| self.fail(e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, parent, updated) = row.map_err(|e| self.fail(e))?;
-            // A child session (task tool) is a subagent: its records are marked sidechain.
-            let agent = parent.is_some().then_some(id.as_str());
-            out.extend(session::session_row(db, &id, agent, updated));
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Whether an OpenCode session is a 2.x one (a `session_v2` row).
+    fn is_v2(&self, id: &str) -> Result<bool, DatabaseError> {
+        if self.harness != Harness::OpenCode || !self.has_table("session_v2")? {
+            return Ok(false);
         }
-        Ok(out)
+        self.conn
+            .query_row("SELECT 1 FROM session_v2 WHERE id = ?1", [id], |_| Ok(()))
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(|e| self.fail(e))
     }
 
     /// The session's working directory, for `resume`.
     pub fn session_cwd(&self, id: &str) -> Result<Option<String>, DatabaseError> {
         let sql = match self.harness {
+            Harness::OpenCode if self.is_v2(id)? => {
+                "SELECT directory FROM session_v2 WHERE id = ?1"
+            }
             Harness::OpenCode => "SELECT directory FROM session WHERE id = ?1",
             _ => "SELECT cwd_last FROM sessions WHERE id = ?1",
         };
@@ -327,6 +363,27 @@ impl Snapshot {
     }
 
     fn opencode_records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
+        if self.is_v2(&ctx.session)? {
+            let mut stmt = self
+                .conn
+                .prepare(
+                    "SELECT id, type, time_created, data FROM session_message \
+                     WHERE session_id = ?1 ORDER BY seq",
+                )
+                .map_err(|e| self.fail(e))?;
+            let rows = stmt
+                .query_map([&ctx.session], |r| {
+                    Ok(opencode::SessionMessageRow {
+                        id: r.get(0)?,
+                        kind: r.get(1)?,
+                        time_created: r.get(2)?,
+                        data: r.get(3)?,
+                    })
+                })
+                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                .map_err(|e| self.fail(e))?;
+            return Ok(opencode::records_v2(ctx, &rows));
+        }
         let mut stmt = self
             .conn
             .prepare(
