@@ -326,32 +326,57 @@ impl Snapshot {
             .map_err(|e| self.fail(e))
     }
 
-    /// Whether an OpenCode session is a 2.x one (a `session_v2` row).
+    /// Whether an OpenCode session is read from `session_message` (2.x): it has a `session_v2`
+    /// row, or (1.18.33 already has the table, keyed to `session`) it has `session_message`
+    /// rows and no `message` rows.
     fn is_v2(&self, id: &str) -> Result<bool, DatabaseError> {
-        if self.harness != Harness::OpenCode || !self.has_table("session_v2")? {
+        if self.harness != Harness::OpenCode || !self.has_table("session_message")? {
             return Ok(false);
         }
-        self.conn
-            .query_row("SELECT 1 FROM session_v2 WHERE id = ?1", [id], |_| Ok(()))
-            .optional()
-            .map(|r| r.is_some())
-            .map_err(|e| self.fail(e))
+        let exists = |sql: &str| {
+            self.conn
+                .query_row(sql, [id], |_| Ok(()))
+                .optional()
+                .map(|r| r.is_some())
+                .map_err(|e| self.fail(e))
+        };
+        if self.has_table("session_v2")? && exists("SELECT 1 FROM session_v2 WHERE id = ?1")? {
+            return Ok(true);
+        }
+        Ok(
+            exists("SELECT 1 FROM session_message WHERE session_id = ?1 LIMIT 1")?
+                && !(self.has_table("message")?
+                    && exists("SELECT 1 FROM message WHERE session_id = ?1 LIMIT 1")?),
+        )
     }
 
     /// The session's working directory, for `resume`.
     pub fn session_cwd(&self, id: &str) -> Result<Option<String>, DatabaseError> {
-        let sql = match self.harness {
-            Harness::OpenCode if self.is_v2(id)? => {
-                "SELECT directory FROM session_v2 WHERE id = ?1"
-            }
-            Harness::OpenCode => "SELECT directory FROM session WHERE id = ?1",
-            _ => "SELECT cwd_last FROM sessions WHERE id = ?1",
+        let sqls: &[(&str, &str)] = match self.harness {
+            Harness::OpenCode => &[
+                (
+                    "session_v2",
+                    "SELECT directory FROM session_v2 WHERE id = ?1",
+                ),
+                ("session", "SELECT directory FROM session WHERE id = ?1"),
+            ],
+            _ => &[("sessions", "SELECT cwd_last FROM sessions WHERE id = ?1")],
         };
-        self.conn
-            .query_row(sql, [id], |r| r.get::<_, Option<String>>(0))
-            .optional()
-            .map(Option::flatten)
-            .map_err(|e| self.fail(e))
+        for (table, sql) in sqls {
+            if !self.has_table(table)? {
+                continue;
+            }
+            let cwd = self
+                .conn
+                .query_row(sql, [id], |r| r.get::<_, Option<String>>(0))
+                .optional()
+                .map(Option::flatten)
+                .map_err(|e| self.fail(e))?;
+            if cwd.is_some() {
+                return Ok(cwd);
+            }
+        }
+        Ok(None)
     }
 
     /// The records of one session, mapped by the engine.
