@@ -15,6 +15,10 @@
 //! - Bound: above [`MAX_DATABASE_BYTES`] (database + WAL) nothing is copied and the read fails
 //!   naming the size (exit 6). A read-only VFS over the range primitive would lift this; not
 //!   built.
+//! - OpenCode 2.x: sessions with a `session_v2` row (or with `session_message` rows and no
+//!   `message` rows) are read from `session_message`; the rest from `message` / `part`.
+//!   `OPENCODE_DB` (see `Harness::db_env`) is honoured by the local host and the POSIX list
+//!   script, not yet by the PowerShell one.
 
 use std::path::Path;
 
