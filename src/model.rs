@@ -58,6 +58,17 @@ impl Harness {
         matches!(self, Harness::OpenCode | Harness::GrokCli)
     }
 
+    /// A variable naming the harness's database file itself (OpenCode's `OPENCODE_DB`: an
+    /// absolute path, or a name relative to the default home; `:memory:` means no file). When
+    /// the host sets it (non-empty) and the root is the default one, the database's directory
+    /// is the root and the database and its `-wal` are its only top files.
+    pub fn db_env(self) -> Option<&'static str> {
+        match self {
+            Harness::OpenCode => Some("OPENCODE_DB"),
+            _ => None,
+        }
+    }
+
     /// Where the harness keeps its home on a host when nothing overrides it: the environment
     /// variable the harness itself honours, else a directory relative to `$HOME`.
     pub fn default_home(self) -> DefaultHome {
@@ -148,8 +159,9 @@ impl Harness {
                 max_depth: 3,
                 top_files: &[],
             },
-            // The database and its WAL in the data dir itself. TODO(#8): `opencode-<channel>.db`,
-            // `OPENCODE_DB`, and the legacy JSON tree under `storage/`.
+            // The database and its WAL in the data dir itself (or where `OPENCODE_DB` says, see
+            // `db_env`). TODO(#8): `opencode-<channel>.db`, the legacy JSON tree under `storage/`,
+            // `OPENCODE_DB` in the PowerShell list script.
             Harness::OpenCode => ListSpec {
                 subdirs: &[],
                 suffixes: &[],
@@ -193,6 +205,34 @@ pub struct ListSpec {
     pub suffixes: &'static [&'static str],
     pub max_depth: u32,
     pub top_files: &'static [&'static str],
+}
+
+/// Where a [`Harness::db_env`] value puts the database, given the default home it is relative
+/// to: `(directory, file name)`. `None` when the value names no file (`:memory:`, empty, or a
+/// name ending in `/`, `.` or `..`); a file name that holds a newline is refused too.
+pub fn db_override(home: &[u8], value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    if value.is_empty() || value == b":memory:" {
+        return None;
+    }
+    let mut path = if value.starts_with(b"/") {
+        value.to_vec()
+    } else {
+        let mut p = home.to_vec();
+        if !p.ends_with(b"/") {
+            p.push(b'/');
+        }
+        p.extend_from_slice(value);
+        p
+    };
+    let cut = path.iter().rposition(|&b| b == b'/')?;
+    let name = path.split_off(cut + 1);
+    if matches!(name.as_slice(), b"" | b"." | b"..") || name.contains(&b'\n') {
+        return None;
+    }
+    if path.len() > 1 {
+        path.pop();
+    }
+    Some((path, name))
 }
 
 impl ListSpec {
@@ -389,6 +429,33 @@ pub fn display_path(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_override_is_absolute_or_relative_to_the_home() {
+        let split = |home: &str, value: &str| {
+            db_override(home.as_bytes(), value.as_bytes())
+                .map(|(d, n)| (String::from_utf8(d).unwrap(), String::from_utf8(n).unwrap()))
+        };
+        let pair = |d: &str, n: &str| Some((d.to_string(), n.to_string()));
+        assert_eq!(
+            split("/h/opencode", "/srv/x/my.db"),
+            pair("/srv/x", "my.db")
+        );
+        assert_eq!(split("/h/opencode", "/my.db"), pair("/", "my.db"));
+        assert_eq!(
+            split("/h/opencode", "dev.db"),
+            pair("/h/opencode", "dev.db")
+        );
+        assert_eq!(
+            split("/h/opencode/", "a/dev.db"),
+            pair("/h/opencode/a", "dev.db")
+        );
+        for none in ["", ":memory:", "/srv/", "x/..", "."] {
+            assert_eq!(split("/h/opencode", none), None, "{none}");
+        }
+        assert_eq!(Harness::OpenCode.db_env(), Some("OPENCODE_DB"));
+        assert_eq!(Harness::GrokCli.db_env(), None);
+    }
 
     #[test]
     fn full_paths_use_the_host_separator() {

@@ -15,6 +15,10 @@
 //! - Bound: above [`MAX_DATABASE_BYTES`] (database + WAL) nothing is copied and the read fails
 //!   naming the size (exit 6). A read-only VFS over the range primitive would lift this; not
 //!   built.
+//! - OpenCode 2.x: sessions with a `session_v2` row (or with `session_message` rows and no
+//!   `message` rows) are read from `session_message`; the rest from `message` / `part`.
+//!   `OPENCODE_DB` (see `Harness::db_env`) is honoured by the local host and the POSIX list
+//!   script, not yet by the PowerShell one.
 
 use std::path::Path;
 
@@ -58,7 +62,9 @@ pub fn databases(listing: &Listing) -> Vec<DatabaseFiles> {
     listing
         .files
         .iter()
-        .filter(|f| f.harness.is_sqlite() && f.rel.ends_with(b".db"))
+        // Top files that are not a WAL: the default `opencode.db`, or whatever `OPENCODE_DB`
+        // names.
+        .filter(|f| f.harness.is_sqlite() && !f.rel.contains(&b'/') && !f.rel.ends_with(b"-wal"))
         .map(|db| {
             let mut wal_rel = db.rel.clone();
             wal_rel.extend_from_slice(b"-wal");
@@ -269,20 +275,47 @@ impl Snapshot {
     }
 
     /// The sessions in the database, each as a session of the database file `db`.
+    /// OpenCode 2.x sessions (`session_v2`) win over the 1.x `session` rows of the same id.
     pub fn sessions(&self, db: &FileEntry) -> Result<Vec<SessionFile>, DatabaseError> {
-        let (sql, table) = match self.harness {
-            Harness::OpenCode => (
-                "SELECT id, parent_id, time_updated / 1000 FROM session",
-                "session",
-            ),
-            _ => (
+        let queries: &[(&str, &str)] = match self.harness {
+            Harness::OpenCode => &[
+                (
+                    "SELECT id, parent_id, time_updated / 1000 FROM session_v2",
+                    "session_v2",
+                ),
+                (
+                    "SELECT id, parent_id, time_updated / 1000 FROM session",
+                    "session",
+                ),
+            ],
+            _ => &[(
                 "SELECT id, NULL, CAST(strftime('%s', updated_at) AS INTEGER) FROM sessions",
                 "sessions",
-            ),
+            )],
         };
-        if !self.has_table(table)? {
-            return Ok(Vec::new());
+        let mut out: Vec<SessionFile> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (sql, table) in queries {
+            if !self.has_table(table)? {
+                continue;
+            }
+            for (id, parent, updated) in self.session_rows(sql)? {
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
+                // A child session (task tool) is a subagent: its records are marked sidechain.
+                let agent = parent.is_some().then_some(id.as_str());
+                out.extend(session::session_row(db, &id, agent, updated));
+            }
         }
+        Ok(out)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn session_rows(
+        &self,
+        sql: &str,
+    ) -> Result<Vec<(String, Option<String>, Option<i64>)>, DatabaseError> {
         let mut stmt = self.conn.prepare(sql).map_err(|e| self.fail(e))?;
         let rows = stmt
             .query_map([], |r| {
@@ -293,27 +326,61 @@ impl Snapshot {
                 ))
             })
             .map_err(|e| self.fail(e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, parent, updated) = row.map_err(|e| self.fail(e))?;
-            // A child session (task tool) is a subagent: its records are marked sidechain.
-            let agent = parent.is_some().then_some(id.as_str());
-            out.extend(session::session_row(db, &id, agent, updated));
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Whether an OpenCode session is read from `session_message` (2.x): it has a `session_v2`
+    /// row, or (1.18.33 already has the table, keyed to `session`) it has `session_message`
+    /// rows and no `message` rows.
+    fn is_v2(&self, id: &str) -> Result<bool, DatabaseError> {
+        if self.harness != Harness::OpenCode || !self.has_table("session_message")? {
+            return Ok(false);
         }
-        Ok(out)
+        let exists = |sql: &str| {
+            self.conn
+                .query_row(sql, [id], |_| Ok(()))
+                .optional()
+                .map(|r| r.is_some())
+                .map_err(|e| self.fail(e))
+        };
+        if self.has_table("session_v2")? && exists("SELECT 1 FROM session_v2 WHERE id = ?1")? {
+            return Ok(true);
+        }
+        Ok(
+            exists("SELECT 1 FROM session_message WHERE session_id = ?1 LIMIT 1")?
+                && !(self.has_table("message")?
+                    && exists("SELECT 1 FROM message WHERE session_id = ?1 LIMIT 1")?),
+        )
     }
 
     /// The session's working directory, for `resume`.
     pub fn session_cwd(&self, id: &str) -> Result<Option<String>, DatabaseError> {
-        let sql = match self.harness {
-            Harness::OpenCode => "SELECT directory FROM session WHERE id = ?1",
-            _ => "SELECT cwd_last FROM sessions WHERE id = ?1",
+        let sqls: &[(&str, &str)] = match self.harness {
+            Harness::OpenCode => &[
+                (
+                    "session_v2",
+                    "SELECT directory FROM session_v2 WHERE id = ?1",
+                ),
+                ("session", "SELECT directory FROM session WHERE id = ?1"),
+            ],
+            _ => &[("sessions", "SELECT cwd_last FROM sessions WHERE id = ?1")],
         };
-        self.conn
-            .query_row(sql, [id], |r| r.get::<_, Option<String>>(0))
-            .optional()
-            .map(Option::flatten)
-            .map_err(|e| self.fail(e))
+        for (table, sql) in sqls {
+            if !self.has_table(table)? {
+                continue;
+            }
+            let cwd = self
+                .conn
+                .query_row(sql, [id], |r| r.get::<_, Option<String>>(0))
+                .optional()
+                .map(Option::flatten)
+                .map_err(|e| self.fail(e))?;
+            if cwd.is_some() {
+                return Ok(cwd);
+            }
+        }
+        Ok(None)
     }
 
     /// The records of one session, mapped by the engine.
@@ -325,6 +392,27 @@ impl Snapshot {
     }
 
     fn opencode_records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
+        if self.is_v2(&ctx.session)? {
+            let mut stmt = self
+                .conn
+                .prepare(
+                    "SELECT id, type, time_created, data FROM session_message \
+                     WHERE session_id = ?1 ORDER BY seq",
+                )
+                .map_err(|e| self.fail(e))?;
+            let rows = stmt
+                .query_map([&ctx.session], |r| {
+                    Ok(opencode::SessionMessageRow {
+                        id: r.get(0)?,
+                        kind: r.get(1)?,
+                        time_created: r.get(2)?,
+                        data: r.get(3)?,
+                    })
+                })
+                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                .map_err(|e| self.fail(e))?;
+            return Ok(opencode::records_v2(ctx, &rows));
+        }
         let mut stmt = self
             .conn
             .prepare(

@@ -89,6 +89,130 @@ pub fn records(ctx: &SourceCtx, messages: &[MessageRow], parts: &[PartRow]) -> R
     out
 }
 
+/// A `session_message` row (OpenCode 2.x, table `session_message`, read in `seq` order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionMessageRow {
+    pub id: String,
+    pub kind: String,
+    pub time_created: i64,
+    pub data: String,
+}
+
+/// The records of one OpenCode 2.x session (`session_message` rows in `seq` order). Shapes per
+/// the formats doc §3.4 (reported by third-party readers, not seen in a real 2.x database):
+/// user/synthetic `{text}`; assistant `{content:[text | reasoning | tool{name, callID, state}],
+/// finish?, time}`; compaction; shell `{command, output:{output}}`. Ids: `<id>` for a whole
+/// row, `<id>#<content index>` for an assistant block (`:call` / `:result` for a tool).
+pub fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowRecords {
+    let mut out = RowRecords::default();
+    for row in rows {
+        let data = match serde_json::from_str::<Value>(&row.data) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => {
+                malformed(ctx, &mut out, &row.id, "not a JSON object".into());
+                continue;
+            }
+            Err(e) => {
+                malformed(ctx, &mut out, &row.id, e.to_string());
+                continue;
+            }
+        };
+        let ts =
+            ms(data.pointer("/time/created")).or_else(|| Some(rfc3339_millis(row.time_created)));
+        let mut o = Out::new(ctx, ts);
+        let id = row.id.clone();
+        match row.kind.as_str() {
+            "user" => o.text(id, TextKind::User, str_of(&data, "text").to_string()),
+            "synthetic" => o.text(id, TextKind::Notice, str_of(&data, "text").to_string()),
+            "compaction" => o.text(id, TextKind::Notice, "context compacted".to_string()),
+            "shell" => {
+                let output = text_of(data.pointer("/output/output"));
+                o.call(
+                    format!("{id}:call"),
+                    &id,
+                    "bash",
+                    serde_json::json!({ "command": str_of(&data, "command") }),
+                );
+                o.result(format!("{id}:result"), &id, output, false);
+            }
+            "assistant" => {
+                let finished = data.get("finish").is_some_and(|f| !f.is_null())
+                    || data.pointer("/time/completed").is_some()
+                    || data.get("error").is_some_and(|e| !e.is_null());
+                let blocks = data.get("content").and_then(Value::as_array);
+                for (i, block) in blocks.into_iter().flatten().enumerate() {
+                    let bid = format!("{id}#{i}");
+                    match str_of(block, "type") {
+                        "text" => {
+                            if !finished {
+                                out.records.extend(o.records);
+                                out.pending = true;
+                                return out;
+                            }
+                            o.text(bid, TextKind::Assistant, str_of(block, "text").to_string());
+                        }
+                        "tool" => {
+                            let state = block.get("state").unwrap_or(&Value::Null);
+                            let status = str_of(state, "status");
+                            let call_id = match str_of(block, "callID") {
+                                "" => bid.as_str(),
+                                call => call,
+                            };
+                            let (output, is_error) = match status {
+                                "completed" => (content_text(state), false),
+                                "error" => match state.get("error") {
+                                    Some(e) if !e.is_null() => (text_of(Some(e)), true),
+                                    _ => (content_text(state), true),
+                                },
+                                _ if finished => {
+                                    (format!("tool did not finish (status `{status}`)"), true)
+                                }
+                                _ => {
+                                    out.records.extend(o.records);
+                                    out.pending = true;
+                                    return out;
+                                }
+                            };
+                            let call_id = call_id.to_string();
+                            o.call(
+                                format!("{bid}:call"),
+                                &call_id,
+                                str_of(block, "name"),
+                                json_arguments(state.get("input")),
+                            );
+                            o.result(format!("{bid}:result"), &call_id, output, is_error);
+                        }
+                        // reasoning, and block types yet unknown.
+                        _ => {}
+                    }
+                }
+                if !finished {
+                    out.records.extend(o.records);
+                    out.pending = true;
+                    return out;
+                }
+            }
+            // system, skill, agent-switched, model-switched, and types yet unknown.
+            _ => {}
+        }
+        out.records.extend(o.records);
+    }
+    out
+}
+
+/// A 2.x tool state's `content` text blocks, joined.
+fn content_text(state: &Value) -> String {
+    state
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| str_of(b, "type") == "text")
+        .map(|b| str_of(b, "text"))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
 /// Maps one part; `false` when the part is not final (the records stop before it).
 fn map_part(
     ctx: &SourceCtx,
@@ -299,6 +423,70 @@ mod tests {
             rows.records[1].ts.as_deref(),
             Some("1970-01-01T00:00:00.005Z")
         );
+    }
+
+    fn v2(id: &str, kind: &str, data: &str) -> SessionMessageRow {
+        SessionMessageRow {
+            id: id.into(),
+            kind: kind.into(),
+            time_created: 1,
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn v2_rows_map_by_type_and_a_running_tool_stops_them() {
+        let assistant = |status: &str, finish: &str| {
+            format!(
+                r#"{{"content":[{{"type":"reasoning","text":"hm"}},{{"type":"text","text":"ok"}},{{"type":"tool","name":"bash","callID":"c1","state":{{"status":"{status}","input":{{"command":"ls"}},"content":[{{"type":"text","text":"a\n"}}]}}}}]{finish},"time":{{"created":5}}}}"#
+            )
+        };
+        let rows = |status: &str, finish: &str| {
+            vec![
+                v2("m1", "user", r#"{"text":"hi","time":{"created":1}}"#),
+                v2("m2", "system", r#"{"text":"sys"}"#),
+                v2("m3", "assistant", &assistant(status, finish)),
+                v2(
+                    "m4",
+                    "shell",
+                    r#"{"command":"pwd","output":{"output":"/w\n"}}"#,
+                ),
+            ]
+        };
+        let done = records_v2(&ctx(), &rows("completed", r#","finish":"stop""#));
+        assert!(!done.pending);
+        let ids: Vec<_> = done.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "m1",
+                "m3#1",
+                "m3#2:call",
+                "m3#2:result",
+                "m4:call",
+                "m4:result"
+            ]
+        );
+        match &done.records[3].body {
+            RecordBody::ToolResult {
+                call_id,
+                output,
+                is_error,
+            } => {
+                assert_eq!(
+                    (call_id.as_str(), output.as_str(), *is_error),
+                    ("c1", "a\n", false)
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let running = records_v2(&ctx(), &rows("running", ""));
+        assert!(running.pending);
+        let ids: Vec<_> = running.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["m1"], "unfinished text waits too");
+        let aborted = records_v2(&ctx(), &rows("running", r#","finish":"aborted""#));
+        assert!(!aborted.pending);
+        assert_eq!(aborted.records.len(), 6);
     }
 
     #[test]

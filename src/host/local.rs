@@ -40,6 +40,18 @@ impl LocalHost {
         }
     }
 
+    /// Where the harness's database variable ([`crate::model::Harness::db_env`]) puts the
+    /// database on this machine: `(directory, file name)`, for a default root only.
+    pub(crate) fn db_override(&self, spec: &RootSpec) -> Option<(PathBuf, Vec<u8>)> {
+        if spec.dir.is_some() {
+            return None;
+        }
+        let value = std::env::var_os(spec.harness.db_env()?)?;
+        let home = self.resolve_root(spec);
+        let (dir, name) = crate::model::db_override(home.as_os_str().as_bytes(), value.as_bytes())?;
+        Some((PathBuf::from(OsStr::from_bytes(&dir)), name))
+    }
+
     fn io_error(&self, path: &Path, err: io::Error) -> HostError {
         let path = display_path(path.as_os_str().as_bytes());
         if err.kind() == io::ErrorKind::NotFound {
@@ -67,8 +79,22 @@ impl LocalHost {
     fn list_sync(&self, roots: &[RootSpec]) -> Listing {
         let mut listing = Listing::default();
         for spec in roots {
-            let dir = self.resolve_root(spec);
             let list_spec = spec.harness.list_spec();
+            let (dir, top_files): (PathBuf, Vec<Vec<u8>>) = match self.db_override(spec) {
+                Some((dir, name)) => {
+                    let mut wal = name.clone();
+                    wal.extend_from_slice(b"-wal");
+                    (dir, vec![name, wal])
+                }
+                None => (
+                    self.resolve_root(spec),
+                    list_spec
+                        .top_files
+                        .iter()
+                        .map(|n| n.as_bytes().to_vec())
+                        .collect(),
+                ),
+            };
             // The home itself may be a symlink (dotfile managers do that); below it, nothing is
             // followed.
             let Ok(canonical) = fs::canonicalize(&dir) else {
@@ -90,13 +116,13 @@ impl LocalHost {
                 })
                 .collect();
             let mut tops = Vec::new();
-            for name in list_spec.top_files {
-                let path = canonical.join(name);
+            for name in top_files {
+                let path = canonical.join(OsStr::from_bytes(&name));
                 // Never followed, like everything below a root.
                 if let Ok(meta) = fs::symlink_metadata(&path)
                     && meta.is_file()
                 {
-                    tops.push((name.as_bytes().to_vec(), meta));
+                    tops.push((name, meta));
                 }
             }
             let exists = !subdirs.is_empty() || !tops.is_empty();

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::common::sshd::sshd_or_skip;
-use crate::support::{BIN, code, ids, ndjson, page, records, run, stderr};
+use crate::support::{BIN, clankie, code, ids, ndjson, page, records, run, stderr};
 
 const SESSION: &str = "ses_f0de500f8ffeXvsiYJDOg5JtrU";
 const TOOL_PART: &str = "prt_0f21b02d5001NcGUD0hmNfrPyr";
@@ -315,6 +315,106 @@ fn opencode_over_ssh_reads_the_same_records_and_ids() {
         before,
         "the reader touched the host's files"
     );
+    drop(conn);
+}
+
+#[test]
+fn opencode_db_names_the_database_listed_and_read() {
+    let (home, db) = opencode_home();
+    // Moved out of the data dir, renamed: only OPENCODE_DB finds it.
+    let elsewhere = home.path().join("else where");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let moved = elsewhere.join("dev.sqlite");
+    std::fs::rename(&db, &moved).unwrap();
+    let before = snapshot(&elsewhere);
+    let empty = run(home.path(), &["ls", "--json"]);
+    assert_eq!(ndjson(&empty).len(), 0, "{}", stderr(&empty));
+    let data = db.parent().unwrap();
+    std::fs::create_dir_all(data.join("sub")).unwrap();
+    std::fs::copy(&moved, data.join("sub/rel.db")).unwrap();
+    for (value, path) in [
+        (moved.to_str().unwrap(), moved.clone()),
+        ("sub/rel.db", data.join("sub/rel.db")),
+    ] {
+        let out = clankie(home.path())
+            .env("OPENCODE_DB", value)
+            .args(["ls", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let sessions = ndjson(&out);
+        assert_eq!(sessions.len(), 1, "{sessions:?}");
+        assert_eq!(sessions[0]["session"], SESSION);
+        assert_eq!(sessions[0]["path"], path.to_str().unwrap());
+        let out = clankie(home.path())
+            .env("OPENCODE_DB", value)
+            .args(["read", "local:ses_f0de50", "--all", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(records(&ndjson(&out)).len(), 4);
+    }
+    // `:memory:` names no file: the default one is looked for (and is not there).
+    let out = clankie(home.path())
+        .env("OPENCODE_DB", ":memory:")
+        .args(["ls", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(ndjson(&out).len(), 0);
+    assert_eq!(snapshot(&elsewhere), before);
+}
+
+/// OpenCode 2.x: `session_v2` (columns per the formats doc §3.4, trimmed) and `session_message`.
+#[test]
+fn opencode_v2_sessions_come_from_session_v2_and_the_old_tables_fill_in() {
+    let (home, db) = opencode_home();
+    let conn = writer(&db);
+    conn.execute_batch(
+        // 1.18.33's `session_message` is keyed to `session`; a 2.x database keys it to
+        // `session_v2`.
+        "PRAGMA foreign_keys=OFF;
+         CREATE TABLE session_v2 (id text PRIMARY KEY, project_id text NOT NULL, parent_id text, \
+           slug text NOT NULL, directory text NOT NULL, title text NOT NULL, \
+           time_created integer NOT NULL, time_updated integer NOT NULL);
+         INSERT INTO session_v2 VALUES ('ses_v2only', 'global', NULL, 's', '/w2', 't', 1790768250000, 1790768260000);
+         INSERT INTO session_v2 VALUES ('ses_v2child', 'global', 'ses_v2only', 's', '/w2', 't', 1790768250000, 1790768260000);
+         INSERT INTO session_message VALUES ('sm_1', 'ses_v2only', 'user', 0, 1790768250000, 1790768250000,
+           '{\"text\":\"hello v2\",\"time\":{\"created\":1790768250000}}');
+         INSERT INTO session_message VALUES ('sm_2', 'ses_v2only', 'assistant', 1, 1790768251000, 1790768252000,
+           '{\"content\":[{\"type\":\"text\",\"text\":\"running ls\"},{\"type\":\"tool\",\"name\":\"bash\",\"callID\":\"call_v2\",\"state\":{\"status\":\"completed\",\"input\":{\"command\":\"ls\"},\"content\":[{\"type\":\"text\",\"text\":\"a\\n\"}]}}],\"finish\":\"tool-calls\",\"time\":{\"created\":1790768251000}}');
+         INSERT INTO session_message VALUES ('sm_3', 'ses_v2only', 'assistant', 2, 1790768253000, 1790768253000,
+           '{\"content\":[{\"type\":\"tool\",\"name\":\"bash\",\"callID\":\"call_v3\",\"state\":{\"status\":\"running\",\"input\":{}}}],\"time\":{\"created\":1790768253000}}');",
+    )
+    .unwrap();
+    let out = run(home.path(), &["ls", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut listed: Vec<String> = ndjson(&out)
+        .iter()
+        .map(|s| s["session"].as_str().unwrap().to_string())
+        .collect();
+    listed.sort();
+    assert!(listed.contains(&SESSION.to_string()), "{listed:?}");
+    assert!(listed.contains(&"ses_v2only".to_string()), "{listed:?}");
+    let (recs, p) = read(
+        home.path(),
+        &["read", "local:ses_v2only", "--all", "--json"],
+    );
+    assert_eq!(
+        ids(&recs),
+        ["sm_1", "sm_2#0", "sm_2#1:call", "sm_2#1:result"]
+    );
+    assert_eq!(
+        kinds(&recs),
+        ["user", "assistant", "tool_call", "tool_result"]
+    );
+    assert_eq!(recs[3]["output"], "a\n");
+    assert_eq!(p["pending_tail"], true, "sm_3's tool is still running");
+    // The 1.x session, absent from session_v2, still reads from message / part.
+    let (old, _) = read(
+        home.path(),
+        &["read", "local:ses_f0de50", "--all", "--json"],
+    );
+    assert_eq!(old.len(), 4);
     drop(conn);
 }
 

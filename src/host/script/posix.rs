@@ -165,7 +165,8 @@ fi
     // walk HARNESS DIR DEPTH-PATTERN SUBDIR… -- TOP-FILE… -- NAME-PATTERN…. A root that does not resolve is
     // reported as given; below a resolved root nothing is followed (`find` without -L/-H, run
     // from inside the root so that every printed path is `./<subdir>/…`). Subdirs are plain
-    // names (checked by the generator), so `$es` splits safely under `set -f`; the name
+    // names (checked by the generator), so `$es` splits safely under `set -f`; top files may be
+    // a name from `OPENCODE_DB`, so `$et` is newline-separated and split on newlines; the name
     // patterns become `-name P1 -o -name P2 …` in the positional parameters (the `for` list is
     // expanded before `set --` changes them).
     s.raw(
@@ -182,7 +183,7 @@ walk() {
   shift
   et=
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
-    if [ -n "$r" ] && [ -f "$rs/$1" ] && [ ! -L "$rs/$1" ]; then et="$et $1"; fi
+    if [ -n "$r" ] && [ -f "$rs/$1" ] && [ ! -L "$rs/$1" ]; then et="$et$NL$1"; fi
     shift
   done
   shift
@@ -197,6 +198,7 @@ walk() {
   fi
   (
     cd -P -- "$r" || exit 0
+    oi=$IFS; IFS=$NL
     for tf in $et; do
     case $m in
     gnu) find "./$tf" -prune -type f -printf 'F %s %Ts %p\n' ;;
@@ -205,6 +207,7 @@ walk() {
     *) sh -c "$L" sh "./$tf" ;;
     esac 2>/dev/null
     done
+    IFS=$oi
     for sd in $es; do
     case $m in
     gnu) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -printf 'S\n' -o -type f \( "$@" \) -printf 'F %s %Ts %p\n' ;;
@@ -247,6 +250,19 @@ walk() {
                 }
             }
         }
+        // The harness's database variable (`OPENCODE_DB`), for a default root: `T<i>` is the
+        // file name and `D<i>` its directory, as `model::db_override` puts them.
+        let db_env = spec.harness.db_env().filter(|_| spec.dir.is_none());
+        if let Some(env) = db_env {
+            debug_assert!(is_name(env));
+            s.raw(&format!(
+                "T{i}=\nif [ -n \"${{{env}:-}}\" ] && [ \"${env}\" != :memory: ]; then\n\
+                 case ${env} in /*) p=${env} ;; *) case ${var} in */) p=${var}${env} ;; *) p=${var}/${env} ;; esac ;; esac\n\
+                 t=${{p##*/}}\n\
+                 case $t in ''|.|..|*\"$NL\"*) ;; *) T{i}=$t {var}=${{p%/*}}; [ -n \"${var}\" ] || {var}=/ ;; esac\n\
+                 fi\n"
+            ));
+        }
         let list = spec.harness.list_spec();
         // `./<subdir>` has 1 slash; an entry of a directory `d` levels below it has `d + 1`
         // more. Directories down to `max_depth` are read, so entries with more slashes than
@@ -264,24 +280,31 @@ walk() {
             call.push_str(&list_word(subdir));
         }
         call.push_str(" --");
+        let mut tops = String::new();
         for name in list.top_files {
             assert!(
                 is_plain_name(name),
                 "top file `{name}` must be a plain name"
             );
-            call.push(' ');
-            call.push_str(&list_word(name));
+            tops.push(' ');
+            tops.push_str(&list_word(name));
         }
-        call.push_str(" --");
+        let mut tail = String::from(" --");
         for suffix in list.suffixes {
             let pattern = match suffix.strip_prefix('/') {
                 Some(whole) => glob_escape(whole),
                 None => format!("*{}", glob_escape(suffix)),
             };
-            call.push(' ');
-            call.push_str(&list_word(&pattern));
+            tail.push(' ');
+            tail.push_str(&list_word(&pattern));
         }
-        calls.push(call);
+        if db_env.is_some() {
+            calls.push(format!(
+                "if [ -n \"$T{i}\" ]; then {call} \"$T{i}\" \"$T{i}-wal\"{tail}; else {call}{tops}{tail}; fi"
+            ));
+        } else {
+            calls.push(format!("{call}{tops}{tail}"));
+        }
     }
     s.begin();
     s.raw("[ -z \"${bad:-}\" ] || { printf 'ERR unsafe\\n\\n%s:END 1\\n' \"$N\"; exit 0; }\n");

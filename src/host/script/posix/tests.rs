@@ -186,6 +186,9 @@ fn run(shell: &Shell, tree: &Tree, envs: &[(&str, &Path)], script: &[u8]) -> Vec
         if let Some(var) = harness.default_home().env_var {
             cmd.env_remove(var);
         }
+        if let Some(var) = harness.db_env() {
+            cmd.env_remove(var);
+        }
     }
     for (k, v) in envs {
         cmd.env(k, v);
@@ -410,6 +413,70 @@ fn every_harness_lists_alike_from_home_and_variables() {
             shell.name
         );
     }
+}
+
+#[test]
+fn opencode_db_names_the_database_in_every_shell() {
+    let tree = tree();
+    let home = tree.path().join("ochome");
+    let data = home.join(".local/share/opencode");
+    write(data.join("opencode.db"), b"SQLite format 3\0");
+    write(data.join("sub/dev.db"), b"SQLite format 3\0");
+    write(data.join("sub/dev.db-wal"), b"w");
+    let elsewhere = tree.path().join("else where");
+    write(elsewhere.join("my db.sqlite"), b"SQLite format 3\0");
+    write(elsewhere.join("my db.sqlite-wal"), b"w");
+    write(elsewhere.join("opencode.db"), b"not listed");
+    let canon = |p: &Path| fs::canonicalize(p).unwrap().as_os_str().as_bytes().to_vec();
+    let spec = [RootSpec::default_for(Harness::OpenCode)];
+    let listed = |got: &Listing| -> (Vec<u8>, Vec<String>) {
+        (
+            got.roots[0].dir.clone(),
+            got.files.iter().map(|f| display_path(&f.rel)).collect(),
+        )
+    };
+    let memory = Path::new(":memory:");
+    let relative = Path::new("sub/dev.db");
+    let absolute = elsewhere.join("my db.sqlite");
+    let cases: [(Option<&Path>, Vec<u8>, Vec<&str>); 4] = [
+        (None, canon(&data), vec!["opencode.db"]),
+        (Some(memory), canon(&data), vec!["opencode.db"]),
+        (
+            Some(relative),
+            canon(&data.join("sub")),
+            vec!["dev.db", "dev.db-wal"],
+        ),
+        (
+            Some(&absolute),
+            canon(&elsewhere),
+            vec!["my db.sqlite", "my db.sqlite-wal"],
+        ),
+    ];
+    for shell in shells(tree.path()) {
+        for (value, dir, files) in &cases {
+            let nonce = new_nonce();
+            let script = list_script(&nonce, &spec);
+            let mut envs: Vec<(&str, &Path)> = vec![("HOME", &home)];
+            envs.extend(value.map(|v| ("OPENCODE_DB", v)));
+            let out = run(&shell, &tree, &envs, &script);
+            let got = decode_list("t", &nonce, &out)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", shell.name, out.escape_ascii()));
+            let files: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+            assert_eq!(
+                listed(&got),
+                (dir.clone(), files),
+                "{} {value:?}",
+                shell.name
+            );
+        }
+    }
+    // An explicit root ignores the variable (nothing in the environment is consulted).
+    let explicit = [RootSpec {
+        harness: Harness::OpenCode,
+        dir: Some(data.as_os_str().as_bytes().to_vec()),
+    }];
+    let got = local_listing(&explicit);
+    assert_eq!(listed(&got).1, ["opencode.db"]);
 }
 
 #[test]
