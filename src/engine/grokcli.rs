@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::SourceCtx;
-use super::records::{Out, image_placeholder, str_of};
+use super::records::{Out, image_placeholder, str_of, text_of};
 use crate::model::TextKind;
 
 use super::rows::RowRecords;
@@ -125,11 +125,7 @@ fn output_text(output: Option<&Value>) -> String {
         Some(o) if o.get("type").is_some() && o.get("value").is_some() => o.get("value"),
         other => other,
     };
-    match value {
-        Some(Value::String(s)) => s.clone(),
-        None | Some(Value::Null) => String::new(),
-        Some(other) => other.to_string(),
-    }
+    text_of(value)
 }
 
 #[cfg(test)]

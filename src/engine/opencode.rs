@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use super::SourceCtx;
-use super::records::{Out, json_arguments, str_of};
+use super::records::{Out, json_arguments, str_of, text_of};
 use super::rows::{RowRecords, rfc3339_millis};
 use crate::model::TextKind;
 
@@ -317,15 +317,6 @@ fn malformed(ctx: &SourceCtx, out: &mut RowRecords, key: &str, reason: String) {
 /// A millisecond timestamp as RFC 3339.
 fn ms(value: Option<&Value>) -> Option<String> {
     value.and_then(Value::as_i64).map(rfc3339_millis)
-}
-
-/// A tool output: a string as is, anything else as JSON.
-fn text_of(value: Option<&Value>) -> String {
-    match value {
-        Some(Value::String(s)) => s.clone(),
-        None | Some(Value::Null) => String::new(),
-        Some(other) => other.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! What the line parsers of Codex, Pi, Grok and Gemini share: decoding a line into JSON (a torn
+//! What the parsers of Codex, Pi, Grok, Gemini, OpenCode and grok-cli share: decoding a line into JSON (a torn
 //! line is `Malformed`, valid JSON of another shape a notice), a builder that stamps records with
 //! the source context, and small text helpers. Pure.
 
@@ -27,6 +27,15 @@ pub(crate) fn object_line(
             Err(LineOutcome::Records(out.records))
         }
         Err(err) => Err(LineOutcome::Malformed(err.to_string())),
+    }
+}
+
+/// A tool output as text: a string as is, nothing as empty, anything else as compact JSON.
+pub(crate) fn text_of(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
     }
 }
 
