@@ -53,9 +53,12 @@ fn role_color(record: &Record) -> &'static str {
 /// that does not parse is shown as the source wrote it, cut to the same width.
 fn time_of(ts: Option<&str>) -> String {
     let Some(ts) = ts else { return " ".repeat(8) };
+    // The zone is looked up once per run, not once per record.
+    static LOCAL: std::sync::LazyLock<jiff::tz::TimeZone> =
+        std::sync::LazyLock::new(jiff::tz::TimeZone::system);
     match ts.parse::<jiff::Timestamp>() {
         Ok(t) => t
-            .to_zoned_datetime(jiff::tz::TimeZone::system())
+            .to_zoned_datetime(LOCAL.clone())
             .strftime("%H:%M:%S")
             .to_string(),
         Err(_) => format!("{:<8.8}", ts.get(11..).unwrap_or(ts)),
