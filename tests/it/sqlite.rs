@@ -94,6 +94,14 @@ fn kinds(records: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The next page of the fixture's session after `cursor`.
+fn since(home: &Path, cursor: &str) -> (Vec<Value>, Value) {
+    read(
+        home,
+        &["read", "local:ses_f0de50", "--since", cursor, "--json"],
+    )
+}
+
 #[test]
 fn opencode_reads_the_real_dump_and_lists_its_session() {
     let (home, db) = opencode_home();
@@ -138,16 +146,7 @@ fn opencode_reads_the_real_dump_and_lists_its_session() {
         ],
     );
     assert_eq!(p1["more"], true);
-    let (rest, p2) = read(
-        home.path(),
-        &[
-            "read",
-            "local:ses_f0de50",
-            "--since",
-            p1["cursor"].as_str().unwrap(),
-            "--json",
-        ],
-    );
+    let (rest, p2) = since(home.path(), p1["cursor"].as_str().unwrap());
     assert_eq!(p2["older"], true);
     assert_eq!(ids(&first).len() + ids(&rest).len(), 4);
     let (tail, _) = read(
@@ -179,44 +178,17 @@ fn a_tool_is_shown_once_completed_and_wal_rows_appear_on_the_next_since() {
         "the reader touched files next to the database"
     );
     set_tool_status(&conn, "running", false);
-    let (recs, p2) = read(
-        home.path(),
-        &[
-            "read",
-            "local:ses_f0de50",
-            "--since",
-            p["cursor"].as_str().unwrap(),
-            "--json",
-        ],
-    );
+    let (recs, p2) = since(home.path(), p["cursor"].as_str().unwrap());
     assert!(recs.is_empty(), "{recs:?}");
     assert_eq!(p2["pending_tail"], true);
     assert_eq!(p2["reset"], false);
     // A writer holding a write transaction: its rows are not visible until it commits.
     conn.execute_batch("BEGIN IMMEDIATE").unwrap();
     set_tool_status(&conn, "completed", true);
-    let (recs, _) = read(
-        home.path(),
-        &[
-            "read",
-            "local:ses_f0de50",
-            "--since",
-            p2["cursor"].as_str().unwrap(),
-            "--json",
-        ],
-    );
+    let (recs, _) = since(home.path(), p2["cursor"].as_str().unwrap());
     assert!(recs.is_empty(), "uncommitted rows were read: {recs:?}");
     conn.execute_batch("COMMIT").unwrap();
-    let (recs, p3) = read(
-        home.path(),
-        &[
-            "read",
-            "local:ses_f0de50",
-            "--since",
-            p2["cursor"].as_str().unwrap(),
-            "--json",
-        ],
-    );
+    let (recs, p3) = since(home.path(), p2["cursor"].as_str().unwrap());
     assert_eq!(kinds(&recs), ["tool_call", "tool_result", "assistant"]);
     assert_eq!(recs[1]["output"], "fixture\n");
     assert_eq!(p3["pending_tail"], false);
@@ -233,16 +205,7 @@ fn a_tool_is_shown_once_completed_and_wal_rows_appear_on_the_next_since() {
         [SESSION],
     )
     .unwrap();
-    let (recs, p4) = read(
-        home.path(),
-        &[
-            "read",
-            "local:ses_f0de50",
-            "--since",
-            p3["cursor"].as_str().unwrap(),
-            "--json",
-        ],
-    );
+    let (recs, p4) = since(home.path(), p3["cursor"].as_str().unwrap());
     assert_eq!(ids(&recs), ["prt_0f21b0400002zzzzzzzzzzzzzz"]);
     assert_eq!(recs[0]["text"], "and again");
     assert_eq!(p4["reset"], false);
@@ -253,10 +216,7 @@ fn a_tool_is_shown_once_completed_and_wal_rows_appear_on_the_next_since() {
     )
     .unwrap();
     let cursor = p4["cursor"].as_str().unwrap();
-    let (recs, p5) = read(
-        home.path(),
-        &["read", "local:ses_f0de50", "--since", cursor, "--json"],
-    );
+    let (recs, p5) = since(home.path(), cursor);
     assert_eq!(p5["reset"], true);
     assert_eq!(recs[0]["kind"], "notice");
     let strict = run(
