@@ -543,12 +543,7 @@ mod tests {
     use crate::model::{Harness, RecordKind};
 
     fn ctx() -> SourceCtx {
-        SourceCtx {
-            host: "local".into(),
-            harness: Harness::Claude,
-            session: "s".into(),
-            agent: None,
-        }
+        crate::engine::test_support::ctx(Harness::Claude)
     }
 
     fn records(line: &str) -> Vec<Record> {

@@ -860,12 +860,7 @@ mod tests {
     use crate::model::Harness;
 
     fn ctx() -> SourceCtx {
-        SourceCtx {
-            host: "local".into(),
-            harness: Harness::Claude,
-            session: "s".into(),
-            agent: None,
-        }
+        crate::engine::test_support::ctx(Harness::Claude)
     }
 
     /// Runs a plan against bytes in memory, as a host would serve them.
