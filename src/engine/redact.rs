@@ -4,12 +4,18 @@
 //! `crate::model` only.
 //!
 //! Cost. Every string is scanned once for the rules' trigger literals by one Aho-Corasick
-//! automaton (a SIMD "Teddy" search on x86-64 and aarch64); a string with no trigger is left
-//! untouched and not copied. Only the rules whose triggers occur run their regex: a provider
-//! rule searches the string (its regex starts with a literal, so that search is a SIMD skip too),
-//! a keyword rule (`anchored`) tries one anchored match at each of its triggers. Triggers are
-//! case-sensitive (so the SIMD search applies); keyword triggers leave out the keyword's first
-//! letter so that one literal serves `Password` and `password`.
+//! automaton (a SIMD "Teddy" search on x86-64 and aarch64), and once each for the two short
+//! needles (`sk-`, `@`) by `memchr`; a string with none is left untouched and not copied. Only
+//! the rules whose triggers occur run their regex: a provider rule searches the string (its
+//! regex starts with a literal, so that search is a SIMD skip too), a keyword rule (`anchored`)
+//! tries one anchored match at each of its triggers. Triggers are case-sensitive (so the SIMD
+//! search applies); keyword triggers leave out the keyword's first letter so that one literal
+//! serves `Password` and `password`.
+//!
+//! Teddy compares 4-byte fingerprints only when every literal is at least 4 bytes long, and
+//! then runs about five times faster on transcript text than with 3-byte ones (measured with
+//! `scripts/bench`); so the automaton gets the triggers of 4 bytes or more, and a shorter one
+//! is a needle with its own `memchr` scan. See [`Triggers`] for the order the literals go in.
 //!
 //! Confidence. Every rule is meant to be high-confidence: provider tokens by their documented
 //! prefixes and lengths, keyword rules (`Authorization:`, `PASSWORD=`, `scheme://user:pass@`)
@@ -20,6 +26,7 @@ use std::ops::Range;
 use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use memchr::memmem;
 use regex_automata::meta::Regex;
 use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input};
@@ -42,7 +49,8 @@ enum Replace {
 struct Rule {
     name: &'static str,
     /// Literals (case-sensitive) of which every match contains at least one; the regex runs
-    /// only on strings where one occurs.
+    /// only on strings where one occurs. One shorter than [`FINGERPRINT`] bytes is a needle
+    /// with a scan of its own, for a shape with no longer literal (`sk-…`, `user:pass@`).
     triggers: &'static [&'static str],
     pattern: &'static str,
     replace: Replace,
@@ -63,7 +71,8 @@ const RULES: &[Rule] = &[
     // e.g. "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA…\n-----END OPENSSH PRIVATE KEY-----"
     Rule {
         name: "private_key",
-        triggers: &["-----BEGIN"],
+        // Not `-----BEGIN`: `----` is a Markdown rule, and every one would be a candidate.
+        triggers: &["PRIVATE KEY"],
         pattern: r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?:(?:\s|\\[nr])*[A-Za-z0-9+/=:,-]{16,})*)",
         replace: Replace::Whole,
         anchored: false,
@@ -92,7 +101,8 @@ const RULES: &[Rule] = &[
     // Source: github.blog 2021-04-05 "Behind GitHub's new authentication token formats".
     Rule {
         name: "github",
-        triggers: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+        // `hub_pat_`, not `github_pat_`: `gith` starts every github.com URL.
+        triggers: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "hub_pat_"],
         pattern: r"\bgh[pousr]_[A-Za-z0-9]{36,251}\b|\bgithub_pat_[A-Za-z0-9_]{40,}",
         replace: Replace::Whole,
         anchored: false,
@@ -128,7 +138,7 @@ const RULES: &[Rule] = &[
     // Source: api.slack.com/authentication/token-types; e.g. "xoxb-1234567890-1234567890123-AbCd…".
     Rule {
         name: "slack",
-        triggers: &["xox"],
+        triggers: &["xoxb", "xoxp", "xoxa", "xoxr", "xoxs"],
         pattern: r"\bxox[baprs]-[A-Za-z0-9-]{10,}",
         replace: Replace::Whole,
         anchored: false,
@@ -137,7 +147,8 @@ const RULES: &[Rule] = &[
     // Source: api.slack.com/messaging/webhooks.
     Rule {
         name: "slack_webhook",
-        triggers: &["hooks.slack.com"],
+        // Not `hooks.`: `hook` is in every Claude Code progress line.
+        triggers: &[".slack.com/"],
         pattern: r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{16,}",
         replace: Replace::Whole,
         anchored: false,
@@ -165,7 +176,7 @@ const RULES: &[Rule] = &[
     // Source: twilio.com/docs/glossary/what-is-a-sid.
     Rule {
         name: "twilio",
-        triggers: &["twilio", "Twilio", "TWILIO"],
+        triggers: &["wilio", "WILIO"],
         pattern: r"\b(?:AC|SK)[0-9a-f]{32}\b",
         replace: Replace::Whole,
         anchored: false,
@@ -191,7 +202,8 @@ const RULES: &[Rule] = &[
     // signature (empty for alg "none"). Source: RFC 7519; e.g. "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig".
     Rule {
         name: "jwt",
-        triggers: &["eyJ"],
+        // The payload's start: every token has one, and `eyJ` alone is 3 bytes.
+        triggers: &[".eyJ"],
         pattern: r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
         replace: Replace::Whole,
         anchored: false,
@@ -210,7 +222,7 @@ const RULES: &[Rule] = &[
     // Source: RFC 3986 §3.2.1; e.g. "postgres://app:s3cret@db:5432/app".
     Rule {
         name: "url_password",
-        triggers: &["://"],
+        triggers: &["@"],
         pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:@/?#"'<>\[\]]+:([^\s@/?#"'<>]+)@"#,
         replace: Replace::Value,
         anchored: false,
@@ -254,11 +266,18 @@ const RULES: &[Rule] = &[
 /// input): the `assignment` key names, and `authorization`.
 const KEY_NAME_PATTERN: &str = r"(?i)^[a-z0-9_.-]*(?:password|passwd|passphrase|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|authorization)$";
 
-/// Every rule's triggers in one automaton.
+/// The length of Teddy's fingerprint when every literal is at least this long.
+const FINGERPRINT: usize = 4;
+
+/// Every rule's triggers: the long ones in one automaton, the short ones as needles.
 struct Triggers {
-    /// The distinct trigger literals; `masks[pattern]` says which rules one wakes.
+    /// The distinct literals of [`FINGERPRINT`] bytes or more; `masks[pattern]` says which
+    /// rules one wakes.
     automaton: AhoCorasick,
     masks: Vec<u32>,
+    /// The shorter ones, each with the rules it wakes; only non-anchored rules have them (they
+    /// need no position).
+    needles: Vec<(memmem::Finder<'static>, u32)>,
 }
 
 static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
@@ -276,14 +295,49 @@ static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
             }
         }
     }
-    // Leftmost-first, because only that kind gets the SIMD prefilter; `hits` restarts one byte
-    // after each match so that overlapping triggers are still seen.
+    let (long, short): (Vec<_>, Vec<_>) = literals
+        .into_iter()
+        .zip(masks)
+        .partition(|(literal, _)| literal.len() >= FINGERPRINT);
+    let needles = short
+        .into_iter()
+        .map(|(literal, mask)| (memmem::Finder::new(literal.as_bytes()), mask))
+        .collect();
+    let (literals, masks): (Vec<_>, Vec<_>) = first_of_each_fingerprint(long).into_iter().unzip();
+    // Leftmost-first, because only that kind gets the SIMD prefilter.
     let automaton = AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostFirst)
         .build(&literals)
         .expect("trigger literals build");
-    Triggers { automaton, masks }
+    Triggers {
+        automaton,
+        masks,
+        needles,
+    }
 });
+
+/// The literals in the order the automaton gets them, which decides its speed but not its
+/// matches (no trigger is a prefix of another). Teddy sorts literals into 16 buckets and, for a
+/// 4-byte window, only checks "could some literal of this bucket start here", a bucket's
+/// literals mixed nibble by nibble; so two unlike literals in one bucket accept windows that
+/// are neither (`etho`, from `glpa` and `utho`), and each such window costs a check. Literals
+/// that agree in the low nibble of their first four bytes (`oken` and `OKEN`) share a bucket
+/// whatever their place; every other literal goes to a bucket by its place. Putting one
+/// literal of each such group first spreads the groups over the buckets before any shares;
+/// the case variants follow. On the benchmark transcript this took the scan from 19 ms to 6.
+fn first_of_each_fingerprint<T>(literals: Vec<(&str, T)>) -> Vec<(&str, T)> {
+    let low_nibbles =
+        |l: &str| -> [u8; FINGERPRINT] { std::array::from_fn(|i| l.as_bytes()[i] & 0x0f) };
+    let mut seen = Vec::new();
+    let (mut firsts, rest): (Vec<_>, Vec<_>) = literals.into_iter().partition(|(l, _)| {
+        let key = low_nibbles(l);
+        let first = !seen.contains(&key);
+        seen.push(key);
+        first
+    });
+    firsts.extend(rest);
+    firsts
+}
 
 /// How far past its trigger an anchored rule's match may reach: keyword, separator and value.
 /// A longer value is left as it is (nobody's password is 1 KiB).
@@ -434,12 +488,17 @@ fn splice(text: &str, ranges: &[Range<usize>], name: &str) -> String {
 /// Redacts `text`: `Some((redacted, count))` when anything was replaced, `None` (and no copy)
 /// otherwise.
 pub fn redact_text(text: &str) -> Option<(String, usize)> {
-    // The common case: no trigger at all, one SIMD scan.
+    // The common case: no trigger at all, a few SIMD scans.
     let mut hits = hits(text);
-    if hits.is_empty() {
+    let woken = TRIGGERS
+        .needles
+        .iter()
+        .filter(|(needle, _)| needle.find(text.as_bytes()).is_some())
+        .fold(0, |mask, (_, rules)| mask | rules);
+    let woken = hits.iter().fold(woken, |mask, hit| mask | hit.1);
+    if woken == 0 {
         return None;
     }
-    let woken = hits.iter().fold(0, |mask, hit| mask | hit.1);
     let mut current: Option<String> = None;
     let mut count = 0;
     for (i, rule) in RULES.iter().enumerate() {

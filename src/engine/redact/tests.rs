@@ -354,6 +354,12 @@ fn every_rule_is_exercised_and_triggers_are_consistent() {
     ];
     for rule in RULES.iter().filter(|r| r.anchored) {
         for t in rule.triggers {
+            // A short trigger is a needle, which gives no position to anchor at.
+            assert!(
+                t.len() >= FINGERPRINT,
+                "{}: anchored trigger {t:?} is shorter than {FINGERPRINT} bytes",
+                rule.name
+            );
             let spellings: Vec<String> = keywords
                 .iter()
                 .flat_map(|k| {
@@ -385,4 +391,36 @@ fn every_rule_is_exercised_and_triggers_are_consistent() {
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), RULES.len());
+}
+
+#[test]
+fn the_automaton_gets_one_literal_of_each_fingerprint_first() {
+    let order = first_of_each_fingerprint(vec![
+        ("oken", 0),
+        ("OKEN", 1),
+        ("ghp_", 2),
+        ("ecret", 3),
+        ("ECRET", 4),
+        ("gho_", 5),
+    ]);
+    let literals: Vec<&str> = order.iter().map(|(l, _)| *l).collect();
+    assert_eq!(literals, ["oken", "ghp_", "ecret", "gho_", "OKEN", "ECRET"]);
+    // Each literal keeps what it carries.
+    assert!(
+        order
+            .iter()
+            .all(|(l, i)| ["oken", "OKEN", "ghp_", "ecret", "ECRET", "gho_"][*i] == *l)
+    );
+}
+
+#[test]
+fn short_triggers_are_needles_and_long_ones_go_to_the_automaton() {
+    let t = &*TRIGGERS;
+    assert_eq!(t.needles.len(), 2, "sk- and @");
+    assert_eq!(t.automaton.patterns_len(), t.masks.len());
+    // A string whose only trigger is a needle still wakes its rule.
+    assert!(
+        redacted(&format!("sk-ant-api03-{}AA", "A".repeat(93))).contains("[REDACTED:anthropic]")
+    );
+    assert!(redacted("mysql://root:pa55word@db").contains("[REDACTED:url_password]"));
 }
