@@ -32,7 +32,7 @@ impl Renderer {
             Renderer::Text(options) => records
                 .iter()
                 .try_for_each(|r| text::record(out, r, options)),
-            Renderer::Ndjson => records.iter().try_for_each(|r| ndjson::record(out, r)),
+            Renderer::Ndjson => ndjson::records(out, records),
         }
     }
 
