@@ -63,7 +63,106 @@ struct Message<'a> {
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
     #[serde(default)]
+    content: Content,
+}
+
+/// A message's content: a string, or content blocks. Typed rather than a [`Value`], so that a
+/// block's keys and the fields no record uses (a thinking block's signature, cache control,
+/// citations) are skipped without being built: `--all` spent a tenth of its time building them.
+#[derive(Default)]
+enum Content {
+    #[default]
+    Absent,
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+        impl<'de> serde::de::Visitor<'de> for ContentVisitor {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("message content")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Content, E> {
+                Ok(Content::Text(s.to_string()))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Content, E> {
+                Ok(Content::Text(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                while let Some(block) = seq.next_element()? {
+                    blocks.push(block);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+            // Anything else (null, a number, an object) is no content, as before.
+            fn visit_unit<E>(self) -> Result<Content, E> {
+                Ok(Content::Absent)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Content, E> {
+                Ok(Content::Absent)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Content, E> {
+                Ok(Content::Absent)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Content, E> {
+                Ok(Content::Absent)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Content, E> {
+                Ok(Content::Absent)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Content, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Content::Absent)
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+/// One content block, with the fields any block type's record uses. Each is a [`Value`] so that
+/// an odd type (`"text": null`) reads as empty, as it would from a [`Value`] block, instead of
+/// failing the line; strings cost the same either way.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Block {
+    #[serde(rename = "type")]
+    ty: Value,
+    text: Value,
+    thinking: Value,
+    id: Value,
+    name: Value,
+    input: Value,
+    tool_use_id: Value,
     content: Value,
+    is_error: Value,
+    source: Value,
+}
+
+impl Block {
+    fn ty(&self) -> &str {
+        self.ty.as_str().unwrap_or("")
+    }
+}
+
+/// Moves a string out of a block's field (empty when absent or not a string).
+fn take_string(field: &mut Value) -> String {
+    match field.take() {
+        Value::String(s) => s,
+        _ => String::new(),
+    }
 }
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
@@ -172,7 +271,7 @@ impl LineBuilder<'_, '_, '_> {
             return;
         };
         if self.env.is_compact_summary == Some(true) {
-            let summary = content_text(&message.content);
+            let summary = message_text(&message.content);
             self.text(
                 0,
                 TextKind::Notice,
@@ -181,18 +280,14 @@ impl LineBuilder<'_, '_, '_> {
             return;
         }
         match message.content {
-            Value::String(text) if self.env.is_meta != Some(true) => self.user_text(0, text),
-            Value::Array(blocks) => {
+            Content::Text(text) if self.env.is_meta != Some(true) => self.user_text(0, text),
+            Content::Blocks(blocks) => {
                 for (i, mut block) in blocks.into_iter().enumerate() {
-                    match block_type(&block) {
+                    match block.ty() {
                         "tool_result" => {
-                            let call_id = take_str(&mut block, "tool_use_id");
-                            let output = block
-                                .get_mut("content")
-                                .map(|c| content_text_owned(c.take()))
-                                .unwrap_or_default();
-                            let is_error =
-                                block.get("is_error").and_then(Value::as_bool) == Some(true);
+                            let call_id = take_string(&mut block.tool_use_id);
+                            let output = content_text_owned(block.content.take());
+                            let is_error = block.is_error.as_bool() == Some(true);
                             self.push(
                                 i,
                                 RecordBody::ToolResult {
@@ -203,9 +298,10 @@ impl LineBuilder<'_, '_, '_> {
                             );
                         }
                         _ if self.env.is_meta == Some(true) => {}
-                        "text" => self.user_text(i, take_str(&mut block, "text")),
+                        "text" => self.user_text(i, take_string(&mut block.text)),
                         "image" | "document" => {
-                            self.text(i, TextKind::User, media_placeholder(&block));
+                            let placeholder = media_placeholder(block.ty(), &block.source);
+                            self.text(i, TextKind::User, placeholder);
                         }
                         other => self.text(
                             i,
@@ -259,19 +355,19 @@ impl LineBuilder<'_, '_, '_> {
         let synthetic = message.model.as_deref() == Some("<synthetic>")
             || self.env.is_api_error_message == Some(true);
         let blocks = match message.content {
-            Value::Array(blocks) => blocks,
-            Value::String(text) => {
+            Content::Blocks(blocks) => blocks,
+            Content::Text(text) => {
                 if !text.trim().is_empty() {
                     self.text(0, TextKind::Assistant, text);
                 }
                 return;
             }
-            _ => return,
+            Content::Absent => return,
         };
         for (i, mut block) in blocks.into_iter().enumerate() {
-            match block_type(&block) {
+            match block.ty() {
                 "text" => {
-                    let text = take_str(&mut block, "text");
+                    let text = take_string(&mut block.text);
                     if text.trim().is_empty() {
                         // 2.1.x writes a "\n\n" block before thinking.
                     } else if synthetic {
@@ -281,7 +377,7 @@ impl LineBuilder<'_, '_, '_> {
                     }
                 }
                 "thinking" => {
-                    let text = take_str(&mut block, "thinking");
+                    let text = take_string(&mut block.thinking);
                     if !text.trim().is_empty() {
                         self.text(i, TextKind::Thinking, text);
                     }
@@ -290,12 +386,9 @@ impl LineBuilder<'_, '_, '_> {
                     self.text(i, TextKind::Thinking, "[redacted thinking]".into())
                 }
                 "tool_use" | "server_tool_use" => {
-                    let call_id = take_str(&mut block, "id");
-                    let name = take_str(&mut block, "name");
-                    let input = block
-                        .get_mut("input")
-                        .map(Value::take)
-                        .unwrap_or(Value::Null);
+                    let call_id = take_string(&mut block.id);
+                    let name = take_string(&mut block.name);
+                    let input = block.input.take();
                     self.push(
                         i,
                         RecordBody::ToolCall {
@@ -457,14 +550,6 @@ fn tag_content<'s>(s: &'s str, tag: &str) -> Option<&'s str> {
     Some(&s[start..end])
 }
 
-/// Moves a string field out of a block (empty when absent or not a string).
-fn take_str(block: &mut Value, key: &str) -> String {
-    match block.get_mut(key).map(Value::take) {
-        Some(Value::String(s)) => s,
-        _ => String::new(),
-    }
-}
-
 /// [`content_text`] for a value we own: a plain string moves instead of being copied.
 fn content_text_owned(value: Value) -> String {
     match value {
@@ -488,6 +573,24 @@ fn raw_text(raw: &RawValue) -> String {
     }
 }
 
+/// Text of a message's content, as [`content_text`] gives it for a value (a block of a type
+/// with no text reads as its type: the typed block keeps no JSON to print).
+fn message_text(content: &Content) -> String {
+    match content {
+        Content::Absent => String::new(),
+        Content::Text(text) => text.clone(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .map(|block| match block.ty() {
+                "text" => block.text.as_str().unwrap_or("").to_string(),
+                kind @ ("image" | "document") => media_placeholder(kind, &block.source),
+                other => format!("[{other}]"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
 /// Text of a content value: a string, or an array of blocks (text joined by newlines, images
 /// and other media as placeholders), or any other JSON compactly.
 pub(crate) fn content_text(value: &Value) -> String {
@@ -499,7 +602,9 @@ pub(crate) fn content_text(value: &Value) -> String {
                 .iter()
                 .map(|block| match block_type(block) {
                     "text" => str_field(block, "text").to_string(),
-                    "image" | "document" => media_placeholder(block),
+                    kind @ ("image" | "document") => {
+                        media_placeholder(kind, block.get("source").unwrap_or(&Value::Null))
+                    }
                     "tool_reference" => format!("[tool {}]", str_field(block, "tool_name")),
                     _ if block.is_string() => block.as_str().unwrap_or_default().to_string(),
                     _ => block.to_string(),
@@ -511,14 +616,13 @@ pub(crate) fn content_text(value: &Value) -> String {
     }
 }
 
-fn media_placeholder(block: &Value) -> String {
-    let source = block.get("source");
-    let media = source.map(|s| str_field(s, "media_type")).unwrap_or("");
+/// `[image image/png, 1234 bytes]` for an image or document block with its `source`.
+fn media_placeholder(kind: &str, source: &Value) -> String {
+    let media = str_field(source, "media_type");
     let bytes = source
-        .and_then(|s| s.get("data"))
+        .get("data")
         .and_then(Value::as_str)
         .map(|d| d.len() / 4 * 3);
-    let kind = block_type(block);
     match (media.is_empty(), bytes) {
         (false, Some(n)) => format!("[{kind} {media}, {n} bytes]"),
         (false, None) => format!("[{kind} {media}]"),
@@ -617,5 +721,25 @@ mod tests {
         let odd = records(r#"{"type":"user","uuid":5}"#);
         assert_eq!(odd[0].kind(), RecordKind::Notice);
         assert_eq!(odd[0].id, "@0");
+    }
+
+    #[test]
+    fn odd_content_reads_as_empty_not_as_a_failed_line() {
+        // A block field of another type reads as empty; content that is no string or array
+        // is no content; unknown block fields (a thinking signature) are skipped.
+        let odd = records(
+            r#"{"type":"assistant","uuid":"a","message":{"content":[{"type":"text","text":null},{"type":"thinking","thinking":"hm","signature":"c2ln"},{"type":"tool_use","id":7,"name":"Bash","input":{"command":"ls"}}]}}"#,
+        );
+        assert_eq!(odd.len(), 2, "{odd:?}");
+        assert!(
+            matches!(&odd[0].body, RecordBody::Text { kind: TextKind::Thinking, text } if text == "hm")
+        );
+        assert!(
+            matches!(&odd[1].body, RecordBody::ToolCall { call_id, name, .. } if call_id.is_empty() && name == "Bash")
+        );
+        for content in ["null", "3", "{\"x\":[1]}", "true"] {
+            let line = format!(r#"{{"type":"user","uuid":"u","message":{{"content":{content}}}}}"#);
+            assert!(records(&line).is_empty(), "{content}");
+        }
     }
 }
