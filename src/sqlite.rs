@@ -12,6 +12,12 @@
 //!   when they differ (a checkpoint or WAL restart happened mid-copy) the copy is retried, at
 //!   most [`MAX_ATTEMPTS`] times. A WAL that only grew is fine: SQLite ignores frames past the
 //!   last valid commit, so the copy is a consistent snapshot.
+//! - Cache: the bytes of the last copy of each database stay in memory for the rest of the
+//!   process (at most [`CACHE_BYTES`] in all), with their stamp. A later load (listing, then
+//!   resolving, then reading; every `--follow` poll) reads the two headers again: the same
+//!   stamp and WAL size reuse the bytes; the same stamp and a longer WAL fetch only the new
+//!   frames. That is a consistent snapshot too: until the WAL restarts (new salts) it holds
+//!   every frame a checkpoint could have copied into the database since our copy.
 //! - Bound: above [`MAX_DATABASE_BYTES`] (database + WAL) nothing is copied and the read fails
 //!   naming the size (exit 6). A read-only VFS over the range primitive would lift this; not
 //!   built.
@@ -33,6 +39,8 @@ use crate::model::{ByteRange, FileEntry, Harness, Listing, display_path};
 pub const MAX_DATABASE_BYTES: u64 = 64 * 1024 * 1024;
 /// Copies attempted while the database keeps changing under them.
 pub const MAX_ATTEMPTS: usize = 3;
+/// Copied bytes kept for later loads in one process, all databases together.
+pub const CACHE_BYTES: usize = 128 * 1024 * 1024;
 
 /// Why a database could not be read (besides host errors).
 #[derive(Debug, thiserror::Error)]
@@ -141,19 +149,105 @@ async fn read_whole<H: Host>(
     }
 }
 
-/// The header fields of a database and its WAL, read with one small call each.
-async fn stamp<H: Host>(host: &H, db: &FileRef, wal: &FileRef) -> Result<Stamp, HostError> {
+/// The header fields of a database and its WAL, read with one small call each, and the WAL's
+/// size (0 without one).
+async fn stamp<H: Host>(host: &H, db: &FileRef, wal: &FileRef) -> Result<(Stamp, u64), HostError> {
     let head = host.read(db, &[ByteRange::new(24, 4)]).await?;
-    let wal_salts = match host.read(wal, &[ByteRange::new(12, 12)]).await {
-        Ok(r) => r.chunks.concat(),
-        Err(HostError::NotFound { .. }) => Vec::new(),
+    let (wal_salts, wal_size) = match host.read(wal, &[ByteRange::new(12, 12)]).await {
+        Ok(r) => (r.chunks.concat(), r.size),
+        Err(HostError::NotFound { .. }) => (Vec::new(), 0),
         Err(e) => return Err(e),
     };
-    Ok(Stamp {
+    let stamp = Stamp {
         db_size: head.size,
         change_counter: head.chunks.concat(),
         wal_salts,
+    };
+    Ok((stamp, wal_size))
+}
+
+/// The bytes of one copied database and WAL, and the stamp they were taken under.
+struct Copied {
+    db: std::sync::Arc<Vec<u8>>,
+    wal: Vec<u8>,
+    stamp: Stamp,
+}
+
+/// Copies by host name and database path, oldest first.
+static CACHE: std::sync::Mutex<Vec<((String, String), Copied)>> = std::sync::Mutex::new(Vec::new());
+
+fn cached(key: &(String, String)) -> Option<Copied> {
+    let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache.iter().find(|(k, _)| k == key).map(|(_, c)| Copied {
+        db: c.db.clone(),
+        wal: c.wal.clone(),
+        stamp: c.stamp.clone(),
     })
+}
+
+/// Keeps a copy for later loads: its WAL only up to the end of its last whole transaction (a
+/// frame caught half written must be fetched again, not kept), which is all SQLite reads of it.
+fn remember(key: (String, String), mut copied: Copied) {
+    let valid = crate::engine::wal::valid_prefix(&copied.wal);
+    if valid < wal_header_len(&copied.wal) {
+        // No valid WAL header: nothing to extend later; reload next time.
+        return;
+    }
+    copied.wal.truncate(valid);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache.retain(|(k, _)| *k != key);
+    cache.push((key, copied));
+    let mut total: usize = cache.iter().map(|(_, c)| c.db.len() + c.wal.len()).sum();
+    while total > CACHE_BYTES && cache.len() > 1 {
+        let (_, evicted) = cache.remove(0);
+        total -= evicted.db.len() + evicted.wal.len();
+    }
+}
+
+/// The bytes `stamp_of` reads from a WAL: a cached WAL must keep them.
+fn wal_header_len(wal: &[u8]) -> usize {
+    if wal.is_empty() { 0 } else { 24 }
+}
+
+/// The cached copy brought up to date with only header reads and the WAL's new frames, or
+/// `None` when it cannot be (nothing cached, the database file or the WAL's salts changed, the
+/// WAL shrank, or it changed again while its tail was read).
+async fn refresh<H: Host>(
+    host: &H,
+    key: &(String, String),
+    db_ref: &FileRef,
+    wal_ref: &FileRef,
+) -> Result<Option<Copied>, crate::driver::DriverError> {
+    let Some(mut copied) = cached(key) else {
+        return Ok(None);
+    };
+    let (now, wal_size) = stamp(host, db_ref, wal_ref).await?;
+    let have = copied.wal.len() as u64;
+    if now != copied.stamp || wal_size < have {
+        return Ok(None);
+    }
+    // The cached WAL ends after its last whole transaction (see `remember`), so what follows
+    // it is new frames, whole or still being written.
+    if wal_size > have {
+        if copied.db.len() as u64 + wal_size > MAX_DATABASE_BYTES {
+            return Ok(None);
+        }
+        while (copied.wal.len() as u64) < wal_size {
+            let at = copied.wal.len() as u64;
+            let want = (wal_size - at).min(MAX_READ_BYTES);
+            let result = host.read(wal_ref, &[ByteRange::new(at, want)]).await?;
+            let chunk = result.chunks.concat();
+            if chunk.is_empty() {
+                return Ok(None);
+            }
+            copied.wal.extend_from_slice(&chunk);
+        }
+        let (after, _) = stamp(host, db_ref, wal_ref).await?;
+        if after != copied.stamp {
+            return Ok(None);
+        }
+    }
+    Ok(Some(copied))
 }
 
 fn stamp_of(db: &[u8], wal: &[u8]) -> Stamp {
@@ -172,6 +266,12 @@ pub async fn load<H: Host>(
     let path = display_path(&db.full_path());
     let db_ref = file_ref(db, b"");
     let wal_ref = file_ref(db, b"-wal");
+    let key = (host.name().to_string(), path.clone());
+    if let Some(copied) = refresh(host, &key, &db_ref, &wal_ref).await? {
+        let snapshot = open_copy(db.harness, &path, &copied.db, &copied.wal)?;
+        remember(key, copied);
+        return Ok(snapshot);
+    }
     for _ in 0..MAX_ATTEMPTS {
         let Some(db_bytes) = read_whole(host, &db_ref, &path, MAX_DATABASE_BYTES).await? else {
             return Err(HostError::NotFound {
@@ -193,9 +293,16 @@ pub async fn load<H: Host>(
             Err(e) => return Err(e),
         };
         let before = stamp_of(&db_bytes, &wal_bytes);
-        let after = stamp(host, &db_ref, &wal_ref).await?;
+        let (after, _) = stamp(host, &db_ref, &wal_ref).await?;
         if before == after {
-            return open_copy(db.harness, &path, &db_bytes, &wal_bytes).map_err(Into::into);
+            let snapshot = open_copy(db.harness, &path, &db_bytes, &wal_bytes)?;
+            let copied = Copied {
+                db: std::sync::Arc::new(db_bytes),
+                wal: wal_bytes,
+                stamp: before,
+            };
+            remember(key, copied);
+            return Ok(snapshot);
         }
     }
     Err(DatabaseError::Unstable {
@@ -493,5 +600,113 @@ impl Snapshot {
             Vec::new()
         };
         Ok(grokcli::records(ctx, &messages, &calls))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::host::local::LocalHost;
+    use crate::model::{Listing, RootSpec};
+
+    /// The local host, counting the bytes it returns.
+    struct Counting {
+        inner: LocalHost,
+        bytes: Cell<u64>,
+    }
+
+    impl Host for Counting {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
+            self.inner.list(roots).await
+        }
+        async fn read(
+            &self,
+            file: &FileRef,
+            ranges: &[ByteRange],
+        ) -> Result<crate::model::ReadResult, HostError> {
+            let result = self.inner.read(file, ranges).await?;
+            let got: usize = result.chunks.iter().map(Vec::len).sum();
+            self.bytes.set(self.bytes.get() + got as u64);
+            Ok(result)
+        }
+    }
+
+    impl Counting {
+        fn take(&self) -> u64 {
+            self.bytes.replace(0)
+        }
+    }
+
+    fn rows(snapshot: &Snapshot) -> i64 {
+        snapshot
+            .conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn later_loads_fetch_only_the_headers_and_new_wal_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let db_path = dir.path().join("opencode.db");
+        // A writer that stays open, so that its WAL is neither checkpointed nor removed.
+        let writer = Connection::open(&db_path).unwrap();
+        writer.pragma_update(None, "journal_mode", "WAL").unwrap();
+        writer.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        writer.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        let add = |n: usize| {
+            for _ in 0..n {
+                writer
+                    .execute("INSERT INTO t VALUES (zeroblob(3000))", [])
+                    .unwrap();
+            }
+        };
+        add(20);
+        let entry = FileEntry {
+            harness: Harness::OpenCode,
+            root: dir.path().as_os_str().as_encoded_bytes().to_vec(),
+            rel: b"opencode.db".to_vec(),
+            size: 0,
+            mtime: 0,
+        };
+        let size = |suffix: &str| {
+            std::fs::metadata(dir.path().join(format!("opencode.db{suffix}")))
+                .map_or(0, |m| m.len())
+        };
+        // A host name of its own: the cache is per process.
+        let host = Counting {
+            inner: LocalHost::new("cache-test-headers"),
+            bytes: Cell::new(0),
+        };
+
+        // The first load copies both files (and reads the headers to check the copy).
+        let first = load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&first), 20);
+        assert_eq!(host.take(), size("") + size("-wal") + 16);
+
+        // Nothing changed: two header reads.
+        let second = load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&second), 20);
+        assert_eq!(host.take(), 16);
+
+        // New commits in the WAL: the headers, the new frames, the headers again.
+        let wal_before = size("-wal");
+        add(5);
+        let third = load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&third), 25);
+        assert_eq!(host.take(), 16 + (size("-wal") - wal_before) + 16);
+
+        // A checkpoint that truncates the WAL changes its salts: a whole copy again.
+        writer
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        add(1);
+        let fourth = load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&fourth), 26);
+        assert_eq!(host.take(), 16 + size("") + size("-wal") + 16);
     }
 }

@@ -28,6 +28,7 @@ pub mod redact;
 pub mod resume;
 pub mod rows;
 pub mod session;
+pub mod wal;
 
 use crate::model::Harness;
 
