@@ -321,12 +321,17 @@ impl LineBuilder<'_, '_, '_> {
         if trimmed.is_empty() {
             return;
         }
+        // Claude's wrappers start with a tag; a prompt that does not is typed text, and is not
+        // searched for tags (which would be three scans of every prompt).
+        let wrapped = trimmed.starts_with('<');
         if trimmed.starts_with("[Request interrupted by user") {
             self.text(
                 block,
                 TextKind::Notice,
                 trimmed.trim_matches(['[', ']']).to_string(),
             );
+        } else if !wrapped {
+            self.text(block, TextKind::User, text);
         } else if let Some(name) = tag_content(trimmed, "command-name") {
             let args = tag_content(trimmed, "command-args").unwrap_or("");
             let line = if args.is_empty() {
