@@ -1,5 +1,6 @@
 //! `clankie-read read HOST:SESSION`: one page of a session (tail, head, all, or since a cursor).
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use crate::engine::session::SessionQuery;
 use crate::error::{Error, exit};
 use crate::host::Host;
 use crate::host::{AnyHost, HostError};
+use crate::model::Record;
 use crate::render::PageInfo;
 use crate::render::Renderer;
 
@@ -99,6 +101,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         session: &session,
         renderer: &renderer,
         out: &mut out,
+        printed: args.follow.then(HashSet::new),
     };
     let page = printer.print(request, true).await.map_err(Error::from);
     if global.verbose {
@@ -119,14 +122,19 @@ struct PagePrinter<'a, W: Write> {
     session: &'a SessionFile,
     renderer: &'a Renderer,
     out: &'a mut W,
+    /// With `--follow`, the ids printed so far: a record whose id comes again in a later poll
+    /// (a Gemini message re-appended with its result, a replayed Claude line) is not printed
+    /// again, as a single read keeps only its first copy.
+    printed: Option<HashSet<String>>,
 }
 
 impl<W: Write> PagePrinter<'_, W> {
     /// Reads and prints one page; `always_end` prints the page line even for an empty page.
     async fn print(&mut self, request: PageRequest, always_end: bool) -> Result<Page, PrintError> {
         let mut write_error = None;
-        let (renderer, out) = (self.renderer, &mut *self.out);
-        let page = read_page(self.host, self.session, request, |records| {
+        let (renderer, out, printed) = (self.renderer, &mut *self.out, &mut self.printed);
+        let mut page = read_page(self.host, self.session, request, |mut records| {
+            keep_unprinted(printed, &mut records);
             if write_error.is_none()
                 && let Err(e) = renderer.records(out, &records).and_then(|_| out.flush())
             {
@@ -138,6 +146,13 @@ impl<W: Write> PagePrinter<'_, W> {
             return Err(PrintError::Output(e));
         }
         super::warn(&page.warnings);
+        if page.reset
+            && let Some(printed) = &mut self.printed
+        {
+            // A replaced file is read from its start: its records are new, whatever their ids.
+            printed.clear();
+        }
+        keep_unprinted(&mut self.printed, &mut page.records);
         self.renderer.records(self.out, &page.records)?;
         if always_end || !page.records.is_empty() || page.reset {
             let info = PageInfo {
@@ -211,6 +226,13 @@ impl<W: Write> PagePrinter<'_, W> {
                 Err(err) => return Err(err.into()),
             }
         }
+    }
+}
+
+/// Drops the records whose ids were printed before, and notes the others' ids (with `--follow`).
+fn keep_unprinted(printed: &mut Option<HashSet<String>>, records: &mut Vec<Record>) {
+    if let Some(printed) = printed {
+        records.retain(|r| printed.insert(r.id.clone()));
     }
 }
 

@@ -8,7 +8,8 @@
 //! the read planner keeps the first copy within a read (its position is the first appearance,
 //! as Gemini's own loader does), so the re-append only adds what is new (a result, the text).
 //! Across pages a re-append after the cursor can repeat a record already returned: parsing is
-//! per line and stateless.
+//! per line and stateless. `--follow` remembers the ids it printed and drops such repeats; a
+//! script paging with `--since` sees them (same id) and can do the same.
 
 use serde_json::Value;
 

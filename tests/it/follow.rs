@@ -194,3 +194,65 @@ fn follows_over_ssh_through_a_dropped_connection() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_exactly_once(&got, &ids(&records(&ndjson(&out))), count + 1);
 }
+
+#[test]
+fn a_gemini_message_appended_again_is_not_printed_again() {
+    // Gemini CLI upserts a message by appending it again, whole, as it gains a tool result:
+    // across polls the follower prints each record once, the result when it arrives.
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".gemini/tmp/proj/chats");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("session-2026-11-30T10-00-f0110c42.jsonl");
+    let header = r#"{"sessionId":"f0110c42","projectHash":"p","startTime":"2026-11-30T10:00:00.000Z","kind":"main"}"#;
+    let user = r#"{"id":"u1","timestamp":"2026-11-30T10:00:01.000Z","type":"user","content":[{"text":"list files"}]}"#;
+    let call = |status: &str, result: &str| {
+        format!(
+            r#"{{"id":"m1","timestamp":"2026-11-30T10:00:02.000Z","type":"gemini","content":"","toolCalls":[{{"id":"c1","name":"run_shell_command","args":{{"command":"ls"}},"status":"{status}"{result}}}]}}"#
+        )
+    };
+    let done = call(
+        "success",
+        r#","result":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"a b"}}}]"#,
+    );
+    let answer = r#"{"id":"m2","timestamp":"2026-11-30T10:00:03.000Z","type":"gemini","content":"Two files."}"#;
+    std::fs::write(&path, format!("{header}\n{user}\n")).unwrap();
+    let args: Vec<String> = [
+        "read",
+        "local:session-2026-11-30T10-00-f0110c42",
+        "--follow",
+        "--json",
+        "--interval",
+        "0.05",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (child, rx) = follow(&args, home.path());
+    let append = |line: &str| {
+        std::thread::sleep(Duration::from_millis(400));
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        writeln!(file, "{line}").unwrap();
+    };
+    append(&call("executing", ""));
+    append(&done);
+    append(user);
+    append(answer);
+    std::thread::sleep(Duration::from_millis(400));
+    // One more than expected, for a short while: a record printed twice would show.
+    let (got, err) = collect(child, rx, 5, Duration::from_secs(3));
+    let out = crate::support::run(
+        home.path(),
+        &[
+            "read",
+            "local:session-2026-11-30T10-00-f0110c42",
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let want = ids(&records(&ndjson(&out)));
+    assert_eq!(want, ["u1", "m1#tc:c1", "m1#tr:c1", "m2#text"], "{err}");
+    assert_eq!(ids(&got), want, "{err}");
+}
