@@ -49,6 +49,12 @@ fn write_slowly(path: &Path, count: usize, max_chunk: usize, mut midway: impl Fn
     }
 }
 
+/// `[global…] read TARGET --follow --json --interval SECS`.
+fn follow_args(global: &[&str], target: &str, interval: &str) -> Vec<String> {
+    let tail = ["read", target, "--follow", "--json", "--interval", interval];
+    global.iter().chain(&tail).map(|s| s.to_string()).collect()
+}
+
 /// Starts `--follow --json` and a thread that forwards its record lines.
 fn follow(args: &[String], home: &Path) -> (Child, mpsc::Receiver<Value>) {
     let mut child = crate::support::clankie(home)
@@ -125,16 +131,7 @@ fn follows_a_growing_local_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let path: PathBuf = dir.join("f0110c41-0000-4000-8000-000000000001.jsonl");
     std::fs::write(&path, record_line(usize::MAX - 1)).unwrap();
-    let args: Vec<String> = [
-        "read",
-        "local:f0110c41",
-        "--follow",
-        "--json",
-        "--interval",
-        "0.02",
-    ]
-    .map(String::from)
-    .to_vec();
+    let args = follow_args(&[], "local:f0110c41", "0.02");
     let (child, rx) = follow(&args, home.path());
     let count = 5_000;
     write_slowly(&path, count, 300, || {});
@@ -157,18 +154,11 @@ fn follows_over_ssh_through_a_dropped_connection() {
     );
     let alias = sshd.alias(user);
     let ssh_config = sshd.ssh_config().display().to_string();
-    let args: Vec<String> = [
-        "--ssh-config",
-        &ssh_config,
-        "read",
+    let args = follow_args(
+        &["--ssh-config", &ssh_config],
         &format!("{alias}:{session}"),
-        "--follow",
-        "--json",
-        "--interval",
         "0.05",
-    ]
-    .map(String::from)
-    .to_vec();
+    );
     let (child, rx) = follow(&args, home.path());
     // Let the follower connect before writing.
     std::thread::sleep(Duration::from_millis(500));
@@ -216,16 +206,7 @@ fn a_gemini_message_appended_again_is_not_printed_again() {
     );
     let answer = r#"{"id":"m2","timestamp":"2026-11-30T10:00:03.000Z","type":"gemini","content":"Two files."}"#;
     std::fs::write(&path, format!("{header}\n{user}\n")).unwrap();
-    let args: Vec<String> = [
-        "read",
-        "local:session-2026-11-30T10-00-f0110c42",
-        "--follow",
-        "--json",
-        "--interval",
-        "0.05",
-    ]
-    .map(String::from)
-    .to_vec();
+    let args = follow_args(&[], "local:session-2026-11-30T10-00-f0110c42", "0.05");
     let (child, rx) = follow(&args, home.path());
     let append = |line: &str| {
         std::thread::sleep(Duration::from_millis(400));
