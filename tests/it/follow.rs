@@ -50,13 +50,13 @@ fn write_slowly(path: &Path, count: usize, max_chunk: usize, mut midway: impl Fn
 }
 
 /// `[global…] read TARGET --follow --json --interval SECS`.
-fn follow_args(global: &[&str], target: &str, interval: &str) -> Vec<String> {
+pub(crate) fn follow_args(global: &[&str], target: &str, interval: &str) -> Vec<String> {
     let tail = ["read", target, "--follow", "--json", "--interval", interval];
     global.iter().chain(&tail).map(|s| s.to_string()).collect()
 }
 
 /// Starts `--follow --json` and a thread that forwards its record lines.
-fn follow(args: &[String], home: &Path) -> (Child, mpsc::Receiver<Value>) {
+pub(crate) fn follow(args: &[String], home: &Path) -> (Child, mpsc::Receiver<Value>) {
     let mut child = crate::support::clankie(home)
         .args(args)
         .stdout(Stdio::piped())
@@ -79,7 +79,7 @@ fn follow(args: &[String], home: &Path) -> (Child, mpsc::Receiver<Value>) {
 }
 
 /// Collects records until `want` have arrived (or the deadline), then sends Ctrl-C.
-fn collect(
+pub(crate) fn collect(
     mut child: Child,
     rx: mpsc::Receiver<Value>,
     want: usize,

@@ -473,3 +473,51 @@ fn a_database_over_64_mib_fails_naming_its_size() {
     assert_eq!(code(&out), 0);
     assert!(stderr(&out).contains("over the 64 MiB"), "{}", stderr(&out));
 }
+
+#[test]
+fn follow_prints_rows_committed_into_the_wal_once() {
+    // Each poll refreshes the kept copy with the WAL's new frames (crate::sqlite's cache);
+    // what they commit is printed once, in order, as a later whole read gives it.
+    let (home, db) = opencode_home();
+    let conn = writer(&db);
+    let args = crate::follow::follow_args(&[], "local:ses_f0de50", "0.05");
+    let (child, rx) = crate::follow::follow(&args, home.path());
+    let add = |n: u32| {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let message = format!("msg_0f21b05000{n:02}zzzzzzzzzzzzzz");
+        conn.execute(
+            "INSERT INTO message VALUES(?1, ?2, 1790768270000, 1790768270000, \
+             '{\"role\":\"user\",\"time\":{\"created\":1790768270000}}')",
+            (&message, SESSION),
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO part VALUES(?1, ?2, ?3, 1790768270001, 1790768270001, ?4)",
+            (
+                format!("prt_0f21b05000{n:02}zzzzzzzzzzzzzz"),
+                &message,
+                SESSION,
+                format!("{{\"type\":\"text\",\"text\":\"row {n}\"}}"),
+            ),
+        )
+        .unwrap();
+    };
+    for n in 1..=3 {
+        add(n);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let (whole, _) = read(
+        home.path(),
+        &["read", "local:ses_f0de50", "--all", "--json"],
+    );
+    // One more than expected, for a short while: a record printed twice would show.
+    let (got, err) = crate::follow::collect(
+        child,
+        rx,
+        whole.len() + 1,
+        std::time::Duration::from_secs(3),
+    );
+    assert_eq!(ids(&got), ids(&whole), "{err}");
+    assert!(ids(&got).contains(&"prt_0f21b0500003zzzzzzzzzzzzzz".to_string()));
+    drop(conn);
+}
