@@ -96,7 +96,7 @@ impl<'de> Deserialize<'de> for Content {
                 mut seq: A,
             ) -> Result<Content, A::Error> {
                 let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1));
-                while let Some(block) = seq.next_element()? {
+                while let Some(AnyBlock(block)) = seq.next_element()? {
                     blocks.push(block);
                 }
                 Ok(Content::Blocks(blocks))
@@ -149,6 +149,52 @@ struct Block {
     content: Value,
     is_error: Value,
     source: Value,
+}
+
+/// A content block whatever its shape: an element that is no object (a bare string, a number)
+/// reads as a block of no type, which gives its own notice, instead of failing the whole line
+/// and taking the line's other blocks with it.
+struct AnyBlock(Block);
+
+impl<'de> Deserialize<'de> for AnyBlock {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BlockVisitor;
+        impl<'de> serde::de::Visitor<'de> for BlockVisitor {
+            type Value = AnyBlock;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<AnyBlock, A::Error> {
+                Block::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(AnyBlock)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<AnyBlock, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(AnyBlock(Block::default()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<AnyBlock, E> {
+                Ok(AnyBlock(Block::default()))
+            }
+            fn visit_unit<E>(self) -> Result<AnyBlock, E> {
+                Ok(AnyBlock(Block::default()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<AnyBlock, E> {
+                Ok(AnyBlock(Block::default()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<AnyBlock, E> {
+                Ok(AnyBlock(Block::default()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<AnyBlock, E> {
+                Ok(AnyBlock(Block::default()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<AnyBlock, E> {
+                Ok(AnyBlock(Block::default()))
+            }
+        }
+        deserializer.deserialize_any(BlockVisitor)
+    }
 }
 
 impl Block {
@@ -741,6 +787,26 @@ mod tests {
         );
         assert!(
             matches!(&odd[1].body, RecordBody::ToolCall { call_id, name, .. } if call_id.is_empty() && name == "Bash")
+        );
+        // A block that is no object is a notice of its own; the line's other blocks stay.
+        let mixed = records(
+            r#"{"type":"assistant","uuid":"a","message":{"content":["loose",{"type":"text","text":"kept"},[1],7]}}"#,
+        );
+        let texts: Vec<String> = mixed
+            .iter()
+            .map(|r| match &r.body {
+                RecordBody::Text { kind, text } => format!("{kind:?}: {text}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "Notice: unsupported assistant block ``",
+                "Assistant: kept",
+                "Notice: unsupported assistant block ``",
+                "Notice: unsupported assistant block ``",
+            ]
         );
         for content in ["null", "3", "{\"x\":[1]}", "true"] {
             let line = format!(r#"{{"type":"user","uuid":"u","message":{{"content":{content}}}}}"#);
