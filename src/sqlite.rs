@@ -17,7 +17,9 @@
 //!   resolving, then reading; every `--follow` poll) reads the two headers again: the same
 //!   stamp and WAL size reuse the bytes; the same stamp and a longer WAL fetch only the new
 //!   frames. That is a consistent snapshot too: until the WAL restarts (new salts) it holds
-//!   every frame a checkpoint could have copied into the database since our copy.
+//!   every frame a checkpoint could have copied into the database since our copy. A restarted
+//!   WAL is not truncated: the old frames past the new ones (other salts) are fetched again on
+//!   each load, since the next commit writes over them without the file growing.
 //! - Bound: above [`MAX_DATABASE_BYTES`] (database + WAL) nothing is copied and the read fails
 //!   naming the size (exit 6). A read-only VFS over the range primitive would lift this; not
 //!   built.
