@@ -68,7 +68,7 @@ struct Message<'a> {
 
 /// A message's content: a string, or content blocks. Typed rather than a [`Value`], so that a
 /// block's keys and the fields no record uses (a thinking block's signature, cache control,
-/// citations) are skipped without being built: `--all` spent a tenth of its time building them.
+/// citations) are skipped without being allocated.
 #[derive(Default)]
 enum Content {
     #[default]
