@@ -13,7 +13,7 @@
 //!   most [`MAX_ATTEMPTS`] times. A WAL that only grew is fine: SQLite ignores frames past the
 //!   last valid commit, so the copy is a consistent snapshot.
 //! - Cache: the bytes of the last copy of each database stay in memory for the rest of the
-//!   process (at most [`CACHE_BYTES`] in all), with their stamp. A later load (listing, then
+//!   process (at most [`CACHE_BYTES`] in all). A later load (listing, then
 //!   resolving, then reading; every `--follow` poll) reads the two headers again: the same
 //!   stamp and WAL size reuse the bytes; the same stamp and a longer WAL fetch only the new
 //!   frames. That is a consistent snapshot too: until the WAL restarts (new salts) it holds
@@ -168,31 +168,30 @@ async fn stamp<H: Host>(host: &H, db: &FileRef, wal: &FileRef) -> Result<(Stamp,
     Ok((stamp, wal_size))
 }
 
-/// The bytes of one copied database and WAL, and the stamp they were taken under.
+/// The bytes of one copied database and its WAL (empty without one); their stamp is
+/// [`stamp_of`] them.
 struct Copied {
-    db: std::sync::Arc<Vec<u8>>,
+    db: Vec<u8>,
     wal: Vec<u8>,
-    stamp: Stamp,
 }
 
 /// Copies by host name and database path, oldest first.
 static CACHE: std::sync::Mutex<Vec<((String, String), Copied)>> = std::sync::Mutex::new(Vec::new());
 
-fn cached(key: &(String, String)) -> Option<Copied> {
-    let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    cache.iter().find(|(k, _)| k == key).map(|(_, c)| Copied {
-        db: c.db.clone(),
-        wal: c.wal.clone(),
-        stamp: c.stamp.clone(),
-    })
+/// Takes a copy out of the cache (no bytes are copied); a load that uses it puts it back with
+/// [`remember`], one that finds it stale drops it.
+fn take_cached(key: &(String, String)) -> Option<Copied> {
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let at = cache.iter().position(|(k, _)| k == key)?;
+    Some(cache.remove(at).1)
 }
 
 /// Keeps a copy for later loads: its WAL only up to the end of its last whole transaction (a
 /// frame caught half written must be fetched again, not kept), which is all SQLite reads of it.
 fn remember(key: (String, String), mut copied: Copied) {
     let valid = crate::engine::wal::valid_prefix(&copied.wal);
-    if valid < wal_header_len(&copied.wal) {
-        // No valid WAL header: nothing to extend later; reload next time.
+    if !copied.wal.is_empty() && valid == 0 {
+        // No valid WAL header: nothing to extend later; copy again next time.
         return;
     }
     copied.wal.truncate(valid);
@@ -206,26 +205,23 @@ fn remember(key: (String, String), mut copied: Copied) {
     }
 }
 
-/// The bytes `stamp_of` reads from a WAL: a cached WAL must keep them.
-fn wal_header_len(wal: &[u8]) -> usize {
-    if wal.is_empty() { 0 } else { 24 }
-}
-
 /// The cached copy brought up to date with only header reads and the WAL's new frames, or
 /// `None` when it cannot be (nothing cached, the database file or the WAL's salts changed, the
-/// WAL shrank, or it changed again while its tail was read).
+/// WAL shrank, or it changed again while its tail was read). The copy is taken out of the
+/// cache meanwhile: after `None` or a host error the next load copies the database whole.
 async fn refresh<H: Host>(
     host: &H,
     key: &(String, String),
     db_ref: &FileRef,
     wal_ref: &FileRef,
 ) -> Result<Option<Copied>, crate::driver::DriverError> {
-    let Some(mut copied) = cached(key) else {
+    let Some(mut copied) = take_cached(key) else {
         return Ok(None);
     };
+    let then = stamp_of(&copied.db, &copied.wal);
     let (now, wal_size) = stamp(host, db_ref, wal_ref).await?;
     let have = copied.wal.len() as u64;
-    if now != copied.stamp || wal_size < have {
+    if now != then || wal_size < have {
         return Ok(None);
     }
     // The cached WAL ends after its last whole transaction (see `remember`), so what follows
@@ -245,7 +241,7 @@ async fn refresh<H: Host>(
             copied.wal.extend_from_slice(&chunk);
         }
         let (after, _) = stamp(host, db_ref, wal_ref).await?;
-        if after != copied.stamp {
+        if after != then {
             return Ok(None);
         }
     }
@@ -299,9 +295,8 @@ pub async fn load<H: Host>(
         if before == after {
             let snapshot = open_copy(db.harness, &path, &db_bytes, &wal_bytes)?;
             let copied = Copied {
-                db: std::sync::Arc::new(db_bytes),
+                db: db_bytes,
                 wal: wal_bytes,
-                stamp: before,
             };
             remember(key, copied);
             return Ok(snapshot);
