@@ -66,6 +66,28 @@ struct Message<'a> {
     content: Content,
 }
 
+/// The `Visitor` methods for null, booleans and numbers of a lenient type: each reads as the
+/// type's default (no content, a block of no type) instead of failing the line.
+macro_rules! scalars_read_as_default {
+    ($ty:ty) => {
+        fn visit_unit<E>(self) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+    };
+}
+
 /// A message's content: a string, or content blocks. Typed rather than a [`Value`], so that a
 /// block's keys and the fields no record uses (a thinking block's signature, cache control,
 /// citations) are skipped without being allocated.
@@ -101,22 +123,8 @@ impl<'de> Deserialize<'de> for Content {
                 }
                 Ok(Content::Blocks(blocks))
             }
-            // Anything else (null, a number, an object) is no content, as before.
-            fn visit_unit<E>(self) -> Result<Content, E> {
-                Ok(Content::Absent)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Content, E> {
-                Ok(Content::Absent)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Content, E> {
-                Ok(Content::Absent)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Content, E> {
-                Ok(Content::Absent)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Content, E> {
-                Ok(Content::Absent)
-            }
+            // Anything else (null, a number, an object) is no content.
+            scalars_read_as_default!(Content);
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
@@ -154,6 +162,7 @@ struct Block {
 /// A content block whatever its shape: an element that is no object (a bare string, a number)
 /// reads as a block of no type, which gives its own notice, instead of failing the whole line
 /// and taking the line's other blocks with it.
+#[derive(Default)]
 struct AnyBlock(Block);
 
 impl<'de> Deserialize<'de> for AnyBlock {
@@ -172,26 +181,12 @@ impl<'de> Deserialize<'de> for AnyBlock {
                 mut seq: A,
             ) -> Result<AnyBlock, A::Error> {
                 while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-                Ok(AnyBlock(Block::default()))
+                Ok(AnyBlock::default())
             }
             fn visit_str<E>(self, _: &str) -> Result<AnyBlock, E> {
-                Ok(AnyBlock(Block::default()))
+                Ok(AnyBlock::default())
             }
-            fn visit_unit<E>(self) -> Result<AnyBlock, E> {
-                Ok(AnyBlock(Block::default()))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<AnyBlock, E> {
-                Ok(AnyBlock(Block::default()))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<AnyBlock, E> {
-                Ok(AnyBlock(Block::default()))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<AnyBlock, E> {
-                Ok(AnyBlock(Block::default()))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<AnyBlock, E> {
-                Ok(AnyBlock(Block::default()))
-            }
+            scalars_read_as_default!(AnyBlock);
         }
         deserializer.deserialize_any(BlockVisitor)
     }
@@ -760,7 +755,20 @@ mod tests {
         let unknown = r#"{"type":"brand-new-type","x":1}"#;
         assert!(records(unknown).is_empty());
         let blank = r#"{"type":"assistant","uuid":"a","message":{"content":[{"type":"text","text":"\n\n"}]}}"#;
-        assert!(records(blank).is_empty());
+        assert!(records(blank).is_empty()); // A wrapper starts with its tag and becomes a notice; a prompt that only mentions one
+        // is what the user typed.
+        let command = r#"{"type":"user","uuid":"c","message":{"role":"user","content":"<command-message>init</command-message>\n<command-name>/init</command-name>"}}"#;
+        let command = records(command);
+        assert_eq!(command[0].kind(), RecordKind::Notice);
+        assert!(
+            matches!(&command[0].body, RecordBody::Text { text, .. } if text == "local command: /init")
+        );
+        let typed = r#"{"type":"user","uuid":"t","message":{"role":"user","content":"why does <command-name>/x</command-name> show up?"}}"#;
+        let typed = records(typed);
+        assert_eq!(typed[0].kind(), RecordKind::User);
+        assert!(
+            matches!(&typed[0].body, RecordBody::Text { text, .. } if text.starts_with("why does"))
+        );
     }
 
     #[test]
