@@ -1,6 +1,6 @@
-//! What the parsers of Codex, Pi, Grok, Gemini, OpenCode and grok-cli share: decoding a line into JSON (a torn
-//! line is `Malformed`, valid JSON of another shape a notice), a builder that stamps records with
-//! the source context, and small text helpers. Pure.
+//! What the parsers of Codex, Pi, Grok, Gemini, OpenCode and grok-cli share: decoding a line
+//! into JSON (a torn line is `Malformed`, valid JSON of another shape a notice), a builder that
+//! stamps records with the source context, and small text helpers. Pure.
 
 use serde_json::Value;
 

@@ -334,7 +334,9 @@ fn first_of_each_fingerprint<T>(literals: Vec<(&str, T)>) -> Vec<(&str, T)> {
     let (mut firsts, rest): (Vec<_>, Vec<_>) = literals.into_iter().partition(|(l, _)| {
         let key = low_nibbles(l);
         let first = !seen.contains(&key);
-        seen.push(key);
+        if first {
+            seen.push(key);
+        }
         first
     });
     firsts.extend(rest);
