@@ -1,7 +1,8 @@
 //! SQLite-backed harnesses (OpenCode, grok-cli): the real OpenCode 1.18.33 dump loaded with the
 //! `sqlite3` CLI into a WAL-mode database reads locally and over SSH into the same records; a
 //! tool that goes pending → running → completed is returned once, completed; rows a writer
-//! commits into the WAL appear on the next `--since`; nothing is created or touched next to
+//! commits into the WAL appear on the next `--since`, and once each while `--follow`ing (locally
+//! and over SSH, through the kept copy's WAL refresh); nothing is created or touched next to
 //! the database by the reader.
 
 use std::path::{Path, PathBuf};
@@ -474,42 +475,44 @@ fn a_database_over_64_mib_fails_naming_its_size() {
     assert!(stderr(&out).contains("over the 64 MiB"), "{}", stderr(&out));
 }
 
-#[test]
-fn follow_prints_rows_committed_into_the_wal_once() {
-    // Each poll refreshes the kept copy with the WAL's new frames (crate::sqlite's cache);
-    // what they commit is printed once, in order, as a later whole read gives it.
-    let (home, db) = opencode_home();
-    let conn = writer(&db);
-    let args = crate::follow::follow_args(&[], "local:ses_f0de50", "0.05");
-    let (child, rx) = crate::follow::follow(&args, home.path());
-    let add = |n: u32| {
-        std::thread::sleep(std::time::Duration::from_millis(400));
-        let message = format!("msg_0f21b05000{n:02}zzzzzzzzzzzzzz");
-        conn.execute(
-            "INSERT INTO message VALUES(?1, ?2, 1790768270000, 1790768270000, \
-             '{\"role\":\"user\",\"time\":{\"created\":1790768270000}}')",
-            (&message, SESSION),
-        )
-        .unwrap();
-        conn.execute(
-            "INSERT INTO part VALUES(?1, ?2, ?3, 1790768270001, 1790768270001, ?4)",
-            (
-                format!("prt_0f21b05000{n:02}zzzzzzzzzzzzzz"),
-                &message,
-                SESSION,
-                format!("{{\"type\":\"text\",\"text\":\"row {n}\"}}"),
-            ),
-        )
-        .unwrap();
-    };
+/// Commits one user message with one text part (`row N`) into `conn`'s WAL.
+fn add_user_row(conn: &Connection, n: u32) {
+    let message = format!("msg_0f21b05000{n:02}zzzzzzzzzzzzzz");
+    conn.execute(
+        "INSERT INTO message VALUES(?1, ?2, 1790768270000, 1790768270000, \
+         '{\"role\":\"user\",\"time\":{\"created\":1790768270000}}')",
+        (&message, SESSION),
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO part VALUES(?1, ?2, ?3, 1790768270001, 1790768270001, ?4)",
+        (
+            format!("prt_0f21b05000{n:02}zzzzzzzzzzzzzz"),
+            &message,
+            SESSION,
+            format!("{{\"type\":\"text\",\"text\":\"row {n}\"}}"),
+        ),
+    )
+    .unwrap();
+}
+
+/// Follows `target` while `conn` commits three rows into the WAL, one per few polls: each poll
+/// refreshes the kept copy with the WAL's new frames (crate::sqlite's cache), and what they
+/// commit is printed once, in order, as a later whole read gives it.
+fn follow_prints_wal_rows_once(home: &Path, global: &[&str], target: &str, conn: &Connection) {
+    let args = crate::follow::follow_args(global, target, "0.05");
+    let (child, rx) = crate::follow::follow(&args, home);
     for n in 1..=3 {
-        add(n);
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        add_user_row(conn, n);
     }
     std::thread::sleep(std::time::Duration::from_millis(400));
-    let (whole, _) = read(
-        home.path(),
-        &["read", "local:ses_f0de50", "--all", "--json"],
-    );
+    let whole_args: Vec<&str> = global
+        .iter()
+        .copied()
+        .chain(["read", target, "--all", "--json"])
+        .collect();
+    let (whole, _) = read(home, &whole_args);
     // One more than expected, for a short while: a record printed twice would show.
     let (got, err) = crate::follow::collect(
         child,
@@ -519,5 +522,38 @@ fn follow_prints_rows_committed_into_the_wal_once() {
     );
     assert_eq!(ids(&got), ids(&whole), "{err}");
     assert!(ids(&got).contains(&"prt_0f21b0500003zzzzzzzzzzzzzz".to_string()));
+}
+
+#[test]
+fn follow_prints_rows_committed_into_the_wal_once() {
+    let (home, db) = opencode_home();
+    let conn = writer(&db);
+    follow_prints_wal_rows_once(home.path(), &[], "local:ses_f0de50", &conn);
+    drop(conn);
+}
+
+#[test]
+fn follow_over_ssh_fetches_rows_committed_into_the_wal_once() {
+    // The same over SSH: the new WAL frames come through the POSIX read script at their
+    // offsets, on the one connection the follower keeps.
+    let Some(sshd) = sshd_or_skip() else { return };
+    let (home, db) = opencode_home();
+    let local = writer(&db);
+    add_user_row(&local, 0);
+    let remote_db = sshd.put_file(
+        "ck_clean",
+        ".local/share/opencode/opencode.db",
+        &std::fs::read(&db).unwrap(),
+    );
+    sshd.put_file(
+        "ck_clean",
+        ".local/share/opencode/opencode.db-wal",
+        &std::fs::read(db.with_file_name("opencode.db-wal")).unwrap(),
+    );
+    drop(local);
+    let conn = writer(&remote_db);
+    let ssh_config = sshd.ssh_config().display().to_string();
+    let target = format!("{}:ses_f0de50", sshd.alias("ck_clean"));
+    follow_prints_wal_rows_once(home.path(), &["--ssh-config", &ssh_config], &target, &conn);
     drop(conn);
 }
