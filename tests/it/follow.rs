@@ -1,6 +1,8 @@
 //! `--follow` against a transcript written while it is read: random-sized chunks that split
 //! lines, locally and over SSH with the connection killed mid-way. Every record arrives exactly
-//! once, in order, with the ids a final `--head` read gives; Ctrl-C ends with exit 0.
+//! once, in order, with the ids a final `--head` read gives; Ctrl-C ends with exit 0. A Gemini
+//! message appended again as it gains a result is printed once. The helpers that start and
+//! collect a follower serve the SQLite follow tests too.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
