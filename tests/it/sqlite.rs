@@ -11,7 +11,7 @@ use std::process::Command;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use crate::common::sshd::sshd_or_skip;
+use crate::common::sshd::{Sshd, sshd_or_skip};
 use crate::support::{BIN, clankie, code, ids, ndjson, page, records, run, stderr};
 
 const SESSION: &str = "ses_f0de500f8ffeXvsiYJDOg5JtrU";
@@ -228,6 +228,15 @@ fn a_tool_is_shown_once_completed_and_wal_rows_appear_on_the_next_since() {
     drop(conn);
 }
 
+/// Copies a database and its WAL to `user`'s OpenCode data dir; returns the database's path.
+fn put_opencode_db(sshd: &Sshd, user: &str, db: &Path) -> PathBuf {
+    let at = ".local/share/opencode/opencode.db";
+    let path = sshd.put_file(user, at, &std::fs::read(db).unwrap());
+    let wal = std::fs::read(db.with_file_name("opencode.db-wal")).unwrap();
+    sshd.put_file(user, format!("{at}-wal"), &wal);
+    path
+}
+
 #[test]
 fn opencode_over_ssh_reads_the_same_records_and_ids() {
     let Some(sshd) = sshd_or_skip() else { return };
@@ -240,17 +249,7 @@ fn opencode_over_ssh_reads_the_same_records_and_ids() {
         (ASSISTANT, SESSION),
     )
     .unwrap();
-    let db_path = sshd.put_file(
-        "ck_clean",
-        ".local/share/opencode/opencode.db",
-        &std::fs::read(&db).unwrap(),
-    );
-    let wal = db.with_file_name("opencode.db-wal");
-    sshd.put_file(
-        "ck_clean",
-        ".local/share/opencode/opencode.db-wal",
-        &std::fs::read(&wal).unwrap(),
-    );
+    let db_path = put_opencode_db(sshd, "ck_clean", &db);
     let remote_dir = db_path.parent().unwrap().to_path_buf();
     let before = snapshot(&remote_dir);
     let local = run(
@@ -540,20 +539,14 @@ fn follow_over_ssh_fetches_rows_committed_into_the_wal_once() {
     let (home, db) = opencode_home();
     let local = writer(&db);
     add_user_row(&local, 0);
-    let remote_db = sshd.put_file(
-        "ck_clean",
-        ".local/share/opencode/opencode.db",
-        &std::fs::read(&db).unwrap(),
-    );
-    sshd.put_file(
-        "ck_clean",
-        ".local/share/opencode/opencode.db-wal",
-        &std::fs::read(db.with_file_name("opencode.db-wal")).unwrap(),
-    );
+    // A user of its own: the test above puts its database at the same place for ck_clean.
+    let user = "ck_follow_db";
+    let alias = sshd.add_user(user, Path::new("/bin/sh"));
+    let remote_db = put_opencode_db(sshd, user, &db);
     drop(local);
     let conn = writer(&remote_db);
     let ssh_config = sshd.ssh_config().display().to_string();
-    let target = format!("{}:ses_f0de50", sshd.alias("ck_clean"));
+    let target = format!("{alias}:ses_f0de50");
     follow_prints_wal_rows_once(home.path(), &["--ssh-config", &ssh_config], &target, &conn);
     drop(conn);
 }
