@@ -6,9 +6,9 @@
 
 use std::time::Instant;
 
-use clankie_read::host::remote::SshHost;
-use clankie_read::host::{FileRef, Host};
-use clankie_read::model::{ByteRange, Harness, RootSpec};
+use clankie_host::remote::SshHost;
+use clankie_host::{FileRef, Host};
+use clankie_model::{ByteRange, Harness, RootSpec};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -22,8 +22,7 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let target =
-            clankie_read::host::ssh::resolve(dest, Some(config.as_ref())).expect("resolve");
+        let target = clankie_host::ssh::resolve(dest, Some(config.as_ref())).expect("resolve");
         let host = SshHost::new(dest.clone(), target);
         let spec = RootSpec {
             harness: Harness::Claude,

@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::driver::{DriverError, list_sessions, read_page};
-use crate::engine::cursor::Cursor;
-use crate::engine::plan::{MAX_LIMIT, Mode, PageRequest};
-use crate::engine::session::SessionFile;
-use crate::host::Host;
-use crate::model::{Record, RootSpec};
+use clankie_engine::cursor::Cursor;
+use clankie_engine::plan::{Mode, PageRequest};
+use clankie_engine::session::SessionFile;
+use clankie_host::Host;
+use clankie_model::limits::MAX_LIMIT;
+use clankie_model::{Record, RootSpec};
 
 const STATE_VERSION: u32 = 1;
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::model::{Harness, RootSpec};
+use clankie_model::{Harness, RootSpec};
 
 /// Which remote shell dialect a host speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -138,7 +138,7 @@ impl HostsFile {
             None => match std::env::var_os("CLANKIE_HOSTS").filter(|v| !v.is_empty()) {
                 Some(p) => (PathBuf::from(p), true),
                 None => (
-                    crate::host::local::home_dir().join(".config/clankie/hosts.toml"),
+                    clankie_host::local::home_dir().join(".config/clankie/hosts.toml"),
                     false,
                 ),
             },

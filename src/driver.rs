@@ -2,13 +2,13 @@
 //! from a host's listing, runs the engine's read planner against the host's read primitive,
 //! and hands records to the caller as they complete.
 
-use crate::engine::SourceCtx;
-use crate::engine::cursor::{Cursor, CursorError, binding};
-use crate::engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
-use crate::engine::redact;
-use crate::engine::session::{self, ResolveError, SessionFile, SessionQuery};
-use crate::host::{FileRef, Host, HostError};
-use crate::model::{ByteRange, Harness, Listing, Record, RootSpec};
+use clankie_engine::SourceCtx;
+use clankie_engine::cursor::{Cursor, CursorError, binding};
+use clankie_engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
+use clankie_engine::redact;
+use clankie_engine::session::{self, ResolveError, SessionFile, SessionQuery};
+use clankie_host::{FileRef, Host, HostError};
+use clankie_model::{ByteRange, Harness, Listing, Record, RootSpec};
 
 /// Everything that can end a read, by layer.
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +112,7 @@ pub async fn resume_command<H: Host>(
     host: &H,
     session: &SessionFile,
 ) -> Result<String, DriverError> {
-    use crate::engine::resume;
+    use clankie_engine::resume;
     let harness = session.harness();
     if harness.is_sqlite() {
         let snapshot = crate::sqlite::load(host, &session.entry).await?;
@@ -130,7 +130,7 @@ pub async fn resume_command<H: Host>(
         root: session.entry.root.clone(),
         rel: session.entry.rel.clone(),
     };
-    let head_range = [ByteRange::new(0, resume::HEAD_BYTES)];
+    let head_range = [ByteRange::new(0, clankie_model::limits::RESUME_HEAD_BYTES)];
     let head = host.read(&file, &head_range).await?.chunks.concat();
     let cwd = match resume::cwd_source(harness) {
         None => resume::session_cwd(harness, &head),
@@ -207,18 +207,18 @@ pub async fn read_page<H: Host>(
         } else {
             let bytes = fetch_whole(host, &file, session.entry.size, &path).await?;
             let records =
-                crate::engine::gemini::parse_document(&ctx, &bytes).map_err(|reason| {
+                clankie_engine::gemini::parse_document(&ctx, &bytes).map_err(|reason| {
                     DriverError::Source {
                         path: path.clone(),
                         reason,
                     }
                 })?;
-            crate::engine::rows::RowRecords {
+            clankie_engine::rows::RowRecords {
                 records,
                 ..Default::default()
             }
         };
-        let mut page = crate::engine::rows::page(&ctx, rows, &request).map_err(|source| {
+        let mut page = clankie_engine::rows::page(&ctx, rows, &request).map_err(|source| {
             DriverError::Plan {
                 path: path.clone(),
                 source,
@@ -290,7 +290,7 @@ async fn fetch_decompressed<H: Host>(
     size_hint: u64,
     path: &str,
 ) -> Result<Vec<u8>, DriverError> {
-    use crate::engine::plan::MAX_SOURCE_BYTES;
+    use clankie_model::limits::MAX_SOURCE_BYTES;
     let compressed = fetch_whole(host, file, size_hint, path).await?;
     let mut decoder = ruzstd::decoding::StreamingDecoder::new(&compressed[..]).map_err(|e| {
         DriverError::Source {
@@ -326,12 +326,12 @@ async fn fetch_whole<H: Host>(
     size_hint: u64,
     path: &str,
 ) -> Result<Vec<u8>, DriverError> {
-    use crate::engine::plan::{MAX_CALL_BYTES, MAX_SOURCE_BYTES};
+    use clankie_model::limits::{MAX_READ_BYTES, MAX_SOURCE_BYTES};
     let mut bytes = Vec::with_capacity(size_hint.min(MAX_SOURCE_BYTES) as usize);
     loop {
         let start = bytes.len() as u64;
         let result = host
-            .read(file, &[ByteRange::new(start, MAX_CALL_BYTES)])
+            .read(file, &[ByteRange::new(start, MAX_READ_BYTES)])
             .await?;
         let chunk = result.chunks.into_iter().next().unwrap_or_default();
         bytes.extend_from_slice(&chunk);
@@ -351,11 +351,11 @@ async fn fetch_whole<H: Host>(
 }
 
 /// Answers a read request from bytes in memory, as a host would.
-fn serve_from_memory(data: &[u8], ranges: &[ByteRange]) -> crate::model::ReadResult {
+fn serve_from_memory(data: &[u8], ranges: &[ByteRange]) -> clankie_model::ReadResult {
     let size = data.len() as u64;
     let chunks = ranges
         .iter()
         .map(|r| data[r.start.min(size) as usize..r.end().min(size) as usize].to_vec())
         .collect();
-    crate::model::ReadResult { size, chunks }
+    clankie_model::ReadResult { size, chunks }
 }

@@ -1,10 +1,10 @@
 //! The top-level error and the one function that decides exit codes (SPEC "Exit codes").
 
 use crate::driver::DriverError;
-use crate::engine::cursor::CursorError;
-use crate::engine::plan::PlanError;
-use crate::engine::session::ResolveError;
-use crate::host::HostError;
+use clankie_engine::cursor::CursorError;
+use clankie_engine::plan::PlanError;
+use clankie_engine::session::ResolveError;
+use clankie_host::HostError;
 
 /// Exit codes, as SPEC.md lists them.
 pub mod exit {

@@ -20,7 +20,7 @@
 //!   every frame a checkpoint could have copied into the database since our copy. A restarted
 //!   WAL is not truncated: the old frames past the new ones (other salts) are fetched again on
 //!   each load, since the next commit writes over them without the file growing.
-//! - Bound: above [`MAX_DATABASE_BYTES`] (database + WAL) nothing is copied and the read fails
+//! - Bound: above [`MAX_SOURCE_BYTES`] (database + WAL) nothing is copied and the read fails
 //!   naming the size (exit 6). A read-only VFS over the range primitive would lift this; not
 //!   built.
 //! - OpenCode 2.x: sessions with a `session_v2` row (or with `session_message` rows and no
@@ -32,13 +32,12 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use crate::engine::session::{self, SessionFile};
-use crate::engine::{SourceCtx, grokcli, opencode, rows::RowRecords};
-use crate::host::{FileRef, Host, HostError, MAX_READ_BYTES};
-use crate::model::{ByteRange, FileEntry, Harness, Listing, display_path};
+use clankie_engine::session::{self, SessionFile};
+use clankie_engine::{SourceCtx, grokcli, opencode, rows::RowRecords};
+use clankie_host::{FileRef, Host, HostError};
+use clankie_model::{ByteRange, FileEntry, Harness, Listing, display_path};
 
-/// Database plus WAL above this size are not copied.
-pub const MAX_DATABASE_BYTES: u64 = 64 * 1024 * 1024;
+use clankie_model::limits::{MAX_READ_BYTES, MAX_SOURCE_BYTES};
 /// Copies attempted while the database keeps changing under them.
 pub const MAX_ATTEMPTS: usize = 3;
 /// Copied bytes kept for later loads in one process, all databases together.
@@ -189,7 +188,7 @@ fn take_cached(key: &(String, String)) -> Option<Copied> {
 /// Keeps a copy for later loads: its WAL only up to the end of its last whole transaction (a
 /// frame caught half written must be fetched again, not kept), which is all SQLite reads of it.
 fn remember(key: (String, String), mut copied: Copied) {
-    let valid = crate::engine::wal::valid_prefix(&copied.wal);
+    let valid = clankie_engine::wal::valid_prefix(&copied.wal);
     if !copied.wal.is_empty() && valid == 0 {
         // No valid WAL header: nothing to extend later; copy again next time.
         return;
@@ -227,7 +226,7 @@ async fn refresh<H: Host>(
     // The cached WAL ends after its last whole transaction (see `remember`), so what follows
     // it is new frames, whole or still being written.
     if wal_size > have {
-        if copied.db.len() as u64 + wal_size > MAX_DATABASE_BYTES {
+        if copied.db.len() as u64 + wal_size > MAX_SOURCE_BYTES {
             return Ok(None);
         }
         while (copied.wal.len() as u64) < wal_size {
@@ -271,14 +270,14 @@ pub async fn load<H: Host>(
         return Ok(snapshot);
     }
     for _ in 0..MAX_ATTEMPTS {
-        let Some(db_bytes) = read_whole(host, &db_ref, &path, MAX_DATABASE_BYTES).await? else {
+        let Some(db_bytes) = read_whole(host, &db_ref, &path, MAX_SOURCE_BYTES).await? else {
             return Err(HostError::NotFound {
                 host: host.name().to_string(),
                 path,
             }
             .into());
         };
-        let budget = MAX_DATABASE_BYTES.saturating_sub(db_bytes.len() as u64);
+        let budget = MAX_SOURCE_BYTES.saturating_sub(db_bytes.len() as u64);
         let wal_bytes = match read_whole(host, &wal_ref, &path, budget).await {
             Ok(wal) => wal.unwrap_or_default(),
             Err(crate::driver::DriverError::Database(DatabaseError::TooLarge { size, .. })) => {
@@ -605,8 +604,8 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
-    use crate::host::local::LocalHost;
-    use crate::model::{Listing, RootSpec};
+    use clankie_host::local::LocalHost;
+    use clankie_model::{Listing, RootSpec};
 
     /// The local host, counting the bytes it returns.
     struct Counting {
@@ -625,7 +624,7 @@ mod tests {
             &self,
             file: &FileRef,
             ranges: &[ByteRange],
-        ) -> Result<crate::model::ReadResult, HostError> {
+        ) -> Result<clankie_model::ReadResult, HostError> {
             let result = self.inner.read(file, ranges).await?;
             let got: usize = result.chunks.iter().map(Vec::len).sum();
             self.bytes.set(self.bytes.get() + got as u64);

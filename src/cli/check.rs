@@ -14,7 +14,7 @@ use super::common::{GlobalArgs, hosts_file, open_host};
 use crate::check::{Activity, Change, State, StateError, StateLock, check_host};
 use crate::driver::roots_for;
 use crate::error::{Error, exit, exit_code};
-use crate::sanitize::sanitize;
+use clankie_model::sanitize::sanitize;
 
 /// Hosts checked at once.
 const CONCURRENT_HOSTS: usize = 8;

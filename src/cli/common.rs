@@ -10,14 +10,14 @@ use clap::{Args, ValueEnum};
 
 use crate::config::{HostsFile, ShellChoice, Transport};
 use crate::error::Error;
-use crate::host::AnyHost;
-use crate::host::local::LocalHost;
-use crate::host::remote::ShellMode;
-use crate::host::remote::SshHost;
-use crate::host::script::Dialect;
-use crate::model::{Harness, RootSpec};
 use crate::render::Renderer;
 use crate::render::text::TextOptions;
+use clankie_host::AnyHost;
+use clankie_host::local::LocalHost;
+use clankie_host::remote::ShellMode;
+use clankie_host::remote::SshHost;
+use clankie_host::script::Dialect;
+use clankie_model::{Harness, RootSpec};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
@@ -154,7 +154,7 @@ pub(super) fn open_host(
     let host = match transport {
         Transport::Local => AnyHost::Local(LocalHost::new(name)),
         Transport::Ssh(dest) => {
-            let target = crate::host::ssh::resolve(&dest, global.ssh_config.as_deref())?;
+            let target = clankie_host::ssh::resolve(&dest, global.ssh_config.as_deref())?;
             AnyHost::Ssh(Box::new(SshHost::with_shell(name, target, mode)))
         }
     };

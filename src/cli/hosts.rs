@@ -11,8 +11,8 @@ use super::common::{GlobalArgs, hosts_file, open_host};
 use crate::config::{HostsFile, ShellChoice, Transport};
 use crate::driver::{list_sessions, roots_for};
 use crate::error::{Error, exit};
-use crate::host::AnyHost;
-use crate::sanitize::sanitize;
+use clankie_host::AnyHost;
+use clankie_model::sanitize::sanitize;
 
 #[derive(Debug, Args)]
 pub struct HostsArgs {

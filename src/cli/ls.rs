@@ -7,7 +7,7 @@ use clap::Args;
 use super::common::{GlobalArgs, hosts_file, open_host};
 use crate::driver::{list_sessions, roots_for};
 use crate::error::{Error, exit};
-use crate::model::Harness;
+use clankie_model::Harness;
 
 #[derive(Debug, Args)]
 pub struct LsArgs {

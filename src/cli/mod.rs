@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::error::{Error, exit, exit_code};
-use crate::sanitize::sanitize;
+use clankie_model::sanitize::sanitize;
 
 pub use common::GlobalArgs;
 

@@ -8,17 +8,18 @@ use clap::Args;
 
 use super::common::{GlobalArgs, hosts_file, open_host, split_target};
 use crate::driver::{DriverError, read_page, resolve_session, roots_for};
-use crate::engine::cursor::Cursor;
-use crate::engine::plan::Page;
-use crate::engine::plan::{MAX_LIMIT, Mode, PageRequest};
-use crate::engine::session::SessionFile;
-use crate::engine::session::SessionQuery;
 use crate::error::{Error, exit};
-use crate::host::Host;
-use crate::host::{AnyHost, HostError};
-use crate::model::Record;
 use crate::render::PageInfo;
 use crate::render::Renderer;
+use clankie_engine::cursor::Cursor;
+use clankie_engine::plan::Page;
+use clankie_engine::plan::{Mode, PageRequest};
+use clankie_engine::session::SessionFile;
+use clankie_engine::session::SessionQuery;
+use clankie_host::Host;
+use clankie_host::{AnyHost, HostError};
+use clankie_model::Record;
+use clankie_model::limits::MAX_LIMIT;
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {

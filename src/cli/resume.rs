@@ -6,8 +6,8 @@ use clap::Args;
 
 use super::common::{GlobalArgs, hosts_file, open_host, split_target};
 use crate::driver::{resolve_session, resume_command, roots_for};
-use crate::engine::session::SessionQuery;
 use crate::error::{Error, exit};
+use clankie_engine::session::SessionQuery;
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -29,7 +29,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<u8, Err
     let mut out = std::io::stdout().lock();
     // The command holds names from the host: printed through the sanitiser like everything
     // else that reaches a terminal (quoting already made it one line).
-    writeln!(out, "{}", crate::sanitize::sanitize(&command))?;
+    writeln!(out, "{}", clankie_model::sanitize::sanitize(&command))?;
     out.flush()?;
     Ok(exit::OK)
 }

@@ -9,10 +9,12 @@ use clap::{Args, ValueEnum};
 use super::common::GlobalArgs;
 use crate::driver::roots_for;
 use crate::error::{Error, exit};
-use crate::host::local::LocalHost;
-use crate::host::script::{Dialect, MAX_RANGES, new_nonce};
-use crate::host::{FileRef, MAX_READ_BYTES, check_relative_path};
-use crate::model::{ByteRange, Harness, RootSpec};
+use clankie_host::local::LocalHost;
+use clankie_host::script::{Dialect, new_nonce};
+use clankie_host::{FileRef, check_relative_path};
+use clankie_model::limits::MAX_RANGES;
+use clankie_model::limits::MAX_READ_BYTES;
+use clankie_model::{ByteRange, Harness, RootSpec};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Primitive {

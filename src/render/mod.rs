@@ -7,9 +7,9 @@ pub mod text;
 
 use std::io::{self, Write};
 
-use crate::engine::plan::Page;
-use crate::engine::session::SessionFile;
-use crate::model::Record;
+use clankie_engine::plan::Page;
+use clankie_engine::session::SessionFile;
+use clankie_model::Record;
 
 /// What a page line needs besides the page itself.
 #[derive(Debug, Clone)]

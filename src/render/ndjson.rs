@@ -6,9 +6,9 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::PageInfo;
-use crate::engine::plan::Page;
-use crate::engine::session::SessionFile;
-use crate::model::{Record, RecordBody, TextKind, display_path};
+use clankie_engine::plan::Page;
+use clankie_engine::session::SessionFile;
+use clankie_model::{Record, RecordBody, TextKind, display_path};
 
 #[derive(Serialize)]
 struct PageLine<'a> {
@@ -162,7 +162,7 @@ pub fn session(out: &mut impl Write, host: &str, session: &SessionFile) -> io::R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Harness;
+    use clankie_model::Harness;
 
     #[test]
     fn strings_are_escaped_exactly_like_serde_json() {

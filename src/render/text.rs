@@ -1,14 +1,14 @@
 //! Text for people: one block per record — time, role, text; tool calls as name + compact
 //! input; tool results shortened unless `--full`. Every string from a transcript or a file
-//! name goes through [`crate::sanitize::sanitize`] before it is written.
+//! name goes through [`clankie_model::sanitize::sanitize`] before it is written.
 
 use std::io::{self, Write};
 
 use super::rfc3339;
-use crate::engine::plan::Page;
-use crate::engine::session::SessionFile;
-use crate::model::{Record, RecordBody, RecordKind, TextKind, display_path};
-use crate::sanitize::sanitize;
+use clankie_engine::plan::Page;
+use clankie_engine::session::SessionFile;
+use clankie_model::sanitize::sanitize;
+use clankie_model::{Record, RecordBody, RecordKind, TextKind, display_path};
 
 /// Lines of a tool result or input shown when not `--full`.
 const SHORT_LINES: usize = 6;

@@ -29,7 +29,7 @@ fn code(text: &str) -> String {
 
 #[test]
 fn engine_is_pure() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/engine/src");
     let forbidden = [
         "crate::host",
         "crate::driver",
@@ -66,7 +66,7 @@ fn engine_is_pure() {
 
 #[test]
 fn hosts_never_parse_transcripts() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/host");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/host/src");
     for (path, text) in sources(&root) {
         let text = code(&text);
         for word in [
@@ -85,8 +85,10 @@ fn hosts_never_parse_transcripts() {
 
 #[test]
 fn model_imports_nothing_from_the_crate() {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/model.rs"))
-        .unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/model/src/lib.rs"),
+    )
+    .unwrap();
     assert!(
         !code(&text).contains("crate::"),
         "model.rs must not import from the crate"

@@ -7,8 +7,8 @@ use std::fs;
 use std::process::{Command, Output, Stdio};
 
 use base64::Engine as _;
-use clankie_read::host::script::{decode_list, decode_read};
-use clankie_read::model::ByteRange;
+use clankie_host::script::{decode_list, decode_read};
+use clankie_model::ByteRange;
 
 use crate::support::{code, run, stderr};
 

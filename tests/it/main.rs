@@ -23,3 +23,4 @@ mod ssh_transport;
 mod sshd_fixture;
 mod support;
 mod text_snapshots;
+mod wal;

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clankie_read::host::HostError;
-use clankie_read::host::ssh::config::IdentityAgent;
-use clankie_read::host::ssh::{SshSession, SshTarget, StrictHostKeyChecking, resolve};
+use clankie_host::HostError;
+use clankie_host::ssh::config::IdentityAgent;
+use clankie_host::ssh::{SshSession, SshTarget, StrictHostKeyChecking, resolve};
 
 const SSHD: &str = "/usr/sbin/sshd";
 

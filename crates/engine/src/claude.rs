@@ -1,0 +1,824 @@
+//! Claude Code transcripts (`projects/<encoded-cwd>/<session-uuid>.jsonl`): one JSON object per
+//! line, one content block per assistant line. Maps every line to zero or more records, or
+//! skips it as metadata. Pure: bytes in, records out.
+//!
+//! The mapping follows `research/formats-claude-codex.md` §3.1 and the monitor-event records of
+//! seed 000 (`queue-operation` enqueue/remove around an `attachment{queued_command,
+//! commandMode:"task-notification"}` → exactly one notice, from the attachment).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::SourceCtx;
+use super::lines::LineOutcome;
+use clankie_model::{Record, RecordBody, TextKind};
+
+/// The fields of a line's envelope that decide what it becomes. Everything else is skipped
+/// without being built.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    uuid: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(rename = "isSidechain")]
+    is_sidechain: Option<bool>,
+    #[serde(rename = "agentId", borrow)]
+    agent_id: Option<Cow<'a, str>>,
+    #[serde(rename = "isMeta")]
+    is_meta: Option<bool>,
+    #[serde(rename = "isCompactSummary")]
+    is_compact_summary: Option<bool>,
+    #[serde(rename = "isApiErrorMessage")]
+    is_api_error_message: Option<bool>,
+    #[serde(borrow)]
+    subtype: Option<Cow<'a, str>>,
+    // Parsed in the same pass: user and assistant lines are most of the bytes that matter,
+    // and scanning them twice was a measurable share of `--all`.
+    #[serde(borrow)]
+    message: Option<Message<'a>>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    attachment: Option<&'a RawValue>,
+    #[serde(rename = "compactMetadata", borrow)]
+    compact_metadata: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(rename = "hookErrors", borrow)]
+    hook_errors: Option<&'a RawValue>,
+    #[serde(rename = "retryAttempt")]
+    retry_attempt: Option<u64>,
+    #[serde(rename = "maxRetries")]
+    max_retries: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    content: Content,
+}
+
+/// The `Visitor` methods for null, booleans and numbers of a lenient type: each reads as the
+/// type's default (no content, a block of no type) instead of failing the line.
+macro_rules! scalars_read_as_default {
+    ($ty:ty) => {
+        fn visit_unit<E>(self) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$ty, E> {
+            Ok(<$ty>::default())
+        }
+    };
+}
+
+/// A message's content: a string, or content blocks. Typed rather than a [`Value`], so that a
+/// block's keys and the fields no record uses (a thinking block's signature, cache control,
+/// citations) are skipped without being allocated.
+#[derive(Default)]
+enum Content {
+    #[default]
+    Absent,
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+        impl<'de> serde::de::Visitor<'de> for ContentVisitor {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("message content")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Content, E> {
+                Ok(Content::Text(s.to_string()))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Content, E> {
+                Ok(Content::Text(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                while let Some(AnyBlock(block)) = seq.next_element()? {
+                    blocks.push(block);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+            // Anything else (null, a number, an object) is no content.
+            scalars_read_as_default!(Content);
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Content, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Content::Absent)
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+/// One content block, with the fields any block type's record uses. Each is a [`Value`] so that
+/// an odd type (`"text": null`) reads as empty, as it would from a [`Value`] block, instead of
+/// failing the line; strings cost the same either way.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Block {
+    #[serde(rename = "type")]
+    ty: Value,
+    text: Value,
+    thinking: Value,
+    id: Value,
+    name: Value,
+    input: Value,
+    tool_use_id: Value,
+    content: Value,
+    is_error: Value,
+    source: Value,
+}
+
+/// A content block whatever its shape: an element that is no object (a bare string, a number)
+/// reads as a block of no type, which gives its own notice, instead of failing the whole line
+/// and taking the line's other blocks with it.
+#[derive(Default)]
+struct AnyBlock(Block);
+
+impl<'de> Deserialize<'de> for AnyBlock {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BlockVisitor;
+        impl<'de> serde::de::Visitor<'de> for BlockVisitor {
+            type Value = AnyBlock;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<AnyBlock, A::Error> {
+                Block::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(AnyBlock)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<AnyBlock, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(AnyBlock::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<AnyBlock, E> {
+                Ok(AnyBlock::default())
+            }
+            scalars_read_as_default!(AnyBlock);
+        }
+        deserializer.deserialize_any(BlockVisitor)
+    }
+}
+
+impl Block {
+    fn ty(&self) -> &str {
+        self.ty.as_str().unwrap_or("")
+    }
+}
+
+/// Moves a string out of a block's field (empty when absent or not a string).
+fn take_string(field: &mut Value) -> String {
+    match field.take() {
+        Value::String(s) => s,
+        _ => String::new(),
+    }
+}
+
+/// Parses one complete line (without its `\n`) that starts at byte `offset`.
+pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+    // One UTF-8 check of the whole line (SIMD, by simdutf8) is cheaper than serde_json checking
+    // every string.
+    let Ok(text) = simdutf8::basic::from_utf8(line) else {
+        return LineOutcome::Malformed("not valid UTF-8".into());
+    };
+    let mut env: Envelope<'_> = match serde_json::from_str(text) {
+        Ok(env) => env,
+        Err(err) => {
+            // Valid JSON of a shape we did not expect is a format change, not a torn line:
+            // say so in-line and go on.
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                Ok(_) if line.first() == Some(&b'{') => LineOutcome::Records(vec![notice(
+                    ctx,
+                    format!("@{offset}"),
+                    None,
+                    format!("record at byte {offset} has an unexpected shape ({err}); skipped"),
+                )]),
+                _ => LineOutcome::Malformed(err.to_string()),
+            };
+        }
+    };
+    let Some(ty) = env.ty.as_deref() else {
+        return LineOutcome::Records(Vec::new());
+    };
+    // The message is taken out so that its strings move into records instead of being copied.
+    let message = env.message.take();
+    let mut out = LineBuilder {
+        ctx,
+        env: &env,
+        message,
+        offset,
+        records: Vec::new(),
+    };
+    match ty {
+        "user" => out.user(),
+        "assistant" => out.assistant(),
+        "system" => out.system(),
+        "attachment" => out.attachment(),
+        // progress, summary, file-history-snapshot, queue-operation (the attachment carries the
+        // event), titles, last-prompt, mode, … are metadata; unknown types too — formats change
+        // monthly and must never abort a read.
+        _ => {}
+    }
+    LineOutcome::Records(out.records)
+}
+
+fn notice(ctx: &SourceCtx, id: String, ts: Option<String>, text: String) -> Record {
+    Record {
+        id,
+        harness: ctx.harness,
+        session: ctx.session.clone(),
+        ts,
+        agent: ctx.agent.clone(),
+        sidechain: ctx.agent.is_some(),
+        body: RecordBody::Text {
+            kind: TextKind::Notice,
+            text,
+        },
+    }
+}
+
+struct LineBuilder<'c, 'e, 'a> {
+    ctx: &'c SourceCtx,
+    env: &'e Envelope<'a>,
+    message: Option<Message<'a>>,
+    offset: u64,
+    records: Vec<Record>,
+}
+
+impl LineBuilder<'_, '_, '_> {
+    fn id(&self, block: usize) -> String {
+        match self.env.uuid.as_deref() {
+            Some(uuid) => format!("{uuid}#{block}"),
+            None => format!("@{}#{block}", self.offset),
+        }
+    }
+
+    fn push(&mut self, block: usize, body: RecordBody) {
+        let sidechain = self.env.is_sidechain.unwrap_or(false) || self.ctx.agent.is_some();
+        let agent = self
+            .ctx
+            .agent
+            .clone()
+            .or_else(|| self.env.agent_id.as_deref().map(str::to_string));
+        self.records.push(Record {
+            id: self.id(block),
+            harness: self.ctx.harness,
+            session: self.ctx.session.clone(),
+            ts: self.env.timestamp.as_deref().map(str::to_string),
+            agent,
+            sidechain,
+            body,
+        });
+    }
+
+    fn text(&mut self, block: usize, kind: TextKind, text: String) {
+        self.push(block, RecordBody::Text { kind, text });
+    }
+
+    fn user(&mut self) {
+        let Some(message) = self.message.take() else {
+            return;
+        };
+        if self.env.is_compact_summary == Some(true) {
+            let summary = message_text(&message.content);
+            self.text(
+                0,
+                TextKind::Notice,
+                format!("conversation compacted; summary:\n{summary}"),
+            );
+            return;
+        }
+        match message.content {
+            Content::Text(text) if self.env.is_meta != Some(true) => self.user_text(0, text),
+            Content::Blocks(blocks) => {
+                for (i, mut block) in blocks.into_iter().enumerate() {
+                    match block.ty() {
+                        "tool_result" => {
+                            let call_id = take_string(&mut block.tool_use_id);
+                            let output = content_text_owned(block.content.take());
+                            let is_error = block.is_error.as_bool() == Some(true);
+                            self.push(
+                                i,
+                                RecordBody::ToolResult {
+                                    call_id,
+                                    output,
+                                    is_error,
+                                },
+                            );
+                        }
+                        _ if self.env.is_meta == Some(true) => {}
+                        "text" => self.user_text(i, take_string(&mut block.text)),
+                        "image" | "document" => {
+                            let placeholder = media_placeholder(block.ty(), &block.source);
+                            self.text(i, TextKind::User, placeholder);
+                        }
+                        other => self.text(
+                            i,
+                            TextKind::Notice,
+                            format!("unsupported user block `{other}`"),
+                        ),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A user string: a typed prompt, or one of the wrappers Claude writes into user lines.
+    fn user_text(&mut self, block: usize, text: String) {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        // Claude's wrappers start with a tag; a prompt that does not is typed text, and is not
+        // searched for tags (which would be three scans of every prompt).
+        let wrapped = trimmed.starts_with('<');
+        if trimmed.starts_with("[Request interrupted by user") {
+            self.text(
+                block,
+                TextKind::Notice,
+                trimmed.trim_matches(['[', ']']).to_string(),
+            );
+        } else if !wrapped {
+            self.text(block, TextKind::User, text);
+        } else if let Some(name) = tag_content(trimmed, "command-name") {
+            let args = tag_content(trimmed, "command-args").unwrap_or("");
+            let line = if args.is_empty() {
+                name.to_string()
+            } else {
+                format!("{name} {args}")
+            };
+            self.text(block, TextKind::Notice, format!("local command: {line}"));
+        } else if let Some(out) = tag_content(trimmed, "local-command-stdout") {
+            self.text(
+                block,
+                TextKind::Notice,
+                format!("local command output: {}", out.trim()),
+            );
+        } else if trimmed.starts_with("<local-command-caveat>") {
+            // Injected for the model; not something the user typed.
+        } else {
+            self.text(block, TextKind::User, text);
+        }
+    }
+
+    fn assistant(&mut self) {
+        let Some(message) = self.message.take() else {
+            return;
+        };
+        let synthetic = message.model.as_deref() == Some("<synthetic>")
+            || self.env.is_api_error_message == Some(true);
+        let blocks = match message.content {
+            Content::Blocks(blocks) => blocks,
+            Content::Text(text) => {
+                if !text.trim().is_empty() {
+                    self.text(0, TextKind::Assistant, text);
+                }
+                return;
+            }
+            Content::Absent => return,
+        };
+        for (i, mut block) in blocks.into_iter().enumerate() {
+            match block.ty() {
+                "text" => {
+                    let text = take_string(&mut block.text);
+                    if text.trim().is_empty() {
+                        // 2.1.x writes a "\n\n" block before thinking.
+                    } else if synthetic {
+                        self.text(i, TextKind::Notice, text);
+                    } else {
+                        self.text(i, TextKind::Assistant, text);
+                    }
+                }
+                "thinking" => {
+                    let text = take_string(&mut block.thinking);
+                    if !text.trim().is_empty() {
+                        self.text(i, TextKind::Thinking, text);
+                    }
+                }
+                "redacted_thinking" => {
+                    self.text(i, TextKind::Thinking, "[redacted thinking]".into())
+                }
+                "tool_use" | "server_tool_use" => {
+                    let call_id = take_string(&mut block.id);
+                    let name = take_string(&mut block.name);
+                    let input = block.input.take();
+                    self.push(
+                        i,
+                        RecordBody::ToolCall {
+                            call_id,
+                            name,
+                            input,
+                        },
+                    );
+                }
+                other => self.text(
+                    i,
+                    TextKind::Notice,
+                    format!("unsupported assistant block `{other}`"),
+                ),
+            }
+        }
+    }
+
+    fn system(&mut self) {
+        let content = self.env.content.map(raw_text).unwrap_or_default();
+        let text = match self.env.subtype.as_deref() {
+            Some("compact_boundary") => {
+                let meta: Value = self
+                    .env
+                    .compact_metadata
+                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                    .unwrap_or(Value::Null);
+                let trigger = meta
+                    .get("trigger")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
+                match meta.get("preTokens").and_then(Value::as_u64) {
+                    Some(tokens) => {
+                        format!("conversation compacted ({trigger}, {tokens} tokens before)")
+                    }
+                    None => format!("conversation compacted ({trigger})"),
+                }
+            }
+            Some("api_error") => {
+                let error: Value = self
+                    .env
+                    .error
+                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                    .unwrap_or(Value::Null);
+                let status = error
+                    .get("status")
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
+                let message = find_message(&error).unwrap_or_else(|| content.clone());
+                let retry = match (self.env.retry_attempt, self.env.max_retries) {
+                    (Some(a), Some(m)) => format!(" (retry {a}/{m})"),
+                    _ => String::new(),
+                };
+                format!("API error {status}: {message}{retry}").replace("  ", " ")
+            }
+            Some("local_command") => {
+                if let Some(name) = tag_content(&content, "command-name") {
+                    let args = tag_content(&content, "command-args").unwrap_or("");
+                    format!("local command: {name} {args}")
+                        .trim_end()
+                        .to_string()
+                } else if let Some(out) = tag_content(&content, "local-command-stdout") {
+                    format!("local command output: {}", out.trim())
+                } else {
+                    format!("local command: {}", content.trim())
+                }
+            }
+            Some("stop_hook_summary") => {
+                let errors = self.env.hook_errors.map(raw_text).unwrap_or_default();
+                if errors.is_empty() || errors == "[]" {
+                    return;
+                }
+                format!("stop hook errors: {errors}")
+            }
+            Some("turn_duration") => return,
+            Some(other) if content.trim().is_empty() => format!("system event `{other}`"),
+            _ if content.trim().is_empty() => return,
+            _ => content,
+        };
+        self.text(0, TextKind::Notice, text);
+    }
+
+    fn attachment(&mut self) {
+        let Some(raw) = self.env.attachment else {
+            return;
+        };
+        let Ok(attachment) = serde_json::from_str::<Value>(raw.get()) else {
+            return;
+        };
+        match block_type(&attachment) {
+            "queued_command" => {
+                let prompt = attachment
+                    .get("prompt")
+                    .map(content_text)
+                    .unwrap_or_default();
+                if str_field(&attachment, "commandMode") == "task-notification" {
+                    self.text(0, TextKind::Notice, monitor_event_text(&prompt));
+                } else if !prompt.trim().is_empty() {
+                    self.text(0, TextKind::User, prompt);
+                }
+            }
+            kind @ ("hook_blocking_error" | "hook_non_blocking_error" | "hook_cancelled") => {
+                let detail = ["blockingError", "stderr", "content", "hookName"]
+                    .iter()
+                    .find_map(|k| attachment.get(*k).map(content_text))
+                    .unwrap_or_default();
+                self.text(
+                    0,
+                    TextKind::Notice,
+                    format!("{}: {detail}", kind.replace('_', " ")),
+                );
+            }
+            // Context injected for the model (files, skills, reminders, deltas): not shown.
+            _ => {}
+        }
+    }
+}
+
+/// A monitor event's notice text: the `<summary>` of the task notification, and its `<event>`
+/// when present; otherwise the notification with its tags removed.
+fn monitor_event_text(prompt: &str) -> String {
+    let summary = tag_content(prompt, "summary").map(unescape_xml);
+    let event = tag_content(prompt, "event").map(unescape_xml);
+    match (summary, event) {
+        (Some(s), Some(e)) => format!("{s}: {e}"),
+        (Some(s), None) => s,
+        (None, Some(e)) => format!("monitor event: {e}"),
+        (None, None) => format!("monitor event: {}", strip_tags(prompt).trim()),
+    }
+}
+
+fn unescape_xml(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+fn strip_tags(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_tag = false;
+    for c in s.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The text between `<tag>` and `</tag>`, if both are present.
+fn tag_content<'s>(s: &'s str, tag: &str) -> Option<&'s str> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let start = s.find(&open)? + open.len();
+    let end = s[start..].find(&close)? + start;
+    Some(&s[start..end])
+}
+
+/// [`content_text`] for a value we own: a plain string moves instead of being copied.
+fn content_text_owned(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        other => content_text(&other),
+    }
+}
+
+fn block_type(block: &Value) -> &str {
+    str_field(block, "type")
+}
+
+fn str_field<'v>(value: &'v Value, key: &str) -> &'v str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn raw_text(raw: &RawValue) -> String {
+    match serde_json::from_str::<Value>(raw.get()) {
+        Ok(value) => content_text(&value),
+        Err(_) => String::new(),
+    }
+}
+
+/// Text of a message's content, as [`content_text`] gives it for a value (a block of a type
+/// with no text reads as its type: the typed block keeps no JSON to print).
+fn message_text(content: &Content) -> String {
+    match content {
+        Content::Absent => String::new(),
+        Content::Text(text) => text.clone(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .map(|block| match block.ty() {
+                "text" => block.text.as_str().unwrap_or("").to_string(),
+                kind @ ("image" | "document") => media_placeholder(kind, &block.source),
+                other => format!("[{other}]"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// Text of a content value: a string, or an array of blocks (text joined by newlines, images
+/// and other media as placeholders), or any other JSON compactly.
+pub(crate) fn content_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Array(blocks) => {
+            let parts: Vec<String> = blocks
+                .iter()
+                .map(|block| match block_type(block) {
+                    "text" => str_field(block, "text").to_string(),
+                    kind @ ("image" | "document") => {
+                        media_placeholder(kind, block.get("source").unwrap_or(&Value::Null))
+                    }
+                    "tool_reference" => format!("[tool {}]", str_field(block, "tool_name")),
+                    _ if block.is_string() => block.as_str().unwrap_or_default().to_string(),
+                    _ => block.to_string(),
+                })
+                .collect();
+            parts.join("\n")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `[image image/png, 1234 bytes]` for an image or document block with its `source`.
+fn media_placeholder(kind: &str, source: &Value) -> String {
+    let media = str_field(source, "media_type");
+    let bytes = source
+        .get("data")
+        .and_then(Value::as_str)
+        .map(|d| d.len() / 4 * 3);
+    match (media.is_empty(), bytes) {
+        (false, Some(n)) => format!("[{kind} {media}, {n} bytes]"),
+        (false, None) => format!("[{kind} {media}]"),
+        _ => format!("[{kind}]"),
+    }
+}
+
+fn find_message(value: &Value) -> Option<String> {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(m)) = map.get("message") {
+                return Some(m.clone());
+            }
+            map.values().find_map(find_message)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_model::{Harness, RecordKind};
+
+    fn ctx() -> SourceCtx {
+        crate::test_support::ctx(Harness::Claude)
+    }
+
+    fn records(line: &str) -> Vec<Record> {
+        match parse_line(&ctx(), 0, line.as_bytes()) {
+            LineOutcome::Records(r) => r,
+            LineOutcome::Malformed(e) => panic!("malformed: {e}"),
+        }
+    }
+
+    #[test]
+    fn monitor_event_is_one_notice() {
+        let enqueue = r#"{"type":"queue-operation","operation":"enqueue","timestamp":"2026-11-02T10:00:00.000Z","sessionId":"s","content":"<task-notification><summary>Monitor event: &quot;tail log&quot;</summary><event>line 1 &amp; more</event></task-notification>"}"#;
+        let attachment = r#"{"type":"attachment","parentUuid":"p","uuid":"u1","timestamp":"2026-11-02T10:00:00.001Z","attachment":{"type":"queued_command","prompt":"<task-notification><summary>Monitor event: &quot;tail log&quot;</summary><event>line 1 &amp; more</event></task-notification>","commandMode":"task-notification","source_uuid":"x","delivery_id":"d"},"sessionId":"s"}"#;
+        let remove = r#"{"type":"queue-operation","operation":"remove","timestamp":"2026-11-02T10:00:00.002Z","sessionId":"s","commandUuid":"x","deliveryId":"d","reason":"absorbed_mid_turn"}"#;
+        assert!(records(enqueue).is_empty());
+        assert!(records(remove).is_empty());
+        let got = records(attachment);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].kind(), RecordKind::Notice);
+        assert_eq!(got[0].id, "u1#0");
+        assert_eq!(
+            got[0].body,
+            RecordBody::Text {
+                kind: TextKind::Notice,
+                text: "Monitor event: \"tail log\": line 1 & more".into()
+            }
+        );
+    }
+
+    #[test]
+    fn tool_call_and_result() {
+        let call = r#"{"type":"assistant","uuid":"a","timestamp":"t","message":{"id":"m","role":"assistant","model":"claude","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}]}}"#;
+        let result = r#"{"type":"user","uuid":"b","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"a\nb"}],"is_error":true}]}}"#;
+        let c = records(call);
+        assert_eq!(c[0].id, "a#0");
+        assert!(
+            matches!(&c[0].body, RecordBody::ToolCall { call_id, name, .. } if call_id == "toolu_1" && name == "Bash")
+        );
+        let r = records(result);
+        assert_eq!(
+            r[0].body,
+            RecordBody::ToolResult {
+                call_id: "toolu_1".into(),
+                output: "a\nb".into(),
+                is_error: true
+            }
+        );
+    }
+
+    #[test]
+    fn wrappers_and_metadata() {
+        let interrupt = r#"{"type":"user","uuid":"i","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}"#;
+        assert_eq!(records(interrupt)[0].kind(), RecordKind::Notice);
+        let meta = r#"{"type":"user","uuid":"m","isMeta":true,"message":{"role":"user","content":"<local-command-caveat>x</local-command-caveat>"}}"#;
+        assert!(records(meta).is_empty());
+        let progress = r#"{"type":"progress","uuid":"p","data":{"type":"hook_progress"}}"#;
+        assert!(records(progress).is_empty());
+        let unknown = r#"{"type":"brand-new-type","x":1}"#;
+        assert!(records(unknown).is_empty());
+        let blank = r#"{"type":"assistant","uuid":"a","message":{"content":[{"type":"text","text":"\n\n"}]}}"#;
+        assert!(records(blank).is_empty()); // A wrapper starts with its tag and becomes a notice; a prompt that only mentions one
+        // is what the user typed.
+        let command = r#"{"type":"user","uuid":"c","message":{"role":"user","content":"<command-message>init</command-message>\n<command-name>/init</command-name>"}}"#;
+        let command = records(command);
+        assert_eq!(command[0].kind(), RecordKind::Notice);
+        assert!(
+            matches!(&command[0].body, RecordBody::Text { text, .. } if text == "local command: /init")
+        );
+        let typed = r#"{"type":"user","uuid":"t","message":{"role":"user","content":"why does <command-name>/x</command-name> show up?"}}"#;
+        let typed = records(typed);
+        assert_eq!(typed[0].kind(), RecordKind::User);
+        assert!(
+            matches!(&typed[0].body, RecordBody::Text { text, .. } if text.starts_with("why does"))
+        );
+    }
+
+    #[test]
+    fn torn_line_is_malformed_and_odd_shape_is_a_notice() {
+        assert!(matches!(
+            parse_line(&ctx(), 0, br#"{"type":"pr-link","prNu{"parentUuid":1}"#),
+            LineOutcome::Malformed(_)
+        ));
+        let odd = records(r#"{"type":"user","uuid":5}"#);
+        assert_eq!(odd[0].kind(), RecordKind::Notice);
+        assert_eq!(odd[0].id, "@0");
+    }
+
+    #[test]
+    fn odd_content_reads_as_empty_not_as_a_failed_line() {
+        // A block field of another type reads as empty; content that is no string or array
+        // is no content; unknown block fields (a thinking signature) are skipped.
+        let odd = records(
+            r#"{"type":"assistant","uuid":"a","message":{"content":[{"type":"text","text":null},{"type":"thinking","thinking":"hm","signature":"c2ln"},{"type":"tool_use","id":7,"name":"Bash","input":{"command":"ls"}}]}}"#,
+        );
+        assert_eq!(odd.len(), 2, "{odd:?}");
+        assert!(
+            matches!(&odd[0].body, RecordBody::Text { kind: TextKind::Thinking, text } if text == "hm")
+        );
+        assert!(
+            matches!(&odd[1].body, RecordBody::ToolCall { call_id, name, .. } if call_id.is_empty() && name == "Bash")
+        );
+        // A block that is no object is a notice of its own; the line's other blocks stay.
+        let mixed = records(
+            r#"{"type":"assistant","uuid":"a","message":{"content":["loose",{"type":"text","text":"kept"},[1],7]}}"#,
+        );
+        let texts: Vec<String> = mixed
+            .iter()
+            .map(|r| match &r.body {
+                RecordBody::Text { kind, text } => format!("{kind:?}: {text}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "Notice: unsupported assistant block ``",
+                "Assistant: kept",
+                "Notice: unsupported assistant block ``",
+                "Notice: unsupported assistant block ``",
+            ]
+        );
+        for content in ["null", "3", "{\"x\":[1]}", "true"] {
+            let line = format!(r#"{{"type":"user","uuid":"u","message":{{"content":{content}}}}}"#);
+            assert!(records(&line).is_empty(), "{content}");
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! Codex CLI rollouts (`sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl`, `archived_sessions/`):
+//! `{timestamp, type, payload}` lines. Follows `research/formats-claude-codex.md` §2 and §3.2:
+//!
+//! - `response_item` is the source of records (every message, reasoning and tool item); the
+//!   `event_msg` copies of the same conversation are skipped, and `event_msg` gives only what it
+//!   alone carries (aborts, errors, rollbacks, review mode) as notices. Compaction is one notice,
+//!   from the `compacted` line (its `event_msg/context_compacted` twin is skipped).
+//! - Injected context (`<environment_context>`, AGENTS.md, `<user_instructions>`, …, and the
+//!   whole `developer`/`system` roles) is not a prompt and gives nothing.
+//! - Ids: `call:<call_id>` for a tool call and `result:<call_id>` for its output, so each
+//!   `call_id` pairs exactly once; other records `<payload.id>#<i>` or `@<offset>#<i>`, notices
+//!   `@<offset>`. A line's byte offset is stable because a rollout only grows.
+//! - Forks and subagents: the first line's `session_meta` names the parent; it becomes a notice
+//!   saying the records that follow begin with a copy of the parent's history. Parsing is per
+//!   line and stateless (ids must not depend on where a page starts), and a copied line carries
+//!   nothing that tells it from the child's own (Codex re-stamps copies with new timestamps), so
+//!   the copied records themselves are not marked.
+//! - The older pre-envelope format (§2.6): a first line `{id, timestamp, instructions}` and
+//!   `{"record_type": …}` lines are metadata; bare response items are read like `payload`s.
+
+use serde_json::Value;
+
+use super::SourceCtx;
+use super::lines::LineOutcome;
+use super::records::{Out, image_placeholder, json_arguments, object_line, str_of};
+use clankie_model::TextKind;
+
+/// User-role texts that Codex injects for the model; they are not prompts.
+const INJECTED_PREFIXES: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+    "<context_update>",
+    "<user_shell_command>",
+    "<skill>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+];
+
+/// Response item types the pre-envelope format writes bare.
+const ITEM_TYPES: &[&str] = &[
+    "message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "web_search_call",
+    "tool_search_call",
+    "tool_search_output",
+    "image_generation_call",
+    "agent_message",
+];
+
+/// Parses one complete line (without its `\n`) that starts at byte `offset`.
+pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+    let map = match object_line(ctx, offset, line) {
+        Ok(map) => map,
+        Err(outcome) => return outcome,
+    };
+    let ts = map
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let null = Value::Null;
+    let payload = map.get("payload").unwrap_or(&null);
+    let mut out = Out::new(ctx, ts);
+    match map.get("type").and_then(Value::as_str) {
+        Some("response_item") => item(&mut out, offset, payload),
+        Some("event_msg") => event(&mut out, offset, payload),
+        Some("compacted") => {
+            let summary = str_of(payload, "message").trim();
+            let text = if summary.is_empty() {
+                "context compacted".to_string()
+            } else {
+                format!("context compacted; summary:\n{summary}")
+            };
+            out.text(format!("@{offset}"), TextKind::Notice, text);
+        }
+        Some("session_meta") if offset == 0 => fork_notice(&mut out, payload),
+        Some("inter_agent_communication") => {
+            let content = content_text(payload.get("content").unwrap_or(&null));
+            out.text(
+                format!("@{offset}"),
+                TextKind::Notice,
+                format!(
+                    "{} → {}: {content}",
+                    str_of(payload, "author"),
+                    str_of(payload, "recipient")
+                ),
+            );
+        }
+        // Pre-envelope format: a bare response item with no timestamp.
+        Some(ty) if !map.contains_key("payload") && ITEM_TYPES.contains(&ty) => {
+            item(&mut out, offset, &Value::Object(map.clone()))
+        }
+        // session_meta (later copies), turn_context, world_state, token usage, the legacy
+        // `{id, timestamp, instructions}` header and `record_type` lines, and types newer than
+        // this reader: metadata.
+        _ => {}
+    }
+    out.done()
+}
+
+/// The fork or subagent notice on the first line's `session_meta`.
+fn fork_notice(out: &mut Out<'_>, meta: &Value) {
+    let parent = meta
+        .get("forked_from_id")
+        .and_then(Value::as_str)
+        .map(|p| ("forked from", p))
+        .or_else(|| {
+            meta.pointer("/source/subagent/thread_spawn/parent_thread_id")
+                .and_then(Value::as_str)
+                .map(|p| ("subagent of", p))
+        });
+    if let Some((how, parent)) = parent {
+        out.text(
+            "@0".to_string(),
+            TextKind::Notice,
+            format!(
+                "{how} session {parent}: the records that follow begin with a copy of its history"
+            ),
+        );
+    }
+}
+
+/// The base of a non-tool record's id: the item's own id, else the line's offset.
+fn base_id(payload: &Value, offset: u64) -> String {
+    // Only an id-shaped value (`msg_…`, `rs_…`): anything else could collide or confuse.
+    match payload.get("id").and_then(Value::as_str) {
+        Some(id)
+            if !id.is_empty()
+                && id.len() <= 200
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')) =>
+        {
+            id.to_string()
+        }
+        _ => format!("@{offset}"),
+    }
+}
+
+fn item(out: &mut Out<'_>, offset: u64, p: &Value) {
+    let base = base_id(p, offset);
+    let call_id = str_of(p, "call_id");
+    let call_record_id = || {
+        if call_id.is_empty() {
+            base.clone()
+        } else {
+            format!("call:{call_id}")
+        }
+    };
+    match str_of(p, "type") {
+        "message" => message(out, &base, p),
+        "reasoning" => {
+            let mut text = texts(p.get("summary"));
+            if text.trim().is_empty() {
+                text = texts(p.get("content"));
+            }
+            out.text(format!("{base}#0"), TextKind::Thinking, text);
+        }
+        "agent_message" => {
+            let text = content_text(p.get("content").unwrap_or(&Value::Null));
+            out.text(format!("{base}#0"), TextKind::Assistant, text);
+        }
+        ty @ ("function_call" | "custom_tool_call" | "tool_search_call") => {
+            let name = match (str_of(p, "namespace"), str_of(p, "name")) {
+                (_, "") if ty == "tool_search_call" => "tool_search".to_string(),
+                ("", name) => name.to_string(),
+                (ns, name) => format!("{ns}.{name}"),
+            };
+            let input = match ty {
+                "custom_tool_call" => p.get("input").cloned().unwrap_or(Value::Null),
+                _ => json_arguments(p.get("arguments")),
+            };
+            out.call(call_record_id(), call_id, &name, input);
+        }
+        "local_shell_call" => {
+            let input = p.get("action").cloned().unwrap_or(Value::Null);
+            out.call(call_record_id(), call_id, "local_shell", input);
+        }
+        "web_search_call" => {
+            // No call_id and no output item: the call stands alone.
+            let input = p
+                .get("action")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Default::default()));
+            let own = str_of(p, "id");
+            out.call(base.clone(), own, "web_search", input);
+        }
+        "image_generation_call" => {
+            let input = serde_json::json!({ "revised_prompt": p.get("revised_prompt") });
+            out.call(base.clone(), str_of(p, "id"), "image_generation", input);
+        }
+        "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
+            let raw = p.get("output").or_else(|| p.get("tools"));
+            let (output, is_error) = tool_output(raw.unwrap_or(&Value::Null));
+            let id = if call_id.is_empty() {
+                base.clone()
+            } else {
+                format!("result:{call_id}")
+            };
+            out.result(id, call_id, output, is_error);
+        }
+        // compaction, ghost_snapshot, additional_tools, … and unknown items: metadata.
+        _ => {}
+    }
+}
+
+fn message(out: &mut Out<'_>, base: &str, p: &Value) {
+    let kind = match str_of(p, "role") {
+        "user" => TextKind::User,
+        "assistant" => TextKind::Assistant,
+        // developer and system messages are instructions, not conversation.
+        _ => return,
+    };
+    let items: Vec<Value> = match p.get("content") {
+        Some(Value::Array(items)) => items.clone(),
+        Some(Value::String(s)) => vec![serde_json::json!({"type": "input_text", "text": s})],
+        _ => return,
+    };
+    for (i, item) in items.iter().enumerate() {
+        let id = format!("{base}#{i}");
+        match str_of(item, "type") {
+            "input_text" | "output_text" | "text" => {
+                let text = str_of(item, "text");
+                if kind == TextKind::User && is_injected(text) {
+                    continue;
+                }
+                out.text(id, kind, text.to_string());
+            }
+            "input_image" => out.text(
+                id,
+                TextKind::User,
+                image_placeholder(str_of(item, "image_url")),
+            ),
+            "refusal" => out.text(
+                id,
+                TextKind::Notice,
+                format!("refusal: {}", str_of(item, "refusal")),
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// Whether a user-role text is context Codex injected rather than something the user typed.
+fn is_injected(text: &str) -> bool {
+    let text = text.trim_start();
+    INJECTED_PREFIXES.iter().any(|p| text.starts_with(p))
+}
+
+fn event(out: &mut Out<'_>, offset: u64, p: &Value) {
+    let id = format!("@{offset}");
+    let text = match str_of(p, "type") {
+        "turn_aborted" => match str_of(p, "reason") {
+            "" => "turn aborted".to_string(),
+            reason => format!("turn aborted ({reason})"),
+        },
+        "error" => format!("error: {}", str_of(p, "message")),
+        "thread_rolled_back" => match p.get("num_turns").and_then(Value::as_u64) {
+            Some(n) => format!("thread rolled back by {n} turns"),
+            None => "thread rolled back".to_string(),
+        },
+        "entered_review_mode" => "entered review mode".to_string(),
+        "exited_review_mode" => "exited review mode".to_string(),
+        // Everything else duplicates a response_item, or is usage and turn bookkeeping.
+        _ => return,
+    };
+    out.text(id, TextKind::Notice, text);
+}
+
+/// The text items of `[{type, text}]`, joined by blank lines.
+fn texts(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| str_of(i, "text"))
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => String::new(),
+    }
+}
+
+/// Text of message-like content: a string, or items of text and images.
+fn content_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match str_of(item, "type") {
+                "input_image" => image_placeholder(str_of(item, "image_url")),
+                _ if item.is_string() => item.as_str().unwrap_or_default().to_string(),
+                // Encrypted and other opaque items are not shown.
+                _ => str_of(item, "text").to_string(),
+            })
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A tool output (a string, items, or an object) as text, and whether it says it failed. The
+/// older shell tool wrote `{"output": …, "metadata": {"exit_code": …}}` as a JSON string.
+fn tool_output(value: &Value) -> (String, bool) {
+    let decoded;
+    let value = match value {
+        Value::String(s) if s.starts_with('{') => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) if v.get("output").is_some() => {
+                decoded = v;
+                &decoded
+            }
+            _ => return (s.clone(), false),
+        },
+        other => other,
+    };
+    match value {
+        Value::Object(map) => {
+            let failed = map.get("success").and_then(Value::as_bool) == Some(false)
+                || value
+                    .pointer("/metadata/exit_code")
+                    .and_then(Value::as_i64)
+                    .is_some_and(|c| c != 0);
+            let text = map
+                .get("output")
+                .or_else(|| map.get("content"))
+                .map(content_text)
+                .unwrap_or_else(|| value.to_string());
+            (text, failed)
+        }
+        other => (content_text(other), false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_model::{Harness, Record, RecordBody, RecordKind};
+
+    fn ctx() -> SourceCtx {
+        SourceCtx {
+            host: "local".into(),
+            harness: Harness::Codex,
+            session: "s".into(),
+            agent: None,
+        }
+    }
+
+    fn at(offset: u64, line: &str) -> Vec<Record> {
+        match parse_line(&ctx(), offset, line.as_bytes()) {
+            LineOutcome::Records(r) => r,
+            LineOutcome::Malformed(e) => panic!("malformed: {e}"),
+        }
+    }
+
+    fn records(line: &str) -> Vec<Record> {
+        at(100, line)
+    }
+
+    fn summary(records: &[Record]) -> Vec<(String, RecordKind)> {
+        records.iter().map(|r| (r.id.clone(), r.kind())).collect()
+    }
+
+    #[test]
+    fn messages_skip_injected_context_and_developer() {
+        let injected = r##"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>x</INSTRUCTIONS>"},{"type":"input_text","text":"<environment_context>\n<cwd>/w</cwd></environment_context>"}]}}"##;
+        assert!(records(injected).is_empty());
+        let dev = r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions>"}]}}"#;
+        assert!(records(dev).is_empty());
+        let prompt = r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}}"#;
+        let got = records(prompt);
+        assert_eq!(
+            summary(&got),
+            [
+                ("@100#0".into(), RecordKind::User),
+                ("@100#1".into(), RecordKind::User)
+            ]
+        );
+        assert_eq!(got[0].ts.as_deref(), Some("t"));
+        let answer = r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"assistant","id":"msg_1","phase":"final_answer","content":[{"type":"output_text","text":"done"}]}}"#;
+        assert_eq!(
+            summary(&records(answer)),
+            [("msg_1#0".into(), RecordKind::Assistant)]
+        );
+        // The event_msg twins are skipped.
+        let twin = r#"{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"fix it"}}"#;
+        assert!(records(twin).is_empty());
+    }
+
+    #[test]
+    fn tools_pair_by_call_id() {
+        let call = r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"call_1"}}"#;
+        let got = records(call);
+        assert_eq!(got[0].id, "call:call_1");
+        assert_eq!(
+            got[0].body,
+            RecordBody::ToolCall {
+                call_id: "call_1".into(),
+                name: "exec_command".into(),
+                input: serde_json::json!({"cmd":"ls"})
+            }
+        );
+        let result = r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"boom\",\"metadata\":{\"exit_code\":2}}"}}"#;
+        assert_eq!(
+            records(result)[0].body,
+            RecordBody::ToolResult {
+                call_id: "call_1".into(),
+                output: "boom".into(),
+                is_error: true
+            }
+        );
+        assert_eq!(records(result)[0].id, "result:call_1");
+        let patch = r#"{"timestamp":"t","type":"response_item","payload":{"type":"custom_tool_call","status":"completed","call_id":"c2","name":"apply_patch","input":"*** Begin Patch"}}"#;
+        assert_eq!(records(patch)[0].id, "call:c2");
+        let items = r#"{"timestamp":"t","type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"c2","output":[{"type":"input_text","text":"ok"}]}}"#;
+        assert!(
+            matches!(&records(items)[0].body, RecordBody::ToolResult { output, .. } if output == "ok")
+        );
+        let search = r#"{"timestamp":"t","type":"response_item","payload":{"type":"web_search_call","status":"completed"}}"#;
+        assert_eq!(
+            summary(&records(search)),
+            [("@100".into(), RecordKind::ToolCall)]
+        );
+    }
+
+    #[test]
+    fn events_only_for_what_they_alone_carry() {
+        let n = |line: &str| summary(&records(line));
+        for (line, text) in [
+            (
+                r#"{"timestamp":"t","type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}"#,
+                "turn aborted (interrupted)",
+            ),
+            (
+                r#"{"timestamp":"t","type":"event_msg","payload":{"type":"error","message":"stream disconnected"}}"#,
+                "error: stream disconnected",
+            ),
+            (
+                r#"{"timestamp":"t","type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":2}}"#,
+                "thread rolled back by 2 turns",
+            ),
+            (
+                r#"{"timestamp":"t","type":"compacted","payload":{"message":"","replacement_history":[]}}"#,
+                "context compacted",
+            ),
+        ] {
+            let got = records(line);
+            assert_eq!(n(line), [("@100".into(), RecordKind::Notice)]);
+            assert!(matches!(&got[0].body, RecordBody::Text { text: t, .. } if t == text));
+        }
+        for quiet in [
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"context_compacted"}}"#,
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":null}}"#,
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"agent_message","message":"x"}}"#,
+            r#"{"timestamp":"t","type":"turn_context","payload":{"cwd":"/w"}}"#,
+            r#"{"timestamp":"t","type":"brand_new","payload":{}}"#,
+        ] {
+            assert!(records(quiet).is_empty(), "{quiet}");
+        }
+    }
+
+    #[test]
+    fn fork_is_announced_on_the_first_line_only() {
+        let meta = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"child","forked_from_id":"parent"}}"#;
+        assert_eq!(summary(&at(0, meta)), [("@0".into(), RecordKind::Notice)]);
+        assert!(at(500, meta).is_empty());
+        let own =
+            r#"{"timestamp":"t","type":"session_meta","payload":{"id":"p","forked_from_id":null}}"#;
+        assert!(at(0, own).is_empty());
+        let sub = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"c","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p","depth":1}}}}}"#;
+        assert_eq!(at(0, sub).len(), 1);
+    }
+
+    /// Synthetic input written from the description of the pre-envelope format (formats doc
+    /// §2.6); no real sample was found.
+    #[test]
+    fn pre_envelope_format_synthetic() {
+        let header = r#"{"id":"0198a0b1-0000-7000-8000-000000000001","timestamp":"2025-07-01T10:00:00.000Z","instructions":null,"git":{"branch":"main"}}"#;
+        assert!(at(0, header).is_empty());
+        assert!(records(r#"{"record_type":"state"}"#).is_empty());
+        let user =
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}"#;
+        let got = records(user);
+        assert_eq!(summary(&got), [("@100#0".into(), RecordKind::User)]);
+        assert_eq!(got[0].ts, None);
+        let call = r#"{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_9"}"#;
+        assert_eq!(records(call)[0].id, "call:call_9");
+        let output = r#"{"type":"function_call_output","call_id":"call_9","output":"{\"output\":\"a\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.1}}"}"#;
+        assert_eq!(
+            records(output)[0].body,
+            RecordBody::ToolResult {
+                call_id: "call_9".into(),
+                output: "a\n".into(),
+                is_error: false
+            }
+        );
+    }
+
+    #[test]
+    fn torn_lines_are_malformed() {
+        assert!(matches!(
+            parse_line(&ctx(), 0, br#"{"timestamp":"t","type":"resp"#),
+            LineOutcome::Malformed(_)
+        ));
+        assert_eq!(
+            summary(&records("[1,2]")),
+            [("@100".into(), RecordKind::Notice)]
+        );
+    }
+}

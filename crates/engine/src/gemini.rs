@@ -1,0 +1,270 @@
+//! Gemini CLI sessions (`tmp/<project>/chats/session-<ts>-<8 hex>.jsonl`): a header line, then
+//! message lines that are upserts by message id, `{"$set": …}` metadata patches and
+//! `{"$rewindTo": id}`. Follows `research/formats-pi-grok-opencode-gemini.md` §4 and §5.
+//!
+//! Ids follow the message id: `<id>` (user, info, warning, error), `<id>#text` (the model's
+//! text), `<id>#tc:<call id>` / `<id>#tr:<call id>` (a tool call and its result, the result once
+//! the call's status is final). A message re-appended with more fields gives the same ids again;
+//! the read planner keeps the first copy within a read (its position is the first appearance,
+//! as Gemini's own loader does), so the re-append only adds what is new (a result, the text).
+//! Across pages a re-append after the cursor can repeat a record already returned: parsing is
+//! per line and stateless. `--follow` remembers the ids it printed and drops such repeats; a
+//! script paging with `--since` sees them (same id) and can do the same.
+
+use serde_json::Value;
+
+use super::SourceCtx;
+use super::lines::LineOutcome;
+use super::records::{Out, object_line, str_of};
+use clankie_model::TextKind;
+
+/// Parses a legacy whole-document session (`session-*.json`: `{sessionId, messages: [...]}`).
+/// Its messages have the shape of the JSONL message lines, so each goes through [`parse_line`]
+/// with its ordinal standing in for the offset (ids come from message ids, so they do not
+/// depend on it). A document that is not JSON, or has no `messages` array, is an error.
+pub fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<clankie_model::Record>, String> {
+    let doc: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
+    let messages = doc
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "no `messages` array: not a Gemini session document".to_string())?;
+    let mut records = Vec::new();
+    for (ordinal, message) in messages.iter().enumerate() {
+        let line = serde_json::to_vec(message).expect("a JSON value serializes");
+        match parse_line(ctx, ordinal as u64, &line) {
+            LineOutcome::Records(mut r) => records.append(&mut r),
+            LineOutcome::Malformed(reason) => return Err(reason),
+        }
+    }
+    Ok(records)
+}
+
+/// Parses one complete line (without its `\n`) that starts at byte `offset`.
+pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+    let map = match object_line(ctx, offset, line) {
+        Ok(map) => map,
+        Err(outcome) => return outcome,
+    };
+    let entry = Value::Object(map);
+    let ts = entry
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut out = Out::new(ctx, ts);
+    if let Some(target) = entry.get("$rewindTo") {
+        let target = target.as_str().unwrap_or_default();
+        out.text(
+            format!("@{offset}"),
+            TextKind::Notice,
+            format!("rewound: messages from {target} on were removed"),
+        );
+        return out.done();
+    }
+    if let Some(set) = entry.get("$set") {
+        if set.get("messages").is_some() {
+            out.text(
+                format!("@{offset}"),
+                TextKind::Notice,
+                "checkpoint: the message list was replaced".to_string(),
+            );
+        }
+        return out.done();
+    }
+    let id = str_of(&entry, "id");
+    if id.is_empty() {
+        // The header and unknown shapes: metadata.
+        return out.done();
+    }
+    match str_of(&entry, "type") {
+        "user" => {
+            let content = entry.get("content").unwrap_or(&Value::Null);
+            let shown = entry.get("displayContent").unwrap_or(content);
+            let text = parts_text(shown);
+            if let Some(results) = function_responses(content) {
+                // Parts that are all tool results are results, not something the user typed.
+                for (call_id, output, is_error) in results {
+                    out.result(format!("{id}#tr:{call_id}"), &call_id, output, is_error);
+                }
+            } else {
+                out.text(id.to_string(), TextKind::User, text);
+            }
+        }
+        "gemini" => {
+            // `thoughts` are subject lines of the model's reasoning; not shown.
+            out.text(
+                format!("{id}#text"),
+                TextKind::Assistant,
+                parts_text(entry.get("content").unwrap_or(&Value::Null)),
+            );
+            let calls = entry.get("toolCalls").and_then(Value::as_array);
+            for call in calls.into_iter().flatten() {
+                let call_id = str_of(call, "id");
+                out.call(
+                    format!("{id}#tc:{call_id}"),
+                    call_id,
+                    str_of(call, "name"),
+                    call.get("args").cloned().unwrap_or(Value::Null),
+                );
+                let status = str_of(call, "status");
+                if matches!(status, "success" | "error" | "cancelled") {
+                    let output = call
+                        .get("result")
+                        .and_then(function_responses)
+                        .map(|r| {
+                            r.into_iter()
+                                .map(|(_, o, _)| o)
+                                .collect::<Vec<_>>()
+                                .join("\n")
+                        })
+                        .filter(|o| !o.is_empty())
+                        .unwrap_or_else(|| display_text(call.get("resultDisplay")));
+                    out.result(
+                        format!("{id}#tr:{call_id}"),
+                        call_id,
+                        output,
+                        status != "success",
+                    );
+                }
+            }
+        }
+        kind @ ("info" | "warning" | "error") => {
+            let text = parts_text(entry.get("content").unwrap_or(&Value::Null));
+            let text = if kind == "info" {
+                text
+            } else {
+                format!("{kind}: {text}")
+            };
+            out.text(id.to_string(), TextKind::Notice, text);
+        }
+        _ => {}
+    }
+    out.done()
+}
+
+/// Text of a `PartListUnion`: a string, a part, or parts (text joined; media as placeholders).
+fn parts_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(parts_text)
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Object(part) => {
+            if let Some(text) = part.get("text").and_then(Value::as_str) {
+                text.to_string()
+            } else if let Some(data) = part.get("inlineData") {
+                format!("[{}]", str_of(data, "mimeType"))
+            } else if let Some(file) = part.get("fileData") {
+                format!("[file {}]", str_of(file, "fileUri"))
+            } else {
+                String::new()
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+/// `(call id, output, is_error)` of parts that are all `functionResponse`s; `None` otherwise.
+fn function_responses(value: &Value) -> Option<Vec<(String, String, bool)>> {
+    let parts = value.as_array().filter(|p| !p.is_empty())?;
+    parts
+        .iter()
+        .map(|part| {
+            let response = part.get("functionResponse")?;
+            let body = response.get("response").unwrap_or(&Value::Null);
+            let (output, is_error) = match (body.get("output"), body.get("error")) {
+                (_, Some(err)) if !err.is_null() => (display_text(Some(err)), true),
+                (Some(out), _) => (display_text(Some(out)), false),
+                _ => (body.to_string(), false),
+            };
+            Some((str_of(response, "id").to_string(), output, is_error))
+        })
+        .collect()
+}
+
+fn display_text(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support;
+
+    #[test]
+    fn legacy_document_reads_like_lines() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/gemini/tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let got = parse_document(&test_support::ctx(Harness::Gemini), &bytes).unwrap();
+        let kinds: Vec<RecordKind> = got.iter().map(Record::kind).collect();
+        assert!(
+            kinds.contains(&RecordKind::User) && kinds.contains(&RecordKind::Assistant),
+            "{kinds:?}"
+        );
+        assert!(got.iter().all(|r| !r.id.starts_with('@')));
+        assert!(parse_document(&test_support::ctx(Harness::Gemini), b"{}").is_err());
+        assert!(parse_document(&test_support::ctx(Harness::Gemini), b"[1").is_err());
+    }
+    use clankie_model::{Harness, Record, RecordBody, RecordKind};
+
+    fn records(line: &str) -> Vec<Record> {
+        test_support::records(Harness::Gemini, 9, line)
+    }
+
+    fn summary(line: &str) -> Vec<(String, RecordKind)> {
+        test_support::summary(&records(line))
+    }
+
+    #[test]
+    fn header_set_and_rewind() {
+        assert!(records(r#"{"sessionId":"x","projectHash":"h","startTime":"t","lastUpdated":"t","kind":"main"}"#).is_empty());
+        assert!(records(r#"{"$set":{"lastUpdated":"t"}}"#).is_empty());
+        assert_eq!(
+            summary(r#"{"$rewindTo":"m2"}"#),
+            [("@9".into(), RecordKind::Notice)]
+        );
+        assert_eq!(
+            summary(r#"{"$set":{"messages":[]}}"#),
+            [("@9".into(), RecordKind::Notice)]
+        );
+    }
+
+    #[test]
+    fn upserted_message_gives_the_same_ids_and_the_result_once_final() {
+        let pending = r#"{"id":"g1","timestamp":"t","type":"gemini","content":"","toolCalls":[{"id":"ls_1","name":"run_shell_command","args":{"command":"ls"},"status":"executing"}]}"#;
+        assert_eq!(
+            summary(pending),
+            [("g1#tc:ls_1".into(), RecordKind::ToolCall)]
+        );
+        let done = r#"{"id":"g1","timestamp":"t","type":"gemini","content":"listed","toolCalls":[{"id":"ls_1","name":"run_shell_command","args":{"command":"ls"},"status":"success","result":[{"functionResponse":{"id":"ls_1","name":"run_shell_command","response":{"output":"a\nb"}}}]}]}"#;
+        assert_eq!(
+            summary(done),
+            [
+                ("g1#text".into(), RecordKind::Assistant),
+                ("g1#tc:ls_1".into(), RecordKind::ToolCall),
+                ("g1#tr:ls_1".into(), RecordKind::ToolResult)
+            ]
+        );
+        assert!(
+            matches!(&records(done)[2].body, RecordBody::ToolResult { output, is_error: false, .. } if output == "a\nb")
+        );
+        let user = r#"{"id":"u1","timestamp":"t","type":"user","content":[{"text":"expanded @file"}],"displayContent":[{"text":"@file"}]}"#;
+        assert!(
+            matches!(&records(user)[0].body, RecordBody::Text { text, kind: TextKind::User } if text == "@file")
+        );
+        assert_eq!(
+            summary(r#"{"id":"e1","type":"error","content":"quota"}"#),
+            [("e1".into(), RecordKind::Notice)]
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! Grok Build sessions (`sessions/<pct-encoded-cwd>/<uuid>/chat_history.jsonl`): one
+//! `{type, …}` object per line with no ids and no timestamps. Follows
+//! `research/formats-pi-grok-opencode-gemini.md` §2.3 and §5.3. Ids are the line's byte offset
+//! plus the block position (`@<offset>#<i>`); `/rewind` truncates the file, which the cursor's
+//! prefix hash turns into a `reset`.
+
+use serde_json::Value;
+
+use super::SourceCtx;
+use super::lines::LineOutcome;
+use super::records::{Out, image_placeholder, json_arguments, object_line, str_of};
+use clankie_model::TextKind;
+
+/// Parses one complete line (without its `\n`) that starts at byte `offset`.
+pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+    let map = match object_line(ctx, offset, line) {
+        Ok(map) => map,
+        Err(outcome) => return outcome,
+    };
+    let entry = Value::Object(map);
+    let id = |i: usize| format!("@{offset}#{i}");
+    let mut out = Out::new(ctx, None);
+    match str_of(&entry, "type") {
+        // Injected context (environment, project instructions, reminders) is not a prompt.
+        "user" if entry.get("synthetic_reason").is_some_and(|r| !r.is_null()) => {}
+        "user" => {
+            if let Some(reason) = entry.get("prior_turn_interrupt").and_then(Value::as_str) {
+                out.text(
+                    format!("@{offset}"),
+                    TextKind::Notice,
+                    format!("previous turn interrupted ({reason})"),
+                );
+            }
+            match entry.get("content") {
+                Some(Value::String(text)) => out.text(id(0), TextKind::User, text.clone()),
+                Some(Value::Array(blocks)) => {
+                    for (i, block) in blocks.iter().enumerate() {
+                        let text = match str_of(block, "type") {
+                            "text" => str_of(block, "text").to_string(),
+                            "image" => image_placeholder(str_of(block, "url")),
+                            _ => continue,
+                        };
+                        out.text(id(i), TextKind::User, text);
+                    }
+                }
+                _ => {}
+            }
+        }
+        "assistant" => {
+            out.text(
+                id(0),
+                TextKind::Assistant,
+                str_of(&entry, "content").to_string(),
+            );
+            let calls = entry.get("tool_calls").and_then(Value::as_array);
+            for (k, call) in calls.into_iter().flatten().enumerate() {
+                out.call(
+                    id(k + 1),
+                    str_of(call, "id"),
+                    str_of(call, "name"),
+                    json_arguments(call.get("arguments")),
+                );
+            }
+        }
+        "reasoning" => {
+            let summary = entry.get("summary").and_then(Value::as_array);
+            let text = summary
+                .into_iter()
+                .flatten()
+                .map(|s| str_of(s, "text"))
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            out.text(id(0), TextKind::Thinking, text);
+        }
+        "tool_result" => {
+            let mut output = match entry.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            for image in entry
+                .get("images")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                output.push('\n');
+                output.push_str(&image_placeholder(image.as_str().unwrap_or_default()));
+            }
+            // Grok Build does not record whether a tool failed.
+            out.result(id(0), str_of(&entry, "tool_call_id"), output, false);
+        }
+        "backend_tool_call" => {
+            // A server-side tool (web search): no result line follows.
+            let kind = entry.get("kind").unwrap_or(&Value::Null);
+            let name = match str_of(kind, "tool_type") {
+                "" => "backend_tool",
+                name => name,
+            };
+            let input = kind.get("action").cloned().unwrap_or(Value::Null);
+            out.call(id(0), str_of(kind, "id"), name, input);
+        }
+        // The system prompt and types newer than this reader: metadata.
+        _ => {}
+    }
+    out.done()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support;
+    use clankie_model::{Harness, Record, RecordBody, RecordKind};
+
+    fn records(line: &str) -> Vec<Record> {
+        test_support::records(Harness::Grok, 7, line)
+    }
+
+    fn summary(line: &str) -> Vec<(String, RecordKind)> {
+        test_support::summary(&records(line))
+    }
+
+    #[test]
+    fn kinds_and_line_based_ids() {
+        assert!(records(r#"{"type":"system","content":"You are Grok"}"#).is_empty());
+        assert!(
+            records(r#"{"type":"user","content":[{"type":"text","text":"<user_info>"}],"synthetic_reason":"environment_context"}"#)
+                .is_empty()
+        );
+        assert_eq!(
+            summary(
+                r#"{"type":"user","content":[{"type":"text","text":"hi"}],"prompt_index":0,"prior_turn_interrupt":"mid_turn_abort"}"#
+            ),
+            [
+                ("@7".into(), RecordKind::Notice),
+                ("@7#0".into(), RecordKind::User)
+            ]
+        );
+        assert_eq!(
+            summary(
+                r#"{"type":"assistant","content":"","tool_calls":[{"id":"c0","name":"read_file","arguments":"{\"f\":1}"},{"id":"c1","name":"x","arguments":"{}"}]}"#
+            ),
+            [
+                ("@7#1".into(), RecordKind::ToolCall),
+                ("@7#2".into(), RecordKind::ToolCall)
+            ]
+        );
+        let result = records(r#"{"type":"tool_result","tool_call_id":"c0","content":"ok\n"}"#);
+        assert_eq!(
+            result[0].body,
+            RecordBody::ToolResult {
+                call_id: "c0".into(),
+                output: "ok\n".into(),
+                is_error: false
+            }
+        );
+        assert_eq!(
+            summary(
+                r#"{"type":"backend_tool_call","kind":{"tool_type":"web_search","action":{"query":"q"},"id":"ws_1","status":"completed"}}"#
+            ),
+            [("@7#0".into(), RecordKind::ToolCall)]
+        );
+    }
+}

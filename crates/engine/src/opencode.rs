@@ -1,0 +1,489 @@
+//! OpenCode (1.2+, the `session` / `message` / `part` tables of `opencode.db`): rows to records.
+//! Pure: the driver queries the rows (`crate::sqlite`) and hands them in as plain structs.
+//!
+//! Order is upstream's: messages by `(time_created, id)`, parts of a message by `id`. Ids are
+//! the part ids (`prt_…`), tool parts giving `<prt>:call` and `<prt>:result`, message-level
+//! notices `<msg>:error`. Only final rows become records: a tool part still `pending` or
+//! `running`, or assistant text without `time.end` in a message that has not completed, stops
+//! the records there (`pending_tail`); the call is returned once it has completed, together
+//! with its result, exactly once.
+
+use serde_json::Value;
+
+use super::SourceCtx;
+use super::records::{Out, json_arguments, str_of, text_of};
+use super::rows::{RowRecords, rfc3339_millis};
+use clankie_model::TextKind;
+
+/// A `message` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRow {
+    pub id: String,
+    pub time_created: i64,
+    /// `MessageV2.Info` minus ids, as JSON.
+    pub data: String,
+}
+
+/// A `part` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartRow {
+    pub id: String,
+    pub message_id: String,
+    pub time_created: i64,
+    pub data: String,
+}
+
+/// The records of one session. `messages` in `(time_created, id)` order; `parts` in any order
+/// (they are grouped by message and ordered by id here).
+pub fn records(ctx: &SourceCtx, messages: &[MessageRow], parts: &[PartRow]) -> RowRecords {
+    let mut parts: Vec<&PartRow> = parts.iter().collect();
+    parts.sort_by(|a, b| (&a.message_id, &a.id).cmp(&(&b.message_id, &b.id)));
+    let mut out = RowRecords::default();
+    for message in messages {
+        let info = match serde_json::from_str::<Value>(&message.data) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => {
+                malformed(ctx, &mut out, &message.id, "not a JSON object".into());
+                continue;
+            }
+            Err(e) => {
+                malformed(ctx, &mut out, &message.id, e.to_string());
+                continue;
+            }
+        };
+        let role = str_of(&info, "role");
+        let error = info.get("error").filter(|e| !e.is_null());
+        let finished =
+            role != "assistant" || info.pointer("/time/completed").is_some() || error.is_some();
+        let start = parts.partition_point(|p| p.message_id < message.id);
+        let end = parts.partition_point(|p| p.message_id <= message.id);
+        for part in &parts[start..end] {
+            let data = match serde_json::from_str::<Value>(&part.data) {
+                Ok(v) => v,
+                Err(e) => {
+                    malformed(ctx, &mut out, &part.id, e.to_string());
+                    continue;
+                }
+            };
+            if !map_part(ctx, &mut out, role, finished, part, &data) {
+                out.pending = true;
+                return out;
+            }
+        }
+        if let Some(error) = error {
+            let name = str_of(error, "name");
+            let text = match error.pointer("/data/message").and_then(Value::as_str) {
+                _ if name == "MessageAbortedError" => "aborted".to_string(),
+                Some(message) => format!("error: {name}: {message}"),
+                None => format!("error: {name}"),
+            };
+            let mut o = Out::new(ctx, ms(info.pointer("/time/created")));
+            o.text(format!("{}:error", message.id), TextKind::Notice, text);
+            out.records.extend(o.records);
+        } else if !finished {
+            // Parts may still be added to a message that has not completed.
+            out.pending = true;
+            return out;
+        }
+    }
+    out
+}
+
+/// A `session_message` row (OpenCode 2.x, table `session_message`, read in `seq` order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionMessageRow {
+    pub id: String,
+    pub kind: String,
+    pub time_created: i64,
+    pub data: String,
+}
+
+/// The records of one OpenCode 2.x session (`session_message` rows in `seq` order). Shapes per
+/// the formats doc §3.4 (reported by third-party readers, not seen in a real 2.x database):
+/// user/synthetic `{text}`; assistant `{content:[text | reasoning | tool{name, callID, state}],
+/// finish?, time}`; compaction; shell `{command, output:{output}}`. Ids: `<id>` for a whole
+/// row, `<id>#<content index>` for an assistant block (`:call` / `:result` for a tool).
+pub fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowRecords {
+    let mut out = RowRecords::default();
+    for row in rows {
+        let data = match serde_json::from_str::<Value>(&row.data) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => {
+                malformed(ctx, &mut out, &row.id, "not a JSON object".into());
+                continue;
+            }
+            Err(e) => {
+                malformed(ctx, &mut out, &row.id, e.to_string());
+                continue;
+            }
+        };
+        let ts =
+            ms(data.pointer("/time/created")).or_else(|| Some(rfc3339_millis(row.time_created)));
+        let mut o = Out::new(ctx, ts);
+        let id = row.id.clone();
+        match row.kind.as_str() {
+            "user" => o.text(id, TextKind::User, str_of(&data, "text").to_string()),
+            "synthetic" => o.text(id, TextKind::Notice, str_of(&data, "text").to_string()),
+            "compaction" => o.text(id, TextKind::Notice, "context compacted".to_string()),
+            "shell" => {
+                let output = text_of(data.pointer("/output/output"));
+                o.call(
+                    format!("{id}:call"),
+                    &id,
+                    "bash",
+                    serde_json::json!({ "command": str_of(&data, "command") }),
+                );
+                o.result(format!("{id}:result"), &id, output, false);
+            }
+            "assistant" => {
+                let finished = data.get("finish").is_some_and(|f| !f.is_null())
+                    || data.pointer("/time/completed").is_some()
+                    || data.get("error").is_some_and(|e| !e.is_null());
+                let blocks = data.get("content").and_then(Value::as_array);
+                for (i, block) in blocks.into_iter().flatten().enumerate() {
+                    let bid = format!("{id}#{i}");
+                    match str_of(block, "type") {
+                        "text" => {
+                            if !finished {
+                                out.records.extend(o.records);
+                                out.pending = true;
+                                return out;
+                            }
+                            o.text(bid, TextKind::Assistant, str_of(block, "text").to_string());
+                        }
+                        "tool" => {
+                            let state = block.get("state").unwrap_or(&Value::Null);
+                            let status = str_of(state, "status");
+                            let call_id = match str_of(block, "callID") {
+                                "" => bid.as_str(),
+                                call => call,
+                            };
+                            let (output, is_error) = match status {
+                                "completed" => (content_text(state), false),
+                                "error" => match state.get("error") {
+                                    Some(e) if !e.is_null() => (text_of(Some(e)), true),
+                                    _ => (content_text(state), true),
+                                },
+                                _ if finished => {
+                                    (format!("tool did not finish (status `{status}`)"), true)
+                                }
+                                _ => {
+                                    out.records.extend(o.records);
+                                    out.pending = true;
+                                    return out;
+                                }
+                            };
+                            let call_id = call_id.to_string();
+                            o.call(
+                                format!("{bid}:call"),
+                                &call_id,
+                                str_of(block, "name"),
+                                json_arguments(state.get("input")),
+                            );
+                            o.result(format!("{bid}:result"), &call_id, output, is_error);
+                        }
+                        // reasoning, and block types yet unknown.
+                        _ => {}
+                    }
+                }
+                if !finished {
+                    out.records.extend(o.records);
+                    out.pending = true;
+                    return out;
+                }
+            }
+            // system, skill, agent-switched, model-switched, and types yet unknown.
+            _ => {}
+        }
+        out.records.extend(o.records);
+    }
+    out
+}
+
+/// A 2.x tool state's `content` text blocks, joined.
+fn content_text(state: &Value) -> String {
+    state
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| str_of(b, "type") == "text")
+        .map(|b| str_of(b, "text"))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Maps one part; `false` when the part is not final (the records stop before it).
+fn map_part(
+    ctx: &SourceCtx,
+    out: &mut RowRecords,
+    role: &str,
+    finished: bool,
+    part: &PartRow,
+    data: &Value,
+) -> bool {
+    let ts = ms(data.pointer("/time/start"))
+        .or_else(|| ms(data.pointer("/state/time/start")))
+        .or_else(|| Some(rfc3339_millis(part.time_created)));
+    let mut o = Out::new(ctx, ts);
+    let id = part.id.clone();
+    match str_of(data, "type") {
+        "text" => {
+            let text = str_of(data, "text").to_string();
+            if data.get("ignored").and_then(Value::as_bool) == Some(true) {
+            } else if data.get("synthetic").and_then(Value::as_bool) == Some(true) {
+                o.text(id, TextKind::Notice, text);
+            } else if role == "user" {
+                o.text(id, TextKind::User, text);
+            } else {
+                if !finished && data.pointer("/time/end").is_none() {
+                    return false;
+                }
+                o.text(id, TextKind::Assistant, text);
+            }
+        }
+        "file" if role == "user" => {
+            let name = data
+                .get("filename")
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| str_of(data, "mime"));
+            o.text(id, TextKind::User, format!("[file {name}]"));
+        }
+        "tool" => {
+            let state = data.get("state").unwrap_or(&Value::Null);
+            let status = str_of(state, "status");
+            let call_id = match str_of(data, "callID") {
+                "" => part.id.as_str(),
+                call => call,
+            };
+            let (output, is_error) = match status {
+                "completed" => (text_of(state.get("output")), false),
+                "error" => (text_of(state.get("error")), true),
+                // An assistant message that ended (aborted, failed) leaves nothing to wait for.
+                _ if finished => (format!("tool did not finish (status `{status}`)"), true),
+                _ => return false,
+            };
+            o.call(
+                format!("{id}:call"),
+                call_id,
+                str_of(data, "tool"),
+                json_arguments(state.get("input")),
+            );
+            o.result(format!("{id}:result"), call_id, output, is_error);
+        }
+        "compaction" => {
+            let auto = data.get("auto").and_then(Value::as_bool) == Some(true);
+            let text = if auto {
+                "context compacted (automatic)"
+            } else {
+                "context compacted"
+            };
+            o.text(id, TextKind::Notice, text.to_string());
+        }
+        "retry" => {
+            let attempt = data.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+            let why = data
+                .pointer("/error/data/message")
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| str_of(data.get("error").unwrap_or(&Value::Null), "name"));
+            o.text(id, TextKind::Notice, format!("retry {attempt}: {why}"));
+        }
+        "subtask" => {
+            let text = format!(
+                "subtask ({}): {}",
+                str_of(data, "agent"),
+                str_of(data, "description")
+            );
+            o.text(id, TextKind::Notice, text);
+        }
+        // reasoning, step-start, step-finish, snapshot, patch, agent, and types yet unknown.
+        _ => {}
+    }
+    out.records.extend(o.records);
+    true
+}
+
+fn malformed(ctx: &SourceCtx, out: &mut RowRecords, key: &str, reason: String) {
+    let mut o = Out::new(ctx, None);
+    o.text(
+        key.to_string(),
+        TextKind::Notice,
+        format!("malformed row {key} skipped: {reason}"),
+    );
+    out.records.extend(o.records);
+    out.malformed.push((key.to_string(), reason));
+}
+
+/// A millisecond timestamp as RFC 3339.
+fn ms(value: Option<&Value>) -> Option<String> {
+    value.and_then(Value::as_i64).map(rfc3339_millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_model::{Harness, RecordBody, RecordKind};
+
+    fn ctx() -> SourceCtx {
+        SourceCtx {
+            host: "local".into(),
+            harness: Harness::OpenCode,
+            session: "ses_1".into(),
+            agent: None,
+        }
+    }
+
+    fn msg(id: &str, t: i64, data: &str) -> MessageRow {
+        MessageRow {
+            id: id.into(),
+            time_created: t,
+            data: data.into(),
+        }
+    }
+
+    fn part(id: &str, message: &str, data: &str) -> PartRow {
+        PartRow {
+            id: id.into(),
+            message_id: message.into(),
+            time_created: 1,
+            data: data.into(),
+        }
+    }
+
+    fn tool(status: &str) -> String {
+        format!(
+            r#"{{"type":"tool","tool":"bash","callID":"call_1","state":{{"status":"{status}","input":{{"command":"echo x"}},"output":"x\n","time":{{"start":5}}}}}}"#
+        )
+    }
+
+    fn session(tool_status: &str, completed: bool) -> RowRecords {
+        let assistant = if completed {
+            r#"{"role":"assistant","time":{"created":2,"completed":9}}"#
+        } else {
+            r#"{"role":"assistant","time":{"created":2}}"#
+        };
+        records(
+            &ctx(),
+            &[
+                msg("msg_1", 1, r#"{"role":"user","time":{"created":1}}"#),
+                msg("msg_2", 2, assistant),
+            ],
+            &[
+                part("prt_2", "msg_2", r#"{"type":"step-start"}"#),
+                part("prt_3", "msg_2", &tool(tool_status)),
+                part("prt_1", "msg_1", r#"{"type":"text","text":"run it"}"#),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_tool_is_returned_once_it_completed_with_its_result() {
+        for status in ["pending", "running"] {
+            let rows = session(status, false);
+            assert!(rows.pending);
+            assert_eq!(rows.records.len(), 1, "{status}");
+            assert_eq!(rows.records[0].kind(), RecordKind::User);
+        }
+        let rows = session("completed", false);
+        let kinds: Vec<_> = rows.records.iter().map(|r| r.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                RecordKind::User,
+                RecordKind::ToolCall,
+                RecordKind::ToolResult
+            ]
+        );
+        assert!(rows.pending, "the message itself has not completed");
+        let rows = session("completed", true);
+        assert!(!rows.pending);
+        let ids: Vec<_> = rows.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["prt_1", "prt_3:call", "prt_3:result"]);
+        match &rows.records[2].body {
+            RecordBody::ToolResult {
+                call_id,
+                output,
+                is_error,
+            } => assert_eq!(
+                (call_id.as_str(), output.as_str(), *is_error),
+                ("call_1", "x\n", false)
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            rows.records[1].ts.as_deref(),
+            Some("1970-01-01T00:00:00.005Z")
+        );
+    }
+
+    fn v2(id: &str, kind: &str, data: &str) -> SessionMessageRow {
+        SessionMessageRow {
+            id: id.into(),
+            kind: kind.into(),
+            time_created: 1,
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn v2_rows_map_by_type_and_a_running_tool_stops_them() {
+        let assistant = |status: &str, finish: &str| {
+            format!(
+                r#"{{"content":[{{"type":"reasoning","text":"hm"}},{{"type":"text","text":"ok"}},{{"type":"tool","name":"bash","callID":"c1","state":{{"status":"{status}","input":{{"command":"ls"}},"content":[{{"type":"text","text":"a\n"}}]}}}}]{finish},"time":{{"created":5}}}}"#
+            )
+        };
+        let rows = |status: &str, finish: &str| {
+            vec![
+                v2("m1", "user", r#"{"text":"hi","time":{"created":1}}"#),
+                v2("m2", "system", r#"{"text":"sys"}"#),
+                v2("m3", "assistant", &assistant(status, finish)),
+                v2(
+                    "m4",
+                    "shell",
+                    r#"{"command":"pwd","output":{"output":"/w\n"}}"#,
+                ),
+            ]
+        };
+        let done = records_v2(&ctx(), &rows("completed", r#","finish":"stop""#));
+        assert!(!done.pending);
+        let ids: Vec<_> = done.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "m1",
+                "m3#1",
+                "m3#2:call",
+                "m3#2:result",
+                "m4:call",
+                "m4:result"
+            ]
+        );
+        match &done.records[3].body {
+            RecordBody::ToolResult {
+                call_id,
+                output,
+                is_error,
+            } => {
+                assert_eq!(
+                    (call_id.as_str(), output.as_str(), *is_error),
+                    ("c1", "a\n", false)
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let running = records_v2(&ctx(), &rows("running", ""));
+        assert!(running.pending);
+        let ids: Vec<_> = running.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["m1"], "unfinished text waits too");
+        let aborted = records_v2(&ctx(), &rows("running", r#","finish":"aborted""#));
+        assert!(!aborted.pending);
+        assert_eq!(aborted.records.len(), 6);
+    }
+
+    #[test]
+    fn a_malformed_row_is_a_notice() {
+        let rows = records(&ctx(), &[msg("msg_1", 1, "{torn")], &[]);
+        assert_eq!(rows.malformed.len(), 1);
+        assert_eq!(rows.records[0].kind(), RecordKind::Notice);
+    }
+}

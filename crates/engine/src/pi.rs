@@ -1,0 +1,278 @@
+//! Pi (pi-coding-agent) sessions (`sessions/--<cwd>--/<ts>_<id>.jsonl`): a `session` header line,
+//! then `{type, id, parentId, timestamp, …}` entries. Follows
+//! `research/formats-pi-grok-opencode-gemini.md` §1 and §5.3.
+//!
+//! - Ids: `<entryId>#<i>` per content block (`<entryId>` for one-record entries); version-1 files
+//!   have no entry ids, so `@<offset>` stands in (Pi rewrites such files with new ids when it next
+//!   opens them; the cursor's prefix hash then resets).
+//! - Tool call ids are provider ids and repeat within a session (`call_1` in two turns): they are
+//!   the records' `call_id`, never their id.
+//! - Images are placeholders; thinking blocks are assistant text flagged thinking.
+//! - Not done: a notice where the tree branches (an entry whose `parentId` is not the previous
+//!   entry's id). That needs the previous line, and parsing stays per line and stateless so that
+//!   ids and records are the same whichever page a line is reached from.
+
+use serde_json::Value;
+
+use super::SourceCtx;
+use super::lines::LineOutcome;
+use super::records::{Out, object_line, str_of};
+use clankie_model::TextKind;
+
+/// Parses one complete line (without its `\n`) that starts at byte `offset`.
+pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+    let map = match object_line(ctx, offset, line) {
+        Ok(map) => map,
+        Err(outcome) => return outcome,
+    };
+    let entry = Value::Object(map);
+    let ts = entry
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let base = match entry.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => format!("@{offset}"),
+    };
+    let mut out = Out::new(ctx, ts);
+    match str_of(&entry, "type") {
+        "message" => {
+            if let Some(message) = entry.get("message") {
+                message_records(&mut out, &base, message);
+            }
+        }
+        "compaction" => {
+            let tokens = entry
+                .get("tokensBefore")
+                .and_then(Value::as_u64)
+                .map(|n| format!(" ({n} tokens before)"))
+                .unwrap_or_default();
+            let summary = str_of(&entry, "summary").trim();
+            let text = if summary.is_empty() {
+                format!("context compacted{tokens}")
+            } else {
+                format!("context compacted{tokens}; summary:\n{summary}")
+            };
+            out.text(base, TextKind::Notice, text);
+        }
+        "branch_summary" => out.text(
+            base,
+            TextKind::Notice,
+            format!("branch summary: {}", str_of(&entry, "summary")),
+        ),
+        "custom_message" if entry.get("display").and_then(Value::as_bool) == Some(true) => {
+            let text = blocks_text(entry.get("content").unwrap_or(&Value::Null));
+            out.text(
+                base,
+                TextKind::Notice,
+                format!("{}: {text}", str_of(&entry, "customType")),
+            );
+        }
+        // The header (and a duplicated one), model and thinking-level changes, labels, names,
+        // extension state, and types newer than this reader: metadata.
+        _ => {}
+    }
+    out.done()
+}
+
+fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
+    let content = message.get("content").unwrap_or(&Value::Null);
+    match str_of(message, "role") {
+        "user" => match content {
+            Value::String(text) => out.text(format!("{base}#0"), TextKind::User, text.clone()),
+            Value::Array(blocks) => {
+                for (i, block) in blocks.iter().enumerate() {
+                    let id = format!("{base}#{i}");
+                    match str_of(block, "type") {
+                        "text" => out.text(id, TextKind::User, str_of(block, "text").to_string()),
+                        "image" => out.text(id, TextKind::User, image(block)),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        },
+        "assistant" => {
+            let blocks: &[Value] = content.as_array().map(Vec::as_slice).unwrap_or_default();
+            for (i, block) in blocks.iter().enumerate() {
+                let id = format!("{base}#{i}");
+                match str_of(block, "type") {
+                    "text" => out.text(id, TextKind::Assistant, str_of(block, "text").to_string()),
+                    "thinking" => {
+                        let text = if block.get("redacted").and_then(Value::as_bool) == Some(true) {
+                            "[redacted thinking]".to_string()
+                        } else {
+                            str_of(block, "thinking").to_string()
+                        };
+                        out.text(id, TextKind::Thinking, text);
+                    }
+                    "toolCall" => out.call(
+                        id,
+                        str_of(block, "id"),
+                        str_of(block, "name"),
+                        block
+                            .get("arguments")
+                            .cloned()
+                            .unwrap_or_else(|| Value::Object(Default::default())),
+                    ),
+                    _ => {}
+                }
+            }
+            if matches!(str_of(message, "stopReason"), "error" | "aborted") {
+                let reason = match str_of(message, "errorMessage") {
+                    "" => str_of(message, "stopReason").to_string(),
+                    m => m.to_string(),
+                };
+                out.text(
+                    format!("{base}#{}", blocks.len()),
+                    TextKind::Notice,
+                    format!("assistant stopped: {reason}"),
+                );
+            }
+        }
+        "toolResult" => {
+            let is_error = message.get("isError").and_then(Value::as_bool) == Some(true);
+            out.result(
+                base.to_string(),
+                str_of(message, "toolCallId"),
+                blocks_text(content),
+                is_error,
+            );
+        }
+        "bashExecution" => {
+            // A command the user ran with `!`: a call and its result in one entry.
+            let command = str_of(message, "command");
+            out.call(
+                format!("{base}#call"),
+                base,
+                "bash",
+                serde_json::json!({ "command": command }),
+            );
+            let failed = message.get("cancelled").and_then(Value::as_bool) == Some(true)
+                || message
+                    .get("exitCode")
+                    .and_then(Value::as_i64)
+                    .is_some_and(|c| c != 0);
+            out.result(
+                format!("{base}#result"),
+                base,
+                str_of(message, "output").to_string(),
+                failed,
+            );
+        }
+        "custom" | "hookMessage"
+            if message.get("display").and_then(Value::as_bool) != Some(false) =>
+        {
+            out.text(
+                base.to_string(),
+                TextKind::Notice,
+                format!(
+                    "{}: {}",
+                    str_of(message, "customType"),
+                    blocks_text(content)
+                ),
+            );
+        }
+        // `system` (prompt and tool snapshots) and unknown roles: metadata.
+        _ => {}
+    }
+}
+
+fn image(block: &Value) -> String {
+    let bytes = str_of(block, "data").len() / 4 * 3;
+    match str_of(block, "mimeType") {
+        "" => format!("[image, {bytes} bytes]"),
+        mime => format!("[image {mime}, {bytes} bytes]"),
+    }
+}
+
+/// Text of a string or of text/image blocks.
+fn blocks_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| match str_of(b, "type") {
+                "image" => image(b),
+                _ => str_of(b, "text").to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support;
+    use clankie_model::{Harness, Record, RecordBody, RecordKind};
+
+    fn records(line: &str) -> Vec<Record> {
+        test_support::records(Harness::Pi, 40, line)
+    }
+
+    fn summary(line: &str) -> Vec<(String, RecordKind)> {
+        test_support::summary(&records(line))
+    }
+
+    #[test]
+    fn header_and_settings_are_metadata() {
+        for line in [
+            r#"{"type":"session","version":3,"id":"019e","timestamp":"t","cwd":"/w"}"#,
+            r#"{"type":"model_change","id":"a","parentId":null,"provider":"p","modelId":"m"}"#,
+            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"system","content":""}}"#,
+            r#"{"type":"label","id":"c","parentId":"b","targetId":"a","label":"x"}"#,
+        ] {
+            assert!(records(line).is_empty(), "{line}");
+        }
+    }
+
+    #[test]
+    fn turn_with_tools_images_and_thinking() {
+        let user = r#"{"type":"message","id":"u1","parentId":"a","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":[{"type":"text","text":"look"},{"type":"image","data":"AAAA","mimeType":"image/png"}]}}"#;
+        let got = records(user);
+        assert_eq!(got[0].ts.as_deref(), Some("2026-01-01T00:00:00Z"));
+        assert_eq!(
+            got[1].body,
+            RecordBody::Text {
+                kind: TextKind::User,
+                text: "[image image/png, 3 bytes]".into()
+            }
+        );
+        let assistant = r#"{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"run"},{"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"ls"}}],"stopReason":"toolUse"}}"#;
+        assert_eq!(
+            summary(assistant),
+            [
+                ("a1#0".into(), RecordKind::Assistant),
+                ("a1#1".into(), RecordKind::Assistant),
+                ("a1#2".into(), RecordKind::ToolCall)
+            ]
+        );
+        let result = r#"{"type":"message","id":"r1","parentId":"a1","message":{"role":"toolResult","toolCallId":"call_1","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":true}}"#;
+        assert_eq!(
+            records(result)[0].body,
+            RecordBody::ToolResult {
+                call_id: "call_1".into(),
+                output: "x".into(),
+                is_error: true
+            }
+        );
+    }
+
+    #[test]
+    fn v1_entries_use_offsets_and_aborts_are_notices() {
+        let aborted = r#"{"type":"message","timestamp":"t","message":{"role":"assistant","content":[],"stopReason":"aborted","errorMessage":"Request was aborted"}}"#;
+        assert_eq!(summary(aborted), [("@40#0".into(), RecordKind::Notice)]);
+        let compaction = r#"{"type":"compaction","id":"c1","parentId":"x","summary":"did things","tokensBefore":19}"#;
+        assert_eq!(summary(compaction), [("c1".into(), RecordKind::Notice)]);
+        let bash = r#"{"type":"message","id":"b1","parentId":"x","message":{"role":"bashExecution","command":"ls","output":"a","exitCode":1,"cancelled":false}}"#;
+        assert_eq!(
+            summary(bash),
+            [
+                ("b1#call".into(), RecordKind::ToolCall),
+                ("b1#result".into(), RecordKind::ToolResult)
+            ]
+        );
+    }
+}

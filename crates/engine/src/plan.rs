@@ -1,0 +1,1102 @@
+//! The read planner: a sans-IO state machine behind every read. The driver asks it what to read
+//! (`next_read`), does the I/O, and hands the bytes back (`feed`); the planner splits lines,
+//! parses them, counts records, validates cursors, and finally yields a [`Page`]. A growing,
+//! truncated or replaced file is therefore a plain unit test.
+//!
+//! Bounds: one read request is at most 4 MiB ([`MAX_READ_BYTES`]); one plan reads at most
+//! 64 MiB of source ([`MAX_SOURCE_BYTES`]); a line over 1 MiB is never buffered whole.
+
+use std::collections::{HashSet, VecDeque};
+
+use super::SourceCtx;
+use super::cursor::{Cursor, HEAD_BYTES, LineCursor, WINDOW_BYTES, binding};
+use super::lines::{LineOutcome, malformed_notice, oversized_notice, parse_line, synthetic_notice};
+use clankie_model::{ByteRange, Record};
+
+use clankie_model::limits::{
+    FIRST_CHUNK_BYTES, MAX_LIMIT, MAX_READ_BYTES, MAX_RECORD_BYTES, MAX_SOURCE_BYTES,
+};
+
+/// Which page to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// The newest `limit` records.
+    Tail,
+    /// The first `limit` records.
+    Head,
+    /// Every record from the start (within the 64 MiB bound).
+    All,
+    /// The next `limit` records after a cursor.
+    Since(Cursor),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    pub mode: Mode,
+    pub limit: usize,
+    pub strict: bool,
+    /// Replace secrets in the records with `[REDACTED:<rule>]` ([`super::redact`]); the
+    /// driver applies it to each record before it is handed on.
+    pub redact: bool,
+}
+
+/// One page of records, and where to continue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub records: Vec<Record>,
+    pub cursor: Cursor,
+    /// Records exist before this page (a page that does not start at the source's start may
+    /// say so conservatively).
+    pub older: bool,
+    /// Complete records exist after this page.
+    pub more: bool,
+    /// The source ends in an incomplete record, not returned.
+    pub pending_tail: bool,
+    /// The cursor given was stale; the page restarted from the start.
+    pub reset: bool,
+    /// One line per irregularity (malformed or oversized records), for stderr.
+    pub warnings: Vec<String>,
+}
+
+/// Irregular sources under `--strict`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("cursor is stale: {reason}")]
+    Stale { reason: &'static str },
+    #[error("malformed record at byte {offset} ({len} bytes): {reason}")]
+    Malformed {
+        offset: u64,
+        len: u64,
+        reason: String,
+    },
+    #[error("malformed row {key}: {reason}")]
+    MalformedRow { key: String, reason: String },
+    #[error("record at byte {offset} is {len} bytes, over the 1 MiB limit")]
+    Oversized { offset: u64, len: u64 },
+    #[error("the host returned {got} bytes for a request of {want}")]
+    ShortRead { got: u64, want: u64 },
+}
+
+/// The planner. Create it, then loop `next_read` → I/O → `feed` until `next_read` is `None`;
+/// `take_records` may be called between feeds to stream; `finish` gives the page.
+#[derive(Debug)]
+pub struct ReadPlan {
+    ctx: SourceCtx,
+    binding: [u8; 16],
+    limit: Option<usize>,
+    strict: bool,
+    state: State,
+    warnings: Vec<String>,
+    reset: bool,
+    /// Records produced but not yet taken.
+    out: Vec<Record>,
+}
+
+#[derive(Debug)]
+enum State {
+    Tail(Box<Tail>),
+    /// Since: waiting for the validation read.
+    Verify {
+        cursor: LineCursor,
+        ranges: [ByteRange; 3],
+    },
+    Forward(Box<Forward>),
+}
+
+impl ReadPlan {
+    /// `size_hint` is the size the listing reported; it only decides where a tail starts.
+    pub fn new(ctx: SourceCtx, request: PageRequest, size_hint: u64) -> ReadPlan {
+        let binding = binding(&ctx.host, ctx.harness.name(), &ctx.session);
+        let limit = match request.mode {
+            Mode::All => None,
+            _ => Some(request.limit.clamp(1, MAX_LIMIT)),
+        };
+        let state = match request.mode {
+            Mode::Tail => State::Tail(Box::new(Tail::new(size_hint))),
+            Mode::Head | Mode::All => State::Forward(Box::new(Forward::start())),
+            // The driver refuses a row cursor for a file; should one get here, start over.
+            Mode::Since(Cursor::Rows(_)) => State::Forward(Box::new(Forward::start())),
+            Mode::Since(Cursor::Lines(cursor)) => {
+                let head = ByteRange::new(0, HEAD_BYTES);
+                let verify_start = cursor
+                    .resume
+                    .saturating_sub(WINDOW_BYTES)
+                    .min(cursor.window_end - u64::from(cursor.window_len));
+                let verify = ByteRange::new(verify_start, cursor.window_end - verify_start);
+                let data = ByteRange::new(cursor.window_end, FIRST_CHUNK_BYTES);
+                State::Verify {
+                    cursor,
+                    ranges: [head, verify, data],
+                }
+            }
+        };
+        ReadPlan {
+            ctx,
+            binding,
+            limit,
+            strict: request.strict,
+            state,
+            warnings: Vec::new(),
+            reset: false,
+            out: Vec::new(),
+        }
+    }
+
+    /// The ranges to read next, or `None` when the page is complete.
+    pub fn next_read(&self) -> Option<Vec<ByteRange>> {
+        match &self.state {
+            State::Tail(tail) => tail.next_read(),
+            State::Verify { ranges, .. } => Some(ranges.to_vec()),
+            State::Forward(fwd) => fwd.next_read(),
+        }
+    }
+
+    /// Feeds the answer to the last `next_read`: one chunk per range (clipped at the file's
+    /// end) and the file's true size.
+    pub fn feed(&mut self, chunks: Vec<Vec<u8>>, size: u64) -> Result<(), PlanError> {
+        let requested = self.next_read().unwrap_or_default();
+        if chunks.len() != requested.len() {
+            return Err(PlanError::ShortRead {
+                got: chunks.len() as u64,
+                want: requested.len() as u64,
+            });
+        }
+        for (range, chunk) in requested.iter().zip(&chunks) {
+            let want = range.len.min(size.saturating_sub(range.start));
+            if chunk.len() as u64 != want {
+                return Err(PlanError::ShortRead {
+                    got: chunk.len() as u64,
+                    want,
+                });
+            }
+        }
+        let mut sink = Sink {
+            ctx: &self.ctx,
+            strict: self.strict,
+            warnings: &mut self.warnings,
+        };
+        match &mut self.state {
+            State::Tail(tail) => tail.feed(
+                &mut sink,
+                self.limit.unwrap_or(MAX_LIMIT),
+                requested,
+                chunks,
+                size,
+            ),
+            State::Forward(fwd) => {
+                let start = requested[0].start;
+                let chunk = chunks.into_iter().next().unwrap_or_default();
+                fwd.feed(&mut sink, self.limit, start, &chunk, size, &mut self.out)
+            }
+            State::Verify { cursor, .. } => {
+                let cursor = cursor.clone();
+                let mut chunks = chunks.into_iter();
+                let head = chunks.next().unwrap_or_default();
+                let verify = chunks.next().unwrap_or_default();
+                let data = chunks.next().unwrap_or_default();
+                let stale = stale_reason(&cursor, &head, requested[1].start, &verify, size);
+                let fwd = match stale {
+                    None => {
+                        let mut fwd = Forward::resume(&cursor, requested[1].start, &verify, &head);
+                        let resume_at = (cursor.resume - requested[1].start) as usize;
+                        let line = verify[resume_at..].to_vec();
+                        fwd.feed(
+                            &mut sink,
+                            self.limit,
+                            cursor.resume,
+                            &line,
+                            size,
+                            &mut self.out,
+                        )?;
+                        if !fwd.done {
+                            fwd.feed(
+                                &mut sink,
+                                self.limit,
+                                cursor.window_end,
+                                &data,
+                                size,
+                                &mut self.out,
+                            )?;
+                        }
+                        fwd
+                    }
+                    Some(reason) if self.strict => return Err(PlanError::Stale { reason }),
+                    Some(reason) => {
+                        self.reset = true;
+                        self.out.push(synthetic_notice(
+                            &self.ctx,
+                            format!("reset@{size}"),
+                            format!("the cursor no longer matches the source ({reason}); restarting from its beginning"),
+                        ));
+                        Forward::start()
+                    }
+                };
+                self.state = State::Forward(Box::new(fwd));
+                Ok(())
+            }
+        }
+    }
+
+    /// Records completed so far that were not yet taken (oldest first). For streaming.
+    pub fn take_records(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// The page, once `next_read` is `None` (or earlier, for a partial page).
+    pub fn finish(mut self) -> Page {
+        let binding = self.binding;
+        let limit = self.limit.unwrap_or(MAX_LIMIT);
+        match self.state {
+            State::Tail(tail) => tail.finish(binding, limit, self.warnings),
+            State::Verify { cursor, .. } => Page {
+                records: self.out,
+                cursor: Cursor::Lines(cursor),
+                older: false,
+                more: false,
+                pending_tail: false,
+                reset: false,
+                warnings: self.warnings,
+            },
+            State::Forward(fwd) => {
+                let records = std::mem::take(&mut self.out);
+                fwd.finish(binding, records, self.reset, self.warnings)
+            }
+        }
+    }
+}
+
+/// Why a cursor no longer matches the source, or `None` when it does.
+fn stale_reason(
+    cursor: &LineCursor,
+    head: &[u8],
+    verify_start: u64,
+    verify: &[u8],
+    size: u64,
+) -> Option<&'static str> {
+    if size < cursor.window_end {
+        return Some("the source is shorter than the cursor's position: truncated or replaced");
+    }
+    let head_len = cursor.head_len as usize;
+    if head.len() < head_len || super::cursor::hash16(&head[..head_len]) != cursor.head_hash {
+        return Some("the start of the source changed: replaced or rewritten");
+    }
+    let window_start = (cursor.window_end - u64::from(cursor.window_len) - verify_start) as usize;
+    if verify.len() as u64 != cursor.window_end - verify_start
+        || super::cursor::hash16(&verify[window_start..]) != cursor.window_hash
+    {
+        return Some("the bytes before the cursor changed: rewritten");
+    }
+    None
+}
+
+/// Where parsed lines go: counts irregularities, applies `--strict`, de-duplicates ids.
+struct Sink<'a> {
+    ctx: &'a SourceCtx,
+    strict: bool,
+    warnings: &'a mut Vec<String>,
+}
+
+impl Sink<'_> {
+    /// Records of one complete line (`len` includes no `\n`), or the error `--strict` demands.
+    fn line(
+        &mut self,
+        offset: u64,
+        line: Option<&[u8]>,
+        len: u64,
+    ) -> Result<Vec<Record>, PlanError> {
+        let records = match line {
+            None => {
+                if self.strict {
+                    return Err(PlanError::Oversized { offset, len });
+                }
+                self.warnings.push(format!("record at byte {offset} is {len} bytes, over the 1 MiB limit; shown as a notice"));
+                vec![oversized_notice(self.ctx, offset, len)]
+            }
+            Some(bytes) => match parse_line(self.ctx, offset, bytes) {
+                LineOutcome::Records(records) => records,
+                LineOutcome::Malformed(reason) => {
+                    if self.strict {
+                        return Err(PlanError::Malformed {
+                            offset,
+                            len,
+                            reason,
+                        });
+                    }
+                    self.warnings.push(format!(
+                        "malformed record at byte {offset} ({len} bytes); shown as a notice"
+                    ));
+                    vec![malformed_notice(self.ctx, offset, len, &reason)]
+                }
+            },
+        };
+        Ok(records)
+    }
+}
+
+/// A position after some record: resume at line `resume`, skipping `skip` of its records;
+/// the last consumed line ends at `window_end`.
+#[derive(Debug, Clone)]
+struct Cut {
+    resume: u64,
+    skip: u32,
+    window_end: u64,
+    window: Vec<u8>,
+}
+
+/// Reading forward from a line start (head, all, since).
+#[derive(Debug)]
+struct Forward {
+    /// Next byte to request.
+    pos: u64,
+    /// Start of the line being assembled in `partial`.
+    line_start: u64,
+    partial: Vec<u8>,
+    /// True length of the partial line (more than `partial.len()` once it is oversized).
+    partial_len: u64,
+    /// The last bytes of an oversized partial line, for the hash window.
+    oversized_tail: Vec<u8>,
+    /// Records of the line at `line_start` already returned by the previous page.
+    skip_first: u32,
+    /// The last bytes consumed, ending at `rolling_end` (a line end).
+    rolling: Vec<u8>,
+    rolling_end: u64,
+    head: Vec<u8>,
+    chunk: u64,
+    read_total: u64,
+    size: Option<u64>,
+    emitted: usize,
+    records_before: bool,
+    cut: Option<Cut>,
+    more: bool,
+    done: bool,
+    seen: HashSet<String>,
+}
+
+impl Forward {
+    fn start() -> Forward {
+        Forward {
+            pos: 0,
+            line_start: 0,
+            partial: Vec::new(),
+            partial_len: 0,
+            oversized_tail: Vec::new(),
+            skip_first: 0,
+            rolling: Vec::new(),
+            rolling_end: 0,
+            head: Vec::new(),
+            chunk: FIRST_CHUNK_BYTES,
+            read_total: 0,
+            size: None,
+            emitted: 0,
+            records_before: false,
+            cut: None,
+            more: false,
+            done: false,
+            seen: HashSet::new(),
+        }
+    }
+
+    /// Continues after a validated cursor. `verify` holds the bytes from `verify_start` to the
+    /// cursor's window end.
+    fn resume(cursor: &LineCursor, verify_start: u64, verify: &[u8], head: &[u8]) -> Forward {
+        let mut fwd = Forward::start();
+        fwd.pos = cursor.resume;
+        fwd.line_start = cursor.resume;
+        fwd.skip_first = cursor.skip;
+        fwd.records_before = cursor.records_before || cursor.skip > 0;
+        let before = &verify[..(cursor.resume - verify_start) as usize];
+        fwd.rolling = before[before.len().saturating_sub(WINDOW_BYTES as usize)..].to_vec();
+        fwd.rolling_end = cursor.resume;
+        fwd.head = head.to_vec();
+        fwd
+    }
+
+    fn next_read(&self) -> Option<Vec<ByteRange>> {
+        if self.done {
+            return None;
+        }
+        if self.size.is_some_and(|size| self.pos >= size) {
+            return None;
+        }
+        let budget = MAX_SOURCE_BYTES.saturating_sub(self.read_total);
+        let len = self.chunk.min(MAX_READ_BYTES).min(budget);
+        if len == 0 {
+            return None;
+        }
+        Some(vec![ByteRange::new(self.pos, len)])
+    }
+
+    fn feed(
+        &mut self,
+        sink: &mut Sink<'_>,
+        limit: Option<usize>,
+        start: u64,
+        chunk: &[u8],
+        size: u64,
+        out: &mut Vec<Record>,
+    ) -> Result<(), PlanError> {
+        debug_assert_eq!(start, self.pos);
+        self.size = Some(size);
+        self.read_total += chunk.len() as u64;
+        self.chunk = (self.chunk * 4).min(MAX_READ_BYTES);
+        let have = self.head.len();
+        if have < HEAD_BYTES as usize
+            && start <= have as u64
+            && start + chunk.len() as u64 > have as u64
+        {
+            let from = have - start as usize;
+            let take = (HEAD_BYTES as usize - have).min(chunk.len().saturating_sub(from));
+            self.head.extend_from_slice(&chunk[from..from + take]);
+        }
+        let mut rest = chunk;
+        while !self.done {
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
+                break;
+            };
+            let piece = &rest[..nl];
+            // A line wholly inside this chunk is parsed in place; only a line that began in
+            // an earlier chunk is assembled in `partial` (copying every line cost ~7% of --all).
+            let line: Option<std::borrow::Cow<'_, [u8]>> =
+                if self.partial_len == 0 && piece.len() as u64 <= MAX_RECORD_BYTES {
+                    self.partial_len = piece.len() as u64;
+                    Some(std::borrow::Cow::Borrowed(piece))
+                } else {
+                    self.append_partial(piece);
+                    if self.partial_len > MAX_RECORD_BYTES {
+                        None
+                    } else {
+                        Some(std::borrow::Cow::Owned(std::mem::take(&mut self.partial)))
+                    }
+                };
+            let line_len = self.partial_len;
+            let line_start = self.line_start;
+            let line_end = line_start + line_len + 1;
+            // Roll the hash window forward over the whole line and its `\n`.
+            match &line {
+                Some(bytes) => self.roll(bytes),
+                None => {
+                    let tail = std::mem::take(&mut self.oversized_tail);
+                    self.roll(&tail);
+                }
+            }
+            self.roll(b"\n");
+            self.rolling_end = line_end;
+            let records = sink.line(line_start, line.as_deref(), line_len)?;
+            self.partial.clear();
+            self.partial_len = 0;
+            self.line_start = line_end;
+            let skip = std::mem::take(&mut self.skip_first) as usize;
+            let total = records.len();
+            for (i, record) in records.into_iter().enumerate().skip(skip) {
+                if !self.seen.insert(record.id.clone()) {
+                    continue;
+                }
+                if self.cut.is_some() {
+                    // Lookahead past the page: one complete record proves `more`.
+                    self.more = true;
+                    self.done = true;
+                    break;
+                }
+                out.push(record);
+                self.emitted += 1;
+                if Some(self.emitted) == limit {
+                    let cut = if i + 1 < total {
+                        Cut {
+                            resume: line_start,
+                            skip: (i + 1) as u32,
+                            window_end: line_end,
+                            window: self.rolling.clone(),
+                        }
+                    } else {
+                        Cut {
+                            resume: line_end,
+                            skip: 0,
+                            window_end: line_end,
+                            window: self.rolling.clone(),
+                        }
+                    };
+                    self.cut = Some(cut);
+                }
+            }
+            rest = &rest[nl + 1..];
+        }
+        if !self.done {
+            self.append_partial(rest);
+        }
+        self.pos = start + chunk.len() as u64;
+        if self.pos >= size {
+            self.done = true;
+        }
+        if self.read_total >= MAX_SOURCE_BYTES && self.pos < size {
+            self.done = true;
+            self.more = true;
+        }
+        Ok(())
+    }
+
+    fn append_partial(&mut self, piece: &[u8]) {
+        self.partial_len += piece.len() as u64;
+        if self.partial_len > MAX_RECORD_BYTES {
+            // Stop buffering: keep only the last bytes for the hash window.
+            if !self.partial.is_empty() {
+                let old = std::mem::take(&mut self.partial);
+                self.keep_oversized_tail(&old);
+            }
+            self.keep_oversized_tail(piece);
+        } else {
+            self.partial.extend_from_slice(piece);
+        }
+    }
+
+    fn keep_oversized_tail(&mut self, bytes: &[u8]) {
+        self.oversized_tail.extend_from_slice(bytes);
+        let keep = WINDOW_BYTES as usize;
+        if self.oversized_tail.len() > 2 * keep {
+            let drop = self.oversized_tail.len() - keep;
+            self.oversized_tail.drain(..drop);
+        }
+    }
+
+    fn roll(&mut self, bytes: &[u8]) {
+        let keep = WINDOW_BYTES as usize;
+        if bytes.len() >= keep {
+            self.rolling.clear();
+            self.rolling.extend_from_slice(&bytes[bytes.len() - keep..]);
+            return;
+        }
+        self.rolling.extend_from_slice(bytes);
+        if self.rolling.len() > 4 * keep {
+            let drop = self.rolling.len() - keep;
+            self.rolling.drain(..drop);
+        }
+    }
+
+    fn finish(
+        self,
+        binding: [u8; 16],
+        records: Vec<Record>,
+        reset: bool,
+        warnings: Vec<String>,
+    ) -> Page {
+        // Without a cut by the limit, continue after the last complete line consumed.
+        let cut = self.cut.clone().unwrap_or_else(|| Cut {
+            resume: self.rolling_end,
+            skip: 0,
+            window_end: self.rolling_end,
+            window: self.rolling.clone(),
+        });
+        let window = &cut.window[cut.window.len().saturating_sub(WINDOW_BYTES as usize)..];
+        let head =
+            &self.head[..(self.head.len() as u64).min(cut.window_end).min(HEAD_BYTES) as usize];
+        let records_before = self.records_before || self.emitted > 0;
+        let cursor = LineCursor::new(
+            binding,
+            cut.resume,
+            cut.skip,
+            cut.window_end,
+            window,
+            head,
+            records_before,
+        );
+        let pending_tail = self.partial_len > 0 && self.size.is_some_and(|s| self.pos >= s);
+        Page {
+            records,
+            cursor: Cursor::Lines(cursor),
+            older: self.records_before,
+            more: self.more,
+            pending_tail,
+            reset,
+            warnings,
+        }
+    }
+}
+
+/// Reading backward from the end (tail): chunks to the left of `lo`, lines found right to left.
+#[derive(Debug)]
+struct Tail {
+    size_hint: u64,
+    /// The true size, once known; the region read is `[lo, size)`.
+    size: Option<u64>,
+    lo: u64,
+    /// Bytes from `lo` up to and including the first `\n` at or after `lo` (capped).
+    partial: Vec<u8>,
+    partial_len: u64,
+    /// Records found so far, oldest first, grouped by line from the right.
+    records: VecDeque<Record>,
+    /// End of the last complete line, and the window of bytes before it.
+    last_line_end: Option<u64>,
+    window: Vec<u8>,
+    head: Vec<u8>,
+    pending_tail: bool,
+    chunk: u64,
+    read_total: u64,
+    done: bool,
+    retries: u8,
+}
+
+impl Tail {
+    fn new(size_hint: u64) -> Tail {
+        Tail {
+            size_hint,
+            size: None,
+            lo: 0,
+            partial: Vec::new(),
+            partial_len: 0,
+            records: VecDeque::new(),
+            last_line_end: None,
+            window: Vec::new(),
+            head: Vec::new(),
+            pending_tail: false,
+            chunk: FIRST_CHUNK_BYTES,
+            read_total: 0,
+            done: false,
+            retries: 0,
+        }
+    }
+
+    fn next_read(&self) -> Option<Vec<ByteRange>> {
+        if self.done {
+            return None;
+        }
+        match self.size {
+            // First read: the head (for the cursor) and a window around the listed end, so
+            // that a file that grew a little since the listing needs no extra round trip.
+            None => {
+                let start = self.size_hint.saturating_sub(FIRST_CHUNK_BYTES);
+                Some(vec![
+                    ByteRange::new(0, HEAD_BYTES),
+                    ByteRange::new(start, self.size_hint - start + FIRST_CHUNK_BYTES),
+                ])
+            }
+            Some(_) => {
+                let budget = MAX_SOURCE_BYTES.saturating_sub(self.read_total);
+                let len = self.chunk.min(self.lo).min(budget);
+                if len == 0 {
+                    return None;
+                }
+                Some(vec![ByteRange::new(self.lo - len, len)])
+            }
+        }
+    }
+
+    fn feed(
+        &mut self,
+        sink: &mut Sink<'_>,
+        limit: usize,
+        requested: Vec<ByteRange>,
+        mut chunks: Vec<Vec<u8>>,
+        size: u64,
+    ) -> Result<(), PlanError> {
+        let data = chunks.pop().unwrap_or_default();
+        let range = *requested.last().expect("one range at least");
+        if self.size.is_none() {
+            self.head = chunks.pop().unwrap_or_default();
+            // The file moved past what we read around the listed size: start over at its
+            // true end (a few times at most; a file growing that fast is still read).
+            let read_end = range.start + data.len() as u64;
+            if read_end < size || range.start > size {
+                self.size_hint = size;
+                self.retries += 1;
+                if self.retries <= 3 {
+                    return Ok(());
+                }
+                // Give up chasing the end: read what we have, the rest is for `--since`.
+            }
+            self.size = Some(read_end.min(size));
+            self.lo = read_end.min(size);
+            // The bytes at the right end past the last `\n` are the pending tail.
+        }
+        self.read_total += data.len() as u64;
+        self.chunk = (self.chunk * 4).min(MAX_READ_BYTES);
+        let start = range.start;
+        let data = &data[..(self.lo - start) as usize];
+        // Newlines right to left. `right` is the end (exclusive, relative to `start`) of the
+        // segment right of the current newline; while `right_in_partial`, that segment goes on
+        // into `partial` (the bytes from `lo` to the first `\n` at or after it).
+        let mut right_in_partial = true;
+        let mut right = data.len();
+        let mut found: Vec<Vec<Record>> = Vec::new();
+        for nl in memchr::memrchr_iter(b'\n', data) {
+            let seg_start = nl + 1;
+            let offset = start + seg_start as u64;
+            if self.last_line_end.is_none() {
+                // The rightmost `\n` of the file ends its last complete line; whatever
+                // follows it is the pending tail, never returned.
+                self.last_line_end = Some(offset);
+                self.window =
+                    data[seg_start.saturating_sub(WINDOW_BYTES as usize)..seg_start].to_vec();
+                let tail_len = (right - seg_start) as u64
+                    + if right_in_partial {
+                        self.partial_len
+                    } else {
+                        0
+                    };
+                self.pending_tail = tail_len > 0;
+                self.partial.clear();
+                self.partial_len = 0;
+            } else if right_in_partial {
+                let (bytes, len) = self.join_partial(&data[seg_start..right]);
+                found.push(sink.line(offset, bytes.as_deref(), len)?);
+            } else {
+                // The segment ends with the `\n` found on the previous turn.
+                let seg = &data[seg_start..right - 1];
+                let len = seg.len() as u64;
+                let bytes = if len > MAX_RECORD_BYTES {
+                    None
+                } else {
+                    Some(seg)
+                };
+                found.push(sink.line(offset, bytes, len)?);
+            }
+            right_in_partial = false;
+            right = seg_start;
+        }
+        // The leftmost piece of this chunk starts (or continues) the new partial line.
+        if !right_in_partial {
+            self.partial.clear();
+            self.partial_len = 0;
+        }
+        self.prepend_partial(&data[..right]);
+        self.lo = start;
+        for records in found {
+            for record in records.into_iter().rev() {
+                self.records.push_front(record);
+            }
+        }
+        if self.lo == 0 {
+            if self.partial_len > 0 {
+                if self.last_line_end.is_some() {
+                    // The first line of the file.
+                    let (bytes, len) = self.take_partial_line();
+                    for record in sink.line(0, bytes.as_deref(), len)?.into_iter().rev() {
+                        self.records.push_front(record);
+                    }
+                } else {
+                    // No newline anywhere: the whole file is one incomplete record.
+                    self.pending_tail = true;
+                }
+            }
+            self.done = true;
+        }
+        if self.records.len() >= limit || self.read_total >= MAX_SOURCE_BYTES {
+            self.done = true;
+        }
+        Ok(())
+    }
+
+    /// `segment` ends with `\n` and is the left part of the partial line: the complete line
+    /// (without `\n`), or `None` when it is over the record limit, and its length.
+    fn join_partial(&mut self, segment: &[u8]) -> (Option<Vec<u8>>, u64) {
+        self.prepend_partial(segment);
+        self.take_partial_line()
+    }
+
+    fn take_partial_line(&mut self) -> (Option<Vec<u8>>, u64) {
+        let mut bytes = std::mem::take(&mut self.partial);
+        let mut len = self.partial_len;
+        self.partial_len = 0;
+        if bytes.last() == Some(&b'\n') {
+            bytes.pop();
+            len -= 1;
+        }
+        if len > MAX_RECORD_BYTES {
+            (None, len)
+        } else {
+            (Some(bytes), len)
+        }
+    }
+
+    fn prepend_partial(&mut self, bytes: &[u8]) {
+        self.partial_len += bytes.len() as u64;
+        if self.partial_len > MAX_RECORD_BYTES + 1 {
+            // Oversized: its bytes are never needed, only its length.
+            self.partial.clear();
+        } else {
+            let mut joined = Vec::with_capacity(bytes.len() + self.partial.len());
+            joined.extend_from_slice(bytes);
+            joined.extend_from_slice(&self.partial);
+            self.partial = joined;
+        }
+    }
+
+    fn finish(mut self, binding: [u8; 16], limit: usize, warnings: Vec<String>) -> Page {
+        // A replayed line repeats its ids; keep the first copy, as a forward read does.
+        let mut seen = HashSet::new();
+        self.records.retain(|r| seen.insert(r.id.clone()));
+        let dropped = self.records.len().saturating_sub(limit);
+        let records: Vec<Record> = self.records.drain(dropped..).collect();
+        let end = self.last_line_end.unwrap_or(0);
+        let head = &self.head[..(self.head.len() as u64).min(end).min(HEAD_BYTES) as usize];
+        let window = if end == 0 { &[][..] } else { &self.window[..] };
+        let older = dropped > 0 || self.lo > 0;
+        let cursor = LineCursor::new(
+            binding,
+            end,
+            0,
+            end,
+            window,
+            head,
+            older || !records.is_empty(),
+        );
+        Page {
+            records,
+            cursor: Cursor::Lines(cursor),
+            older,
+            more: false,
+            pending_tail: self.pending_tail,
+            reset: false,
+            warnings,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_model::Harness;
+
+    fn ctx() -> SourceCtx {
+        crate::test_support::ctx(Harness::Claude)
+    }
+
+    /// Runs a plan against bytes in memory, as a host would serve them.
+    fn run(file: &[u8], mode: Mode, limit: usize, strict: bool) -> Result<Page, PlanError> {
+        let mut plan = ReadPlan::new(
+            ctx(),
+            PageRequest {
+                mode,
+                limit,
+                strict,
+                redact: false,
+            },
+            file.len() as u64,
+        );
+        let mut streamed = Vec::new();
+        let mut calls = 0;
+        while let Some(ranges) = plan.next_read() {
+            calls += 1;
+            assert!(calls < 10_000, "plan does not terminate");
+            assert!(ranges.iter().map(|r| r.len).sum::<u64>() <= MAX_READ_BYTES + HEAD_BYTES);
+            let size = file.len() as u64;
+            let chunks = ranges
+                .iter()
+                .map(|r| {
+                    let s = r.start.min(size) as usize;
+                    let e = r.end().min(size) as usize;
+                    file[s..e].to_vec()
+                })
+                .collect();
+            plan.feed(chunks, size)?;
+            streamed.extend(plan.take_records());
+        }
+        let mut page = plan.finish();
+        streamed.append(&mut page.records);
+        page.records = streamed;
+        Ok(page)
+    }
+
+    fn user(uuid: &str, text: &str) -> String {
+        format!(
+            r#"{{"type":"user","uuid":"{uuid}","timestamp":"2026-11-02T10:00:00.000Z","message":{{"role":"user","content":"{text}"}}}}"#
+        ) + "\n"
+    }
+
+    /// A session of `n` lines: users, two-block lines, and metadata lines between.
+    fn session(n: usize) -> Vec<u8> {
+        let mut out = String::new();
+        for i in 0..n {
+            match i % 4 {
+                0 => out += &user(&format!("u{i}"), &format!("prompt {i}")),
+                1 => {
+                    out += &format!(
+                        "{}\n",
+                        format_args!(
+                            r#"{{"type":"assistant","uuid":"a{i}","message":{{"content":[{{"type":"text","text":"one {i}"}},{{"type":"tool_use","id":"t{i}","name":"Bash","input":{{"command":"ls"}}}}]}}}}"#
+                        )
+                    )
+                }
+                2 => out += r#"{"type":"progress","uuid":"p","data":{}}"#.to_string().as_str(),
+                _ => {
+                    out += &format!(
+                        "{}\n",
+                        format_args!(
+                            r#"{{"type":"user","uuid":"r{i}","message":{{"content":[{{"type":"tool_result","tool_use_id":"t{}","content":"ok"}}]}}}}"#,
+                            i - 2
+                        )
+                    )
+                }
+            }
+            if i % 4 == 2 {
+                out.push('\n');
+            }
+        }
+        out.into_bytes()
+    }
+
+    fn ids(page: &Page) -> Vec<String> {
+        page.records.iter().map(|r| r.id.clone()).collect()
+    }
+
+    #[test]
+    fn head_since_and_tail_agree() {
+        let file = session(400);
+        let all = run(&file, Mode::All, 50, true).unwrap();
+        assert_eq!(all.records.len(), 400); // 100 users + 200 blocks + 100 results
+        assert!(!all.more && !all.older && !all.pending_tail);
+        for limit in [1, 3, 7, 50, 200] {
+            let mut paged = Vec::new();
+            let mut page = run(&file, Mode::Head, limit, true).unwrap();
+            loop {
+                assert!(page.records.len() <= limit);
+                paged.extend(ids(&page));
+                if !page.more {
+                    break;
+                }
+                page = run(&file, Mode::Since(page.cursor.clone()), limit, true).unwrap();
+                assert!(page.older);
+            }
+            assert_eq!(paged, ids(&all), "limit {limit}");
+            let tail = run(&file, Mode::Tail, limit, true).unwrap();
+            assert_eq!(
+                ids(&tail),
+                ids(&all)[all.records.len() - limit..],
+                "tail {limit}"
+            );
+            assert!(tail.older);
+            // After a tail page, --since gives nothing until the file grows.
+            let next = run(&file, Mode::Since(tail.cursor.clone()), limit, true).unwrap();
+            assert!(next.records.is_empty() && !next.reset && !next.more);
+        }
+    }
+
+    #[test]
+    fn pending_tail_then_completion() {
+        let mut file = session(8);
+        let head = run(&file, Mode::Head, 200, true).unwrap();
+        let line = user("late", "hello");
+        let (first, second) = line.as_bytes().split_at(20);
+        file.extend_from_slice(first);
+        for mode in [Mode::Since(head.cursor.clone()), Mode::Tail, Mode::Head] {
+            let page = run(&file, mode, 200, true).unwrap();
+            assert!(page.pending_tail);
+            assert!(!ids(&page).contains(&"late#0".to_string()));
+        }
+        let pending = run(&file, Mode::Since(head.cursor.clone()), 200, true).unwrap();
+        assert!(pending.records.is_empty());
+        file.extend_from_slice(second);
+        let done = run(&file, Mode::Since(pending.cursor), 200, true).unwrap();
+        assert_eq!(ids(&done), ["late#0"]);
+        assert!(!done.pending_tail && !done.reset);
+    }
+
+    #[test]
+    fn stale_cursors_reset_or_fail_strictly() {
+        let file = session(40);
+        let page = run(&file, Mode::Head, 10, true).unwrap();
+        let Cursor::Lines(line_cursor) = &page.cursor else {
+            panic!("line cursor expected")
+        };
+        let pos = line_cursor.window_end as usize;
+        // Same size, bytes before the cursor rewritten.
+        let mut rewritten = file.clone();
+        let i = rewritten[..pos - 1]
+            .iter()
+            .rposition(|&b| b == b'1')
+            .unwrap();
+        rewritten[i] = b'9';
+        // Truncated under the cursor.
+        let truncated = file[..pos - 5].to_vec();
+        // Replaced at the head.
+        let mut replaced = file.clone();
+        replaced[3] = b'X';
+        for changed in [rewritten, truncated, replaced] {
+            let reset = run(&changed, Mode::Since(page.cursor.clone()), 10, false).unwrap();
+            assert!(reset.reset);
+            assert_eq!(reset.records[0].kind(), clankie_model::RecordKind::Notice);
+            assert!(reset.records[0].id.starts_with("reset@"));
+            assert!(matches!(
+                run(&changed, Mode::Since(page.cursor.clone()), 10, true),
+                Err(PlanError::Stale { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn torn_line_mid_file_is_a_notice_or_strict_error() {
+        let mut file = user("a", "one").into_bytes();
+        let torn_at = file.len() as u64;
+        file.extend_from_slice(b"{\"type\":\"pr-link\",\"prNu{\"parentUuid\":1}\n");
+        file.extend_from_slice(user("b", "two").as_bytes());
+        for mode in [Mode::Head, Mode::Tail, Mode::All] {
+            let page = run(&file, mode.clone(), 50, false).unwrap();
+            assert_eq!(
+                ids(&page),
+                ["a#0".to_string(), format!("@{torn_at}"), "b#0".to_string()]
+            );
+            assert_eq!(page.warnings.len(), 1);
+            assert!(
+                matches!(run(&file, mode, 50, true), Err(PlanError::Malformed { offset, .. }) if offset == torn_at)
+            );
+        }
+    }
+
+    #[test]
+    fn oversized_lines_become_notices_across_reads() {
+        let big = format!(
+            r#"{{"type":"user","uuid":"big","message":{{"content":"{}"}}}}"#,
+            "x".repeat(9 * 1024 * 1024 / 2)
+        );
+        let mut file = user("a", "one").into_bytes();
+        let big_at = file.len() as u64;
+        file.extend_from_slice(big.as_bytes());
+        file.push(b'\n');
+        file.extend_from_slice(user("b", "two").as_bytes());
+        for mode in [Mode::Head, Mode::Tail, Mode::All] {
+            let page = run(&file, mode.clone(), 50, false).unwrap();
+            assert_eq!(
+                ids(&page),
+                ["a#0".to_string(), format!("@{big_at}"), "b#0".to_string()],
+                "{mode:?}"
+            );
+            assert!(matches!(
+                run(&file, mode, 50, true),
+                Err(PlanError::Oversized { .. })
+            ));
+        }
+        // Paging one record at a time crosses it too.
+        let first = run(&file, Mode::Head, 1, false).unwrap();
+        let second = run(&file, Mode::Since(first.cursor), 1, false).unwrap();
+        assert_eq!(ids(&second), [format!("@{big_at}")]);
+        let third = run(&file, Mode::Since(second.cursor), 1, false).unwrap();
+        assert_eq!(ids(&third), ["b#0"]);
+    }
+
+    #[test]
+    fn edge_shapes() {
+        // Empty file, a file without any newline, a file of only metadata.
+        let empty = run(b"", Mode::Tail, 5, true).unwrap();
+        assert!(empty.records.is_empty() && !empty.pending_tail);
+        let no_newline = run(b"{\"type\":\"user\"", Mode::Tail, 5, true).unwrap();
+        assert!(no_newline.records.is_empty() && no_newline.pending_tail);
+        let head = run(b"{\"type\":\"user\"", Mode::Head, 5, true).unwrap();
+        assert!(head.pending_tail);
+        let meta = b"{\"type\":\"summary\"}\n{\"type\":\"progress\"}\n";
+        let page = run(meta, Mode::Tail, 5, true).unwrap();
+        assert!(page.records.is_empty() && !page.pending_tail);
+        let next = run(meta, Mode::Since(page.cursor), 5, true).unwrap();
+        assert!(!next.reset);
+    }
+
+    #[test]
+    fn tail_widens_over_large_files() {
+        // 3 MiB of metadata after the last records: the tail must widen to find them.
+        let mut file = session(20);
+        let filler = b"{\"type\":\"progress\",\"data\":{}}\n";
+        while file.len() < 3 * 1024 * 1024 {
+            file.extend_from_slice(filler);
+        }
+        let all = run(&file, Mode::All, 50, true).unwrap();
+        let tail = run(&file, Mode::Tail, 5, true).unwrap();
+        assert_eq!(ids(&tail), ids(&all)[all.records.len() - 5..]);
+    }
+}

@@ -1,0 +1,290 @@
+//! Row sources (SQLite databases: OpenCode, grok-cli): what the per-harness mappings produce
+//! from plain row structs, and the pager that turns those records into a [`Page`] with a
+//! row-class cursor. Pure: the driver runs the queries and hands the rows in.
+//!
+//! A row source is re-read whole on every page (the database is small enough to copy, see
+//! `crate::sqlite`), so paging is positional over the normalized records: `--tail`, `--head`,
+//! `--all` and `--limit` mean what they mean for files; `--since` finds the cursor's key at its
+//! position and checks the prefix hash, and a record changed or deleted before it gives `reset`.
+
+use super::SourceCtx;
+use super::cursor::{Cursor, RowCursor, binding, hash16, prefix_hash};
+use super::lines::synthetic_notice;
+use super::plan::{Mode, Page, PageRequest, PlanError};
+use clankie_model::limits::MAX_LIMIT;
+use clankie_model::{Record, RecordBody};
+
+/// The records of a row source, in transcript order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowRecords {
+    /// Records of final rows only, up to (not including) the first row that is not final.
+    pub records: Vec<Record>,
+    /// A row that is not final yet (a tool still pending or running, text still streaming)
+    /// stopped the records: the page says `pending_tail`.
+    pub pending: bool,
+    /// Rows whose JSON did not decode: (row key, reason). Each is also a notice record.
+    pub malformed: Vec<(String, String)>,
+}
+
+/// A content hash of a record: what a cursor's prefix hash is made of. Covers everything the
+/// record shows, so an edit to a returned record is noticed.
+pub fn content_hash(record: &Record) -> [u8; 16] {
+    let mut buf = Vec::new();
+    let mut field = |bytes: &[u8]| {
+        buf.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+        buf.extend_from_slice(bytes);
+    };
+    field(record.kind().name().as_bytes());
+    field(record.ts.as_deref().unwrap_or("").as_bytes());
+    field(record.agent.as_deref().unwrap_or("").as_bytes());
+    match &record.body {
+        RecordBody::Text { text, .. } => field(text.as_bytes()),
+        RecordBody::ToolCall {
+            call_id,
+            name,
+            input,
+        } => {
+            field(call_id.as_bytes());
+            field(name.as_bytes());
+            field(input.to_string().as_bytes());
+        }
+        RecordBody::ToolResult {
+            call_id,
+            output,
+            is_error,
+        } => {
+            field(call_id.as_bytes());
+            field(output.as_bytes());
+            field(&[u8::from(*is_error)]);
+        }
+    }
+    hash16(&buf)
+}
+
+/// One page of a row source.
+pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<Page, PlanError> {
+    let binding = binding(&ctx.host, ctx.harness.name(), &ctx.session);
+    let limit = request.limit.clamp(1, MAX_LIMIT);
+    let hashes: Vec<[u8; 16]> = rows.records.iter().map(content_hash).collect();
+    let n = rows.records.len();
+    let mut warnings: Vec<String> = Vec::new();
+    if let Some((key, reason)) = rows.malformed.first() {
+        if request.strict {
+            return Err(PlanError::MalformedRow {
+                key: key.clone(),
+                reason: reason.clone(),
+            });
+        }
+        warnings.extend(
+            rows.malformed
+                .iter()
+                .map(|(key, _)| format!("malformed row {key}; shown as a notice")),
+        );
+    }
+    let mut reset = false;
+    let mut notice = None;
+    let (start, end) = match &request.mode {
+        Mode::Tail => (n.saturating_sub(limit), n),
+        Mode::Head => (0, n.min(limit)),
+        Mode::All => (0, n),
+        Mode::Since(cursor) => match stale_reason(cursor, &rows.records, &hashes) {
+            None => {
+                let start = match cursor {
+                    Cursor::Rows(c) => c.position as usize,
+                    Cursor::Lines(_) => 0,
+                };
+                (start, n.min(start + limit))
+            }
+            Some(reason) if request.strict => return Err(PlanError::Stale { reason }),
+            Some(reason) => {
+                reset = true;
+                notice = Some(synthetic_notice(
+                    ctx,
+                    format!("reset@{n}"),
+                    format!(
+                        "the cursor no longer matches the source ({reason}); restarting from its beginning"
+                    ),
+                ));
+                (0, n.min(limit))
+            }
+        },
+    };
+    let cursor = RowCursor {
+        binding,
+        position: end as u64,
+        prefix_hash: prefix_hash(
+            rows.records[..end]
+                .iter()
+                .zip(&hashes)
+                .map(|(r, h)| (r.id.as_str(), h)),
+        ),
+        key: if end == 0 {
+            String::new()
+        } else {
+            rows.records[end - 1].id.clone()
+        },
+    };
+    let mut records: Vec<Record> = notice.into_iter().collect();
+    records.extend(rows.records[start..end].iter().cloned());
+    Ok(Page {
+        records,
+        cursor: Cursor::Rows(cursor),
+        older: start > 0,
+        more: end < n,
+        pending_tail: end == n && rows.pending,
+        reset,
+        warnings,
+    })
+}
+
+/// Why a cursor does not fit the records, or `None` when it does.
+fn stale_reason(cursor: &Cursor, records: &[Record], hashes: &[[u8; 16]]) -> Option<&'static str> {
+    let Cursor::Rows(cursor) = cursor else {
+        return Some("a file cursor given for a database session");
+    };
+    let Ok(position) = usize::try_from(cursor.position) else {
+        return Some("the cursor is past the end of the session");
+    };
+    if position > records.len() {
+        return Some("rows before the cursor were deleted");
+    }
+    if position > 0 && records[position - 1].id != cursor.key {
+        return Some("the row at the cursor changed or was deleted");
+    }
+    let hash = prefix_hash(
+        records[..position]
+            .iter()
+            .zip(hashes)
+            .map(|(r, h)| (r.id.as_str(), h)),
+    );
+    (hash != cursor.prefix_hash).then_some("rows before the cursor changed")
+}
+
+/// RFC 3339 (UTC, milliseconds) of a Unix time in milliseconds, as JavaScript's
+/// `toISOString` writes it. Outside jiff's range (years -9999..=9999) it is clamped to it.
+pub fn rfc3339_millis(ms: i64) -> String {
+    let clamped = ms.clamp(
+        jiff::Timestamp::MIN.as_millisecond(),
+        jiff::Timestamp::MAX.as_millisecond(),
+    );
+    let t = jiff::Timestamp::from_millisecond(clamped).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    format!(
+        "{}.{:03}Z",
+        t.strftime("%Y-%m-%dT%H:%M:%S"),
+        ms.rem_euclid(1000)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_model::{Harness, TextKind};
+
+    fn ctx() -> SourceCtx {
+        SourceCtx {
+            host: "local".into(),
+            harness: Harness::OpenCode,
+            session: "ses_1".into(),
+            agent: None,
+        }
+    }
+
+    fn rec(id: &str, text: &str) -> Record {
+        Record {
+            id: id.into(),
+            harness: Harness::OpenCode,
+            session: "ses_1".into(),
+            ts: None,
+            agent: None,
+            sidechain: false,
+            body: RecordBody::Text {
+                kind: TextKind::User,
+                text: text.into(),
+            },
+        }
+    }
+
+    fn rows(ids: &[&str], pending: bool) -> RowRecords {
+        RowRecords {
+            records: ids.iter().map(|id| rec(id, id)).collect(),
+            pending,
+            malformed: Vec::new(),
+        }
+    }
+
+    fn req(mode: Mode, limit: usize, strict: bool) -> PageRequest {
+        PageRequest {
+            mode,
+            limit,
+            strict,
+            redact: false,
+        }
+    }
+
+    fn ids(page: &Page) -> Vec<&str> {
+        page.records.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    #[test]
+    fn tail_head_since_and_growth() {
+        let all = rows(&["a", "b", "c", "d"], true);
+        let tail = page(&ctx(), all.clone(), &req(Mode::Tail, 2, false)).unwrap();
+        assert_eq!(ids(&tail), ["c", "d"]);
+        assert!(tail.older && !tail.more && tail.pending_tail);
+        let head = page(&ctx(), all.clone(), &req(Mode::Head, 3, false)).unwrap();
+        assert_eq!(ids(&head), ["a", "b", "c"]);
+        assert!(!head.older && head.more && !head.pending_tail);
+        let next = page(&ctx(), all, &req(Mode::Since(head.cursor), 3, false)).unwrap();
+        assert_eq!(ids(&next), ["d"]);
+        assert!(next.older && !next.more && next.pending_tail);
+        let grown = rows(&["a", "b", "c", "d", "e"], false);
+        let after = page(
+            &ctx(),
+            grown,
+            &req(Mode::Since(next.cursor.clone()), 3, false),
+        )
+        .unwrap();
+        assert_eq!(ids(&after), ["e"]);
+        assert!(!after.reset);
+        let round = Cursor::decode(&after.cursor.encode()).unwrap();
+        assert_eq!(round, after.cursor);
+    }
+
+    #[test]
+    fn a_changed_or_deleted_row_before_the_key_resets() {
+        let head = page(
+            &ctx(),
+            rows(&["a", "b", "c"], false),
+            &req(Mode::All, 50, false),
+        )
+        .unwrap();
+        let mut changed = rows(&["a", "b", "c", "d"], false);
+        changed.records[1] = rec("b", "edited");
+        for source in [changed, rows(&["a", "c", "d"], false), rows(&["a"], false)] {
+            let p = page(
+                &ctx(),
+                source.clone(),
+                &req(Mode::Since(head.cursor.clone()), 50, false),
+            )
+            .unwrap();
+            assert!(p.reset);
+            assert_eq!(p.records[0].kind(), clankie_model::RecordKind::Notice);
+            assert_eq!(p.records[1].id, "a");
+            let strict = page(
+                &ctx(),
+                source,
+                &req(Mode::Since(head.cursor.clone()), 50, true),
+            );
+            assert!(matches!(strict, Err(PlanError::Stale { .. })));
+        }
+    }
+
+    #[test]
+    fn millis_timestamps() {
+        assert_eq!(
+            rfc3339_millis(1_790_768_250_670),
+            "2026-09-30T11:37:30.670Z"
+        );
+        assert_eq!(rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,206 @@
+//! Hosts: the I/O layer. A host answers exactly two primitives — list the transcript files
+//! under a set of harness roots, and read byte ranges of one of them — and never interprets
+//! transcript content. May import `crate::model` and `crate::sanitize`, never `crate::engine`.
+
+pub mod local;
+pub mod remote;
+pub mod script;
+pub mod ssh;
+
+use clankie_model::{ByteRange, Harness, Listing, ReadResult, RootSpec};
+
+use clankie_model::limits::MAX_READ_BYTES;
+
+/// A file to read: a resolved root (as a listing returned it) and a path relative to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRef {
+    pub harness: Harness,
+    pub root: Vec<u8>,
+    pub rel: Vec<u8>,
+}
+
+/// Errors a host reports. Each message is the one line a user reads.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("{host}: cannot connect: {reason}")]
+    Unreachable { host: String, reason: String },
+    #[error("{host}: ssh config: {reason}")]
+    SshConfig { host: String, reason: String },
+    #[error("{host}: authentication failed: {reason}")]
+    Auth { host: String, reason: String },
+    #[error(
+        "{host}: host key for {key_host} is not known ({fingerprint}); connect once with `ssh` to check and add it, or set StrictHostKeyChecking accept-new"
+    )]
+    HostKeyUnknown {
+        host: String,
+        key_host: String,
+        fingerprint: String,
+    },
+    #[error(
+        "{host}: HOST KEY CHANGED for {key_host}: got {fingerprint}, known_hosts has another key at {known_hosts_line}; refusing (possible man-in-the-middle)"
+    )]
+    HostKeyChanged {
+        host: String,
+        key_host: String,
+        fingerprint: String,
+        known_hosts_line: String,
+    },
+    #[error(
+        "{host}: host key {fingerprint} for {key_host} is marked @revoked at {known_hosts_line}"
+    )]
+    HostKeyRevoked {
+        host: String,
+        key_host: String,
+        fingerprint: String,
+        known_hosts_line: String,
+    },
+    #[error("{host}: remote shell is not clean (no framed reply); it printed: {first_bytes}")]
+    ShellNotClean { host: String, first_bytes: String },
+    #[error("{host}: bad reply from remote script: {reason}")]
+    Protocol { host: String, reason: String },
+    #[error("{host}: refused path {path}: {reason}")]
+    PathRefused {
+        host: String,
+        path: String,
+        reason: String,
+    },
+    #[error("{host}: {path}: no such file")]
+    NotFound { host: String, path: String },
+    #[error("{host}: {path}: {reason}")]
+    Io {
+        host: String,
+        path: String,
+        reason: String,
+    },
+}
+
+/// The two primitives every host answers.
+///
+/// `async fn` in a trait is fine here: hosts run on one tokio runtime and are used through
+/// generics or the `AnyHost` enum, never as `dyn Host`.
+#[allow(async_fn_in_trait)]
+pub trait Host {
+    /// The name the user addressed this host by (`local`, `devbox`).
+    fn name(&self) -> &str;
+
+    /// Lists the transcript files under each root (per the harness's `ListSpec`).
+    async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError>;
+
+    /// Reads byte ranges of one file (at most `MAX_READ_BYTES` in all) and the file's true size.
+    async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError>;
+}
+
+/// Every kind of host, for callers that pick one at run time.
+#[derive(Debug)]
+pub enum AnyHost {
+    Local(local::LocalHost),
+    Ssh(Box<remote::SshHost>),
+}
+
+impl AnyHost {
+    /// Notes for `-v` (such as a shell dialect switch), each returned once.
+    pub fn take_notes(&self) -> Vec<String> {
+        match self {
+            AnyHost::Ssh(h) => h.take_notes(),
+            AnyHost::Local(_) => Vec::new(),
+        }
+    }
+
+    /// Forgets a dropped connection so the next call opens a new one (no-op for local).
+    pub async fn disconnect(&self) {
+        if let AnyHost::Ssh(h) = self {
+            h.disconnect().await;
+        }
+    }
+}
+
+impl Host for AnyHost {
+    fn name(&self) -> &str {
+        match self {
+            AnyHost::Local(h) => h.name(),
+            AnyHost::Ssh(h) => h.name(),
+        }
+    }
+
+    async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
+        match self {
+            AnyHost::Local(h) => h.list(roots).await,
+            AnyHost::Ssh(h) => h.list(roots).await,
+        }
+    }
+
+    async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+        match self {
+            AnyHost::Local(h) => h.read(file, ranges).await,
+            AnyHost::Ssh(h) => h.read(file, ranges).await,
+        }
+    }
+}
+
+/// Checks a relative path the way every host must before touching it: non-empty, relative,
+/// `/`-separated, no empty, `.` or `..` component, no NUL. Returns a reason on refusal.
+pub fn check_relative_path(rel: &[u8]) -> Result<(), &'static str> {
+    if rel.is_empty() {
+        return Err("empty path");
+    }
+    if rel.contains(&0) {
+        return Err("NUL byte in path");
+    }
+    if rel[0] == b'/' || rel.contains(&b'\\') {
+        return Err("not a relative path");
+    }
+    for component in rel.split(|&b| b == b'/') {
+        match component {
+            b"" => return Err("empty path component"),
+            b"." | b".." => return Err("`.` or `..` in path"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Total requested bytes must stay within the per-call cap.
+pub fn check_ranges(ranges: &[ByteRange]) -> Result<(), &'static str> {
+    let total: u64 = ranges
+        .iter()
+        .map(|r| r.len)
+        .fold(0u64, |a, b| a.saturating_add(b));
+    if total > MAX_READ_BYTES {
+        Err("read request over 4 MiB")
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_confined() {
+        assert!(check_relative_path(b"projects/a/b.jsonl").is_ok());
+        assert!(check_relative_path(b"projects/it's $(x)/b.jsonl").is_ok());
+        for bad in [
+            &b""[..],
+            b"/etc/passwd",
+            b"a/../b",
+            b"..",
+            b"a//b",
+            b"./a",
+            b"a\\b",
+            b"a\0b",
+        ] {
+            assert!(
+                check_relative_path(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn range_cap() {
+        assert!(check_ranges(&[ByteRange::new(0, MAX_READ_BYTES)]).is_ok());
+        assert!(check_ranges(&[ByteRange::new(0, MAX_READ_BYTES), ByteRange::new(0, 1)]).is_err());
+    }
+}

@@ -1,0 +1,349 @@
+//! The `local` host: the two primitives on this machine's filesystem, with `pread` and a
+//! directory walk that never follows a symlink below a root.
+
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::{FileRef, Host, HostError, check_ranges, check_relative_path};
+use clankie_model::{
+    ByteRange, FileEntry, Listing, ReadResult, ResolvedRoot, RootSpec, display_path,
+};
+
+/// Reads transcripts on this machine. Roots default to the harnesses' own variables in this
+/// process's environment, else `$HOME`.
+#[derive(Debug, Clone)]
+pub struct LocalHost {
+    name: String,
+}
+
+impl LocalHost {
+    pub fn new(name: impl Into<String>) -> LocalHost {
+        LocalHost { name: name.into() }
+    }
+
+    /// Where a root is on this machine: the given directory, else the harness's variable, else
+    /// `$HOME/<home_relative>`.
+    pub fn resolve_root(&self, spec: &RootSpec) -> PathBuf {
+        match &spec.dir {
+            Some(dir) => PathBuf::from(OsStr::from_bytes(dir)),
+            None => {
+                let home = spec.harness.default_home();
+                match home.env_var.and_then(std::env::var_os) {
+                    Some(dir) if !dir.is_empty() => PathBuf::from(dir).join(home.env_relative),
+                    _ => home_dir().join(home.home_relative),
+                }
+            }
+        }
+    }
+
+    /// Where the harness's database variable ([`clankie_model::Harness::db_env`]) puts the
+    /// database on this machine: `(directory, file name)`, for a default root only.
+    pub(crate) fn db_override(&self, spec: &RootSpec) -> Option<(PathBuf, Vec<u8>)> {
+        if spec.dir.is_some() {
+            return None;
+        }
+        let value = std::env::var_os(spec.harness.db_env()?)?;
+        let home = self.resolve_root(spec);
+        let (dir, name) =
+            clankie_model::db_override(home.as_os_str().as_bytes(), value.as_bytes())?;
+        Some((PathBuf::from(OsStr::from_bytes(&dir)), name))
+    }
+
+    fn io_error(&self, path: &Path, err: io::Error) -> HostError {
+        let path = display_path(path.as_os_str().as_bytes());
+        if err.kind() == io::ErrorKind::NotFound {
+            HostError::NotFound {
+                host: self.name.clone(),
+                path,
+            }
+        } else {
+            HostError::Io {
+                host: self.name.clone(),
+                path,
+                reason: err.to_string(),
+            }
+        }
+    }
+
+    fn refused(&self, path: &Path, reason: &str) -> HostError {
+        HostError::PathRefused {
+            host: self.name.clone(),
+            path: display_path(path.as_os_str().as_bytes()),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn list_sync(&self, roots: &[RootSpec]) -> Listing {
+        let mut listing = Listing::default();
+        for spec in roots {
+            let list_spec = spec.harness.list_spec();
+            let (dir, top_files): (PathBuf, Vec<Vec<u8>>) = match self.db_override(spec) {
+                Some((dir, name)) => {
+                    let mut wal = name.clone();
+                    wal.extend_from_slice(b"-wal");
+                    (dir, vec![name, wal])
+                }
+                None => (
+                    self.resolve_root(spec),
+                    list_spec
+                        .top_files
+                        .iter()
+                        .map(|n| n.as_bytes().to_vec())
+                        .collect(),
+                ),
+            };
+            // The home itself may be a symlink (dotfile managers do that); below it, nothing is
+            // followed.
+            let Ok(canonical) = fs::canonicalize(&dir) else {
+                listing.roots.push(ResolvedRoot {
+                    harness: spec.harness,
+                    dir: dir.as_os_str().as_bytes().to_vec(),
+                    exists: false,
+                });
+                continue;
+            };
+            let subdirs: Vec<&str> = list_spec
+                .subdirs
+                .iter()
+                .copied()
+                .filter(|sub| {
+                    fs::symlink_metadata(canonical.join(sub))
+                        .map(|m| m.is_dir())
+                        .unwrap_or(false)
+                })
+                .collect();
+            let mut tops = Vec::new();
+            for name in top_files {
+                let path = canonical.join(OsStr::from_bytes(&name));
+                // Never followed, like everything below a root.
+                if let Ok(meta) = fs::symlink_metadata(&path)
+                    && meta.is_file()
+                {
+                    tops.push((name, meta));
+                }
+            }
+            let exists = !subdirs.is_empty() || !tops.is_empty();
+            let root_bytes = canonical.as_os_str().as_bytes().to_vec();
+            for (rel, meta) in tops {
+                listing.files.push(FileEntry {
+                    harness: spec.harness,
+                    root: root_bytes.clone(),
+                    rel,
+                    size: meta.len(),
+                    mtime: meta.mtime(),
+                });
+            }
+            listing.roots.push(ResolvedRoot {
+                harness: spec.harness,
+                dir: root_bytes.clone(),
+                exists,
+            });
+            let mut stack: Vec<(PathBuf, Vec<u8>, u32)> = subdirs
+                .iter()
+                .map(|sub| (canonical.join(sub), sub.as_bytes().to_vec(), 0u32))
+                .collect();
+            while let Some((dir, rel, depth)) = stack.pop() {
+                // An unreadable directory is skipped, like `find` does; the rest still lists.
+                let Ok(entries) = fs::read_dir(&dir) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    let name = name.as_bytes();
+                    if name.contains(&b'\n') {
+                        listing.skipped_names += 1;
+                        continue;
+                    }
+                    let Ok(meta) = entry.path().symlink_metadata() else {
+                        continue;
+                    };
+                    let mut child_rel = rel.clone();
+                    child_rel.push(b'/');
+                    child_rel.extend_from_slice(name);
+                    if meta.is_dir() {
+                        if depth < list_spec.max_depth {
+                            stack.push((entry.path(), child_rel, depth + 1));
+                        }
+                    } else if meta.is_file() && list_spec.matches_name(name) {
+                        listing.files.push(FileEntry {
+                            harness: spec.harness,
+                            root: root_bytes.clone(),
+                            rel: child_rel,
+                            size: meta.len(),
+                            mtime: meta.mtime(),
+                        });
+                    }
+                }
+            }
+        }
+        listing
+            .files
+            .sort_by(|a, b| (&a.root, &a.rel).cmp(&(&b.root, &b.rel)));
+        listing
+    }
+
+    fn read_sync(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+        let root = PathBuf::from(OsStr::from_bytes(&file.root));
+        let path = root.join(OsStr::from_bytes(&file.rel));
+        check_relative_path(&file.rel).map_err(|reason| self.refused(&path, reason))?;
+        check_ranges(ranges).map_err(|reason| self.refused(&path, reason))?;
+        let canonical_root = fs::canonicalize(&root).map_err(|e| self.io_error(&root, e))?;
+        let parent = path.parent().unwrap_or(&root);
+        let canonical_parent = fs::canonicalize(parent).map_err(|e| self.io_error(parent, e))?;
+        if !canonical_parent.starts_with(&canonical_root) {
+            return Err(self.refused(&path, "leads outside the harness root"));
+        }
+        // A symlink anywhere below the root is refused, not only one that leads out: the
+        // listing never returns one, so the client has no business asking for it.
+        let mut probe = canonical_root.clone();
+        let components: Vec<&[u8]> = file.rel.split(|&b| b == b'/').collect();
+        for (i, component) in components.iter().enumerate() {
+            probe.push(OsStr::from_bytes(component));
+            let meta = fs::symlink_metadata(&probe).map_err(|e| self.io_error(&path, e))?;
+            if meta.file_type().is_symlink() {
+                return Err(self.refused(&path, "symlink below the harness root"));
+            }
+            if i + 1 < components.len() && !meta.is_dir() {
+                return Err(self.refused(&path, "not a directory"));
+            }
+        }
+        let handle = File::options()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&probe)
+            .map_err(|e| self.io_error(&path, e))?;
+        let meta = handle.metadata().map_err(|e| self.io_error(&path, e))?;
+        if !meta.is_file() {
+            return Err(self.refused(&path, "not a regular file"));
+        }
+        let size = meta.len();
+        let mut chunks = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let start = range.start.min(size);
+            let end = range.end().min(size);
+            let mut buf = vec![0u8; (end - start) as usize];
+            let mut filled = 0usize;
+            while filled < buf.len() {
+                match handle.read_at(&mut buf[filled..], start + filled as u64) {
+                    Ok(0) => break, // truncated since fstat: return what exists
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(self.io_error(&path, e)),
+                }
+            }
+            buf.truncate(filled);
+            chunks.push(buf);
+        }
+        Ok(ReadResult { size, chunks })
+    }
+}
+
+impl Host for LocalHost {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
+        Ok(self.list_sync(roots))
+    }
+
+    async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+        self.read_sync(file, ranges)
+    }
+}
+
+/// `$HOME`, else `/`. (A host without a home has no default harness roots worth reading.)
+pub fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_model::Harness;
+    use std::os::unix::fs::symlink;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn setup() -> (tempfile::TempDir, RootSpec) {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("claude");
+        fs::create_dir_all(home.join("projects/-p")).unwrap();
+        fs::write(home.join("projects/-p/a.jsonl"), b"0123456789").unwrap();
+        let spec = RootSpec {
+            harness: Harness::Claude,
+            dir: Some(home.as_os_str().as_bytes().to_vec()),
+        };
+        (tmp, spec)
+    }
+
+    #[test]
+    fn lists_and_reads_ranges_with_true_size() {
+        let (_tmp, spec) = setup();
+        let host = LocalHost::new("local");
+        let listing = block_on(host.list(std::slice::from_ref(&spec))).unwrap();
+        assert_eq!(listing.files.len(), 1);
+        let entry = &listing.files[0];
+        assert_eq!(entry.rel, b"projects/-p/a.jsonl");
+        let file = FileRef {
+            harness: Harness::Claude,
+            root: entry.root.clone(),
+            rel: entry.rel.clone(),
+        };
+        let got =
+            block_on(host.read(&file, &[ByteRange::new(2, 3), ByteRange::new(8, 100)])).unwrap();
+        assert_eq!(got.size, 10);
+        assert_eq!(got.chunks, vec![b"234".to_vec(), b"89".to_vec()]);
+    }
+
+    #[test]
+    fn symlinks_out_of_the_root_are_neither_listed_nor_read() {
+        let (tmp, spec) = setup();
+        let outside = tmp.path().join("secret.jsonl");
+        fs::write(&outside, b"secret\n").unwrap();
+        let home = tmp.path().join("claude");
+        symlink(&outside, home.join("projects/-p/link.jsonl")).unwrap();
+        symlink(tmp.path(), home.join("projects/escape")).unwrap();
+        let host = LocalHost::new("local");
+        let listing = block_on(host.list(std::slice::from_ref(&spec))).unwrap();
+        assert_eq!(listing.files.len(), 1, "{listing:?}");
+        let root = listing.roots[0].dir.clone();
+        for rel in [
+            &b"projects/-p/link.jsonl"[..],
+            b"projects/escape/secret.jsonl",
+            b"projects/../../secret.jsonl",
+        ] {
+            let file = FileRef {
+                harness: Harness::Claude,
+                root: root.clone(),
+                rel: rel.to_vec(),
+            };
+            let err = block_on(host.read(&file, &[ByteRange::new(0, 10)])).unwrap_err();
+            assert!(matches!(err, HostError::PathRefused { .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn missing_root_is_reported_not_an_error() {
+        let host = LocalHost::new("local");
+        let spec = RootSpec {
+            harness: Harness::Claude,
+            dir: Some(b"/nonexistent/claude".to_vec()),
+        };
+        let listing = block_on(host.list(&[spec])).unwrap();
+        assert!(!listing.roots[0].exists);
+        assert!(listing.files.is_empty());
+    }
+}

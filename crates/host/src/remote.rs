@@ -1,0 +1,279 @@
+//! The SSH host: the two primitives answered by one generated POSIX-sh script per call (`sh -s`,
+//! script on stdin), over one russh connection per host per invocation, opened on first use.
+//! Replies are decoded by `script` (framed by a per-call nonce, never trusted).
+
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use super::script::{self, Dialect, Invocation, posix};
+use super::ssh::{ExecOutput, SshSession, SshTarget};
+use super::{FileRef, Host, HostError};
+use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
+
+/// Which dialect a host is asked to speak (`shell` in the hosts file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellMode {
+    /// POSIX first; PowerShell when the answer says `sh` is missing (once per invocation).
+    Auto,
+    Fixed(Dialect),
+}
+
+/// A host reached over SSH.
+pub struct SshHost {
+    name: String,
+    target: SshTarget,
+    session: Mutex<Option<Arc<SshSession>>>,
+    mode: ShellMode,
+    /// The dialect settled on, once known.
+    dialect: Mutex<Option<Dialect>>,
+    /// What `-v` should say (the dialect switch); the CLI prints these.
+    notes: std::sync::Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for SshHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SshHost")
+            .field("name", &self.name)
+            .field("target", &self.target.original)
+            .finish()
+    }
+}
+
+impl SshHost {
+    /// A host named `name` (as the user addressed it) at a resolved SSH target. Nothing is
+    /// connected until the first call.
+    pub fn new(name: impl Into<String>, target: SshTarget) -> SshHost {
+        SshHost::with_shell(name, target, ShellMode::Auto)
+    }
+
+    pub fn with_shell(name: impl Into<String>, target: SshTarget, mode: ShellMode) -> SshHost {
+        let dialect = match mode {
+            ShellMode::Fixed(d) => Some(d),
+            ShellMode::Auto => None,
+        };
+        SshHost {
+            name: name.into(),
+            target,
+            session: Mutex::new(None),
+            mode,
+            dialect: Mutex::new(dialect),
+            notes: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Notes for `-v` gathered so far (taken: each is returned once).
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn note(&self, text: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+    }
+
+    /// Runs a script in the host's dialect, settling the dialect on the first call under
+    /// `shell = auto`. `make` builds the invocation for a dialect and a nonce.
+    async fn run_script(
+        &self,
+        make: impl Fn(Dialect, &str) -> Invocation,
+        max_stdout: usize,
+    ) -> Result<(String, ExecOutput), HostError> {
+        let settled = *self.dialect.lock().await;
+        let dialect = settled.unwrap_or(Dialect::Posix);
+        let nonce = script::new_nonce();
+        let out = self.exec(&make(dialect, &nonce), max_stdout).await?;
+        if settled.is_some() || self.mode != ShellMode::Auto {
+            return Ok((nonce, out));
+        }
+        if !script::detect_dialect_switch(&out.stdout, &out.stderr, out.exit_status) {
+            *self.dialect.lock().await = Some(Dialect::Posix);
+            return Ok((nonce, out));
+        }
+        let posix_said = answer_of(&out);
+        self.note(format!(
+            "{}: no POSIX sh ({posix_said}); switching to PowerShell",
+            self.name
+        ));
+        let nonce = script::new_nonce();
+        let again = self
+            .exec(&make(Dialect::PowerShell, &nonce), max_stdout)
+            .await?;
+        if script::parse_frame(&self.name, &nonce, &again.stdout).is_err() {
+            return Err(HostError::ShellNotClean {
+                host: self.name.clone(),
+                first_bytes: format!(
+                    "tried POSIX sh ({posix_said}) and PowerShell ({}); neither answered",
+                    answer_of(&again)
+                ),
+            });
+        }
+        *self.dialect.lock().await = Some(Dialect::PowerShell);
+        Ok((nonce, again))
+    }
+
+    /// Runs one invocation; a failure that means the connection is gone forgets it, so a
+    /// caller that retries reconnects.
+    async fn exec(
+        &self,
+        invocation: &Invocation,
+        max_stdout: usize,
+    ) -> Result<ExecOutput, HostError> {
+        let session = self.session().await?;
+        match session
+            .exec(&invocation.exec, &invocation.stdin, max_stdout)
+            .await
+        {
+            Ok(out) => Ok(out),
+            Err(err) => {
+                if matches!(err, HostError::Unreachable { .. }) {
+                    self.disconnect().await;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    pub fn target(&self) -> &SshTarget {
+        &self.target
+    }
+
+    /// The connection, opened on first use and reused afterwards.
+    pub async fn session(&self) -> Result<Arc<SshSession>, HostError> {
+        let mut slot = self.session.lock().await;
+        if let Some(session) = slot.as_ref() {
+            return Ok(session.clone());
+        }
+        let session = Arc::new(SshSession::connect(&self.name, &self.target).await?);
+        *slot = Some(session.clone());
+        Ok(session)
+    }
+
+    /// Forgets the connection (after it dropped); the next call connects again.
+    pub async fn disconnect(&self) {
+        self.session.lock().await.take();
+    }
+
+    /// A reply without a frame: say what came back, from stdout or else stderr (`nologin` and
+    /// `ForceCommand` answer there).
+    fn explain(&self, err: HostError, out: &ExecOutput) -> HostError {
+        match err {
+            HostError::ShellNotClean { host, first_bytes }
+                if out.stdout.iter().all(u8::is_ascii_whitespace) =>
+            {
+                let stderr = String::from_utf8_lossy(&out.stderr[..out.stderr.len().min(200)])
+                    .trim()
+                    .to_string();
+                let status = out
+                    .exit_status
+                    .map(|s| format!(" (exit {s})"))
+                    .unwrap_or_default();
+                let shown = if stderr.is_empty() {
+                    first_bytes
+                } else {
+                    format!("{stderr:?} on stderr")
+                };
+                HostError::ShellNotClean {
+                    host,
+                    first_bytes: format!("{shown}{status}"),
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// What `hosts --check` learns from one host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// Connect, key exchange, host key check and authentication.
+    pub connect: std::time::Duration,
+    /// One exec round trip on the open connection.
+    pub exec: std::time::Duration,
+    /// `uname -s` as the remote script reported it.
+    pub uname: String,
+    /// What the login shell printed outside our frame (rc-file banners); empty when clean.
+    pub noise: Vec<u8>,
+    /// What authentication succeeded with.
+    pub auth: String,
+}
+
+impl SshHost {
+    /// Connects (if needed) and runs an empty framed script, to time the connection and see
+    /// whether the login shell is clean.
+    pub async fn probe(&self) -> Result<Probe, HostError> {
+        let start = std::time::Instant::now();
+        let session = self.session().await?;
+        let connect = start.elapsed();
+        let nonce = script::new_nonce();
+        let text = posix::list_script(&nonce, &[]);
+        let start = std::time::Instant::now();
+        let out = session
+            .exec(
+                posix::POSIX_EXEC,
+                &text,
+                clankie_model::limits::MAX_LIST_REPLY_BYTES,
+            )
+            .await?;
+        let exec = start.elapsed();
+        let frame = script::parse_frame(&self.name, &nonce, &out.stdout)
+            .map_err(|e| self.explain(e, &out))?;
+        let begin = format!("{nonce}:BEGIN");
+        let end = format!("{nonce}:END");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let before = text.find(&begin).map_or("", |i| &text[..i]);
+        let after = text.rfind(&end).map_or("", |i| {
+            text[i..].split_once('\n').map_or("", |(_, rest)| rest)
+        });
+        let noise = format!("{}{}", before.trim(), after.trim()).into_bytes();
+        Ok(Probe {
+            connect,
+            exec,
+            uname: frame.uname,
+            noise,
+            auth: session.authenticated_with().to_string(),
+        })
+    }
+}
+
+/// A short, one-line account of what a failed attempt printed.
+fn answer_of(out: &ExecOutput) -> String {
+    let pick = if out.stderr.iter().all(u8::is_ascii_whitespace) {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    let text = String::from_utf8_lossy(&pick[..pick.len().min(160)]);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match out.exit_status {
+        Some(status) => format!("{text:?}, exit {status}"),
+        None => format!("{text:?}"),
+    }
+}
+
+impl Host for SshHost {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
+        let (nonce, out) = self
+            .run_script(
+                |d, n| d.list(n, roots),
+                clankie_model::limits::MAX_LIST_REPLY_BYTES,
+            )
+            .await?;
+        script::decode_list(&self.name, &nonce, &out.stdout).map_err(|e| self.explain(e, &out))
+    }
+
+    async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+        let limit = script::read_reply_limit(ranges);
+        let (nonce, out) = self
+            .run_script(|d, n| d.read(n, file, ranges), limit)
+            .await?;
+        script::decode_read(&self.name, &nonce, ranges, &out.stdout)
+            .map_err(|e| self.explain(e, &out))
+    }
+}

@@ -1,0 +1,1061 @@
+//! Remote scripts: pure generators for the two primitives (one module per shell dialect) and
+//! the one decoder of their framed, typed-line replies. No I/O here except [`new_nonce`]; a
+//! transport (ssh) runs the script and hands the stdout bytes back to a decoder.
+//!
+//! # Wire format
+//! A reply is framed by a per-call nonce; whatever an rc file prints around the frame is
+//! ignored (the first BEGIN and the last END count):
+//! ```text
+//! \n<nonce>:BEGIN <uname -s>\n
+//! <typed lines>
+//! \n<nonce>:END <rc>\n
+//! ```
+//! Typed lines of a *list* reply, one per root in request order, each followed by its files:
+//! ```text
+//! MODE <gnu|statc|statf|ls|ps>          how the host listed (informational)
+//! ROOT <harness> <0|1> <hex of dir>     resolved (physical) home, and whether one of its subdirs exists
+//! F <size> <mtime> <path>               path = the rest of the line, relative to the root,
+//!                                       optionally prefixed with `./` (never contains a newline)
+//! FX <size> <mtime> <hex of path>       the same, path hex-encoded (for dialects that prefer it)
+//! S                                     one name left out: it holds a newline (POSIX) or a
+//!                                       lone surrogate UTF-8 cannot carry (Windows)
+//! ```
+//! Typed lines of a *read* reply:
+//! ```text
+//! ERR <code> <hex of path>              refusal or failure; the frame ends (rc 1)
+//! META size=<true size> enc=<b64|ossl|uu|hex>
+//! DATA <i>                              then the encoded block-aligned bytes of range i
+//! END-DATA <i>                          (a line no encoder can produce)
+//! ```
+//! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
+//! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
+//! `restricted` (PowerShell's Constrained Language Mode) and anything else (→ Io); `script`
+//! (PowerShell: an unexpected exception, its message hex-encoded in place of the path;
+//! → Protocol). A list reply may carry `ERR unsafe`, `ERR restricted` or `ERR script` too.
+//!
+//! Dialects: POSIX `sh` ([`posix`]) prints `F` lines and LF line ends; Windows PowerShell
+//! ([`powershell`]) prints `FX` lines, CRLF line ends, `enc=b64` and Windows roots (`C:\…`).
+//! Lines are split on `\n` and lose one trailing `\r`; whatever precedes the BEGIN marker (a
+//! BOM, a CLIXML block) is ignored like rc-file noise.
+//!
+//! Range `i` is read block-aligned ([`aligned`]): the payload is `count` blocks of `bs` bytes
+//! from block `skip_blocks`; the decoder drops the first `skip` bytes and keeps at most the
+//! requested length, clipped at the reported size. There is no `pipefail` in `sh`, so the
+//! decoded length is the error check.
+//!
+//! The decoder never trusts the remote: replies over a bound derived from the request are
+//! refused before parsing ([`read_reply_limit`], [`MAX_LIST_REPLY_BYTES`]), numbers and paths are
+//! validated, and nothing is allocated from a size the remote claims.
+
+pub mod posix;
+pub mod powershell;
+
+use base64::Engine as _;
+
+use super::{FileRef, HostError, MAX_READ_BYTES};
+use clankie_model::{
+    ByteRange, FileEntry, Harness, Listing, ReadResult, ResolvedRoot, RootSpec, display_path,
+};
+
+/// What to send to run a script: the exec string and the bytes for the channel's stdin. When
+/// `stdin` is not empty the sender closes stdin after it (a script read to the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub exec: String,
+    pub stdin: Vec<u8>,
+}
+
+/// The script dialect a host speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `sh -s` with the script on stdin ([`posix`]).
+    Posix,
+    /// Windows PowerShell 5.1 through `-EncodedCommand` ([`powershell`]).
+    PowerShell,
+}
+
+impl Dialect {
+    /// The invocation of a list script for `roots`.
+    pub fn list(self, nonce: &str, roots: &[RootSpec]) -> Invocation {
+        match self {
+            Dialect::Posix => posix::invocation(posix::list_script(nonce, roots)),
+            Dialect::PowerShell => powershell::exec_string(&powershell::list_script(nonce, roots)),
+        }
+    }
+
+    /// The invocation of a read script for `ranges` of `file`.
+    pub fn read(self, nonce: &str, file: &FileRef, ranges: &[ByteRange]) -> Invocation {
+        match self {
+            Dialect::Posix => posix::invocation(posix::read_script(nonce, file, ranges)),
+            Dialect::PowerShell => {
+                powershell::exec_string(&powershell::read_script(nonce, file, ranges))
+            }
+        }
+    }
+}
+
+/// For `shell = auto`: whether the reply to a POSIX script says the host is Windows and the
+/// PowerShell dialect should be tried instead. True when no BEGIN line came back and the shell
+/// said that `sh` does not exist — cmd.exe (`'sh' is not recognized as an internal or external
+/// command`, exit status 9009 in any language) or PowerShell (`The term 'sh' is not recognized`,
+/// possibly inside a CLIXML error record) — or when a BEGIN line came back from a
+/// Git-for-Windows, MSYS2 or Cygwin `sh` (`uname -s` is `MINGW64_NT-…`, `MSYS_NT-…`,
+/// `CYGWIN_NT-…`), whose POSIX view of the disk is not where Windows agents keep transcripts.
+pub fn detect_dialect_switch(stdout: &[u8], stderr: &[u8], exit: Option<u32>) -> bool {
+    let unames: Vec<&[u8]> = stdout
+        .split(|&b| b == b'\n')
+        .filter_map(begin_uname)
+        .collect();
+    if !unames.is_empty() {
+        return unames.iter().any(|uname| {
+            let upper = uname.to_ascii_uppercase();
+            [&b"MINGW"[..], b"MSYS", b"CYGWIN"]
+                .iter()
+                .any(|p| upper.starts_with(p))
+        });
+    }
+    let says_no_sh = |text: &[u8]| {
+        find(text, b"'sh' is not recognized").is_some()
+            || find(text, b"&apos;sh&apos; is not recognized").is_some()
+    };
+    says_no_sh(stderr) || says_no_sh(stdout) || exit == Some(9009)
+}
+
+/// The uname of a `<32 hex>:BEGIN <uname>` line (any nonce), trimmed.
+fn begin_uname(line: &[u8]) -> Option<&[u8]> {
+    let at = find(line, b":BEGIN ")?;
+    let nonce = line[..at].rsplit(|b| !b.is_ascii_hexdigit()).next()?;
+    (nonce.len() == 32).then(|| line[at + 7..].trim_ascii())
+}
+
+use clankie_model::limits::{MAX_LIST_REPLY_BYTES, MAX_RANGES};
+
+/// Slack for rc-file noise around a frame, and for typed lines.
+const NOISE_SLACK: usize = 1024 * 1024;
+
+/// Quotes bytes as one single-quoted shell word: `'` becomes `'\''`. Byte-exact for every byte
+/// but NUL (which no path contains).
+pub fn quote(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() + 2);
+    out.push(b'\'');
+    for &b in bytes {
+        if b == b'\'' {
+            out.extend_from_slice(b"'\\''");
+        } else {
+            out.push(b);
+        }
+    }
+    out.push(b'\'');
+    out
+}
+
+/// A fresh per-call nonce: 16 random bytes from the OS, as 32 lowercase hex digits.
+pub fn new_nonce() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: fall back to the std hasher's per-process random keys and the
+        // clock. Weaker, but a nonce only has to be unguessable by the authors of file content.
+        use std::hash::{BuildHasher, Hasher};
+        for half in bytes.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0),
+            );
+            half.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    hex_encode(&bytes)
+}
+
+/// How one range is read on the wire: `count` blocks of `bs` bytes starting at block
+/// `skip_blocks`; the wanted bytes start `skip` bytes into that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Aligned {
+    pub bs: u64,
+    pub skip_blocks: u64,
+    pub count: u64,
+    pub skip: u64,
+}
+
+impl Aligned {
+    /// Most bytes the aligned read can return.
+    pub fn max_bytes(&self) -> u64 {
+        self.bs.saturating_mul(self.count)
+    }
+}
+
+/// The aligned read for a range. Small ranges use small blocks so that alignment costs little.
+pub fn aligned(range: &ByteRange) -> Aligned {
+    let bs: u64 = if range.len <= 256 * 1024 { 4096 } else { 65536 };
+    let skip_blocks = range.start / bs;
+    let end_blocks = range.start.saturating_add(range.len).div_ceil(bs);
+    Aligned {
+        bs,
+        skip_blocks,
+        count: if range.len == 0 {
+            0
+        } else {
+            end_blocks - skip_blocks
+        },
+        skip: range.start % bs,
+    }
+}
+
+/// The largest read reply accepted for these ranges: hex (the bulkiest encoder, about 3.1
+/// characters per byte) of every aligned block, plus slack for rc-file noise.
+pub fn read_reply_limit(ranges: &[ByteRange]) -> usize {
+    let raw: u64 = ranges
+        .iter()
+        .map(|r| aligned(r).max_bytes().min(MAX_READ_BYTES + 2 * 65536))
+        .fold(0, u64::saturating_add);
+    let encoded = raw
+        .saturating_mul(4)
+        .saturating_add(256 * ranges.len() as u64);
+    usize::try_from(encoded)
+        .unwrap_or(usize::MAX)
+        .saturating_add(NOISE_SLACK)
+}
+
+/// The frame of a reply: what `uname -s` said, the script's exit code and the typed lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub uname: String,
+    pub rc: i32,
+    pub body: &'a [u8],
+}
+
+/// Finds the frame: the first `\n<nonce>:BEGIN ` line and the last `\n<nonce>:END <rc>`.
+/// Missing markers mean the remote shell printed something else (a `ForceCommand`, `nologin`,
+/// a broken rc file): [`HostError::ShellNotClean`] shows what came back.
+pub fn parse_frame<'a>(host: &str, nonce: &str, stdout: &'a [u8]) -> Result<Frame<'a>, HostError> {
+    let not_clean = || HostError::ShellNotClean {
+        host: host.to_string(),
+        first_bytes: first_bytes(stdout),
+    };
+    let begin = format!("\n{nonce}:BEGIN ").into_bytes();
+    let end = format!("\n{nonce}:END ").into_bytes();
+    // A reply that starts with the marker itself (no rc output, newline eaten) also counts.
+    let begin_at = if stdout.starts_with(&begin[1..]) {
+        Some(0)
+    } else {
+        find(stdout, &begin).map(|i| i + 1)
+    }
+    .ok_or_else(not_clean)?;
+    let after_begin = begin_at + begin.len() - 1;
+    let uname_len = stdout[after_begin..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(not_clean)?;
+    let body_start = after_begin + uname_len + 1;
+    let end_at = rfind(&stdout[body_start - 1..], &end)
+        .map(|i| i + body_start - 1)
+        .ok_or_else(not_clean)?;
+    let rc_start = end_at + end.len();
+    let rc_line = stdout[rc_start..]
+        .split(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default();
+    let rc = std::str::from_utf8(rc_line)
+        .ok()
+        .and_then(|s| s.trim_end_matches('\r').parse::<i32>().ok())
+        .ok_or_else(not_clean)?;
+    // The END marker's leading newline belongs to the marker; the body keeps its own last one.
+    let body = if end_at >= body_start {
+        &stdout[body_start..end_at]
+    } else {
+        &[][..]
+    };
+    Ok(Frame {
+        uname: String::from_utf8_lossy(&stdout[after_begin..after_begin + uname_len])
+            .trim_end_matches('\r')
+            .to_string(),
+        rc,
+        body,
+    })
+}
+
+/// Decodes a list reply into a [`Listing`], files sorted by (root, rel) like every host.
+pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, HostError> {
+    let bad = |reason: String| protocol(host, reason);
+    if stdout.len() > MAX_LIST_REPLY_BYTES {
+        return Err(bad(format!(
+            "list reply over {MAX_LIST_REPLY_BYTES} bytes; refusing it"
+        )));
+    }
+    let frame = parse_frame(host, nonce, stdout)?;
+    let mut listing = Listing::default();
+    // The root the following files belong to, with its harness's filter.
+    let mut current: Option<(Harness, Vec<u8>, bool)> = None;
+    for line in body_lines(frame.body) {
+        let (tag, rest) = split_word(line);
+        match tag {
+            b"MODE" => {}
+            b"ERR" => return Err(err_line(host, rest)),
+            b"S" if rest.is_empty() => {
+                listing.skipped_names += 1;
+            }
+            b"ROOT" => {
+                let (harness, rest) = split_word(rest);
+                let (exists, hex) = split_word(rest);
+                let harness = std::str::from_utf8(harness)
+                    .ok()
+                    .and_then(Harness::from_name)
+                    .ok_or_else(|| bad(format!("unknown harness in {}", show(line))))?;
+                let exists = match exists {
+                    b"0" => false,
+                    b"1" => true,
+                    _ => return Err(bad(format!("bad ROOT line {}", show(line)))),
+                };
+                let dir =
+                    hex_decode(hex).ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
+                if dir.contains(&0) || (exists && !is_absolute(&dir)) {
+                    return Err(bad(format!("bad root directory in {}", show(line))));
+                }
+                listing.roots.push(ResolvedRoot {
+                    harness,
+                    dir: dir.clone(),
+                    exists,
+                });
+                current = Some((harness, dir, exists));
+            }
+            b"F" | b"FX" => {
+                let Some((harness, root, true)) = &current else {
+                    return Err(bad(format!(
+                        "file outside an existing root: {}",
+                        show(line)
+                    )));
+                };
+                let (size, rest) = split_word(rest);
+                let (mtime, path) = split_word(rest);
+                let size =
+                    parse_u64(size).ok_or_else(|| bad(format!("bad size in {}", show(line))))?;
+                let mtime =
+                    parse_i64(mtime).ok_or_else(|| bad(format!("bad mtime in {}", show(line))))?;
+                let path = if tag == b"FX" {
+                    hex_decode(path).ok_or_else(|| bad(format!("bad path in {}", show(line))))?
+                } else {
+                    path.to_vec()
+                };
+                let rel = path.strip_prefix(b"./").unwrap_or(&path).to_vec();
+                check_listed_path(*harness, &rel)
+                    .map_err(|reason| bad(format!("{reason}: {}", show(line))))?;
+                listing.files.push(FileEntry {
+                    harness: *harness,
+                    root: root.clone(),
+                    rel,
+                    size,
+                    mtime,
+                });
+            }
+            _ => return Err(bad(format!("unexpected line {}", show(line)))),
+        }
+    }
+    if frame.rc != 0 {
+        return Err(bad(format!("list script exited with {}", frame.rc)));
+    }
+    listing
+        .files
+        .sort_by(|a, b| (&a.root, &a.rel).cmp(&(&b.root, &b.rel)));
+    Ok(listing)
+}
+
+/// The non-empty lines of a frame body. A trailing `\r` is dropped: PowerShell ends lines in
+/// CRLF, and no typed line of either dialect ends in one (paths with control characters are
+/// refused anyway).
+fn body_lines(body: &[u8]) -> impl Iterator<Item = &[u8]> {
+    body.split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .filter(|line| !line.is_empty())
+}
+
+/// An absolute directory as a POSIX host (`/…`) or a Windows host (`C:\…`, `C:/…`, `\\server\…`)
+/// spells it.
+fn is_absolute(dir: &[u8]) -> bool {
+    match dir {
+        [b'/', ..] | [b'\\', b'\\', ..] => true,
+        [drive, b':', b'\\' | b'/', ..] => drive.is_ascii_alphabetic(),
+        _ => false,
+    }
+}
+
+/// A listed path must be what the harness's filter allows: `<subdir>/…`, relative, no `..`,
+/// at most `max_depth` directories below one of the subdirs, with a transcript file name; or
+/// exactly one of the harness's `top_files` (any name directly in the root for a harness whose
+/// database a variable may name).
+fn check_listed_path(harness: Harness, rel: &[u8]) -> Result<(), &'static str> {
+    // Not `check_relative_path`: a backslash is an ordinary byte in a POSIX name, and the
+    // local host lists such files too.
+    if rel.is_empty() || rel.starts_with(b"/") || rel.contains(&0) {
+        return Err("not a relative path");
+    }
+    if rel
+        .split(|&b| b == b'/')
+        .any(|c| matches!(c, b"" | b"." | b".."))
+    {
+        return Err("empty, `.` or `..` component in path");
+    }
+    let spec = harness.list_spec();
+    if spec.top_files.iter().any(|name| rel == name.as_bytes()) {
+        return Ok(());
+    }
+    // The database a variable named (`OPENCODE_DB`): any name directly in its directory.
+    if harness.db_env().is_some() && !rel.contains(&b'/') {
+        return Ok(());
+    }
+    let below = spec
+        .subdirs
+        .iter()
+        .find_map(|sub| {
+            rel.strip_prefix(sub.as_bytes())
+                .and_then(|r| r.strip_prefix(b"/"))
+        })
+        .ok_or("path outside the transcript directory")?;
+    let depth = below.iter().filter(|&&b| b == b'/').count();
+    if depth > spec.max_depth as usize {
+        return Err("path deeper than the listing allows");
+    }
+    let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+    if !spec.matches_name(name) {
+        return Err("path without the transcript suffix");
+    }
+    if rel.contains(&b'\r') || rel.contains(&b'\n') {
+        return Err("control character in path");
+    }
+    Ok(())
+}
+
+/// How a read reply encodes its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `base64` or `openssl base64`: base64 with line breaks.
+    Base64,
+    /// `uuencode -m`: base64 between a `begin-base64` line and `====`.
+    Uu,
+    /// `od -An -v -tx1`: two hex digits per byte, whitespace-separated.
+    Hex,
+}
+
+impl Encoding {
+    fn from_wire(name: &[u8]) -> Option<Encoding> {
+        match name {
+            b"b64" | b"ossl" => Some(Encoding::Base64),
+            b"uu" => Some(Encoding::Uu),
+            b"hex" => Some(Encoding::Hex),
+            _ => None,
+        }
+    }
+}
+
+/// Decodes a read reply for `ranges` (the same ranges the script was generated for).
+pub fn decode_read(
+    host: &str,
+    nonce: &str,
+    ranges: &[ByteRange],
+    stdout: &[u8],
+) -> Result<ReadResult, HostError> {
+    let bad = |reason: String| protocol(host, reason);
+    let limit = read_reply_limit(ranges);
+    if stdout.len() > limit {
+        return Err(bad(format!(
+            "read reply of {} bytes is over the {limit} bytes this request allows",
+            stdout.len()
+        )));
+    }
+    let frame = parse_frame(host, nonce, stdout)?;
+    let mut lines = body_lines(frame.body);
+    let first = lines
+        .next()
+        .ok_or_else(|| bad("empty read reply".to_string()))?;
+    let (tag, rest) = split_word(first);
+    if tag == b"ERR" {
+        return Err(err_line(host, rest));
+    }
+    if tag != b"META" {
+        return Err(bad(format!("expected META, got {}", show(first))));
+    }
+    let mut size = None;
+    let mut encoding = None;
+    for field in rest.split(|&b| b == b' ').filter(|f| !f.is_empty()) {
+        if let Some(v) = field.strip_prefix(b"size=") {
+            size = parse_u64(v);
+        } else if let Some(v) = field.strip_prefix(b"enc=") {
+            encoding = Encoding::from_wire(v);
+        }
+    }
+    let (Some(size), Some(encoding)) = (size, encoding) else {
+        return Err(bad(format!("bad META line {}", show(first))));
+    };
+    let mut chunks = Vec::with_capacity(ranges.len().min(MAX_RANGES));
+    for (i, range) in ranges.iter().enumerate() {
+        let data = lines.next().unwrap_or_default();
+        if data != format!("DATA {i}").as_bytes() {
+            return Err(bad(format!("expected DATA {i}, got {}", show(data))));
+        }
+        let end_marker = format!("END-DATA {i}").into_bytes();
+        let mut payload: Vec<&[u8]> = Vec::new();
+        loop {
+            let line = lines
+                .next()
+                .ok_or_else(|| bad(format!("payload of range {i} is cut off")))?;
+            if line == end_marker.as_slice() {
+                break;
+            }
+            payload.push(line);
+        }
+        let wire = aligned(range);
+        let block = decode_payload(encoding, &payload, wire.max_bytes())
+            .map_err(|reason| bad(format!("range {i}: {reason}")))?;
+        let want = if range.start >= size {
+            0
+        } else {
+            range.len.min(size - range.start)
+        };
+        if want == 0 {
+            // Nothing of the range exists: the script runs no `dd` at all.
+            chunks.push(Vec::new());
+            continue;
+        }
+        // Both fit in usize: `block` exists in memory and `want` is at most its length here.
+        let need = wire.skip.saturating_add(want);
+        if (block.len() as u64) < need {
+            return Err(bad(format!(
+                "range {i}: got {} bytes, expected at least {need} (file shrank, or dd failed)",
+                block.len()
+            )));
+        }
+        let start = wire.skip as usize;
+        chunks.push(block[start..start + want as usize].to_vec());
+    }
+    if let Some(extra) = lines.next() {
+        return Err(bad(format!("unexpected line {}", show(extra))));
+    }
+    if frame.rc != 0 {
+        return Err(bad(format!("read script exited with {}", frame.rc)));
+    }
+    Ok(ReadResult { size, chunks })
+}
+
+/// Decodes one range's payload lines, refusing more than `max` decoded bytes.
+fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u8>, String> {
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    // Nothing to read (an empty range, or one past the end) runs no encoder at all.
+    if lines.iter().all(|l| l.trim_ascii().is_empty()) {
+        return Ok(Vec::new());
+    }
+    match encoding {
+        Encoding::Base64 | Encoding::Uu => {
+            let mut lines = lines;
+            if encoding == Encoding::Uu {
+                let Some((first, rest)) = lines.split_first() else {
+                    return Err("uuencode output without header".into());
+                };
+                if !first.starts_with(b"begin-base64 ") {
+                    return Err("uuencode output without header".into());
+                }
+                let Some((last, rest)) = rest.split_last() else {
+                    return Err("uuencode output without trailer".into());
+                };
+                if last.trim_ascii() != b"====" {
+                    return Err("uuencode output without trailer".into());
+                }
+                lines = rest;
+            }
+            let total: usize = lines.iter().map(|l| l.len()).sum();
+            // Four characters per three bytes: refuse before decoding anything oversized.
+            if total / 4 * 3 > max + 3 {
+                return Err(format!("more than {max} bytes of payload"));
+            }
+            let mut text = Vec::with_capacity(total);
+            for line in lines {
+                text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
+            }
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(&text)
+                .map_err(|e| format!("bad base64: {e}"))?;
+            if decoded.len() > max {
+                return Err(format!("more than {max} bytes of payload"));
+            }
+            Ok(decoded)
+        }
+        Encoding::Hex => {
+            let mut out = Vec::new();
+            for line in lines {
+                for token in line.split(|b| b.is_ascii_whitespace()) {
+                    if token.is_empty() {
+                        continue;
+                    }
+                    let [hi, lo] = token else {
+                        return Err("bad hex token".into());
+                    };
+                    let byte = (hex_val(*hi).ok_or("bad hex digit")? << 4)
+                        | hex_val(*lo).ok_or("bad hex digit")?;
+                    if out.len() == max {
+                        return Err(format!("more than {max} bytes of payload"));
+                    }
+                    out.push(byte);
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Maps an `ERR <code> <hex path>` line to the error a user reads.
+fn err_line(host: &str, rest: &[u8]) -> HostError {
+    let (code, hex) = split_word(rest);
+    let path = hex_decode(hex)
+        .map(|p| display_path(&p))
+        .unwrap_or_else(|| "?".to_string());
+    let host = host.to_string();
+    let refused = |reason: &str| HostError::PathRefused {
+        host: host.clone(),
+        path: path.clone(),
+        reason: reason.to_string(),
+    };
+    match code {
+        b"noroot" | b"nodir" | b"missing" => HostError::NotFound {
+            host: host.clone(),
+            path: path.clone(),
+        },
+        b"outside" => refused("leads outside the harness root, or through a symlink"),
+        b"symlink" => refused("symlink below the harness root"),
+        b"notfile" => refused("not a regular file"),
+        b"badpath" => refused("not a clean relative path"),
+        b"badrange" => refused("read request over the per-call cap"),
+        b"unsafe" => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: "the remote shell cannot carry this path's bytes in its locale".to_string(),
+        },
+        b"restricted" => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: "PowerShell runs in Constrained Language Mode (AppLocker/WDAC policy); \
+                     file access through .NET is blocked"
+                .to_string(),
+        },
+        b"open" => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: "cannot open the file (locked, or the path is too long)".to_string(),
+        },
+        // The hex field carries the PowerShell error message here, not a path.
+        b"script" => HostError::Protocol {
+            host: host.clone(),
+            reason: format!("remote PowerShell failed: {path}"),
+        },
+        b"unreadable" => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: "permission denied".to_string(),
+        },
+        other => HostError::Io {
+            host: host.clone(),
+            path: path.clone(),
+            reason: format!("remote script failed: {}", show(other)),
+        },
+    }
+}
+
+fn protocol(host: &str, reason: String) -> HostError {
+    HostError::Protocol {
+        host: host.to_string(),
+        reason,
+    }
+}
+
+/// The first ~200 bytes of a reply, escaped so that nothing in them reaches a terminal raw.
+fn first_bytes(stdout: &[u8]) -> String {
+    let head = &stdout[..stdout.len().min(200)];
+    let mut s = head.escape_ascii().to_string();
+    if stdout.len() > 200 {
+        s.push('…');
+    }
+    if s.is_empty() {
+        s.push_str("(nothing)");
+    }
+    s
+}
+
+/// A line for an error message: at most 120 bytes, escaped.
+fn show(line: &[u8]) -> String {
+    let mut s = line[..line.len().min(120)].escape_ascii().to_string();
+    if line.len() > 120 {
+        s.push('…');
+    }
+    format!("`{s}`")
+}
+
+/// Splits off the first space-separated word (the rest keeps any further spaces).
+fn split_word(line: &[u8]) -> (&[u8], &[u8]) {
+    match line.iter().position(|&b| b == b' ') {
+        Some(i) => (&line[..i], &line[i + 1..]),
+        None => (line, &[]),
+    }
+}
+
+fn parse_u64(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+fn parse_i64(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text.strip_prefix(b"-") {
+        Some(d) => (true, d),
+        None => (false, text),
+    };
+    let value = i64::try_from(parse_u64(digits)?).ok()?;
+    Some(if negative { -value } else { value })
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Decodes hex digits, ignoring ASCII whitespace.
+fn hex_decode(text: &[u8]) -> Option<Vec<u8>> {
+    let digits: Vec<u8> = text
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    digits
+        .chunks(2)
+        .map(|p| Some((hex_val(p[0])? << 4) | hex_val(p[1])?))
+        .collect()
+}
+
+pub(crate) fn hex_encode(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).rposition(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONCE: &str = "0123456789abcdef0123456789abcdef";
+
+    fn framed(body: &str, rc: i32) -> Vec<u8> {
+        format!("motd\n\n{NONCE}:BEGIN Linux\n{body}\n{NONCE}:END {rc}\nlogout\n").into_bytes()
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn dialect_switch_on_a_missing_sh_or_a_windows_posix_layer() {
+        let cmd = b"'sh' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n";
+        assert!(detect_dialect_switch(b"", cmd, Some(1)));
+        // Another language: cmd's exit status still says "no such command".
+        assert!(detect_dialect_switch(
+            b"",
+            "Der Befehl \"sh\" ist entweder falsch geschrieben".as_bytes(),
+            Some(9009)
+        ));
+        let ps51 = b"sh : The term 'sh' is not recognized as the name of a cmdlet, function, script file, or operable program.\r\n";
+        assert!(detect_dialect_switch(b"", ps51, Some(1)));
+        let pwsh = b"sh: The term 'sh' is not recognized as a name of a cmdlet, function, script file, or executable program.";
+        assert!(detect_dialect_switch(b"", pwsh, Some(1)));
+        let clixml = b"#< CLIXML\r\n<Objs Version=\"1.1.0.1\"><S S=\"Error\">sh : The term &apos;sh&apos; is not recognized as the name of a cmdlet_x000D__x000A_</S></Objs>";
+        assert!(detect_dialect_switch(b"", clixml, Some(1)));
+        for uname in [
+            "MINGW64_NT-10.0-19045",
+            "MSYS_NT-10.0-22631",
+            "CYGWIN_NT-10.0",
+            "mingw32_nt-6.1",
+        ] {
+            let out = format!("\n{NONCE}:BEGIN {uname}\r\nMODE statc\n\n{NONCE}:END 0\n");
+            assert!(
+                detect_dialect_switch(out.as_bytes(), b"", Some(0)),
+                "{uname}"
+            );
+        }
+        // A POSIX host answered: no switch, whatever else was printed.
+        let linux = format!("motd\n\n{NONCE}:BEGIN Linux\n\n{NONCE}:END 0\n");
+        assert!(!detect_dialect_switch(linux.as_bytes(), cmd, Some(0)));
+        assert!(!detect_dialect_switch(
+            format!("\n{NONCE}:BEGIN Darwin\n").as_bytes(),
+            b"",
+            None
+        ));
+        // Other failures are not a reason to switch.
+        for (out, err, exit) in [
+            (
+                &b"This account is currently not available.\n"[..],
+                &b""[..],
+                Some(1),
+            ),
+            (b"", b"sh: 1: syntax error", Some(2)),
+            (b"", b"bash: sh: command not found", Some(127)),
+            (b"", b"", None),
+            (b"x:BEGIN MINGW64", b"", Some(0)),
+        ] {
+            assert!(
+                !detect_dialect_switch(out, err, exit),
+                "{:?}",
+                String::from_utf8_lossy(err)
+            );
+        }
+    }
+
+    #[test]
+    fn quoting_is_single_quotes_with_escaped_quotes() {
+        assert_eq!(quote(b"a b"), b"'a b'");
+        assert_eq!(quote(b"it's"), b"'it'\\''s'");
+        assert_eq!(quote(b""), b"''");
+        assert_eq!(quote(b"\xff$(x)`y`"), b"'\xff$(x)`y`'");
+    }
+
+    #[test]
+    fn nonces_are_fresh_hex() {
+        let (a, b) = (new_nonce(), new_nonce());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn alignment() {
+        let a = aligned(&ByteRange::new(4097, 10));
+        assert_eq!((a.bs, a.skip_blocks, a.count, a.skip), (4096, 1, 1, 1));
+        let a = aligned(&ByteRange::new(65_535, 1024 * 1024));
+        assert_eq!(
+            (a.bs, a.skip_blocks, a.count, a.skip),
+            (65536, 0, 17, 65_535)
+        );
+        assert_eq!(aligned(&ByteRange::new(5, 0)).count, 0);
+    }
+
+    #[test]
+    fn frame_takes_the_first_begin_and_the_last_end() {
+        let out = format!("{NONCE}:BEGIN Darwin\nbody\n{NONCE}:END 0\n\n{NONCE}:END 0\nnoise");
+        let frame = parse_frame("h", NONCE, out.as_bytes()).unwrap();
+        assert_eq!(frame.uname, "Darwin");
+        assert_eq!(frame.rc, 0);
+        assert_eq!(frame.body, format!("body\n{NONCE}:END 0\n").as_bytes());
+    }
+
+    #[test]
+    fn missing_markers_mean_the_shell_is_not_clean() {
+        for out in [
+            &b"This account is currently not available.\n"[..],
+            b"",
+            format!("\n{NONCE}:BEGIN Linux\nMETA size=1 enc=b64\n").as_bytes(),
+            b"\nffffffffffffffffffffffffffffffff:BEGIN Linux\n\nffffffffffffffffffffffffffffffff:END 0\n",
+        ] {
+            let err = decode_read("h", NONCE, &[ByteRange::new(0, 1)], out).unwrap_err();
+            let HostError::ShellNotClean { first_bytes, .. } = &err else {
+                panic!("{err:?}");
+            };
+            assert!(!first_bytes.contains('\n'), "{first_bytes}");
+        }
+        let noisy = [b"\x1b[31m".repeat(100), b"\n".to_vec()].concat();
+        let err = decode_list("h", NONCE, &noisy).unwrap_err().to_string();
+        assert!(
+            err.contains("\\x1b[31m") && err.contains('…') && !err.contains('\x1b'),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn reads_decode_every_encoding_and_trim_the_aligned_block() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        let ranges = [ByteRange::new(4100, 10), ByteRange::new(9_995, 100)];
+        let blocks = [&data[4096..8192], &data[8192..]];
+        let hex = |b: &[u8]| {
+            b.chunks(16)
+                .map(|c| c.iter().map(|x| format!(" {x:02x}")).collect::<String>() + "\n")
+                .collect::<String>()
+        };
+        let wrap = |s: String| {
+            s.as_bytes()
+                .chunks(76)
+                .map(|c| String::from_utf8(c.to_vec()).unwrap() + "\n")
+                .collect::<String>()
+        };
+        for (enc, encode) in [
+            (
+                "b64",
+                &(|b: &[u8]| wrap(b64(b))) as &dyn Fn(&[u8]) -> String,
+            ),
+            ("ossl", &|b: &[u8]| wrap(b64(b))),
+            ("uu", &|b: &[u8]| {
+                format!("begin-base64 644 x\n{}====\n", wrap(b64(b)))
+            }),
+            ("hex", &hex),
+        ] {
+            let body = format!(
+                "META size=10000 enc={enc}\nDATA 0\n{}\nEND-DATA 0\nDATA 1\n{}\nEND-DATA 1\n",
+                encode(blocks[0]),
+                encode(blocks[1])
+            );
+            let got = decode_read("h", NONCE, &ranges, &framed(&body, 0)).unwrap();
+            assert_eq!(got.size, 10_000);
+            assert_eq!(
+                got.chunks,
+                vec![data[4100..4110].to_vec(), data[9_995..].to_vec()]
+            );
+        }
+    }
+
+    #[test]
+    fn err_lines_map_to_host_errors() {
+        let path = "/r/projects/x.jsonl";
+        let hex = hex_encode(path.as_bytes());
+        for (code, want) in [
+            ("symlink", "PathRefused"),
+            ("outside", "PathRefused"),
+            ("notfile", "PathRefused"),
+            ("missing", "NotFound"),
+            ("noroot", "NotFound"),
+            ("unreadable", "Io"),
+            ("weird", "Io"),
+        ] {
+            let out = framed(&format!("ERR {code} {hex}"), 1);
+            let err = decode_read("h", NONCE, &[ByteRange::new(0, 1)], &out).unwrap_err();
+            assert!(format!("{err:?}").starts_with(want), "{code}: {err:?}");
+            assert!(err.to_string().contains(path), "{err}");
+        }
+    }
+
+    #[test]
+    fn hostile_read_replies_are_refused_without_trusting_them() {
+        let ranges = [ByteRange::new(0, 10)];
+        let cases: Vec<(String, &str)> = vec![
+            // A huge claimed size allocates nothing: the payload is still short.
+            (
+                format!(
+                    "META size=18446744073709551615 enc=b64\nDATA 0\n{}\nEND-DATA 0",
+                    b64(b"abc")
+                ),
+                "expected at least 10",
+            ),
+            // Truncated payload: the END-DATA never comes.
+            (
+                format!("META size=10 enc=b64\nDATA 0\n{}", b64(b"0123456789")),
+                "cut off",
+            ),
+            // More payload than the aligned block can hold.
+            (
+                format!(
+                    "META size=10 enc=b64\nDATA 0\n{}\nEND-DATA 0",
+                    b64(&[0u8; 5000])
+                ),
+                "more than 4096",
+            ),
+            (
+                format!(
+                    "META size=10 enc=hex\nDATA 0\n{}\nEND-DATA 0",
+                    " 00".repeat(4097)
+                ),
+                "more than 4096",
+            ),
+            (
+                "META size=-1 enc=b64\nDATA 0\nEND-DATA 0".into(),
+                "bad META",
+            ),
+            (
+                "META size=10 enc=rot13\nDATA 0\nEND-DATA 0".into(),
+                "bad META",
+            ),
+            (
+                "META size=10 enc=b64\nDATA 1\nEND-DATA 1".into(),
+                "expected DATA 0",
+            ),
+            (
+                "META size=10 enc=hex\nDATA 0\n 0g\nEND-DATA 0".into(),
+                "bad hex",
+            ),
+            (
+                "META size=10 enc=b64\nDATA 0\n!!!!\nEND-DATA 0".into(),
+                "bad base64",
+            ),
+            (
+                format!(
+                    "META size=10 enc=b64\nDATA 0\n{}\nEND-DATA 0\nextra",
+                    b64(b"0123456789")
+                ),
+                "unexpected line",
+            ),
+        ];
+        for (body, want) in cases {
+            let err = decode_read("h", NONCE, &ranges, &framed(&body, 0)).unwrap_err();
+            assert!(err.to_string().contains(want), "{want}: {err}");
+        }
+        // A reply over the bound is refused before it is parsed.
+        let limit = read_reply_limit(&ranges);
+        assert!(limit < 2 * 1024 * 1024, "{limit}");
+        let huge = framed(&"A".repeat(limit), 0);
+        let err = decode_read("h", NONCE, &ranges, &huge).unwrap_err();
+        assert!(err.to_string().contains("over the"), "{err}");
+        // The bound grows with the request, up to hex of 4 MiB and its alignment.
+        let big = read_reply_limit(&[ByteRange::new(1, MAX_READ_BYTES)]);
+        assert!(big > 16 * 1024 * 1024 && big < 20 * 1024 * 1024, "{big}");
+    }
+
+    #[test]
+    fn hostile_listings_are_refused() {
+        let root = format!("ROOT claude 1 {}", hex_encode(b"/home/u/.claude"));
+        let cases = [
+            "F 1 2 projects/a.jsonl".to_string(),
+            format!("{root}\nF 1 2 projects/../../etc/passwd.jsonl"),
+            format!("{root}\nF 1 2 /etc/passwd.jsonl"),
+            format!("{root}\nF 1 2 ./projects/./a.jsonl"),
+            format!("{root}\nF 1 2 projects//a.jsonl"),
+            format!("{root}\nF 1 2 other/a.jsonl"),
+            format!("{root}\nF 1 2 projects/a.txt"),
+            format!("{root}\nF 1 2 projects/1/2/3/4/5/6/7/a.jsonl"),
+            format!("{root}\nF -1 2 projects/a.jsonl"),
+            format!("{root}\nF 99999999999999999999999 2 projects/a.jsonl"),
+            format!("{root}\nF 1 x projects/a.jsonl"),
+            format!("{root}\nFX 1 2 zz"),
+            format!("ROOT nosuch 1 {}", hex_encode(b"/x")),
+            format!("ROOT claude 1 {}", hex_encode(b"relative")),
+            format!(
+                "ROOT claude 0 {}\nF 1 2 projects/a.jsonl",
+                hex_encode(b"/x")
+            ),
+            format!("{root}\nHELLO"),
+        ];
+        for body in cases {
+            let err = decode_list("h", NONCE, &framed(&body, 0)).unwrap_err();
+            assert!(matches!(err, HostError::Protocol { .. }), "{body}: {err}");
+        }
+        let ok = format!(
+            "MODE gnu\n{root}\nF 1 -2 ./projects/b c.jsonl\nFX 3 4 {}\nS\nS",
+            hex_encode(b"projects/1/2/3/4/5/6/a\xff.jsonl")
+        );
+        let listing = decode_list("h", NONCE, &framed(&ok, 0)).unwrap();
+        assert_eq!(listing.skipped_names, 2);
+        assert_eq!(listing.files.len(), 2);
+        assert_eq!(listing.files[0].rel, b"projects/1/2/3/4/5/6/a\xff.jsonl");
+        assert_eq!((listing.files[1].size, listing.files[1].mtime), (1, -2));
+        let over = vec![b'x'; MAX_LIST_REPLY_BYTES + 1];
+        assert!(matches!(
+            decode_list("h", NONCE, &over).unwrap_err(),
+            HostError::Protocol { .. }
+        ));
+    }
+}

@@ -1,0 +1,458 @@
+//! POSIX `sh` scripts for the two primitives. Pure generators: the exec string is always
+//! [`POSIX_EXEC`] and the script goes on stdin; the reply is decoded by [`super::decode_list`]
+//! and [`super::decode_read`].
+//!
+//! How the scripts stay safe and portable:
+//! - The whole script is one `{ …; } </dev/null` group. The shell parses all of it before it runs
+//!   any of it, so a partly eaten script (rc files that read stdin) fails to parse instead of
+//!   running a fragment, and every command inside reads `/dev/null`, never the rest of the script.
+//! - Every value is single-quoted by [`super::quote`], and what is quoted is the value's bytes
+//!   as `printf` octal escapes plus a sentinel `X`: the script text stays ASCII (yash cannot parse
+//!   other bytes) and holds no shell syntax from any path even if parsing starts mid-value. The
+//!   sentinel also detects a shell that cannot carry a byte (yash drops everything after a byte
+//!   that is invalid in its locale): such a value is refused, never truncated into another path.
+//! - Nothing is written anywhere: no temp files, the only redirections go to `/dev/null`.
+//! - Listing probes its tools instead of guessing: GNU `find -printf`, else `stat -c`
+//!   (GNU, busybox), else BSD `stat -f`, else `ls -ln` + `date -r`. Depth is limited with a POSIX
+//!   `-path '*/*/…' -prune` rather than `-maxdepth` (not POSIX): `-path` does not treat `/`
+//!   specially, so a pattern of k stars matches every path with at least k-1 slashes, whatever
+//!   the names, and the same expression runs on GNU, BSD and busybox.
+//! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
+//!   `od -An -v -tx1`, and names it in the META line.
+
+use super::{Invocation, MAX_RANGES, aligned, quote};
+use crate::{FileRef, check_ranges, check_relative_path};
+use clankie_model::{ByteRange, RootSpec};
+
+/// The exec string for every POSIX host: plain words that every login shell passes unchanged.
+pub const POSIX_EXEC: &str = "sh -s";
+
+/// The invocation of a POSIX script: [`POSIX_EXEC`], the script on stdin.
+pub fn invocation(script: Vec<u8>) -> Invocation {
+    Invocation {
+        exec: POSIX_EXEC.to_string(),
+        stdin: script,
+    }
+}
+
+/// How a listing gets each file's size and mtime. Probed on the host unless forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMode {
+    /// GNU `find -printf`.
+    GnuFind,
+    /// `stat -c` (GNU coreutils, busybox).
+    StatC,
+    /// `stat -f` (BSD, macOS).
+    StatF,
+    /// `ls -ln` for the size and `date -r` for the mtime, one `sh` per batch of files.
+    LsDate,
+}
+
+impl ListMode {
+    fn wire(self) -> &'static str {
+        match self {
+            ListMode::GnuFind => "gnu",
+            ListMode::StatC => "statc",
+            ListMode::StatF => "statf",
+            ListMode::LsDate => "ls",
+        }
+    }
+}
+
+/// Which tool encodes a read's payload. Probed on the host unless forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoder {
+    Base64,
+    Openssl,
+    Uuencode,
+    Od,
+}
+
+impl Encoder {
+    fn wire(self) -> &'static str {
+        match self {
+            Encoder::Base64 => "b64",
+            Encoder::Openssl => "ossl",
+            Encoder::Uuencode => "uu",
+            Encoder::Od => "hex",
+        }
+    }
+}
+
+/// A script under construction.
+struct Script(Vec<u8>);
+
+impl Script {
+    /// Opens the group, sets a predictable environment and assigns the nonce.
+    fn new(nonce: &str) -> Script {
+        let mut s = Script(Vec::with_capacity(4096));
+        s.raw("{\n");
+        s.raw("N=");
+        s.word(nonce.as_bytes());
+        s.raw("\nunset CDPATH\nIFS=' \t\n'\nLC_ALL=C; export LC_ALL\nset -f\nNL='\n'\nbad=\n");
+        // A function exported from the user's environment (bash `export -f`) must not stand in
+        // for a tool.
+        s.raw("unset -f cd pwd find stat ls date od tr dd base64 openssl uuencode uname sh 2>/dev/null\n");
+        // `hx` hex-encodes a value on one line (a name may hold any byte but NUL).
+        s.raw("hx() { printf '%s' \"$1\" | od -An -v -tx1 | tr -d ' \\t\\n'; }\n");
+        s
+    }
+
+    fn raw(&mut self, text: &str) {
+        self.0.extend_from_slice(text.as_bytes());
+    }
+
+    /// One quoted shell word.
+    fn word(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(&quote(bytes));
+    }
+
+    /// `name=<bytes>` without the bytes ever appearing in the script text (see module doc).
+    /// Leaves `$name` empty and `$bad` set when the shell could not carry the value.
+    fn assign(&mut self, name: &str, bytes: &[u8]) {
+        let mut escaped = Vec::with_capacity(bytes.len() * 4 + 1);
+        for b in bytes {
+            escaped.extend_from_slice(format!("\\{b:03o}").as_bytes());
+        }
+        escaped.push(b'X');
+        self.raw(&format!("{name}=$(printf "));
+        self.word(&escaped);
+        self.raw(&format!(
+            ")\ncase ${name} in *X) {name}=${{{name}%X}} ;; *) {name}= bad=1 ;; esac\n"
+        ));
+    }
+
+    fn begin(&mut self) {
+        self.raw("printf '\\n%s:BEGIN %s\\n' \"$N\" \"$(uname -s 2>/dev/null)\"\n");
+    }
+
+    /// Prints END and closes the group (stdin of everything in it: `/dev/null`).
+    fn end(mut self, rc: &str) -> Vec<u8> {
+        self.raw(&format!(
+            "printf '\\n%s:END {rc}\\n' \"$N\"\n}} </dev/null\n"
+        ));
+        self.0
+    }
+}
+
+/// The list script: for each root a `ROOT` line, then an `F` line per transcript file and an
+/// `S` line per name left out for holding a newline (see the wire format in [`super`]).
+pub fn list_script(nonce: &str, roots: &[RootSpec]) -> Vec<u8> {
+    list_script_with(nonce, roots, None)
+}
+
+/// [`list_script`] with the listing tool forced instead of probed (tests, `doctor`).
+pub fn list_script_with(nonce: &str, roots: &[RootSpec], mode: Option<ListMode>) -> Vec<u8> {
+    let mut s = Script::new(nonce);
+    s.raw("m=");
+    s.word(mode.map(ListMode::wire).unwrap_or_default().as_bytes());
+    s.raw(
+        r#"
+if [ -z "$m" ]; then
+  if find /dev/null -prune -printf '' >/dev/null 2>&1; then m=gnu
+  elif [ "$(stat -c X /dev/null 2>/dev/null)" = X ]; then m=statc
+  elif [ "$(stat -f X /dev/null 2>/dev/null)" = X ]; then m=statf
+  else m=ls; fi
+fi
+"#,
+    );
+    // The ls mode's per-batch script, run by `find -exec sh -c`: `set -f` because `$s` is split
+    // into fields and a file name may hold glob characters.
+    s.raw("L=");
+    s.word(
+        br#"set -f; for f do s=$(ls -ln "$f" 2>/dev/null) || continue; set -- $s; t=$(date -r "$f" +%s 2>/dev/null) || continue; printf 'F %s %s %s\n' "$5" "$t" "$f"; done"#,
+    );
+    // walk HARNESS DIR DEPTH-PATTERN SUBDIR… -- TOP-FILE… -- NAME-PATTERN…. A root that does not resolve is
+    // reported as given; below a resolved root nothing is followed (`find` without -L/-H, run
+    // from inside the root so that every printed path is `./<subdir>/…`). Subdirs are plain
+    // names (checked by the generator), so `$es` splits safely under `set -f`; top files may be
+    // a name from `OPENCODE_DB`, so `$et` is newline-separated and split on newlines; the name
+    // patterns become `-name P1 -o -name P2 …` in the positional parameters (the `for` list is
+    // expanded before `set --` changes them).
+    s.raw(
+        r#"
+walk() {
+  h=$1 d=$2 dp=$3; shift 3
+  r=$(cd -P -- "$d" 2>/dev/null && pwd -P) || r=
+  case $r in /) rs= ;; *) rs=$r ;; esac
+  es=
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    if [ -n "$r" ] && [ -d "$rs/$1" ] && [ ! -L "$rs/$1" ]; then es="$es $1"; fi
+    shift
+  done
+  shift
+  et=
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    if [ -n "$r" ] && [ -f "$rs/$1" ] && [ ! -L "$rs/$1" ]; then et="$et$NL$1"; fi
+    shift
+  done
+  shift
+  if [ -z "$r" ]; then printf 'ROOT %s 0 ' "$h"; hx "$d"; printf '\n'; return 0; fi
+  if [ -n "$es$et" ]; then e=1; else e=0; fi
+  printf 'ROOT %s %s ' "$h" "$e"; hx "$r"; printf '\n'
+  [ "$e" = 1 ] || return 0
+  n=$#
+  if [ "$n" -gt 0 ]; then
+    for a do set -- "$@" -o -name "$a"; done
+    shift "$n"; shift
+  fi
+  (
+    cd -P -- "$r" || exit 0
+    oi=$IFS; IFS=$NL
+    for tf in $et; do
+    case $m in
+    gnu) find "./$tf" -prune -type f -printf 'F %s %Ts %p\n' ;;
+    statc) stat -c 'F %s %Y %n' "./$tf" ;;
+    statf) stat -f 'F %z %m %N' "./$tf" ;;
+    *) sh -c "$L" sh "./$tf" ;;
+    esac 2>/dev/null
+    done
+    IFS=$oi
+    for sd in $es; do
+    case $m in
+    gnu) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -printf 'S\n' -o -type f \( "$@" \) -printf 'F %s %Ts %p\n' ;;
+    statc) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec stat -c 'F %s %Y %n' {} + ;;
+    statf) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec stat -f 'F %z %m %N' {} + ;;
+    *) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec sh -c "$L" sh {} + ;;
+    esac 2>/dev/null
+    done
+  )
+}
+"#,
+    );
+    let mut calls = Vec::new();
+    for (i, spec) in roots.iter().enumerate() {
+        let var = format!("D{i}");
+        let home = spec.harness.default_home();
+        match &spec.dir {
+            // Given explicitly: used as bytes, never expanded by the shell.
+            Some(dir) => s.assign(&var, dir),
+            None => {
+                // `$VAR` when set and non-empty, else `$HOME/<rel>` (`/` without a HOME),
+                // joined the way `Path::join` does.
+                let env = home.env_var.unwrap_or("");
+                debug_assert!(env.is_empty() || is_name(env));
+                s.assign("H", home.home_relative.as_bytes());
+                if env.is_empty() {
+                    s.raw(&format!("{var}=\n"));
+                } else {
+                    s.raw(&format!("{var}=${{{env}:-}}\n"));
+                }
+                s.raw(&format!(
+                    "if [ -z \"${var}\" ]; then h=${{HOME:-/}}; case $h in */) {var}=$h$H ;; *) {var}=$h/$H ;; esac; fi\n"
+                ));
+                if !env.is_empty() && !home.env_relative.is_empty() {
+                    // The variable names a directory above the home (`$GEMINI_CLI_HOME/.gemini`).
+                    s.assign("H", home.env_relative.as_bytes());
+                    s.raw(&format!(
+                        "if [ -n \"${{{env}:-}}\" ]; then case ${var} in */) {var}=${var}$H ;; *) {var}=${var}/$H ;; esac; fi\n"
+                    ));
+                }
+            }
+        }
+        // The harness's database variable (`OPENCODE_DB`), for a default root: `T<i>` is the
+        // file name and `D<i>` its directory, as `model::db_override` puts them.
+        let db_env = spec.harness.db_env().filter(|_| spec.dir.is_none());
+        if let Some(env) = db_env {
+            debug_assert!(is_name(env));
+            s.raw(&format!(
+                "T{i}=\nif [ -n \"${{{env}:-}}\" ] && [ \"${env}\" != :memory: ]; then\n\
+                 case ${env} in /*) p=${env} ;; *) case ${var} in */) p=${var}${env} ;; *) p=${var}/${env} ;; esac ;; esac\n\
+                 t=${{p##*/}}\n\
+                 case $t in ''|.|..|*\"$NL\"*) ;; *) T{i}=$t {var}=${{p%/*}}; [ -n \"${var}\" ] || {var}=/ ;; esac\n\
+                 fi\n"
+            ));
+        }
+        let list = spec.harness.list_spec();
+        // `./<subdir>` has 1 slash; an entry of a directory `d` levels below it has `d + 1`
+        // more. Directories down to `max_depth` are read, so entries with more slashes than
+        // that are pruned unseen.
+        let slashes = 1 + list.max_depth as usize + 2;
+        let depth_pattern = vec!["*"; slashes + 1].join("/");
+        let mut call = format!("walk {} \"${var}\" ", list_word(spec.harness.name()));
+        call.push_str(&list_word(&depth_pattern));
+        for subdir in list.subdirs {
+            assert!(
+                is_plain_name(subdir),
+                "subdir `{subdir}` must be a plain name"
+            );
+            call.push(' ');
+            call.push_str(&list_word(subdir));
+        }
+        call.push_str(" --");
+        let mut tops = String::new();
+        for name in list.top_files {
+            assert!(
+                is_plain_name(name),
+                "top file `{name}` must be a plain name"
+            );
+            tops.push(' ');
+            tops.push_str(&list_word(name));
+        }
+        let mut tail = String::from(" --");
+        for suffix in list.suffixes {
+            let pattern = match suffix.strip_prefix('/') {
+                Some(whole) => glob_escape(whole),
+                None => format!("*{}", glob_escape(suffix)),
+            };
+            tail.push(' ');
+            tail.push_str(&list_word(&pattern));
+        }
+        if db_env.is_some() {
+            calls.push(format!(
+                "if [ -n \"$T{i}\" ]; then {call} \"$T{i}\" \"$T{i}-wal\"{tail}; else {call}{tops}{tail}; fi"
+            ));
+        } else {
+            calls.push(format!("{call}{tops}{tail}"));
+        }
+    }
+    s.begin();
+    s.raw("[ -z \"${bad:-}\" ] || { printf 'ERR unsafe\\n\\n%s:END 1\\n' \"$N\"; exit 0; }\n");
+    s.raw("printf 'MODE %s\\n' \"$m\"\n");
+    for call in calls {
+        s.raw(&call);
+        s.raw("\n");
+    }
+    s.end("0")
+}
+
+/// The read script: confinement checks (an `ERR` line on refusal), a `META` line with the
+/// file's true size and the encoder, then each range's aligned block between `DATA i` and
+/// `END-DATA i`.
+pub fn read_script(nonce: &str, file: &FileRef, ranges: &[ByteRange]) -> Vec<u8> {
+    read_script_with(nonce, file, ranges, None)
+}
+
+/// [`read_script`] with the encoder forced instead of probed (tests, `doctor`).
+pub fn read_script_with(
+    nonce: &str,
+    file: &FileRef,
+    ranges: &[ByteRange],
+    encoder: Option<Encoder>,
+) -> Vec<u8> {
+    let mut s = Script::new(nonce);
+    let (dir, base) = match file.rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&file.rel[..i], &file.rel[i + 1..]),
+        None => (&b""[..], &file.rel[..]),
+    };
+    let mut path = file.root.clone();
+    path.push(b'/');
+    path.extend_from_slice(&file.rel);
+    s.assign("P", &path);
+    // Refusals the client can decide alone still travel as the same ERR lines, so that every
+    // caller handles one error path.
+    let refusal = if check_relative_path(&file.rel).is_err()
+        || file.root.is_empty()
+        || file.root.contains(&0)
+    {
+        Some("badpath")
+    } else if check_ranges(ranges).is_err() || ranges.len() > MAX_RANGES {
+        Some("badrange")
+    } else {
+        None
+    };
+    s.raw(
+        r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; printf '\n%s:END 1\n' "$N"; exit 0; }
+"#,
+    );
+    if let Some(code) = refusal {
+        s.begin();
+        s.raw(&format!("fail {code}\n"));
+        return s.end("1");
+    }
+    s.assign("R", &file.root);
+    s.assign("D", dir);
+    s.assign("B", base);
+    s.raw("e=");
+    s.word(encoder.map(Encoder::wire).unwrap_or_default().as_bytes());
+    s.raw(
+        r#"
+if [ -z "$e" ]; then
+  if [ "$(printf hi | base64 2>/dev/null)" = aGk= ]; then e=b64
+  elif [ "$(printf hi | openssl base64 2>/dev/null)" = aGk= ]; then e=ossl
+  else case $(printf hi | uuencode -m x 2>/dev/null) in *aGk=*) e=uu ;; *) e=hex ;; esac
+  fi
+fi
+enc() { case $e in b64) base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
+rg() {
+  printf 'DATA %s\n' "$1"
+  if [ "$5" -gt 0 ] && [ "$2" -lt "$z" ]; then dd if="$p" bs="$3" skip="$4" count="$5" 2>/dev/null | enc; fi
+  printf '\nEND-DATA %s\n' "$1"
+}
+"#,
+    );
+    s.begin();
+    // The directory must resolve physically to exactly `<root>/<dir>`: that refuses `..`, a
+    // symlink anywhere below the root, and anything leading outside it, like the local host.
+    s.raw(
+        r#"[ -z "${bad:-}" ] || fail unsafe
+rr=$(cd -P -- "$R" 2>/dev/null && pwd -P) || fail noroot
+case $rr in /) rb= ;; *) rb=$rr ;; esac
+if [ -n "$D" ]; then
+  dr=$(cd -P -- "$rb/$D" 2>/dev/null && pwd -P) || fail nodir
+  [ "$dr" = "$rb/$D" ] || fail outside
+  p=$rb/$D/$B
+else
+  p=$rb/$B
+fi
+[ -L "$p" ] && fail symlink
+[ -e "$p" ] || fail missing
+[ -f "$p" ] || fail notfile
+[ -r "$p" ] || fail unreadable
+s=$(ls -ln "$p" 2>/dev/null) || fail nosize
+set -- $s
+z=$5
+case $z in '' | *[!0-9]*) fail nosize ;; esac
+printf 'META size=%s enc=%s\n' "$z" "$e"
+"#,
+    );
+    for (i, range) in ranges.iter().enumerate() {
+        let wire = aligned(range);
+        // Offsets past what `sh` arithmetic holds are past every end of file anyway.
+        let start = range.start.min(i64::MAX as u64);
+        s.raw("rg");
+        for n in [i as u64, start, wire.bs, wire.skip_blocks, wire.count] {
+            s.raw(" ");
+            s.word(n.to_string().as_bytes());
+        }
+        s.raw("\n");
+    }
+    s.end("0")
+}
+
+/// A directory name that needs no quoting once split from `$es`, and is not `--`.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+fn is_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Escapes `find -name`/`-path` pattern characters.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A quoted word for a static ASCII value.
+fn list_word(text: &str) -> String {
+    String::from_utf8(quote(text.as_bytes())).expect("quoting ASCII stays ASCII")
+}
+
+#[cfg(test)]
+mod tests;

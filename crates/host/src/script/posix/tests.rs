@@ -1,0 +1,771 @@
+//! The POSIX scripts run under real shells (dash, bash --posix, busybox sh, mksh, yash,
+//! zsh --emulate sh, and busybox applets alone on PATH) against a hostile tree, and must agree
+//! byte for byte with the local host.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::super::{decode_list, decode_read, new_nonce, parse_frame};
+use super::*;
+use crate::local::LocalHost;
+use crate::{Host, HostError};
+use clankie_model::{Harness, Listing, ReadResult, display_path};
+
+const HOSTILE_DIR: &str = "it's \"q\" $(touch pwned) `touch pwned2` ünï 日本 %s";
+
+/// One way to run `sh -s`.
+struct Shell {
+    name: &'static str,
+    argv: Vec<String>,
+    /// Run with `env -i PATH=<dir>`: busybox applets only.
+    clean_env: Option<PathBuf>,
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+fn missing(what: &str) {
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{what} is not installed (required when CI=true)");
+    }
+    eprintln!("SKIP: {what} is not installed");
+}
+
+/// Every shell that is installed; a missing one is skipped (a failure when CI=true).
+fn shells(tmp: &Path) -> Vec<Shell> {
+    let table: [(&str, &[&str]); 7] = [
+        ("dash", &["dash", "-s"]),
+        // posh rejects `-s`; without arguments it reads the script from stdin all the same.
+        ("posh", &["posh"]),
+        ("bash --posix", &["bash", "--posix", "-s"]),
+        ("busybox sh", &["busybox", "sh", "-s"]),
+        ("mksh", &["mksh", "-s"]),
+        ("yash", &["yash", "-s"]),
+        ("zsh --emulate sh", &["zsh", "--emulate", "sh", "-s"]),
+    ];
+    let mut out = Vec::new();
+    for (name, argv) in table {
+        if on_path(argv[0]).is_none() {
+            missing(argv[0]);
+            continue;
+        }
+        out.push(Shell {
+            name,
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            clean_env: None,
+        });
+    }
+    if let Some(busybox) = on_path("busybox") {
+        let dir = tmp.join("bb-bin");
+        fs::create_dir_all(&dir).unwrap();
+        let list = Command::new(&busybox).arg("--list").output().unwrap();
+        for applet in String::from_utf8(list.stdout).unwrap().lines() {
+            symlink(&busybox, dir.join(applet)).unwrap();
+        }
+        out.push(Shell {
+            name: "busybox applets only",
+            argv: vec![
+                busybox.to_string_lossy().into_owned(),
+                "sh".into(),
+                "-s".into(),
+            ],
+            clean_env: Some(dir),
+        });
+    }
+    out
+}
+
+struct Tree {
+    tmp: tempfile::TempDir,
+    /// The root as given: a symlink to the real home.
+    root_link: PathBuf,
+    big: Vec<u8>,
+}
+
+impl Tree {
+    fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+    fn home(&self) -> PathBuf {
+        self.path().join("claude")
+    }
+    fn cwd(&self) -> PathBuf {
+        self.path().join("cwd")
+    }
+    fn spec(&self) -> RootSpec {
+        RootSpec {
+            harness: Harness::Claude,
+            dir: Some(self.root_link.as_os_str().as_bytes().to_vec()),
+        }
+    }
+    fn file(&self, rel: &[u8]) -> FileRef {
+        FileRef {
+            harness: Harness::Claude,
+            root: fs::canonicalize(self.home())
+                .unwrap()
+                .as_os_str()
+                .as_bytes()
+                .to_vec(),
+            rel: rel.to_vec(),
+        }
+    }
+}
+
+fn write(path: impl AsRef<Path>, bytes: &[u8]) {
+    let path = path.as_ref();
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, bytes).unwrap();
+}
+
+fn bytes_path(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+fn tree() -> Tree {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let home = t.join("claude");
+    let p = home.join("projects");
+    fs::create_dir_all(t.join("cwd")).unwrap();
+    write(p.join("-p/a.jsonl"), b"{\"a\":1}\n");
+    write(p.join("-p/subagents/agent-1.jsonl"), b"x\n");
+    write(p.join(HOSTILE_DIR).join("s p a c e.jsonl"), b"spaces\n");
+    write(p.join(HOSTILE_DIR).join("-x.jsonl"), b"dash\n");
+    write(p.join(HOSTILE_DIR).join(" lead'q.jsonl"), b"lead\n");
+    write(p.join("-p/new\nline.jsonl"), b"newline\n");
+    write(p.join("-p/dir\nwith nl/inner.jsonl"), b"inner\n");
+    write(p.join("-p/notes.txt"), b"not a transcript\n");
+    write(p.join("-p/back\\slash.jsonl"), b"backslash\n");
+    write(p.join(bytes_path(b"-p/bad\xff\xfe.jsonl")), b"latin\n");
+    fs::create_dir_all(p.join("-p/dir.jsonl")).unwrap();
+    write(p.join("1/2/3/4/5/6/ok.jsonl"), b"deep ok\n");
+    write(p.join("1/2/3/4/5/6/7/too-deep.jsonl"), b"too deep\n");
+    write(p.join("1/2/3/4/5/6/7/n\nl.jsonl"), b"not counted\n");
+    write(p.join("1/2/3/4/5/6/n\nl"), b"counted\n");
+    write(home.join("top.jsonl"), b"outside the subdir\n");
+    write(t.join("outside/secret.jsonl"), b"secret\n");
+    symlink(t.join("outside/secret.jsonl"), p.join("-p/link.jsonl")).unwrap();
+    symlink(t.join("outside"), p.join("escape")).unwrap();
+    symlink(p.join("-p"), p.join("inner-link")).unwrap();
+    // 10 MB of xorshift noise.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let big: Vec<u8> = (0..10_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    write(p.join("-p/big.jsonl"), &big);
+    let root_link = t.join("claude-link");
+    symlink(&home, &root_link).unwrap();
+    Tree {
+        tmp,
+        root_link,
+        big,
+    }
+}
+
+/// Runs a script under a shell, with the tree's `cwd` as working directory.
+fn run(shell: &Shell, tree: &Tree, envs: &[(&str, &Path)], script: &[u8]) -> Vec<u8> {
+    let mut cmd = Command::new(&shell.argv[0]);
+    cmd.args(&shell.argv[1..]).current_dir(tree.cwd());
+    if let Some(dir) = &shell.clean_env {
+        cmd.env_clear().env("PATH", dir);
+    }
+    for harness in Harness::ALL {
+        if let Some(var) = harness.default_home().env_var {
+            cmd.env_remove(var);
+        }
+        if let Some(var) = harness.db_env() {
+            cmd.env_remove(var);
+        }
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let script = script.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&script);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(
+        !tree.cwd().join("pwned").exists() && !tree.cwd().join("pwned2").exists(),
+        "{}: a name was executed",
+        shell.name
+    );
+    out.stdout
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn local_listing(specs: &[RootSpec]) -> Listing {
+    block_on(LocalHost::new("local").list(specs)).unwrap()
+}
+
+fn list_with(shell: &Shell, tree: &Tree, specs: &[RootSpec], mode: Option<ListMode>) -> Listing {
+    let nonce = new_nonce();
+    let out = run(shell, tree, &[], &list_script_with(&nonce, specs, mode));
+    match decode_list("test", &nonce, &out) {
+        Ok(listing) => listing,
+        Err(e) => panic!("{} {mode:?}: {e}\n{}", shell.name, out.escape_ascii()),
+    }
+}
+
+fn mode_of(out: &[u8], nonce: &str) -> String {
+    let frame = parse_frame("test", nonce, out).unwrap();
+    let line = frame
+        .body
+        .split(|&b| b == b'\n')
+        .find(|l| l.starts_with(b"MODE "))
+        .unwrap();
+    String::from_utf8_lossy(&line[5..]).into_owned()
+}
+
+#[test]
+fn listing_matches_the_local_host_in_every_shell() {
+    let tree = tree();
+    let missing_root = RootSpec {
+        harness: Harness::Claude,
+        dir: Some(b"/nonexistent/it's $(touch pwned)".to_vec()),
+    };
+    let specs = [tree.spec(), missing_root];
+    let expected = local_listing(&specs);
+    let rels: Vec<String> = expected
+        .files
+        .iter()
+        .map(|f| display_path(&f.rel))
+        .collect();
+    assert_eq!(expected.files.len(), 9, "{rels:#?}");
+    assert_eq!(expected.skipped_names, 3);
+    assert!(rels.contains(&"projects/1/2/3/4/5/6/ok.jsonl".to_string()));
+    for shell in shells(tree.path()) {
+        let got = list_with(&shell, &tree, &specs, None);
+        assert_eq!(got, expected, "{}", shell.name);
+    }
+}
+
+#[test]
+fn every_listing_mode_agrees() {
+    let tree = tree();
+    let specs = [tree.spec()];
+    let expected = local_listing(&specs);
+    let all = shells(tree.path());
+    let mut modes_seen = Vec::new();
+    for shell in &all {
+        // What the probe picks, and that it is the same listing.
+        let nonce = new_nonce();
+        let out = run(shell, &tree, &[], &list_script_with(&nonce, &specs, None));
+        modes_seen.push((shell.name, mode_of(&out, &nonce)));
+        let forced: &[ListMode] = if shell.clean_env.is_some() {
+            &[ListMode::StatC, ListMode::LsDate]
+        } else if shell.name == "dash" {
+            &[ListMode::GnuFind, ListMode::StatC, ListMode::LsDate]
+        } else {
+            &[ListMode::LsDate]
+        };
+        for &mode in forced {
+            let got = list_with(shell, &tree, &specs, Some(mode));
+            assert_eq!(got, expected, "{} {mode:?}", shell.name);
+        }
+    }
+    for (name, mode) in &modes_seen {
+        let want = if name.contains("applets") {
+            "statc"
+        } else {
+            "gnu"
+        };
+        assert_eq!(mode, want, "{name}");
+    }
+}
+
+/// A home holding a session of every harness, plus files beside them that are not transcripts.
+fn every_harness_home(base: &Path) -> PathBuf {
+    let home = base.join("every");
+    for (rel, text) in [
+        (".claude/projects/-w/c1.jsonl", "c\n"),
+        (
+            ".codex/sessions/2026/11/02/rollout-2026-11-02T10-00-00-019a.jsonl",
+            "x\n",
+        ),
+        (".codex/archived_sessions/rollout-old.jsonl", "x\n"),
+        (".codex/history.jsonl", "not a transcript\n"),
+        (".pi/agent/sessions/--w--/2026_019a.jsonl", "p\n"),
+        (".grok/sessions/%2Fw/019a/chat_history.jsonl", "g\n"),
+        (
+            ".grok/sessions/%2Fw/019a/updates.jsonl",
+            "not a transcript\n",
+        ),
+        (
+            ".grok/sessions/%2Fw/prompt_history.jsonl",
+            "not a transcript\n",
+        ),
+        (
+            ".gemini/tmp/w/chats/session-2026-11-02T10-00-9e000000.jsonl",
+            "m\n",
+        ),
+        (".gemini/tmp/w/chats/9e000000-full/sub.jsonl", "m\n"),
+        (".gemini/tmp/w/logs.json", "[]"),
+        (".local/share/opencode/opencode.db", "SQLite format 3\0"),
+        (".local/share/opencode/opencode.db-wal", "w"),
+        (".local/share/opencode/opencode.db-shm", "not listed"),
+        (".local/share/opencode/storage/x.db", "not listed"),
+        (".grok/grok.db", "SQLite format 3\0"),
+    ] {
+        write(home.join(rel), text.as_bytes());
+    }
+    home
+}
+
+#[test]
+fn every_harness_lists_alike_from_home_and_variables() {
+    let tree = tree();
+    let home = every_harness_home(tree.path());
+    let explicit: Vec<RootSpec> = Harness::ALL
+        .into_iter()
+        .map(|h| RootSpec {
+            harness: h,
+            dir: Some(
+                home.join(h.default_home().home_relative)
+                    .as_os_str()
+                    .as_bytes()
+                    .to_vec(),
+            ),
+        })
+        .collect();
+    let expected = local_listing(&explicit);
+    let rels: Vec<String> = expected
+        .files
+        .iter()
+        .map(|f| format!("{} {}", f.harness, display_path(&f.rel)))
+        .collect();
+    // Gemini lists every `.json` (the legacy documents); `logs.json` is listed and not a session.
+    assert_eq!(rels.len(), 11, "{rels:#?}");
+    assert!(rels.contains(&"opencode opencode.db-wal".to_string()));
+    assert!(rels.contains(&"grok-cli grok.db".to_string()));
+    assert!(rels.contains(&"grok sessions/%2Fw/019a/chat_history.jsonl".to_string()));
+    let defaults: Vec<RootSpec> = Harness::ALL.map(RootSpec::default_for).to_vec();
+    // GEMINI_CLI_HOME names the directory above `.gemini`; the others name the home itself.
+    // XDG_DATA_HOME names the directory above `opencode`. grok-cli honours no variable.
+    let vars: Vec<(&str, PathBuf)> = Harness::ALL
+        .into_iter()
+        .filter_map(|h| {
+            let d = h.default_home();
+            let dir = if d.env_relative.is_empty() {
+                home.join(d.home_relative)
+            } else {
+                let above = d.home_relative.strip_suffix(d.env_relative).unwrap();
+                home.join(above.trim_end_matches('/'))
+            };
+            Some((d.env_var?, dir))
+        })
+        .collect();
+    let with_var_files: Vec<_> = expected
+        .files
+        .iter()
+        .filter(|f| f.harness.default_home().env_var.is_some())
+        .cloned()
+        .collect();
+    let mut with_vars: Vec<(&str, &Path)> = vars.iter().map(|(k, v)| (*k, v.as_path())).collect();
+    with_vars.push(("HOME", Path::new("/nonexistent")));
+    for shell in shells(tree.path()) {
+        for mode in [None, Some(ListMode::LsDate)] {
+            let nonce = new_nonce();
+            let script = list_script_with(&nonce, &explicit, mode);
+            let got = decode_list("t", &nonce, &run(&shell, &tree, &[], &script)).unwrap();
+            assert_eq!(got, expected, "{} {mode:?}", shell.name);
+        }
+        let nonce = new_nonce();
+        let script = list_script(&nonce, &defaults);
+        let got = decode_list(
+            "t",
+            &nonce,
+            &run(&shell, &tree, &[("HOME", &home)], &script),
+        );
+        assert_eq!(got.unwrap(), expected, "{} from $HOME", shell.name);
+        let got = decode_list("t", &nonce, &run(&shell, &tree, &with_vars, &script));
+        assert_eq!(
+            got.unwrap().files,
+            with_var_files,
+            "{} from variables",
+            shell.name
+        );
+    }
+}
+
+#[test]
+fn opencode_db_names_the_database_in_every_shell() {
+    let tree = tree();
+    let home = tree.path().join("ochome");
+    let data = home.join(".local/share/opencode");
+    write(data.join("opencode.db"), b"SQLite format 3\0");
+    write(data.join("sub/dev.db"), b"SQLite format 3\0");
+    write(data.join("sub/dev.db-wal"), b"w");
+    let elsewhere = tree.path().join("else where");
+    write(elsewhere.join("my db.sqlite"), b"SQLite format 3\0");
+    write(elsewhere.join("my db.sqlite-wal"), b"w");
+    write(elsewhere.join("opencode.db"), b"not listed");
+    let canon = |p: &Path| fs::canonicalize(p).unwrap().as_os_str().as_bytes().to_vec();
+    let spec = [RootSpec::default_for(Harness::OpenCode)];
+    let listed = |got: &Listing| -> (Vec<u8>, Vec<String>) {
+        (
+            got.roots[0].dir.clone(),
+            got.files.iter().map(|f| display_path(&f.rel)).collect(),
+        )
+    };
+    let memory = Path::new(":memory:");
+    let relative = Path::new("sub/dev.db");
+    let absolute = elsewhere.join("my db.sqlite");
+    let cases: [(Option<&Path>, Vec<u8>, Vec<&str>); 4] = [
+        (None, canon(&data), vec!["opencode.db"]),
+        (Some(memory), canon(&data), vec!["opencode.db"]),
+        (
+            Some(relative),
+            canon(&data.join("sub")),
+            vec!["dev.db", "dev.db-wal"],
+        ),
+        (
+            Some(&absolute),
+            canon(&elsewhere),
+            vec!["my db.sqlite", "my db.sqlite-wal"],
+        ),
+    ];
+    for shell in shells(tree.path()) {
+        for (value, dir, files) in &cases {
+            let nonce = new_nonce();
+            let script = list_script(&nonce, &spec);
+            let mut envs: Vec<(&str, &Path)> = vec![("HOME", &home)];
+            envs.extend(value.map(|v| ("OPENCODE_DB", v)));
+            let out = run(&shell, &tree, &envs, &script);
+            let got = decode_list("t", &nonce, &out)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", shell.name, out.escape_ascii()));
+            let files: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+            assert_eq!(
+                listed(&got),
+                (dir.clone(), files),
+                "{} {value:?}",
+                shell.name
+            );
+        }
+    }
+    // An explicit root ignores the variable (nothing in the environment is consulted).
+    let explicit = [RootSpec {
+        harness: Harness::OpenCode,
+        dir: Some(data.as_os_str().as_bytes().to_vec()),
+    }];
+    let got = local_listing(&explicit);
+    assert_eq!(listed(&got).1, ["opencode.db"]);
+}
+
+#[test]
+fn default_root_comes_from_the_hosts_environment() {
+    let tree = tree();
+    let home = tree.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    symlink(tree.home(), home.join(".claude")).unwrap();
+    let expected = local_listing(&[RootSpec {
+        harness: Harness::Claude,
+        dir: Some(home.join(".claude").as_os_str().as_bytes().to_vec()),
+    }]);
+    let spec = [RootSpec::default_for(Harness::Claude)];
+    for shell in shells(tree.path()) {
+        let nonce = new_nonce();
+        let script = list_script(&nonce, &spec);
+        let out = run(&shell, &tree, &[("HOME", &home)], &script);
+        assert_eq!(
+            decode_list("t", &nonce, &out).unwrap(),
+            expected,
+            "{}",
+            shell.name
+        );
+        // The variable wins over $HOME.
+        let out = run(
+            &shell,
+            &tree,
+            &[
+                ("HOME", Path::new("/nonexistent")),
+                ("CLAUDE_CONFIG_DIR", &tree.root_link),
+            ],
+            &script,
+        );
+        let got = decode_list("t", &nonce, &out).unwrap();
+        assert_eq!(got.files, expected.files, "{}", shell.name);
+        // Neither: reported missing, as `$HOME/.claude`.
+        let out = run(
+            &shell,
+            &tree,
+            &[("HOME", Path::new("/nonexistent/"))],
+            &script,
+        );
+        let got = decode_list("t", &nonce, &out).unwrap();
+        assert_eq!(got.roots[0].dir, b"/nonexistent/.claude", "{}", shell.name);
+        assert!(!got.roots[0].exists);
+    }
+}
+
+fn read_with(
+    shell: &Shell,
+    tree: &Tree,
+    file: &FileRef,
+    ranges: &[ByteRange],
+    encoder: Option<Encoder>,
+) -> Result<ReadResult, HostError> {
+    let nonce = new_nonce();
+    let out = run(
+        shell,
+        tree,
+        &[],
+        &read_script_with(&nonce, file, ranges, encoder),
+    );
+    decode_read("test", &nonce, ranges, &out)
+}
+
+fn expected_chunks(data: &[u8], ranges: &[ByteRange]) -> Vec<Vec<u8>> {
+    ranges
+        .iter()
+        .map(|r| {
+            let start = (r.start as usize).min(data.len());
+            let end = (r.end() as usize).min(data.len());
+            data[start..end].to_vec()
+        })
+        .collect()
+}
+
+#[test]
+fn ranges_are_byte_identical_in_every_shell() {
+    let tree = tree();
+    let size = tree.big.len() as u64;
+    let small = [
+        ByteRange::new(0, 10),
+        ByteRange::new(4095, 2),
+        ByteRange::new(65_535, 70_000),
+        ByteRange::new(123_457, 300_001),
+        ByteRange::new(size - 5, 100),
+        ByteRange::new(size + 10, 5),
+        ByteRange::new(77, 0),
+    ];
+    let large = [ByteRange::new(1_000_001, 4 * 1024 * 1024 - 1)];
+    let file = tree.file(b"projects/-p/big.jsonl");
+    let local = LocalHost::new("local");
+    for shell in shells(tree.path()) {
+        for ranges in [&small[..], &large[..]] {
+            let got = read_with(&shell, &tree, &file, ranges, None)
+                .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
+            assert_eq!(got.size, size, "{}", shell.name);
+            assert!(
+                got.chunks == expected_chunks(&tree.big, ranges),
+                "{}: chunks differ",
+                shell.name
+            );
+            assert_eq!(got, block_on(local.read(&file, ranges)).unwrap());
+        }
+    }
+}
+
+#[test]
+fn every_encoder_round_trips() {
+    let tree = tree();
+    let ranges = [
+        ByteRange::new(65_530, 200_000),
+        ByteRange::new(9_999_990, 64),
+    ];
+    let file = tree.file(b"projects/-p/big.jsonl");
+    let all = shells(tree.path());
+    let mut exercised = Vec::new();
+    for shell in &all {
+        let encoders: &[Encoder] = if shell.clean_env.is_some() {
+            // busybox has base64 and uuencode, but no openssl.
+            &[Encoder::Base64, Encoder::Uuencode, Encoder::Od]
+        } else if shell.name == "dash" {
+            &[Encoder::Base64, Encoder::Openssl, Encoder::Od]
+        } else {
+            &[]
+        };
+        for &encoder in encoders {
+            if encoder == Encoder::Openssl && on_path("openssl").is_none() {
+                missing("openssl");
+                continue;
+            }
+            let got = read_with(shell, &tree, &file, &ranges, Some(encoder))
+                .unwrap_or_else(|e| panic!("{} {encoder:?}: {e}", shell.name));
+            assert!(
+                got.chunks == expected_chunks(&tree.big, &ranges),
+                "{encoder:?}"
+            );
+            exercised.push(encoder);
+        }
+    }
+    eprintln!("encoders exercised: {exercised:?}");
+}
+
+#[test]
+fn hostile_names_read_and_confinement_holds_in_every_shell() {
+    let tree = tree();
+    let hostile = format!("projects/{HOSTILE_DIR}/");
+    let readable: Vec<(Vec<u8>, &[u8])> = vec![
+        (
+            [hostile.as_bytes(), b"s p a c e.jsonl"].concat(),
+            b"spaces\n",
+        ),
+        ([hostile.as_bytes(), b"-x.jsonl"].concat(), b"dash\n"),
+        ([hostile.as_bytes(), b" lead'q.jsonl"].concat(), b"lead\n"),
+        (b"projects/-p/new\nline.jsonl".to_vec(), b"newline\n"),
+        (b"projects/-p/bad\xff\xfe.jsonl".to_vec(), b"latin\n"),
+    ];
+    let refused: [&[u8]; 6] = [
+        b"projects/-p/link.jsonl",
+        b"projects/escape/secret.jsonl",
+        b"projects/inner-link/a.jsonl",
+        b"projects/../../outside/secret.jsonl",
+        b"projects/-p/dir.jsonl",
+        b"/etc/passwd",
+    ];
+    let ranges = [ByteRange::new(0, 100)];
+    for shell in shells(tree.path()) {
+        for (rel, content) in &readable {
+            let got = read_with(&shell, &tree, &tree.file(rel), &ranges, None);
+            if shell.name == "yash" && rel.contains(&0xff) {
+                // yash cannot hold bytes invalid in its locale: refused, never misread.
+                assert!(matches!(got, Err(HostError::Io { .. })), "{got:?}");
+                continue;
+            }
+            let got = got.unwrap_or_else(|e| panic!("{} {}: {e}", shell.name, rel.escape_ascii()));
+            assert_eq!(got.chunks, vec![content.to_vec()], "{}", shell.name);
+        }
+        for rel in refused {
+            let got = read_with(&shell, &tree, &tree.file(rel), &ranges, None);
+            assert!(
+                matches!(got, Err(HostError::PathRefused { .. })),
+                "{} {}: {got:?}",
+                shell.name,
+                rel.escape_ascii()
+            );
+        }
+        let got = read_with(
+            &shell,
+            &tree,
+            &tree.file(b"projects/-p/gone.jsonl"),
+            &ranges,
+            None,
+        );
+        assert!(matches!(got, Err(HostError::NotFound { .. })), "{got:?}");
+        let mut no_root = tree.file(b"projects/-p/a.jsonl");
+        no_root.root = b"/nonexistent/root".to_vec();
+        let got = read_with(&shell, &tree, &no_root, &ranges, None);
+        assert!(matches!(got, Err(HostError::NotFound { .. })), "{got:?}");
+        // The root itself may be a symlink; it is resolved.
+        let mut via_link = tree.file(b"projects/-p/a.jsonl");
+        via_link.root = tree.root_link.as_os_str().as_bytes().to_vec();
+        let got = read_with(&shell, &tree, &via_link, &ranges, None).unwrap();
+        assert_eq!(got.chunks, vec![b"{\"a\":1}\n".to_vec()]);
+    }
+}
+
+#[test]
+fn rc_file_noise_around_the_frame_is_ignored() {
+    let tree = tree();
+    let Some(shell) = shells(tree.path()).into_iter().next() else {
+        return;
+    };
+    let nonce = new_nonce();
+    let ranges = [ByteRange::new(3, 4)];
+    let out = run(
+        &shell,
+        &tree,
+        &[],
+        &read_script(&nonce, &tree.file(b"projects/-p/a.jsonl"), &ranges),
+    );
+    let mut noisy = b"BASHRC-NOISE\nWelcome! :BEGIN x\n".to_vec();
+    noisy.extend_from_slice(&out);
+    noisy.extend_from_slice(b"bye\n\nlogout :END 9\n");
+    let got = decode_read("t", &nonce, &ranges, &noisy).unwrap();
+    assert_eq!(got.chunks, vec![b"\":1}".to_vec()]);
+}
+
+#[test]
+fn a_stdin_reading_rc_file_cannot_make_the_script_run_a_fragment() {
+    // Whatever prefix an rc file swallows, what remains either fails to parse or is intact:
+    // it never runs anything from a name and never yields a wrong frame.
+    let tree = tree();
+    let nonce = new_nonce();
+    let file = tree.file(format!("projects/{HOSTILE_DIR}/-x.jsonl").as_bytes());
+    let ranges = [ByteRange::new(0, 5)];
+    let script = read_script(&nonce, &file, &ranges);
+    for shell in shells(tree.path()) {
+        let step = if shell.name == "dash" { 3 } else { 29 };
+        for cut in (1..script.len()).step_by(step) {
+            // `run` asserts that nothing from a name was executed.
+            let out = run(&shell, &tree, &[], &script[cut..]);
+            if let Ok(got) = decode_read("t", &nonce, &ranges, &out) {
+                assert_eq!(
+                    got.chunks,
+                    vec![b"dash\n".to_vec()],
+                    "{} cut at {cut}",
+                    shell.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn scripts_are_ascii_and_write_nothing() {
+    let specs = [
+        RootSpec {
+            harness: Harness::Claude,
+            dir: Some(b"/x/it's > y \xff".to_vec()),
+        },
+        RootSpec::default_for(Harness::Claude),
+    ];
+    let file = FileRef {
+        harness: Harness::Claude,
+        root: b"/r>oot".to_vec(),
+        rel: b"projects/a > b/c.jsonl".to_vec(),
+    };
+    let ranges = [ByteRange::new(1, 2)];
+    for script in [
+        list_script("n", &specs),
+        read_script("n", &file, &ranges),
+        read_script("n", &file, &[ByteRange::new(0, u64::MAX)]),
+    ] {
+        assert!(script.is_ascii());
+        let text = String::from_utf8(script).unwrap();
+        if std::env::var_os("SHOW_SCRIPT").is_some() {
+            eprintln!("{text}");
+        }
+        // The only redirections: to /dev/null, stderr to stdout, and the group's stdin.
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find('>') {
+            let after = &rest[i + 1..];
+            assert!(
+                after.starts_with("/dev/null") || after.starts_with("&1"),
+                "redirection at {:?}",
+                &rest[i.saturating_sub(20)..(i + 20).min(rest.len())]
+            );
+            rest = after;
+        }
+        assert!(text.starts_with("{\n") && text.ends_with("} </dev/null\n"));
+    }
+}

@@ -1,0 +1,876 @@
+//! SSH client configuration: turns what the user typed (`alias`, `user@alias`, `user@host:port`)
+//! into a fully resolved [`SshTarget`]. Uses `ssh -G` when an OpenSSH client is on PATH (exact:
+//! Match, Include, tokens, defaults, system file), else ssh2-config with our own `Match` and token
+//! handling. Imports nothing from the crate but `HostError`.
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ssh2_config::{ParseRule, SshConfig};
+
+use crate::HostError;
+
+/// How unknown host keys are treated. Changed and revoked keys are always refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrictHostKeyChecking {
+    /// `yes`, and `ask` (we never prompt): unknown keys are refused.
+    Yes,
+    /// `accept-new`: an unknown key is appended to the first UserKnownHostsFile.
+    AcceptNew,
+    /// `no`: like `accept-new` here — unlike OpenSSH we never connect to a changed key.
+    No,
+}
+
+/// Where to find the ssh-agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityAgent {
+    /// `SSH_AUTH_SOCK` (the default, and `IdentityAgent SSH_AUTH_SOCK`).
+    Env,
+    /// `IdentityAgent none`: do not use an agent.
+    None,
+    /// A socket path (or, for `$VAR`, the variable's value).
+    Path(PathBuf),
+}
+
+/// A fully resolved SSH destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshTarget {
+    /// What the user typed (used to resolve ProxyJump hops with the same config).
+    pub original: String,
+    pub host_name: String,
+    pub user: String,
+    pub port: u16,
+    /// Expanded (`~`, `%h`, …); missing files are skipped at auth time.
+    pub identity_files: Vec<PathBuf>,
+    pub identities_only: bool,
+    pub identity_agent: IdentityAgent,
+    /// Hops in order, each `[user@]host[:port]` as written; empty for a direct connection.
+    pub proxy_jump: Vec<String>,
+    /// A command (tokens expanded) whose stdin/stdout carry the connection; used when
+    /// `proxy_jump` is empty.
+    pub proxy_command: Option<String>,
+    pub connect_timeout: Option<Duration>,
+    pub user_known_hosts_files: Vec<PathBuf>,
+    pub global_known_hosts_files: Vec<PathBuf>,
+    pub host_key_alias: Option<String>,
+    pub strict_host_key_checking: StrictHostKeyChecking,
+    /// The `-F` file this target was resolved with, reused for ProxyJump hops.
+    pub ssh_config: Option<PathBuf>,
+}
+
+impl SshTarget {
+    /// The names to look up in known_hosts: HostKeyAlias, else HostName (as `[host]:port` when
+    /// the port is not 22), lowercased, as OpenSSH does.
+    pub fn known_hosts_names(&self) -> Vec<String> {
+        let name = match &self.host_key_alias {
+            Some(alias) => alias.clone(),
+            None if self.port == 22 => self.host_name.clone(),
+            None => format!("[{}]:{}", self.host_name, self.port),
+        };
+        vec![name.to_ascii_lowercase()]
+    }
+
+    /// UserKnownHostsFile then GlobalKnownHostsFile.
+    pub fn known_hosts_files(&self) -> Vec<PathBuf> {
+        let mut files = self.user_known_hosts_files.clone();
+        files.extend(self.global_known_hosts_files.iter().cloned());
+        files
+    }
+}
+
+/// The parts of a destination string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Destination {
+    pub(crate) user: Option<String>,
+    pub(crate) host: String,
+    pub(crate) port: Option<u16>,
+}
+
+/// Splits `alias`, `user@alias`, `user@host:port`, `[v6]:port`, `ssh://user@host:port`.
+pub(crate) fn parse_destination(input: &str, label: &str) -> Result<Destination, HostError> {
+    let bad = |reason: &str| HostError::SshConfig {
+        host: label.to_string(),
+        reason: format!("bad destination {input:?}: {reason}"),
+    };
+    let rest = input.strip_prefix("ssh://").unwrap_or(input);
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (user, hostport) = match rest.rfind('@') {
+        Some(at) => (Some(rest[..at].to_string()), &rest[at + 1..]),
+        None => (None, rest),
+    };
+    if user.as_deref() == Some("") {
+        return Err(bad("empty user"));
+    }
+    let parse_port = |p: &str| -> Result<u16, HostError> {
+        p.parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| bad("bad port"))
+    };
+    let (host, port) = if let Some(inner) = hostport.strip_prefix('[') {
+        let close = inner.find(']').ok_or_else(|| bad("unclosed `[`"))?;
+        let host = &inner[..close];
+        let after = &inner[close + 1..];
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(parse_port(p)?),
+            None if after.is_empty() => None,
+            None => return Err(bad("junk after `]`")),
+        };
+        (host.to_string(), port)
+    } else if hostport.matches(':').count() == 1 {
+        let (h, p) = hostport.split_once(':').expect("one colon");
+        (h.to_string(), Some(parse_port(p)?))
+    } else {
+        // No colon, or a bare IPv6 address.
+        (hostport.to_string(), None)
+    };
+    if host.is_empty() {
+        return Err(bad("empty host"));
+    }
+    if host.starts_with('-') || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad("invalid host name"));
+    }
+    Ok(Destination { user, host, port })
+}
+
+/// Resolves a destination with the user's SSH configuration (`ssh_config` = `-F FILE`, else
+/// `~/.ssh/config` and the system file). Uses `ssh -G` when it can be run, else ssh2-config.
+pub fn resolve(
+    alias_or_user_at_host: &str,
+    ssh_config: Option<&Path>,
+) -> Result<SshTarget, HostError> {
+    let dest = parse_destination(alias_or_user_at_host, alias_or_user_at_host)?;
+    match resolve_with_openssh(alias_or_user_at_host, &dest, ssh_config) {
+        Some(result) => result,
+        None => {
+            let home = home_dir();
+            let file = match ssh_config {
+                Some(f) => Some(f.to_path_buf()),
+                None => home.as_ref().map(|h| h.join(".ssh/config")),
+            };
+            let text = match &file {
+                Some(f) => match std::fs::read_to_string(f) {
+                    Ok(t) => t,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && ssh_config.is_none() => {
+                        String::new()
+                    }
+                    Err(e) => {
+                        return Err(config_error(
+                            alias_or_user_at_host,
+                            format!("{}: {e}", f.display()),
+                        ));
+                    }
+                },
+                None => String::new(),
+            };
+            resolve_with_ssh2_config(
+                alias_or_user_at_host,
+                &text,
+                home.as_deref(),
+                &local_user(),
+                ssh_config,
+            )
+        }
+    }
+}
+
+fn config_error(label: &str, reason: String) -> HostError {
+    HostError::SshConfig {
+        host: label.to_string(),
+        reason,
+    }
+}
+
+/// Runs `ssh -G`; `None` when no OpenSSH client can be run.
+fn resolve_with_openssh(
+    original: &str,
+    dest: &Destination,
+    ssh_config: Option<&Path>,
+) -> Option<Result<SshTarget, HostError>> {
+    let mut cmd = Command::new("ssh");
+    cmd.arg("-G");
+    if let Some(file) = ssh_config {
+        cmd.arg("-F").arg(file);
+    }
+    if let Some(user) = &dest.user {
+        cmd.arg("-l").arg(user);
+    }
+    if let Some(port) = dest.port {
+        cmd.arg("-p").arg(port.to_string());
+    }
+    // `--` keeps a host name from being read as an option (parse_destination also refuses `-`).
+    cmd.arg("--").arg(&dest.host);
+    cmd.stdin(Stdio::null());
+    let output = match cmd.output() {
+        Ok(o) => o,
+        Err(_) => return None,
+    };
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // An OpenSSH older than 6.8 (or another client called `ssh`) has no -G: fall back.
+        if stderr.contains("illegal option") || stderr.contains("unknown option") {
+            return None;
+        }
+        let first = stderr
+            .lines()
+            .find(|l| !l.starts_with("Pseudo-terminal"))
+            .unwrap_or("ssh -G failed")
+            .trim()
+            .to_string();
+        return Some(Err(config_error(original, first)));
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    Some(target_from_dump(
+        original,
+        &text,
+        home_dir().as_deref(),
+        &local_user(),
+        ssh_config,
+    ))
+}
+
+/// Builds a target from `ssh -G` output (`key value` lines, keys lowercased).
+pub(crate) fn target_from_dump(
+    original: &str,
+    dump: &str,
+    home: Option<&Path>,
+    local_user: &str,
+    ssh_config: Option<&Path>,
+) -> Result<SshTarget, HostError> {
+    let mut raw = RawOptions::default();
+    for line in dump.lines() {
+        let Some((key, value)) = line.trim().split_once(' ') else {
+            continue;
+        };
+        let value = value.trim().to_string();
+        match key.to_ascii_lowercase().as_str() {
+            "hostname" => raw.host_name = Some(value),
+            "user" => raw.user = Some(value),
+            "port" => raw.port = Some(value),
+            "identityfile" => raw.identity_files.push(value),
+            "identitiesonly" => raw.identities_only = Some(value),
+            "identityagent" => raw.identity_agent = Some(value),
+            "proxyjump" => raw.proxy_jump = Some(value),
+            "proxycommand" => raw.proxy_command = Some(value),
+            "connecttimeout" => raw.connect_timeout = Some(value),
+            // `ssh -G` prints these lists space-separated without quoting.
+            "userknownhostsfile" => {
+                raw.user_known_hosts = Some(value.split_whitespace().map(String::from).collect())
+            }
+            "globalknownhostsfile" => {
+                raw.global_known_hosts = Some(value.split_whitespace().map(String::from).collect())
+            }
+            "hostkeyalias" => raw.host_key_alias = Some(value),
+            "stricthostkeychecking" => raw.strict = Some(value),
+            _ => {}
+        }
+    }
+    raw.finish(original, home, local_user, ssh_config)
+}
+
+/// Option values as read, before defaults and expansion.
+#[derive(Debug, Default)]
+struct RawOptions {
+    host_name: Option<String>,
+    user: Option<String>,
+    port: Option<String>,
+    identity_files: Vec<String>,
+    identities_only: Option<String>,
+    identity_agent: Option<String>,
+    proxy_jump: Option<String>,
+    proxy_command: Option<String>,
+    connect_timeout: Option<String>,
+    user_known_hosts: Option<Vec<String>>,
+    global_known_hosts: Option<Vec<String>>,
+    host_key_alias: Option<String>,
+    strict: Option<String>,
+}
+
+impl RawOptions {
+    fn finish(
+        self,
+        original: &str,
+        home: Option<&Path>,
+        local_user: &str,
+        ssh_config: Option<&Path>,
+    ) -> Result<SshTarget, HostError> {
+        let dest = parse_destination(original, original)?;
+        let err = |what: &str, v: &str| config_error(original, format!("bad {what} {v:?}"));
+        let host_name = self.host_name.unwrap_or_else(|| dest.host.clone());
+        let user = self
+            .user
+            .or_else(|| dest.user.clone())
+            .unwrap_or_else(|| local_user.to_string());
+        let port = match self.port {
+            Some(p) => p.parse::<u16>().map_err(|_| err("Port", &p))?,
+            None => dest.port.unwrap_or(22),
+        };
+        let tokens = Tokens {
+            host_name: &host_name,
+            original_host: &dest.host,
+            port,
+            remote_user: &user,
+            local_user,
+            home,
+        };
+        let identity_files = if self.identity_files.is_empty() {
+            [
+                "id_rsa",
+                "id_ecdsa",
+                "id_ecdsa_sk",
+                "id_ed25519",
+                "id_ed25519_sk",
+            ]
+            .iter()
+            .map(|f| PathBuf::from(tokens.expand(&format!("~/.ssh/{f}"))))
+            .collect()
+        } else {
+            self.identity_files
+                .iter()
+                .map(|f| PathBuf::from(tokens.expand(f)))
+                .collect()
+        };
+        let identities_only = match self.identities_only.as_deref() {
+            None => false,
+            Some(v) => parse_bool(v).ok_or_else(|| err("IdentitiesOnly", v))?,
+        };
+        let identity_agent = match self.identity_agent.as_deref() {
+            None => IdentityAgent::Env,
+            Some(v) if v.eq_ignore_ascii_case("none") => IdentityAgent::None,
+            Some("SSH_AUTH_SOCK") | Some("$SSH_AUTH_SOCK") => IdentityAgent::Env,
+            Some(v) => match v.strip_prefix('$') {
+                Some(var) => match std::env::var_os(var) {
+                    Some(p) => IdentityAgent::Path(PathBuf::from(p)),
+                    None => IdentityAgent::None,
+                },
+                None => IdentityAgent::Path(PathBuf::from(tokens.expand(v))),
+            },
+        };
+        let proxy_jump = match self.proxy_jump.as_deref() {
+            None => Vec::new(),
+            Some(v) if v.eq_ignore_ascii_case("none") => Vec::new(),
+            Some(v) => v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+        };
+        let proxy_command = self
+            .proxy_command
+            .filter(|c| !c.eq_ignore_ascii_case("none"))
+            .map(|c| tokens.expand(&c));
+        let connect_timeout = match self.connect_timeout.as_deref() {
+            None => None,
+            Some(v) if v.eq_ignore_ascii_case("none") => None,
+            Some(v) => match v.parse::<u64>() {
+                Ok(0) => None,
+                Ok(s) => Some(Duration::from_secs(s)),
+                Err(_) => return Err(err("ConnectTimeout", v)),
+            },
+        };
+        let paths = |list: Option<Vec<String>>, default: &[&str]| -> Vec<PathBuf> {
+            let list = list.unwrap_or_else(|| default.iter().map(|s| s.to_string()).collect());
+            list.iter()
+                .filter(|s| !s.eq_ignore_ascii_case("none"))
+                .map(|s| PathBuf::from(tokens.expand(s)))
+                .collect()
+        };
+        let user_known_hosts_files = paths(
+            self.user_known_hosts,
+            &["~/.ssh/known_hosts", "~/.ssh/known_hosts2"],
+        );
+        let global_known_hosts_files = paths(
+            self.global_known_hosts,
+            &["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"],
+        );
+        let strict_host_key_checking = match self.strict.as_deref().map(str::to_ascii_lowercase) {
+            None => StrictHostKeyChecking::Yes,
+            Some(v) => match v.as_str() {
+                "yes" | "true" | "ask" => StrictHostKeyChecking::Yes,
+                "accept-new" => StrictHostKeyChecking::AcceptNew,
+                "no" | "false" | "off" => StrictHostKeyChecking::No,
+                _ => return Err(err("StrictHostKeyChecking", &v)),
+            },
+        };
+        Ok(SshTarget {
+            original: original.to_string(),
+            host_name,
+            user,
+            port,
+            identity_files,
+            identities_only,
+            identity_agent,
+            proxy_jump,
+            proxy_command,
+            connect_timeout,
+            user_known_hosts_files,
+            global_known_hosts_files,
+            host_key_alias: self
+                .host_key_alias
+                .filter(|a| !a.eq_ignore_ascii_case("none")),
+            strict_host_key_checking,
+            ssh_config: ssh_config.map(Path::to_path_buf),
+        })
+    }
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" | "true" => Some(true),
+        "no" | "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// Values for `%` tokens and `~`.
+struct Tokens<'a> {
+    host_name: &'a str,
+    original_host: &'a str,
+    port: u16,
+    remote_user: &'a str,
+    local_user: &'a str,
+    home: Option<&'a Path>,
+}
+
+impl Tokens<'_> {
+    /// Expands a leading `~` / `~/` (to `$HOME`) and `%h %p %r %u %d %n %%`. Unknown tokens are
+    /// kept as written.
+    fn expand(&self, input: &str) -> String {
+        let home = self.home.map(|h| h.to_string_lossy().into_owned());
+        let mut s = String::with_capacity(input.len());
+        let rest = if input == "~" || input.starts_with("~/") {
+            match &home {
+                Some(h) => {
+                    s.push_str(h);
+                    &input[1..]
+                }
+                None => input,
+            }
+        } else {
+            input
+        };
+        let mut chars = rest.chars();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                s.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('h') => s.push_str(self.host_name),
+                Some('n') => s.push_str(self.original_host),
+                Some('p') => s.push_str(&self.port.to_string()),
+                Some('r') => s.push_str(self.remote_user),
+                Some('u') => s.push_str(self.local_user),
+                Some('d') => s.push_str(home.as_deref().unwrap_or("~")),
+                Some('%') => s.push('%'),
+                Some(other) => {
+                    s.push('%');
+                    s.push(other);
+                }
+                None => s.push('%'),
+            }
+        }
+        s
+    }
+}
+
+/// The fallback without an OpenSSH client: ssh2-config over `config_text`, after [`preprocess`]
+/// has scoped `Match` blocks and inlined `Include`s. `~` is `home`. Tokens and defaults are
+/// ours. Does not read the system file. Callable directly, whether or not `ssh` exists.
+pub fn resolve_with_ssh2_config(
+    original: &str,
+    config_text: &str,
+    home: Option<&Path>,
+    local_user: &str,
+    ssh_config: Option<&Path>,
+) -> Result<SshTarget, HostError> {
+    let dest = parse_destination(original, original)?;
+    let mut text = String::with_capacity(config_text.len());
+    preprocess(config_text, home, 0, &mut text);
+    let mut config = SshConfig::default();
+    if let Some(h) = home {
+        config = config.home_dir(h);
+    }
+    let config = config
+        .parse(
+            &mut BufReader::new(text.as_bytes()),
+            ParseRule::ALLOW_UNKNOWN_FIELDS | ParseRule::ALLOW_UNSUPPORTED_FIELDS,
+        )
+        .map_err(|e| config_error(original, e.to_string()))?;
+    let params = config.query(&dest.host);
+    let unsupported =
+        |key: &str| -> Option<Vec<String>> { params.unsupported_fields.get(key).cloned() };
+    let first = |key: &str| unsupported(key).and_then(|v| v.into_iter().next());
+    let raw = RawOptions {
+        host_name: params.host_name.clone(),
+        // Command-line user/port win over the config, as with `ssh -l`/`-p`.
+        user: dest.user.clone().or_else(|| params.user.clone()),
+        port: dest.port.or(params.port).map(|p| p.to_string()),
+        identity_files: params
+            .identity_file
+            .clone()
+            .unwrap_or_default()
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
+        identities_only: first("identitiesonly"),
+        identity_agent: first("identityagent"),
+        proxy_jump: params.proxy_jump.as_ref().map(|hops| hops.join(",")),
+        // ssh2-config splits the command on blanks (quoting is lost): good enough for the
+        // usual `ssh -W %h:%p gw` / `nc %h %p`.
+        proxy_command: unsupported("proxycommand").map(|words| words.join(" ")),
+        connect_timeout: params.connect_timeout.map(|d| d.as_secs().to_string()),
+        user_known_hosts: unsupported("userknownhostsfile"),
+        global_known_hosts: unsupported("globalknownhostsfile"),
+        host_key_alias: first("hostkeyalias"),
+        strict: first("stricthostkeychecking"),
+    };
+    raw.finish(original, home, local_user, ssh_config)
+}
+
+/// `Include` nesting deeper than this is ignored (OpenSSH's limit is 16 too).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Splits a config line into its keyword and the rest (`Key value`, `Key=value`).
+fn split_keyword(line: &str) -> (&str, &str) {
+    let trimmed = line.trim_start();
+    let end = trimmed
+        .find(|c: char| c.is_whitespace() || c == '=')
+        .unwrap_or(trimmed.len());
+    let args = trimmed[end..].trim_start().trim_start_matches('=').trim();
+    (&trimmed[..end], args)
+}
+
+/// Prepares a config for ssh2-config:
+/// - `Match all` becomes `Host *`; any other `Match` a Host pattern no real name matches (we
+///   cannot evaluate Match criteria without OpenSSH), so its options stay in its own block
+///   instead of leaking into the previous Host block;
+/// - `Include` is inlined here (globs, `~`, paths relative to `~/.ssh`; missing files skipped),
+///   so included files get the same Match treatment, and the enclosing block's header is
+///   repeated after the included text so the lines that follow stay in their block.
+fn preprocess(text: &str, home: Option<&Path>, depth: usize, out: &mut String) {
+    let mut header = String::from("Host *\n");
+    for line in text.lines() {
+        let (keyword, args) = split_keyword(line);
+        if keyword.eq_ignore_ascii_case("match") {
+            header = if args.eq_ignore_ascii_case("all") {
+                "Host *\n".to_string()
+            } else {
+                "Host clankie-read.match-block.invalid\n".to_string()
+            };
+            out.push_str(&header);
+        } else if keyword.eq_ignore_ascii_case("host") {
+            header = format!("{}\n", line.trim());
+            out.push_str(&header);
+        } else if keyword.eq_ignore_ascii_case("include") {
+            if depth < MAX_INCLUDE_DEPTH {
+                for file in include_files(args, home) {
+                    if let Ok(included) = std::fs::read_to_string(&file) {
+                        preprocess(&included, home, depth + 1, out);
+                    }
+                }
+            }
+            out.push_str(&header);
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+}
+
+/// The files an `Include` line names, each glob's matches sorted, as OpenSSH does.
+fn include_files(args: &str, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for arg in args.split_whitespace() {
+        let arg = arg.trim_matches('"');
+        let path = if let Some(rest) = arg.strip_prefix("~/") {
+            match home {
+                Some(h) => h.join(rest),
+                None => continue,
+            }
+        } else if Path::new(arg).is_absolute() {
+            PathBuf::from(arg)
+        } else {
+            match home {
+                Some(h) => h.join(".ssh").join(arg),
+                None => continue,
+            }
+        };
+        let Ok(paths) = glob::glob(&path.to_string_lossy()) else {
+            continue;
+        };
+        let mut matched: Vec<PathBuf> = paths.filter_map(Result::ok).collect();
+        matched.sort();
+        files.extend(matched);
+    }
+    files
+}
+
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("USERPROFILE").map(PathBuf::from))
+}
+
+fn local_user() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "root".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = "\
+Host dev
+  HostName dev.example.com
+  User alice
+  Port 2200
+  IdentityFile ~/.ssh/id_%h_%r
+  IdentityFile /keys/second
+  IdentitiesOnly yes
+  IdentityAgent ~/agent.sock
+  ProxyJump bastion,bob@jump2:2222
+  ConnectTimeout 7
+  UserKnownHostsFile ~/kh1 /etc/kh2
+  HostKeyAlias devalias
+  StrictHostKeyChecking accept-new
+Host *.corp
+  User corpuser
+Match host matched.example
+  User fromMatch
+Host plain
+  StrictHostKeyChecking ask
+  IdentityAgent none
+  ProxyCommand nc %h %p
+";
+
+    fn fallback(dest: &str) -> SshTarget {
+        resolve_with_ssh2_config(dest, CONFIG, Some(Path::new("/home/me")), "me", None).unwrap()
+    }
+
+    fn check_dev(t: &SshTarget, home: &str) {
+        assert_eq!(t.host_name, "dev.example.com");
+        assert_eq!(t.user, "alice");
+        assert_eq!(t.port, 2200);
+        assert_eq!(
+            t.identity_files,
+            vec![
+                PathBuf::from(format!("{home}/.ssh/id_dev.example.com_alice")),
+                PathBuf::from("/keys/second")
+            ]
+        );
+        assert!(t.identities_only);
+        assert_eq!(
+            t.identity_agent,
+            IdentityAgent::Path(PathBuf::from(format!("{home}/agent.sock")))
+        );
+        assert_eq!(t.proxy_jump, vec!["bastion", "bob@jump2:2222"]);
+        assert_eq!(t.connect_timeout, Some(Duration::from_secs(7)));
+        assert_eq!(
+            t.user_known_hosts_files,
+            vec![
+                PathBuf::from(format!("{home}/kh1")),
+                PathBuf::from("/etc/kh2")
+            ]
+        );
+        assert_eq!(t.host_key_alias.as_deref(), Some("devalias"));
+        assert_eq!(t.strict_host_key_checking, StrictHostKeyChecking::AcceptNew);
+        assert_eq!(t.known_hosts_names(), vec!["devalias"]);
+    }
+
+    #[test]
+    fn destinations() {
+        let d = parse_destination("alias", "x").unwrap();
+        assert_eq!((d.user, d.host.as_str(), d.port), (None, "alias", None));
+        let d = parse_destination("bob@host:2222", "x").unwrap();
+        assert_eq!(
+            (d.user.as_deref(), d.host.as_str(), d.port),
+            (Some("bob"), "host", Some(2222))
+        );
+        let d = parse_destination("a@b@host", "x").unwrap();
+        assert_eq!(d.user.as_deref(), Some("a@b"));
+        let d = parse_destination("[::1]:22", "x").unwrap();
+        assert_eq!((d.host.as_str(), d.port), ("::1", Some(22)));
+        let d = parse_destination("fe80::1", "x").unwrap();
+        assert_eq!((d.host.as_str(), d.port), ("fe80::1", None));
+        let d = parse_destination("ssh://u@h:10/", "x").unwrap();
+        assert_eq!(
+            (d.user.as_deref(), d.host.as_str(), d.port),
+            (Some("u"), "h", Some(10))
+        );
+        for bad in [
+            "",
+            "@h",
+            "u@",
+            "h:0",
+            "h:x",
+            "-oProxyCommand=x",
+            "a b",
+            "[h",
+        ] {
+            assert!(parse_destination(bad, "x").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fallback_resolves_host_block() {
+        check_dev(&fallback("dev"), "/home/me");
+    }
+
+    #[test]
+    fn fallback_match_block_does_not_leak_into_previous_host() {
+        assert_eq!(fallback("a.corp").user, "corpuser");
+        // We cannot evaluate Match without OpenSSH: its block is skipped, not misapplied.
+        assert_eq!(fallback("matched.example").user, "me");
+        let all = "Host x\n User hx\nMatch all\n User fromall\n";
+        let t = resolve_with_ssh2_config("y", all, None, "me", None).unwrap();
+        assert_eq!(t.user, "fromall");
+    }
+
+    #[test]
+    fn fallback_inlines_includes_with_match_scoping() {
+        let home = tempfile::tempdir().unwrap();
+        let conf_d = home.path().join(".ssh/conf.d");
+        std::fs::create_dir_all(&conf_d).unwrap();
+        std::fs::write(
+            conf_d.join("b.conf"),
+            "Host inc\n  User fromb\nMatch host inc\n  Port 9\n",
+        )
+        .unwrap();
+        std::fs::write(conf_d.join("a.conf"), "Host inc\n  User froma\n").unwrap();
+        let text = "Host outer\n  Include conf.d/*.conf ~/.ssh/missing\n  User outeruser\n\
+                    Host *\n  Port 2200\n";
+        let t = resolve_with_ssh2_config("inc", text, Some(home.path()), "me", None).unwrap();
+        // a.conf before b.conf; the first value wins; the Match block's Port does not leak.
+        assert_eq!((t.user.as_str(), t.port), ("froma", 2200));
+        // The line after the Include still belongs to `Host outer`.
+        let t = resolve_with_ssh2_config("outer", text, Some(home.path()), "me", None).unwrap();
+        assert_eq!(t.user, "outeruser");
+    }
+
+    #[test]
+    fn fallback_defaults_and_overrides() {
+        let t = fallback("carol@unknown.example:2022");
+        assert_eq!(t.host_name, "unknown.example");
+        assert_eq!(t.user, "carol");
+        assert_eq!(t.port, 2022);
+        assert_eq!(t.identity_agent, IdentityAgent::Env);
+        assert!(!t.identities_only);
+        assert!(t.proxy_jump.is_empty());
+        assert_eq!(t.connect_timeout, None);
+        assert_eq!(t.strict_host_key_checking, StrictHostKeyChecking::Yes);
+        assert_eq!(
+            t.user_known_hosts_files,
+            vec![
+                PathBuf::from("/home/me/.ssh/known_hosts"),
+                PathBuf::from("/home/me/.ssh/known_hosts2")
+            ]
+        );
+        assert_eq!(
+            t.global_known_hosts_files[0],
+            PathBuf::from("/etc/ssh/ssh_known_hosts")
+        );
+        assert_eq!(t.identity_files[0], PathBuf::from("/home/me/.ssh/id_rsa"));
+        assert_eq!(t.known_hosts_names(), vec!["[unknown.example]:2022"]);
+        let t = fallback("dev:2300");
+        assert_eq!(t.port, 2300);
+        let t = fallback("plain");
+        assert_eq!(t.proxy_command.as_deref(), Some("nc plain 22"));
+        assert_eq!(t.strict_host_key_checking, StrictHostKeyChecking::Yes);
+        assert_eq!(t.identity_agent, IdentityAgent::None);
+        assert_eq!(t.known_hosts_names(), vec!["plain"]);
+    }
+
+    #[test]
+    fn tokens_expand() {
+        let t = Tokens {
+            host_name: "h.example",
+            original_host: "h",
+            port: 22,
+            remote_user: "r",
+            local_user: "l",
+            home: Some(Path::new("/home/l")),
+        };
+        assert_eq!(
+            t.expand("~/x/%h-%p-%r-%u-%n-%%-%C"),
+            "/home/l/x/h.example-22-r-l-h-%-%C"
+        );
+        assert_eq!(t.expand("%d/y"), "/home/l/y");
+        assert_eq!(t.expand("/a/~b"), "/a/~b");
+    }
+
+    #[test]
+    fn dump_parsing() {
+        let dump = "User alice\nhostname dev.example.com\nport 2200\nidentitiesonly yes\n\
+            stricthostkeychecking accept-new\nhostkeyalias devalias\nidentityagent /root/agent.sock\n\
+            identityfile ~/.ssh/id_%h_%r\nidentityfile /keys/second\n\
+            globalknownhostsfile /etc/ssh/ssh_known_hosts\nuserknownhostsfile /root/kh1 /etc/kh2\n\
+            connecttimeout 7\nproxyjump bastion,bob@jump2:2222\n";
+        let t = target_from_dump("dev", dump, Some(Path::new("/root")), "me", None).unwrap();
+        check_dev(&t, "/root");
+        let t = target_from_dump(
+            "x",
+            "stricthostkeychecking false\nconnecttimeout none\nidentityagent none\n",
+            None,
+            "me",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.strict_host_key_checking, StrictHostKeyChecking::No);
+        assert_eq!(t.connect_timeout, None);
+        assert_eq!(t.identity_agent, IdentityAgent::None);
+        let t = target_from_dump("x", "stricthostkeychecking true\n", None, "me", None).unwrap();
+        assert_eq!(t.strict_host_key_checking, StrictHostKeyChecking::Yes);
+        assert!(target_from_dump("x", "port nope\n", None, "me", None).is_err());
+    }
+
+    /// The real `ssh -G` path, when an OpenSSH client is installed.
+    #[test]
+    fn openssh_path_when_available() {
+        if Command::new("ssh").arg("-V").output().is_err() {
+            eprintln!("no OpenSSH client; skipping");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config");
+        std::fs::write(&file, CONFIG).unwrap();
+        let t = resolve("dev", Some(&file)).unwrap();
+        assert_eq!(t.host_name, "dev.example.com");
+        assert_eq!(t.user, "alice");
+        assert_eq!(t.port, 2200);
+        assert_eq!(t.proxy_jump, vec!["bastion", "bob@jump2:2222"]);
+        assert!(t.identities_only);
+        assert_eq!(t.strict_host_key_checking, StrictHostKeyChecking::AcceptNew);
+        assert_eq!(t.host_key_alias.as_deref(), Some("devalias"));
+        assert_eq!(t.connect_timeout, Some(Duration::from_secs(7)));
+        assert!(
+            t.identity_files[0]
+                .to_string_lossy()
+                .ends_with("/.ssh/id_dev.example.com_alice")
+        );
+        // Match is evaluated exactly, and does not leak.
+        assert_eq!(
+            resolve("matched.example", Some(&file)).unwrap().user,
+            "fromMatch"
+        );
+        assert_eq!(resolve("a.corp", Some(&file)).unwrap().user, "corpuser");
+        let t = resolve("zed@a.corp:99", Some(&file)).unwrap();
+        assert_eq!((t.user.as_str(), t.port), ("zed", 99));
+        assert_eq!(
+            resolve("plain", Some(&file))
+                .unwrap()
+                .strict_host_key_checking,
+            StrictHostKeyChecking::Yes
+        );
+        // A broken config is an error, not a silent default.
+        std::fs::write(&file, "Host x\n  Bogus\n").unwrap();
+        assert!(resolve("x", Some(&file)).is_err());
+    }
+}
