@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clankie_host::remote::SshHost;
 use clankie_host::{FileRef, Host};
-use clankie_model::{ByteRange, Harness, RootSpec};
+use clankie_model::{ByteRange, RootSpec};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -25,12 +25,12 @@ fn main() {
         let target = clankie_host::ssh::resolve(dest, Some(config.as_ref())).expect("resolve");
         let host = SshHost::new(dest.clone(), target);
         let spec = RootSpec {
-            harness: Harness::Claude,
+            harness: clankie_engine::harness::by_name("claude").unwrap(),
             dir: Some(root.as_bytes().to_vec()),
         };
         let listing = host.list(&[spec]).await.expect("list");
         let file = FileRef {
-            harness: Harness::Claude,
+            harness: clankie_engine::harness::by_name("claude").unwrap(),
             root: listing.roots[0].dir.clone(),
             rel: rel.as_bytes().to_vec(),
         };

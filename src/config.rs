@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use clankie_model::{Harness, RootSpec};
+use clankie_model::RootSpec;
 
 /// Which remote shell dialect a host speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -106,10 +106,10 @@ impl HostsFile {
             };
             let mut roots = Vec::new();
             for (harness, dir) in host.roots {
-                let harness = Harness::from_name(&harness).ok_or_else(|| {
+                let harness = clankie_engine::harness::by_name(&harness).ok_or_else(|| {
                     invalid(format!(
                         "host `{name}`: unknown harness `{harness}` in roots (supported: {})",
-                        Harness::supported_names()
+                        clankie_engine::harness::supported_names()
                     ))
                 })?;
                 roots.push(RootSpec {

@@ -4,9 +4,11 @@
 
 use clankie_engine::SourceCtx;
 use clankie_engine::cursor::{Cursor, CursorError, binding};
+use clankie_engine::harness::{self, Source};
 use clankie_engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
 use clankie_engine::redact;
-use clankie_engine::session::{self, ResolveError, SessionFile, SessionQuery};
+use clankie_engine::resolve::{self, ResolveError, SessionQuery};
+use clankie_engine::session::SessionFile;
 use clankie_host::{FileRef, Host, HostError};
 use clankie_model::{ByteRange, Harness, Listing, Record, RootSpec};
 
@@ -31,8 +33,7 @@ pub enum DriverError {
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
 /// default; other harnesses keep theirs.
 pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSpec> {
-    Harness::ALL
-        .into_iter()
+    harness::all()
         .filter(|h| harness.is_none_or(|only| only == *h))
         .map(|h| {
             overrides
@@ -60,7 +61,7 @@ async fn list_all<H: Host>(
     roots: &[RootSpec],
 ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
     let mut listing = host.list(roots).await?;
-    let mut sessions = session::sessions(&listing.files);
+    let mut sessions = harness::sessions(&listing.files);
     let mut errors = Vec::new();
     for db in crate::sqlite::databases(&listing) {
         let found = match crate::sqlite::load(host, &db.db).await {
@@ -98,7 +99,7 @@ pub async fn resolve_session<H: Host>(
         None => roots.to_vec(),
     };
     let (_, sessions, mut db_errors) = list_all(host, &roots).await?;
-    match session::resolve(&sessions, query) {
+    match resolve::resolve(&sessions, query) {
         Ok(found) => Ok(found.clone()),
         // The session may be in the database that could not be read: say why.
         Err(ResolveError::NotFound(_)) if !db_errors.is_empty() => Err(db_errors.remove(0)),
@@ -185,9 +186,12 @@ pub async fn read_page<H: Host>(
     let ctx = source_ctx(host.name(), session);
     if let Mode::Since(cursor) = &request.mode {
         cursor.check_binding(&binding(&ctx.host, ctx.harness.name(), &ctx.session))?;
-        if matches!(cursor, Cursor::Rows(_)) != is_row_source(session) {
-            return Err(CursorError::Invalid("cursor class does not match the source").into());
-        }
+    }
+    let source = harness::source(session);
+    if let Mode::Since(cursor) = &request.mode
+        && matches!(cursor, Cursor::Rows(_)) != source.is_rows()
+    {
+        return Err(CursorError::Invalid("cursor class does not match the source").into());
     }
     let stream = matches!(request.mode, Mode::All);
     let request_redact = request.redact;
@@ -197,21 +201,20 @@ pub async fn read_page<H: Host>(
         rel: session.entry.rel.clone(),
     };
     let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
-    if is_row_source(session) {
+    if source.is_rows() {
         // Sessions of a database (copied, then queried) and whole-document transcripts are
         // read whole and paged over their records, with the row cursor class.
-        let rows = if ctx.harness.is_sqlite() {
+        let rows = if source == Source::Database {
             crate::sqlite::load(host, &session.entry)
                 .await?
                 .records(&ctx)?
         } else {
             let bytes = fetch_whole(host, &file, session.entry.size, &path).await?;
-            let records =
-                clankie_engine::gemini::parse_document(&ctx, &bytes).map_err(|reason| {
-                    DriverError::Source {
-                        path: path.clone(),
-                        reason,
-                    }
+            let records = harness::format(ctx.harness)
+                .parse_document(&ctx, &bytes)
+                .map_err(|reason| DriverError::Source {
+                    path: path.clone(),
+                    reason,
                 })?;
             clankie_engine::rows::RowRecords {
                 records,
@@ -232,7 +235,7 @@ pub async fn read_page<H: Host>(
     }
     // A compressed transcript (Codex after 7 days) is fetched whole and decompressed here; the
     // plan then reads the decompressed stream, so offsets and cursors refer to it.
-    let decompressed = if session.entry.rel.ends_with(b".zst") {
+    let decompressed = if source == Source::ZstdLines {
         Some(fetch_decompressed(host, &file, session.entry.size, &path).await?)
     } else {
         None
@@ -274,12 +277,6 @@ fn redact_records(redact: bool, records: &mut [Record]) {
             redact::redact_record(r);
         });
     }
-}
-
-/// Whether a session is read whole and paged by records (row cursors) rather than by bytes.
-fn is_row_source(session: &SessionFile) -> bool {
-    session.harness().is_sqlite()
-        || (session.harness() == Harness::Gemini && session.entry.rel.ends_with(b".json"))
 }
 
 /// Reads a whole compressed file (at most the 64 MiB source bound) and decompresses it (the

@@ -3,7 +3,7 @@
 use crate::driver::DriverError;
 use clankie_engine::cursor::CursorError;
 use clankie_engine::plan::PlanError;
-use clankie_engine::session::ResolveError;
+use clankie_engine::resolve::ResolveError;
 use clankie_host::HostError;
 
 /// Exit codes, as SPEC.md lists them.

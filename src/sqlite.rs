@@ -1,6 +1,7 @@
 //! SQLite sources (OpenCode's `opencode.db`, grok-cli's `grok.db`) through the two primitives.
 //! Used by the driver only: it may import `host` (to read) and the engine's row structs (to hand
-//! rows over); the mapping of rows to records is pure and lives in `engine::{opencode, grokcli}`.
+//! rows over); the queries and the mapping of rows to records are each harness's own, in the
+//! engine (`harness/opencode.rs`, `harness/grokcli.rs`), run here through `Database`.
 //!
 //! How a database is read without writing anything on the host:
 //! - The database and its `-wal` are fetched through the read primitive (4 MiB per call) into
@@ -25,15 +26,17 @@
 //!   built.
 //! - OpenCode 2.x: sessions with a `session_v2` row (or with `session_message` rows and no
 //!   `message` rows) are read from `session_message`; the rest from `message` / `part`.
-//!   `OPENCODE_DB` (see `Harness::db_env`) is honoured by the local host and the POSIX list
+//!   `OPENCODE_DB` (see `Layout::db_env`) is honoured by the local host and the POSIX list
 //!   script, not yet by the PowerShell one.
 
 use std::path::Path;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+use clankie_engine::database::{Database, QueryError, SqlValue};
 use clankie_engine::session::{self, SessionFile};
-use clankie_engine::{SourceCtx, grokcli, opencode, rows::RowRecords};
+use clankie_engine::{SourceCtx, harness, rows::RowRecords};
 use clankie_host::{FileRef, Host, HostError};
 use clankie_model::{ByteRange, FileEntry, Harness, Listing, display_path};
 
@@ -358,14 +361,51 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 impl Snapshot {
-    fn fail(&self, e: rusqlite::Error) -> DatabaseError {
+    fn fail(&self, e: rusqlite::Error) -> QueryError {
+        QueryError(e.to_string())
+    }
+
+    /// Says which database a harness's query failed on.
+    fn database_error(&self, e: QueryError) -> DatabaseError {
         DatabaseError::Sqlite {
             path: self.path.clone(),
-            reason: e.to_string(),
+            reason: e.0,
         }
     }
 
-    fn has_table(&self, name: &str) -> Result<bool, DatabaseError> {
+    /// The sessions in the database, each as a session of the database file `db`; a child
+    /// session (task tool) is a subagent, its records marked sidechain.
+    pub fn sessions(&self, db: &FileEntry) -> Result<Vec<SessionFile>, DatabaseError> {
+        let rows = harness::format(self.harness)
+            .database_sessions(self)
+            .map_err(|e| self.database_error(e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let agent = row.parent.is_some().then_some(row.id.as_str());
+                session::session_row(db, &row.id, agent, row.updated)
+            })
+            .collect())
+    }
+
+    /// The session's working directory, for `resume`.
+    pub fn session_cwd(&self, id: &str) -> Result<Option<String>, DatabaseError> {
+        harness::format(self.harness)
+            .database_cwd(self, id)
+            .map_err(|e| self.database_error(e))
+    }
+
+    /// The records of one session, mapped by its harness.
+    pub fn records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
+        harness::format(self.harness)
+            .database_records(self, ctx)
+            .map_err(|e| self.database_error(e))
+    }
+}
+
+/// The harnesses' queries run on the private copy.
+impl Database for Snapshot {
+    fn has_table(&self, name: &str) -> Result<bool, QueryError> {
         self.conn
             .query_row(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
@@ -377,225 +417,28 @@ impl Snapshot {
             .map_err(|e| self.fail(e))
     }
 
-    /// The sessions in the database, each as a session of the database file `db`.
-    /// OpenCode 2.x sessions (`session_v2`) win over the 1.x `session` rows of the same id.
-    pub fn sessions(&self, db: &FileEntry) -> Result<Vec<SessionFile>, DatabaseError> {
-        let queries: &[(&str, &str)] = match self.harness {
-            Harness::OpenCode => &[
-                (
-                    "SELECT id, parent_id, time_updated / 1000 FROM session_v2",
-                    "session_v2",
-                ),
-                (
-                    "SELECT id, parent_id, time_updated / 1000 FROM session",
-                    "session",
-                ),
-            ],
-            _ => &[(
-                "SELECT id, NULL, CAST(strftime('%s', updated_at) AS INTEGER) FROM sessions",
-                "sessions",
-            )],
-        };
-        let mut out: Vec<SessionFile> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for (sql, table) in queries {
-            if !self.has_table(table)? {
-                continue;
-            }
-            for (id, parent, updated) in self.session_rows(sql)? {
-                if !seen.insert(id.clone()) {
-                    continue;
-                }
-                // A child session (task tool) is a subagent: its records are marked sidechain.
-                let agent = parent.is_some().then_some(id.as_str());
-                out.extend(session::session_row(db, &id, agent, updated));
-            }
-        }
-        Ok(out)
-    }
-
-    #[allow(clippy::type_complexity)]
-    fn session_rows(
-        &self,
-        sql: &str,
-    ) -> Result<Vec<(String, Option<String>, Option<i64>)>, DatabaseError> {
+    fn query(&self, sql: &str, params: &[&str]) -> Result<Vec<Vec<SqlValue>>, QueryError> {
         let mut stmt = self.conn.prepare(sql).map_err(|e| self.fail(e))?;
+        let columns = stmt.column_count();
         let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, Option<i64>>(2)?,
-                ))
+            .query_map(rusqlite::params_from_iter(params), |row| {
+                (0..columns)
+                    .map(|i| {
+                        Ok(match row.get_ref(i)? {
+                            ValueRef::Null => SqlValue::Null,
+                            ValueRef::Integer(n) => SqlValue::Integer(n),
+                            ValueRef::Real(x) => SqlValue::Real(x),
+                            ValueRef::Text(t) => {
+                                SqlValue::Text(String::from_utf8_lossy(t).into_owned())
+                            }
+                            ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, rusqlite::Error>>()
             })
             .map_err(|e| self.fail(e))?;
         rows.collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.fail(e))
-    }
-
-    /// Whether an OpenCode session is read from `session_message` (2.x): it has a `session_v2`
-    /// row, or (1.18.33 already has the table, keyed to `session`) it has `session_message`
-    /// rows and no `message` rows.
-    fn is_v2(&self, id: &str) -> Result<bool, DatabaseError> {
-        if self.harness != Harness::OpenCode || !self.has_table("session_message")? {
-            return Ok(false);
-        }
-        let exists = |sql: &str| {
-            self.conn
-                .query_row(sql, [id], |_| Ok(()))
-                .optional()
-                .map(|r| r.is_some())
-                .map_err(|e| self.fail(e))
-        };
-        if self.has_table("session_v2")? && exists("SELECT 1 FROM session_v2 WHERE id = ?1")? {
-            return Ok(true);
-        }
-        Ok(
-            exists("SELECT 1 FROM session_message WHERE session_id = ?1 LIMIT 1")?
-                && !(self.has_table("message")?
-                    && exists("SELECT 1 FROM message WHERE session_id = ?1 LIMIT 1")?),
-        )
-    }
-
-    /// The session's working directory, for `resume`.
-    pub fn session_cwd(&self, id: &str) -> Result<Option<String>, DatabaseError> {
-        let sqls: &[(&str, &str)] = match self.harness {
-            Harness::OpenCode => &[
-                (
-                    "session_v2",
-                    "SELECT directory FROM session_v2 WHERE id = ?1",
-                ),
-                ("session", "SELECT directory FROM session WHERE id = ?1"),
-            ],
-            _ => &[("sessions", "SELECT cwd_last FROM sessions WHERE id = ?1")],
-        };
-        for (table, sql) in sqls {
-            if !self.has_table(table)? {
-                continue;
-            }
-            let cwd = self
-                .conn
-                .query_row(sql, [id], |r| r.get::<_, Option<String>>(0))
-                .optional()
-                .map(Option::flatten)
-                .map_err(|e| self.fail(e))?;
-            if cwd.is_some() {
-                return Ok(cwd);
-            }
-        }
-        Ok(None)
-    }
-
-    /// The records of one session, mapped by the engine.
-    pub fn records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
-        match self.harness {
-            Harness::OpenCode => self.opencode_records(ctx),
-            _ => self.grokcli_records(ctx),
-        }
-    }
-
-    fn opencode_records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
-        if self.is_v2(&ctx.session)? {
-            let mut stmt = self
-                .conn
-                .prepare(
-                    "SELECT id, type, time_created, data FROM session_message \
-                     WHERE session_id = ?1 ORDER BY seq",
-                )
-                .map_err(|e| self.fail(e))?;
-            let rows = stmt
-                .query_map([&ctx.session], |r| {
-                    Ok(opencode::SessionMessageRow {
-                        id: r.get(0)?,
-                        kind: r.get(1)?,
-                        time_created: r.get(2)?,
-                        data: r.get(3)?,
-                    })
-                })
-                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                .map_err(|e| self.fail(e))?;
-            return Ok(opencode::records_v2(ctx, &rows));
-        }
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, time_created, data FROM message WHERE session_id = ?1 \
-                 ORDER BY time_created, id",
-            )
-            .map_err(|e| self.fail(e))?;
-        let messages = stmt
-            .query_map([&ctx.session], |r| {
-                Ok(opencode::MessageRow {
-                    id: r.get(0)?,
-                    time_created: r.get(1)?,
-                    data: r.get(2)?,
-                })
-            })
-            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-            .map_err(|e| self.fail(e))?;
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, message_id, time_created, data FROM part WHERE session_id = ?1 \
-                 ORDER BY message_id, id",
-            )
-            .map_err(|e| self.fail(e))?;
-        let parts = stmt
-            .query_map([&ctx.session], |r| {
-                Ok(opencode::PartRow {
-                    id: r.get(0)?,
-                    message_id: r.get(1)?,
-                    time_created: r.get(2)?,
-                    data: r.get(3)?,
-                })
-            })
-            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-            .map_err(|e| self.fail(e))?;
-        Ok(opencode::records(ctx, &messages, &parts))
-    }
-
-    fn grokcli_records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT seq, role, message_json, created_at FROM messages WHERE session_id = ?1 \
-                 ORDER BY seq",
-            )
-            .map_err(|e| self.fail(e))?;
-        let messages = stmt
-            .query_map([&ctx.session], |r| {
-                Ok(grokcli::MessageRow {
-                    seq: r.get(0)?,
-                    role: r.get(1)?,
-                    message_json: r.get(2)?,
-                    created_at: r.get(3)?,
-                })
-            })
-            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-            .map_err(|e| self.fail(e))?;
-        let calls = if self.has_table("tool_calls")? {
-            let mut stmt = self
-                .conn
-                .prepare(
-                    "SELECT c.tool_call_id, c.status, \
-                     (SELECT r.success FROM tool_results r WHERE r.tool_call_row_id = c.id \
-                      ORDER BY r.id DESC LIMIT 1) \
-                     FROM tool_calls c WHERE c.session_id = ?1",
-                )
-                .map_err(|e| self.fail(e))?;
-            stmt.query_map([&ctx.session], |r| {
-                Ok(grokcli::ToolCallRow {
-                    tool_call_id: r.get(0)?,
-                    status: r.get(1)?,
-                    success: r.get::<_, Option<i64>>(2)?.map(|s| s != 0),
-                })
-            })
-            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-            .map_err(|e| self.fail(e))?
-        } else {
-            Vec::new()
-        };
-        Ok(grokcli::records(ctx, &messages, &calls))
     }
 }
 
@@ -663,7 +506,7 @@ mod tests {
         };
         add(20);
         let entry = FileEntry {
-            harness: Harness::OpenCode,
+            harness: clankie_engine::harness::by_name("opencode").unwrap(),
             root: dir.path().as_os_str().as_encoded_bytes().to_vec(),
             rel: b"opencode.db".to_vec(),
             size: 0,

@@ -17,7 +17,7 @@ use clankie_host::local::LocalHost;
 use clankie_host::remote::ShellMode;
 use clankie_host::remote::SshHost;
 use clankie_host::script::Dialect;
-use clankie_model::{Harness, RootSpec};
+use clankie_model::RootSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
@@ -56,10 +56,10 @@ impl GlobalArgs {
                 let (name, dir) = spec.split_once('=').ok_or_else(|| {
                     Error::Usage(format!("--root wants HARNESS=DIR, got `{spec}`"))
                 })?;
-                let harness = Harness::from_name(name).ok_or_else(|| {
+                let harness = clankie_engine::harness::by_name(name).ok_or_else(|| {
                     Error::Usage(format!(
                         "unknown harness `{name}` (supported: {})",
-                        Harness::supported_names()
+                        clankie_engine::harness::supported_names()
                     ))
                 })?;
                 if dir.is_empty() {

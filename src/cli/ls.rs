@@ -7,7 +7,6 @@ use clap::Args;
 use super::common::{GlobalArgs, hosts_file, open_host};
 use crate::driver::{list_sessions, roots_for};
 use crate::error::{Error, exit};
-use clankie_model::Harness;
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
@@ -24,10 +23,10 @@ pub struct LsArgs {
 
 pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> {
     let harness = match &args.harness {
-        Some(name) => Some(Harness::from_name(name).ok_or_else(|| {
+        Some(name) => Some(clankie_engine::harness::by_name(name).ok_or_else(|| {
             Error::Usage(format!(
                 "unknown harness `{name}` (supported: {})",
-                Harness::supported_names()
+                clankie_engine::harness::supported_names()
             ))
         })?),
         None => None,

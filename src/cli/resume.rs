@@ -7,7 +7,7 @@ use clap::Args;
 use super::common::{GlobalArgs, hosts_file, open_host, split_target};
 use crate::driver::{resolve_session, resume_command, roots_for};
 use crate::error::{Error, exit};
-use clankie_engine::session::SessionQuery;
+use clankie_engine::resolve::SessionQuery;
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {

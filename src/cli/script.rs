@@ -14,7 +14,7 @@ use clankie_host::script::{Dialect, new_nonce};
 use clankie_host::{FileRef, check_relative_path};
 use clankie_model::limits::MAX_RANGES;
 use clankie_model::limits::MAX_READ_BYTES;
-use clankie_model::{ByteRange, Harness, RootSpec};
+use clankie_model::{ByteRange, RootSpec};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Primitive {
@@ -77,10 +77,9 @@ pub(super) fn run(global: &GlobalArgs, args: ScriptArgs) -> Result<u8, Error> {
                     "--len is at most {MAX_READ_BYTES} bytes"
                 )));
             }
-            let spec = overrides
-                .first()
-                .cloned()
-                .unwrap_or_else(|| RootSpec::default_for(Harness::ALL[0]));
+            let spec = overrides.first().cloned().unwrap_or_else(|| {
+                RootSpec::default_for(clankie_engine::harness::all().next().expect("a harness"))
+            });
             let root = match &spec.dir {
                 Some(dir) => dir.clone(),
                 None => {

@@ -162,7 +162,6 @@ pub fn session(out: &mut impl Write, host: &str, session: &SessionFile) -> io::R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clankie_model::Harness;
 
     #[test]
     fn strings_are_escaped_exactly_like_serde_json() {
@@ -212,7 +211,7 @@ mod tests {
     fn record_lines_parse_back() {
         let base = Record {
             id: "u#0".into(),
-            harness: Harness::Claude,
+            harness: clankie_engine::harness::by_name("claude").unwrap(),
             session: "s\"x".into(),
             ts: None,
             agent: Some("a1".into()),

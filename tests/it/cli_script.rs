@@ -58,7 +58,10 @@ fn posix_scripts_print_sh_s_and_run_as_printed() {
     let (exec, payload) = split(&run(home, &["script", "list"]));
     assert_eq!(exec, "sh -s");
     let nonce = nonce_in(&String::from_utf8_lossy(&payload), "N='");
-    let listing = decode_list("h", &nonce, &sh(home, &payload)).unwrap();
+    let roots: Vec<clankie_model::RootSpec> = clankie_engine::harness::all()
+        .map(clankie_model::RootSpec::default_for)
+        .collect();
+    let listing = decode_list("h", &nonce, &roots, &sh(home, &payload)).unwrap();
     assert_eq!(listing.files.len(), 1);
     assert_eq!(listing.files[0].rel, b"projects/-w/a.jsonl");
 

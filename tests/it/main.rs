@@ -14,6 +14,7 @@ mod completions;
 mod dialect;
 mod fixtures;
 mod follow;
+mod harness_names;
 mod harnesses;
 mod hosts;
 mod redaction;

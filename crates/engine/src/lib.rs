@@ -1,30 +1,27 @@
 //! The engine: pure and deterministic. Bytes in, records, pages, cursors and read requests
-//! out — no file handles, no sockets, no clock, no randomness, no tokio. Imports `crate::model`
-//! only; `tests/it/architecture.rs` fails the build if that slips.
+//! out — no file handles, no sockets, no clock, no randomness, no tokio, no SQLite. Depends on
+//! `clankie_model` only among our crates; `tests/it/architecture.rs` holds that with `cargo tree`.
 //!
-//! - [`lines`]: how a line becomes records (per harness), and the bounds on a line.
-//! - [`claude`], [`codex`], [`pi`], [`grok`], [`gemini`]: one line parser per harness.
-//! - [`opencode`], [`grokcli`]: rows of a database (as plain structs) to records; [`rows`]:
-//!   paging over them with the row-class cursor.
-//! - [`resume`]: each harness's resume command and where a session's directory is written.
-//! - [`session`]: which listed files are sessions, and resolving a user's session argument.
+//! - [`harness`]: one module per harness (its layout, sessions, parser, resume command) and the
+//!   registry that lists them.
+//! - [`lines`]: what a line gives, and the notices that stand in for a line that gives nothing.
+//! - [`database`]: the queries a database harness runs, answered by the driver's copy;
+//!   [`rows`]: paging over records read whole, with the row-class cursor.
+//! - [`resume`]: the command that resumes a session, from its harness's rules.
+//! - [`session`]: a session and its id; [`resolve`]: a user's session argument to a session.
 //! - [`cursor`]: the versioned, validated cursor encoding.
 //! - [`redact`]: the secret rules and the redaction pass over records.
 //! - [`plan`]: the sans-IO read planner (`next_read` / `feed`) behind `--tail`, `--head`,
 //!   `--all` and `--since`.
 
-pub mod claude;
-pub mod codex;
 pub mod cursor;
-pub mod gemini;
-pub mod grok;
-pub mod grokcli;
+pub mod database;
+pub mod harness;
 pub mod lines;
-pub mod opencode;
-pub mod pi;
 pub mod plan;
 pub(crate) mod records;
 pub mod redact;
+pub mod resolve;
 pub mod resume;
 pub mod rows;
 pub mod session;
@@ -51,6 +48,11 @@ pub(crate) mod test_support {
     use super::lines::LineOutcome;
     use clankie_model::{Harness, Record, RecordKind};
 
+    /// The harness users call `name`.
+    pub(crate) fn harness(name: &str) -> Harness {
+        crate::harness::by_name(name).unwrap()
+    }
+
     pub(crate) fn ctx(harness: Harness) -> SourceCtx {
         SourceCtx {
             host: "local".into(),
@@ -62,7 +64,7 @@ pub(crate) mod test_support {
 
     /// The records of one line that must parse, read at `offset`.
     pub(crate) fn records(harness: Harness, offset: u64, line: &str) -> Vec<Record> {
-        match super::lines::parse_line(&ctx(harness), offset, line.as_bytes()) {
+        match crate::harness::parse_line(&ctx(harness), offset, line.as_bytes()) {
             LineOutcome::Records(r) => r,
             LineOutcome::Malformed(e) => panic!("malformed: {e}"),
         }

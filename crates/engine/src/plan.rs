@@ -10,7 +10,8 @@ use std::collections::{HashSet, VecDeque};
 
 use super::SourceCtx;
 use super::cursor::{Cursor, HEAD_BYTES, LineCursor, WINDOW_BYTES, binding};
-use super::lines::{LineOutcome, malformed_notice, oversized_notice, parse_line, synthetic_notice};
+use super::harness::parse_line;
+use super::lines::{LineOutcome, malformed_notice, oversized_notice, synthetic_notice};
 use clankie_model::{ByteRange, Record};
 
 use clankie_model::limits::{
@@ -853,10 +854,9 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clankie_model::Harness;
 
     fn ctx() -> SourceCtx {
-        crate::test_support::ctx(Harness::Claude)
+        crate::test_support::ctx(crate::test_support::harness("claude"))
     }
 
     /// Runs a plan against bytes in memory, as a host would serve them.

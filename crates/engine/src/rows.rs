@@ -178,12 +178,12 @@ pub fn rfc3339_millis(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clankie_model::{Harness, TextKind};
+    use clankie_model::TextKind;
 
     fn ctx() -> SourceCtx {
         SourceCtx {
             host: "local".into(),
-            harness: Harness::OpenCode,
+            harness: crate::test_support::harness("opencode"),
             session: "ses_1".into(),
             agent: None,
         }
@@ -192,7 +192,7 @@ mod tests {
     fn rec(id: &str, text: &str) -> Record {
         Record {
             id: id.into(),
-            harness: Harness::OpenCode,
+            harness: crate::test_support::harness("opencode"),
             session: "ses_1".into(),
             ts: None,
             agent: None,

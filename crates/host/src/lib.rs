@@ -204,3 +204,25 @@ mod tests {
         assert!(check_ranges(&[ByteRange::new(0, MAX_READ_BYTES), ByteRange::new(0, 1)]).is_err());
     }
 }
+
+/// What the host tests share: harness tags as the engine's registry makes them (the engine is
+/// a dev-dependency only: hosts never use it).
+#[cfg(test)]
+pub(crate) mod test_support {
+    use clankie_model::{Harness, RootSpec};
+
+    /// The harness users call `name`.
+    pub(crate) fn harness(name: &str) -> Harness {
+        clankie_engine::harness::by_name(name).unwrap()
+    }
+
+    /// Every harness, in display order.
+    pub(crate) fn harnesses() -> Vec<Harness> {
+        clankie_engine::harness::all().collect()
+    }
+
+    /// Every harness's default root: enough for decoding any list reply.
+    pub(crate) fn roots() -> Vec<RootSpec> {
+        harnesses().into_iter().map(RootSpec::default_for).collect()
+    }
+}

@@ -267,7 +267,7 @@ pub fn home_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clankie_model::Harness;
+
     use std::os::unix::fs::symlink;
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -283,7 +283,7 @@ mod tests {
         fs::create_dir_all(home.join("projects/-p")).unwrap();
         fs::write(home.join("projects/-p/a.jsonl"), b"0123456789").unwrap();
         let spec = RootSpec {
-            harness: Harness::Claude,
+            harness: crate::test_support::harness("claude"),
             dir: Some(home.as_os_str().as_bytes().to_vec()),
         };
         (tmp, spec)
@@ -298,7 +298,7 @@ mod tests {
         let entry = &listing.files[0];
         assert_eq!(entry.rel, b"projects/-p/a.jsonl");
         let file = FileRef {
-            harness: Harness::Claude,
+            harness: crate::test_support::harness("claude"),
             root: entry.root.clone(),
             rel: entry.rel.clone(),
         };
@@ -326,7 +326,7 @@ mod tests {
             b"projects/../../secret.jsonl",
         ] {
             let file = FileRef {
-                harness: Harness::Claude,
+                harness: crate::test_support::harness("claude"),
                 root: root.clone(),
                 rel: rel.to_vec(),
             };
@@ -339,7 +339,7 @@ mod tests {
     fn missing_root_is_reported_not_an_error() {
         let host = LocalHost::new("local");
         let spec = RootSpec {
-            harness: Harness::Claude,
+            harness: crate::test_support::harness("claude"),
             dir: Some(b"/nonexistent/claude".to_vec()),
         };
         let listing = block_on(host.list(&[spec])).unwrap();

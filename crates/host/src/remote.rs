@@ -265,7 +265,8 @@ impl Host for SshHost {
                 clankie_model::limits::MAX_LIST_REPLY_BYTES,
             )
             .await?;
-        script::decode_list(&self.name, &nonce, &out.stdout).map_err(|e| self.explain(e, &out))
+        script::decode_list(&self.name, &nonce, roots, &out.stdout)
+            .map_err(|e| self.explain(e, &out))
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {

@@ -1,254 +1,12 @@
-//! Plain shared data: harnesses, roots, listings, records. Imports nothing from the crate, so
-//! every layer (engine, hosts, driver, renderers) can speak in these types.
+//! Plain shared data: harness tags and layouts, roots, listings, byte ranges, records and the
+//! bounds. Depends on no crate of ours, so every layer (engine, hosts, driver, renderers) can
+//! speak in these types.
 
+pub mod harness;
 pub mod limits;
 pub mod sanitize;
 
-use std::fmt;
-
-/// An agent harness whose transcripts we read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Harness {
-    Claude,
-    Codex,
-    Pi,
-    Grok,
-    Gemini,
-    /// OpenCode 1.2+: sessions are rows of `opencode.db` (SQLite, WAL).
-    OpenCode,
-    /// The community grok-cli (`grok-dev`): sessions are rows of `~/.grok/grok.db`.
-    GrokCli,
-}
-
-impl Harness {
-    /// Every supported harness, in display order.
-    pub const ALL: [Harness; 7] = [
-        Harness::Claude,
-        Harness::Codex,
-        Harness::Pi,
-        Harness::Grok,
-        Harness::Gemini,
-        Harness::OpenCode,
-        Harness::GrokCli,
-    ];
-
-    /// The name users type (`--root claude=DIR`, `claude/ID`) and NDJSON prints.
-    pub fn name(self) -> &'static str {
-        match self {
-            Harness::Claude => "claude",
-            Harness::Codex => "codex",
-            Harness::Pi => "pi",
-            Harness::Grok => "grok",
-            Harness::Gemini => "gemini",
-            Harness::OpenCode => "opencode",
-            Harness::GrokCli => "grok-cli",
-        }
-    }
-
-    /// Parses a harness name as users type it.
-    pub fn from_name(name: &str) -> Option<Harness> {
-        Harness::ALL.into_iter().find(|h| h.name() == name)
-    }
-
-    /// Comma-separated list of supported names, for error messages.
-    pub fn supported_names() -> String {
-        Harness::ALL.map(|h| h.name()).join(", ")
-    }
-
-    /// Whether the harness keeps sessions as rows of an SQLite database (listed as the database
-    /// file and its `-wal`; sessions are found by querying a private copy).
-    pub fn is_sqlite(self) -> bool {
-        matches!(self, Harness::OpenCode | Harness::GrokCli)
-    }
-
-    /// A variable naming the harness's database file itself (OpenCode's `OPENCODE_DB`: an
-    /// absolute path, or a name relative to the default home; `:memory:` means no file). When
-    /// the host sets it (non-empty) and the root is the default one, the database's directory
-    /// is the root and the database and its `-wal` are its only top files.
-    pub fn db_env(self) -> Option<&'static str> {
-        match self {
-            Harness::OpenCode => Some("OPENCODE_DB"),
-            _ => None,
-        }
-    }
-
-    /// Where the harness keeps its home on a host when nothing overrides it: the environment
-    /// variable the harness itself honours, else a directory relative to `$HOME`.
-    pub fn default_home(self) -> DefaultHome {
-        match self {
-            Harness::Claude => DefaultHome {
-                env_var: Some("CLAUDE_CONFIG_DIR"),
-                env_relative: "",
-                home_relative: ".claude",
-            },
-            Harness::Codex => DefaultHome {
-                env_var: Some("CODEX_HOME"),
-                env_relative: "",
-                home_relative: ".codex",
-            },
-            Harness::Pi => DefaultHome {
-                env_var: Some("PI_CODING_AGENT_DIR"),
-                env_relative: "",
-                home_relative: ".pi/agent",
-            },
-            // Reported, not verified against the closed-source CLI.
-            Harness::Grok => DefaultHome {
-                env_var: Some("GROK_HOME"),
-                env_relative: "",
-                home_relative: ".grok",
-            },
-            // GEMINI_CLI_HOME replaces the user's home directory, not the `.gemini` one.
-            Harness::Gemini => DefaultHome {
-                env_var: Some("GEMINI_CLI_HOME"),
-                env_relative: ".gemini",
-                home_relative: ".gemini",
-            },
-            // `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode` (Linux and macOS).
-            Harness::OpenCode => DefaultHome {
-                env_var: Some("XDG_DATA_HOME"),
-                env_relative: "opencode",
-                home_relative: ".local/share/opencode",
-            },
-            // grok-cli hard-codes `os.homedir()/.grok`; no variable moves it.
-            Harness::GrokCli => DefaultHome {
-                env_var: None,
-                env_relative: "",
-                home_relative: ".grok",
-            },
-        }
-    }
-
-    /// What a host must list under this harness's home: a generic file filter, no parsing.
-    pub fn list_spec(self) -> ListSpec {
-        match self {
-            // projects/<enc-cwd>/<uuid>.jsonl, …/<uuid>/subagents/agent-*.jsonl,
-            // …/subagents/workflows/<id>/agent-*.jsonl.
-            Harness::Claude => ListSpec {
-                subdirs: &["projects"],
-                suffixes: &[".jsonl"],
-                max_depth: 6,
-                top_files: &[],
-            },
-            // sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl, early flat sessions/rollout-….jsonl,
-            // archived_sessions/rollout-….jsonl; `.jsonl.zst` once Codex compresses them (after
-            // 7 days; decompressed on the reading side).
-            Harness::Codex => ListSpec {
-                subdirs: &["sessions", "archived_sessions"],
-                suffixes: &[".jsonl", ".jsonl.zst"],
-                max_depth: 3,
-                top_files: &[],
-            },
-            // sessions/--<cwd>--/<ts>_<id>.jsonl (or flat with --session-dir as a root).
-            Harness::Pi => ListSpec {
-                subdirs: &["sessions"],
-                suffixes: &[".jsonl"],
-                max_depth: 1,
-                top_files: &[],
-            },
-            // sessions/<pct-encoded-cwd>/<uuid>/chat_history.jsonl; the other journals in a
-            // session directory (updates.jsonl can be gigabytes) are not transcripts.
-            Harness::Grok => ListSpec {
-                subdirs: &["sessions"],
-                suffixes: &["/chat_history.jsonl"],
-                max_depth: 2,
-                top_files: &[],
-            },
-            // tmp/<project>/chats/session-*.jsonl, subagents in chats/<parent-id>/<id>.jsonl.
-            // TODO(#6): legacy whole-document `session-*.json` (needs the document cursor class).
-            Harness::Gemini => ListSpec {
-                subdirs: &["tmp"],
-                // `.json`: the legacy whole-document sessions.
-                suffixes: &[".jsonl", ".json"],
-                max_depth: 3,
-                top_files: &[],
-            },
-            // The database and its WAL in the data dir itself (or where `OPENCODE_DB` says, see
-            // `db_env`). TODO(#8): `opencode-<channel>.db`, the legacy JSON tree under `storage/`,
-            // `OPENCODE_DB` in the PowerShell list script.
-            Harness::OpenCode => ListSpec {
-                subdirs: &[],
-                suffixes: &[],
-                max_depth: 0,
-                top_files: &["opencode.db", "opencode.db-wal"],
-            },
-            Harness::GrokCli => ListSpec {
-                subdirs: &[],
-                suffixes: &[],
-                max_depth: 0,
-                top_files: &["grok.db", "grok.db-wal"],
-            },
-        }
-    }
-}
-
-impl fmt::Display for Harness {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The default home of a harness: `$<env_var>/<env_relative>` when the host sets the variable
-/// (`env_relative` empty: the variable names the home itself), else `$HOME/<home_relative>`.
-/// `env_var: None`: the harness honours no variable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DefaultHome {
-    pub env_var: Option<&'static str>,
-    pub env_relative: &'static str,
-    pub home_relative: &'static str,
-}
-
-/// Which files under a harness home are transcripts: regular files at most `max_depth`
-/// directories below one of `<home>/<subdir>` whose path ends in one of `suffixes`. A suffix
-/// starting with `/` is a whole file name (`/chat_history.jsonl`); subdirs are single names.
-/// Also every regular file directly in the home named exactly one of `top_files` (a database
-/// and its WAL).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ListSpec {
-    pub subdirs: &'static [&'static str],
-    pub suffixes: &'static [&'static str],
-    pub max_depth: u32,
-    pub top_files: &'static [&'static str],
-}
-
-/// Where a [`Harness::db_env`] value puts the database, given the default home it is relative
-/// to: `(directory, file name)`. `None` when the value names no file (`:memory:`, empty, or a
-/// name ending in `/`, `.` or `..`); a file name that holds a newline is refused too.
-pub fn db_override(home: &[u8], value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
-    if value.is_empty() || value == b":memory:" {
-        return None;
-    }
-    let mut path = if value.starts_with(b"/") {
-        value.to_vec()
-    } else {
-        let mut p = home.to_vec();
-        if !p.ends_with(b"/") {
-            p.push(b'/');
-        }
-        p.extend_from_slice(value);
-        p
-    };
-    let cut = path.iter().rposition(|&b| b == b'/')?;
-    let name = path.split_off(cut + 1);
-    if matches!(name.as_slice(), b"" | b"." | b"..") || name.contains(&b'\n') {
-        return None;
-    }
-    if path.len() > 1 {
-        path.pop();
-    }
-    Some((path, name))
-}
-
-impl ListSpec {
-    /// Whether a file name (no directory) matches one of the suffixes.
-    pub fn matches_name(&self, name: &[u8]) -> bool {
-        self.suffixes
-            .iter()
-            .any(|suffix| match suffix.strip_prefix('/') {
-                Some(whole) => name == whole.as_bytes(),
-                None => name.ends_with(suffix.as_bytes()),
-            })
-    }
-}
+pub use harness::{DefaultHome, Harness, Layout, ListSpec, Storage, db_override};
 
 /// One harness root to list on a host. `dir: None` means the harness's default home as the host
 /// itself resolves it (its environment, its `$HOME`).
@@ -433,37 +191,28 @@ pub fn display_path(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_database_override_is_absolute_or_relative_to_the_home() {
-        let split = |home: &str, value: &str| {
-            db_override(home.as_bytes(), value.as_bytes())
-                .map(|(d, n)| (String::from_utf8(d).unwrap(), String::from_utf8(n).unwrap()))
-        };
-        let pair = |d: &str, n: &str| Some((d.to_string(), n.to_string()));
-        assert_eq!(
-            split("/h/opencode", "/srv/x/my.db"),
-            pair("/srv/x", "my.db")
-        );
-        assert_eq!(split("/h/opencode", "/my.db"), pair("/", "my.db"));
-        assert_eq!(
-            split("/h/opencode", "dev.db"),
-            pair("/h/opencode", "dev.db")
-        );
-        assert_eq!(
-            split("/h/opencode/", "a/dev.db"),
-            pair("/h/opencode/a", "dev.db")
-        );
-        for none in ["", ":memory:", "/srv/", "x/..", "."] {
-            assert_eq!(split("/h/opencode", none), None, "{none}");
-        }
-        assert_eq!(Harness::OpenCode.db_env(), Some("OPENCODE_DB"));
-        assert_eq!(Harness::GrokCli.db_env(), None);
-    }
+    static TEST_LAYOUT: Layout = Layout {
+        name: "test",
+        default_home: DefaultHome {
+            env_var: None,
+            env_relative: "",
+            home_relative: ".test",
+        },
+        list: ListSpec {
+            subdirs: &["projects"],
+            suffixes: &[".jsonl"],
+            max_depth: 1,
+            top_files: &[],
+        },
+        db_env: None,
+        storage: Storage::Files,
+    };
+    const TEST_HARNESS: Harness = Harness::new(0, &TEST_LAYOUT);
 
     #[test]
     fn full_paths_use_the_host_separator() {
         let entry = |root: &[u8]| FileEntry {
-            harness: Harness::Claude,
+            harness: TEST_HARNESS,
             root: root.to_vec(),
             rel: b"projects/C--Users-me-p/a.jsonl".to_vec(),
             size: 0,

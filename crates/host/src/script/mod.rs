@@ -277,8 +277,14 @@ pub fn parse_frame<'a>(host: &str, nonce: &str, stdout: &'a [u8]) -> Result<Fram
     })
 }
 
-/// Decodes a list reply into a [`Listing`], files sorted by (root, rel) like every host.
-pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, HostError> {
+/// Decodes a list reply into a [`Listing`], files sorted by (root, rel) like every host. Only
+/// the harnesses of `roots` (what was asked for) may appear in it.
+pub fn decode_list(
+    host: &str,
+    nonce: &str,
+    roots: &[RootSpec],
+    stdout: &[u8],
+) -> Result<Listing, HostError> {
     let bad = |reason: String| protocol(host, reason);
     if stdout.len() > MAX_LIST_REPLY_BYTES {
         return Err(bad(format!(
@@ -300,9 +306,10 @@ pub fn decode_list(host: &str, nonce: &str, stdout: &[u8]) -> Result<Listing, Ho
             b"ROOT" => {
                 let (harness, rest) = split_word(rest);
                 let (exists, hex) = split_word(rest);
-                let harness = std::str::from_utf8(harness)
-                    .ok()
-                    .and_then(Harness::from_name)
+                let harness = roots
+                    .iter()
+                    .map(|r| r.harness)
+                    .find(|h| h.name().as_bytes() == harness)
                     .ok_or_else(|| bad(format!("unknown harness in {}", show(line))))?;
                 let exists = match exists {
                     b"0" => false,
@@ -872,7 +879,9 @@ mod tests {
             assert!(!first_bytes.contains('\n'), "{first_bytes}");
         }
         let noisy = [b"\x1b[31m".repeat(100), b"\n".to_vec()].concat();
-        let err = decode_list("h", NONCE, &noisy).unwrap_err().to_string();
+        let err = decode_list("h", NONCE, &crate::test_support::roots(), &noisy)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("\\x1b[31m") && err.contains('…') && !err.contains('\x1b'),
             "{err}"
@@ -1040,21 +1049,23 @@ mod tests {
             format!("{root}\nHELLO"),
         ];
         for body in cases {
-            let err = decode_list("h", NONCE, &framed(&body, 0)).unwrap_err();
+            let err = decode_list("h", NONCE, &crate::test_support::roots(), &framed(&body, 0))
+                .unwrap_err();
             assert!(matches!(err, HostError::Protocol { .. }), "{body}: {err}");
         }
         let ok = format!(
             "MODE gnu\n{root}\nF 1 -2 ./projects/b c.jsonl\nFX 3 4 {}\nS\nS",
             hex_encode(b"projects/1/2/3/4/5/6/a\xff.jsonl")
         );
-        let listing = decode_list("h", NONCE, &framed(&ok, 0)).unwrap();
+        let listing =
+            decode_list("h", NONCE, &crate::test_support::roots(), &framed(&ok, 0)).unwrap();
         assert_eq!(listing.skipped_names, 2);
         assert_eq!(listing.files.len(), 2);
         assert_eq!(listing.files[0].rel, b"projects/1/2/3/4/5/6/a\xff.jsonl");
         assert_eq!((listing.files[1].size, listing.files[1].mtime), (1, -2));
         let over = vec![b'x'; MAX_LIST_REPLY_BYTES + 1];
         assert!(matches!(
-            decode_list("h", NONCE, &over).unwrap_err(),
+            decode_list("h", NONCE, &crate::test_support::roots(), &over).unwrap_err(),
             HostError::Protocol { .. }
         ));
     }

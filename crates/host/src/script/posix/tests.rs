@@ -13,7 +13,7 @@ use super::super::{decode_list, decode_read, new_nonce, parse_frame};
 use super::*;
 use crate::local::LocalHost;
 use crate::{Host, HostError};
-use clankie_model::{Harness, Listing, ReadResult, display_path};
+use clankie_model::{Listing, ReadResult, display_path};
 
 const HOSTILE_DIR: &str = "it's \"q\" $(touch pwned) `touch pwned2` ünï 日本 %s";
 
@@ -102,13 +102,13 @@ impl Tree {
     }
     fn spec(&self) -> RootSpec {
         RootSpec {
-            harness: Harness::Claude,
+            harness: crate::test_support::harness("claude"),
             dir: Some(self.root_link.as_os_str().as_bytes().to_vec()),
         }
     }
     fn file(&self, rel: &[u8]) -> FileRef {
         FileRef {
-            harness: Harness::Claude,
+            harness: crate::test_support::harness("claude"),
             root: fs::canonicalize(self.home())
                 .unwrap()
                 .as_os_str()
@@ -182,7 +182,7 @@ fn run(shell: &Shell, tree: &Tree, envs: &[(&str, &Path)], script: &[u8]) -> Vec
     if let Some(dir) = &shell.clean_env {
         cmd.env_clear().env("PATH", dir);
     }
-    for harness in Harness::ALL {
+    for harness in crate::test_support::harnesses() {
         if let Some(var) = harness.default_home().env_var {
             cmd.env_remove(var);
         }
@@ -228,7 +228,7 @@ fn local_listing(specs: &[RootSpec]) -> Listing {
 fn list_with(shell: &Shell, tree: &Tree, specs: &[RootSpec], mode: Option<ListMode>) -> Listing {
     let nonce = new_nonce();
     let out = run(shell, tree, &[], &list_script_with(&nonce, specs, mode));
-    match decode_list("test", &nonce, &out) {
+    match decode_list("test", &nonce, &crate::test_support::roots(), &out) {
         Ok(listing) => listing,
         Err(e) => panic!("{} {mode:?}: {e}\n{}", shell.name, out.escape_ascii()),
     }
@@ -248,7 +248,7 @@ fn mode_of(out: &[u8], nonce: &str) -> String {
 fn listing_matches_the_local_host_in_every_shell() {
     let tree = tree();
     let missing_root = RootSpec {
-        harness: Harness::Claude,
+        harness: crate::test_support::harness("claude"),
         dir: Some(b"/nonexistent/it's $(touch pwned)".to_vec()),
     };
     let specs = [tree.spec(), missing_root];
@@ -343,7 +343,7 @@ fn every_harness_home(base: &Path) -> PathBuf {
 fn every_harness_lists_alike_from_home_and_variables() {
     let tree = tree();
     let home = every_harness_home(tree.path());
-    let explicit: Vec<RootSpec> = Harness::ALL
+    let explicit: Vec<RootSpec> = crate::test_support::harnesses()
         .into_iter()
         .map(|h| RootSpec {
             harness: h,
@@ -366,10 +366,10 @@ fn every_harness_lists_alike_from_home_and_variables() {
     assert!(rels.contains(&"opencode opencode.db-wal".to_string()));
     assert!(rels.contains(&"grok-cli grok.db".to_string()));
     assert!(rels.contains(&"grok sessions/%2Fw/019a/chat_history.jsonl".to_string()));
-    let defaults: Vec<RootSpec> = Harness::ALL.map(RootSpec::default_for).to_vec();
+    let defaults: Vec<RootSpec> = crate::test_support::roots();
     // GEMINI_CLI_HOME names the directory above `.gemini`; the others name the home itself.
     // XDG_DATA_HOME names the directory above `opencode`. grok-cli honours no variable.
-    let vars: Vec<(&str, PathBuf)> = Harness::ALL
+    let vars: Vec<(&str, PathBuf)> = crate::test_support::harnesses()
         .into_iter()
         .filter_map(|h| {
             let d = h.default_home();
@@ -394,7 +394,13 @@ fn every_harness_lists_alike_from_home_and_variables() {
         for mode in [None, Some(ListMode::LsDate)] {
             let nonce = new_nonce();
             let script = list_script_with(&nonce, &explicit, mode);
-            let got = decode_list("t", &nonce, &run(&shell, &tree, &[], &script)).unwrap();
+            let got = decode_list(
+                "t",
+                &nonce,
+                &crate::test_support::roots(),
+                &run(&shell, &tree, &[], &script),
+            )
+            .unwrap();
             assert_eq!(got, expected, "{} {mode:?}", shell.name);
         }
         let nonce = new_nonce();
@@ -402,10 +408,16 @@ fn every_harness_lists_alike_from_home_and_variables() {
         let got = decode_list(
             "t",
             &nonce,
+            &crate::test_support::roots(),
             &run(&shell, &tree, &[("HOME", &home)], &script),
         );
         assert_eq!(got.unwrap(), expected, "{} from $HOME", shell.name);
-        let got = decode_list("t", &nonce, &run(&shell, &tree, &with_vars, &script));
+        let got = decode_list(
+            "t",
+            &nonce,
+            &crate::test_support::roots(),
+            &run(&shell, &tree, &with_vars, &script),
+        );
         assert_eq!(
             got.unwrap().files,
             with_var_files,
@@ -428,7 +440,9 @@ fn opencode_db_names_the_database_in_every_shell() {
     write(elsewhere.join("my db.sqlite-wal"), b"w");
     write(elsewhere.join("opencode.db"), b"not listed");
     let canon = |p: &Path| fs::canonicalize(p).unwrap().as_os_str().as_bytes().to_vec();
-    let spec = [RootSpec::default_for(Harness::OpenCode)];
+    let spec = [RootSpec::default_for(crate::test_support::harness(
+        "opencode",
+    ))];
     let listed = |got: &Listing| -> (Vec<u8>, Vec<String>) {
         (
             got.roots[0].dir.clone(),
@@ -459,7 +473,7 @@ fn opencode_db_names_the_database_in_every_shell() {
             let mut envs: Vec<(&str, &Path)> = vec![("HOME", &home)];
             envs.extend(value.map(|v| ("OPENCODE_DB", v)));
             let out = run(&shell, &tree, &envs, &script);
-            let got = decode_list("t", &nonce, &out)
+            let got = decode_list("t", &nonce, &crate::test_support::roots(), &out)
                 .unwrap_or_else(|e| panic!("{}: {e}\n{}", shell.name, out.escape_ascii()));
             let files: Vec<String> = files.iter().map(|f| f.to_string()).collect();
             assert_eq!(
@@ -472,7 +486,7 @@ fn opencode_db_names_the_database_in_every_shell() {
     }
     // An explicit root ignores the variable (nothing in the environment is consulted).
     let explicit = [RootSpec {
-        harness: Harness::OpenCode,
+        harness: crate::test_support::harness("opencode"),
         dir: Some(data.as_os_str().as_bytes().to_vec()),
     }];
     let got = local_listing(&explicit);
@@ -486,16 +500,18 @@ fn default_root_comes_from_the_hosts_environment() {
     fs::create_dir_all(&home).unwrap();
     symlink(tree.home(), home.join(".claude")).unwrap();
     let expected = local_listing(&[RootSpec {
-        harness: Harness::Claude,
+        harness: crate::test_support::harness("claude"),
         dir: Some(home.join(".claude").as_os_str().as_bytes().to_vec()),
     }]);
-    let spec = [RootSpec::default_for(Harness::Claude)];
+    let spec = [RootSpec::default_for(crate::test_support::harness(
+        "claude",
+    ))];
     for shell in shells(tree.path()) {
         let nonce = new_nonce();
         let script = list_script(&nonce, &spec);
         let out = run(&shell, &tree, &[("HOME", &home)], &script);
         assert_eq!(
-            decode_list("t", &nonce, &out).unwrap(),
+            decode_list("t", &nonce, &crate::test_support::roots(), &out).unwrap(),
             expected,
             "{}",
             shell.name
@@ -510,7 +526,7 @@ fn default_root_comes_from_the_hosts_environment() {
             ],
             &script,
         );
-        let got = decode_list("t", &nonce, &out).unwrap();
+        let got = decode_list("t", &nonce, &crate::test_support::roots(), &out).unwrap();
         assert_eq!(got.files, expected.files, "{}", shell.name);
         // Neither: reported missing, as `$HOME/.claude`.
         let out = run(
@@ -519,7 +535,7 @@ fn default_root_comes_from_the_hosts_environment() {
             &[("HOME", Path::new("/nonexistent/"))],
             &script,
         );
-        let got = decode_list("t", &nonce, &out).unwrap();
+        let got = decode_list("t", &nonce, &crate::test_support::roots(), &out).unwrap();
         assert_eq!(got.roots[0].dir, b"/nonexistent/.claude", "{}", shell.name);
         assert!(!got.roots[0].exists);
     }
@@ -734,13 +750,13 @@ fn a_stdin_reading_rc_file_cannot_make_the_script_run_a_fragment() {
 fn scripts_are_ascii_and_write_nothing() {
     let specs = [
         RootSpec {
-            harness: Harness::Claude,
+            harness: crate::test_support::harness("claude"),
             dir: Some(b"/x/it's > y \xff".to_vec()),
         },
-        RootSpec::default_for(Harness::Claude),
+        RootSpec::default_for(crate::test_support::harness("claude")),
     ];
     let file = FileRef {
-        harness: Harness::Claude,
+        harness: crate::test_support::harness("claude"),
         root: b"/r>oot".to_vec(),
         rel: b"projects/a > b/c.jsonl".to_vec(),
     };

@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::super::{decode_list, decode_read, parse_frame};
 use super::*;
 use crate::HostError;
-use clankie_model::Harness;
 
 const NONCE: &str = "0123456789abcdef0123456789abcdef";
 
@@ -248,9 +247,9 @@ fn the_bootstrap_parses_and_is_tiny() {
 
 #[test]
 fn list_scripts_parse_for_hostile_roots_and_fit() {
-    let default = Harness::ALL.map(RootSpec::default_for);
+    let default = crate::test_support::roots();
     let script = list_script(NONCE, &default);
-    for harness in Harness::ALL {
+    for harness in crate::test_support::harnesses() {
         assert!(
             script.contains(&format!("L '{}' (H '", harness.name())),
             "{script}"
@@ -262,14 +261,14 @@ fn list_scripts_parse_for_hostile_roots_and_fit() {
         "the default list goes on the command line"
     );
     for root in windows_roots() {
-        let mut roots = Harness::ALL.map(RootSpec::default_for).to_vec();
+        let mut roots = crate::test_support::roots();
         roots[0].dir = Some(root.clone().into_bytes());
         let script = list_script(NONCE, &roots);
         checked(script);
     }
     // A root that is not UTF-8 cannot be a Windows path: the reply is `ERR unsafe`.
     let bad = [RootSpec {
-        harness: Harness::Claude,
+        harness: crate::test_support::harness("claude"),
         dir: Some(b"C:\\\xff".to_vec()),
     }];
     let script = list_script(NONCE, &bad);
@@ -288,7 +287,7 @@ fn read_scripts_parse_for_hostile_paths_and_fit() {
     for root in windows_roots() {
         for rel in rels() {
             let file = FileRef {
-                harness: Harness::Claude,
+                harness: crate::test_support::harness("claude"),
                 root: root.clone().into_bytes(),
                 rel: rel.into_bytes(),
             };
@@ -309,7 +308,7 @@ fn read_scripts_parse_for_hostile_paths_and_fit() {
     // Long names take the bootstrap; ordinary ones do not.
     assert!(bootstrapped > 0);
     let file = FileRef {
-        harness: Harness::Claude,
+        harness: crate::test_support::harness("claude"),
         root: br"C:\Users\me\.claude".to_vec(),
         rel: rels()[0].clone().into_bytes(),
     };
@@ -320,7 +319,7 @@ fn read_scripts_parse_for_hostile_paths_and_fit() {
 #[test]
 fn refusals_are_decided_before_sending_and_travel_as_err_lines() {
     let file = |root: &[u8], rel: &[u8]| FileRef {
-        harness: Harness::Claude,
+        harness: crate::test_support::harness("claude"),
         root: root.to_vec(),
         rel: rel.to_vec(),
     };
@@ -397,8 +396,20 @@ fn a_powershell_reply_decodes_like_the_posix_one() {
             "projects/C--Users-Zo--proj/3f1c2a77-0000-4000-8000-000000000001/subagents/agent-ä b.jsonl",
         ),
     ];
-    let ps = decode_list("h", NONCE, &powershell_list_reply(root, &files)).unwrap();
-    let posix = decode_list("h", NONCE, &posix_list_reply(root, &files)).unwrap();
+    let ps = decode_list(
+        "h",
+        NONCE,
+        &crate::test_support::roots(),
+        &powershell_list_reply(root, &files),
+    )
+    .unwrap();
+    let posix = decode_list(
+        "h",
+        NONCE,
+        &crate::test_support::roots(),
+        &posix_list_reply(root, &files),
+    )
+    .unwrap();
     assert_eq!(ps, posix);
     assert_eq!(ps.files.len(), 2);
     assert_eq!(ps.skipped_names, 1);
@@ -453,7 +464,7 @@ fn a_powershell_reply_decodes_like_the_posix_one() {
     let out = format!(
         "\r\n{NONCE}:BEGIN WindowsPowerShell restricted\r\nERR restricted \r\n\r\n{NONCE}:END 1\r\n"
     );
-    let e = decode_list("h", NONCE, out.as_bytes()).unwrap_err();
+    let e = decode_list("h", NONCE, &crate::test_support::roots(), out.as_bytes()).unwrap_err();
     assert!(e.to_string().contains("Constrained Language Mode"), "{e}");
 }
 
@@ -472,7 +483,7 @@ fn windows_roots_are_absolute_and_relative_ones_are_not() {
             hex_encode(root.as_bytes())
         );
         assert_eq!(
-            decode_list("h", NONCE, out.as_bytes()).is_ok(),
+            decode_list("h", NONCE, &crate::test_support::roots(), out.as_bytes()).is_ok(),
             ok,
             "{root}"
         );
@@ -499,9 +510,9 @@ fn the_checker_catches_what_a_parse_alone_misses() {
 
 #[test]
 fn sizes() {
-    let list = list_script(NONCE, &Harness::ALL.map(RootSpec::default_for));
+    let list = list_script(NONCE, &crate::test_support::roots());
     let file = FileRef {
-        harness: Harness::Claude,
+        harness: crate::test_support::harness("claude"),
         root: br"C:\Users\me\.claude".to_vec(),
         rel: rels()[0].clone().into_bytes(),
     };

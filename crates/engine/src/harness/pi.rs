@@ -14,13 +14,75 @@
 
 use serde_json::Value;
 
-use super::SourceCtx;
-use super::lines::LineOutcome;
-use super::records::{Out, object_line, str_of};
+use crate::SourceCtx;
+use crate::harness::Format;
+use crate::lines::LineOutcome;
+use crate::records::{Out, object_line, str_of};
+use crate::session::{SessionFile, session_file};
 use clankie_model::TextKind;
+use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+
+/// Pi (pi-coding-agent).
+pub(super) struct Pi;
+
+static LAYOUT: Layout = Layout {
+    name: "pi",
+    default_home: DefaultHome {
+        env_var: Some("PI_CODING_AGENT_DIR"),
+        env_relative: "",
+        home_relative: ".pi/agent",
+    },
+    // sessions/--<cwd>--/<ts>_<id>.jsonl (or flat with --session-dir as a root).
+    list: ListSpec {
+        subdirs: &["sessions"],
+        suffixes: &[".jsonl"],
+        max_depth: 1,
+        top_files: &[],
+    },
+    db_env: None,
+    storage: Storage::Files,
+};
+
+impl Format for Pi {
+    fn layout(&self) -> &'static Layout {
+        &LAYOUT
+    }
+
+    fn session(&self, entry: &FileEntry) -> Option<SessionFile> {
+        classify(entry)
+    }
+
+    fn parse_line(&self, ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+        parse_line(ctx, offset, line)
+    }
+
+    /// The header's `cwd`.
+    fn session_cwd(&self, head: &[u8]) -> Option<String> {
+        crate::resume::first_in_lines(head, "/cwd")
+    }
+
+    /// Pi resumes by path, which is exact.
+    fn resume_command(&self, _id: &str, path: &str) -> String {
+        format!("pi --session {}", crate::resume::shell_quote(path))
+    }
+}
+
+/// `sessions/--<cwd>--/<ts>_<id>.jsonl` (or flat under a `--session-dir` root): the id is what
+/// follows the first `_` (the header's `id`), else the stem.
+fn classify(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    let file = match parts.as_slice() {
+        ["sessions", _, file] | ["sessions", file] => *file,
+        _ => return None,
+    };
+    let stem = file.strip_suffix(".jsonl")?;
+    let id = stem.split_once('_').map_or(stem, |(_, id)| id);
+    session_file(entry, id, None)
+}
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
-pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     let map = match object_line(ctx, offset, line) {
         Ok(map) => map,
         Err(outcome) => return outcome,
@@ -206,10 +268,10 @@ fn blocks_text(content: &Value) -> String {
 mod tests {
     use super::*;
     use crate::test_support;
-    use clankie_model::{Harness, Record, RecordBody, RecordKind};
+    use clankie_model::{Record, RecordBody, RecordKind};
 
     fn records(line: &str) -> Vec<Record> {
-        test_support::records(Harness::Pi, 40, line)
+        test_support::records(crate::test_support::harness("pi"), 40, line)
     }
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {

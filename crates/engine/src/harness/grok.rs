@@ -6,13 +6,80 @@
 
 use serde_json::Value;
 
-use super::SourceCtx;
-use super::lines::LineOutcome;
-use super::records::{Out, image_placeholder, json_arguments, object_line, str_of};
+use crate::SourceCtx;
+use crate::harness::Format;
+use crate::lines::LineOutcome;
+use crate::records::{Out, image_placeholder, json_arguments, object_line, str_of};
+use crate::session::{SessionFile, session_file};
 use clankie_model::TextKind;
+use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+
+/// Grok Build.
+pub(super) struct Grok;
+
+static LAYOUT: Layout = Layout {
+    name: "grok",
+    // Reported, not verified against the closed-source CLI.
+    default_home: DefaultHome {
+        env_var: Some("GROK_HOME"),
+        env_relative: "",
+        home_relative: ".grok",
+    },
+    // sessions/<pct-encoded-cwd>/<uuid>/chat_history.jsonl; the other journals in a session
+    // directory (updates.jsonl can be gigabytes) are not transcripts.
+    list: ListSpec {
+        subdirs: &["sessions"],
+        suffixes: &["/chat_history.jsonl"],
+        max_depth: 2,
+        top_files: &[],
+    },
+    db_env: None,
+    storage: Storage::Files,
+};
+
+impl Format for Grok {
+    fn layout(&self) -> &'static Layout {
+        &LAYOUT
+    }
+
+    fn session(&self, entry: &FileEntry) -> Option<SessionFile> {
+        classify(entry)
+    }
+
+    fn parse_line(&self, ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+        parse_line(ctx, offset, line)
+    }
+
+    /// The session directory's `summary.json` holds the directory.
+    fn cwd_file(&self) -> Option<&'static str> {
+        Some("summary.json")
+    }
+
+    /// `info.cwd` of `summary.json`.
+    fn session_cwd(&self, head: &[u8]) -> Option<String> {
+        serde_json::from_slice::<Value>(head)
+            .ok()?
+            .pointer("/info/cwd")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    fn resume_command(&self, id: &str, _path: &str) -> String {
+        format!("grok --resume {}", crate::resume::shell_quote(id))
+    }
+}
+
+/// `sessions/<pct-encoded-cwd>/<uuid>/chat_history.jsonl`: the id is the directory name.
+fn classify(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    match rel.split('/').collect::<Vec<_>>().as_slice() {
+        ["sessions", _cwd, id, "chat_history.jsonl"] => session_file(entry, id, None),
+        _ => None,
+    }
+}
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
-pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     let map = match object_line(ctx, offset, line) {
         Ok(map) => map,
         Err(outcome) => return outcome,
@@ -110,10 +177,10 @@ pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
 #[cfg(test)]
 mod tests {
     use crate::test_support;
-    use clankie_model::{Harness, Record, RecordBody, RecordKind};
+    use clankie_model::{Record, RecordBody, RecordKind};
 
     fn records(line: &str) -> Vec<Record> {
-        test_support::records(Harness::Grok, 7, line)
+        test_support::records(crate::test_support::harness("grok"), 7, line)
     }
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {

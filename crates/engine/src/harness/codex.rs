@@ -20,10 +20,101 @@
 
 use serde_json::Value;
 
-use super::SourceCtx;
-use super::lines::LineOutcome;
-use super::records::{Out, image_placeholder, json_arguments, object_line, str_of};
+use crate::SourceCtx;
+use crate::harness::{Format, Source};
+use crate::lines::LineOutcome;
+use crate::records::{Out, image_placeholder, json_arguments, object_line, str_of};
+use crate::session::{SessionFile, session_file};
 use clankie_model::TextKind;
+use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+
+/// Codex CLI.
+pub(super) struct Codex;
+
+static LAYOUT: Layout = Layout {
+    name: "codex",
+    default_home: DefaultHome {
+        env_var: Some("CODEX_HOME"),
+        env_relative: "",
+        home_relative: ".codex",
+    },
+    // sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl, early flat sessions/rollout-….jsonl,
+    // archived_sessions/rollout-….jsonl; `.jsonl.zst` once Codex compresses them (after 7 days;
+    // decompressed on the reading side).
+    list: ListSpec {
+        subdirs: &["sessions", "archived_sessions"],
+        suffixes: &[".jsonl", ".jsonl.zst"],
+        max_depth: 3,
+        top_files: &[],
+    },
+    db_env: None,
+    storage: Storage::Files,
+};
+
+impl Format for Codex {
+    fn layout(&self) -> &'static Layout {
+        &LAYOUT
+    }
+
+    fn session(&self, entry: &FileEntry) -> Option<SessionFile> {
+        classify(entry)
+    }
+
+    fn source(&self, entry: &FileEntry) -> Source {
+        if entry.rel.ends_with(b".zst") {
+            Source::ZstdLines
+        } else {
+            Source::Lines
+        }
+    }
+
+    fn parse_line(&self, ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+        parse_line(ctx, offset, line)
+    }
+
+    /// `session_meta.payload.cwd`.
+    fn session_cwd(&self, head: &[u8]) -> Option<String> {
+        crate::resume::complete_lines(head)
+            .filter(|v| v.get("type").and_then(Value::as_str) == Some("session_meta"))
+            .find_map(|v| {
+                v.pointer("/payload/cwd")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+    }
+
+    fn resume_command(&self, id: &str, _path: &str) -> String {
+        format!("codex resume {}", crate::resume::shell_quote(id))
+    }
+}
+
+/// `sessions/[YYYY/MM/DD/]rollout-<local ts>-<thread uuid>.jsonl` and
+/// `archived_sessions/<name>.jsonl`: the id is the trailing UUID (what `codex resume` takes),
+/// else the file stem.
+fn classify(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    let file = match parts.as_slice() {
+        ["sessions", .., file] | ["archived_sessions", file] => *file,
+        _ => return None,
+    };
+    let stem = file
+        .strip_suffix(".jsonl")
+        .or_else(|| file.strip_suffix(".jsonl.zst"))?;
+    let id = trailing_uuid(stem).unwrap_or(stem);
+    session_file(entry, id, None)
+}
+
+/// The last 36 characters of `name` when they are a UUID preceded by `-`.
+fn trailing_uuid(name: &str) -> Option<&str> {
+    let start = name.len().checked_sub(36)?;
+    let uuid = name.get(start..)?;
+    let shape = uuid.bytes().enumerate().all(|(i, b)| match i {
+        8 | 13 | 18 | 23 => b == b'-',
+        _ => b.is_ascii_hexdigit(),
+    });
+    (shape && name[..start].ends_with('-')).then_some(uuid)
+}
 
 /// User-role texts that Codex injects for the model; they are not prompts.
 const INJECTED_PREFIXES: &[&str] = &[
@@ -55,7 +146,7 @@ const ITEM_TYPES: &[&str] = &[
 ];
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
-pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     let map = match object_line(ctx, offset, line) {
         Ok(map) => map,
         Err(outcome) => return outcome,
@@ -341,12 +432,12 @@ fn tool_output(value: &Value) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clankie_model::{Harness, Record, RecordBody, RecordKind};
+    use clankie_model::{Record, RecordBody, RecordKind};
 
     fn ctx() -> SourceCtx {
         SourceCtx {
             host: "local".into(),
-            harness: Harness::Codex,
+            harness: crate::test_support::harness("codex"),
             session: "s".into(),
             agent: None,
         }

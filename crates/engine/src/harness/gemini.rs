@@ -13,16 +13,117 @@
 
 use serde_json::Value;
 
-use super::SourceCtx;
-use super::lines::LineOutcome;
-use super::records::{Out, object_line, str_of};
+use crate::SourceCtx;
+use crate::harness::{Format, Source};
+use crate::lines::LineOutcome;
+use crate::records::{Out, object_line, str_of};
+use crate::session::{SessionFile, session_file, valid_id};
 use clankie_model::TextKind;
+use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+
+/// Gemini CLI.
+pub(super) struct Gemini;
+
+static LAYOUT: Layout = Layout {
+    name: "gemini",
+    // GEMINI_CLI_HOME replaces the user's home directory, not the `.gemini` one.
+    default_home: DefaultHome {
+        env_var: Some("GEMINI_CLI_HOME"),
+        env_relative: ".gemini",
+        home_relative: ".gemini",
+    },
+    // tmp/<project>/chats/session-*.jsonl, subagents in chats/<parent-id>/<id>.jsonl;
+    // `.json`: the legacy whole-document sessions.
+    list: ListSpec {
+        subdirs: &["tmp"],
+        suffixes: &[".jsonl", ".json"],
+        max_depth: 3,
+        top_files: &[],
+    },
+    db_env: None,
+    storage: Storage::Files,
+};
+
+impl Format for Gemini {
+    fn layout(&self) -> &'static Layout {
+        &LAYOUT
+    }
+
+    fn session(&self, entry: &FileEntry) -> Option<SessionFile> {
+        classify(entry)
+    }
+
+    fn source(&self, entry: &FileEntry) -> Source {
+        if entry.rel.ends_with(b".json") {
+            Source::Document
+        } else {
+            Source::Lines
+        }
+    }
+
+    fn parse_line(&self, ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+        parse_line(ctx, offset, line)
+    }
+
+    fn parse_document(
+        &self,
+        ctx: &SourceCtx,
+        bytes: &[u8],
+    ) -> Result<Vec<clankie_model::Record>, String> {
+        parse_document(ctx, bytes)
+    }
+
+    /// The project's `.project_root`, next to its `chats/`.
+    fn cwd_file(&self) -> Option<&'static str> {
+        Some("../.project_root")
+    }
+
+    fn session_cwd(&self, head: &[u8]) -> Option<String> {
+        std::str::from_utf8(head).ok().map(|s| s.trim().to_string())
+    }
+
+    /// The header's full `sessionId` (file names hold only 8 characters of it).
+    fn native_id(&self, head: &[u8]) -> Option<String> {
+        crate::resume::complete_lines(head)
+            .next()?
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    fn resume_command(&self, id: &str, _path: &str) -> String {
+        format!("gemini --resume {}", crate::resume::shell_quote(id))
+    }
+}
+
+/// `tmp/<project>/chats/session-<ts>-<8 hex>.jsonl`: the id is the file stem (the listing holds
+/// only 8 characters of the header's `sessionId`); subagents in
+/// `chats/<parent-session-id>/<id>.jsonl` are `<parent>+<id>`.
+fn classify(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    match rel.split('/').collect::<Vec<_>>().as_slice() {
+        ["tmp", _project, "chats", file] if file.starts_with("session-") => {
+            let stem = file
+                .strip_suffix(".jsonl")
+                .or_else(|| file.strip_suffix(".json"))?;
+            session_file(entry, stem, None)
+        }
+        ["tmp", _project, "chats", parent, file] if valid_id(parent) => {
+            let stem = file.strip_suffix(".jsonl")?;
+            session_file(entry, &format!("{parent}+{stem}"), Some(stem))
+        }
+        _ => None,
+    }
+}
 
 /// Parses a legacy whole-document session (`session-*.json`: `{sessionId, messages: [...]}`).
 /// Its messages have the shape of the JSONL message lines, so each goes through [`parse_line`]
 /// with its ordinal standing in for the offset (ids come from message ids, so they do not
 /// depend on it). A document that is not JSON, or has no `messages` array, is an error.
-pub fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<clankie_model::Record>, String> {
+pub(super) fn parse_document(
+    ctx: &SourceCtx,
+    bytes: &[u8],
+) -> Result<Vec<clankie_model::Record>, String> {
     let doc: Value =
         serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
     let messages = doc
@@ -41,7 +142,7 @@ pub fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<clankie_model
 }
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
-pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     let map = match object_line(ctx, offset, line) {
         Ok(map) => map,
         Err(outcome) => return outcome,
@@ -205,20 +306,36 @@ mod tests {
             "/../../tests/fixtures/gemini/tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"
         );
         let bytes = std::fs::read(path).unwrap();
-        let got = parse_document(&test_support::ctx(Harness::Gemini), &bytes).unwrap();
+        let got = parse_document(
+            &test_support::ctx(crate::test_support::harness("gemini")),
+            &bytes,
+        )
+        .unwrap();
         let kinds: Vec<RecordKind> = got.iter().map(Record::kind).collect();
         assert!(
             kinds.contains(&RecordKind::User) && kinds.contains(&RecordKind::Assistant),
             "{kinds:?}"
         );
         assert!(got.iter().all(|r| !r.id.starts_with('@')));
-        assert!(parse_document(&test_support::ctx(Harness::Gemini), b"{}").is_err());
-        assert!(parse_document(&test_support::ctx(Harness::Gemini), b"[1").is_err());
+        assert!(
+            parse_document(
+                &test_support::ctx(crate::test_support::harness("gemini")),
+                b"{}"
+            )
+            .is_err()
+        );
+        assert!(
+            parse_document(
+                &test_support::ctx(crate::test_support::harness("gemini")),
+                b"[1"
+            )
+            .is_err()
+        );
     }
-    use clankie_model::{Harness, Record, RecordBody, RecordKind};
+    use clankie_model::{Record, RecordBody, RecordKind};
 
     fn records(line: &str) -> Vec<Record> {
-        test_support::records(Harness::Gemini, 9, line)
+        test_support::records(crate::test_support::harness("gemini"), 9, line)
     }
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {

@@ -12,9 +12,90 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::SourceCtx;
-use super::lines::LineOutcome;
+use crate::SourceCtx;
+use crate::harness::Format;
+use crate::lines::LineOutcome;
+use crate::session::{SessionFile, valid_id};
+use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
 use clankie_model::{Record, RecordBody, TextKind};
+
+/// Claude Code.
+pub(super) struct Claude;
+
+static LAYOUT: Layout = Layout {
+    name: "claude",
+    default_home: DefaultHome {
+        env_var: Some("CLAUDE_CONFIG_DIR"),
+        env_relative: "",
+        home_relative: ".claude",
+    },
+    // projects/<enc-cwd>/<uuid>.jsonl, …/<uuid>/subagents/agent-*.jsonl,
+    // …/subagents/workflows/<id>/agent-*.jsonl.
+    list: ListSpec {
+        subdirs: &["projects"],
+        suffixes: &[".jsonl"],
+        max_depth: 6,
+        top_files: &[],
+    },
+    db_env: None,
+    storage: Storage::Files,
+};
+
+impl Format for Claude {
+    fn layout(&self) -> &'static Layout {
+        &LAYOUT
+    }
+
+    fn session(&self, entry: &FileEntry) -> Option<SessionFile> {
+        classify(entry)
+    }
+
+    fn parse_line(&self, ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+        parse_line(ctx, offset, line)
+    }
+
+    /// The first line with a `cwd`.
+    fn session_cwd(&self, head: &[u8]) -> Option<String> {
+        crate::resume::first_in_lines(head, "/cwd")
+    }
+
+    fn resume_command(&self, id: &str, _path: &str) -> String {
+        format!("claude --resume {}", crate::resume::shell_quote(id))
+    }
+}
+
+/// `projects/<dir>/<id>.jsonl` is a session; `projects/<dir>/<id>/subagents/[…/]agent-<a>.jsonl`
+/// is its subagent `<id>+agent-<a>`. Anything else under `projects/` is not a transcript.
+fn classify(entry: &FileEntry) -> Option<SessionFile> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    let stem = |name: &str| {
+        name.strip_suffix(".jsonl")
+            .filter(|s| valid_id(s))
+            .map(str::to_string)
+    };
+    match parts.as_slice() {
+        ["projects", _dir, file] => {
+            let id = stem(file)?;
+            let agent = id.strip_prefix("agent-").map(str::to_string);
+            Some(SessionFile {
+                id,
+                agent,
+                entry: entry.clone(),
+            })
+        }
+        ["projects", _dir, parent, "subagents", .., file] if valid_id(parent) => {
+            let agent_file = stem(file)?;
+            let agent = agent_file.strip_prefix("agent-")?.to_string();
+            Some(SessionFile {
+                id: format!("{parent}+{agent_file}"),
+                agent: Some(agent),
+                entry: entry.clone(),
+            })
+        }
+        _ => None,
+    }
+}
 
 /// The fields of a line's envelope that decide what it becomes. Everything else is skipped
 /// without being built.
@@ -207,7 +288,7 @@ fn take_string(field: &mut Value) -> String {
 }
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
-pub(crate) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     // One UTF-8 check of the whole line (SIMD, by simdutf8) is cheaper than serde_json checking
     // every string.
     let Ok(text) = simdutf8::basic::from_utf8(line) else {
@@ -639,7 +720,7 @@ fn message_text(content: &Content) -> String {
 
 /// Text of a content value: a string, or an array of blocks (text joined by newlines, images
 /// and other media as placeholders), or any other JSON compactly.
-pub(crate) fn content_text(value: &Value) -> String {
+pub(super) fn content_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -691,10 +772,10 @@ fn find_message(value: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clankie_model::{Harness, RecordKind};
+    use clankie_model::RecordKind;
 
     fn ctx() -> SourceCtx {
-        crate::test_support::ctx(Harness::Claude)
+        crate::test_support::ctx(crate::test_support::harness("claude"))
     }
 
     fn records(line: &str) -> Vec<Record> {

@@ -1,5 +1,5 @@
 //! OpenCode (1.2+, the `session` / `message` / `part` tables of `opencode.db`): rows to records.
-//! Pure: the driver queries the rows (`crate::sqlite`) and hands them in as plain structs.
+//! Pure: its queries run on the driver's private copy through [`Database`].
 //!
 //! Order is upstream's: messages by `(time_created, id)`, parts of a message by `id`. Ids are
 //! the part ids (`prt_…`), tool parts giving `<prt>:call` and `<prt>:result`, message-level
@@ -10,32 +10,178 @@
 
 use serde_json::Value;
 
-use super::SourceCtx;
-use super::records::{Out, json_arguments, str_of, text_of};
-use super::rows::{RowRecords, rfc3339_millis};
+use crate::SourceCtx;
+use crate::database::{Database, QueryError, SessionRow, query_map};
+use crate::harness::Format;
+use crate::records::{Out, json_arguments, str_of, text_of};
+use crate::rows::{RowRecords, rfc3339_millis};
 use clankie_model::TextKind;
+use clankie_model::{DefaultHome, Layout, ListSpec, Storage};
+
+/// OpenCode.
+pub(super) struct OpenCode;
+
+static LAYOUT: Layout = Layout {
+    name: "opencode",
+    // `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode` (Linux and macOS).
+    default_home: DefaultHome {
+        env_var: Some("XDG_DATA_HOME"),
+        env_relative: "opencode",
+        home_relative: ".local/share/opencode",
+    },
+    // The database and its WAL in the data dir itself (or where `OPENCODE_DB` says).
+    // TODO(#8): `opencode-<channel>.db`, the legacy JSON tree under `storage/`, `OPENCODE_DB`
+    // in the PowerShell list script.
+    list: ListSpec {
+        subdirs: &[],
+        suffixes: &[],
+        max_depth: 0,
+        top_files: &["opencode.db", "opencode.db-wal"],
+    },
+    db_env: Some("OPENCODE_DB"),
+    storage: Storage::Database,
+};
+
+impl Format for OpenCode {
+    fn layout(&self) -> &'static Layout {
+        &LAYOUT
+    }
+
+    /// OpenCode 2.x sessions (`session_v2`) win over the 1.x `session` rows of the same id; a
+    /// child session (task tool) is a subagent.
+    fn database_sessions(&self, db: &dyn Database) -> Result<Vec<SessionRow>, QueryError> {
+        let mut out: Vec<SessionRow> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for table in ["session_v2", "session"] {
+            if !db.has_table(table)? {
+                continue;
+            }
+            let sql = format!("SELECT id, parent_id, time_updated / 1000 FROM {table}");
+            for row in query_map(db, &sql, &[], |r| {
+                Ok(SessionRow {
+                    id: r.text(0)?,
+                    parent: r.opt_text(1)?,
+                    updated: r.opt_int(2)?,
+                })
+            })? {
+                if seen.insert(row.id.clone()) {
+                    out.push(row);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn database_records(
+        &self,
+        db: &dyn Database,
+        ctx: &SourceCtx,
+    ) -> Result<RowRecords, QueryError> {
+        let id = ctx.session.as_str();
+        if is_v2(db, id)? {
+            let rows = query_map(
+                db,
+                "SELECT id, type, time_created, data FROM session_message \
+                 WHERE session_id = ?1 ORDER BY seq",
+                &[id],
+                |r| {
+                    Ok(SessionMessageRow {
+                        id: r.text(0)?,
+                        kind: r.text(1)?,
+                        time_created: r.int(2)?,
+                        data: r.text(3)?,
+                    })
+                },
+            )?;
+            return Ok(records_v2(ctx, &rows));
+        }
+        let messages = query_map(
+            db,
+            "SELECT id, time_created, data FROM message WHERE session_id = ?1 \
+             ORDER BY time_created, id",
+            &[id],
+            |r| {
+                Ok(MessageRow {
+                    id: r.text(0)?,
+                    time_created: r.int(1)?,
+                    data: r.text(2)?,
+                })
+            },
+        )?;
+        let parts = query_map(
+            db,
+            "SELECT id, message_id, time_created, data FROM part WHERE session_id = ?1 \
+             ORDER BY message_id, id",
+            &[id],
+            |r| {
+                Ok(PartRow {
+                    id: r.text(0)?,
+                    message_id: r.text(1)?,
+                    time_created: r.int(2)?,
+                    data: r.text(3)?,
+                })
+            },
+        )?;
+        Ok(records(ctx, &messages, &parts))
+    }
+
+    fn database_cwd(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
+        for table in ["session_v2", "session"] {
+            if !db.has_table(table)? {
+                continue;
+            }
+            let sql = format!("SELECT directory FROM {table} WHERE id = ?1");
+            let found = query_map(db, &sql, &[id], |r| r.opt_text(0))?;
+            if let Some(cwd) = found.into_iter().flatten().next() {
+                return Ok(Some(cwd));
+            }
+        }
+        Ok(None)
+    }
+
+    fn resume_command(&self, id: &str, _path: &str) -> String {
+        format!("opencode --session {}", crate::resume::shell_quote(id))
+    }
+}
+
+/// Whether a session is read from `session_message` (2.x): it has a `session_v2` row, or
+/// (1.18.33 already has the table, keyed to `session`) it has `session_message` rows and no
+/// `message` rows.
+fn is_v2(db: &dyn Database, id: &str) -> Result<bool, QueryError> {
+    if !db.has_table("session_message")? {
+        return Ok(false);
+    }
+    if db.has_table("session_v2")? && db.exists("SELECT 1 FROM session_v2 WHERE id = ?1", &[id])? {
+        return Ok(true);
+    }
+    Ok(db.exists(
+        "SELECT 1 FROM session_message WHERE session_id = ?1 LIMIT 1",
+        &[id],
+    )? && !(db.has_table("message")?
+        && db.exists("SELECT 1 FROM message WHERE session_id = ?1 LIMIT 1", &[id])?))
+}
 
 /// A `message` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MessageRow {
-    pub id: String,
-    pub time_created: i64,
+pub(super) struct MessageRow {
+    pub(super) id: String,
+    pub(super) time_created: i64,
     /// `MessageV2.Info` minus ids, as JSON.
-    pub data: String,
+    pub(super) data: String,
 }
 
 /// A `part` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartRow {
-    pub id: String,
-    pub message_id: String,
-    pub time_created: i64,
-    pub data: String,
+pub(super) struct PartRow {
+    pub(super) id: String,
+    pub(super) message_id: String,
+    pub(super) time_created: i64,
+    pub(super) data: String,
 }
 
 /// The records of one session. `messages` in `(time_created, id)` order; `parts` in any order
 /// (they are grouped by message and ordered by id here).
-pub fn records(ctx: &SourceCtx, messages: &[MessageRow], parts: &[PartRow]) -> RowRecords {
+pub(super) fn records(ctx: &SourceCtx, messages: &[MessageRow], parts: &[PartRow]) -> RowRecords {
     let mut parts: Vec<&PartRow> = parts.iter().collect();
     parts.sort_by(|a, b| (&a.message_id, &a.id).cmp(&(&b.message_id, &b.id)));
     let mut out = RowRecords::default();
@@ -91,11 +237,11 @@ pub fn records(ctx: &SourceCtx, messages: &[MessageRow], parts: &[PartRow]) -> R
 
 /// A `session_message` row (OpenCode 2.x, table `session_message`, read in `seq` order).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionMessageRow {
-    pub id: String,
-    pub kind: String,
-    pub time_created: i64,
-    pub data: String,
+pub(super) struct SessionMessageRow {
+    pub(super) id: String,
+    pub(super) kind: String,
+    pub(super) time_created: i64,
+    pub(super) data: String,
 }
 
 /// The records of one OpenCode 2.x session (`session_message` rows in `seq` order). Shapes per
@@ -103,7 +249,7 @@ pub struct SessionMessageRow {
 /// user/synthetic `{text}`; assistant `{content:[text | reasoning | tool{name, callID, state}],
 /// finish?, time}`; compaction; shell `{command, output:{output}}`. Ids: `<id>` for a whole
 /// row, `<id>#<content index>` for an assistant block (`:call` / `:result` for a tool).
-pub fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowRecords {
+pub(super) fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowRecords {
     let mut out = RowRecords::default();
     for row in rows {
         let data = match serde_json::from_str::<Value>(&row.data) {
@@ -322,12 +468,12 @@ fn ms(value: Option<&Value>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clankie_model::{Harness, RecordBody, RecordKind};
+    use clankie_model::{RecordBody, RecordKind};
 
     fn ctx() -> SourceCtx {
         SourceCtx {
             host: "local".into(),
-            harness: Harness::OpenCode,
+            harness: crate::test_support::harness("opencode"),
             session: "ses_1".into(),
             agent: None,
         }

@@ -1,6 +1,6 @@
 //! grok-cli (`grok-dev`, `~/.grok/grok.db`): rows of `messages` (Vercel AI SDK `ModelMessage`
-//! JSON, INSERT-only, ordered by `seq`) and `tool_calls` / `tool_results` to records. Pure: the
-//! driver queries the rows (`crate::sqlite`).
+//! JSON, INSERT-only, ordered by `seq`) and `tool_calls` / `tool_results` to records. Pure: its
+//! queries run on the driver's private copy through [`Database`].
 //!
 //! Ids are `<seq>#<part index>`. A `tool-call` part whose `tool_calls` row is still pending or
 //! running stops the records there (`pending_tail`); `is_error` of a result comes from
@@ -10,32 +10,143 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::SourceCtx;
-use super::records::{Out, image_placeholder, str_of, text_of};
+use crate::SourceCtx;
+use crate::records::{Out, image_placeholder, str_of, text_of};
 use clankie_model::TextKind;
 
-use super::rows::RowRecords;
+use crate::database::{Database, QueryError, SessionRow, query_map};
+use crate::harness::Format;
+use crate::rows::RowRecords;
+use clankie_model::{DefaultHome, Layout, ListSpec, Storage};
+
+/// The community grok-cli (`grok-dev`).
+pub(super) struct GrokCli;
+
+static LAYOUT: Layout = Layout {
+    name: "grok-cli",
+    // grok-cli hard-codes `os.homedir()/.grok`; no variable moves it.
+    default_home: DefaultHome {
+        env_var: None,
+        env_relative: "",
+        home_relative: ".grok",
+    },
+    list: ListSpec {
+        subdirs: &[],
+        suffixes: &[],
+        max_depth: 0,
+        top_files: &["grok.db", "grok.db-wal"],
+    },
+    db_env: None,
+    storage: Storage::Database,
+};
+
+impl Format for GrokCli {
+    fn layout(&self) -> &'static Layout {
+        &LAYOUT
+    }
+
+    fn database_sessions(&self, db: &dyn Database) -> Result<Vec<SessionRow>, QueryError> {
+        if !db.has_table("sessions")? {
+            return Ok(Vec::new());
+        }
+        query_map(
+            db,
+            "SELECT id, NULL, CAST(strftime('%s', updated_at) AS INTEGER) FROM sessions",
+            &[],
+            |r| {
+                Ok(SessionRow {
+                    id: r.text(0)?,
+                    parent: r.opt_text(1)?,
+                    updated: r.opt_int(2)?,
+                })
+            },
+        )
+    }
+
+    fn database_records(
+        &self,
+        db: &dyn Database,
+        ctx: &SourceCtx,
+    ) -> Result<RowRecords, QueryError> {
+        let id = ctx.session.as_str();
+        let messages = query_map(
+            db,
+            "SELECT seq, role, message_json, created_at FROM messages WHERE session_id = ?1 \
+             ORDER BY seq",
+            &[id],
+            |r| {
+                Ok(MessageRow {
+                    seq: r.int(0)?,
+                    role: r.text(1)?,
+                    message_json: r.text(2)?,
+                    created_at: r.text(3)?,
+                })
+            },
+        )?;
+        let calls = if db.has_table("tool_calls")? {
+            query_map(
+                db,
+                "SELECT c.tool_call_id, c.status, \
+                 (SELECT r.success FROM tool_results r WHERE r.tool_call_row_id = c.id \
+                  ORDER BY r.id DESC LIMIT 1) \
+                 FROM tool_calls c WHERE c.session_id = ?1",
+                &[id],
+                |r| {
+                    Ok(ToolCallRow {
+                        tool_call_id: r.text(0)?,
+                        status: r.text(1)?,
+                        success: r.opt_int(2)?.map(|s| s != 0),
+                    })
+                },
+            )?
+        } else {
+            Vec::new()
+        };
+        Ok(records(ctx, &messages, &calls))
+    }
+
+    fn database_cwd(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
+        if !db.has_table("sessions")? {
+            return Ok(None);
+        }
+        let found = query_map(
+            db,
+            "SELECT cwd_last FROM sessions WHERE id = ?1",
+            &[id],
+            |r| r.opt_text(0),
+        )?;
+        Ok(found.into_iter().flatten().next())
+    }
+
+    fn resume_command(&self, id: &str, _path: &str) -> String {
+        format!("grok --session {}", crate::resume::shell_quote(id))
+    }
+}
 
 /// A `messages` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MessageRow {
-    pub seq: i64,
-    pub role: String,
-    pub message_json: String,
-    pub created_at: String,
+pub(super) struct MessageRow {
+    pub(super) seq: i64,
+    pub(super) role: String,
+    pub(super) message_json: String,
+    pub(super) created_at: String,
 }
 
 /// A `tool_calls` row joined with its `tool_results` row, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCallRow {
-    pub tool_call_id: String,
-    pub status: String,
+pub(super) struct ToolCallRow {
+    pub(super) tool_call_id: String,
+    pub(super) status: String,
     /// `tool_results.success`, when a result row exists.
-    pub success: Option<bool>,
+    pub(super) success: Option<bool>,
 }
 
 /// The records of one session; `messages` in `seq` order.
-pub fn records(ctx: &SourceCtx, messages: &[MessageRow], calls: &[ToolCallRow]) -> RowRecords {
+pub(super) fn records(
+    ctx: &SourceCtx,
+    messages: &[MessageRow],
+    calls: &[ToolCallRow],
+) -> RowRecords {
     let calls: HashMap<&str, &ToolCallRow> =
         calls.iter().map(|c| (c.tool_call_id.as_str(), c)).collect();
     let mut out = RowRecords::default();
@@ -131,12 +242,12 @@ fn output_text(output: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clankie_model::{Harness, RecordBody, RecordKind};
+    use clankie_model::{RecordBody, RecordKind};
 
     fn ctx() -> SourceCtx {
         SourceCtx {
             host: "local".into(),
-            harness: Harness::GrokCli,
+            harness: crate::test_support::harness("grok-cli"),
             session: "0123456789ab".into(),
             agent: None,
         }

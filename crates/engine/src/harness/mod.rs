@@ -1,0 +1,210 @@
+//! Harnesses: one module per agent harness, each holding everything about it — where its files
+//! live (its [`Layout`], plain data a host reads), how a listed file becomes a session, how
+//! its lines, document or database rows become records, and how the harness resumes a session.
+//! [`REGISTRY`] lists them; adding a harness is a new module and one line there.
+//!
+//! Nothing outside a harness's module names it (a test in `tests/it/architecture.rs` holds
+//! that): the rest of the engine, the hosts and the driver ask the registry through the
+//! [`Harness`] tag a record, root or file carries.
+
+mod claude;
+mod codex;
+mod gemini;
+mod grok;
+mod grokcli;
+mod opencode;
+mod pi;
+
+use clankie_model::{FileEntry, Harness, Layout, Record};
+
+use crate::SourceCtx;
+use crate::database::{Database, QueryError, SessionRow};
+use crate::lines::LineOutcome;
+use crate::rows::RowRecords;
+use crate::session::SessionFile;
+
+/// Every harness, in the order they are shown.
+static REGISTRY: &[&dyn Format] = &[
+    &claude::Claude,
+    &codex::Codex,
+    &pi::Pi,
+    &grok::Grok,
+    &gemini::Gemini,
+    &opencode::OpenCode,
+    &grokcli::GrokCli,
+];
+
+/// How a session's source is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// JSON lines, read by byte ranges and paged by the line cursor.
+    Lines,
+    /// JSON lines in a zstd stream: fetched whole, decompressed, then read as lines.
+    ZstdLines,
+    /// One JSON document, fetched whole and paged over its records by the row cursor.
+    Document,
+    /// Rows of an SQLite database, copied and queried, paged by the row cursor.
+    Database,
+}
+
+impl Source {
+    /// Whether the source is paged over whole records (row cursors) rather than by bytes.
+    pub fn is_rows(self) -> bool {
+        matches!(self, Source::Document | Source::Database)
+    }
+}
+
+/// Everything the engine knows about one harness. Methods a harness does not need keep their
+/// defaults: no lines, no document, no database, no working directory.
+pub trait Format: Sync {
+    /// Where the harness's files live and how they are stored.
+    fn layout(&self) -> &'static Layout;
+
+    /// The session a listed file is, by the harness's own layout rule (never "the newest
+    /// file"); `None` for a file that is not a transcript.
+    fn session(&self, entry: &FileEntry) -> Option<SessionFile> {
+        let _ = entry;
+        None
+    }
+
+    /// How a session's file is read.
+    fn source(&self, entry: &FileEntry) -> Source {
+        let _ = entry;
+        if self.layout().storage == clankie_model::Storage::Database {
+            Source::Database
+        } else {
+            Source::Lines
+        }
+    }
+
+    /// The records of one complete line (without its `\n`, CR and blank lines already
+    /// handled) that starts at byte `offset`.
+    fn parse_line(&self, ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+        let _ = (ctx, offset, line);
+        LineOutcome::Malformed("this source is not read line by line".into())
+    }
+
+    /// The records of a whole-document session.
+    fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
+        let _ = (ctx, bytes);
+        Err("this source is not a document".into())
+    }
+
+    /// The sessions of a database (its rows), queried on a private read-only copy.
+    fn database_sessions(&self, db: &dyn Database) -> Result<Vec<SessionRow>, QueryError> {
+        let _ = db;
+        Ok(Vec::new())
+    }
+
+    /// The records of one session of a database.
+    fn database_records(
+        &self,
+        db: &dyn Database,
+        ctx: &SourceCtx,
+    ) -> Result<RowRecords, QueryError> {
+        let _ = (db, ctx);
+        Ok(RowRecords::default())
+    }
+
+    /// The working directory a database session ran in, for `resume`.
+    fn database_cwd(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
+        let _ = (db, id);
+        Ok(None)
+    }
+
+    /// Which file holds a session's working directory, relative to the transcript's
+    /// directory: the transcript itself (`None`), or a sidecar (`summary.json`).
+    fn cwd_file(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The working directory a session ran in, from the first bytes of the file
+    /// [`Format::cwd_file`] names.
+    fn session_cwd(&self, head: &[u8]) -> Option<String> {
+        let _ = head;
+        None
+    }
+
+    /// The id the harness's own resume takes when it differs from ours, from the first bytes
+    /// of the transcript.
+    fn native_id(&self, head: &[u8]) -> Option<String> {
+        let _ = head;
+        None
+    }
+
+    /// The harness's command that resumes session `id` (whose transcript is at `path`),
+    /// without any `cd`.
+    fn resume_command(&self, id: &str, path: &str) -> String;
+}
+
+/// Every harness, in display order.
+pub fn all() -> impl Iterator<Item = Harness> {
+    (0..REGISTRY.len()).map(tag)
+}
+
+fn tag(rank: usize) -> Harness {
+    Harness::new(rank as u8, REGISTRY[rank].layout())
+}
+
+/// The harness users call `name`.
+pub fn by_name(name: &str) -> Option<Harness> {
+    all().find(|h| h.name() == name)
+}
+
+/// Comma-separated list of supported names, for error messages.
+pub fn supported_names() -> String {
+    all().map(Harness::name).collect::<Vec<_>>().join(", ")
+}
+
+/// What the engine knows about a harness.
+pub fn format(harness: Harness) -> &'static dyn Format {
+    let format = REGISTRY[harness.rank()];
+    debug_assert_eq!(format.layout().name, harness.name());
+    format
+}
+
+/// Parses one complete line (without its `\n`) starting at byte `offset` of the source.
+pub fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
+    // A writer on Windows may end lines with CRLF.
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return LineOutcome::Records(Vec::new());
+    }
+    format(ctx.harness).parse_line(ctx, offset, line)
+}
+
+/// The sessions among a listing's files, sorted by harness and id.
+pub fn sessions(files: &[FileEntry]) -> Vec<SessionFile> {
+    let mut out: Vec<SessionFile> = files
+        .iter()
+        .filter_map(|entry| format(entry.harness).session(entry))
+        .collect();
+    out.sort_by(|a, b| (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel)));
+    out
+}
+
+/// How a session is read.
+pub fn source(session: &SessionFile) -> Source {
+    format(session.harness()).source(&session.entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_tags_follow_the_registry() {
+        let names: Vec<&str> = all().map(Harness::name).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for (rank, harness) in all().enumerate() {
+            assert_eq!(harness.rank(), rank);
+            assert_eq!(by_name(harness.name()), Some(harness));
+            assert_eq!(format(harness).layout().name, harness.name());
+        }
+        assert_eq!(by_name("nope"), None);
+        assert!(supported_names().starts_with("claude, codex"));
+    }
+}

@@ -1,0 +1,193 @@
+//! Resolving what a user typed — an exact id, a unique prefix of at least 6 characters,
+//! optionally `HARNESS/ID` — to exactly one of the sessions a listing holds.
+
+use crate::harness;
+use crate::session::{SessionFile, valid_id};
+use clankie_model::Harness;
+
+/// Shortest prefix accepted for a session id.
+pub const MIN_PREFIX: usize = 6;
+
+/// Why a session argument resolved to nothing or to several sessions.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("unknown harness `{0}` (supported: {supported})", supported = harness::supported_names())]
+    UnknownHarness(String),
+    #[error("invalid session id `{0}`: ids are letters, digits, `-`, `_`, `.` and `+`")]
+    InvalidId(String),
+    #[error("no session `{0}`")]
+    NotFound(String),
+    #[error("`{query}` is ambiguous: {}", candidates.join(", "))]
+    Ambiguous {
+        query: String,
+        candidates: Vec<String>,
+    },
+}
+
+/// A parsed session argument: `[HARNESS/]ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionQuery {
+    pub harness: Option<Harness>,
+    pub id: String,
+}
+
+impl SessionQuery {
+    pub fn parse(text: &str) -> Result<SessionQuery, ResolveError> {
+        let (harness, id) = match text.split_once('/') {
+            Some((h, id)) => {
+                let harness = harness::by_name(h)
+                    .ok_or_else(|| ResolveError::UnknownHarness(h.to_string()))?;
+                (Some(harness), id)
+            }
+            None => (None, text),
+        };
+        if !valid_id(id) {
+            return Err(ResolveError::InvalidId(id.to_string()));
+        }
+        Ok(SessionQuery {
+            harness,
+            id: id.to_string(),
+        })
+    }
+}
+
+/// Resolves a query: an exact id wins; otherwise a prefix of at least [`MIN_PREFIX`] characters
+/// that matches exactly one session. A prefix without `+` never matches a subagent, so the
+/// parent's prefix stays unambiguous.
+pub fn resolve<'s>(
+    sessions: &'s [SessionFile],
+    query: &SessionQuery,
+) -> Result<&'s SessionFile, ResolveError> {
+    let in_scope = |s: &&SessionFile| query.harness.is_none_or(|h| h == s.harness());
+    let exact: Vec<&SessionFile> = sessions
+        .iter()
+        .filter(in_scope)
+        .filter(|s| s.id == query.id)
+        .collect();
+    let candidates = if !exact.is_empty() {
+        exact
+    } else if query.id.chars().count() >= MIN_PREFIX {
+        let wants_subagent = query.id.contains('+');
+        sessions
+            .iter()
+            .filter(in_scope)
+            .filter(|s| {
+                s.id.starts_with(&query.id)
+                    && (wants_subagent || s.agent.is_none() || !s.id.contains('+'))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    match candidates.as_slice() {
+        [one] => Ok(one),
+        [] => Err(ResolveError::NotFound(query.id.clone())),
+        many => Err(ResolveError::Ambiguous {
+            query: query.id.clone(),
+            candidates: many
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}/{} ({})",
+                        s.harness(),
+                        s.id,
+                        String::from_utf8_lossy(&s.entry.full_path())
+                    )
+                })
+                .collect(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_model::FileEntry;
+
+    fn entry(rel: &str) -> FileEntry {
+        FileEntry {
+            harness: harness::by_name("claude").unwrap(),
+            root: b"/h/.claude".to_vec(),
+            rel: rel.as_bytes().to_vec(),
+            size: 1,
+            mtime: 0,
+        }
+    }
+
+    fn all() -> Vec<SessionFile> {
+        harness::sessions(&[
+            entry("projects/-p/3f1c2a00-aaaa.jsonl"),
+            entry("projects/-p/3f1c2b00-bbbb.jsonl"),
+            entry("projects/-p/3f1c2a00-aaaa/subagents/agent-a1.jsonl"),
+            entry("projects/-p/3f1c2a00-aaaa/tool-results/x.jsonl"),
+            entry("projects/-q/agent-old.jsonl"),
+            entry("projects/-q/it's bad.jsonl"),
+        ])
+    }
+
+    #[test]
+    fn layout_rule() {
+        let ids: Vec<String> = all().into_iter().map(|s| s.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "3f1c2a00-aaaa",
+                "3f1c2a00-aaaa+agent-a1",
+                "3f1c2b00-bbbb",
+                "agent-old"
+            ]
+        );
+    }
+
+    #[test]
+    fn resolution() {
+        let s = all();
+        let q = |t: &str| SessionQuery::parse(t).unwrap();
+        assert_eq!(resolve(&s, &q("3f1c2a")).unwrap().id, "3f1c2a00-aaaa");
+        assert_eq!(
+            resolve(&s, &q("claude/3f1c2b")).unwrap().id,
+            "3f1c2b00-bbbb"
+        );
+        assert_eq!(
+            resolve(&s, &q("3f1c2a00-aaaa+agent")).unwrap().id,
+            "3f1c2a00-aaaa+agent-a1"
+        );
+        assert!(matches!(
+            resolve(&s, &q("3f1c2")),
+            Err(ResolveError::NotFound(_))
+        ));
+        assert!(resolve(&s, &q("3f1c2a00")).is_ok());
+        match resolve(&s, &q("3f1c2")) {
+            Err(ResolveError::NotFound(_)) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            resolve(&s, &q("3f1c20")),
+            Err(ResolveError::NotFound(_))
+        ));
+        let err = resolve(&s, &q("3f1c2")).unwrap_err();
+        assert!(err.to_string().contains("no session"));
+        assert!(matches!(
+            SessionQuery::parse("codexx/abc"),
+            Err(ResolveError::UnknownHarness(_))
+        ));
+        assert!(SessionQuery::parse("../etc").is_err());
+        assert!(matches!(
+            SessionQuery::parse("a b"),
+            Err(ResolveError::InvalidId(_))
+        ));
+    }
+
+    #[test]
+    fn ambiguous_prefix_lists_candidates() {
+        let s = harness::sessions(&[
+            entry("projects/-p/3f1c2a00-aaaa.jsonl"),
+            entry("projects/-p/3f1c2a11-bbbb.jsonl"),
+        ]);
+        let err = resolve(&s, &SessionQuery::parse("3f1c2a").unwrap()).unwrap_err();
+        match err {
+            ResolveError::Ambiguous { candidates, .. } => assert_eq!(candidates.len(), 2),
+            other => panic!("{other:?}"),
+        }
+    }
+}

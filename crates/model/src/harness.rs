@@ -1,0 +1,231 @@
+//! Harness tags and layouts: what a host must know about a harness to find its files, as plain
+//! data. The values themselves live with the rest of each harness's knowledge, in the engine's
+//! `harness/<name>.rs`; its registry makes the [`Harness`] tags. A host reads a tag's
+//! [`Layout`] to list and confine files, and so never depends on the engine.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// Where a harness keeps its sessions on a host and how they are stored.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The name users type (`--root claude=DIR`, `claude/ID`) and NDJSON prints.
+    pub name: &'static str,
+    /// The home directory when nothing overrides it.
+    pub default_home: DefaultHome,
+    /// Which files under the home are transcripts.
+    pub list: ListSpec,
+    /// A variable naming the harness's database file itself (OpenCode's `OPENCODE_DB`: an
+    /// absolute path, or a name relative to the default home; `:memory:` means no file). When
+    /// the host sets it (non-empty) and the root is the default one, the database's directory
+    /// is the root and the database and its `-wal` are its only top files.
+    pub db_env: Option<&'static str>,
+    pub storage: Storage,
+}
+
+/// How a harness stores sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// One file per session (lines, or a whole document).
+    Files,
+    /// Rows of an SQLite database, listed as the database file and its `-wal`; sessions are
+    /// found by querying a private copy.
+    Database,
+}
+
+/// An agent harness whose transcripts we read: a tag made by the engine's registry, carrying
+/// the harness's [`Layout`]. Tags compare by their place in the registry, which is also the
+/// order harnesses are shown in.
+#[derive(Clone, Copy)]
+pub struct Harness {
+    rank: u8,
+    layout: &'static Layout,
+}
+
+impl Harness {
+    /// The tag of the harness at `rank` in the registry's display order.
+    pub const fn new(rank: u8, layout: &'static Layout) -> Harness {
+        Harness { rank, layout }
+    }
+
+    /// The harness's place in the registry.
+    pub fn rank(self) -> usize {
+        usize::from(self.rank)
+    }
+
+    /// The name users type (`--root claude=DIR`, `claude/ID`) and NDJSON prints.
+    pub fn name(self) -> &'static str {
+        self.layout.name
+    }
+
+    pub fn layout(self) -> &'static Layout {
+        self.layout
+    }
+
+    /// Where the harness keeps its home on a host when nothing overrides it.
+    pub fn default_home(self) -> DefaultHome {
+        self.layout.default_home
+    }
+
+    /// What a host must list under this harness's home: a generic file filter, no parsing.
+    pub fn list_spec(self) -> ListSpec {
+        self.layout.list
+    }
+
+    /// See [`Layout::db_env`].
+    pub fn db_env(self) -> Option<&'static str> {
+        self.layout.db_env
+    }
+
+    /// Whether the harness keeps sessions as rows of an SQLite database.
+    pub fn is_sqlite(self) -> bool {
+        self.layout.storage == Storage::Database
+    }
+}
+
+impl PartialEq for Harness {
+    fn eq(&self, other: &Harness) -> bool {
+        self.rank == other.rank && self.layout.name == other.layout.name
+    }
+}
+
+impl Eq for Harness {}
+
+impl Hash for Harness {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.rank.hash(state);
+        self.layout.name.hash(state);
+    }
+}
+
+impl Ord for Harness {
+    fn cmp(&self, other: &Harness) -> Ordering {
+        (self.rank, self.layout.name).cmp(&(other.rank, other.layout.name))
+    }
+}
+
+impl PartialOrd for Harness {
+    fn partial_cmp(&self, other: &Harness) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Debug for Harness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Harness({})", self.layout.name)
+    }
+}
+
+impl fmt::Display for Harness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The default home of a harness: `$<env_var>/<env_relative>` when the host sets the variable
+/// (`env_relative` empty: the variable names the home itself), else `$HOME/<home_relative>`.
+/// `env_var: None`: the harness honours no variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultHome {
+    pub env_var: Option<&'static str>,
+    pub env_relative: &'static str,
+    pub home_relative: &'static str,
+}
+
+/// Which files under a harness home are transcripts: regular files at most `max_depth`
+/// directories below one of `<home>/<subdir>` whose path ends in one of `suffixes`. A suffix
+/// starting with `/` is a whole file name (`/chat_history.jsonl`); subdirs are single names.
+/// Also every regular file directly in the home named exactly one of `top_files` (a database
+/// and its WAL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListSpec {
+    pub subdirs: &'static [&'static str],
+    pub suffixes: &'static [&'static str],
+    pub max_depth: u32,
+    pub top_files: &'static [&'static str],
+}
+
+impl ListSpec {
+    /// Whether a file name (no directory) matches one of the suffixes.
+    pub fn matches_name(&self, name: &[u8]) -> bool {
+        self.suffixes
+            .iter()
+            .any(|suffix| match suffix.strip_prefix('/') {
+                Some(whole) => name == whole.as_bytes(),
+                None => name.ends_with(suffix.as_bytes()),
+            })
+    }
+}
+
+/// Where a [`Layout::db_env`] value puts the database, given the default home it is relative
+/// to: `(directory, file name)`. `None` when the value names no file (`:memory:`, empty, or a
+/// name ending in `/`, `.` or `..`); a file name that holds a newline is refused too.
+pub fn db_override(home: &[u8], value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    if value.is_empty() || value == b":memory:" {
+        return None;
+    }
+    let mut path = if value.starts_with(b"/") {
+        value.to_vec()
+    } else {
+        let mut p = home.to_vec();
+        if !p.ends_with(b"/") {
+            p.push(b'/');
+        }
+        p.extend_from_slice(value);
+        p
+    };
+    let cut = path.iter().rposition(|&b| b == b'/')?;
+    let name = path.split_off(cut + 1);
+    if matches!(name.as_slice(), b"" | b"." | b"..") || name.contains(&b'\n') {
+        return None;
+    }
+    if path.len() > 1 {
+        path.pop();
+    }
+    Some((path, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_override_is_absolute_or_relative_to_the_home() {
+        let split = |home: &str, value: &str| {
+            db_override(home.as_bytes(), value.as_bytes())
+                .map(|(d, n)| (String::from_utf8(d).unwrap(), String::from_utf8(n).unwrap()))
+        };
+        let pair = |d: &str, n: &str| Some((d.to_string(), n.to_string()));
+        assert_eq!(
+            split("/h/opencode", "/srv/x/my.db"),
+            pair("/srv/x", "my.db")
+        );
+        assert_eq!(split("/h/opencode", "/my.db"), pair("/", "my.db"));
+        assert_eq!(
+            split("/h/opencode", "dev.db"),
+            pair("/h/opencode", "dev.db")
+        );
+        assert_eq!(
+            split("/h/opencode/", "a/dev.db"),
+            pair("/h/opencode/a", "dev.db")
+        );
+        for none in ["", ":memory:", "/srv/", "x/..", "."] {
+            assert_eq!(split("/h/opencode", none), None, "{none}");
+        }
+    }
+
+    #[test]
+    fn suffixes_match_endings_or_whole_names() {
+        let spec = ListSpec {
+            subdirs: &["sessions"],
+            suffixes: &[".jsonl", "/chat_history.json"],
+            max_depth: 1,
+            top_files: &[],
+        };
+        assert!(spec.matches_name(b"a.jsonl"));
+        assert!(spec.matches_name(b"chat_history.json"));
+        assert!(!spec.matches_name(b"old_chat_history.json"));
+        assert!(!spec.matches_name(b"a.json"));
+    }
+}
