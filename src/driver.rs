@@ -6,7 +6,6 @@ use clankie_engine::SourceCtx;
 use clankie_engine::cursor::{Cursor, CursorError, binding};
 use clankie_engine::harness::{self, Source};
 use clankie_engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
-use clankie_engine::redact;
 use clankie_engine::resolve::{self, ResolveError, SessionQuery};
 use clankie_engine::session::SessionFile;
 use clankie_host::{FileRef, Host, HostError};
@@ -194,7 +193,6 @@ pub async fn read_page<H: Host>(
         return Err(CursorError::Invalid("cursor class does not match the source").into());
     }
     let stream = matches!(request.mode, Mode::All);
-    let request_redact = request.redact;
     let file = FileRef {
         harness: session.harness(),
         root: session.entry.root.clone(),
@@ -227,7 +225,6 @@ pub async fn read_page<H: Host>(
                 source,
             }
         })?;
-        redact_records(request_redact, &mut page.records);
         if stream && !page.records.is_empty() {
             emit(std::mem::take(&mut page.records));
         }
@@ -258,25 +255,13 @@ pub async fn read_page<H: Host>(
                 source,
             })?;
         if stream {
-            let mut records = plan.take_records();
+            let records = plan.take_records();
             if !records.is_empty() {
-                redact_records(request_redact, &mut records);
                 emit(records);
             }
         }
     }
-    let mut page = plan.finish();
-    redact_records(request_redact, &mut page.records);
-    Ok(page)
-}
-
-/// Secrets never leave the reader: every record is redacted before anyone renders it.
-fn redact_records(redact: bool, records: &mut [Record]) {
-    if redact {
-        records.iter_mut().for_each(|r| {
-            redact::redact_record(r);
-        });
-    }
+    Ok(plan.finish())
 }
 
 /// Reads a whole compressed file (at most the 64 MiB source bound) and decompresses it (the

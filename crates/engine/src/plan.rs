@@ -12,6 +12,7 @@ use super::SourceCtx;
 use super::cursor::{Cursor, HEAD_BYTES, LineCursor, WINDOW_BYTES, binding};
 use super::harness::parse_line;
 use super::lines::{LineOutcome, malformed_notice, oversized_notice, synthetic_notice};
+use super::redact;
 use clankie_model::{ByteRange, Record};
 
 use clankie_model::limits::{
@@ -86,6 +87,8 @@ pub struct ReadPlan {
     binding: [u8; 16],
     limit: Option<usize>,
     strict: bool,
+    /// Whether records leave the plan redacted ([`PageRequest::redact`]).
+    redact: bool,
     state: State,
     warnings: Vec<String>,
     reset: bool,
@@ -136,6 +139,7 @@ impl ReadPlan {
             binding,
             limit,
             strict: request.strict,
+            redact: request.redact,
             state,
             warnings: Vec::new(),
             reset: false,
@@ -238,13 +242,28 @@ impl ReadPlan {
         }
     }
 
-    /// Records completed so far that were not yet taken (oldest first). For streaming.
+    /// Records completed so far that were not yet taken (oldest first), redacted as the request
+    /// asked. For streaming.
     pub fn take_records(&mut self) -> Vec<Record> {
-        std::mem::take(&mut self.out)
+        let mut records = std::mem::take(&mut self.out);
+        if self.redact {
+            redact::redact_records(&mut records);
+        }
+        records
     }
 
-    /// The page, once `next_read` is `None` (or earlier, for a partial page).
-    pub fn finish(mut self) -> Page {
+    /// The page, once `next_read` is `None` (or earlier, for a partial page), its records
+    /// redacted as the request asked.
+    pub fn finish(self) -> Page {
+        let redact = self.redact;
+        let mut page = self.finish_unredacted();
+        if redact {
+            redact::redact_records(&mut page.records);
+        }
+        page
+    }
+
+    fn finish_unredacted(mut self) -> Page {
         let binding = self.binding;
         let limit = self.limit.unwrap_or(MAX_LIMIT);
         match self.state {
@@ -854,6 +873,7 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clankie_model::RecordBody;
 
     fn ctx() -> SourceCtx {
         crate::test_support::ctx(crate::test_support::harness("claude"))
@@ -861,16 +881,19 @@ mod tests {
 
     /// Runs a plan against bytes in memory, as a host would serve them.
     fn run(file: &[u8], mode: Mode, limit: usize, strict: bool) -> Result<Page, PlanError> {
-        let mut plan = ReadPlan::new(
-            ctx(),
+        run_request(
+            file,
             PageRequest {
                 mode,
                 limit,
                 strict,
                 redact: false,
             },
-            file.len() as u64,
-        );
+        )
+    }
+
+    fn run_request(file: &[u8], request: PageRequest) -> Result<Page, PlanError> {
+        let mut plan = ReadPlan::new(ctx(), request, file.len() as u64);
         let mut streamed = Vec::new();
         let mut calls = 0;
         while let Some(ranges) = plan.next_read() {
@@ -1098,5 +1121,37 @@ mod tests {
         let all = run(&file, Mode::All, 50, true).unwrap();
         let tail = run(&file, Mode::Tail, 5, true).unwrap();
         assert_eq!(ids(&tail), ids(&all)[all.records.len() - 5..]);
+    }
+
+    /// Secrets never leave the plan when the request redacts: neither in the records streamed
+    /// nor in the page, and every mode the same.
+    #[test]
+    fn pages_are_redacted_inside_the_plan() {
+        let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let line = format!(
+            r#"{{"type":"user","uuid":"u1","timestamp":"2026-01-01T00:00:00Z","message":{{"role":"user","content":"token {secret}"}}}}"#
+        );
+        let file = format!("{line}\n");
+        for mode in [Mode::Tail, Mode::Head, Mode::All] {
+            for redact in [true, false] {
+                let request = PageRequest {
+                    mode: mode.clone(),
+                    limit: 10,
+                    strict: false,
+                    redact,
+                };
+                let page = run_request(file.as_bytes(), request).unwrap();
+                assert_eq!(page.records.len(), 1, "{mode:?}");
+                let RecordBody::Text { text, .. } = &page.records[0].body else {
+                    panic!("{:?}", page.records[0]);
+                };
+                assert_eq!(
+                    text.contains(secret),
+                    !redact,
+                    "{mode:?} redact={redact}: {text}"
+                );
+                assert_eq!(text.contains("[REDACTED:github]"), redact, "{text}");
+            }
+        }
     }
 }

@@ -600,6 +600,13 @@ fn redact_named_value(key: &str, value: &mut String) -> usize {
     1
 }
 
+/// Redacts every record in place: what a page does before anyone renders it.
+pub fn redact_records(records: &mut [Record]) {
+    for record in records {
+        redact_record(record);
+    }
+}
+
 /// Redacts a record's text, tool input or tool output in place; returns how many secrets were
 /// replaced. Ids, names and timestamps are not secrets and stay.
 pub fn redact_record(record: &mut Record) -> usize {

@@ -61,7 +61,7 @@ pub fn content_hash(record: &Record) -> [u8; 16] {
     hash16(&buf)
 }
 
-/// One page of a row source.
+/// One page of a row source, its records redacted as the request asked.
 pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<Page, PlanError> {
     let binding = binding(&ctx.host, ctx.harness.name(), &ctx.session);
     let limit = request.limit.clamp(1, MAX_LIMIT);
@@ -126,6 +126,10 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
     };
     let mut records: Vec<Record> = notice.into_iter().collect();
     records.extend(rows.records[start..end].iter().cloned());
+    // Redacted after hashing: the cursor's hashes are of what the source holds.
+    if request.redact {
+        super::redact::redact_records(&mut records);
+    }
     Ok(Page {
         records,
         cursor: Cursor::Rows(cursor),
@@ -286,5 +290,28 @@ mod tests {
             "2026-09-30T11:37:30.670Z"
         );
         assert_eq!(rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
+    }
+
+    /// A page redacts its records when asked, after hashing them: the cursor is the same
+    /// either way, so redaction never resets a reader.
+    #[test]
+    fn pages_are_redacted_and_cursors_do_not_depend_on_it() {
+        let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let source = RowRecords {
+            records: vec![rec("a", &format!("token {secret}"))],
+            ..RowRecords::default()
+        };
+        let mut request = req(Mode::All, 10, false);
+        let plain = page(&ctx(), source.clone(), &request).unwrap();
+        request.redact = true;
+        let redacted = page(&ctx(), source, &request).unwrap();
+        let text = |p: &Page| match &p.records[0].body {
+            RecordBody::Text { text, .. } => text.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(text(&plain).contains(secret));
+        assert!(!text(&redacted).contains(secret));
+        assert!(text(&redacted).contains("[REDACTED:github]"));
+        assert_eq!(plain.cursor, redacted.cursor);
     }
 }
