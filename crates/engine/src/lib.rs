@@ -14,6 +14,8 @@
 //! - [`plan`]: the sans-IO read planner (`next_read` / `feed`) behind `--tail`, `--head`,
 //!   `--all` and `--since`.
 
+#![forbid(unsafe_code)]
+
 pub mod cursor;
 pub mod database;
 pub mod harness;

@@ -2,6 +2,8 @@
 //! bounds. Depends on no crate of ours, so every layer (engine, hosts, driver, renderers) can
 //! speak in these types.
 
+#![forbid(unsafe_code)]
+
 pub mod harness;
 pub mod limits;
 pub mod sanitize;
