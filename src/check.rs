@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::driver::{DriverError, list_sessions, read_page};
 use clankie_engine::cursor::Cursor;
-use clankie_engine::plan::{Mode, PageRequest};
+use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
 use clankie_model::limits::MAX_LIMIT;

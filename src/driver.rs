@@ -5,7 +5,8 @@
 use clankie_engine::SourceCtx;
 use clankie_engine::cursor::{Cursor, CursorError, binding};
 use clankie_engine::harness::{self, Source};
-use clankie_engine::plan::{Mode, Page, PageRequest, PlanError, ReadPlan};
+use clankie_engine::page::{Mode, Page, PageRequest, PlanError};
+use clankie_engine::plan::ReadPlan;
 use clankie_engine::resolve::{self, ResolveError, SessionQuery};
 use clankie_engine::session::SessionFile;
 use clankie_host::{FileRef, Host, HostError};
@@ -26,7 +27,17 @@ pub enum DriverError {
     #[error("{path}: {reason}")]
     Source { path: String, reason: String },
     #[error(transparent)]
-    Database(#[from] crate::sqlite::DatabaseError),
+    Database(crate::sqlite::DatabaseError),
+}
+
+/// A host error met while copying a database is a host error, with the host's exit code.
+impl From<crate::sqlite::DatabaseError> for DriverError {
+    fn from(e: crate::sqlite::DatabaseError) -> DriverError {
+        match e {
+            crate::sqlite::DatabaseError::Host(e) => DriverError::Host(e),
+            e => DriverError::Database(e),
+        }
+    }
 }
 
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
@@ -65,7 +76,7 @@ async fn list_all<H: Host>(
     for db in crate::sqlite::databases(&listing) {
         let found = match crate::sqlite::load(host, &db.db).await {
             Ok(snapshot) => snapshot.sessions(&db.db).map_err(DriverError::from),
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         };
         match found {
             Ok(found) => sessions.extend(found),
@@ -112,7 +123,7 @@ pub async fn resume_command<H: Host>(
     host: &H,
     session: &SessionFile,
 ) -> Result<String, DriverError> {
-    use clankie_engine::resume;
+    use clankie_engine::harness as resume;
     let harness = session.harness();
     if harness.is_sqlite() {
         let snapshot = crate::sqlite::load(host, &session.entry).await?;

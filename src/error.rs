@@ -2,7 +2,7 @@
 
 use crate::driver::DriverError;
 use clankie_engine::cursor::CursorError;
-use clankie_engine::plan::PlanError;
+use clankie_engine::page::PlanError;
 use clankie_engine::resolve::ResolveError;
 use clankie_host::HostError;
 

@@ -60,6 +60,9 @@ pub enum DatabaseError {
     Unstable { path: String, attempts: usize },
     #[error("{path}: not a readable SQLite database: {reason}")]
     Sqlite { path: String, reason: String },
+    /// Reading the database through the host failed.
+    #[error(transparent)]
+    Host(#[from] HostError),
 }
 
 /// A database file found in a listing, with its WAL when one was listed.
@@ -128,7 +131,7 @@ async fn read_whole<H: Host>(
     file: &FileRef,
     path: &str,
     budget: u64,
-) -> Result<Option<Vec<u8>>, crate::driver::DriverError> {
+) -> Result<Option<Vec<u8>>, DatabaseError> {
     let mut data = Vec::new();
     loop {
         let range = ByteRange::new(data.len() as u64, MAX_READ_BYTES);
@@ -216,7 +219,7 @@ async fn refresh<H: Host>(
     key: &(String, String),
     db_ref: &FileRef,
     wal_ref: &FileRef,
-) -> Result<Option<Copied>, crate::driver::DriverError> {
+) -> Result<Option<Copied>, DatabaseError> {
     let Some(mut copied) = take_cached(key) else {
         return Ok(None);
     };
@@ -259,10 +262,7 @@ fn stamp_of(db: &[u8], wal: &[u8]) -> Stamp {
 }
 
 /// Copies a database (and its WAL, whether listed or not) and opens the copy read-only.
-pub async fn load<H: Host>(
-    host: &H,
-    db: &FileEntry,
-) -> Result<Snapshot, crate::driver::DriverError> {
+pub async fn load<H: Host>(host: &H, db: &FileEntry) -> Result<Snapshot, DatabaseError> {
     let path = display_path(&db.full_path());
     let db_ref = file_ref(db, b"");
     let wal_ref = file_ref(db, b"-wal");
@@ -283,7 +283,7 @@ pub async fn load<H: Host>(
         let budget = MAX_SOURCE_BYTES.saturating_sub(db_bytes.len() as u64);
         let wal_bytes = match read_whole(host, &wal_ref, &path, budget).await {
             Ok(wal) => wal.unwrap_or_default(),
-            Err(crate::driver::DriverError::Database(DatabaseError::TooLarge { size, .. })) => {
+            Err(DatabaseError::TooLarge { size, .. }) => {
                 return Err(DatabaseError::TooLarge {
                     path,
                     size: size + db_bytes.len() as u64,

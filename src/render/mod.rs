@@ -7,7 +7,7 @@ pub mod text;
 
 use std::io::{self, Write};
 
-use clankie_engine::plan::Page;
+use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::Record;
 

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::PageInfo;
-use clankie_engine::plan::Page;
+use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::{Record, RecordBody, TextKind, display_path};
 

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use super::rfc3339;
-use clankie_engine::plan::Page;
+use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::sanitize::sanitize;
 use clankie_model::{Record, RecordBody, RecordKind, TextKind, display_path};

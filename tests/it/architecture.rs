@@ -542,3 +542,65 @@ fn no_process_global_mutable_state() {
     assert!(statics > 0, "no static item found in any crate");
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `cargo tree` cannot see the standard library: the engine and the model also name none of
+/// its I/O, clock, process or thread items in code (tests aside: they may build fixtures).
+#[test]
+fn engine_and_model_use_no_io_clock_or_threads_from_std() {
+    let forbidden = [
+        "std::fs",
+        "std::net",
+        "std::process",
+        "std::env",
+        "std::thread",
+        "std::io::stdin",
+        "std::io::stdout",
+        "SystemTime",
+        "Instant::now",
+        "println!",
+        "eprintln!",
+        "print!",
+        "eprint!",
+    ];
+    let mut files = Vec::new();
+    for krate in ["crates/engine/src", "crates/model/src"] {
+        rust_files(&workspace_root().join(krate), &mut files);
+    }
+    files.retain(|p| p.file_name().is_none_or(|n| n != "tests.rs"));
+    assert!(
+        files.len() >= 10,
+        "engine and model sources found: {}",
+        files.len()
+    );
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = text
+            .lines()
+            .enumerate()
+            .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+            .filter(|(_, l)| !l.trim_start().starts_with("//"));
+        for (number, line) in code {
+            for word in forbidden.iter().filter(|w| line.contains(*w)) {
+                found.push(format!("{}:{}: uses `{word}`", shown(file), number + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the engine and the model do no I/O:\n{}",
+        found.join("\n")
+    );
+}

@@ -7,12 +7,12 @@
 //! - [`lines`]: what a line gives, and the notices that stand in for a line that gives nothing.
 //! - [`database`]: the queries a database harness runs, answered by the driver's copy;
 //!   [`rows`]: paging over records read whole, with the row-class cursor.
-//! - [`resume`]: the command that resumes a session, from its harness's rules.
+//! - [`resume`]: quoting a resume command and reading a transcript's first lines for it.
 //! - [`session`]: a session and its id; [`resolve`]: a user's session argument to a session.
 //! - [`cursor`]: the versioned, validated cursor encoding.
 //! - [`redact`]: the secret rules and the redaction pass over records.
-//! - [`plan`]: the sans-IO read planner (`next_read` / `feed`) behind `--tail`, `--head`,
-//!   `--all` and `--since`.
+//! - [`page`]: what a read asks for and what it gives back; [`plan`]: the sans-IO read planner
+//!   (`next_read` / `feed`) behind `--tail`, `--head`, `--all` and `--since`.
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +20,7 @@ pub mod cursor;
 pub mod database;
 pub mod harness;
 pub mod lines;
+pub mod page;
 pub mod plan;
 pub(crate) mod records;
 pub mod redact;

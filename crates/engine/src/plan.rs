@@ -12,72 +12,13 @@ use super::SourceCtx;
 use super::cursor::{Cursor, HEAD_BYTES, LineCursor, WINDOW_BYTES, binding};
 use super::harness::parse_line;
 use super::lines::{LineOutcome, malformed_notice, oversized_notice, synthetic_notice};
+use super::page::{Mode, Page, PageRequest, PlanError};
 use super::redact;
 use clankie_model::{ByteRange, Record};
 
 use clankie_model::limits::{
     FIRST_CHUNK_BYTES, MAX_LIMIT, MAX_READ_BYTES, MAX_RECORD_BYTES, MAX_SOURCE_BYTES,
 };
-
-/// Which page to read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mode {
-    /// The newest `limit` records.
-    Tail,
-    /// The first `limit` records.
-    Head,
-    /// Every record from the start (within the 64 MiB bound).
-    All,
-    /// The next `limit` records after a cursor.
-    Since(Cursor),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageRequest {
-    pub mode: Mode,
-    pub limit: usize,
-    pub strict: bool,
-    /// Replace secrets in the records with `[REDACTED:<rule>]` ([`super::redact`]); the
-    /// driver applies it to each record before it is handed on.
-    pub redact: bool,
-}
-
-/// One page of records, and where to continue.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page {
-    pub records: Vec<Record>,
-    pub cursor: Cursor,
-    /// Records exist before this page (a page that does not start at the source's start may
-    /// say so conservatively).
-    pub older: bool,
-    /// Complete records exist after this page.
-    pub more: bool,
-    /// The source ends in an incomplete record, not returned.
-    pub pending_tail: bool,
-    /// The cursor given was stale; the page restarted from the start.
-    pub reset: bool,
-    /// One line per irregularity (malformed or oversized records), for stderr.
-    pub warnings: Vec<String>,
-}
-
-/// Irregular sources under `--strict`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
-    #[error("cursor is stale: {reason}")]
-    Stale { reason: &'static str },
-    #[error("malformed record at byte {offset} ({len} bytes): {reason}")]
-    Malformed {
-        offset: u64,
-        len: u64,
-        reason: String,
-    },
-    #[error("malformed row {key}: {reason}")]
-    MalformedRow { key: String, reason: String },
-    #[error("record at byte {offset} is {len} bytes, over the 1 MiB limit")]
-    Oversized { offset: u64, len: u64 },
-    #[error("the host returned {got} bytes for a request of {want}")]
-    ShortRead { got: u64, want: u64 },
-}
 
 /// The planner. Create it, then loop `next_read` → I/O → `feed` until `next_read` is `None`;
 /// `take_records` may be called between feeds to stream; `finish` gives the page.

@@ -10,7 +10,7 @@
 use super::SourceCtx;
 use super::cursor::{Cursor, RowCursor, binding, hash16, prefix_hash};
 use super::lines::synthetic_notice;
-use super::plan::{Mode, Page, PageRequest, PlanError};
+use super::page::{Mode, Page, PageRequest, PlanError};
 use clankie_model::limits::MAX_LIMIT;
 use clankie_model::{Record, RecordBody};
 

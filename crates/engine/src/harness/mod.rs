@@ -188,6 +188,33 @@ pub fn source(session: &SessionFile) -> Source {
     format(session.harness()).source(&session.entry)
 }
 
+/// Which file holds a session's working directory, relative to the transcript's directory:
+/// the transcript itself (`None`), or a sidecar (Grok's `summary.json`).
+pub fn cwd_source(harness: Harness) -> Option<&'static str> {
+    format(harness).cwd_file()
+}
+
+/// The working directory a session ran in, from the first bytes of the file [`cwd_source`]
+/// names; never empty, and never with a NUL or a newline.
+pub fn session_cwd(harness: Harness, head: &[u8]) -> Option<String> {
+    format(harness)
+        .session_cwd(head)
+        .filter(|cwd| !cwd.is_empty() && !cwd.contains(['\0', '\n']))
+}
+
+/// The id the harness's own resume takes when it differs from ours (file names that hold only
+/// part of it).
+pub fn native_id(harness: Harness, head: &[u8]) -> Option<String> {
+    format(harness).native_id(head)
+}
+
+/// The command line that resumes a session: `cd <cwd> && <harness command>`, without the `cd`
+/// when the directory is unknown. `id` is the id the harness takes; `path` the transcript's
+/// absolute path (Pi resumes by path, which is exact).
+pub fn resume_command(harness: Harness, id: &str, path: &str, cwd: Option<&str>) -> String {
+    crate::resume::with_cwd(format(harness).resume_command(id, path), cwd)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +233,51 @@ mod tests {
         }
         assert_eq!(by_name("nope"), None);
         assert!(supported_names().starts_with("claude, codex"));
+    }
+
+    fn named(name: &str) -> Harness {
+        by_name(name).unwrap()
+    }
+
+    #[test]
+    fn cwd_from_each_harness() {
+        let claude = b"{\"type\":\"summary\"}\n{\"type\":\"user\",\"cwd\":\"/w/app\"}\n";
+        assert_eq!(
+            session_cwd(named("claude"), claude).as_deref(),
+            Some("/w/app")
+        );
+        let codex = b"{\"type\":\"session_meta\",\"payload\":{\"id\":\"x\",\"cwd\":\"/w/c\"}}\n";
+        assert_eq!(session_cwd(named("codex"), codex).as_deref(), Some("/w/c"));
+        let pi = b"{\"type\":\"session\",\"id\":\"x\",\"cwd\":\"/w/p\"}\n";
+        assert_eq!(session_cwd(named("pi"), pi).as_deref(), Some("/w/p"));
+        let grok = br#"{"info":{"id":"x","cwd":"/w/g"}}"#;
+        assert_eq!(session_cwd(named("grok"), grok).as_deref(), Some("/w/g"));
+        assert_eq!(
+            session_cwd(named("gemini"), b"/w/m\n").as_deref(),
+            Some("/w/m")
+        );
+        // An incomplete first line is not trusted.
+        assert_eq!(session_cwd(named("pi"), b"{\"cwd\":\"/w/p\""), None);
+        let gemini = b"{\"sessionId\":\"9e000000-1111\",\"projectHash\":\"h\"}\n";
+        assert_eq!(
+            native_id(named("gemini"), gemini).as_deref(),
+            Some("9e000000-1111")
+        );
+    }
+
+    #[test]
+    fn commands_are_quoted() {
+        assert_eq!(
+            resume_command(named("claude"), "abc", "/p", Some("/w/it's here")),
+            r"cd '/w/it'\''s here' && claude --resume abc"
+        );
+        assert_eq!(
+            resume_command(named("pi"), "x", "/h/.pi/a b.jsonl", None),
+            "pi --session '/h/.pi/a b.jsonl'"
+        );
+        assert_eq!(
+            resume_command(named("codex"), "019a", "/p", Some("/w")),
+            "cd /w && codex resume 019a"
+        );
     }
 }
