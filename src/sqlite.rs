@@ -144,8 +144,7 @@ async fn read_whole<H: Host>(
             return Err(DatabaseError::TooLarge {
                 path: path.to_string(),
                 size: result.size,
-            }
-            .into());
+            });
         }
         let chunk = result.chunks.into_iter().next().unwrap_or_default();
         let got = chunk.len() as u64;
@@ -287,8 +286,7 @@ pub async fn load<H: Host>(host: &H, db: &FileEntry) -> Result<Snapshot, Databas
                 return Err(DatabaseError::TooLarge {
                     path,
                     size: size + db_bytes.len() as u64,
-                }
-                .into());
+                });
             }
             Err(e) => return Err(e),
         };
@@ -307,8 +305,7 @@ pub async fn load<H: Host>(host: &H, db: &FileEntry) -> Result<Snapshot, Databas
     Err(DatabaseError::Unstable {
         path,
         attempts: MAX_ATTEMPTS,
-    }
-    .into())
+    })
 }
 
 fn open_copy(
