@@ -1,26 +1,19 @@
 //! The hosts file (`~/.config/clankie/hosts.toml`, `$CLANKIE_HOSTS`, `--hosts FILE`): named
 //! hosts with their transport, shell dialect and harness roots (SPEC "Hosts file"). Unknown
-//! keys are errors naming the key and line.
+//! keys are errors naming the key and line. What a host needs to be opened is the host
+//! crate's [`HostConfig`]; this file adds the roots.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::fmt;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, EnumAccess, VariantAccess, Visitor};
 
+use clankie_host::{Dialect, HostConfig, Transport};
 use clankie_model::RootSpec;
-
-/// Which remote shell dialect a host speaks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ShellChoice {
-    /// POSIX first; PowerShell when `sh` is missing.
-    #[default]
-    Auto,
-    Posix,
-    Powershell,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,25 +28,65 @@ struct RawHost {
     ssh: Option<String>,
     #[serde(default)]
     local: bool,
-    shell: Option<ShellChoice>,
+    shell: Option<ShellSetting>,
     #[serde(default)]
     roots: BTreeMap<String, String>,
 }
 
-/// How a configured host is reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transport {
-    Local,
-    /// An SSH destination: an alias from the SSH config, `user@host` or `user@host:port`.
-    Ssh(String),
+/// `shell = "auto" | "posix" | "powershell"`: a [`Dialect`], or `None` for `auto`.
+///
+/// Read the way serde reads a unit-variant enum (`deserialize_enum`, the name as an
+/// identifier), so that toml words a wrong value as it words any other enum: `unknown variant
+/// `cmd`, expected one of `auto`, `posix`, `powershell`` at the value, `wanted string or table`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ShellSetting(Option<Dialect>);
+
+/// The spellings of `shell`, as messages list them.
+const SHELLS: &[&str] = &["auto", "posix", "powershell"];
+
+impl<'de> Deserialize<'de> for ShellSetting {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name(ShellSetting);
+        impl<'de> Deserialize<'de> for Name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                deserializer.deserialize_identifier(NameVisitor)
+            }
+        }
+        struct NameVisitor;
+        impl Visitor<'_> for NameVisitor {
+            type Value = Name;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a shell name")
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Name, E> {
+                match name {
+                    "auto" => Ok(Name(ShellSetting(None))),
+                    _ => Dialect::from_name(name)
+                        .map(|d| Name(ShellSetting(Some(d))))
+                        .ok_or_else(|| E::unknown_variant(name, SHELLS)),
+                }
+            }
+        }
+        struct SettingVisitor;
+        impl<'de> Visitor<'de> for SettingVisitor {
+            type Value = ShellSetting;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a shell: auto, posix or powershell")
+            }
+            fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<ShellSetting, A::Error> {
+                let (Name(setting), variant) = data.variant()?;
+                variant.unit_variant()?;
+                Ok(setting)
+            }
+        }
+        deserializer.deserialize_enum("Shell", SHELLS, SettingVisitor)
+    }
 }
 
-/// One host from the hosts file.
+/// One host from the hosts file: how it is opened, and its roots (like `--root`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostConfig {
-    pub name: String,
-    pub transport: Transport,
-    pub shell: ShellChoice,
+pub struct HostEntry {
+    pub config: HostConfig,
     pub roots: Vec<RootSpec>,
 }
 
@@ -61,7 +94,7 @@ pub struct HostConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostsFile {
     pub path: Option<PathBuf>,
-    pub hosts: Vec<HostConfig>,
+    pub hosts: Vec<HostEntry>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -117,10 +150,12 @@ impl HostsFile {
                     dir: Some(OsString::from(dir).into_vec()),
                 });
             }
-            hosts.push(HostConfig {
-                name,
-                transport,
-                shell: host.shell.unwrap_or_default(),
+            hosts.push(HostEntry {
+                config: HostConfig {
+                    name,
+                    transport,
+                    shell: host.shell.and_then(|s| s.0),
+                },
                 roots,
             });
         }
@@ -155,8 +190,13 @@ impl HostsFile {
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&HostConfig> {
-        self.hosts.iter().find(|h| h.name == name)
+    pub fn get(&self, name: &str) -> Option<&HostEntry> {
+        self.hosts.iter().find(|h| h.config.name == name)
+    }
+
+    /// The hosts' names, in the file's order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.hosts.iter().map(|h| h.config.name.as_str())
     }
 }
 
@@ -174,14 +214,15 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let file = HostsFile::parse(&text, &path).unwrap();
         let devbox = file.get("devbox").unwrap();
-        assert_eq!(devbox.transport, Transport::Ssh("devbox".into()));
-        assert_eq!(devbox.shell, ShellChoice::Auto);
+        assert_eq!(devbox.config.transport, Transport::Ssh("devbox".into()));
+        assert_eq!(devbox.config.shell, None);
         assert_eq!(
             devbox.roots[0].dir.as_deref(),
             Some(&b"/srv/agent/.claude"[..])
         );
-        assert_eq!(file.get("james-pc").unwrap().shell, ShellChoice::Powershell);
-        assert_eq!(file.get("here").unwrap().transport, Transport::Local);
+        let james = &file.get("james-pc").unwrap().config;
+        assert_eq!(james.shell, Some(Dialect::PowerShell));
+        assert_eq!(file.get("here").unwrap().config.transport, Transport::Local);
         // Every key the parser knows appears in the example.
         for key in ["ssh", "shell", "roots", "local"] {
             assert!(
@@ -212,8 +253,33 @@ mod tests {
         );
         assert!(HostsFile::parse("[hosts.a]\n", Path::new("h")).is_err());
         assert!(HostsFile::parse("[hosts.local]\nlocal = true\n", Path::new("h")).is_err());
+        // A wrong shell is worded as toml words any enum value (hosts-file messages are stable).
+        let shell = |value: &str| {
+            let text = format!("[hosts.a]\nssh = \"a\"\nshell = {value}\n");
+            HostsFile::parse(&text, Path::new("h")).map(|f| f.hosts[0].config.shell)
+        };
+        let err = shell("\"cmd\"").unwrap_err().to_string();
         assert!(
-            HostsFile::parse("[hosts.a]\nshell = \"cmd\"\nssh = \"a\"\n", Path::new("h")).is_err()
+            err.contains("line 3, column 9")
+                && err.ends_with(
+                    "unknown variant `cmd`, expected one of `auto`, `posix`, `powershell`"
+                ),
+            "{err}"
         );
+        assert!(
+            shell("3")
+                .unwrap_err()
+                .to_string()
+                .ends_with("wanted string or table")
+        );
+        assert!(
+            shell("{ x = 1 }")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown variant `x`")
+        );
+        assert_eq!(shell("\"auto\"").unwrap(), None);
+        assert_eq!(shell("\"posix\"").unwrap(), Some(Dialect::Posix));
+        assert_eq!(shell("\"powershell\"").unwrap(), Some(Dialect::PowerShell));
     }
 }

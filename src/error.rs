@@ -1,10 +1,14 @@
-//! The top-level error and the one function that decides exit codes (SPEC "Exit codes").
+//! The top-level error, how a command ended ([`Outcome`]), and the one function that decides
+//! the exit status from them ([`exit_status`], SPEC "Exit codes").
 
+use crate::check::StateError;
+use crate::config::ConfigError;
 use crate::driver::DriverError;
 use clankie_engine::cursor::CursorError;
 use clankie_engine::page::PlanError;
 use clankie_engine::resolve::ResolveError;
 use clankie_host::HostError;
+use clankie_model::limits::MAX_READ_BYTES;
 
 /// Exit codes, as SPEC.md lists them.
 pub mod exit {
@@ -22,15 +26,53 @@ pub mod exit {
 /// Anything that ends an invocation with a non-zero status.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    Usage(String),
+    /// Arguments clap refused; clap prints its own message and usage.
+    #[error(transparent)]
+    Arguments(#[from] clap::Error),
+    #[error(transparent)]
+    Usage(#[from] UsageError),
     #[error(transparent)]
     Driver(#[from] DriverError),
-    #[error("{0}")]
-    Other(String),
+    /// `check`'s state file could not be locked, read or written.
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
     /// Writing the output failed (a closed pipe ends the run quietly, like other filters).
     #[error("cannot write output: {0}")]
     Output(#[from] std::io::Error),
+}
+
+/// Arguments or configuration that cannot work: exit 2, before any connection is made. Each
+/// message is the one line the user reads.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("expected HOST:SESSION (e.g. local:3f1c2a), got `{target}`")]
+    Target { target: String },
+    #[error("--root wants HARNESS=DIR, got `{spec}`")]
+    RootSyntax { spec: String },
+    #[error("--root {harness}= needs a directory")]
+    RootWithoutDir { harness: String },
+    #[error(
+        "unknown harness `{name}` (supported: {})",
+        clankie_engine::harness::supported_names()
+    )]
+    UnknownHarness { name: String },
+    #[error("--interval wants a positive number of seconds, got {secs}")]
+    Interval { secs: f64 },
+    #[error("--wait wants seconds, got {secs}")]
+    Wait { secs: f64 },
+    #[error("no hosts to check: name some, or define them in the hosts file")]
+    NoHostsToCheck,
+    #[error("`script list` takes no --path")]
+    ScriptListPath,
+    #[error("--path `{path}`: {reason}")]
+    ScriptPath { path: String, reason: &'static str },
+    #[error("--len is at most {} bytes", MAX_READ_BYTES)]
+    ScriptLen,
+    /// The hosts file cannot be read or parsed.
+    #[error(transparent)]
+    HostsFile(#[from] ConfigError),
 }
 
 impl From<HostError> for Error {
@@ -51,11 +93,54 @@ impl From<ResolveError> for Error {
     }
 }
 
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Error {
+        Error::Usage(UsageError::HostsFile(e))
+    }
+}
+
+impl Error {
+    /// Whether the output was closed under us (`| head`): the run ends quietly, with status 0.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// How a command ended when no error stopped it.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Everything asked was done.
+    Done,
+    /// `ls`: these hosts failed, each reported when it did; the others were listed.
+    Listed { failed: Vec<Error> },
+    /// `check` and `hosts --check`: this many hosts failed, each reported when it did; the
+    /// others were checked (and, by `check`, saved).
+    Checked { failed: usize },
+    /// `check`: another run held the state file for all of `--wait`.
+    Locked,
+}
+
+/// The exit status of a run: the one place exit codes are decided (SPEC "Exit codes").
+pub fn exit_status(result: &Result<Outcome, Error>) -> u8 {
+    match result {
+        Ok(Outcome::Done) => exit::OK,
+        // The highest status of the failed hosts.
+        Ok(Outcome::Listed { failed }) => failed.iter().map(exit_code).max().unwrap_or(exit::OK),
+        // SPEC: for `check`, 3 when any host failed, whatever the failure.
+        Ok(Outcome::Checked { failed: 0 }) => exit::OK,
+        Ok(Outcome::Checked { .. }) => exit::HOST,
+        Ok(Outcome::Locked) => exit::LOCKED,
+        Err(error) => exit_code(error),
+    }
+}
+
 /// The exit status for an error.
-pub fn exit_code(error: &Error) -> u8 {
+fn exit_code(error: &Error) -> u8 {
     match error {
-        Error::Usage(_) => exit::USAGE,
-        Error::Other(_) | Error::Output(_) => exit::FAILURE,
+        Error::Arguments(e) if !e.use_stderr() => exit::OK,
+        Error::Arguments(_) | Error::Usage(_) => exit::USAGE,
+        Error::Output(_) if error.is_broken_pipe() => exit::OK,
+        Error::State(_) | Error::Runtime(_) | Error::Output(_) => exit::FAILURE,
         Error::Driver(e) => match e {
             DriverError::Cursor(_) => exit::USAGE,
             DriverError::Resolve(ResolveError::UnknownHarness(_) | ResolveError::InvalidId(_)) => {
@@ -78,7 +163,7 @@ pub fn exit_code(error: &Error) -> u8 {
     }
 }
 
-pub fn host_exit_code(error: &HostError) -> u8 {
+fn host_exit_code(error: &HostError) -> u8 {
     match error {
         HostError::Unreachable { .. }
         | HostError::Auth { .. }
@@ -91,5 +176,82 @@ pub fn host_exit_code(error: &HostError) -> u8 {
         HostError::NotFound { .. } => exit::NOT_FOUND,
         HostError::PathRefused { .. } => exit::SOURCE,
         HostError::Io { .. } => exit::FAILURE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host_error(kind: &str) -> Error {
+        let (host, path, reason) = ("h".to_string(), "p".to_string(), "r".to_string());
+        Error::from(match kind {
+            "unreachable" => HostError::Unreachable { host, reason },
+            "not found" => HostError::NotFound { host, path },
+            _ => HostError::Io { host, path, reason },
+        })
+    }
+
+    #[test]
+    fn usage_messages_are_the_one_line_users_read() {
+        let cases = [
+            (
+                UsageError::Target {
+                    target: "bad".into(),
+                },
+                "expected HOST:SESSION (e.g. local:3f1c2a), got `bad`",
+            ),
+            (
+                UsageError::RootWithoutDir {
+                    harness: "claude".into(),
+                },
+                "--root claude= needs a directory",
+            ),
+            (
+                UsageError::Interval { secs: 0.0 },
+                "--interval wants a positive number of seconds, got 0",
+            ),
+            (UsageError::ScriptLen, "--len is at most 4194304 bytes"),
+        ];
+        for (error, message) in cases {
+            assert_eq!(error.to_string(), message);
+            assert_eq!(exit_status(&Err(error.into())), exit::USAGE);
+        }
+        let unknown = UsageError::UnknownHarness {
+            name: "nope".into(),
+        };
+        assert!(
+            unknown
+                .to_string()
+                .starts_with("unknown harness `nope` (supported: claude, ")
+        );
+    }
+
+    #[test]
+    fn outcomes_decide_the_status() {
+        assert_eq!(exit_status(&Ok(Outcome::Done)), exit::OK);
+        assert_eq!(exit_status(&Ok(Outcome::Locked)), exit::LOCKED);
+        assert_eq!(exit_status(&Ok(Outcome::Checked { failed: 0 })), exit::OK);
+        // `check`: any failed host is 3, whatever it failed with.
+        assert_eq!(exit_status(&Ok(Outcome::Checked { failed: 2 })), exit::HOST);
+        // `ls`: the highest status of the failed hosts.
+        let listed = |kinds: &[&str]| Outcome::Listed {
+            failed: kinds.iter().map(|k| host_error(k)).collect(),
+        };
+        assert_eq!(exit_status(&Ok(listed(&[]))), exit::OK);
+        assert_eq!(exit_status(&Ok(listed(&["io"]))), exit::FAILURE);
+        assert_eq!(
+            exit_status(&Ok(listed(&["io", "unreachable", "not found"]))),
+            exit::NOT_FOUND
+        );
+    }
+
+    #[test]
+    fn a_closed_pipe_is_a_quiet_success() {
+        let closed = Error::Output(std::io::ErrorKind::BrokenPipe.into());
+        assert!(closed.is_broken_pipe());
+        assert_eq!(exit_status(&Err(closed)), exit::OK);
+        let full = Error::Output(std::io::ErrorKind::StorageFull.into());
+        assert_eq!(exit_status(&Err(full)), exit::FAILURE);
     }
 }

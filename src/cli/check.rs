@@ -8,13 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use serde::Serialize;
 
-use super::common::{GlobalArgs, hosts_file, open_host};
-use crate::check::{Activity, Change, State, StateError, StateLock, check_host};
+use super::context::{Context, GlobalArgs};
+use crate::check::{State, StateError, StateLock, check_host};
 use crate::driver::roots_for;
-use crate::error::{Error, exit, exit_code};
-use clankie_model::sanitize::sanitize;
+use crate::error::{Error, Outcome, UsageError};
 
 /// Hosts checked at once.
 const CONCURRENT_HOSTS: usize = 8;
@@ -38,32 +36,17 @@ pub struct CheckArgs {
     pub wait: f64,
 }
 
-#[derive(Serialize)]
-struct ActivityLine<'a> {
-    #[serde(rename = "type")]
-    ty: &'static str,
-    host: &'a str,
-    harness: &'a str,
-    session: &'a str,
-    change: Change,
-    new_records: usize,
-    last_ts: Option<&'a str>,
-}
-
-pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<u8, Error> {
-    let wait = Duration::try_from_secs_f64(args.wait)
-        .map_err(|_| Error::Usage(format!("--wait wants seconds, got {}", args.wait)))?;
-    global.root_overrides()?;
-    let hosts = hosts_file(global)?;
+pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome, Error> {
+    let wait =
+        Duration::try_from_secs_f64(args.wait).map_err(|_| UsageError::Wait { secs: args.wait })?;
+    let ctx = Context::new(global)?;
     let names: Vec<String> = if args.host_names.is_empty() {
-        hosts.hosts.iter().map(|h| h.name.clone()).collect()
+        ctx.hosts_file().names().map(String::from).collect()
     } else {
         args.host_names.clone()
     };
     if names.is_empty() {
-        return Err(Error::Usage(
-            "no hosts to check: name some, or define them in the hosts file".into(),
-        ));
+        return Err(UsageError::NoHostsToCheck.into());
     }
     let lock = match StateLock::acquire(&args.state, wait) {
         Ok(lock) => lock,
@@ -72,17 +55,17 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<u8, Erro
                 "{path}: another `check` is running; giving up after {}s",
                 wait.as_secs_f64()
             )]);
-            return Ok(exit::LOCKED);
+            return Ok(Outcome::Locked);
         }
-        Err(e) => return Err(Error::Other(e.to_string())),
+        Err(e) => return Err(e.into()),
     };
-    let previous = State::load(&args.state).map_err(|e| Error::Other(e.to_string()))?;
+    let previous = State::load(&args.state)?;
     let baseline = previous.is_none();
     let previous = Arc::new(previous.unwrap_or_default());
     let limit = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_HOSTS));
     let mut tasks = tokio::task::JoinSet::new();
     for (index, name) in names.iter().enumerate() {
-        let opened = open_host(global, &hosts, name);
+        let opened = ctx.open(name);
         let (name, previous, limit, keep) =
             (name.clone(), previous.clone(), limit.clone(), args.records);
         tasks.spawn(async move {
@@ -110,10 +93,10 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<u8, Erro
 
     let mut state = (*previous).clone();
     state.version = 1;
-    let renderer = global.renderer(args.json, false);
+    let renderer = ctx.renderer(args.json, false);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut status = exit::OK;
+    let mut failed = 0;
     for (_, name, result) in results {
         match result {
             Ok((host_state, activity)) => {
@@ -121,7 +104,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<u8, Erro
                     if !a.records.is_empty() {
                         renderer.records(&mut out, &a.records)?;
                     }
-                    print_activity(&mut out, a, args.json)?;
+                    renderer.activity(&mut out, a)?;
                 }
                 state.hosts.insert(name, host_state);
             }
@@ -129,50 +112,12 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<u8, Erro
                 // The host keeps its old cursors; the others are still saved.
                 out.flush()?;
                 super::warn(&[format!("{name}: {err}")]);
-                status = status.max(exit_code(&err)).max(exit::HOST);
+                failed += 1;
             }
         }
     }
     out.flush()?;
-    state
-        .save(&args.state)
-        .map_err(|e| Error::Other(e.to_string()))?;
+    state.save(&args.state)?;
     drop(lock);
-    Ok(if status == exit::OK {
-        exit::OK
-    } else {
-        exit::HOST
-    })
-}
-
-fn print_activity(out: &mut impl Write, a: &Activity, json: bool) -> std::io::Result<()> {
-    if json {
-        let line = ActivityLine {
-            ty: "activity",
-            host: &a.host,
-            harness: &a.harness,
-            session: &a.session,
-            change: a.change,
-            new_records: a.new_records,
-            last_ts: a.last_ts.as_deref(),
-        };
-        serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::other)?;
-        writeln!(out)
-    } else {
-        let change = match a.change {
-            Change::New => "new",
-            Change::Grew => "grew",
-            Change::Reset => "reset",
-            Change::Deleted => "deleted",
-        };
-        writeln!(
-            out,
-            "{} {}/{} {change} +{} {}",
-            sanitize(&a.host),
-            a.harness,
-            sanitize(&a.session),
-            a.new_records,
-            sanitize(a.last_ts.as_deref().unwrap_or("-"))
-        )
-    }
+    Ok(Outcome::Checked { failed })
 }

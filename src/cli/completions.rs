@@ -7,7 +7,7 @@ use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
 use super::Cli;
-use crate::error::{Error, exit};
+use crate::error::{Error, Outcome};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -54,9 +54,9 @@ fn script(shell: CompletionShell) -> Vec<u8> {
     out
 }
 
-pub(super) fn run(args: CompletionsArgs) -> Result<u8, Error> {
+pub(super) fn run(args: CompletionsArgs) -> Result<Outcome, Error> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&script(args.shell))?;
     stdout.flush()?;
-    Ok(exit::OK)
+    Ok(Outcome::Done)
 }

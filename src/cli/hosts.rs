@@ -5,14 +5,12 @@
 use std::io::Write;
 
 use clap::Args;
-use serde::Serialize;
 
-use super::common::{GlobalArgs, hosts_file, open_host};
-use crate::config::{HostsFile, ShellChoice, Transport};
+use super::context::{Context, GlobalArgs, OpenHost};
 use crate::driver::{list_sessions, roots_for};
-use crate::error::{Error, exit};
-use clankie_host::AnyHost;
-use clankie_model::sanitize::sanitize;
+use crate::error::{Error, Outcome};
+use crate::render::{HostReport, RootReport};
+use clankie_host::{AnyHost, Transport};
 
 #[derive(Debug, Args)]
 pub struct HostsArgs {
@@ -28,90 +26,29 @@ pub struct HostsArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Default, Serialize)]
-struct RootReport {
-    harness: String,
-    dir: String,
-    exists: bool,
-    sessions: usize,
-}
-
-#[derive(Debug, Default, Serialize)]
-struct HostReport {
-    #[serde(rename = "type")]
-    ty: &'static str,
-    name: String,
-    transport: String,
-    shell: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ok: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    connect_ms: Option<u128>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    exec_ms: Option<u128>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    list_ms: Option<u128>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    uname: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    host_key: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    auth: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    clean_shell: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    shell_noise: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    roots: Vec<RootReport>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
-}
-
-fn describe(hosts: &HostsFile, name: &str) -> (String, ShellChoice) {
-    match hosts.get(name) {
-        Some(h) => match &h.transport {
-            Transport::Local => ("local".into(), h.shell),
-            Transport::Ssh(dest) => (format!("ssh {dest}"), h.shell),
-        },
-        None if name == "local" => ("local".into(), ShellChoice::Posix),
-        None => (format!("ssh {name}"), ShellChoice::Auto),
-    }
-}
-
-fn shell_name(shell: ShellChoice) -> &'static str {
-    match shell {
-        ShellChoice::Auto => "auto",
-        ShellChoice::Posix => "posix",
-        ShellChoice::Powershell => "powershell",
-    }
-}
-
-pub(super) async fn run(global: &GlobalArgs, args: HostsArgs) -> Result<u8, Error> {
-    let hosts = hosts_file(global)?;
+pub(super) async fn run(global: &GlobalArgs, args: HostsArgs) -> Result<Outcome, Error> {
+    let ctx = Context::new(global)?;
     let names: Vec<String> = if args.host_names.is_empty() {
-        std::iter::once("local".to_string())
-            .chain(hosts.hosts.iter().map(|h| h.name.clone()))
+        std::iter::once("local")
+            .chain(ctx.hosts_file().names())
+            .map(String::from)
             .collect()
     } else {
         args.host_names.clone()
     };
     let mut tasks = tokio::task::JoinSet::new();
     for (index, name) in names.iter().enumerate() {
-        let (transport, shell) = describe(&hosts, name);
+        let config = ctx.host_config(name);
         let mut report = HostReport {
-            ty: "host",
             name: name.clone(),
-            transport,
-            shell: shell_name(shell),
+            transport: match &config.transport {
+                Transport::Local => "local".into(),
+                Transport::Ssh(dest) => format!("ssh {dest}"),
+            },
+            shell: config.shell_name(),
             ..Default::default()
         };
-        let opened = if args.check {
-            Some(open_host(global, &hosts, name))
-        } else {
-            None
-        };
+        let opened = args.check.then(|| ctx.open(name));
         tasks.spawn(async move {
             if let Some(opened) = opened {
                 check(&mut report, opened).await;
@@ -121,25 +58,21 @@ pub(super) async fn run(global: &GlobalArgs, args: HostsArgs) -> Result<u8, Erro
     }
     let mut reports = tasks.join_all().await;
     reports.sort_by_key(|(index, _)| *index);
+    let renderer = ctx.renderer(args.json, false);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut status = exit::OK;
+    let mut failed = 0;
     for (_, report) in &reports {
         if report.ok == Some(false) {
-            status = exit::HOST;
+            failed += 1;
         }
-        if args.json {
-            serde_json::to_writer(&mut out, report).map_err(std::io::Error::other)?;
-            writeln!(out)?;
-        } else {
-            print_text(&mut out, report)?;
-        }
+        renderer.host(&mut out, report)?;
     }
     out.flush()?;
-    Ok(status)
+    Ok(Outcome::Checked { failed })
 }
 
-async fn check(report: &mut HostReport, opened: Result<super::common::OpenHost, Error>) {
+async fn check(report: &mut HostReport, opened: Result<OpenHost, Error>) {
     let opened = match opened {
         Ok(opened) => opened,
         Err(err) => {
@@ -204,48 +137,4 @@ async fn check(report: &mut HostReport, opened: Result<super::common::OpenHost, 
             report.error = Some(err.to_string());
         }
     }
-}
-
-fn print_text(out: &mut impl Write, r: &HostReport) -> std::io::Result<()> {
-    let status = match (r.ok, &r.error) {
-        (None, _) => String::new(),
-        (Some(true), _) => "  ok".into(),
-        (Some(false), Some(e)) => format!("  FAILED: {e}"),
-        (Some(false), None) => "  FAILED".into(),
-    };
-    writeln!(
-        out,
-        "{}  {}  shell={}{}",
-        sanitize(&r.name),
-        sanitize(&r.transport),
-        r.shell,
-        sanitize(&status)
-    )?;
-    if let (Some(c), Some(e)) = (r.connect_ms, r.exec_ms) {
-        let uname = r.uname.as_deref().unwrap_or("?");
-        let auth = r.auth.as_deref().unwrap_or("?");
-        writeln!(
-            out,
-            "    connect {c} ms, exec {e} ms, {}, host key known, authenticated with {}",
-            sanitize(uname),
-            sanitize(auth)
-        )?;
-    }
-    for root in &r.roots {
-        let what = if root.exists {
-            format!("{} sessions", root.sessions)
-        } else {
-            "missing".into()
-        };
-        writeln!(
-            out,
-            "    {}: {} ({what})",
-            root.harness,
-            sanitize(&root.dir)
-        )?;
-    }
-    for w in &r.warnings {
-        writeln!(out, "    warning: {}", sanitize(w))?;
-    }
-    Ok(())
 }

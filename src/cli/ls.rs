@@ -4,9 +4,9 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::common::{GlobalArgs, hosts_file, open_host};
+use super::context::{Context, GlobalArgs};
 use crate::driver::{list_sessions, roots_for};
-use crate::error::{Error, exit};
+use crate::error::{Error, Outcome, UsageError};
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
@@ -21,19 +21,16 @@ pub struct LsArgs {
     pub json: bool,
 }
 
-pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> {
+pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Error> {
     let harness = match &args.harness {
-        Some(name) => Some(clankie_engine::harness::by_name(name).ok_or_else(|| {
-            Error::Usage(format!(
-                "unknown harness `{name}` (supported: {})",
-                clankie_engine::harness::supported_names()
-            ))
-        })?),
+        Some(name) => Some(
+            clankie_engine::harness::by_name(name)
+                .ok_or_else(|| UsageError::UnknownHarness { name: name.clone() })?,
+        ),
         None => None,
     };
-    global.root_overrides()?;
-    let hosts_file = hosts_file(global)?;
-    let renderer = global.renderer(args.json, false);
+    let ctx = Context::new(global)?;
+    let renderer = ctx.renderer(args.json, false);
     let names = if args.host_names.is_empty() {
         vec!["local".to_string()]
     } else {
@@ -41,10 +38,10 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> 
     };
     let show_host = names.len() > 1;
     // Every host lists at once; results print in the order given.
-    let verbose = global.verbose;
+    let verbose = ctx.verbose();
     let mut tasks = tokio::task::JoinSet::new();
     for (index, name) in names.iter().enumerate() {
-        let opened = open_host(global, &hosts_file, name);
+        let opened = ctx.open(name);
         let name = name.clone();
         tasks.spawn(async move {
             let result = match opened {
@@ -67,13 +64,13 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> 
     results.sort_by_key(|(index, _, _)| *index);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut status = exit::OK;
+    let mut failed = Vec::new();
     for (_, name, result) in results {
         match result {
             Ok((listing, sessions)) => {
                 renderer.sessions(&mut out, &name, &sessions, show_host)?;
                 for root in listing.roots.iter().filter(|r| !r.exists) {
-                    if global.verbose {
+                    if verbose {
                         super::warn(&[format!(
                             "{name}: no {} root at {}",
                             root.harness,
@@ -95,10 +92,10 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<u8, Error> 
                 // One failed host is one line; the others still list.
                 out.flush()?;
                 super::warn(&[err.to_string()]);
-                status = status.max(crate::error::exit_code(&err));
+                failed.push(err);
             }
         }
     }
     out.flush()?;
-    Ok(status)
+    Ok(Outcome::Listed { failed })
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::{Args, CommandFactory};
 
 use super::Cli;
-use crate::error::{Error, exit};
+use crate::error::{Error, Outcome};
 
 #[derive(Debug, Args)]
 pub struct ManArgs {}
@@ -18,10 +18,10 @@ fn page() -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-pub(super) fn run(_args: ManArgs) -> Result<u8, Error> {
+pub(super) fn run(_args: ManArgs) -> Result<Outcome, Error> {
     let page = page()?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&page)?;
     stdout.flush()?;
-    Ok(exit::OK)
+    Ok(Outcome::Done)
 }

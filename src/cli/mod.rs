@@ -3,8 +3,8 @@
 //! I/O: a bad `--limit` or cursor exits 2 before a connection is made.
 
 mod check;
-mod common;
 mod completions;
+mod context;
 mod hosts;
 mod ls;
 mod man;
@@ -17,10 +17,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{Error, exit, exit_code};
+use crate::error::{Error, Outcome, exit_status};
 use clankie_model::sanitize::sanitize;
 
-pub use common::GlobalArgs;
+pub use context::GlobalArgs;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -111,13 +111,9 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
-            let code = if err.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            };
+            // clap words its own errors (and prints help and the version, which end with 0).
             let _ = err.print();
-            return ExitCode::from(code);
+            return ExitCode::from(exit_status(&Err(err.into())));
         }
     };
     let verbose = cli.global.verbose;
@@ -126,12 +122,7 @@ pub fn main() -> ExitCode {
         .build()
     {
         Ok(rt) => rt,
-        Err(err) => {
-            return fail(
-                &Error::Other(format!("cannot start the runtime: {err}")),
-                verbose,
-            );
-        }
+        Err(err) => return finish(Err(Error::Runtime(err)), verbose),
     };
     let result = runtime.block_on(async {
         match cli.command {
@@ -145,25 +136,22 @@ pub fn main() -> ExitCode {
             Command::Man(args) => man::run(args),
         }
     });
-    match result {
-        Ok(code) => ExitCode::from(code),
-        Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::OK),
-        Err(err) => fail(&err, verbose),
-    }
+    finish(result, verbose)
 }
 
-fn is_broken_pipe(err: &Error) -> bool {
-    matches!(err, Error::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
-}
-
-/// Prints one sanitised error line and returns its exit status.
-fn fail(err: &Error, verbose: bool) -> ExitCode {
-    let code = exit_code(err);
-    let message = sanitize(&err.to_string()).replace('\n', " ");
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "clankie-read: {message}");
-    if verbose {
-        let _ = writeln!(stderr, "clankie-read: exit status {code} ({err:?})");
+/// Prints the error that ended the run, if any, as one sanitised line, and returns the exit
+/// status.
+fn finish(result: Result<Outcome, Error>, verbose: bool) -> ExitCode {
+    let code = exit_status(&result);
+    if let Err(err) = &result
+        && !err.is_broken_pipe()
+    {
+        let message = sanitize(&err.to_string()).replace('\n', " ");
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "clankie-read: {message}");
+        if verbose {
+            let _ = writeln!(stderr, "clankie-read: exit status {code} ({err:?})");
+        }
     }
     ExitCode::from(code)
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::common::{GlobalArgs, hosts_file, open_host, split_target};
+use super::context::{Context, GlobalArgs, split_target};
 use crate::driver::{DriverError, read_page, resolve_session, roots_for};
-use crate::error::{Error, exit};
+use crate::error::{Error, Outcome, UsageError};
 use crate::render::PageInfo;
 use crate::render::Renderer;
 use clankie_engine::cursor::Cursor;
@@ -63,7 +63,7 @@ pub struct ReadArgs {
     pub no_redact: bool,
 }
 
-pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error> {
+pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, Error> {
     // Everything is validated before any I/O.
     let (host_name, session_arg) = split_target(&args.target)?;
     let query = SessionQuery::parse(session_arg)?;
@@ -76,15 +76,11 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
     let interval = Duration::try_from_secs_f64(args.interval)
         .ok()
         .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "--interval wants a positive number of seconds, got {}",
-                args.interval
-            ))
+        .ok_or(UsageError::Interval {
+            secs: args.interval,
         })?;
-    global.root_overrides()?;
-    let hosts = hosts_file(global)?;
-    let renderer = global.renderer(args.json, args.full);
+    let ctx = Context::new(global)?;
+    let renderer = ctx.renderer(args.json, args.full);
     let request = PageRequest {
         mode,
         limit: usize::from(args.limit),
@@ -92,7 +88,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         redact: !args.no_redact,
     };
 
-    let opened = open_host(global, &hosts, host_name)?;
+    let opened = ctx.open(host_name)?;
     let host = opened.host;
     let session = resolve_session(&host, &roots_for(&opened.roots, query.harness), &query).await?;
     let stdout = std::io::stdout();
@@ -105,7 +101,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
         printed: args.follow.then(HashSet::new),
     };
     let page = printer.print(request, true).await.map_err(Error::from);
-    if global.verbose {
+    if ctx.verbose() {
         super::warn(&host.take_notes());
     }
     let page = page?;
@@ -114,7 +110,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<u8, Error
             .follow(page.cursor, interval, args.strict, !args.no_redact)
             .await?;
     }
-    Ok(exit::OK)
+    Ok(Outcome::Done)
 }
 
 /// Reads pages of one session and prints them as they come.

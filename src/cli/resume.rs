@@ -4,9 +4,9 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::common::{GlobalArgs, hosts_file, open_host, split_target};
+use super::context::{Context, GlobalArgs, split_target};
 use crate::driver::{resolve_session, resume_command, roots_for};
-use crate::error::{Error, exit};
+use crate::error::{Error, Outcome};
 use clankie_engine::resolve::SessionQuery;
 
 #[derive(Debug, Args)]
@@ -17,12 +17,11 @@ pub struct ResumeArgs {
     pub target: String,
 }
 
-pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<u8, Error> {
+pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Error> {
     let (host_name, session_arg) = split_target(&args.target)?;
     let query = SessionQuery::parse(session_arg)?;
-    global.root_overrides()?;
-    let hosts = hosts_file(global)?;
-    let opened = open_host(global, &hosts, host_name)?;
+    let ctx = Context::new(global)?;
+    let opened = ctx.open(host_name)?;
     let host = opened.host;
     let session = resolve_session(&host, &roots_for(&opened.roots, query.harness), &query).await?;
     let command = resume_command(&host, &session).await?;
@@ -31,5 +30,5 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<u8, Err
     // else that reaches a terminal (quoting already made it one line).
     writeln!(out, "{}", clankie_model::sanitize::sanitize(&command))?;
     out.flush()?;
-    Ok(exit::OK)
+    Ok(Outcome::Done)
 }

@@ -4,14 +4,15 @@
 
 use std::io::Write;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 
-use super::common::GlobalArgs;
+use super::context::GlobalArgs;
 use crate::driver::roots_for;
-use crate::error::{Error, exit};
+use crate::error::{Error, Outcome, UsageError};
 use clankie_host::local::LocalHost;
-use clankie_host::script::{Dialect, new_nonce};
-use clankie_host::{FileRef, check_relative_path};
+use clankie_host::script::new_nonce;
+use clankie_host::{Dialect, FileRef, check_relative_path};
 use clankie_model::limits::MAX_RANGES;
 use clankie_model::limits::MAX_READ_BYTES;
 use clankie_model::{ByteRange, RootSpec};
@@ -24,13 +25,16 @@ pub enum Primitive {
     Read,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Shell {
-    /// `sh -s`, the script on stdin.
-    Posix,
-    /// Windows PowerShell 5.1: `powershell … -EncodedCommand …` (the script on stdin only when
-    /// it is too long for cmd.exe).
-    Powershell,
+/// `--shell`: a [`Dialect`] by its name, each with the help clap shows.
+fn dialect_parser() -> impl TypedValueParser<Value = Dialect> {
+    PossibleValuesParser::new([
+        PossibleValue::new(Dialect::Posix.name()).help("`sh -s`, the script on stdin"),
+        PossibleValue::new(Dialect::PowerShell.name()).help(
+            "Windows PowerShell 5.1: `powershell … -EncodedCommand …` (the script on stdin only \
+             when it is too long for cmd.exe)",
+        ),
+    ])
+    .map(|name| Dialect::from_name(&name).expect("clap admits only the dialects' names"))
 }
 
 #[derive(Debug, Args)]
@@ -39,8 +43,8 @@ pub struct ScriptArgs {
     #[arg(value_enum)]
     pub primitive: Primitive,
     /// The remote shell dialect.
-    #[arg(long, value_enum, default_value_t = Shell::Posix)]
-    pub shell: Shell,
+    #[arg(long, value_parser = dialect_parser(), default_value = Dialect::Posix.name())]
+    pub shell: Dialect,
     /// read: the file, relative to the root, `/`-separated (as a listing returns it). The root
     /// is the first `--root` (spelled as the remote host spells it), else the harness's default
     /// home as this machine resolves it.
@@ -54,28 +58,26 @@ pub struct ScriptArgs {
     pub len: u64,
 }
 
-pub(super) fn run(global: &GlobalArgs, args: ScriptArgs) -> Result<u8, Error> {
+pub(super) fn run(global: &GlobalArgs, args: ScriptArgs) -> Result<Outcome, Error> {
+    // No hosts file: this subcommand reaches no host, so it needs only the roots.
     let overrides = global.root_overrides()?;
-    let dialect = match args.shell {
-        Shell::Posix => Dialect::Posix,
-        Shell::Powershell => Dialect::PowerShell,
-    };
+    let dialect = args.shell;
     let nonce = new_nonce();
     let invocation = match args.primitive {
         Primitive::List => {
             if args.path.is_some() {
-                return Err(Error::Usage("`script list` takes no --path".into()));
+                return Err(UsageError::ScriptListPath.into());
             }
             dialect.list(&nonce, &roots_for(&overrides, None))
         }
         Primitive::Read => {
             let rel = args.path.unwrap_or_default();
-            check_relative_path(rel.as_bytes())
-                .map_err(|reason| Error::Usage(format!("--path `{rel}`: {reason}")))?;
+            check_relative_path(rel.as_bytes()).map_err(|reason| UsageError::ScriptPath {
+                path: rel.clone(),
+                reason,
+            })?;
             if args.len > MAX_READ_BYTES {
-                return Err(Error::Usage(format!(
-                    "--len is at most {MAX_READ_BYTES} bytes"
-                )));
+                return Err(UsageError::ScriptLen.into());
             }
             let spec = overrides.first().cloned().unwrap_or_else(|| {
                 RootSpec::default_for(clankie_engine::harness::all().next().expect("a harness"))
@@ -104,5 +106,5 @@ pub(super) fn run(global: &GlobalArgs, args: ScriptArgs) -> Result<u8, Error> {
     out.write_all(b"\n\n")?;
     out.write_all(&invocation.stdin)?;
     out.flush()?;
-    Ok(exit::OK)
+    Ok(Outcome::Done)
 }

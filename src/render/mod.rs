@@ -7,6 +7,7 @@ pub mod text;
 
 use std::io::{self, Write};
 
+use crate::check::{Activity, Change};
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::Record;
@@ -17,6 +18,49 @@ pub struct PageInfo<'a> {
     pub host: &'a str,
     pub harness: &'a str,
     pub session: &'a str,
+}
+
+/// What `hosts` reports of one host; the `check` fields are `None` (or empty) without
+/// `--check`, or when the check stopped before reaching them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostReport {
+    pub name: String,
+    /// `local`, or `ssh <destination>`.
+    pub transport: String,
+    /// `auto`, `posix` or `powershell`.
+    pub shell: &'static str,
+    pub ok: Option<bool>,
+    pub error: Option<String>,
+    pub connect_ms: Option<u128>,
+    pub exec_ms: Option<u128>,
+    pub list_ms: Option<u128>,
+    pub uname: Option<String>,
+    /// `known` once the host key was checked.
+    pub host_key: Option<&'static str>,
+    pub auth: Option<String>,
+    pub clean_shell: Option<bool>,
+    pub shell_noise: Option<String>,
+    pub roots: Vec<RootReport>,
+    pub warnings: Vec<String>,
+}
+
+/// One harness root of a checked host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RootReport {
+    pub harness: String,
+    pub dir: String,
+    pub exists: bool,
+    pub sessions: usize,
+}
+
+/// How `check` names a change, in text and NDJSON alike.
+fn change_name(change: Change) -> &'static str {
+    match change {
+        Change::New => "new",
+        Change::Grew => "grew",
+        Change::Reset => "reset",
+        Change::Deleted => "deleted",
+    }
 }
 
 /// The output format, chosen once per invocation.
@@ -60,6 +104,24 @@ impl Renderer {
             Renderer::Ndjson => sessions
                 .iter()
                 .try_for_each(|s| ndjson::session(out, host, s)),
+        }
+    }
+}
+
+impl Renderer {
+    /// One `check` line: a session that changed since the last run.
+    pub fn activity(&self, out: &mut impl Write, activity: &Activity) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => text::activity(out, activity),
+            Renderer::Ndjson => ndjson::activity(out, activity),
+        }
+    }
+
+    /// One `hosts` entry.
+    pub fn host(&self, out: &mut impl Write, report: &HostReport) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => text::host(out, report),
+            Renderer::Ndjson => ndjson::host(out, report),
         }
     }
 }

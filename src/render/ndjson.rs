@@ -5,7 +5,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::PageInfo;
+use super::{HostReport, PageInfo, RootReport, change_name};
+use crate::check::Activity;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::{Record, RecordBody, TextKind, display_path};
@@ -34,6 +35,59 @@ struct SessionLine<'a> {
     path: String,
     size: u64,
     mtime: String,
+}
+
+#[derive(Serialize)]
+struct ActivityLine<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    host: &'a str,
+    harness: &'a str,
+    session: &'a str,
+    change: &'static str,
+    new_records: usize,
+    last_ts: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct HostLine<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    name: &'a str,
+    transport: &'a str,
+    shell: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ok: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connect_ms: Option<u128>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exec_ms: Option<u128>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    list_ms: Option<u128>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uname: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host_key: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auth: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clean_shell: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shell_noise: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    roots: Vec<RootLine<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct RootLine<'a> {
+    harness: &'a str,
+    dir: &'a str,
+    exists: bool,
+    sessions: usize,
 }
 
 fn line(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
@@ -159,6 +213,53 @@ pub fn session(out: &mut impl Write, host: &str, session: &SessionFile) -> io::R
     )
 }
 
+pub fn activity(out: &mut impl Write, a: &Activity) -> io::Result<()> {
+    line(
+        out,
+        &ActivityLine {
+            ty: "activity",
+            host: &a.host,
+            harness: &a.harness,
+            session: &a.session,
+            change: change_name(a.change),
+            new_records: a.new_records,
+            last_ts: a.last_ts.as_deref(),
+        },
+    )
+}
+
+pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
+    fn root(r: &RootReport) -> RootLine<'_> {
+        RootLine {
+            harness: &r.harness,
+            dir: &r.dir,
+            exists: r.exists,
+            sessions: r.sessions,
+        }
+    }
+    line(
+        out,
+        &HostLine {
+            ty: "host",
+            name: &r.name,
+            transport: &r.transport,
+            shell: r.shell,
+            ok: r.ok,
+            error: r.error.as_deref(),
+            connect_ms: r.connect_ms,
+            exec_ms: r.exec_ms,
+            list_ms: r.list_ms,
+            uname: r.uname.as_deref(),
+            host_key: r.host_key,
+            auth: r.auth.as_deref(),
+            clean_shell: r.clean_shell,
+            shell_noise: r.shell_noise.as_deref(),
+            roots: r.roots.iter().map(root).collect(),
+            warnings: &r.warnings,
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +306,78 @@ mod tests {
             );
             assert_eq!(&buf[..5], b"{\"x\":");
         }
+    }
+
+    #[test]
+    fn activity_and_host_lines_keep_their_fields_and_order() {
+        let change = Activity {
+            host: "dev".into(),
+            harness: "claude".into(),
+            session: "s1".into(),
+            change: crate::check::Change::Grew,
+            new_records: 3,
+            last_ts: None,
+            records: Vec::new(),
+        };
+        let mut out = Vec::new();
+        activity(&mut out, &change).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"type\":\"activity\",\"host\":\"dev\",\"harness\":\"claude\",\"session\":\"s1\",\
+             \"change\":\"grew\",\"new_records\":3,\"last_ts\":null}\n"
+        );
+
+        // Without --check: only what the hosts file says.
+        let mut report = HostReport {
+            name: "dev".into(),
+            transport: "ssh me@dev".into(),
+            shell: "auto",
+            ..HostReport::default()
+        };
+        let mut out = Vec::new();
+        host(&mut out, &report).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"type\":\"host\",\"name\":\"dev\",\"transport\":\"ssh me@dev\",\"shell\":\"auto\"}\n"
+        );
+        report.ok = Some(true);
+        report.connect_ms = Some(12);
+        report.exec_ms = Some(3);
+        report.list_ms = Some(4);
+        report.uname = Some("Linux".into());
+        report.host_key = Some("known");
+        report.auth = Some("agent".into());
+        report.clean_shell = Some(false);
+        report.shell_noise = Some("hi".into());
+        report.roots.push(RootReport {
+            harness: "claude".into(),
+            dir: "/h/.claude".into(),
+            exists: true,
+            sessions: 2,
+        });
+        report.warnings.push("w".into());
+        let mut out = Vec::new();
+        host(&mut out, &report).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"type\":\"host\",\"name\":\"dev\",\"transport\":\"ssh me@dev\",\"shell\":\"auto\",\
+             \"ok\":true,\"connect_ms\":12,\"exec_ms\":3,\"list_ms\":4,\"uname\":\"Linux\",\
+             \"host_key\":\"known\",\"auth\":\"agent\",\"clean_shell\":false,\"shell_noise\":\"hi\",\
+             \"roots\":[{\"harness\":\"claude\",\"dir\":\"/h/.claude\",\"exists\":true,\"sessions\":2}],\
+             \"warnings\":[\"w\"]}\n"
+        );
+        let failed = HostReport {
+            ok: Some(false),
+            error: Some("dev: cannot connect".into()),
+            ..HostReport::default()
+        };
+        let mut out = Vec::new();
+        host(&mut out, &failed).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert!(
+            line.ends_with(",\"ok\":false,\"error\":\"dev: cannot connect\"}\n"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use super::rfc3339;
+use super::{HostReport, change_name, rfc3339};
+use crate::check::Activity;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::sanitize::sanitize;
@@ -195,6 +196,65 @@ pub fn sessions(
             &rfc3339(s.entry.mtime)[..16].replace('T', " "),
             sanitize(&display_path(&s.entry.full_path())),
         )?;
+    }
+    Ok(())
+}
+
+/// One `check` line: `host harness/session change +new_records last_ts`.
+pub fn activity(out: &mut impl Write, a: &Activity) -> io::Result<()> {
+    writeln!(
+        out,
+        "{} {}/{} {} +{} {}",
+        sanitize(&a.host),
+        a.harness,
+        sanitize(&a.session),
+        change_name(a.change),
+        a.new_records,
+        sanitize(a.last_ts.as_deref().unwrap_or("-"))
+    )
+}
+
+/// One `hosts` entry: name, transport, shell and status, then what `--check` found, indented.
+pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
+    let status = match (r.ok, &r.error) {
+        (None, _) => String::new(),
+        (Some(true), _) => "  ok".into(),
+        (Some(false), Some(e)) => format!("  FAILED: {e}"),
+        (Some(false), None) => "  FAILED".into(),
+    };
+    writeln!(
+        out,
+        "{}  {}  shell={}{}",
+        sanitize(&r.name),
+        sanitize(&r.transport),
+        r.shell,
+        sanitize(&status)
+    )?;
+    if let (Some(c), Some(e)) = (r.connect_ms, r.exec_ms) {
+        let uname = r.uname.as_deref().unwrap_or("?");
+        let auth = r.auth.as_deref().unwrap_or("?");
+        writeln!(
+            out,
+            "    connect {c} ms, exec {e} ms, {}, host key known, authenticated with {}",
+            sanitize(uname),
+            sanitize(auth)
+        )?;
+    }
+    for root in &r.roots {
+        let what = if root.exists {
+            format!("{} sessions", root.sessions)
+        } else {
+            "missing".into()
+        };
+        writeln!(
+            out,
+            "    {}: {} ({what})",
+            root.harness,
+            sanitize(&root.dir)
+        )?;
+    }
+    for w in &r.warnings {
+        writeln!(out, "    warning: {}", sanitize(w))?;
     }
     Ok(())
 }

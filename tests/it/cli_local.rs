@@ -296,6 +296,10 @@ fn usage_errors_exit_2_before_any_read() {
         (vec!["read", "local:3f1c"], 4),   // too short to be a prefix
         (vec!["read", "local:ffffffff"], 4),
         (vec!["read", "nohost"], 2),
+        // Every subcommand that reaches hosts parses --root first, `hosts` too.
+        (vec!["--root", "claude", "hosts"], 2),
+        (vec!["--root", "claude=", "hosts", "--check"], 2),
+        (vec!["--root", "nosuch=/tmp", "ls"], 2),
     ];
     for (args, want) in cases {
         let out = home.run(&args);

@@ -3,9 +3,13 @@
 //! transcript content. May import `crate::model` and `crate::sanitize`, never `crate::engine`.
 
 pub mod local;
+mod open;
 pub mod remote;
 pub mod script;
 pub mod ssh;
+
+pub use open::{HostConfig, Transport, open};
+pub use script::Dialect;
 
 use clankie_model::{ByteRange, Harness, Listing, ReadResult, RootSpec};
 

@@ -11,21 +11,13 @@ use super::ssh::{ExecOutput, SshSession, SshTarget};
 use super::{FileRef, Host, HostError};
 use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
 
-/// Which dialect a host is asked to speak (`shell` in the hosts file).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShellMode {
-    /// POSIX first; PowerShell when the answer says `sh` is missing (once per invocation).
-    Auto,
-    Fixed(Dialect),
-}
-
 /// A host reached over SSH.
 pub struct SshHost {
     name: String,
     target: SshTarget,
     session: Mutex<Option<Arc<SshSession>>>,
-    mode: ShellMode,
-    /// The dialect settled on, once known.
+    /// The dialect: the configured one, or (`shell = auto`) the one settled on by the first
+    /// call; `None` until then.
     dialect: Mutex<Option<Dialect>>,
     /// What `-v` should say (the dialect switch); the CLI prints these.
     notes: std::sync::Mutex<Vec<String>>,
@@ -44,20 +36,21 @@ impl SshHost {
     /// A host named `name` (as the user addressed it) at a resolved SSH target. Nothing is
     /// connected until the first call.
     pub fn new(name: impl Into<String>, target: SshTarget) -> SshHost {
-        SshHost::with_shell(name, target, ShellMode::Auto)
+        SshHost::with_shell(name, target, None)
     }
 
-    pub fn with_shell(name: impl Into<String>, target: SshTarget, mode: ShellMode) -> SshHost {
-        let dialect = match mode {
-            ShellMode::Fixed(d) => Some(d),
-            ShellMode::Auto => None,
-        };
+    /// [`SshHost::new`] speaking `shell`; `None` is `shell = auto`: POSIX first, PowerShell
+    /// when the answer says `sh` is missing (settled once per invocation).
+    pub fn with_shell(
+        name: impl Into<String>,
+        target: SshTarget,
+        shell: Option<Dialect>,
+    ) -> SshHost {
         SshHost {
             name: name.into(),
             target,
             session: Mutex::new(None),
-            mode,
-            dialect: Mutex::new(dialect),
+            dialect: Mutex::new(shell),
             notes: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -85,7 +78,8 @@ impl SshHost {
         let dialect = settled.unwrap_or(Dialect::Posix);
         let nonce = script::new_nonce();
         let out = self.exec(&make(dialect, &nonce), max_stdout).await?;
-        if settled.is_some() || self.mode != ShellMode::Auto {
+        // A configured dialect is settled from the start.
+        if settled.is_some() {
             return Ok((nonce, out));
         }
         if !script::detect_dialect_switch(&out.stdout, &out.stderr, out.exit_status) {

@@ -75,6 +75,22 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// Every dialect.
+    pub const ALL: [Dialect; 2] = [Dialect::Posix, Dialect::PowerShell];
+
+    /// The name the hosts file (`shell = …`) and `script --shell` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Posix => "posix",
+            Dialect::PowerShell => "powershell",
+        }
+    }
+
+    /// The dialect of a [`Dialect::name`].
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        Dialect::ALL.into_iter().find(|d| d.name() == name)
+    }
+
     /// The invocation of a list script for `roots`.
     pub fn list(self, nonce: &str, roots: &[RootSpec]) -> Invocation {
         match self {

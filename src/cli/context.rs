@@ -1,0 +1,294 @@
+//! One parsed context per run, like ripgrep's `HiArgs` and jj's `CommandHelper`: the global
+//! options, then — parsed and loaded once — the `--root` overrides, the hosts file and the SSH
+//! config path, and what subcommands ask of them: the renderer, and a host opened by name with
+//! its roots. Also `HOST:SESSION` parsing, which `read` and `resume` share.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::config::HostsFile;
+use crate::error::{Error, UsageError};
+use crate::render::Renderer;
+use crate::render::text::TextOptions;
+use clankie_host::{AnyHost, Dialect, HostConfig, Transport};
+use clankie_model::RootSpec;
+
+/// The built-in name of this machine (the hosts file cannot define it).
+const LOCAL: &str = "local";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset.
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Hosts file [default: $CLANKIE_HOSTS, else ~/.config/clankie/hosts.toml].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// SSH configuration file, like `ssh -F` [default: ~/.ssh/config].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// A harness's home directory on the addressed host, replacing its default
+    /// (e.g. `claude=/srv/agent/.claude`). Repeatable.
+    #[arg(long = "root", global = true, value_name = "HARNESS=DIR")]
+    pub roots: Vec<String>,
+    /// When to colour text output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Say more on stderr.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+impl GlobalArgs {
+    /// Parses the `--root HARNESS=DIR` options (no I/O). An unknown harness is a usage error
+    /// naming the supported ones.
+    pub fn root_overrides(&self) -> Result<Vec<RootSpec>, UsageError> {
+        self.roots.iter().map(|spec| parse_root(spec)).collect()
+    }
+
+    fn color_enabled(&self) -> bool {
+        match self.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+}
+
+fn parse_root(spec: &str) -> Result<RootSpec, UsageError> {
+    let (name, dir) = spec.split_once('=').ok_or_else(|| UsageError::RootSyntax {
+        spec: spec.to_string(),
+    })?;
+    let harness =
+        clankie_engine::harness::by_name(name).ok_or_else(|| UsageError::UnknownHarness {
+            name: name.to_string(),
+        })?;
+    if dir.is_empty() {
+        return Err(UsageError::RootWithoutDir {
+            harness: name.to_string(),
+        });
+    }
+    Ok(RootSpec {
+        harness,
+        dir: Some(OsString::from(dir).into_vec()),
+    })
+}
+
+/// What a subcommand that reaches hosts works from: the global options parsed, the hosts file
+/// loaded.
+#[derive(Debug)]
+pub(super) struct Context {
+    verbose: bool,
+    color: bool,
+    /// `--root`: each replaces the hosts file's root of its harness, on every host.
+    roots: Vec<RootSpec>,
+    hosts: HostsFile,
+    ssh_config: Option<PathBuf>,
+}
+
+/// A host as the user addressed it, opened (not yet connected), with its roots: `--root`
+/// replaces the hosts file's roots, which replace the harnesses' defaults.
+#[derive(Debug)]
+pub(super) struct OpenHost {
+    pub host: AnyHost,
+    pub roots: Vec<RootSpec>,
+}
+
+impl Context {
+    /// Parses the global options and loads the hosts file. A subcommand builds its context
+    /// once its own arguments are validated, so that a bad cursor or target is reported before
+    /// any file is read.
+    pub(super) fn new(global: &GlobalArgs) -> Result<Context, Error> {
+        let roots = global.root_overrides()?;
+        let hosts = HostsFile::load(global.hosts.as_deref())?;
+        Ok(Context {
+            verbose: global.verbose,
+            color: global.color_enabled(),
+            roots,
+            hosts,
+            ssh_config: global.ssh_config.clone(),
+        })
+    }
+
+    /// `-v`: say more on stderr.
+    pub(super) fn verbose(&self) -> bool {
+        self.verbose
+    }
+
+    pub(super) fn hosts_file(&self) -> &HostsFile {
+        &self.hosts
+    }
+
+    /// The output format of this run.
+    pub(super) fn renderer(&self, json: bool, full: bool) -> Renderer {
+        if json {
+            Renderer::Ndjson
+        } else {
+            Renderer::Text(TextOptions {
+                full,
+                color: self.color,
+            })
+        }
+    }
+
+    /// How the host named `name` is reached: `local`, a host of the hosts file, or else
+    /// `[user@]alias` for the SSH config.
+    pub(super) fn host_config(&self, name: &str) -> HostConfig {
+        self.lookup(name).0
+    }
+
+    /// Opens the host named `name` with its roots. Nothing is connected yet.
+    pub(super) fn open(&self, name: &str) -> Result<OpenHost, Error> {
+        let (config, file_roots) = self.lookup(name);
+        let host = clankie_host::open(&config, self.ssh_config.as_deref())?;
+        let mut roots = self.roots.clone();
+        roots.extend(
+            file_roots
+                .iter()
+                .filter(|r| !self.roots.iter().any(|c| c.harness == r.harness))
+                .cloned(),
+        );
+        Ok(OpenHost { host, roots })
+    }
+
+    /// A host's config and its hosts-file roots.
+    fn lookup(&self, name: &str) -> (HostConfig, &[RootSpec]) {
+        if name == LOCAL {
+            let config = HostConfig {
+                name: LOCAL.to_string(),
+                transport: Transport::Local,
+                // Runs no script; `hosts` has always shown this machine as `posix`.
+                shell: Some(Dialect::Posix),
+            };
+            return (config, &[]);
+        }
+        match self.hosts.get(name) {
+            Some(entry) => (entry.config.clone(), &entry.roots),
+            None => (HostConfig::ssh(name), &[]),
+        }
+    }
+}
+
+/// `HOST:SESSION`, split at the first `:`.
+pub(super) fn split_target(target: &str) -> Result<(&str, &str), UsageError> {
+    match target.split_once(':') {
+        Some((host, session)) if !host.is_empty() && !session.is_empty() => Ok((host, session)),
+        _ => Err(UsageError::Target {
+            target: target.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::HostsFile;
+    use clankie_host::Host;
+    use std::path::Path;
+
+    fn context(roots: &[&str], hosts: &str) -> Context {
+        let global = GlobalArgs {
+            hosts: None,
+            ssh_config: None,
+            roots: roots.iter().map(|r| r.to_string()).collect(),
+            color: ColorChoice::Never,
+            verbose: false,
+        };
+        Context {
+            verbose: false,
+            color: false,
+            roots: global.root_overrides().unwrap(),
+            hosts: HostsFile::parse(hosts, Path::new("h.toml")).unwrap(),
+            ssh_config: None,
+        }
+    }
+
+    fn dirs(open: &OpenHost) -> Vec<(clankie_model::Harness, String)> {
+        open.roots
+            .iter()
+            .map(|r| {
+                let dir = String::from_utf8(r.dir.clone().unwrap()).unwrap();
+                (r.harness, dir)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn root_overrides_replace_the_hosts_file_roots_of_their_harness() {
+        let file =
+            "[hosts.here]\nlocal = true\nroots = { claude = \"/file/c\", codex = \"/file/x\" }\n";
+        let ctx = context(&["claude=/cli/c"], file);
+        let here = ctx.open("here").unwrap();
+        assert_eq!(here.host.name(), "here");
+        assert_eq!(
+            dirs(&here),
+            [
+                (
+                    clankie_engine::harness::by_name("claude").unwrap(),
+                    "/cli/c".to_string()
+                ),
+                (
+                    clankie_engine::harness::by_name("codex").unwrap(),
+                    "/file/x".to_string()
+                )
+            ]
+        );
+        let local = ctx.open("local").unwrap();
+        assert!(matches!(local.host, AnyHost::Local(_)));
+        assert_eq!(
+            dirs(&local),
+            [(
+                clankie_engine::harness::by_name("claude").unwrap(),
+                "/cli/c".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn names_the_hosts_file_does_not_define_are_ssh_destinations() {
+        let ctx = context(&[], "[hosts.pc]\nssh = \"me@pc\"\nshell = \"powershell\"\n");
+        let pc = ctx.host_config("pc");
+        assert_eq!(pc.transport, Transport::Ssh("me@pc".into()));
+        assert_eq!(pc.shell, Some(Dialect::PowerShell));
+        assert_eq!(ctx.host_config("me@box"), HostConfig::ssh("me@box"));
+        assert_eq!(ctx.host_config("local").shell_name(), "posix");
+    }
+
+    #[test]
+    fn bad_roots_and_targets_are_usage_errors() {
+        let global = |root: &str| GlobalArgs {
+            hosts: None,
+            ssh_config: None,
+            roots: vec![root.to_string()],
+            color: ColorChoice::Auto,
+            verbose: false,
+        };
+        for (root, message) in [
+            ("claude", "--root wants HARNESS=DIR, got `claude`"),
+            ("claude=", "--root claude= needs a directory"),
+        ] {
+            let err = global(root).root_overrides().unwrap_err();
+            assert_eq!(err.to_string(), message);
+        }
+        assert!(matches!(
+            global("nope=/x").root_overrides(),
+            Err(UsageError::UnknownHarness { .. })
+        ));
+        assert_eq!(split_target("a:b:c").unwrap(), ("a", "b:c"));
+        for bad in ["a", ":b", "a:"] {
+            assert!(matches!(split_target(bad), Err(UsageError::Target { .. })));
+        }
+    }
+}
