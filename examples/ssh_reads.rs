@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use clankie_host::remote::SshHost;
+use clankie_host::ssh::SshHost;
 use clankie_host::{FileRef, Host};
 use clankie_model::{ByteRange, RootSpec};
 

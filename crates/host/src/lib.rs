@@ -4,7 +4,6 @@
 
 pub mod local;
 mod open;
-pub mod remote;
 pub mod script;
 pub mod ssh;
 
@@ -98,7 +97,7 @@ pub trait Host {
 #[derive(Debug)]
 pub enum AnyHost {
     Local(local::LocalHost),
-    Ssh(Box<remote::SshHost>),
+    Ssh(Box<ssh::SshHost>),
 }
 
 impl AnyHost {

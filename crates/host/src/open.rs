@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use super::local::LocalHost;
-use super::remote::SshHost;
 use super::script::Dialect;
+use super::ssh::SshHost;
 use super::{AnyHost, HostError, ssh};
 
 /// How a host is reached.

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
-use super::script::{self, Dialect, Invocation, posix};
-use super::ssh::{ExecOutput, SshSession, SshTarget};
-use super::{FileRef, Host, HostError};
+use super::config::SshTarget;
+use super::session::{ExecOutput, SshSession};
+use crate::script::{self, Dialect, Invocation, posix};
+use crate::{FileRef, Host, HostError};
 use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
 
 /// A host reached over SSH.

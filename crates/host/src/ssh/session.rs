@@ -1,0 +1,514 @@
+//! The SSH connection: one russh connection per host ([`SshSession`]), host keys checked against
+//! the user's known_hosts, public-key auth, and `exec` of one command with stdin in and bounded
+//! stdout out. Nothing is installed or written on the remote side.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use russh::keys::{Algorithm, HashAlg, PublicKey};
+use russh::{ChannelMsg, Disconnect, Preferred, client};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
+
+use super::auth;
+use super::config::{SshTarget, StrictHostKeyChecking, resolve};
+use super::known_hosts::{self, KnownHostsVerdict};
+
+use crate::HostError;
+
+/// ConnectTimeout when the config sets none; covers TCP connect, handshake and auth.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// At most this many channels at once on one connection (sshd's MaxSessions default is 10).
+pub const MAX_CHANNELS: usize = 8;
+/// ProxyJump chains longer than this are refused (a `Host *` ProxyJump loops forever otherwise).
+const MAX_JUMP_DEPTH: usize = 8;
+/// stderr beyond this is dropped (it only ever feeds error messages).
+const MAX_STDERR: usize = 64 * 1024;
+
+/// What one `exec` returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub stdout: Vec<u8>,
+    /// At most 64 KiB; the rest is dropped.
+    pub stderr: Vec<u8>,
+    /// `None` when the server sent no exit status (killed by a signal, see `exit_signal`).
+    pub exit_status: Option<u32>,
+    pub exit_signal: Option<String>,
+}
+
+/// One authenticated SSH connection. `exec` takes `&self`: up to [`MAX_CHANNELS`] run at once,
+/// the rest wait.
+pub struct SshSession {
+    /// What authentication succeeded with (for `hosts --check`).
+    authenticated_with: String,
+    host: String,
+    handle: client::Handle<Verifier>,
+    channels: Semaphore,
+    // Declared after `handle`, so the tunnel outlives the connection inside it.
+    jump: Option<Box<SshSession>>,
+    /// The ProxyCommand process carrying the connection (killed on drop).
+    _proxy: Option<tokio::process::Child>,
+}
+
+impl std::fmt::Debug for SshSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SshSession")
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks the server's host key in russh's handshake. Never accepts what it did not verify; on
+/// refusal it leaves the specific error in `failure`, because russh only reports a generic one.
+struct Verifier {
+    host: String,
+    names: Vec<String>,
+    files: Vec<PathBuf>,
+    user_file: Option<PathBuf>,
+    strict: StrictHostKeyChecking,
+    failure: Arc<Mutex<Option<HostError>>>,
+}
+
+impl Verifier {
+    fn verify(&self, key: &PublicKey) -> Result<(), HostError> {
+        let key_host = self.names.first().cloned().unwrap_or_default();
+        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+        match known_hosts::check(&self.files, &self.names, key) {
+            KnownHostsVerdict::Known => Ok(()),
+            KnownHostsVerdict::Changed { file, line } => Err(HostError::HostKeyChanged {
+                host: self.host.clone(),
+                key_host,
+                fingerprint,
+                known_hosts_line: format!("{}:{line}", file.display()),
+            }),
+            KnownHostsVerdict::Revoked { file, line } => Err(HostError::HostKeyRevoked {
+                host: self.host.clone(),
+                key_host,
+                fingerprint,
+                known_hosts_line: format!("{}:{line}", file.display()),
+            }),
+            KnownHostsVerdict::Unknown => match (self.strict, &self.user_file) {
+                (StrictHostKeyChecking::AcceptNew | StrictHostKeyChecking::No, Some(file)) => {
+                    // Like ssh: a failed write is not fatal, the key was accepted by policy.
+                    let _ = known_hosts::append(file, &key_host, key);
+                    Ok(())
+                }
+                _ => Err(HostError::HostKeyUnknown {
+                    host: self.host.clone(),
+                    key_host,
+                    fingerprint,
+                }),
+            },
+        }
+    }
+}
+
+impl client::Handler for Verifier {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        server_key: &russh::keys::PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let key = match server_key {
+            russh::keys::PublicKeyOrCertificate::PublicKey { key, .. } => key.clone(),
+            // We do not trust host CAs yet; a certificate's key must be known as a plain key.
+            russh::keys::PublicKeyOrCertificate::Certificate(cert) => {
+                PublicKey::new(cert.public_key().clone(), "")
+            }
+        };
+        match self.verify(&key) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                Ok(false)
+            }
+        }
+    }
+}
+
+fn unreachable(host: &str, reason: impl Into<String>) -> HostError {
+    HostError::Unreachable {
+        host: host.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Host key algorithms with the ones known_hosts already holds for this host first, as OpenSSH
+/// does, so a host known by its RSA key is not reported as unknown for offering ed25519.
+fn preferred_host_key_algorithms(target: &SshTarget) -> Vec<Algorithm> {
+    let known =
+        known_hosts::known_algorithms(&target.known_hosts_files(), &target.known_hosts_names());
+    let default: Vec<Algorithm> = Preferred::DEFAULT.key.to_vec();
+    let is_known = |a: &Algorithm| {
+        known
+            .iter()
+            .any(|k| k == a || (k.clone().is_rsa() && a.clone().is_rsa()))
+    };
+    let mut ordered: Vec<Algorithm> = default.iter().filter(|a| is_known(a)).cloned().collect();
+    ordered.extend(default.iter().filter(|a| !is_known(a)).cloned());
+    ordered
+}
+
+type BoxedConnect<'a> = Pin<Box<dyn Future<Output = Result<SshSession, HostError>> + Send + 'a>>;
+
+impl SshSession {
+    /// Connects and authenticates to `target` (through its ProxyJump hops, if any), within its
+    /// ConnectTimeout (default 10 s). `host_label` is the name errors are reported under.
+    pub async fn connect(host_label: &str, target: &SshTarget) -> Result<SshSession, HostError> {
+        let timeout = target.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        match tokio::time::timeout(timeout, connect_via(host_label, target, 0)).await {
+            Ok(result) => result,
+            Err(_) => Err(unreachable(
+                host_label,
+                format!(
+                    "timed out after {}s connecting to {}:{} (ConnectTimeout)",
+                    timeout.as_secs_f32(),
+                    target.host_name,
+                    target.port
+                ),
+            )),
+        }
+    }
+
+    /// What authentication succeeded with: an agent key or an identity file.
+    pub fn authenticated_with(&self) -> &str {
+        &self.authenticated_with
+    }
+
+    /// The name this session reports errors under.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Runs `command` (no PTY), writes `stdin` then EOF, and collects stdout and stderr until
+    /// the channel closes. Fails once stdout would exceed `max_stdout` bytes, without ever
+    /// holding more than that.
+    pub async fn exec(
+        &self,
+        command: &str,
+        stdin: &[u8],
+        max_stdout: usize,
+    ) -> Result<ExecOutput, HostError> {
+        let _permit = self
+            .channels
+            .acquire()
+            .await
+            .map_err(|_| unreachable(&self.host, "connection closed"))?;
+        let lost = |what: &str, e: russh::Error| {
+            if self.handle.is_closed() {
+                unreachable(&self.host, format!("connection lost ({what}: {e})"))
+            } else {
+                unreachable(&self.host, format!("{what}: {e}"))
+            }
+        };
+        let channel = self
+            .handle
+            .channel_open_session()
+            .await
+            .map_err(|e| lost("opening a channel", e))?;
+        channel
+            .exec(true, command)
+            .await
+            .map_err(|e| lost("starting the command", e))?;
+        let (mut read, write) = channel.split();
+        let writer = async {
+            write.data(stdin).await?;
+            write.eof().await
+        };
+        tokio::pin!(writer);
+        let mut writer_done = false;
+        let mut out = ExecOutput {
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            exit_status: None,
+            exit_signal: None,
+        };
+        loop {
+            tokio::select! {
+                // The command may exit without reading its stdin; that is its business.
+                _ = &mut writer, if !writer_done => writer_done = true,
+                msg = read.wait() => match msg {
+                    None | Some(ChannelMsg::Close) => break,
+                    Some(ChannelMsg::Data { data }) => {
+                        let new_len = out.stdout.len() + data.len();
+                        if new_len > max_stdout {
+                            let _ = write.close().await;
+                            return Err(HostError::Protocol {
+                                host: self.host.clone(),
+                                reason: format!("remote output over {max_stdout} bytes"),
+                            });
+                        }
+                        if new_len > out.stdout.capacity() {
+                            let want = (out.stdout.capacity() * 2).clamp(new_len, max_stdout);
+                            out.stdout.reserve_exact(want - out.stdout.len());
+                        }
+                        out.stdout.extend_from_slice(&data);
+                    }
+                    Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                        let room = MAX_STDERR.saturating_sub(out.stderr.len());
+                        out.stderr.extend_from_slice(&data[..data.len().min(room)]);
+                    }
+                    Some(ChannelMsg::ExitStatus { exit_status }) => out.exit_status = Some(exit_status),
+                    Some(ChannelMsg::ExitSignal { signal_name, error_message, .. }) => {
+                        out.exit_signal = Some(if error_message.is_empty() {
+                            format!("{signal_name:?}")
+                        } else {
+                            format!("{signal_name:?} ({error_message})")
+                        });
+                    }
+                    Some(ChannelMsg::Failure) => {
+                        let _ = write.close().await;
+                        return Err(HostError::Protocol {
+                            host: self.host.clone(),
+                            reason: "the server refused to run the command".into(),
+                        });
+                    }
+                    Some(_) => {}
+                },
+            }
+        }
+        if out.exit_status.is_none() && out.exit_signal.is_none() && self.handle.is_closed() {
+            return Err(unreachable(
+                &self.host,
+                "connection lost while running a command",
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Says goodbye to the server (dropping the session also ends it, less politely).
+    pub async fn close(self) {
+        let _ = self
+            .handle
+            .disconnect(Disconnect::ByApplication, "", "en")
+            .await;
+        if let Some(jump) = self.jump {
+            Box::pin(jump.close()).await;
+        }
+    }
+}
+
+/// Connects to `target`, directly or through its last ProxyJump hop (itself connected the same
+/// way, so chains and a hop's own ProxyJump work).
+fn connect_via<'a>(label: &'a str, target: &'a SshTarget, depth: usize) -> BoxedConnect<'a> {
+    Box::pin(async move {
+        let Some((last, earlier)) = target.proxy_jump.split_last() else {
+            if let Some(command) = &target.proxy_command {
+                let (stream, child) = spawn_proxy_command(label, command)?;
+                let mut session = handshake(label, target, stream, None).await?;
+                session._proxy = Some(child);
+                return Ok(session);
+            }
+            let stream = tcp_connect(label, &target.host_name, target.port).await?;
+            return handshake(label, target, stream, None).await;
+        };
+        if depth >= MAX_JUMP_DEPTH {
+            return Err(unreachable(
+                label,
+                format!("ProxyJump chain deeper than {MAX_JUMP_DEPTH} hops (a loop?)"),
+            ));
+        }
+        let hop_input = last.clone();
+        let config_file = target.ssh_config.clone();
+        let mut hop =
+            tokio::task::spawn_blocking(move || resolve(&hop_input, config_file.as_deref()))
+                .await
+                .map_err(|e| unreachable(label, format!("resolving jump host {last}: {e}")))??;
+        if !earlier.is_empty() {
+            hop.proxy_jump = earlier.to_vec();
+        }
+        let jump_label = format!("{label} (via jump host {last})");
+        let jump = connect_via(&jump_label, &hop, depth + 1)
+            .await
+            .map_err(|e| match e {
+                HostError::Unreachable { reason, .. } => {
+                    unreachable(label, format!("jump host {last}: {reason}"))
+                }
+                other => other,
+            })?;
+        let tunnel = jump
+            .handle
+            .channel_open_direct_tcpip(
+                target.host_name.clone(),
+                u32::from(target.port),
+                "127.0.0.1",
+                0,
+            )
+            .await
+            .map_err(|e| {
+                unreachable(
+                    label,
+                    format!(
+                        "jump host {last} could not open a tunnel to {}:{}: {e}",
+                        target.host_name, target.port
+                    ),
+                )
+            })?;
+        handshake(label, target, tunnel.into_stream(), Some(Box::new(jump))).await
+    })
+}
+
+/// Runs a ProxyCommand through the shell; its stdout/stdin are the connection.
+fn spawn_proxy_command(
+    label: &str,
+    command: &str,
+) -> Result<
+    (
+        tokio::io::Join<tokio::process::ChildStdout, tokio::process::ChildStdin>,
+        tokio::process::Child,
+    ),
+    HostError,
+> {
+    let mut cmd = if cfg!(windows) {
+        let mut c = tokio::process::Command::new("cmd");
+        c.arg("/C");
+        c
+    } else {
+        let mut c = tokio::process::Command::new("sh");
+        c.arg("-c");
+        c
+    };
+    let mut child = cmd
+        .arg(command)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| unreachable(label, format!("ProxyCommand `{command}`: {e}")))?;
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        return Err(unreachable(label, "ProxyCommand: no pipes"));
+    };
+    Ok((tokio::io::join(stdout, stdin), child))
+}
+
+/// Resolves and connects, with a one-line reason on failure.
+async fn tcp_connect(
+    label: &str,
+    host: &str,
+    port: u16,
+) -> Result<tokio::net::TcpStream, HostError> {
+    let addrs: Vec<_> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| unreachable(label, format!("cannot resolve {host}: {e}")))?
+        .collect();
+    let mut last_error = format!("cannot resolve {host}: no address");
+    for addr in addrs {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Err(e) => last_error = format!("{addr}: {e}"),
+        }
+    }
+    Err(unreachable(label, last_error))
+}
+
+/// SSH handshake (with host key verification) and authentication over `stream`.
+async fn handshake<S>(
+    label: &str,
+    target: &SshTarget,
+    stream: S,
+    jump: Option<Box<SshSession>>,
+) -> Result<SshSession, HostError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let failure = Arc::new(Mutex::new(None));
+    let verifier = Verifier {
+        host: label.to_string(),
+        names: target.known_hosts_names(),
+        files: target.known_hosts_files(),
+        user_file: target.user_known_hosts_files.first().cloned(),
+        strict: target.strict_host_key_checking,
+        failure: Arc::clone(&failure),
+    };
+    let config = client::Config {
+        nodelay: true,
+        keepalive_interval: Some(Duration::from_secs(15)),
+        keepalive_max: 3,
+        inactivity_timeout: None,
+        preferred: Preferred {
+            key: Cow::Owned(preferred_host_key_algorithms(target)),
+            ..Preferred::DEFAULT
+        },
+        ..Default::default()
+    };
+    let mut handle = match client::connect_stream(Arc::new(config), stream, verifier).await {
+        Ok(handle) => handle,
+        Err(e) => {
+            if let Some(err) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                return Err(err);
+            }
+            return Err(unreachable(
+                label,
+                format!(
+                    "SSH handshake with {}:{} failed: {e}",
+                    target.host_name, target.port
+                ),
+            ));
+        }
+    };
+    let authenticated_with = auth::authenticate(&mut handle, label, target).await?;
+    Ok(SshSession {
+        authenticated_with,
+        host: label.to_string(),
+        handle,
+        channels: Semaphore::new(MAX_CHANNELS),
+        jump,
+        _proxy: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The driver spawns these on a multi-threaded runtime.
+    #[allow(dead_code)]
+    fn futures_are_send(session: &SshSession, target: &SshTarget) {
+        fn is_send<T: Send>(_: T) {}
+        is_send(session.exec("true", b"", 1));
+        is_send(SshSession::connect("h", target));
+        is_send(session);
+    }
+
+    #[test]
+    fn known_host_key_types_are_preferred() {
+        let dir = tempfile::tempdir().unwrap();
+        let kh = dir.path().join("known_hosts");
+        std::fs::write(
+            &kh,
+            "[h]:2222 ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBDy2hAk+/B8rEKgG7xacKgvyqSyXJ/OZZPVeBkYnDDPonH5dv3aZPTUkQI/FIBlw9M8sA+odf3egmgnFrPsYG6k=\n",
+        )
+        .unwrap();
+        let target = super::super::config::resolve_with_ssh2_config(
+            "h:2222",
+            &format!("UserKnownHostsFile {}\n", kh.display()),
+            None,
+            "me",
+            None,
+        )
+        .unwrap();
+        let order = preferred_host_key_algorithms(&target);
+        assert_eq!(order.len(), Preferred::DEFAULT.key.len());
+        assert!(
+            matches!(order[0], Algorithm::Ecdsa { .. }),
+            "{:?}",
+            order[0]
+        );
+        // Nothing known: russh's own order.
+        let target =
+            super::super::config::resolve_with_ssh2_config("other", "", None, "me", None).unwrap();
+        assert_eq!(
+            preferred_host_key_algorithms(&target),
+            Preferred::DEFAULT.key.to_vec()
+        );
+    }
+}
