@@ -184,9 +184,9 @@ impl MemoryHost {
     }
 
     /// Makes the next `calls` calls of either primitive fail with the error `error` makes
-    /// (replacing failures still pending).
+    /// (replacing failures still pending; `0` cancels them).
     pub fn fail_next(&self, calls: usize, error: impl Fn() -> HostError + Send + 'static) {
-        self.state().failures = Some((calls, Box::new(error)));
+        self.state().failures = (calls > 0).then(|| (calls, Box::new(error) as MakeError));
     }
 
     /// The calls counted so far.
@@ -811,11 +811,14 @@ mod tests {
             [b"x"]
         );
         assert_eq!(block_on(host.list(&roots)).unwrap().files.len(), 1);
+        host.fail_next(1, unreachable("mem"));
+        host.fail_next(0, unreachable("mem"));
+        assert!(block_on(host.list(&roots)).is_ok(), "0 cancels");
         host.disconnect();
         assert_eq!(
             host.calls(),
             Calls {
-                list: 2,
+                list: 3,
                 read: 2,
                 disconnect: 1
             }
