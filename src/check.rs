@@ -1,6 +1,6 @@
 //! `check` (cron): what changed on each host since the last run, kept in a versioned state
 //! file that is locked against a concurrent run and replaced atomically (write, fsync, rename).
-//! The per-host comparison reads through the driver like any other read.
+//! The per-host comparison reads through the driver like any other read ([`read_to_end`]).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{DriverError, list_sessions, read_page};
+use crate::driver::{DriverError, list_sessions, read_to_end};
 use clankie_engine::cursor::Cursor;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::session::SessionFile;
@@ -210,45 +210,38 @@ pub async fn check_host<H: Host>(
         let mut count = 0;
         let mut reset = false;
         let mut last_ts = old.and_then(|o| o.last_ts.clone());
-        let mut mode = match old.and_then(|o| Cursor::decode(&o.cursor).ok()) {
+        let mode = match old.and_then(|o| Cursor::decode(&o.cursor).ok()) {
             Some(cursor) => Mode::Since(cursor),
             // A new session on the first run is a baseline: only its newest record is read.
             None if baseline => Mode::Tail,
             None => Mode::Head,
         };
-        let cursor = loop {
-            let limit = if matches!(mode, Mode::Tail) {
+        let first = PageRequest {
+            // The baseline's single newest record gives `last_ts`.
+            limit: if matches!(mode, Mode::Tail) {
                 1
             } else {
                 MAX_LIMIT
-            };
-            let page = read_page(
-                host,
-                session,
-                PageRequest {
-                    mode,
-                    limit,
-                    strict: false,
-                    redact: true,
-                },
-                |_| {},
-            )
-            .await?;
+            },
+            mode,
+            strict: false,
+            redact: true,
+        };
+        let counted = !(baseline && old.is_none());
+        let cursor = read_to_end(host, session, first, |page| {
             reset |= page.reset;
             if let Some(ts) = page.records.iter().rev().find_map(|r| r.ts.clone()) {
                 last_ts = Some(ts);
             }
-            if !(baseline && old.is_none()) {
+            if counted {
                 count += page.records.len();
                 if keep_records {
-                    records.extend(page.records);
+                    records.append(&mut page.records);
                 }
             }
-            if !page.more {
-                break page.cursor;
-            }
-            mode = Mode::Since(page.cursor);
-        };
+            Ok::<(), DriverError>(())
+        })
+        .await?;
         let change = match (old, reset) {
             (None, _) => Some(Change::New),
             (Some(_), true) => Some(Change::Reset),
@@ -293,4 +286,168 @@ pub async fn check_host<H: Host>(
         }
     }
     Ok((next, activity))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::roots_for;
+    use crate::driver::testing::{
+        SHORT, TOOL_HEAVY, all_ids, block_on, claude_path, dropped, lines, resolve,
+    };
+    use clankie_host::HostError;
+    use clankie_host::memory::MemoryHost;
+
+    /// Three Claude Code sessions, by the ids of their fixtures.
+    const A: &str = "55604662-cf2a-4331-851a-ec234028f8ca";
+    const B: &str = "d6e0bada-1959-4eec-a9d2-0bfade768d8f";
+    const C: &str = "fed8ce56-bc79-401f-a83e-af084253362f";
+    const C_TEXT: &str = include_str!(
+        "../tests/fixtures/claude/projects/-fixtures/fed8ce56-bc79-401f-a83e-af084253362f.jsonl"
+    );
+
+    /// A host with A (the first 8 lines of its transcript: 4 records) and B.
+    fn host() -> MemoryHost {
+        let host = MemoryHost::new("mem");
+        host.put(claude_path(&host, A), lines(SHORT)[..8].concat());
+        host.put(claude_path(&host, B), TOOL_HEAVY);
+        host
+    }
+
+    fn check(
+        host: &MemoryHost,
+        previous: Option<&HostState>,
+        keep_records: bool,
+    ) -> (HostState, Vec<Activity>) {
+        let roots = roots_for(&[], None);
+        block_on(check_host(
+            host,
+            &roots,
+            previous,
+            previous.is_none(),
+            keep_records,
+        ))
+        .unwrap()
+    }
+
+    /// `(session, change, new_records)` of each activity.
+    fn changes(activity: &[Activity]) -> Vec<(&str, Change, usize)> {
+        activity
+            .iter()
+            .map(|a| (a.session.as_str(), a.change, a.new_records))
+            .collect()
+    }
+
+    /// The timestamp of a session's newest record.
+    fn newest_ts(host: &MemoryHost, id: &str) -> Option<String> {
+        block_on(async {
+            let session = resolve(host, id).await;
+            let request = PageRequest {
+                mode: Mode::Tail,
+                limit: 1,
+                strict: false,
+                redact: true,
+            };
+            let page = crate::driver::read_page(host, &session, request, |_| {})
+                .await
+                .unwrap();
+            page.records.last().and_then(|r| r.ts.clone())
+        })
+    }
+
+    fn ids_of(host: &MemoryHost, id: &str) -> Vec<String> {
+        block_on(async { all_ids(host, &resolve(host, id).await).await })
+    }
+
+    #[test]
+    fn the_first_run_records_a_baseline() {
+        let host = host();
+        let (state, activity) = check(&host, None, true);
+        assert_eq!(
+            changes(&activity),
+            [(A, Change::New, 0), (B, Change::New, 0)],
+            "no history is counted or kept"
+        );
+        assert!(
+            activity
+                .iter()
+                .all(|a| a.records.is_empty() && a.host == "mem")
+        );
+        assert_eq!(activity[0].last_ts, newest_ts(&host, A));
+        assert_eq!(activity[1].last_ts, newest_ts(&host, B));
+        assert!(activity[0].last_ts.is_some());
+        let a = &state.sessions[&format!("claude/{A}")];
+        assert_eq!(
+            a.size,
+            host.contents(claude_path(&host, A)).unwrap().len() as u64
+        );
+        assert!(a.settled, "{a:?}");
+        assert!(Cursor::decode(&a.cursor).is_ok());
+        assert_eq!(state.sessions.len(), 2);
+    }
+
+    #[test]
+    fn a_later_run_reports_what_changed_and_reads_nothing_else() {
+        let host = host();
+        let (first, _) = check(&host, None, false);
+
+        // Nothing changed: nothing to report, and no file is read (size and mtime say so).
+        let reads = host.calls().read;
+        let (second, activity) = check(&host, Some(&first), false);
+        assert!(activity.is_empty(), "{:?}", changes(&activity));
+        assert_eq!(second, first);
+        assert_eq!(host.calls().read, reads);
+
+        // A grows by three records, B is rewritten, C appears.
+        let before = ids_of(&host, A);
+        host.append(claude_path(&host, A), lines(SHORT)[8..12].concat());
+        let mut rewritten = lines(TOOL_HEAVY);
+        rewritten.remove(1);
+        host.rewrite(claude_path(&host, B), rewritten.concat());
+        host.put(claude_path(&host, C), C_TEXT);
+        let (third, activity) = check(&host, Some(&second), true);
+        let grown = ids_of(&host, A);
+        assert_eq!(grown.len(), before.len() + 3);
+        assert_eq!(
+            changes(&activity),
+            [
+                (A, Change::Grew, 3),
+                // The restarted read: a notice saying why, then every record.
+                (B, Change::Reset, ids_of(&host, B).len() + 1),
+                // Not a baseline any more: all of a new session's history is new.
+                (C, Change::New, ids_of(&host, C).len()),
+            ]
+        );
+        let new_ids: Vec<&str> = activity[0].records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(new_ids, grown[before.len()..]);
+        assert_eq!(activity[0].last_ts, newest_ts(&host, A));
+        assert_ne!(
+            third.sessions[&format!("claude/{A}")],
+            second.sessions[&format!("claude/{A}")]
+        );
+
+        // Gone: reported once, and forgotten.
+        assert!(host.remove(claude_path(&host, A)));
+        let (fourth, activity) = check(&host, Some(&third), false);
+        assert_eq!(changes(&activity), [(A, Change::Deleted, 0)]);
+        assert_eq!(
+            activity[0].last_ts,
+            third.sessions[&format!("claude/{A}")].last_ts
+        );
+        assert_eq!(fourth.sessions.len(), 2);
+        assert!(!fourth.sessions.contains_key(&format!("claude/{A}")));
+    }
+
+    #[test]
+    fn a_host_that_fails_is_an_error_not_an_empty_state() {
+        let host = host();
+        let (first, _) = check(&host, None, false);
+        host.fail_next(1, dropped(&host));
+        let roots = roots_for(&[], None);
+        let result = block_on(check_host(&host, &roots, Some(&first), false, false));
+        assert!(matches!(
+            result,
+            Err(DriverError::Host(HostError::Unreachable { .. }))
+        ));
+    }
 }

@@ -3,6 +3,7 @@
 //! transcript content. May import `crate::model` and `crate::sanitize`, never `crate::engine`.
 
 pub mod local;
+pub mod memory;
 mod open;
 pub mod script;
 pub mod ssh;

@@ -1,6 +1,12 @@
 //! The driver: the one module that knows both the engine and the hosts. It resolves a session
 //! from a host's listing, runs the engine's read planner against the host's read primitive,
-//! and hands records to the caller as they complete.
+//! and hands records to the caller as they complete. It owns the loops: one page
+//! ([`read_page`]), pages until caught up ([`read_to_end`], which `check` and `--follow` use),
+//! and following a session ([`follow`]). Callers parse, call, and print.
+
+pub mod follow;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use clankie_engine::SourceCtx;
 use clankie_engine::cursor::{Cursor, CursorError, binding};
@@ -10,6 +16,7 @@ use clankie_engine::plan::ReadPlan;
 use clankie_engine::resolve::{self, ResolveError, SessionQuery};
 use clankie_engine::session::SessionFile;
 use clankie_host::{FileRef, Host, HostError};
+use clankie_model::limits::MAX_LIMIT;
 use clankie_model::{ByteRange, Harness, Listing, Record, RootSpec};
 
 /// Everything that can end a read, by layer.
@@ -275,6 +282,39 @@ pub async fn read_page<H: Host>(
     Ok(plan.finish())
 }
 
+/// Reads pages until one says no complete record follows (`more` false): `first`, then pages
+/// of [`MAX_LIMIT`] records from each page's cursor, with `first`'s `strict` and `redact`.
+/// `on_page` sees each page, records streamed by `--all` included, and may take its records;
+/// an error it returns ends the loop. Returns the last page's cursor.
+pub async fn read_to_end<H: Host, E: From<DriverError>>(
+    host: &H,
+    session: &SessionFile,
+    first: PageRequest,
+    mut on_page: impl FnMut(&mut Page) -> Result<(), E>,
+) -> Result<Cursor, E> {
+    let (strict, redact) = (first.strict, first.redact);
+    let mut request = first;
+    loop {
+        let mut streamed = Vec::new();
+        let mut page =
+            read_page(host, session, request, |records| streamed.extend(records)).await?;
+        if !streamed.is_empty() {
+            streamed.append(&mut page.records);
+            page.records = streamed;
+        }
+        on_page(&mut page)?;
+        if !page.more {
+            return Ok(page.cursor);
+        }
+        request = PageRequest {
+            mode: Mode::Since(page.cursor),
+            limit: MAX_LIMIT,
+            strict,
+            redact,
+        };
+    }
+}
+
 /// Reads a whole compressed file (at most the 64 MiB source bound) and decompresses it (the
 /// same bound on the output).
 async fn fetch_decompressed<H: Host>(
@@ -351,4 +391,126 @@ fn serve_from_memory(data: &[u8], ranges: &[ByteRange]) -> clankie_model::ReadRe
         .map(|r| data[r.start.min(size) as usize..r.end().min(size) as usize].to_vec())
         .collect();
     clankie_model::ReadResult { size, chunks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{SHORT, all_ids, block_on, claude_path, dropped, prompts, resolve};
+    use super::*;
+    use clankie_host::memory::MemoryHost;
+
+    const ID: &str = "55604662-cf2a-4331-851a-ec234028f8ca";
+
+    /// [`SHORT`] (10 records) and 450 prompts after it.
+    fn long_session() -> MemoryHost {
+        let host = MemoryHost::new("mem");
+        host.put(
+            claude_path(&host, ID),
+            [SHORT.to_string(), prompts(450)].concat(),
+        );
+        host
+    }
+
+    fn request(mode: Mode, limit: usize) -> PageRequest {
+        PageRequest {
+            mode,
+            limit,
+            strict: false,
+            redact: true,
+        }
+    }
+
+    #[test]
+    fn read_to_end_pages_until_no_record_follows() {
+        block_on(async {
+            let host = long_session();
+            let session = resolve(&host, "556046").await;
+            let mut pages = Vec::new();
+            let mut ids = Vec::new();
+            let cursor = read_to_end(&host, &session, request(Mode::Head, 50), |page| {
+                pages.push((page.records.len(), page.more));
+                ids.extend(page.records.iter().map(|r| r.id.clone()));
+                Ok::<(), DriverError>(())
+            })
+            .await
+            .unwrap();
+            // The first page as asked, then pages of MAX_LIMIT.
+            assert_eq!(pages, [(50, true), (200, true), (200, true), (10, false)]);
+            assert_eq!(ids, all_ids(&host, &session).await);
+            let rest = read_page(&host, &session, request(Mode::Since(cursor), 50), |_| {})
+                .await
+                .unwrap();
+            assert!(rest.records.is_empty() && !rest.more);
+        });
+    }
+
+    #[test]
+    fn read_to_end_hands_on_the_records_all_streams() {
+        block_on(async {
+            let host = long_session();
+            let session = resolve(&host, ID).await;
+            let mut ids = Vec::new();
+            read_to_end(&host, &session, request(Mode::All, 1), |page| {
+                ids.extend(page.records.iter().map(|r| r.id.clone()));
+                Ok::<(), DriverError>(())
+            })
+            .await
+            .unwrap();
+            assert_eq!(ids.len(), 460);
+            assert_eq!(ids, all_ids(&host, &session).await);
+        });
+    }
+
+    #[test]
+    fn read_to_end_stops_at_an_error() {
+        block_on(async {
+            let host = long_session();
+            let session = resolve(&host, ID).await;
+            let mut pages = 0;
+            let result = read_to_end(&host, &session, request(Mode::Head, 50), |_| {
+                pages += 1;
+                Err(DriverError::Source {
+                    path: "p".into(),
+                    reason: "stop here".into(),
+                })
+            })
+            .await;
+            assert!(matches!(result, Err(DriverError::Source { .. })));
+            assert_eq!(pages, 1);
+
+            host.fail_next(1, dropped(&host));
+            let result = read_to_end(&host, &session, request(Mode::Head, 50), |_| {
+                Ok::<(), DriverError>(())
+            })
+            .await;
+            assert!(matches!(
+                result,
+                Err(DriverError::Host(HostError::Unreachable { .. }))
+            ));
+        });
+    }
+
+    #[test]
+    fn sessions_resolve_from_the_listing() {
+        block_on(async {
+            let host = long_session();
+            let roots = roots_for(&[], None);
+            let (listing, sessions) = list_sessions(&host, &roots).await.unwrap();
+            assert_eq!(listing.roots.len(), clankie_engine::harness::all().count());
+            assert_eq!(sessions.len(), 1);
+            assert_eq!(sessions[0].id, ID);
+            let missing = SessionQuery::parse("claude/0000000").unwrap();
+            let err = resolve_session(&host, &roots, &missing).await.unwrap_err();
+            assert!(
+                matches!(err, DriverError::Resolve(ResolveError::NotFound(_))),
+                "{err}"
+            );
+            host.fail_next(1, dropped(&host));
+            let err = resolve_session(&host, &roots, &missing).await.unwrap_err();
+            assert!(
+                matches!(err, DriverError::Host(HostError::Unreachable { .. })),
+                "{err}"
+            );
+        });
+    }
 }

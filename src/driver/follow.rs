@@ -1,0 +1,667 @@
+//! Feeding a session to a sink: its first page, then (`--follow`) a poll from the last cursor
+//! every interval until a stop signal, each record handed on once. The loop's policies live
+//! here: a host error that a later attempt may not see (a dropped connection) is retried from
+//! the last cursor with backoff (1 s, doubling, at most 30 s), so nothing is lost or given
+//! twice; any other error ends the loop. The caller brings the output ([`FeedSink`]), the
+//! clock ([`Clock`]) and the stop signal (a future), so tests run the loop on a script.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use super::{DriverError, read_page, read_to_end};
+use clankie_engine::cursor::Cursor;
+use clankie_engine::page::{Mode, Page, PageRequest};
+use clankie_engine::session::SessionFile;
+use clankie_host::memory::MemoryHost;
+use clankie_host::{AnyHost, Host, HostError};
+use clankie_model::Record;
+use clankie_model::limits::MAX_LIMIT;
+
+/// Where a feed goes: the CLI renders to stdout and warns on stderr; tests record.
+pub trait FeedSink {
+    /// Records, oldest first, redacted as asked, none of them given before (when following).
+    fn records(&mut self, records: &[Record]) -> io::Result<()>;
+    /// The end of a page whose records were given.
+    fn page_end(&mut self, page: &Page) -> io::Result<()>;
+    /// Makes what was given so far visible: after a streamed batch and after each page.
+    fn flush(&mut self) -> io::Result<()>;
+    /// One line for the user beside the output (an irregular record, a dropped connection).
+    fn warning(&mut self, line: &str);
+}
+
+/// How the follow loop waits between polls.
+#[allow(async_fn_in_trait)]
+pub trait Clock {
+    async fn sleep(&mut self, delay: Duration);
+}
+
+/// The real clock: tokio's timer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioClock;
+
+impl Clock for TokioClock {
+    async fn sleep(&mut self, delay: Duration) {
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// A host whose connection can be dropped after an error, so that the next call opens a new
+/// one.
+#[allow(async_fn_in_trait)]
+pub trait Reconnect: Host {
+    async fn disconnect(&self);
+}
+
+impl Reconnect for AnyHost {
+    async fn disconnect(&self) {
+        AnyHost::disconnect(self).await;
+    }
+}
+
+impl Reconnect for MemoryHost {
+    async fn disconnect(&self) {
+        MemoryHost::disconnect(self);
+    }
+}
+
+/// How to follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowOptions {
+    /// Between polls while the host answers.
+    pub interval: Duration,
+    pub strict: bool,
+    pub redact: bool,
+    /// Stop after this many polls (failed ones included); `None`: only the stop signal ends.
+    pub polls: Option<u64>,
+}
+
+/// Reading or handing on failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FeedError {
+    #[error(transparent)]
+    Read(#[from] DriverError),
+    #[error("cannot write output: {0}")]
+    Output(#[from] io::Error),
+}
+
+/// The first wait after a transient error, and the longest.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// One session fed to a sink, page by page.
+#[derive(Debug)]
+pub struct SessionFeed<'a, H> {
+    host: &'a H,
+    session: &'a SessionFile,
+    /// When following, the ids given so far: a record whose id comes again in a later poll (a
+    /// Gemini message re-appended with its result, a replayed Claude line) is not given again,
+    /// as a single read keeps only its first copy.
+    seen: Option<HashSet<String>>,
+}
+
+impl<'a, H: Host> SessionFeed<'a, H> {
+    /// A feed of `session` on `host`; `follow` turns on the id de-duplication a follow needs
+    /// (set it for the first page too, so the polls know what that page gave).
+    pub fn new(host: &'a H, session: &'a SessionFile, follow: bool) -> SessionFeed<'a, H> {
+        SessionFeed {
+            host,
+            session,
+            seen: follow.then(HashSet::new),
+        }
+    }
+
+    /// Reads one page into the sink, its page end included even when it has no records. With
+    /// `--all` the records are given in batches as they complete.
+    pub async fn page(
+        &mut self,
+        request: PageRequest,
+        sink: &mut impl FeedSink,
+    ) -> Result<Page, FeedError> {
+        let mut write_error = None;
+        let seen = &mut self.seen;
+        let mut page = read_page(self.host, self.session, request, |mut records| {
+            keep_unseen(seen, &mut records);
+            // The first write error is kept and returned once the read is done (the read
+            // cannot be stopped from here); the rest of the batches are dropped.
+            if write_error.is_none()
+                && !records.is_empty()
+                && let Err(e) = sink.records(&records).and_then(|()| sink.flush())
+            {
+                write_error = Some(e);
+            }
+        })
+        .await?;
+        if let Some(e) = write_error {
+            return Err(FeedError::Output(e));
+        }
+        self.deliver(&mut page, true, sink)?;
+        Ok(page)
+    }
+
+    /// Polls from `cursor` every `options.interval` and gives the sink what completed, until
+    /// `stop` resolves (or `options.polls` polls ran). Each poll reads pages until caught up.
+    /// A transient host error ([`is_transient`]) drops the connection, warns, and retries from
+    /// the last cursor after 1 s, then 2 s, … at most 30 s; the first poll that succeeds after
+    /// warns that the host is back. Returns the last cursor.
+    pub async fn follow(
+        &mut self,
+        cursor: Cursor,
+        options: &FollowOptions,
+        sink: &mut impl FeedSink,
+        clock: &mut impl Clock,
+        stop: impl Future<Output = ()>,
+    ) -> Result<Cursor, FeedError>
+    where
+        H: Reconnect,
+    {
+        let (host, session) = (self.host, self.session);
+        let mut cursor = cursor;
+        let mut delay = options.interval;
+        let mut outage: Option<Duration> = None;
+        let mut polls = 0u64;
+        tokio::pin!(stop);
+        loop {
+            if options.polls.is_some_and(|most| polls >= most) {
+                return Ok(cursor);
+            }
+            tokio::select! {
+                () = &mut stop => return Ok(cursor),
+                () = clock.sleep(delay) => {}
+            }
+            polls += 1;
+            let request = PageRequest {
+                mode: Mode::Since(cursor.clone()),
+                limit: MAX_LIMIT,
+                strict: options.strict,
+                redact: options.redact,
+            };
+            let poll = read_to_end(host, session, request, |page: &mut Page| {
+                self.deliver(page, false, &mut *sink)?;
+                // Page by page: a poll that fails after some pages goes on from the last one.
+                cursor = page.cursor.clone();
+                Ok::<(), FeedError>(())
+            });
+            let result = tokio::select! {
+                () = &mut stop => None,
+                result = poll => Some(result),
+            };
+            let Some(result) = result else {
+                return Ok(cursor);
+            };
+            match result {
+                Ok(_) => {
+                    if outage.take().is_some() {
+                        sink.warning(&format!(
+                            "{}: reconnected; continuing from the last cursor",
+                            host.name()
+                        ));
+                    }
+                    delay = options.interval;
+                }
+                Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
+                    host.disconnect().await;
+                    let wait = outage.map_or(FIRST_RETRY, |w| (w * 2).min(MAX_RETRY));
+                    sink.warning(&format!("{err}; retrying in {}s", wait.as_secs()));
+                    outage = Some(wait);
+                    delay = wait;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// Hands on one read page: its warnings, its records not given before, and its end — always
+    /// with `always_end`, else only when it has records or restarted the source.
+    fn deliver(
+        &mut self,
+        page: &mut Page,
+        always_end: bool,
+        sink: &mut impl FeedSink,
+    ) -> io::Result<()> {
+        for warning in &page.warnings {
+            sink.warning(warning);
+        }
+        if page.reset
+            && let Some(seen) = &mut self.seen
+        {
+            // A replaced file is read from its start: its records are new, whatever their ids.
+            seen.clear();
+        }
+        keep_unseen(&mut self.seen, &mut page.records);
+        if !page.records.is_empty() {
+            sink.records(&page.records)?;
+        }
+        if always_end || !page.records.is_empty() || page.reset {
+            sink.page_end(page)?;
+        }
+        sink.flush()
+    }
+}
+
+/// Drops the records whose ids were given before, and notes the others' ids (when following).
+fn keep_unseen(seen: &mut Option<HashSet<String>>, records: &mut Vec<Record>) {
+    if let Some(seen) = seen {
+        records.retain(|r| seen.insert(r.id.clone()));
+    }
+}
+
+/// Whether a later attempt may not see this host error: it is about the connection, not about
+/// the file or who we are (a refused path, a host key, authentication, the SSH configuration).
+pub fn is_transient(err: &HostError) -> bool {
+    !matches!(
+        err,
+        HostError::PathRefused { .. }
+            | HostError::HostKeyChanged { .. }
+            | HostError::HostKeyRevoked { .. }
+            | HostError::HostKeyUnknown { .. }
+            | HostError::Auth { .. }
+            | HostError::SshConfig { .. }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::testing::{
+        Event, Recorder, SHORT, ScriptClock, all_ids, block_on, claude_path, dropped, lines,
+        prompts, resolve,
+    };
+
+    const ID: &str = "55604662-cf2a-4331-851a-ec234028f8ca";
+    const INTERVAL: Duration = Duration::from_secs(2);
+
+    fn options(polls: u64) -> FollowOptions {
+        FollowOptions {
+            interval: INTERVAL,
+            strict: false,
+            redact: true,
+            polls: Some(polls),
+        }
+    }
+
+    /// The CLI's default first page.
+    fn tail() -> PageRequest {
+        PageRequest {
+            mode: Mode::Tail,
+            limit: 50,
+            strict: false,
+            redact: true,
+        }
+    }
+
+    /// A host holding the first `n` lines of [`SHORT`] as session [`ID`].
+    fn short_host(n: usize) -> (MemoryHost, Vec<u8>) {
+        let host = MemoryHost::new("mem");
+        let path = claude_path(&host, ID);
+        host.put(&path, lines(SHORT)[..n].concat());
+        (host, path)
+    }
+
+    /// Follows for `polls` polls after a first `--tail` page; returns what the sink got.
+    async fn follow_for(
+        host: &MemoryHost,
+        clock: &mut ScriptClock<'_>,
+        polls: u64,
+    ) -> (Recorder, Result<Cursor, FeedError>) {
+        let session = resolve(host, ID).await;
+        let mut sink = Recorder::default();
+        let mut feed = SessionFeed::new(host, &session, true);
+        let first = feed.page(tail(), &mut sink).await.unwrap();
+        let end = feed
+            .follow(
+                first.cursor,
+                &options(polls),
+                &mut sink,
+                clock,
+                std::future::pending(),
+            )
+            .await;
+        (sink, end)
+    }
+
+    #[test]
+    fn a_growing_file_gives_each_record_once_in_order() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(4);
+            let (host, path) = (&host, &path);
+            let mut clock = ScriptClock::new();
+            // Each line lands in two writes, so half the polls find an incomplete last line.
+            for line in &all[4..] {
+                let (a, b) = line.split_at(line.len() / 2);
+                clock = clock
+                    .then(move || host.append(path, a))
+                    .then(move || host.append(path, b));
+            }
+            let polls = 2 * (all.len() - 4) as u64;
+            let (sink, end) = follow_for(host, &mut clock, polls).await;
+            end.unwrap();
+            let session = resolve(host, ID).await;
+            let want = all_ids(host, &session).await;
+            assert_eq!(want.len(), 10, "{want:?}");
+            assert_eq!(sink.ids(), want);
+            assert!(sink.warnings().is_empty(), "{:?}", sink.events);
+            assert_eq!(clock.sleeps, vec![INTERVAL; polls as usize]);
+            // A poll that completed nothing ends no page: every page end after the first one
+            // follows records.
+            for pair in sink.events.windows(2).skip(1) {
+                if let [before, Event::PageEnd { reset, more }] = pair {
+                    assert!(matches!(before, Event::Records(_)), "{:?}", sink.events);
+                    assert!(!reset && !more);
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn a_line_replayed_in_a_later_poll_is_not_given_again() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(8);
+            let (host, path) = (&host, &path);
+            let session = resolve(host, ID).await;
+            let before = all_ids(host, &session).await;
+            // Line 3 is the user's prompt (it makes a record), written again; line 9 a tool call.
+            let replayed = [all[3], all[9]].concat();
+            let mut clock = ScriptClock::new().then(move || host.append(path, replayed));
+            let (sink, end) = follow_for(host, &mut clock, 1).await;
+            end.unwrap();
+            let after = all_ids(host, &session).await;
+            assert!(after.len() > before.len());
+            assert_eq!(sink.ids(), after);
+            assert_eq!(
+                sink.events[2],
+                Event::Records(after[before.len()..].to_vec()),
+                "{:?}",
+                sink.events
+            );
+        });
+    }
+
+    #[test]
+    fn a_rewritten_file_restarts_and_is_given_again() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(10);
+            let (host, path) = (&host, &path);
+            let session = resolve(host, ID).await;
+            let before = all_ids(host, &session).await;
+            // The same records and one more, but the bytes under the cursor differ (a hook
+            // progress line, which makes no record, is gone).
+            let mut rewritten = all[..10].to_vec();
+            rewritten.remove(1);
+            rewritten.push(all[10]);
+            let mut clock = ScriptClock::new()
+                .then(move || host.rewrite(path, rewritten.concat()))
+                .then(move || host.append(path, all[11]));
+            let (sink, end) = follow_for(host, &mut clock, 2).await;
+            end.unwrap();
+            let after = all_ids(host, &session).await;
+            assert!(after.starts_with(&before) && after.len() > before.len());
+            let ends = sink.page_ends();
+            assert_eq!(ends[1], (true, false), "{:?}", sink.events);
+            // After the restart every record is given again, whatever its id, after one notice.
+            let given = sink.ids();
+            let restart = &given[before.len()..];
+            let notices = sink.records[before.len()..]
+                .iter()
+                .filter(|r| r.kind() == clankie_model::RecordKind::Notice)
+                .count();
+            assert_eq!(notices, 1, "{restart:?}");
+            assert_eq!(sink.transcript_ids()[before.len()..], after[..]);
+        });
+    }
+
+    #[test]
+    fn a_truncated_file_restarts_from_what_is_left() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(12);
+            let (host, path) = (&host, &path);
+            let kept = all[..6].concat().len() as u64;
+            let mut clock = ScriptClock::new()
+                .then(move || host.truncate(path, kept))
+                .then(|| {})
+                .then(move || host.append(path, all[6..12].concat()));
+            let (sink, end) = follow_for(host, &mut clock, 3).await;
+            end.unwrap();
+            let session = resolve(host, ID).await;
+            let full = all_ids(host, &session).await;
+            host.truncate(path, kept);
+            let short = all_ids(host, &session).await;
+            assert!(short.len() < full.len());
+            let given = sink.transcript_ids();
+            // The first page, then what the truncation left (after a notice), then the rest.
+            assert_eq!(given, [&full[..], &full[..]].concat());
+            assert_eq!(
+                sink.page_ends(),
+                [(false, false), (true, false), (false, false)]
+            );
+            let restart = sink
+                .events
+                .iter()
+                .position(|e| matches!(e, Event::PageEnd { reset: true, .. }))
+                .unwrap();
+            let Event::Records(ids) = &sink.events[restart - 1] else {
+                panic!("{:?}", sink.events)
+            };
+            assert_eq!(ids[1..], short[..], "a notice, then what is left");
+        });
+    }
+
+    #[test]
+    fn a_dropped_connection_is_retried_with_backoff_and_nothing_is_lost() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(4);
+            let (host, path) = (&host, &path);
+            let mut clock = ScriptClock::new()
+                .then(move || {
+                    host.append(path, all[4..9].concat());
+                    host.fail_next(2, dropped(host));
+                })
+                .then(|| {})
+                .then(|| {})
+                .then(move || host.append(path, all[9..].concat()));
+            let (sink, end) = follow_for(host, &mut clock, 4).await;
+            end.unwrap();
+            let session = resolve(host, ID).await;
+            assert_eq!(sink.ids(), all_ids(host, &session).await);
+            assert_eq!(
+                clock.sleeps,
+                [
+                    INTERVAL,
+                    Duration::from_secs(1),
+                    Duration::from_secs(2),
+                    INTERVAL
+                ]
+            );
+            assert_eq!(
+                sink.warnings(),
+                [
+                    "mem: cannot connect: connection reset by peer; retrying in 1s",
+                    "mem: cannot connect: connection reset by peer; retrying in 2s",
+                    "mem: reconnected; continuing from the last cursor",
+                ]
+            );
+            assert_eq!(host.calls().disconnect, 2);
+        });
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_thirty_seconds() {
+        block_on(async {
+            let (host, _) = short_host(4);
+            let host = &host;
+            let mut clock = ScriptClock::new().then(move || host.fail_next(7, dropped(host)));
+            let (sink, end) = follow_for(host, &mut clock, 8).await;
+            end.unwrap();
+            let secs: Vec<u64> = clock.sleeps[1..].iter().map(Duration::as_secs).collect();
+            assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30]);
+            assert_eq!(clock.sleeps[0], INTERVAL);
+            assert_eq!(sink.warnings().len(), 8, "seven retries, one reconnection");
+        });
+    }
+
+    /// A sink that drops the connection once, after the first page end it is given past the
+    /// first page: the next read of the same poll fails.
+    struct DropAfterPage<'a> {
+        inner: Recorder,
+        host: &'a MemoryHost,
+        pages: usize,
+    }
+
+    impl FeedSink for DropAfterPage<'_> {
+        fn records(&mut self, records: &[Record]) -> io::Result<()> {
+            self.inner.records(records)
+        }
+        fn page_end(&mut self, page: &Page) -> io::Result<()> {
+            self.pages += 1;
+            if self.pages == 2 {
+                self.host.fail_next(1, dropped(self.host));
+            }
+            self.inner.page_end(page)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            self.inner.flush()
+        }
+        fn warning(&mut self, line: &str) {
+            self.inner.warning(line);
+        }
+    }
+
+    #[test]
+    fn a_poll_that_fails_between_pages_goes_on_from_the_last_page() {
+        block_on(async {
+            let (host, path) = short_host(15);
+            let (host, path) = (&host, &path);
+            let session = resolve(host, ID).await;
+            let mut sink = DropAfterPage {
+                inner: Recorder::default(),
+                host,
+                pages: 0,
+            };
+            // No de-duplication: only the cursor kept page by page keeps the records of the
+            // page before the failure from coming twice.
+            let mut feed = SessionFeed::new(host, &session, false);
+            let first = feed.page(tail(), &mut sink).await.unwrap();
+            // More than two pages of records arrive at once.
+            let mut clock = ScriptClock::new()
+                .then(move || host.append(path, prompts(450)))
+                .then(|| {});
+            feed.follow(
+                first.cursor,
+                &options(2),
+                &mut sink,
+                &mut clock,
+                std::future::pending(),
+            )
+            .await
+            .unwrap();
+            let sink = sink.inner;
+            let want = all_ids(host, &session).await;
+            assert_eq!(want.len(), 460);
+            assert_eq!(sink.ids(), want);
+            assert_eq!(sink.page_ends()[1], (false, true), "{:?}", sink.page_ends());
+            assert_eq!(
+                sink.warnings(),
+                [
+                    "mem: cannot connect: connection reset by peer; retrying in 1s",
+                    "mem: reconnected; continuing from the last cursor",
+                ]
+            );
+        });
+    }
+
+    #[test]
+    fn an_error_that_retrying_cannot_fix_ends_the_follow() {
+        block_on(async {
+            let (host, _) = short_host(4);
+            let host = &host;
+            let mut clock = ScriptClock::new().then(move || {
+                host.fail_next(1, || HostError::PathRefused {
+                    host: "mem".into(),
+                    path: "/home/user/.claude/projects/x".into(),
+                    reason: "symlink below the harness root".into(),
+                });
+            });
+            let (sink, end) = follow_for(host, &mut clock, 5).await;
+            let err = end.unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    FeedError::Read(DriverError::Host(HostError::PathRefused { .. }))
+                ),
+                "{err}"
+            );
+            assert_eq!(clock.sleeps.len(), 1);
+            assert!(sink.warnings().is_empty());
+            assert_eq!(host.calls().disconnect, 0);
+        });
+    }
+
+    #[test]
+    fn the_stop_signal_ends_a_follow_at_its_last_cursor() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(4);
+            let (host, path) = (&host, &path);
+            let session = resolve(host, ID).await;
+            let mut sink = Recorder::default();
+            let mut feed = SessionFeed::new(host, &session, true);
+            let first = feed.page(tail(), &mut sink).await.unwrap();
+            let mut clock = ScriptClock::new()
+                .then(move || host.append(path, all[4..].concat()))
+                .then(|| {});
+            let stop = clock.stop_signal();
+            let unbounded = FollowOptions {
+                polls: None,
+                ..options(0)
+            };
+            let cursor = feed
+                .follow(first.cursor, &unbounded, &mut sink, &mut clock, stop)
+                .await
+                .unwrap();
+            assert_eq!(clock.sleeps.len(), 3, "two polls, then the stop");
+            assert_eq!(sink.ids(), all_ids(host, &session).await);
+            // The cursor returned is where the follow stopped: nothing after it.
+            let mut rest = Recorder::default();
+            let page = SessionFeed::new(host, &session, false)
+                .page(
+                    PageRequest {
+                        mode: Mode::Since(cursor),
+                        ..tail()
+                    },
+                    &mut rest,
+                )
+                .await
+                .unwrap();
+            assert!(page.records.is_empty() && !page.more && !page.reset);
+        });
+    }
+
+    #[test]
+    fn only_connection_errors_are_transient() {
+        let host = || "h".to_string();
+        assert!(is_transient(&HostError::Unreachable {
+            host: host(),
+            reason: "reset".into()
+        }));
+        assert!(is_transient(&HostError::Protocol {
+            host: host(),
+            reason: "eof".into()
+        }));
+        assert!(!is_transient(&HostError::Auth {
+            host: host(),
+            reason: "denied".into()
+        }));
+        assert!(!is_transient(&HostError::HostKeyChanged {
+            host: host(),
+            key_host: "h".into(),
+            fingerprint: "SHA256:x".into(),
+            known_hosts_line: "~/.ssh/known_hosts:1".into(),
+        }));
+    }
+}
