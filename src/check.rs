@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{DriverError, list_sessions, read_to_end};
+use crate::driver::{DriverError, Reader};
 use clankie_engine::cursor::Cursor;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::session::SessionFile;
@@ -190,7 +190,8 @@ pub async fn check_host<H: Host>(
     baseline: bool,
     keep_records: bool,
 ) -> Result<(HostState, Vec<Activity>), DriverError> {
-    let (_, sessions) = list_sessions(host, roots).await?;
+    let reader = Reader::new(host);
+    let (_, sessions) = reader.list_sessions(roots).await?;
     let mut next = HostState::default();
     let mut activity = Vec::new();
     let empty = HostState::default();
@@ -228,20 +229,21 @@ pub async fn check_host<H: Host>(
             redact: true,
         };
         let counted = !(baseline && old.is_none());
-        let cursor = read_to_end(host, session, first, |page| {
-            reset |= page.reset;
-            if let Some(ts) = page.records.iter().rev().find_map(|r| r.ts.clone()) {
-                last_ts = Some(ts);
-            }
-            if counted {
-                count += page.records.len();
-                if keep_records {
-                    records.append(&mut page.records);
+        let cursor = reader
+            .read_to_end(session, first, |page| {
+                reset |= page.reset;
+                if let Some(ts) = page.records.iter().rev().find_map(|r| r.ts.clone()) {
+                    last_ts = Some(ts);
                 }
-            }
-            Ok::<(), DriverError>(())
-        })
-        .await?;
+                if counted {
+                    count += page.records.len();
+                    if keep_records {
+                        records.append(&mut page.records);
+                    }
+                }
+                Ok::<(), DriverError>(())
+            })
+            .await?;
         let change = match (old, reset) {
             (None, _) => Some(Change::New),
             (Some(_), true) => Some(Change::Reset),
@@ -348,7 +350,8 @@ mod tests {
                 strict: false,
                 redact: true,
             };
-            let page = crate::driver::read_page(host, &session, request, |_| {})
+            let page = crate::driver::Reader::new(host)
+                .read_page(&session, request, |_| {})
                 .await
                 .unwrap();
             page.records.last().and_then(|r| r.ts.clone())

@@ -13,8 +13,8 @@
 //!   when they differ (a checkpoint or WAL restart happened mid-copy) the copy is retried, at
 //!   most [`MAX_ATTEMPTS`] times. A WAL that only grew is fine: SQLite ignores frames past the
 //!   last valid commit, so the copy is a consistent snapshot.
-//! - Cache: the bytes of the last copy of each database stay in memory for the rest of the
-//!   process (at most [`CACHE_BYTES`] in all). A later load (listing, then
+//! - Cache: the bytes of the last copy of each database stay in memory in the [`Copies`] of
+//!   the driver's reader of the host, for the run (at most [`CACHE_BYTES`] in all). A later load (listing, then
 //!   resolving, then reading; every `--follow` poll) reads the two headers again: the same
 //!   stamp and WAL size reuse the bytes; the same stamp and a longer WAL fetch only the new
 //!   frames. That is a consistent snapshot too: until the WAL restarts (new salts) it holds
@@ -30,6 +30,7 @@
 //!   script, not yet by the PowerShell one.
 
 use std::path::Path;
+use std::sync::Mutex;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -179,33 +180,54 @@ struct Copied {
     wal: Vec<u8>,
 }
 
-/// Copies by host name and database path, oldest first.
-static CACHE: std::sync::Mutex<Vec<((String, String), Copied)>> = std::sync::Mutex::new(Vec::new());
-
-/// Takes a copy out of the cache (no bytes are copied); a load that uses it puts it back with
-/// [`remember`], one that finds it stale drops it.
-fn take_cached(key: &(String, String)) -> Option<Copied> {
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let at = cache.iter().position(|(k, _)| k == key)?;
-    Some(cache.remove(at).1)
+/// The copies of databases kept for later loads, by host name and database path, oldest first:
+/// owned by the driver's reader of a host, for its run. A mutex, not a cell, because a reader's
+/// futures may move between threads (`ls` lists hosts in tasks of their own).
+#[derive(Default)]
+pub struct Copies {
+    entries: Mutex<Vec<((String, String), Copied)>>,
 }
 
-/// Keeps a copy for later loads: its WAL only up to the end of its last whole transaction (a
-/// frame caught half written must be fetched again, not kept), which is all SQLite reads of it.
-fn remember(key: (String, String), mut copied: Copied) {
-    let valid = clankie_engine::wal::valid_prefix(&copied.wal);
-    if !copied.wal.is_empty() && valid == 0 {
-        // No valid WAL header: nothing to extend later; copy again next time.
-        return;
+impl std::fmt::Debug for Copies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let entries = self.lock();
+        f.debug_struct("Copies")
+            .field("databases", &entries.len())
+            .finish()
     }
-    copied.wal.truncate(valid);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    cache.retain(|(k, _)| *k != key);
-    cache.push((key, copied));
-    let mut total: usize = cache.iter().map(|(_, c)| c.db.len() + c.wal.len()).sum();
-    while total > CACHE_BYTES && cache.len() > 1 {
-        let (_, evicted) = cache.remove(0);
-        total -= evicted.db.len() + evicted.wal.len();
+}
+
+impl Copies {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<((String, String), Copied)>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes a copy out (no bytes are copied); a load that uses it puts it back with
+    /// [`Copies::remember`], one that finds it stale drops it.
+    fn take(&self, key: &(String, String)) -> Option<Copied> {
+        let mut cache = self.lock();
+        let at = cache.iter().position(|(k, _)| k == key)?;
+        Some(cache.remove(at).1)
+    }
+
+    /// Keeps a copy for later loads: its WAL only up to the end of its last whole transaction
+    /// (a frame caught half written must be fetched again, not kept), which is all SQLite
+    /// reads of it.
+    fn remember(&self, key: (String, String), mut copied: Copied) {
+        let valid = clankie_engine::wal::valid_prefix(&copied.wal);
+        if !copied.wal.is_empty() && valid == 0 {
+            // No valid WAL header: nothing to extend later; copy again next time.
+            return;
+        }
+        copied.wal.truncate(valid);
+        let mut cache = self.lock();
+        cache.retain(|(k, _)| *k != key);
+        cache.push((key, copied));
+        let mut total: usize = cache.iter().map(|(_, c)| c.db.len() + c.wal.len()).sum();
+        while total > CACHE_BYTES && cache.len() > 1 {
+            let (_, evicted) = cache.remove(0);
+            total -= evicted.db.len() + evicted.wal.len();
+        }
     }
 }
 
@@ -214,12 +236,13 @@ fn remember(key: (String, String), mut copied: Copied) {
 /// WAL shrank, or it changed again while its tail was read). The copy is taken out of the
 /// cache meanwhile: after `None` or a host error the next load copies the database whole.
 async fn refresh<H: Host>(
+    copies: &Copies,
     host: &H,
     key: &(String, String),
     db_ref: &FileRef,
     wal_ref: &FileRef,
 ) -> Result<Option<Copied>, DatabaseError> {
-    let Some(mut copied) = take_cached(key) else {
+    let Some(mut copied) = copies.take(key) else {
         return Ok(None);
     };
     let then = stamp_of(&copied.db, &copied.wal);
@@ -260,15 +283,26 @@ fn stamp_of(db: &[u8], wal: &[u8]) -> Stamp {
     }
 }
 
-/// Copies a database (and its WAL, whether listed or not) and opens the copy read-only.
-pub async fn load<H: Host>(host: &H, db: &FileEntry) -> Result<Snapshot, DatabaseError> {
+impl Copies {
+    /// Copies a database (and its WAL, whether listed or not) and opens the copy read-only,
+    /// starting from the copy kept of it when there is one.
+    pub async fn load<H: Host>(&self, host: &H, db: &FileEntry) -> Result<Snapshot, DatabaseError> {
+        load(self, host, db).await
+    }
+}
+
+async fn load<H: Host>(
+    copies: &Copies,
+    host: &H,
+    db: &FileEntry,
+) -> Result<Snapshot, DatabaseError> {
     let path = display_path(&db.full_path());
     let db_ref = file_ref(db, b"");
     let wal_ref = file_ref(db, b"-wal");
     let key = (host.name().to_string(), path.clone());
-    if let Some(copied) = refresh(host, &key, &db_ref, &wal_ref).await? {
+    if let Some(copied) = refresh(copies, host, &key, &db_ref, &wal_ref).await? {
         let snapshot = open_copy(db.harness, &path, &copied.db, &copied.wal)?;
-        remember(key, copied);
+        copies.remember(key, copied);
         return Ok(snapshot);
     }
     for _ in 0..MAX_ATTEMPTS {
@@ -298,7 +332,7 @@ pub async fn load<H: Host>(host: &H, db: &FileEntry) -> Result<Snapshot, Databas
                 db: db_bytes,
                 wal: wal_bytes,
             };
-            remember(key, copied);
+            copies.remember(key, copied);
             return Ok(snapshot);
         }
     }
@@ -513,26 +547,27 @@ mod tests {
             std::fs::metadata(dir.path().join(format!("opencode.db{suffix}")))
                 .map_or(0, |m| m.len())
         };
-        // A host name of its own: the cache is per process.
+        // The copies a reader of the host keeps for its run.
+        let copies = Copies::default();
         let host = Counting {
-            inner: LocalHost::new("cache-test-headers"),
+            inner: LocalHost::new("local"),
             bytes: Cell::new(0),
         };
 
         // The first load copies both files (and reads the headers to check the copy).
-        let first = load(&host, &entry).await.unwrap();
+        let first = copies.load(&host, &entry).await.unwrap();
         assert_eq!(rows(&first), 20);
         assert_eq!(host.take(), size("") + size("-wal") + 16);
 
         // Nothing changed: two header reads.
-        let second = load(&host, &entry).await.unwrap();
+        let second = copies.load(&host, &entry).await.unwrap();
         assert_eq!(rows(&second), 20);
         assert_eq!(host.take(), 16);
 
         // New commits in the WAL: the headers, the new frames, the headers again.
         let wal_before = size("-wal");
         add(5);
-        let third = load(&host, &entry).await.unwrap();
+        let third = copies.load(&host, &entry).await.unwrap();
         assert_eq!(rows(&third), 25);
         assert_eq!(host.take(), 16 + (size("-wal") - wal_before) + 16);
 
@@ -541,8 +576,14 @@ mod tests {
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .unwrap();
         add(1);
-        let fourth = load(&host, &entry).await.unwrap();
+        let fourth = copies.load(&host, &entry).await.unwrap();
         assert_eq!(rows(&fourth), 26);
         assert_eq!(host.take(), 16 + size("") + size("-wal") + 16);
+
+        // Copies belong to their owner: another reader's copies start empty.
+        let other = Copies::default();
+        let fifth = other.load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&fifth), 26);
+        assert_eq!(host.take(), size("") + size("-wal") + 16);
     }
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use clap::Args;
 
 use super::context::{Context, GlobalArgs, OpenHost};
-use crate::driver::{list_sessions, roots_for};
+use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome};
 use crate::render::{HostReport, RootReport};
 use clankie_host::{AnyHost, Transport};
@@ -109,7 +109,10 @@ async fn check(report: &mut HostReport, opened: Result<OpenHost, Error>) {
         }
     }
     let start = std::time::Instant::now();
-    match list_sessions(&opened.host, &roots_for(&opened.roots, None)).await {
+    match Reader::new(&opened.host)
+        .list_sessions(&roots_for(&opened.roots, None))
+        .await
+    {
         Ok((listing, sessions)) => {
             report.list_ms = Some(start.elapsed().as_millis());
             for root in &listing.roots {

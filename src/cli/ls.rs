@@ -5,7 +5,7 @@ use std::io::Write;
 use clap::Args;
 
 use super::context::{Context, GlobalArgs};
-use crate::driver::{list_sessions, roots_for};
+use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
 
 #[derive(Debug, Args)]
@@ -47,7 +47,8 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
             let result = match opened {
                 Ok(opened) => {
                     let roots = roots_for(&opened.roots, harness);
-                    let result = list_sessions(&opened.host, &roots)
+                    let result = Reader::new(&opened.host)
+                        .list_sessions(&roots)
                         .await
                         .map_err(Error::from);
                     if verbose {

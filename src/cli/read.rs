@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::context::{Context, GlobalArgs, split_target};
 use crate::driver::follow::{FeedError, FeedSink, FollowOptions, SessionFeed, TokioClock};
-use crate::driver::{resolve_session, roots_for};
+use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
 use crate::render::PageInfo;
 use crate::render::Renderer;
@@ -88,7 +88,12 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
 
     let opened = ctx.open(host_name)?;
     let host = opened.host;
-    let session = resolve_session(&host, &roots_for(&opened.roots, query.harness), &query).await?;
+    // One reader for the run: the database copy it keeps serves resolving, the first page and
+    // every poll.
+    let reader = Reader::new(&host);
+    let session = reader
+        .resolve_session(&roots_for(&opened.roots, query.harness), &query)
+        .await?;
     let stdout = std::io::stdout();
     let mut sink = PrintSink {
         renderer: &renderer,
@@ -99,7 +104,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             session: &session.id,
         },
     };
-    let mut feed = SessionFeed::new(&host, &session, args.follow);
+    let mut feed = SessionFeed::new(&reader, &session, args.follow);
     let page = feed.page(request, &mut sink).await;
     if ctx.verbose() {
         super::warn(&host.take_notes());

@@ -5,7 +5,7 @@ use std::io::Write;
 use clap::Args;
 
 use super::context::{Context, GlobalArgs, split_target};
-use crate::driver::{resolve_session, resume_command, roots_for};
+use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome};
 use clankie_engine::resolve::SessionQuery;
 
@@ -23,8 +23,11 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome
     let ctx = Context::new(global)?;
     let opened = ctx.open(host_name)?;
     let host = opened.host;
-    let session = resolve_session(&host, &roots_for(&opened.roots, query.harness), &query).await?;
-    let command = resume_command(&host, &session).await?;
+    let reader = Reader::new(&host);
+    let session = reader
+        .resolve_session(&roots_for(&opened.roots, query.harness), &query)
+        .await?;
+    let command = reader.resume_command(&session).await?;
     let mut out = std::io::stdout().lock();
     // The command holds names from the host: printed through the sanitiser like everything
     // else that reaches a terminal (quoting already made it one line).

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::io;
 use std::time::Duration;
 
-use super::{DriverError, read_page, read_to_end};
+use super::{DriverError, Reader};
 use clankie_engine::cursor::Cursor;
 use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::session::SessionFile;
@@ -92,8 +92,8 @@ const MAX_RETRY: Duration = Duration::from_secs(30);
 
 /// One session fed to a sink, page by page.
 #[derive(Debug)]
-pub struct SessionFeed<'a, H> {
-    host: &'a H,
+pub struct SessionFeed<'a, H: Host> {
+    reader: &'a Reader<'a, H>,
     session: &'a SessionFile,
     /// When following, the ids given so far: a record whose id comes again in a later poll (a
     /// Gemini message re-appended with its result, a replayed Claude line) is not given again,
@@ -102,11 +102,15 @@ pub struct SessionFeed<'a, H> {
 }
 
 impl<'a, H: Host> SessionFeed<'a, H> {
-    /// A feed of `session` on `host`; `follow` turns on the id de-duplication a follow needs
-    /// (set it for the first page too, so the polls know what that page gave).
-    pub fn new(host: &'a H, session: &'a SessionFile, follow: bool) -> SessionFeed<'a, H> {
+    /// A feed of `session` read by `reader`; `follow` turns on the id de-duplication a follow
+    /// needs (set it for the first page too, so the polls know what that page gave).
+    pub fn new(
+        reader: &'a Reader<'a, H>,
+        session: &'a SessionFile,
+        follow: bool,
+    ) -> SessionFeed<'a, H> {
         SessionFeed {
-            host,
+            reader,
             session,
             seen: follow.then(HashSet::new),
         }
@@ -121,18 +125,19 @@ impl<'a, H: Host> SessionFeed<'a, H> {
     ) -> Result<Page, FeedError> {
         let mut write_error = None;
         let seen = &mut self.seen;
-        let mut page = read_page(self.host, self.session, request, |mut records| {
-            keep_unseen(seen, &mut records);
-            // The first write error is kept and returned once the read is done (the read
-            // cannot be stopped from here); the rest of the batches are dropped.
-            if write_error.is_none()
-                && !records.is_empty()
-                && let Err(e) = sink.records(&records).and_then(|()| sink.flush())
-            {
-                write_error = Some(e);
-            }
-        })
-        .await?;
+        let mut page = (self.reader)
+            .read_page(self.session, request, |mut records| {
+                keep_unseen(seen, &mut records);
+                // The first write error is kept and returned once the read is done (the read
+                // cannot be stopped from here); the rest of the batches are dropped.
+                if write_error.is_none()
+                    && !records.is_empty()
+                    && let Err(e) = sink.records(&records).and_then(|()| sink.flush())
+                {
+                    write_error = Some(e);
+                }
+            })
+            .await?;
         if let Some(e) = write_error {
             return Err(FeedError::Output(e));
         }
@@ -156,7 +161,8 @@ impl<'a, H: Host> SessionFeed<'a, H> {
     where
         H: Reconnect,
     {
-        let (host, session) = (self.host, self.session);
+        let (reader, session) = (self.reader, self.session);
+        let host = reader.host();
         let mut cursor = cursor;
         let mut delay = options.interval;
         let mut outage: Option<Duration> = None;
@@ -177,7 +183,7 @@ impl<'a, H: Host> SessionFeed<'a, H> {
                 strict: options.strict,
                 redact: options.redact,
             };
-            let poll = read_to_end(host, session, request, |page: &mut Page| {
+            let poll = reader.read_to_end(session, request, |page: &mut Page| {
                 self.deliver(page, false, &mut *sink)?;
                 // Page by page: a poll that fails after some pages goes on from the last one.
                 cursor = page.cursor.clone();
@@ -307,7 +313,8 @@ mod tests {
     ) -> (Recorder, Result<Cursor, FeedError>) {
         let session = resolve(host, ID).await;
         let mut sink = Recorder::default();
-        let mut feed = SessionFeed::new(host, &session, true);
+        let reader = Reader::new(host);
+        let mut feed = SessionFeed::new(&reader, &session, true);
         let first = feed.page(tail(), &mut sink).await.unwrap();
         let end = feed
             .follow(
@@ -545,7 +552,8 @@ mod tests {
             };
             // No de-duplication: only the cursor kept page by page keeps the records of the
             // page before the failure from coming twice.
-            let mut feed = SessionFeed::new(host, &session, false);
+            let reader = Reader::new(host);
+            let mut feed = SessionFeed::new(&reader, &session, false);
             let first = feed.page(tail(), &mut sink).await.unwrap();
             // More than two pages of records arrive at once.
             let mut clock = ScriptClock::new()
@@ -610,7 +618,8 @@ mod tests {
             let (host, path) = (&host, &path);
             let session = resolve(host, ID).await;
             let mut sink = Recorder::default();
-            let mut feed = SessionFeed::new(host, &session, true);
+            let reader = Reader::new(host);
+            let mut feed = SessionFeed::new(&reader, &session, true);
             let first = feed.page(tail(), &mut sink).await.unwrap();
             let mut clock = ScriptClock::new()
                 .then(move || host.append(path, all[4..].concat()))
@@ -628,7 +637,8 @@ mod tests {
             assert_eq!(sink.ids(), all_ids(host, &session).await);
             // The cursor returned is where the follow stopped: nothing after it.
             let mut rest = Recorder::default();
-            let page = SessionFeed::new(host, &session, false)
+            let reader = Reader::new(host);
+            let page = SessionFeed::new(&reader, &session, false)
                 .page(
                     PageRequest {
                         mode: Mode::Since(cursor),

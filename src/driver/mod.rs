@@ -62,124 +62,277 @@ pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSp
         .collect()
 }
 
-/// Lists a host and the sessions in it. Sessions of a database are its rows (the database is
-/// copied and queried); a database that cannot be read is one line in `listing.unreadable`.
-pub async fn list_sessions<H: Host>(
-    host: &H,
-    roots: &[RootSpec],
-) -> Result<(Listing, Vec<SessionFile>), HostError> {
-    let (listing, sessions, _) = list_all(host, roots).await?;
-    Ok((listing, sessions))
+/// Reads the sessions of one host: the driver's entry point. It holds the host and what is kept
+/// between reads of it for the run: the private copies of its databases, so that resolving a
+/// session and then reading it, or every `--follow` poll, fetches only what changed.
+pub struct Reader<'h, H: Host> {
+    host: &'h H,
+    databases: crate::sqlite::Copies,
 }
 
-/// [`list_sessions`], keeping the errors of databases that could not be read.
-async fn list_all<H: Host>(
-    host: &H,
-    roots: &[RootSpec],
-) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
-    let mut listing = host.list(roots).await?;
-    let mut sessions = harness::sessions(&listing.files);
-    let mut errors = Vec::new();
-    for db in crate::sqlite::databases(&listing) {
-        let found = match crate::sqlite::load(host, &db.db).await {
-            Ok(snapshot) => snapshot.sessions(&db.db).map_err(DriverError::from),
-            Err(e) => Err(e.into()),
-        };
-        match found {
-            Ok(found) => sessions.extend(found),
-            // An unreachable host fails the listing as it would for files.
-            Err(DriverError::Host(
-                e @ (HostError::Unreachable { .. } | HostError::Auth { .. }),
-            )) => {
-                return Err(e);
-            }
-            Err(e) => {
-                listing.unreadable.push(e.to_string());
-                errors.push(e);
-            }
+impl<H: Host> std::fmt::Debug for Reader<'_, H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("host", &self.host.name())
+            .field("databases", &self.databases)
+            .finish()
+    }
+}
+
+impl<'h, H: Host> Reader<'h, H> {
+    pub fn new(host: &'h H) -> Reader<'h, H> {
+        Reader {
+            host,
+            databases: crate::sqlite::Copies::default(),
         }
     }
-    sessions.sort_by(|a, b| {
-        (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
-    });
-    Ok((listing, sessions, errors))
-}
 
-/// Resolves a session argument on a host.
-pub async fn resolve_session<H: Host>(
-    host: &H,
-    roots: &[RootSpec],
-    query: &SessionQuery,
-) -> Result<SessionFile, DriverError> {
-    let roots: Vec<RootSpec> = match query.harness {
-        Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
-        None => roots.to_vec(),
-    };
-    let (_, sessions, mut db_errors) = list_all(host, &roots).await?;
-    match resolve::resolve(&sessions, query) {
-        Ok(found) => Ok(found.clone()),
-        // The session may be in the database that could not be read: say why.
-        Err(ResolveError::NotFound(_)) if !db_errors.is_empty() => Err(db_errors.remove(0)),
-        Err(e) => Err(e.into()),
+    /// The host this reader reads.
+    pub fn host(&self) -> &'h H {
+        self.host
     }
-}
 
-/// What `resume` prints for a session: the harness's own command, from the session's directory
-/// as its records (or sidecar file) name it. A sidecar that cannot be read leaves the `cd` out.
-pub async fn resume_command<H: Host>(
-    host: &H,
-    session: &SessionFile,
-) -> Result<String, DriverError> {
-    use clankie_engine::harness as resume;
-    let harness = session.harness();
-    if harness.is_sqlite() {
-        let snapshot = crate::sqlite::load(host, &session.entry).await?;
-        let cwd = snapshot.session_cwd(&session.id)?;
-        let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
-        return Ok(resume::resume_command(
-            harness,
-            &session.id,
-            &path,
-            cwd.as_deref(),
-        ));
+    /// Lists a host and the sessions in it. Sessions of a database are its rows (the database is
+    /// copied and queried); a database that cannot be read is one line in `listing.unreadable`.
+    pub async fn list_sessions(
+        &self,
+        roots: &[RootSpec],
+    ) -> Result<(Listing, Vec<SessionFile>), HostError> {
+        let (listing, sessions, _) = self.list_all(roots).await?;
+        Ok((listing, sessions))
     }
-    let file = FileRef {
-        harness,
-        root: session.entry.root.clone(),
-        rel: session.entry.rel.clone(),
-    };
-    let head_range = [ByteRange::new(0, clankie_model::limits::RESUME_HEAD_BYTES)];
-    let head = host.read(&file, &head_range).await?.chunks.concat();
-    let cwd = match resume::cwd_source(harness) {
-        None => resume::session_cwd(harness, &head),
-        Some(sidecar) => {
-            let dir = match session.entry.rel.iter().rposition(|&b| b == b'/') {
-                Some(i) => &session.entry.rel[..i],
-                None => &b""[..],
+
+    /// [`list_sessions`], keeping the errors of databases that could not be read.
+    async fn list_all(
+        &self,
+        roots: &[RootSpec],
+    ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
+        let mut listing = self.host.list(roots).await?;
+        let mut sessions = harness::sessions(&listing.files);
+        let mut errors = Vec::new();
+        for db in crate::sqlite::databases(&listing) {
+            let found = match self.databases.load(self.host, &db.db).await {
+                Ok(snapshot) => snapshot.sessions(&db.db).map_err(DriverError::from),
+                Err(e) => Err(e.into()),
             };
-            let mut rel = dir.to_vec();
-            for part in sidecar.split('/') {
-                if part == ".." {
-                    let cut = rel.iter().rposition(|&b| b == b'/').unwrap_or(0);
-                    rel.truncate(cut);
-                } else {
-                    rel.push(b'/');
-                    rel.extend_from_slice(part.as_bytes());
+            match found {
+                Ok(found) => sessions.extend(found),
+                // An unreachable host fails the listing as it would for files.
+                Err(DriverError::Host(
+                    e @ (HostError::Unreachable { .. } | HostError::Auth { .. }),
+                )) => {
+                    return Err(e);
+                }
+                Err(e) => {
+                    listing.unreadable.push(e.to_string());
+                    errors.push(e);
                 }
             }
-            let sidecar = FileRef {
-                rel,
-                ..file.clone()
+        }
+        sessions.sort_by(|a, b| {
+            (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
+        });
+        Ok((listing, sessions, errors))
+    }
+
+    /// Resolves a session argument on a host.
+    pub async fn resolve_session(
+        &self,
+        roots: &[RootSpec],
+        query: &SessionQuery,
+    ) -> Result<SessionFile, DriverError> {
+        let roots: Vec<RootSpec> = match query.harness {
+            Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
+            None => roots.to_vec(),
+        };
+        let (_, sessions, mut db_errors) = self.list_all(&roots).await?;
+        match resolve::resolve(&sessions, query) {
+            Ok(found) => Ok(found.clone()),
+            // The session may be in the database that could not be read: say why.
+            Err(ResolveError::NotFound(_)) if !db_errors.is_empty() => Err(db_errors.remove(0)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// What `resume` prints for a session: the harness's own command, from the session's directory
+    /// as its records (or sidecar file) name it. A sidecar that cannot be read leaves the `cd` out.
+    pub async fn resume_command(&self, session: &SessionFile) -> Result<String, DriverError> {
+        use clankie_engine::harness as resume;
+        let harness = session.harness();
+        if harness.is_sqlite() {
+            let snapshot = self.databases.load(self.host, &session.entry).await?;
+            let cwd = snapshot.session_cwd(&session.id)?;
+            let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+            return Ok(resume::resume_command(
+                harness,
+                &session.id,
+                &path,
+                cwd.as_deref(),
+            ));
+        }
+        let file = FileRef {
+            harness,
+            root: session.entry.root.clone(),
+            rel: session.entry.rel.clone(),
+        };
+        let head_range = [ByteRange::new(0, clankie_model::limits::RESUME_HEAD_BYTES)];
+        let head = self.host.read(&file, &head_range).await?.chunks.concat();
+        let cwd = match resume::cwd_source(harness) {
+            None => resume::session_cwd(harness, &head),
+            Some(sidecar) => {
+                let dir = match session.entry.rel.iter().rposition(|&b| b == b'/') {
+                    Some(i) => &session.entry.rel[..i],
+                    None => &b""[..],
+                };
+                let mut rel = dir.to_vec();
+                for part in sidecar.split('/') {
+                    if part == ".." {
+                        let cut = rel.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                        rel.truncate(cut);
+                    } else {
+                        rel.push(b'/');
+                        rel.extend_from_slice(part.as_bytes());
+                    }
+                }
+                let sidecar = FileRef {
+                    rel,
+                    ..file.clone()
+                };
+                match self.host.read(&sidecar, &head_range).await {
+                    Ok(result) => resume::session_cwd(harness, &result.chunks.concat()),
+                    Err(_) => None,
+                }
+            }
+        };
+        let id = resume::native_id(harness, &head).unwrap_or_else(|| session.id.clone());
+        let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+        Ok(resume::resume_command(harness, &id, &path, cwd.as_deref()))
+    }
+
+    /// Reads one page of a resolved session, calling `emit` with records as they complete (for
+    /// `--all`, which streams). The returned page holds no records that were already emitted.
+    pub async fn read_page(
+        &self,
+        session: &SessionFile,
+        request: PageRequest,
+        mut emit: impl FnMut(Vec<Record>),
+    ) -> Result<Page, DriverError> {
+        let ctx = source_ctx(self.host.name(), session);
+        if let Mode::Since(cursor) = &request.mode {
+            cursor.check_binding(&binding(&ctx.host, ctx.harness.name(), &ctx.session))?;
+        }
+        let source = harness::source(session);
+        if let Mode::Since(cursor) = &request.mode
+            && matches!(cursor, Cursor::Rows(_)) != source.is_rows()
+        {
+            return Err(CursorError::Invalid("cursor class does not match the source").into());
+        }
+        let stream = matches!(request.mode, Mode::All);
+        let file = FileRef {
+            harness: session.harness(),
+            root: session.entry.root.clone(),
+            rel: session.entry.rel.clone(),
+        };
+        let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+        if source.is_rows() {
+            // Sessions of a database (copied, then queried) and whole-document transcripts are
+            // read whole and paged over their records, with the row cursor class.
+            let rows = if source == Source::Database {
+                self.databases
+                    .load(self.host, &session.entry)
+                    .await?
+                    .records(&ctx)?
+            } else {
+                let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
+                let records = harness::format(ctx.harness)
+                    .parse_document(&ctx, &bytes)
+                    .map_err(|reason| DriverError::Source {
+                        path: path.clone(),
+                        reason,
+                    })?;
+                clankie_engine::rows::RowRecords {
+                    records,
+                    ..Default::default()
+                }
             };
-            match host.read(&sidecar, &head_range).await {
-                Ok(result) => resume::session_cwd(harness, &result.chunks.concat()),
-                Err(_) => None,
+            let mut page = clankie_engine::rows::page(&ctx, rows, &request).map_err(|source| {
+                DriverError::Plan {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            if stream && !page.records.is_empty() {
+                emit(std::mem::take(&mut page.records));
+            }
+            return Ok(page);
+        }
+        // A compressed transcript (Codex after 7 days) is fetched whole and decompressed here; the
+        // plan then reads the decompressed stream, so offsets and cursors refer to it.
+        let decompressed = if source == Source::ZstdLines {
+            Some(fetch_decompressed(self.host, &file, session.entry.size, &path).await?)
+        } else {
+            None
+        };
+        let mut plan = ReadPlan::new(
+            ctx,
+            request,
+            decompressed
+                .as_ref()
+                .map_or(session.entry.size, |d| d.len() as u64),
+        );
+        while let Some(ranges) = plan.next_read() {
+            let result = match &decompressed {
+                Some(data) => serve_from_memory(data, &ranges),
+                None => self.host.read(&file, &ranges).await?,
+            };
+            plan.feed(result.chunks, result.size)
+                .map_err(|source| DriverError::Plan {
+                    path: path.clone(),
+                    source,
+                })?;
+            if stream {
+                let records = plan.take_records();
+                if !records.is_empty() {
+                    emit(records);
+                }
             }
         }
-    };
-    let id = resume::native_id(harness, &head).unwrap_or_else(|| session.id.clone());
-    let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
-    Ok(resume::resume_command(harness, &id, &path, cwd.as_deref()))
+        Ok(plan.finish())
+    }
+
+    /// Reads pages until one says no complete record follows (`more` false): `first`, then pages
+    /// of [`MAX_LIMIT`] records from each page's cursor, with `first`'s `strict` and `redact`.
+    /// `on_page` sees each page, records streamed by `--all` included, and may take its records;
+    /// an error it returns ends the loop. Returns the last page's cursor.
+    pub async fn read_to_end<E: From<DriverError>>(
+        &self,
+        session: &SessionFile,
+        first: PageRequest,
+        mut on_page: impl FnMut(&mut Page) -> Result<(), E>,
+    ) -> Result<Cursor, E> {
+        let (strict, redact) = (first.strict, first.redact);
+        let mut request = first;
+        loop {
+            let mut streamed = Vec::new();
+            let mut page = self
+                .read_page(session, request, |records| streamed.extend(records))
+                .await?;
+            if !streamed.is_empty() {
+                streamed.append(&mut page.records);
+                page.records = streamed;
+            }
+            on_page(&mut page)?;
+            if !page.more {
+                return Ok(page.cursor);
+            }
+            request = PageRequest {
+                mode: Mode::Since(page.cursor),
+                limit: MAX_LIMIT,
+                strict,
+                redact,
+            };
+        }
+    }
 }
 
 /// The source context records of a session carry.
@@ -189,129 +342,6 @@ pub fn source_ctx(host: &str, session: &SessionFile) -> SourceCtx {
         harness: session.harness(),
         session: session.id.clone(),
         agent: session.agent.clone(),
-    }
-}
-
-/// Reads one page of a resolved session, calling `emit` with records as they complete (for
-/// `--all`, which streams). The returned page holds no records that were already emitted.
-pub async fn read_page<H: Host>(
-    host: &H,
-    session: &SessionFile,
-    request: PageRequest,
-    mut emit: impl FnMut(Vec<Record>),
-) -> Result<Page, DriverError> {
-    let ctx = source_ctx(host.name(), session);
-    if let Mode::Since(cursor) = &request.mode {
-        cursor.check_binding(&binding(&ctx.host, ctx.harness.name(), &ctx.session))?;
-    }
-    let source = harness::source(session);
-    if let Mode::Since(cursor) = &request.mode
-        && matches!(cursor, Cursor::Rows(_)) != source.is_rows()
-    {
-        return Err(CursorError::Invalid("cursor class does not match the source").into());
-    }
-    let stream = matches!(request.mode, Mode::All);
-    let file = FileRef {
-        harness: session.harness(),
-        root: session.entry.root.clone(),
-        rel: session.entry.rel.clone(),
-    };
-    let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
-    if source.is_rows() {
-        // Sessions of a database (copied, then queried) and whole-document transcripts are
-        // read whole and paged over their records, with the row cursor class.
-        let rows = if source == Source::Database {
-            crate::sqlite::load(host, &session.entry)
-                .await?
-                .records(&ctx)?
-        } else {
-            let bytes = fetch_whole(host, &file, session.entry.size, &path).await?;
-            let records = harness::format(ctx.harness)
-                .parse_document(&ctx, &bytes)
-                .map_err(|reason| DriverError::Source {
-                    path: path.clone(),
-                    reason,
-                })?;
-            clankie_engine::rows::RowRecords {
-                records,
-                ..Default::default()
-            }
-        };
-        let mut page = clankie_engine::rows::page(&ctx, rows, &request).map_err(|source| {
-            DriverError::Plan {
-                path: path.clone(),
-                source,
-            }
-        })?;
-        if stream && !page.records.is_empty() {
-            emit(std::mem::take(&mut page.records));
-        }
-        return Ok(page);
-    }
-    // A compressed transcript (Codex after 7 days) is fetched whole and decompressed here; the
-    // plan then reads the decompressed stream, so offsets and cursors refer to it.
-    let decompressed = if source == Source::ZstdLines {
-        Some(fetch_decompressed(host, &file, session.entry.size, &path).await?)
-    } else {
-        None
-    };
-    let mut plan = ReadPlan::new(
-        ctx,
-        request,
-        decompressed
-            .as_ref()
-            .map_or(session.entry.size, |d| d.len() as u64),
-    );
-    while let Some(ranges) = plan.next_read() {
-        let result = match &decompressed {
-            Some(data) => serve_from_memory(data, &ranges),
-            None => host.read(&file, &ranges).await?,
-        };
-        plan.feed(result.chunks, result.size)
-            .map_err(|source| DriverError::Plan {
-                path: path.clone(),
-                source,
-            })?;
-        if stream {
-            let records = plan.take_records();
-            if !records.is_empty() {
-                emit(records);
-            }
-        }
-    }
-    Ok(plan.finish())
-}
-
-/// Reads pages until one says no complete record follows (`more` false): `first`, then pages
-/// of [`MAX_LIMIT`] records from each page's cursor, with `first`'s `strict` and `redact`.
-/// `on_page` sees each page, records streamed by `--all` included, and may take its records;
-/// an error it returns ends the loop. Returns the last page's cursor.
-pub async fn read_to_end<H: Host, E: From<DriverError>>(
-    host: &H,
-    session: &SessionFile,
-    first: PageRequest,
-    mut on_page: impl FnMut(&mut Page) -> Result<(), E>,
-) -> Result<Cursor, E> {
-    let (strict, redact) = (first.strict, first.redact);
-    let mut request = first;
-    loop {
-        let mut streamed = Vec::new();
-        let mut page =
-            read_page(host, session, request, |records| streamed.extend(records)).await?;
-        if !streamed.is_empty() {
-            streamed.append(&mut page.records);
-            page.records = streamed;
-        }
-        on_page(&mut page)?;
-        if !page.more {
-            return Ok(page.cursor);
-        }
-        request = PageRequest {
-            mode: Mode::Since(page.cursor),
-            limit: MAX_LIMIT,
-            strict,
-            redact,
-        };
     }
 }
 
@@ -427,17 +457,19 @@ mod tests {
             let session = resolve(&host, "556046").await;
             let mut pages = Vec::new();
             let mut ids = Vec::new();
-            let cursor = read_to_end(&host, &session, request(Mode::Head, 50), |page| {
-                pages.push((page.records.len(), page.more));
-                ids.extend(page.records.iter().map(|r| r.id.clone()));
-                Ok::<(), DriverError>(())
-            })
-            .await
-            .unwrap();
+            let cursor = Reader::new(&host)
+                .read_to_end(&session, request(Mode::Head, 50), |page| {
+                    pages.push((page.records.len(), page.more));
+                    ids.extend(page.records.iter().map(|r| r.id.clone()));
+                    Ok::<(), DriverError>(())
+                })
+                .await
+                .unwrap();
             // The first page as asked, then pages of MAX_LIMIT.
             assert_eq!(pages, [(50, true), (200, true), (200, true), (10, false)]);
             assert_eq!(ids, all_ids(&host, &session).await);
-            let rest = read_page(&host, &session, request(Mode::Since(cursor), 50), |_| {})
+            let rest = Reader::new(&host)
+                .read_page(&session, request(Mode::Since(cursor), 50), |_| {})
                 .await
                 .unwrap();
             assert!(rest.records.is_empty() && !rest.more);
@@ -450,12 +482,13 @@ mod tests {
             let host = long_session();
             let session = resolve(&host, ID).await;
             let mut ids = Vec::new();
-            read_to_end(&host, &session, request(Mode::All, 1), |page| {
-                ids.extend(page.records.iter().map(|r| r.id.clone()));
-                Ok::<(), DriverError>(())
-            })
-            .await
-            .unwrap();
+            Reader::new(&host)
+                .read_to_end(&session, request(Mode::All, 1), |page| {
+                    ids.extend(page.records.iter().map(|r| r.id.clone()));
+                    Ok::<(), DriverError>(())
+                })
+                .await
+                .unwrap();
             assert_eq!(ids.len(), 460);
             assert_eq!(ids, all_ids(&host, &session).await);
         });
@@ -467,22 +500,24 @@ mod tests {
             let host = long_session();
             let session = resolve(&host, ID).await;
             let mut pages = 0;
-            let result = read_to_end(&host, &session, request(Mode::Head, 50), |_| {
-                pages += 1;
-                Err(DriverError::Source {
-                    path: "p".into(),
-                    reason: "stop here".into(),
+            let result = Reader::new(&host)
+                .read_to_end(&session, request(Mode::Head, 50), |_| {
+                    pages += 1;
+                    Err(DriverError::Source {
+                        path: "p".into(),
+                        reason: "stop here".into(),
+                    })
                 })
-            })
-            .await;
+                .await;
             assert!(matches!(result, Err(DriverError::Source { .. })));
             assert_eq!(pages, 1);
 
             host.fail_next(1, dropped(&host));
-            let result = read_to_end(&host, &session, request(Mode::Head, 50), |_| {
-                Ok::<(), DriverError>(())
-            })
-            .await;
+            let result = Reader::new(&host)
+                .read_to_end(&session, request(Mode::Head, 50), |_| {
+                    Ok::<(), DriverError>(())
+                })
+                .await;
             assert!(matches!(
                 result,
                 Err(DriverError::Host(HostError::Unreachable { .. }))
@@ -495,18 +530,24 @@ mod tests {
         block_on(async {
             let host = long_session();
             let roots = roots_for(&[], None);
-            let (listing, sessions) = list_sessions(&host, &roots).await.unwrap();
+            let (listing, sessions) = Reader::new(&host).list_sessions(&roots).await.unwrap();
             assert_eq!(listing.roots.len(), clankie_engine::harness::all().count());
             assert_eq!(sessions.len(), 1);
             assert_eq!(sessions[0].id, ID);
             let missing = SessionQuery::parse("claude/0000000").unwrap();
-            let err = resolve_session(&host, &roots, &missing).await.unwrap_err();
+            let err = Reader::new(&host)
+                .resolve_session(&roots, &missing)
+                .await
+                .unwrap_err();
             assert!(
                 matches!(err, DriverError::Resolve(ResolveError::NotFound(_))),
                 "{err}"
             );
             host.fail_next(1, dropped(&host));
-            let err = resolve_session(&host, &roots, &missing).await.unwrap_err();
+            let err = Reader::new(&host)
+                .resolve_session(&roots, &missing)
+                .await
+                .unwrap_err();
             assert!(
                 matches!(err, DriverError::Host(HostError::Unreachable { .. })),
                 "{err}"

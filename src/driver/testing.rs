@@ -7,7 +7,7 @@ use std::io;
 use std::time::Duration;
 
 use super::follow::{Clock, FeedSink};
-use super::{read_page, resolve_session, roots_for};
+use super::{Reader, roots_for};
 use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::resolve::SessionQuery;
 use clankie_engine::session::SessionFile;
@@ -54,7 +54,8 @@ pub(crate) fn claude_path(host: &MemoryHost, id: &str) -> Vec<u8> {
 /// Resolves a session as `read` does (listing every default root).
 pub(crate) async fn resolve(host: &MemoryHost, id: &str) -> SessionFile {
     let query = SessionQuery::parse(id).unwrap();
-    resolve_session(host, &roots_for(&[], None), &query)
+    Reader::new(host)
+        .resolve_session(&roots_for(&[], None), &query)
         .await
         .unwrap()
 }
@@ -69,11 +70,12 @@ pub(crate) async fn all_ids(host: &MemoryHost, session: &SessionFile) -> Vec<Str
         redact: true,
     };
     let mut ids = Vec::new();
-    let page = read_page(host, session, request, |records| {
-        ids.extend(records.into_iter().map(|r| r.id));
-    })
-    .await
-    .unwrap();
+    let page = Reader::new(host)
+        .read_page(session, request, |records| {
+            ids.extend(records.into_iter().map(|r| r.id));
+        })
+        .await
+        .unwrap();
     assert!(!page.more, "the test session is over one --all read");
     ids.extend(page.records.into_iter().map(|r| r.id));
     ids

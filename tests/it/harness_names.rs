@@ -4,7 +4,7 @@
 //! literal (`"claude"`), by its module path (`claude::`) or by its type (`Claude`). Such a
 //! mention is knowledge about the harness that the next format change would have to find.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use regex::Regex;
 
@@ -12,28 +12,15 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every `.rs` file under `dir`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// The product's code: every crate's `src/`, without test files.
+/// The product's code: every file a crate compiles outside tests (`#[cfg(test)]` modules and
+/// the files only they declare are left out), as the architecture test's reader finds them.
 fn code_files() -> Vec<PathBuf> {
-    let root = workspace();
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    for krate in std::fs::read_dir(root.join("crates")).unwrap() {
-        rust_files(&krate.unwrap().path().join("src"), &mut files);
-    }
-    files.retain(|p| p.file_name().is_none_or(|n| n != "tests.rs"));
+    let mut files: Vec<PathBuf> = crate::architecture::crates()
+        .into_iter()
+        .flat_map(|krate| krate.files)
+        .collect();
     files.sort();
+    files.dedup();
     files
 }
 
