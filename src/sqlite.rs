@@ -39,7 +39,7 @@ use clankie_engine::database::{Database, QueryError, SqlValue};
 use clankie_engine::session::{self, SessionFile};
 use clankie_engine::{SourceCtx, harness, rows::RowRecords};
 use clankie_host::{FileRef, Host, HostError};
-use clankie_model::{ByteRange, FileEntry, Harness, Listing, display_path};
+use clankie_model::{ByteRange, FileEntry, Harness, display_path};
 
 use clankie_model::limits::{MAX_READ_BYTES, MAX_SOURCE_BYTES};
 /// Copies attempted while the database keeps changing under them.
@@ -64,37 +64,6 @@ pub enum DatabaseError {
     /// Reading the database through the host failed.
     #[error(transparent)]
     Host(#[from] HostError),
-}
-
-/// A database file found in a listing, with its WAL when one was listed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DatabaseFiles {
-    pub db: FileEntry,
-    pub wal: Option<FileEntry>,
-}
-
-/// The databases among a listing's files (of the SQLite harnesses).
-pub fn databases(listing: &Listing) -> Vec<DatabaseFiles> {
-    listing
-        .files
-        .iter()
-        // Top files that are not a WAL: the default `opencode.db`, or whatever `OPENCODE_DB`
-        // names.
-        .filter(|f| f.harness.is_sqlite() && !f.rel.contains(&b'/') && !f.rel.ends_with(b"-wal"))
-        .map(|db| {
-            let mut wal_rel = db.rel.clone();
-            wal_rel.extend_from_slice(b"-wal");
-            let wal = listing
-                .files
-                .iter()
-                .find(|f| f.harness == db.harness && f.root == db.root && f.rel == wal_rel)
-                .cloned();
-            DatabaseFiles {
-                db: db.clone(),
-                wal,
-            }
-        })
-        .collect()
 }
 
 /// A private, read-only copy of a database.

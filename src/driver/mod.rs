@@ -110,9 +110,10 @@ impl<'h, H: Host> Reader<'h, H> {
         let mut listing = self.host.list(roots).await?;
         let mut sessions = harness::sessions(&listing.files);
         let mut errors = Vec::new();
-        for db in crate::sqlite::databases(&listing) {
-            let found = match self.databases.load(self.host, &db.db).await {
-                Ok(snapshot) => snapshot.sessions(&db.db).map_err(DriverError::from),
+        let databases: Vec<_> = harness::databases(&listing.files).cloned().collect();
+        for db in databases {
+            let found = match self.databases.load(self.host, &db).await {
+                Ok(snapshot) => snapshot.sessions(&db).map_err(DriverError::from),
                 Err(e) => Err(e.into()),
             };
             match found {

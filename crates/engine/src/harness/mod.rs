@@ -183,6 +183,15 @@ pub fn sessions(files: &[FileEntry]) -> Vec<SessionFile> {
     out
 }
 
+/// The databases among a listing's files, whose sessions are their rows: files directly in a
+/// database harness's root (the default `opencode.db`, or whatever `OPENCODE_DB` names) that
+/// are not a WAL.
+pub fn databases(files: &[FileEntry]) -> impl Iterator<Item = &FileEntry> {
+    files
+        .iter()
+        .filter(|f| f.harness.is_sqlite() && !f.rel.contains(&b'/') && !f.rel.ends_with(b"-wal"))
+}
+
 /// How a session is read.
 pub fn source(session: &SessionFile) -> Source {
     format(session.harness()).source(&session.entry)
