@@ -41,6 +41,17 @@ pub struct SessionRow {
     pub updated: Option<i64>,
 }
 
+impl SessionRow {
+    /// A row of `SELECT id, parent, updated …`.
+    pub fn from_row(row: &Row<'_>) -> Result<SessionRow, QueryError> {
+        Ok(SessionRow {
+            id: row.text(0)?,
+            parent: row.opt_text(1)?,
+            updated: row.opt_int(2)?,
+        })
+    }
+}
+
 /// Typed access to the columns of a result row.
 pub struct Row<'r>(pub &'r [SqlValue]);
 

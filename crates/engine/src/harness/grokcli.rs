@@ -53,13 +53,7 @@ impl Format for GrokCli {
             db,
             "SELECT id, NULL, CAST(strftime('%s', updated_at) AS INTEGER) FROM sessions",
             &[],
-            |r| {
-                Ok(SessionRow {
-                    id: r.text(0)?,
-                    parent: r.opt_text(1)?,
-                    updated: r.opt_int(2)?,
-                })
-            },
+            SessionRow::from_row,
         )
     }
 

@@ -57,13 +57,7 @@ impl Format for OpenCode {
                 continue;
             }
             let sql = format!("SELECT id, parent_id, time_updated / 1000 FROM {table}");
-            for row in query_map(db, &sql, &[], |r| {
-                Ok(SessionRow {
-                    id: r.text(0)?,
-                    parent: r.opt_text(1)?,
-                    updated: r.opt_int(2)?,
-                })
-            })? {
+            for row in query_map(db, &sql, &[], SessionRow::from_row)? {
                 if seen.insert(row.id.clone()) {
                     out.push(row);
                 }
