@@ -157,6 +157,8 @@ fn exit_code(error: &Error) -> u8 {
                 PlanError::Malformed { .. }
                 | PlanError::MalformedRow { .. }
                 | PlanError::Oversized { .. } => exit::SOURCE,
+                // Like a database that kept changing while it was copied.
+                PlanError::Moving { .. } => exit::SOURCE,
                 PlanError::ShortRead { .. } => exit::HOST,
             },
         },

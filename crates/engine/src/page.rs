@@ -63,4 +63,7 @@ pub enum PlanError {
     Oversized { offset: u64, len: u64 },
     #[error("the host returned {got} bytes for a request of {want}")]
     ShortRead { got: u64, want: u64 },
+    /// The file kept shrinking or moving under the read (now `size` bytes), past the retries.
+    #[error("the file kept changing while it was read (now {size} bytes); try again")]
+    Moving { size: u64 },
 }

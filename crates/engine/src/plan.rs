@@ -666,10 +666,22 @@ impl Tail {
             self.size = Some(read_end.min(size));
             self.lo = read_end.min(size);
             // The bytes at the right end past the last `\n` are the pending tail.
+        } else if size < self.lo {
+            // The file shrank below what is still to be read: it was truncated or replaced
+            // under the read. Start over at its new end, with the same few retries as above.
+            let retries = self.retries + 1;
+            if retries > 3 {
+                return Err(PlanError::Moving { size });
+            }
+            *self = Tail::new(size);
+            self.retries = retries;
+            return Ok(());
         }
         self.read_total += data.len() as u64;
         self.chunk = (self.chunk * 4).min(MAX_READ_BYTES);
-        let start = range.start;
+        // After the retries a file may end before the range read around its old end: there is
+        // nothing right of `lo` then, and the tail is read leftwards from the file's true end.
+        let start = range.start.min(self.lo);
         let data = &data[..(self.lo - start) as usize];
         // Newlines right to left. `right` is the end (exclusive, relative to `start`) of the
         // segment right of the current newline; while `right_in_partial`, that segment goes on
@@ -1094,5 +1106,144 @@ mod tests {
                 assert_eq!(text.contains("[REDACTED:github]"), redact, "{text}");
             }
         }
+    }
+
+    /// A host whose file changes between calls: each read is served from the version the
+    /// schedule names, clipped at that version's size, as a real host would.
+    fn run_moving(
+        versions: &[Vec<u8>],
+        schedule: &[usize],
+        request: PageRequest,
+    ) -> Result<Page, PlanError> {
+        let first = &versions[schedule[0] % versions.len()];
+        let mut plan = ReadPlan::new(ctx(), request, first.len() as u64);
+        let mut streamed = Vec::new();
+        let mut calls = 0usize;
+        while let Some(ranges) = plan.next_read() {
+            let file = &versions[schedule[calls % schedule.len()] % versions.len()];
+            calls += 1;
+            assert!(calls < 2_000, "plan does not terminate");
+            let size = file.len() as u64;
+            let chunks = ranges
+                .iter()
+                .map(|r| {
+                    let s = r.start.min(size) as usize;
+                    let e = r.end().min(size) as usize;
+                    file[s..e].to_vec()
+                })
+                .collect();
+            plan.feed(chunks, size)?;
+            streamed.extend(plan.take_records());
+        }
+        let mut page = plan.finish();
+        streamed.append(&mut page.records);
+        page.records = streamed;
+        Ok(page)
+    }
+
+    /// Transcript-like files: real Claude lines, junk, blank and cut lines, in any mix.
+    fn file_strategy() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let line = prop_oneof![
+            (0u32..1000).prop_map(|i| format!(
+                r#"{{"type":"user","uuid":"u{i}","timestamp":"2026-01-01T00:00:00Z","message":{{"role":"user","content":"prompt {i}"}}}}"#
+            )
+            .into_bytes()),
+            proptest::collection::vec(any::<u8>(), 0..200),
+            Just(Vec::new()),
+            (1usize..70_000).prop_map(|n| vec![b'x'; n]),
+        ];
+        (proptest::collection::vec(line, 0..40), any::<bool>()).prop_map(|(lines, cut)| {
+            let mut file = lines.join(&b"\n"[..]);
+            if !cut && !file.is_empty() {
+                file.push(b'\n');
+            }
+            file
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// No sequence of sizes and contents makes the planner panic or read for ever: a file
+        /// that grows, shrinks or is replaced between reads gives a page or an error.
+        #[test]
+        fn no_panic_whatever_the_file_does_between_reads(
+            versions in proptest::collection::vec(file_strategy(), 1..4),
+            schedule in proptest::collection::vec(0usize..4, 1..12),
+            mode in 0u8..3,
+            limit in 1usize..8,
+            strict in proptest::prelude::any::<bool>(),
+        ) {
+            let mode = match mode {
+                0 => Mode::Tail,
+                1 => Mode::Head,
+                _ => Mode::All,
+            };
+            let request = PageRequest { mode, limit, strict, redact: false };
+            let page = run_moving(&versions, &schedule, request.clone());
+            // A cursor from that page, read against the versions again, must not panic either.
+            if let Ok(page) = page {
+                let since = PageRequest { mode: Mode::Since(page.cursor), ..request };
+                let _ = run_moving(&versions, &schedule, since);
+            }
+        }
+
+        /// A file that does not change reads the same whichever way: the tail is the end of
+        /// what `--all` reads.
+        #[test]
+        fn a_still_file_tails_to_the_end_of_all(
+            file in file_strategy(),
+            limit in 1usize..8,
+        ) {
+            let versions = [file];
+            let request = |mode| PageRequest { mode, limit, strict: false, redact: false };
+            let all = run_moving(&versions, &[0], request(Mode::All)).unwrap();
+            let tail = run_moving(&versions, &[0], request(Mode::Tail)).unwrap();
+            let all_ids = ids(&all);
+            let want = &all_ids[all_ids.len().saturating_sub(limit)..];
+            proptest::prop_assert_eq!(ids(&tail), want);
+        }
+    }
+
+    /// The shapes that crashed `--tail` before: a file that keeps moving for the retries, then
+    /// is shorter than where the read started; and one that shrinks between two reads.
+    #[test]
+    fn a_file_that_moves_then_shrinks_is_read_or_refused_never_a_crash() {
+        let line = |i: usize| {
+            format!(
+                r#"{{"type":"user","uuid":"u{i}","message":{{"role":"user","content":"{i}"}}}}"#
+            )
+        };
+        let sized = |n: usize| {
+            let mut f = Vec::new();
+            let mut i = 0;
+            while f.len() < n {
+                f.extend_from_slice(line(i).as_bytes());
+                f.push(b'\n');
+                i += 1;
+            }
+            f
+        };
+        let versions = [
+            sized(2_000_000),
+            sized(3_000_000),
+            sized(4_000_000),
+            sized(1000),
+        ];
+        let request = PageRequest {
+            mode: Mode::Tail,
+            limit: 5,
+            strict: false,
+            redact: false,
+        };
+        let page = run_moving(&versions, &[0, 1, 2, 3, 3, 3, 3, 3], request.clone()).unwrap();
+        assert_eq!(page.records.len(), 5);
+        // Big, then small while the tail reads leftwards, every time: refused after retries.
+        let shrinking = run_moving(&versions, &[2, 3, 2, 3, 2, 3, 2, 3, 2, 3], request);
+        assert!(
+            matches!(shrinking, Ok(_) | Err(PlanError::Moving { .. })),
+            "{shrinking:?}"
+        );
     }
 }

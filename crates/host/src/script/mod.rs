@@ -1069,6 +1069,10 @@ mod tests {
                 .unwrap_err();
             assert!(matches!(err, HostError::Protocol { .. }), "{body}: {err}");
         }
+        // A root of a harness that was not asked for is refused like an unknown one.
+        let only_codex = [RootSpec::default_for(crate::test_support::harness("codex"))];
+        let err = decode_list("h", NONCE, &only_codex, &framed(&root, 0)).unwrap_err();
+        assert!(matches!(err, HostError::Protocol { .. }), "{err}");
         let ok = format!(
             "MODE gnu\n{root}\nF 1 -2 ./projects/b c.jsonl\nFX 3 4 {}\nS\nS",
             hex_encode(b"projects/1/2/3/4/5/6/a\xff.jsonl")
