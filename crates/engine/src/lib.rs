@@ -46,6 +46,9 @@ pub struct SourceCtx {
 
 /// What the parsers' unit tests share: a source context and "parse this line or fail".
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 pub(crate) mod test_support {
     use super::SourceCtx;
     use super::lines::LineOutcome;
