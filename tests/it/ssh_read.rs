@@ -235,6 +235,86 @@ fn symlinks_out_of_the_root_are_neither_listed_nor_read() {
     assert_eq!(code(&read), 4, "{}", stderr(&read));
 }
 
+/// A thread here swaps a directory below the root for a symlink to a directory outside it, and
+/// back, while reads of a file in it run over SSH on one connection: no read may return the
+/// outside file. (The script checked the directory, then ran `dd` by path: 115 of 400 reads
+/// escaped as root.) A read that meets the swap is refused or fails; the rest read the file.
+#[test]
+fn a_directory_swapped_for_a_symlink_mid_read_never_leads_out_over_ssh() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use clankie_host::{Host, HostConfig};
+    use clankie_model::{ByteRange, RootSpec};
+
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_dash";
+    let file = sshd.put_file(user, ".claude/projects/-race-ssh/a.jsonl", b"INSIDE\n");
+    let outside = sshd.put_file(user, "race-outside/-race-ssh/a.jsonl", b"OUTSIDE\n");
+    let (inside_dir, outside_dir) = (file.parent().unwrap(), outside.parent().unwrap());
+    let parked = inside_dir.with_extension("real");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = Arc::clone(&stop);
+        let (inside, parked, outside) = (
+            inside_dir.to_path_buf(),
+            parked.clone(),
+            outside_dir.to_path_buf(),
+        );
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                std::fs::rename(&inside, &parked).unwrap();
+                std::os::unix::fs::symlink(&outside, &inside).unwrap();
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                std::fs::remove_file(&inside).unwrap();
+                std::fs::rename(&parked, &inside).unwrap();
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                flips += 1;
+            }
+            flips
+        })
+    };
+
+    let host = clankie_host::open(&HostConfig::ssh(&sshd.alias(user)), Some(sshd.ssh_config()))
+        .expect("open the test host");
+    let claude = clankie_engine::harness::by_name("claude").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (mut read, mut failed, mut escaped) = (0, 0, 0);
+    runtime.block_on(async {
+        // The root as the host resolves it, as a listing would give it.
+        let listing = host.list(&[RootSpec::default_for(claude)]).await.unwrap();
+        let root = listing.roots[0].dir.clone();
+        let file = clankie_host::FileRef {
+            harness: claude,
+            root,
+            rel: b"projects/-race-ssh/a.jsonl".to_vec(),
+        };
+        for _ in 0..400 {
+            match host.read(&file, &[ByteRange::new(0, 100)]).await {
+                Ok(result) if result.chunks[0].starts_with(b"OUTSIDE") => escaped += 1,
+                Ok(result) => {
+                    assert_eq!(result.chunks[0], b"INSIDE\n");
+                    read += 1;
+                }
+                Err(_) => failed += 1,
+            }
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    assert_eq!(
+        escaped, 0,
+        "{escaped} of 400 reads escaped the root ({read} read, {failed} failed)"
+    );
+    assert!(flips > 50, "only {flips} swaps");
+    assert!(read > 0 && failed > 0, "read {read}, failed {failed}");
+}
+
 #[test]
 fn host_key_and_auth_failures_exit_3_with_one_line() {
     let Some(sshd) = sshd_or_skip() else { return };

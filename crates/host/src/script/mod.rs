@@ -553,6 +553,10 @@ pub fn decode_read(
         chunks.push(block[start..start + want as usize].to_vec());
     }
     if let Some(extra) = lines.next() {
+        // The script's check after the read: the file was swapped while it was read.
+        if let (b"ERR", rest) = split_word(extra) {
+            return Err(err_line(host, rest));
+        }
         return Err(bad(format!("unexpected line {}", show(extra))));
     }
     if frame.rc != 0 {
@@ -645,6 +649,9 @@ fn err_line(host: &str, rest: &[u8]) -> HostError {
         },
         b"outside" => refused("leads outside the harness root, or through a symlink"),
         b"symlink" => refused("symlink below the harness root"),
+        b"raced" => {
+            refused("replaced while it was read (a symlink or another file took its place)")
+        }
         b"notfile" => refused("not a regular file"),
         b"badpath" => refused("not a clean relative path"),
         b"badrange" => refused("read request over the per-call cap"),

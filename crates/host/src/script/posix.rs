@@ -382,26 +382,32 @@ rg() {
 "#,
     );
     s.begin();
-    // The directory must resolve physically to exactly `<root>/<dir>`: that refuses `..`, a
-    // symlink anywhere below the root, and anything leading outside it, like the local host.
+    // The script enters the file's directory (`cd -P`, in its own shell) and checks that it is
+    // physically exactly `<root>/<dir>`: that refuses `..`, a symlink anywhere below the root,
+    // and anything leading outside it, like the local host. From then on the file is named
+    // relative to that directory, which a later swap of a directory on the path cannot move.
+    // What a shell cannot close is the file's own name being swapped for a symlink while `dd`
+    // runs: its inode and type are checked again after the read, and a change fails the read
+    // (`ERR raced`) instead of returning what was read (docs/shells.md says what remains).
     s.raw(
         r#"[ -z "${bad:-}" ] || fail unsafe
 rr=$(cd -P -- "$R" 2>/dev/null && pwd -P) || fail noroot
 case $rr in /) rb= ;; *) rb=$rr ;; esac
 if [ -n "$D" ]; then
-  dr=$(cd -P -- "$rb/$D" 2>/dev/null && pwd -P) || fail nodir
-  [ "$dr" = "$rb/$D" ] || fail outside
-  p=$rb/$D/$B
+  cd -P -- "$rb/$D" 2>/dev/null || fail nodir
+  [ "$(pwd -P)" = "$rb/$D" ] || fail outside
 else
-  p=$rb/$B
+  cd -P -- "$rr" 2>/dev/null || fail noroot
+  [ "$(pwd -P)" = "$rr" ] || fail outside
 fi
+p=./$B
 [ -L "$p" ] && fail symlink
 [ -e "$p" ] || fail missing
 [ -f "$p" ] || fail notfile
 [ -r "$p" ] || fail unreadable
-s=$(ls -ln "$p" 2>/dev/null) || fail nosize
+s=$(ls -lni "$p" 2>/dev/null) || fail nosize
 set -- $s
-z=$5
+i=$1 z=$6
 case $z in '' | *[!0-9]*) fail nosize ;; esac
 printf 'META size=%s enc=%s\n' "$z" "$e"
 "#,
@@ -417,6 +423,14 @@ printf 'META size=%s enc=%s\n' "$z" "$e"
         }
         s.raw("\n");
     }
+    // The same file, still not a symlink, after the read (see above).
+    s.raw(
+        r#"[ -L "$p" ] && fail raced
+s=$(ls -lni "$p" 2>/dev/null) || fail raced
+set -- $s
+[ "$1" = "$i" ] || fail raced
+"#,
+    );
     s.end("0")
 }
 
