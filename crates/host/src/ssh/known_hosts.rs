@@ -18,8 +18,11 @@ use sha1::Sha1;
 pub enum KnownHostsVerdict {
     /// A matching entry holds this key.
     Known,
-    /// No matching entry holds a key of this type (the host may be known with other types).
+    /// No matching entry holds any key: the host is new.
     Unknown,
+    /// The host is known, but only with keys of other types. OpenSSH treats a key of a new type
+    /// for a known host as a changed key (`accept-new` does not add it), and so do we.
+    OtherTypes { file: PathBuf, line: usize },
     /// A matching entry holds another key of the same type.
     Changed { file: PathBuf, line: usize },
     /// A matching `@revoked` entry holds this key.
@@ -133,6 +136,7 @@ pub fn check(files: &[PathBuf], host_names: &[String], key: &PublicKey) -> Known
     let names: Vec<String> = host_names.iter().map(|n| n.to_ascii_lowercase()).collect();
     let mut known = false;
     let mut changed: Option<(PathBuf, usize)> = None;
+    let mut other_type: Option<(PathBuf, usize)> = None;
     for file in files {
         let Ok(bytes) = std::fs::read(file) else {
             continue;
@@ -158,7 +162,9 @@ pub fn check(files: &[PathBuf], host_names: &[String], key: &PublicKey) -> Known
                 Marker::None if line.key.algorithm() == key.algorithm() => {
                     changed.get_or_insert((file.clone(), index + 1));
                 }
-                Marker::None => {} // Another key type: OpenSSH treats the host as new.
+                Marker::None => {
+                    other_type.get_or_insert((file.clone(), index + 1));
+                }
             }
         }
     }
@@ -166,6 +172,8 @@ pub fn check(files: &[PathBuf], host_names: &[String], key: &PublicKey) -> Known
         KnownHostsVerdict::Known
     } else if let Some((file, line)) = changed {
         KnownHostsVerdict::Changed { file, line }
+    } else if let Some((file, line)) = other_type {
+        KnownHostsVerdict::OtherTypes { file, line }
     } else {
         KnownHostsVerdict::Unknown
     }
@@ -435,10 +443,16 @@ mod tests {
             f.verdict(&format!("myhost {other}\nmyhost {k}\n"), "myhost"),
             KnownHostsVerdict::Known
         );
-        // Only another key type known: unknown, flagged.
+        // Only another key type known: not new, as OpenSSH sees it.
         let ecdsa = KEY_ECDSA;
+        let kh = f.file("kh", &format!("myhost {ecdsa}\n"));
         assert_eq!(
-            f.verdict(&format!("myhost {ecdsa}\n"), "myhost"),
+            check(std::slice::from_ref(&kh), &["myhost".into()], &f.key),
+            KnownHostsVerdict::OtherTypes { file: kh, line: 1 }
+        );
+        // Another host's key of another type does not count.
+        assert_eq!(
+            f.verdict(&format!("otherhost {ecdsa}\n"), "myhost"),
             KnownHostsVerdict::Unknown
         );
     }

@@ -79,7 +79,10 @@ impl Verifier {
         let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
         match known_hosts::check(&self.files, &self.names, key) {
             KnownHostsVerdict::Known => Ok(()),
-            KnownHostsVerdict::Changed { file, line } => Err(HostError::HostKeyChanged {
+            // A key of a new type for a known host is a changed key, whatever the policy says
+            // about new hosts (OpenSSH refuses it under `accept-new` too).
+            KnownHostsVerdict::Changed { file, line }
+            | KnownHostsVerdict::OtherTypes { file, line } => Err(HostError::HostKeyChanged {
                 host: self.host.clone(),
                 key_host,
                 fingerprint,
