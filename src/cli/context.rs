@@ -50,7 +50,12 @@ pub struct GlobalArgs {
     pub verbose: bool,
     /// Give up on a host whose reply to a command has sent no byte for SECS (fractions
     /// allowed); exit 3.
-    #[arg(long, global = true, value_name = "SECS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECS",
+        default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64()
+    )]
     pub timeout: f64,
     /// Give up on a host whose reply to one command is not complete after SECS, however
     /// steadily it arrives [default: 10 × --timeout, so 300].

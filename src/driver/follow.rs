@@ -1,9 +1,10 @@
 //! Feeding a session to a sink: its first page, then (`--follow`) a poll from the last cursor
 //! every interval until a stop signal, each record handed on once. The loop's policies live
-//! here: a host error that a later attempt may not see (a dropped connection) is retried from
-//! the last cursor with backoff (1 s, doubling, at most 30 s), so nothing is lost or given
-//! twice; any other error ends the loop. The caller brings the output ([`FeedSink`]), the
-//! clock ([`Clock`]) and the stop signal (a future), so tests run the loop on a script.
+//! here: a host error that a later attempt may not see (a dropped connection, a stalled reply)
+//! is retried from the last cursor with backoff (1 s, doubling, at most 30 s), so nothing is
+//! lost or given twice; any other error ends the loop. The caller brings the output
+//! ([`FeedSink`]), the clock ([`Clock`]) and the stop signal (a future), so tests run the loop
+//! on a script.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -260,8 +261,9 @@ fn keep_unseen(seen: &mut Option<HashSet<String>>, records: &mut Vec<Record>) {
     }
 }
 
-/// Whether a later attempt may not see this host error: it is about the connection, not about
-/// the file or who we are (a refused path, a host key, authentication, the SSH configuration).
+/// Whether a later attempt may not see this host error: it is about the connection (dropped,
+/// or a reply that broke its time bound), not about the file or who we are (a refused path, a
+/// host key, authentication, the SSH configuration).
 pub fn is_transient(err: &HostError) -> bool {
     !matches!(
         err,

@@ -299,10 +299,8 @@ impl SshSession {
             exit_status: None,
             exit_signal: None,
         };
-        // Moved on by every byte of stdout or stderr; whichever of it and `whole` comes first
-        // ends the wait.
-        let mut quiet_until = start + idle;
-        let deadline = tokio::time::sleep_until(quiet_until.min(whole));
+        // Moved on by every byte of stdout or stderr, never past `whole`.
+        let deadline = tokio::time::sleep_until((start + idle).min(whole));
         tokio::pin!(deadline);
         let mut received = 0usize;
         loop {
@@ -322,7 +320,10 @@ impl SshSession {
                     } else if received == 0 {
                         format!("no reply for {} after the command was sent", seconds(idle))
                     } else {
-                        format!("the reply stopped: no byte for {} after {received} bytes", seconds(idle))
+                        format!(
+                            "the reply stopped: no byte for {} after {received} bytes",
+                            seconds(idle)
+                        )
                     };
                     return Err(self.timed_out(reason));
                 }
@@ -330,8 +331,7 @@ impl SshSession {
                     None | Some(ChannelMsg::Close) => break,
                     Some(ChannelMsg::Data { data }) => {
                         received += data.len();
-                        quiet_until = tokio::time::Instant::now() + idle;
-                        deadline.as_mut().reset(quiet_until.min(whole));
+                        deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
                         let new_len = out.stdout.len() + data.len();
                         if new_len > max_stdout {
                             let _ = write.close().await;
@@ -348,8 +348,7 @@ impl SshSession {
                     }
                     Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
                         received += data.len();
-                        quiet_until = tokio::time::Instant::now() + idle;
-                        deadline.as_mut().reset(quiet_until.min(whole));
+                        deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
                         let room = MAX_STDERR.saturating_sub(out.stderr.len());
                         out.stderr.extend_from_slice(&data[..data.len().min(room)]);
                     }
@@ -578,6 +577,19 @@ mod tests {
         is_send(session.exec("true", b"", 1));
         is_send(SshSession::connect("h", target));
         is_send(session);
+    }
+
+    #[test]
+    fn bounds_are_said_in_seconds() {
+        assert_eq!(seconds(DEFAULT_IDLE_TIMEOUT), "30 s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(
+            ReplyTimeouts::default(),
+            ReplyTimeouts {
+                idle: Duration::from_secs(30),
+                total: Duration::from_secs(300)
+            }
+        );
     }
 
     #[test]
