@@ -62,6 +62,9 @@ pub enum UsageError {
     Interval { secs: f64 },
     #[error("--wait wants seconds, got {secs}")]
     Wait { secs: f64 },
+    /// `--timeout`, `--reply-timeout`, `--run-timeout`.
+    #[error("{flag} wants a positive number of seconds, got {secs}")]
+    Timeout { flag: &'static str, secs: f64 },
     #[error("no hosts to check: name some, or define them in the hosts file")]
     NoHostsToCheck,
     #[error("`script list` takes no --path")]
@@ -168,6 +171,7 @@ fn exit_code(error: &Error) -> u8 {
 fn host_exit_code(error: &HostError) -> u8 {
     match error {
         HostError::Unreachable { .. }
+        | HostError::TimedOut { .. }
         | HostError::Auth { .. }
         | HostError::HostKeyUnknown { .. }
         | HostError::HostKeyChanged { .. }

@@ -1,6 +1,8 @@
 //! `clankie-read check --state FILE [HOST…]`: one `activity` line per session that changed since
 //! the last run (cron), hosts checked concurrently; a failed host keeps its old state and makes
-//! the exit status 3 while the others are still saved.
+//! the exit status 3 while the others are still saved. The run is bounded (`--run-timeout`,
+//! counted from when the state lock is taken): a host still unanswered then has failed, so the
+//! lock is never held longer than that and the saving.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,13 +11,16 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::context::{Context, GlobalArgs};
+use super::context::{Context, GlobalArgs, positive_secs};
 use crate::check::{State, StateError, StateLock, check_host};
 use crate::driver::roots_for;
 use crate::error::{Error, Outcome, UsageError};
+use clankie_host::HostError;
 
 /// Hosts checked at once.
 const CONCURRENT_HOSTS: usize = 8;
+/// `--run-timeout` by default.
+const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -34,11 +39,16 @@ pub struct CheckArgs {
     /// Seconds to wait for another run's lock before exiting 75.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub wait: f64,
+    /// Seconds the run may take once it holds the lock: a host still unanswered then is
+    /// reported as failed and keeps its old cursors; the others are saved.
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_RUN_TIMEOUT.as_secs_f64())]
+    pub run_timeout: f64,
 }
 
 pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome, Error> {
     let wait =
         Duration::try_from_secs_f64(args.wait).map_err(|_| UsageError::Wait { secs: args.wait })?;
+    let run_timeout = positive_secs("--run-timeout", args.run_timeout)?;
     let ctx = Context::new(global)?;
     let names: Vec<String> = if args.host_names.is_empty() {
         ctx.hosts_file().names().map(String::from).collect()
@@ -59,6 +69,8 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
         }
         Err(e) => return Err(e.into()),
     };
+    // The run's bound starts with the lock: held for at most this, and the saving.
+    let deadline = tokio::time::Instant::now() + run_timeout;
     let previous = State::load(&args.state)?;
     let baseline = previous.is_none();
     let previous = Arc::new(previous.unwrap_or_default());
@@ -69,22 +81,34 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
         let (name, previous, limit, keep) =
             (name.clone(), previous.clone(), limit.clone(), args.records);
         tasks.spawn(async move {
-            let _permit = limit.acquire_owned().await;
-            let result = match opened {
-                Ok(opened) => {
-                    let roots = roots_for(&opened.roots, None);
-                    check_host(
-                        &opened.host,
-                        &roots,
-                        previous.hosts.get(&name),
-                        baseline,
-                        keep,
-                    )
-                    .await
-                    .map_err(Error::from)
-                }
-                Err(e) => Err(e),
+            let checked = async {
+                let _permit = limit.acquire_owned().await;
+                let opened = opened?;
+                let roots = roots_for(&opened.roots, None);
+                check_host(
+                    &opened.host,
+                    &roots,
+                    previous.hosts.get(&name),
+                    baseline,
+                    keep,
+                )
+                .await
+                .map_err(Error::from)
             };
+            // Out of time: the host's work is dropped (its connection with it).
+            let result = tokio::time::timeout_at(deadline, checked)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(HostError::TimedOut {
+                        host: name.clone(),
+                        reason: format!(
+                            "no complete answer within the run's {} s (--run-timeout); its \
+                             old cursors are kept",
+                            run_timeout.as_secs_f64()
+                        ),
+                    }
+                    .into())
+                });
             (index, name, result)
         });
     }
@@ -111,7 +135,14 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
             Err(err) => {
                 // The host keeps its old cursors; the others are still saved.
                 out.flush()?;
-                super::warn(&[format!("{name}: {err}")]);
+                // Host errors name their host already.
+                let line = err.to_string();
+                let prefix = format!("{name}: ");
+                super::warn(&[if line.starts_with(&prefix) {
+                    line
+                } else {
+                    format!("{prefix}{line}")
+                }]);
                 failed += 1;
             }
         }

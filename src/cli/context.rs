@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
@@ -14,6 +15,7 @@ use crate::config::HostsFile;
 use crate::error::{Error, UsageError};
 use crate::render::Renderer;
 use crate::render::text::TextOptions;
+use clankie_host::ssh::{DEFAULT_IDLE_TIMEOUT, ReplyTimeouts};
 use clankie_host::{AnyHost, Dialect, HostConfig, Transport};
 use clankie_model::RootSpec;
 
@@ -46,6 +48,19 @@ pub struct GlobalArgs {
     /// Say more on stderr.
     #[arg(short, long, global = true)]
     pub verbose: bool,
+    /// Give up on a host whose reply to a command has sent no byte for SECS (fractions
+    /// allowed); exit 3.
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECS",
+        default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64()
+    )]
+    pub timeout: f64,
+    /// Give up on a host whose reply to one command is not complete after SECS, however
+    /// steadily it arrives [default: 10 × --timeout, so 300].
+    #[arg(long, global = true, value_name = "SECS")]
+    pub reply_timeout: Option<f64>,
 }
 
 impl GlobalArgs {
@@ -53,6 +68,17 @@ impl GlobalArgs {
     /// naming the supported ones.
     pub fn root_overrides(&self) -> Result<Vec<RootSpec>, UsageError> {
         self.roots.iter().map(|spec| parse_root(spec)).collect()
+    }
+
+    /// The time bounds of each command's reply (no I/O): `--timeout` for silence, and
+    /// `--reply-timeout` (else ten times `--timeout`) for the whole reply.
+    pub fn reply_timeouts(&self) -> Result<ReplyTimeouts, UsageError> {
+        let idle = positive_secs("--timeout", self.timeout)?;
+        let total = match self.reply_timeout {
+            Some(secs) => positive_secs("--reply-timeout", secs)?,
+            None => idle.saturating_mul(REPLY_TIMEOUT_FACTOR),
+        };
+        Ok(ReplyTimeouts { idle, total })
     }
 
     fn color_enabled(&self) -> bool {
@@ -64,6 +90,17 @@ impl GlobalArgs {
                     && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
             }
         }
+    }
+}
+
+/// `--reply-timeout` when not given: this many times `--timeout` (30 s → 300 s).
+const REPLY_TIMEOUT_FACTOR: u32 = 10;
+
+/// A time bound given in seconds: positive and finite, else a usage error naming the flag.
+pub(super) fn positive_secs(flag: &'static str, secs: f64) -> Result<Duration, UsageError> {
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(UsageError::Timeout { flag, secs }),
     }
 }
 
@@ -96,6 +133,8 @@ pub(super) struct Context {
     roots: Vec<RootSpec>,
     hosts: HostsFile,
     ssh_config: Option<PathBuf>,
+    /// `--timeout`, `--reply-timeout`: given to every host opened.
+    timeouts: ReplyTimeouts,
 }
 
 /// A host as the user addressed it, opened (not yet connected), with its roots: `--root`
@@ -112,6 +151,7 @@ impl Context {
     /// any file is read.
     pub(super) fn new(global: &GlobalArgs) -> Result<Context, Error> {
         let roots = global.root_overrides()?;
+        let timeouts = global.reply_timeouts()?;
         let hosts = HostsFile::load(global.hosts.as_deref())?;
         Ok(Context {
             verbose: global.verbose,
@@ -119,6 +159,7 @@ impl Context {
             roots,
             hosts,
             ssh_config: global.ssh_config.clone(),
+            timeouts,
         })
     }
 
@@ -152,7 +193,8 @@ impl Context {
     /// Opens the host named `name` with its roots. Nothing is connected yet.
     pub(super) fn open(&self, name: &str) -> Result<OpenHost, Error> {
         let (config, file_roots) = self.lookup(name);
-        let host = clankie_host::open(&config, self.ssh_config.as_deref())?;
+        let mut host = clankie_host::open(&config, self.ssh_config.as_deref())?;
+        host.set_reply_timeouts(self.timeouts);
         let mut roots = self.roots.clone();
         roots.extend(
             file_roots
@@ -205,6 +247,8 @@ mod tests {
             roots: roots.iter().map(|r| r.to_string()).collect(),
             color: ColorChoice::Never,
             verbose: false,
+            timeout: 30.0,
+            reply_timeout: None,
         };
         Context {
             verbose: false,
@@ -212,6 +256,7 @@ mod tests {
             roots: global.root_overrides().unwrap(),
             hosts: HostsFile::parse(hosts, Path::new("h.toml")).unwrap(),
             ssh_config: None,
+            timeouts: global.reply_timeouts().unwrap(),
         }
     }
 
@@ -267,6 +312,38 @@ mod tests {
     }
 
     #[test]
+    fn the_whole_reply_bound_is_ten_times_the_silence_bound_unless_given() {
+        let args = |timeout: f64, reply_timeout: Option<f64>| GlobalArgs {
+            hosts: None,
+            ssh_config: None,
+            roots: Vec::new(),
+            color: ColorChoice::Never,
+            verbose: false,
+            timeout,
+            reply_timeout,
+        };
+        let secs = Duration::from_secs_f64;
+        assert_eq!(
+            args(30.0, None).reply_timeouts().unwrap(),
+            ReplyTimeouts::default()
+        );
+        assert_eq!(
+            args(0.5, None).reply_timeouts().unwrap(),
+            ReplyTimeouts {
+                idle: secs(0.5),
+                total: secs(5.0)
+            }
+        );
+        assert_eq!(
+            args(2.0, Some(4.0)).reply_timeouts().unwrap(),
+            ReplyTimeouts {
+                idle: secs(2.0),
+                total: secs(4.0)
+            }
+        );
+    }
+
+    #[test]
     fn bad_roots_and_targets_are_usage_errors() {
         let global = |root: &str| GlobalArgs {
             hosts: None,
@@ -274,6 +351,8 @@ mod tests {
             roots: vec![root.to_string()],
             color: ColorChoice::Auto,
             verbose: false,
+            timeout: 30.0,
+            reply_timeout: None,
         };
         for (root, message) in [
             ("claude", "--root wants HARNESS=DIR, got `claude`"),
@@ -286,6 +365,35 @@ mod tests {
             global("nope=/x").root_overrides(),
             Err(UsageError::UnknownHarness { .. })
         ));
+        for (timeout, reply_timeout, message) in [
+            (
+                0.0,
+                None,
+                "--timeout wants a positive number of seconds, got 0",
+            ),
+            (
+                -1.0,
+                None,
+                "--timeout wants a positive number of seconds, got -1",
+            ),
+            (
+                f64::NAN,
+                None,
+                "--timeout wants a positive number of seconds, got NaN",
+            ),
+            (
+                1.0,
+                Some(0.0),
+                "--reply-timeout wants a positive number of seconds, got 0",
+            ),
+        ] {
+            let args = GlobalArgs {
+                timeout,
+                reply_timeout,
+                ..global("claude=/x")
+            };
+            assert_eq!(args.reply_timeouts().unwrap_err().to_string(), message);
+        }
         assert_eq!(split_target("a:b:c").unwrap(), ("a", "b:c"));
         for bad in ["a", ":b", "a:"] {
             assert!(matches!(split_target(bad), Err(UsageError::Target { .. })));

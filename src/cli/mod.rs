@@ -80,7 +80,14 @@ const SUBCOMMANDS: &[&str] = &[
     "help",
 ];
 /// Global options that take a value (so the shorthand scan can skip their values).
-const VALUE_OPTIONS: &[&str] = &["--hosts", "--ssh-config", "--root", "--color"];
+const VALUE_OPTIONS: &[&str] = &[
+    "--hosts",
+    "--ssh-config",
+    "--root",
+    "--color",
+    "--timeout",
+    "--reply-timeout",
+];
 
 /// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`.
 fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {

@@ -1,9 +1,10 @@
 //! Feeding a session to a sink: its first page, then (`--follow`) a poll from the last cursor
 //! every interval until a stop signal, each record handed on once. The loop's policies live
-//! here: a host error that a later attempt may not see (a dropped connection) is retried from
-//! the last cursor with backoff (1 s, doubling, at most 30 s), so nothing is lost or given
-//! twice; any other error ends the loop. The caller brings the output ([`FeedSink`]), the
-//! clock ([`Clock`]) and the stop signal (a future), so tests run the loop on a script.
+//! here: a host error that a later attempt may not see (a dropped connection, a stalled reply)
+//! is retried from the last cursor with backoff (1 s, doubling, at most 30 s), so nothing is
+//! lost or given twice; any other error ends the loop. The caller brings the output
+//! ([`FeedSink`]), the clock ([`Clock`]) and the stop signal (a future), so tests run the loop
+//! on a script.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -209,7 +210,14 @@ impl<'a, H: Host> SessionFeed<'a, H> {
                 Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
                     host.disconnect().await;
                     let wait = outage.map_or(FIRST_RETRY, |w| (w * 2).min(MAX_RETRY));
-                    sink.warning(&format!("{err}; retrying in {}s", wait.as_secs()));
+                    let retrying = format!("retrying in {}s", wait.as_secs());
+                    sink.warning(&match &err {
+                        // A stall is a dropped connection here: the loop does not give up.
+                        HostError::TimedOut { host, reason } => {
+                            format!("{host}: {reason}; {retrying}")
+                        }
+                        err => format!("{err}; {retrying}"),
+                    });
                     outage = Some(wait);
                     delay = wait;
                 }
@@ -253,8 +261,9 @@ fn keep_unseen(seen: &mut Option<HashSet<String>>, records: &mut Vec<Record>) {
     }
 }
 
-/// Whether a later attempt may not see this host error: it is about the connection, not about
-/// the file or who we are (a refused path, a host key, authentication, the SSH configuration).
+/// Whether a later attempt may not see this host error: it is about the connection (dropped,
+/// or a reply that broke its time bound), not about the file or who we are (a refused path, a
+/// host key, authentication, the SSH configuration).
 pub fn is_transient(err: &HostError) -> bool {
     !matches!(
         err,
@@ -498,6 +507,38 @@ mod tests {
     }
 
     #[test]
+    fn a_stalled_host_is_retried_like_a_dropped_connection() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(4);
+            let (host, path) = (&host, &path);
+            let mut clock = ScriptClock::new()
+                .then(move || {
+                    host.append(path, all[4..].concat());
+                    host.fail_next(1, || HostError::TimedOut {
+                        host: "mem".into(),
+                        reason: "no reply for 30 s after the command was sent".into(),
+                    });
+                })
+                .then(|| {});
+            let (sink, end) = follow_for(host, &mut clock, 2).await;
+            end.unwrap();
+            let session = resolve(host, ID).await;
+            assert_eq!(sink.ids(), all_ids(host, &session).await);
+            assert_eq!(clock.sleeps, [INTERVAL, Duration::from_secs(1)]);
+            assert_eq!(
+                sink.warnings(),
+                [
+                    // Not "giving up": the follow goes on.
+                    "mem: no reply for 30 s after the command was sent; retrying in 1s",
+                    "mem: reconnected; continuing from the last cursor",
+                ]
+            );
+            assert_eq!(host.calls().disconnect, 1);
+        });
+    }
+
+    #[test]
     fn backoff_doubles_up_to_thirty_seconds() {
         block_on(async {
             let (host, _) = short_host(4);
@@ -662,6 +703,10 @@ mod tests {
         assert!(is_transient(&HostError::Protocol {
             host: host(),
             reason: "eof".into()
+        }));
+        assert!(is_transient(&HostError::TimedOut {
+            host: host(),
+            reason: "no reply for 30 s after the command was sent".into()
         }));
         assert!(!is_transient(&HostError::Auth {
             host: host(),

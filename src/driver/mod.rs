@@ -118,9 +118,11 @@ impl<'h, H: Host> Reader<'h, H> {
             };
             match found {
                 Ok(found) => sessions.extend(found),
-                // An unreachable host fails the listing as it would for files.
+                // An unreachable or stalled host fails the listing as it would for files.
                 Err(DriverError::Host(
-                    e @ (HostError::Unreachable { .. } | HostError::Auth { .. }),
+                    e @ (HostError::Unreachable { .. }
+                    | HostError::Auth { .. }
+                    | HostError::TimedOut { .. }),
                 )) => {
                     return Err(e);
                 }

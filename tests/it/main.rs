@@ -16,6 +16,7 @@ mod fixtures;
 mod follow;
 mod harness_names;
 mod harnesses;
+mod hostile;
 mod hosts;
 mod redaction;
 mod sqlite;

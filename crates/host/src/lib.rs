@@ -34,6 +34,9 @@ pub struct FileRef {
 pub enum HostError {
     #[error("{host}: cannot connect: {reason}")]
     Unreachable { host: String, reason: String },
+    /// A remote step broke its time bound (a host that accepted the command, then stalled).
+    #[error("{host}: {reason}; giving up")]
+    TimedOut { host: String, reason: String },
     #[error("{host}: ssh config: {reason}")]
     SshConfig { host: String, reason: String },
     #[error("{host}: authentication failed: {reason}")]
@@ -168,6 +171,13 @@ impl AnyHost {
         match self {
             AnyHost::Ssh(h) => h.take_notes(),
             AnyHost::Local(_) => Vec::new(),
+        }
+    }
+
+    /// Sets the time bounds of each remote command (no-op for local: nothing remote).
+    pub fn set_reply_timeouts(&mut self, timeouts: ssh::ReplyTimeouts) {
+        if let AnyHost::Ssh(h) = self {
+            h.set_reply_timeouts(timeouts);
         }
     }
 

@@ -180,6 +180,63 @@ fi
 printf '%s' 'NOISY-OUT-3: no newline after this'
 "#;
 
+/// Login shells that accept the command and then misbehave, for the time-bound tests
+/// (`tests/it/hostile.rs`); [`Sshd::add_hostile_user`] makes a user with one. Each keeps running
+/// only while its connection lives (it polls its parent, sshd's session process), so a test
+/// leaves nothing behind however it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hostile {
+    /// Reads the script on stdin to its end, then prints nothing and never exits.
+    Silent,
+    /// Reads the script, prints the BEGIN line of the reply's frame (with the script's own
+    /// nonce), then one byte a second, for ever: never the END line.
+    Drip,
+    /// A plain `sh` while `~/stall` does not exist; [`Hostile::Silent`] while it does (a host
+    /// that answers, then stalls).
+    StallOnFlag,
+}
+
+impl Hostile {
+    /// The login shell's script.
+    pub(crate) fn script(self) -> &'static str {
+        match self {
+            Hostile::Silent => SILENT_SHELL,
+            Hostile::Drip => DRIP_SHELL,
+            Hostile::StallOnFlag => STALL_ON_FLAG_SHELL,
+        }
+    }
+}
+
+const SILENT_SHELL: &str = r#"#!/bin/sh
+# A hostile login shell (tests/it/common/sshd.rs, Hostile::Silent): takes the command and its
+# stdin, then says nothing until the connection is gone.
+cat >/dev/null
+while kill -0 "$PPID" 2>/dev/null; do sleep 1; done
+"#;
+
+const DRIP_SHELL: &str = r#"#!/bin/sh
+# A hostile login shell (tests/it/common/sshd.rs, Hostile::Drip): reads the script, opens the
+# reply's frame with the script's own nonce (its line N='…'), then drips a byte a second.
+n=$(sed -n "s/^N='\([0-9a-f]*\)'\$//p")
+printf '%s:BEGIN Linux
+' "$n"
+while kill -0 "$PPID" 2>/dev/null; do
+    printf 'x' || exit 0
+    sleep 1
+done
+"#;
+
+const STALL_ON_FLAG_SHELL: &str = r#"#!/bin/sh
+# A hostile login shell (tests/it/common/sshd.rs, Hostile::StallOnFlag): a plain sh, except
+# that while ~/stall exists it takes the command and says nothing until the connection is gone.
+if [ -e "$HOME/stall" ]; then
+    cat >/dev/null
+    while kill -0 "$PPID" 2>/dev/null; do sleep 1; done
+    exit 0
+fi
+exec /bin/sh "$@"
+"#;
+
 /// Directory (relative to ck_busybox's home) holding only symlinks to busybox, one per applet.
 /// ck_busybox's `~/.ssh/environment` sets PATH to it and its login shell is its `sh` link.
 pub(crate) const BUSYBOX_BIN: &str = ".ck-busybox-bin";
@@ -331,6 +388,11 @@ impl Sshd {
         with_users_lock(|| write_owned(&account, &shell, script.as_bytes(), 0o755))
             .unwrap_or_else(|e| panic!("{e}"));
         alias
+    }
+
+    /// [`Sshd::add_script_user`] with a [`Hostile`] login shell. Returns the alias.
+    pub(crate) fn add_hostile_user(&self, name: &str, kind: Hostile) -> String {
+        self.add_script_user(name, kind.script())
     }
 
     /// Kills every connection this sshd is serving for `user` — the privileged monitor, the

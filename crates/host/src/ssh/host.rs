@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::config::SshTarget;
-use super::session::{ExecOutput, SshSession};
+use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, Dialect, Invocation, posix};
 use crate::{FileRef, Host, HostError};
 use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
@@ -17,6 +17,8 @@ pub struct SshHost {
     name: String,
     target: SshTarget,
     session: Mutex<Option<Arc<SshSession>>>,
+    /// The time bounds of each script's reply.
+    timeouts: ReplyTimeouts,
     /// The dialect: the configured one, or (`shell = auto`) the one settled on by the first
     /// call; `None` until then.
     dialect: Mutex<Option<Dialect>>,
@@ -51,9 +53,20 @@ impl SshHost {
             name: name.into(),
             target,
             session: Mutex::new(None),
+            timeouts: ReplyTimeouts::default(),
             dialect: Mutex::new(shell),
             notes: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Sets the time bounds of each script's reply (from the next connection on).
+    pub fn set_reply_timeouts(&mut self, timeouts: ReplyTimeouts) {
+        self.timeouts = timeouts;
+    }
+
+    /// The time bounds of each script's reply.
+    pub fn reply_timeouts(&self) -> ReplyTimeouts {
+        self.timeouts
     }
 
     /// Notes for `-v` gathered so far (taken: each is returned once).
@@ -109,8 +122,8 @@ impl SshHost {
         Ok((nonce, again))
     }
 
-    /// Runs one invocation; a failure that means the connection is gone forgets it, so a
-    /// caller that retries reconnects.
+    /// Runs one invocation; a failure that means the connection is gone, or a reply that timed
+    /// out (the link may be what stalled), forgets it, so a caller that retries reconnects.
     async fn exec(
         &self,
         invocation: &Invocation,
@@ -123,7 +136,10 @@ impl SshHost {
         {
             Ok(out) => Ok(out),
             Err(err) => {
-                if matches!(err, HostError::Unreachable { .. }) {
+                if matches!(
+                    err,
+                    HostError::Unreachable { .. } | HostError::TimedOut { .. }
+                ) {
                     self.disconnect().await;
                 }
                 Err(err)
@@ -141,7 +157,9 @@ impl SshHost {
         if let Some(session) = slot.as_ref() {
             return Ok(session.clone());
         }
-        let session = Arc::new(SshSession::connect(&self.name, &self.target).await?);
+        let mut session = SshSession::connect(&self.name, &self.target).await?;
+        session.set_reply_timeouts(self.timeouts);
+        let session = Arc::new(session);
         *slot = Some(session.clone());
         Ok(session)
     }

@@ -11,4 +11,7 @@ mod session;
 
 pub use config::{SshTarget, StrictHostKeyChecking, resolve};
 pub use host::{Probe, SshHost};
-pub use session::{DEFAULT_CONNECT_TIMEOUT, ExecOutput, MAX_CHANNELS, SshSession};
+pub use session::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_REPLY_TIMEOUT, ExecOutput, MAX_CHANNELS,
+    ReplyTimeouts, SshSession,
+};

@@ -1,6 +1,11 @@
 //! The SSH connection: one russh connection per host ([`SshSession`]), host keys checked against
 //! the user's known_hosts, public-key auth, and `exec` of one command with stdin in and bounded
 //! stdout out. Nothing is installed or written on the remote side.
+//!
+//! Every remote step has a time bound, and the timers live here: connecting (TCP, handshake and
+//! authentication) within ConnectTimeout, else [`DEFAULT_CONNECT_TIMEOUT`]; each `exec` within
+//! its [`ReplyTimeouts`]: no byte for `idle`, or the whole reply not done in `total` (a host that
+//! drips a byte a second is caught by the second).
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -24,6 +29,12 @@ use crate::HostError;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// At most this many channels at once on one connection (sshd's MaxSessions default is 10).
 pub const MAX_CHANNELS: usize = 8;
+/// How long an `exec` may go without a byte of reply ([`ReplyTimeouts::idle`]) by default.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a whole `exec` reply may take ([`ReplyTimeouts::total`]) by default.
+pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long closing a channel that timed out may take before it is dropped instead.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// ProxyJump chains longer than this are refused (a `Host *` ProxyJump loops forever otherwise).
 const MAX_JUMP_DEPTH: usize = 8;
 /// stderr beyond this is dropped (it only ever feeds error messages).
@@ -40,6 +51,30 @@ pub struct ExecOutput {
     pub exit_signal: Option<String>,
 }
 
+/// The time bounds of one `exec`, counted from when the channel is asked for (after waiting for
+/// a free one of the [`MAX_CHANNELS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyTimeouts {
+    /// The longest wait for the next byte (stdout or stderr), and for the channel to open.
+    pub idle: Duration,
+    /// The longest the whole reply may take, however steadily it arrives.
+    pub total: Duration,
+}
+
+impl Default for ReplyTimeouts {
+    fn default() -> ReplyTimeouts {
+        ReplyTimeouts {
+            idle: DEFAULT_IDLE_TIMEOUT,
+            total: DEFAULT_REPLY_TIMEOUT,
+        }
+    }
+}
+
+/// `30 s`, `0.5 s`: a duration as a message says it.
+pub(crate) fn seconds(duration: Duration) -> String {
+    format!("{} s", duration.as_secs_f64())
+}
+
 /// One authenticated SSH connection. `exec` takes `&self`: up to [`MAX_CHANNELS`] run at once,
 /// the rest wait.
 pub struct SshSession {
@@ -48,6 +83,8 @@ pub struct SshSession {
     host: String,
     handle: client::Handle<Verifier>,
     channels: Semaphore,
+    /// The bounds of each `exec` (the defaults until [`SshSession::set_reply_timeouts`]).
+    timeouts: ReplyTimeouts,
     // Declared after `handle`, so the tunnel outlives the connection inside it.
     jump: Option<Box<SshSession>>,
     /// The ProxyCommand process carrying the connection (killed on drop).
@@ -188,9 +225,27 @@ impl SshSession {
         &self.host
     }
 
+    /// Sets the time bounds of every later `exec`.
+    pub fn set_reply_timeouts(&mut self, timeouts: ReplyTimeouts) {
+        self.timeouts = timeouts;
+    }
+
+    /// The time bounds of each `exec`.
+    pub fn reply_timeouts(&self) -> ReplyTimeouts {
+        self.timeouts
+    }
+
+    fn timed_out(&self, reason: String) -> HostError {
+        HostError::TimedOut {
+            host: self.host.clone(),
+            reason,
+        }
+    }
+
     /// Runs `command` (no PTY), writes `stdin` then EOF, and collects stdout and stderr until
     /// the channel closes. Fails once stdout would exceed `max_stdout` bytes, without ever
-    /// holding more than that.
+    /// holding more than that, and with [`HostError::TimedOut`] (the channel closed) when the
+    /// reply breaks its [`ReplyTimeouts`].
     pub async fn exec(
         &self,
         command: &str,
@@ -209,15 +264,31 @@ impl SshSession {
                 unreachable(&self.host, format!("{what}: {e}"))
             }
         };
-        let channel = self
-            .handle
-            .channel_open_session()
-            .await
-            .map_err(|e| lost("opening a channel", e))?;
-        channel
-            .exec(true, command)
-            .await
-            .map_err(|e| lost("starting the command", e))?;
+        let ReplyTimeouts { idle, total } = self.timeouts;
+        let start = tokio::time::Instant::now();
+        let whole = start + total;
+        let opening = async {
+            let channel = self
+                .handle
+                .channel_open_session()
+                .await
+                .map_err(|e| lost("opening a channel", e))?;
+            channel
+                .exec(true, command)
+                .await
+                .map_err(|e| lost("starting the command", e))?;
+            Ok(channel)
+        };
+        let channel = match tokio::time::timeout_at((start + idle).min(whole), opening).await {
+            Ok(opened) => opened?,
+            // Dropping the half-opened channel closes it.
+            Err(_) => {
+                return Err(self.timed_out(format!(
+                    "no answer for {} to opening a channel for the command",
+                    seconds(idle.min(total))
+                )));
+            }
+        };
         let (mut read, write) = channel.split();
         let writer = async {
             write.data(stdin).await?;
@@ -231,13 +302,39 @@ impl SshSession {
             exit_status: None,
             exit_signal: None,
         };
+        // Moved on by every byte of stdout or stderr, never past `whole`.
+        let deadline = tokio::time::sleep_until((start + idle).min(whole));
+        tokio::pin!(deadline);
+        let mut received = 0usize;
         loop {
             tokio::select! {
                 // The command may exit without reading its stdin; that is its business.
                 _ = &mut writer, if !writer_done => writer_done = true,
+                () = &mut deadline => {
+                    // The command is not waited for: its channel is closed (or, on a link so
+                    // wedged that even that stalls, dropped).
+                    let _ = tokio::time::timeout(CLOSE_GRACE, write.close()).await;
+                    let now = tokio::time::Instant::now();
+                    let reason = if now >= whole {
+                        format!(
+                            "the reply was not complete after {} ({received} bytes so far)",
+                            seconds(total)
+                        )
+                    } else if received == 0 {
+                        format!("no reply for {} after the command was sent", seconds(idle))
+                    } else {
+                        format!(
+                            "the reply stopped: no byte for {} after {received} bytes",
+                            seconds(idle)
+                        )
+                    };
+                    return Err(self.timed_out(reason));
+                }
                 msg = read.wait() => match msg {
                     None | Some(ChannelMsg::Close) => break,
                     Some(ChannelMsg::Data { data }) => {
+                        received += data.len();
+                        deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
                         let new_len = out.stdout.len() + data.len();
                         if new_len > max_stdout {
                             let _ = write.close().await;
@@ -253,6 +350,8 @@ impl SshSession {
                         out.stdout.extend_from_slice(&data);
                     }
                     Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                        received += data.len();
+                        deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
                         let room = MAX_STDERR.saturating_sub(out.stderr.len());
                         out.stderr.extend_from_slice(&data[..data.len().min(room)]);
                     }
@@ -464,6 +563,7 @@ where
         host: label.to_string(),
         handle,
         channels: Semaphore::new(MAX_CHANNELS),
+        timeouts: ReplyTimeouts::default(),
         jump,
         _proxy: None,
     })
@@ -480,6 +580,19 @@ mod tests {
         is_send(session.exec("true", b"", 1));
         is_send(SshSession::connect("h", target));
         is_send(session);
+    }
+
+    #[test]
+    fn bounds_are_said_in_seconds() {
+        assert_eq!(seconds(DEFAULT_IDLE_TIMEOUT), "30 s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(
+            ReplyTimeouts::default(),
+            ReplyTimeouts {
+                idle: Duration::from_secs(30),
+                total: Duration::from_secs(300)
+            }
+        );
     }
 
     #[test]

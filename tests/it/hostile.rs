@@ -1,0 +1,410 @@
+//! Hosts that accept the command and then stall (`common::sshd::Hostile` login shells on the
+//! real sshd): every command ends within its time bound with one line on stderr and exit 3,
+//! nothing of the reply printed; `check` ends within `--run-timeout`, saves the hosts that
+//! answered and keeps the stalled host's old cursors, and does not lock a concurrent run out
+//! for longer than that; `--follow` rides out a stall as it does a dropped connection.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::run_with_stdin;
+use crate::common::sshd::{Hostile, Sshd, sshd_or_skip};
+use crate::support::{code, ids, ndjson, stderr};
+
+/// What a run may take beyond its bound: starting the binary, connecting, a loaded machine.
+const SLACK: Duration = Duration::from_secs(8);
+
+fn line(id: &str) -> String {
+    format!(
+        "{}\n",
+        serde_json::json!({"type":"user","uuid":id,"timestamp":"2026-11-02T10:00:00.000Z",
+            "message":{"role":"user","content":format!("prompt {id}")}})
+    )
+}
+
+/// The binary with the fixture's SSH config and `args`; HOME is `home`.
+fn clankie(sshd: &Sshd, home: &Path, args: &[&str]) -> Command {
+    let mut cmd = crate::support::clankie(home);
+    cmd.arg("--ssh-config").arg(sshd.ssh_config()).args(args);
+    cmd
+}
+
+/// Runs to the end (failing the test if that takes longer than `bound` and the slack twice
+/// over); returns the output and how long it took.
+fn run_timed(mut cmd: Command, bound: Duration) -> (Output, Duration) {
+    let start = Instant::now();
+    let out = run_with_stdin(&mut cmd, b"", bound + 2 * SLACK);
+    (out, start.elapsed())
+}
+
+/// The run gave up on its host when its bound ran out, not before and not much after, with one
+/// line naming why, exit 3, and nothing of what the host sent printed.
+fn assert_given_up(out: &Output, elapsed: Duration, bound: Duration, says: &str) {
+    let err = stderr(out);
+    assert_eq!(code(out), 3, "{err}");
+    assert!(
+        elapsed >= bound && elapsed < bound + SLACK,
+        "ended after {elapsed:?}, bound {bound:?}: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("clankie-read: "), "{err}");
+    assert!(err.contains(says), "want {says:?} in: {err}");
+    assert!(err.trim_end().ends_with("; giving up"), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {:?}",
+        stderr_of(&out.stdout)
+    );
+    for raw in ["BEGIN", "xx"] {
+        assert!(!err.contains(raw), "printed what the host sent: {err}");
+    }
+}
+
+fn stderr_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_host_that_says_nothing_is_given_up_after_the_timeout() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let alias = sshd.add_hostile_user("ck_silent", Hostile::Silent);
+    let home = tempfile::tempdir().unwrap();
+    let bound = Duration::from_secs(2);
+    let (out, elapsed) = run_timed(
+        clankie(sshd, home.path(), &["--timeout", "2", "ls", &alias]),
+        bound,
+    );
+    assert_given_up(
+        &out,
+        elapsed,
+        bound,
+        &format!("{alias}: no reply for 2 s after the command was sent; giving up"),
+    );
+    // A read, with the flag after the subcommand and in fractions, and NDJSON asked for.
+    let target = format!("{alias}:5e55ed01");
+    let bound = Duration::from_millis(1500);
+    let args = ["read", &target, "--json", "--timeout", "1.5"];
+    let (out, elapsed) = run_timed(clankie(sshd, home.path(), &args), bound);
+    assert_given_up(&out, elapsed, bound, "no reply for 1.5 s after the command");
+}
+
+#[test]
+fn a_host_that_drips_is_given_up_after_the_whole_reply_bound() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let alias = sshd.add_hostile_user("ck_drip", Hostile::Drip);
+    let home = tempfile::tempdir().unwrap();
+    // A byte a second never lets two seconds of silence pass: the whole-reply bound ends it.
+    let bound = Duration::from_secs(4);
+    let args = ["--timeout", "2", "--reply-timeout", "4", "ls", &alias];
+    let (out, elapsed) = run_timed(clankie(sshd, home.path(), &args), bound);
+    assert_given_up(
+        &out,
+        elapsed,
+        bound,
+        &format!("{alias}: the reply was not complete after 4 s ("),
+    );
+    // Less patience than a second between bytes: the silence after the first bytes ends it.
+    let bound = Duration::from_millis(800);
+    let args = ["--timeout", "0.8", "--reply-timeout", "60", "ls", &alias];
+    let (out, elapsed) = run_timed(clankie(sshd, home.path(), &args), bound);
+    assert_given_up(
+        &out,
+        elapsed,
+        bound,
+        &format!("{alias}: the reply stopped: no byte for 0.8 s after "),
+    );
+}
+
+#[test]
+fn bad_time_bounds_are_usage_errors_before_any_connection() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            &["--timeout", "0", "ls", "nowhere.invalid"][..],
+            "--timeout wants a positive number of seconds, got 0",
+        ),
+        (
+            &["--reply-timeout=-1", "ls", "nowhere.invalid"][..],
+            "--reply-timeout wants a positive number of seconds, got -1",
+        ),
+        (
+            &[
+                "check",
+                "--state",
+                "s.json",
+                "--run-timeout",
+                "0",
+                "nowhere.invalid",
+            ][..],
+            "--run-timeout wants a positive number of seconds, got 0",
+        ),
+    ] {
+        let out = crate::support::run(home.path(), args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// The `stalled` host (a [`Hostile::StallOnFlag`] user) and the `good` one (local) in a hosts
+/// file; returns its path.
+fn two_hosts(home: &Path, good_root: &Path, stalled_alias: &str, stalled_root: &Path) -> String {
+    let hosts = home.join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!(
+            "[hosts.good]\nlocal = true\nroots = {{ claude = \"{}\" }}\n\
+             [hosts.stalled]\nssh = \"{stalled_alias}\"\nroots = {{ claude = \"{}\" }}\n",
+            good_root.display(),
+            stalled_root.display()
+        ),
+    )
+    .unwrap();
+    hosts.display().to_string()
+}
+
+fn saved(state: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap()
+}
+
+#[test]
+fn check_ends_within_its_bound_saving_the_hosts_that_answered() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_stall_check";
+    let alias = sshd.add_hostile_user(user, Hostile::StallOnFlag);
+    let flag = sshd.home(user).join("stall");
+    let _ = std::fs::remove_file(&flag);
+    let stalled_root = sshd.home(user).join(".claude");
+    sshd.put_file(
+        user,
+        ".claude/projects/-stall-check/5a11c0de-0000-4000-8000-000000000001.jsonl",
+        line("remote-0").as_bytes(),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let good_root = home.path().join("agent/.claude");
+    let session = "600dc0de-0000-4000-8000-000000000001";
+    let good_file = good_root.join(format!("projects/-good/{session}.jsonl"));
+    std::fs::create_dir_all(good_file.parent().unwrap()).unwrap();
+    std::fs::write(&good_file, line("good-0")).unwrap();
+    let hosts = two_hosts(home.path(), &good_root, &alias, &stalled_root);
+    let state = home.path().join("state.json");
+    let state_arg = state.display().to_string();
+    // The run's bound, well under the silence bound: it is what ends the run.
+    let run_bound = Duration::from_secs(3);
+    let args = [
+        "--hosts",
+        &hosts,
+        "--timeout",
+        "30",
+        "check",
+        "--state",
+        &state_arg,
+        "--json",
+        "--run-timeout",
+        "3",
+        "--wait",
+        "10",
+    ];
+
+    // Both answer: a baseline of both.
+    let (first, _) = run_timed(clankie(sshd, home.path(), &args), run_bound);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let baseline = saved(&state);
+    assert_eq!(
+        baseline["hosts"]["stalled"]["sessions"]
+            .as_object()
+            .map(|s| s.len()),
+        Some(1),
+        "{baseline}"
+    );
+
+    // The remote host stalls; the local session grows. Two runs at once on one state file.
+    sshd.put_file(user, "stall", b"");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&good_file)
+        .unwrap();
+    file.write_all(line("good-1").as_bytes()).unwrap();
+    let start = Instant::now();
+    let runs: Vec<_> = [Duration::ZERO, Duration::from_millis(500)]
+        .into_iter()
+        .map(|delay| {
+            let cmd = clankie(sshd, home.path(), &args);
+            thread::spawn(move || {
+                thread::sleep(delay);
+                run_timed(cmd, 2 * run_bound)
+            })
+        })
+        .collect();
+    let mut runs = runs.into_iter().map(|t| t.join().unwrap());
+    let (stalled, elapsed) = runs.next().unwrap();
+    let (second, second_elapsed) = runs.next().unwrap();
+    std::fs::remove_file(&flag).unwrap();
+
+    let err = stderr(&stalled);
+    assert_eq!(code(&stalled), 3, "{err}");
+    assert!(
+        elapsed >= run_bound && elapsed < run_bound + SLACK,
+        "ended after {elapsed:?}: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "stalled: no complete answer within the run's 3 s (--run-timeout); its old cursors \
+             are kept; giving up"
+        ),
+        "{err}"
+    );
+    let activity: Vec<Value> = ndjson(&stalled)
+        .into_iter()
+        .filter(|l| l["type"] == "activity")
+        .collect();
+    assert_eq!(activity.len(), 1, "{activity:?}");
+    assert_eq!(
+        (
+            &activity[0]["host"],
+            &activity[0]["change"],
+            &activity[0]["new_records"]
+        ),
+        (&"good".into(), &"grew".into(), &1.into())
+    );
+
+    // The second run waited for the lock (not locked out: no exit 75), found nothing new on
+    // the good host (the first had saved it) and gave up on the stalled one in its own bound.
+    let err = stderr(&second);
+    assert_eq!(code(&second), 3, "{err}");
+    assert!(!err.contains("another `check`"), "{err}");
+    assert!(err.contains("stalled: no complete answer"), "{err}");
+    assert!(ndjson(&second).is_empty(), "{}", stderr_of(&second.stdout));
+    assert!(
+        second_elapsed < 2 * run_bound + SLACK,
+        "the second run took {second_elapsed:?}: {err}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(15) + SLACK);
+
+    let after = saved(&state);
+    assert_eq!(after["hosts"]["stalled"], baseline["hosts"]["stalled"]);
+    let good = &after["hosts"]["good"]["sessions"][format!("claude/{session}")];
+    assert_eq!(
+        good["size"],
+        std::fs::metadata(&good_file).unwrap().len(),
+        "{after}"
+    );
+    assert_ne!(
+        good["cursor"],
+        baseline["hosts"]["good"]["sessions"][format!("claude/{session}")]["cursor"]
+    );
+}
+
+/// `--follow --json` with its stdout (records) and stderr (lines) forwarded as they come.
+fn follow(cmd: &mut Command) -> (Child, mpsc::Receiver<Value>, mpsc::Receiver<String>) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (records, out_rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let value: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if value["type"] == "record" && records.send(value).is_err() {
+                break;
+            }
+        }
+    });
+    let (lines, err_rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, out_rx, err_rx)
+}
+
+/// Waits (at most `within`) for `want` more values; returns them.
+fn wait_for<T>(rx: &mpsc::Receiver<T>, want: usize, within: Duration) -> Vec<T> {
+    let deadline = Instant::now() + within;
+    let mut got = Vec::new();
+    while got.len() < want {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(value) => got.push(value),
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+#[test]
+fn follow_rides_out_a_stall_like_a_dropped_connection() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_stall_follow";
+    let alias = sshd.add_hostile_user(user, Hostile::StallOnFlag);
+    let flag = sshd.home(user).join("stall");
+    let _ = std::fs::remove_file(&flag);
+    let session = "5a11f011-0000-4000-8000-000000000001";
+    let path = sshd.put_file(
+        user,
+        format!(".claude/projects/-stall-follow/{session}.jsonl"),
+        line("f-0").as_bytes(),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let target = format!("{alias}:{session}");
+    let args = [
+        "--timeout",
+        "1",
+        "read",
+        &target,
+        "--follow",
+        "--json",
+        "--interval",
+        "0.2",
+    ];
+    let (mut child, records, lines) = follow(&mut clankie(sshd, home.path(), &args));
+    let mut got = wait_for(&records, 1, SLACK);
+    assert_eq!(ids(&got), ["f-0#0"]);
+
+    // The host stalls: the follow says so and retries, it does not give up.
+    sshd.put_file(user, "stall", b"");
+    let mut err: Vec<String> = Vec::new();
+    let deadline = Instant::now() + SLACK;
+    while !err.iter().any(|l| l.contains("retrying in")) && Instant::now() < deadline {
+        err.extend(wait_for(&lines, 1, Duration::from_millis(200)));
+    }
+    std::fs::remove_file(&flag).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    for id in ["f-1", "f-2", "f-3"] {
+        file.write_all(line(id).as_bytes()).unwrap();
+    }
+    got.extend(wait_for(&records, 3, 2 * SLACK));
+    // A moment for a record given twice to show.
+    got.extend(wait_for(&records, 1, Duration::from_millis(600)));
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let status = child.wait().unwrap();
+    err.extend(lines.iter());
+    let err = err.join("\n");
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(ids(&got), ["f-0#0", "f-1#0", "f-2#0", "f-3#0"], "{err}");
+    assert!(
+        err.contains(&format!(
+            "{alias}: no reply for 1 s after the command was sent; retrying in 1s"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("reconnected"), "{err}");
+    assert!(!err.contains("giving up"), "{err}");
+}
