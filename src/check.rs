@@ -1,10 +1,12 @@
 //! `check` (cron): what changed on each host since the last run, kept in a versioned state
-//! file that is locked against a concurrent run and replaced atomically (write, fsync, rename).
+//! file that is locked against a concurrent run and replaced atomically (write `<state>.tmp`,
+//! fsync, rename) by the holder of the lock.
 //! The per-host comparison reads through the driver like any other read ([`read_to_end`]).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -97,14 +99,16 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {
     }
 }
 
-/// An exclusive lock on `<state>.lock`, held until dropped.
+/// An exclusive lock on `<state>.lock`, held until dropped. Only its holder reads or writes the
+/// state file and its temporary file.
 #[derive(Debug)]
 pub struct StateLock {
     _file: File,
 }
 
 impl StateLock {
-    /// Takes the lock, waiting up to `wait`.
+    /// Takes the lock, waiting up to `wait`, and removes the temporary file a run killed while
+    /// saving left behind.
     pub fn acquire(state: &Path, wait: Duration) -> Result<StateLock, StateError> {
         let path = lock_path(state);
         let file = OpenOptions::new()
@@ -118,6 +122,7 @@ impl StateLock {
             // An flock-style lock: the kernel releases it when the process dies, so a crashed
             // run never leaves a stale lock behind.
             if file.try_lock().is_ok() {
+                remove_leftover(state)?;
                 return Ok(StateLock { _file: file });
             }
             if start.elapsed() >= wait {
@@ -131,9 +136,30 @@ impl StateLock {
 }
 
 fn lock_path(state: &Path) -> PathBuf {
+    sibling(state, ".lock")
+}
+
+/// `<state>.tmp`, where [`State::save`] writes before the rename. One fixed name is safe because
+/// only the holder of the [`StateLock`] writes it; and a run killed while saving leaves at most
+/// this one file, which the next holder of the lock finds and removes.
+fn temp_path(state: &Path) -> PathBuf {
+    sibling(state, ".tmp")
+}
+
+fn sibling(state: &Path, suffix: &str) -> PathBuf {
     let mut name = state.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
+    name.push(suffix);
     state.with_file_name(name)
+}
+
+/// Removes `<state>.tmp` if a killed run left it (call it holding the lock).
+fn remove_leftover(state: &Path) -> Result<(), StateError> {
+    let tmp = temp_path(state);
+    match fs::remove_file(&tmp) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(&tmp)(e)),
+    }
 }
 
 impl State {
@@ -157,19 +183,32 @@ impl State {
         Ok(Some(state))
     }
 
-    /// Replaces the state file atomically: a temp file in the same directory, fsync, rename,
-    /// fsync of the directory.
+    /// Replaces the state file atomically: `<state>.tmp` in the same directory (mode 0600),
+    /// fsync, rename, fsync of the directory. Call it holding the [`StateLock`]: the temporary
+    /// file's name is fixed.
     pub fn save(&self, path: &Path) -> Result<(), StateError> {
         let dir = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(path))?;
+        let tmp = temp_path(path);
+        remove_leftover(path)?;
         let text = serde_json::to_string_pretty(self).expect("state serializes");
-        tmp.write_all(text.as_bytes()).map_err(io(path))?;
-        tmp.write_all(b"\n").map_err(io(path))?;
-        tmp.as_file().sync_all().map_err(io(path))?;
-        tmp.persist(path).map_err(|e| io(path)(e.error))?;
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut file| {
+                file.write_all(text.as_bytes())?;
+                file.write_all(b"\n")?;
+                file.sync_all()
+            })
+            .and_then(|()| fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(io(path)(e));
+        }
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io(path))?;
@@ -439,6 +478,47 @@ mod tests {
         );
         assert_eq!(fourth.sessions.len(), 2);
         assert!(!fourth.sessions.contains_key(&format!("claude/{A}")));
+    }
+
+    #[test]
+    fn a_temporary_file_left_by_a_killed_save_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let leftover = dir.path().join("state.json.tmp");
+        let names = || {
+            let mut names: Vec<String> = fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        // A run killed between writing and renaming: 1.5 MB of half a state.
+        fs::write(&leftover, vec![b'{'; 1_500_000]).unwrap();
+        let lock = StateLock::acquire(&path, Duration::ZERO).unwrap();
+        assert!(!leftover.exists(), "the lock holder removes it");
+        // Killed again, then saved over by the same run.
+        fs::write(&leftover, b"{").unwrap();
+        let mut state = State {
+            version: STATE_VERSION,
+            ..State::default()
+        };
+        state.hosts.insert("h".into(), HostState::default());
+        state.save(&path).unwrap();
+        drop(lock);
+        assert_eq!(names(), ["state.json", "state.json.lock"]);
+        assert_eq!(State::load(&path).unwrap(), Some(state));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        // A run that waits for the lock and gives up removes nothing the holder is writing.
+        let _held = StateLock::acquire(&path, Duration::ZERO).unwrap();
+        fs::write(&leftover, b"being written").unwrap();
+        assert!(matches!(
+            StateLock::acquire(&path, Duration::ZERO),
+            Err(StateError::Locked { .. })
+        ));
+        assert!(leftover.exists());
     }
 
     #[test]

@@ -176,9 +176,12 @@ fn host_exit_code(error: &HostError) -> u8 {
         | HostError::HostKeyUnknown { .. }
         | HostError::HostKeyChanged { .. }
         | HostError::HostKeyRevoked { .. }
-        | HostError::ShellNotClean { .. }
-        | HostError::Protocol { .. }
         | HostError::SshConfig { .. } => exit::HOST,
+        // A reply that breaks the wire format (a wrong nonce, bad framing, invalid or cut-off
+        // base64, an unknown ERR code) is the host's fault.
+        HostError::ShellNotClean { .. } | HostError::Protocol { .. } => exit::HOST,
+        // A reply over a cap (bytes, entries, decoded size) is refused like an oversized source.
+        HostError::ReplyTooLarge { .. } => exit::SOURCE,
         HostError::NotFound { .. } => exit::NOT_FOUND,
         HostError::PathRefused { .. } => exit::SOURCE,
         HostError::Io { .. } => exit::FAILURE,
@@ -250,6 +253,69 @@ mod tests {
             exit_status(&Ok(listed(&["io", "unreachable", "not found"]))),
             exit::NOT_FOUND
         );
+    }
+
+    #[test]
+    fn bad_replies_are_the_hosts_fault_and_oversized_ones_a_source_error() {
+        let (host, reason) = ("h".to_string(), "r".to_string());
+        let cases = [
+            (
+                HostError::ShellNotClean {
+                    host: host.clone(),
+                    first_bytes: "motd".into(),
+                },
+                exit::HOST,
+            ),
+            (
+                HostError::Protocol {
+                    host: host.clone(),
+                    reason: reason.clone(),
+                },
+                exit::HOST,
+            ),
+            (
+                HostError::ReplyTooLarge {
+                    host: host.clone(),
+                    reason: reason.clone(),
+                },
+                exit::SOURCE,
+            ),
+            (
+                HostError::Io {
+                    host: host.clone(),
+                    path: "p".into(),
+                    reason,
+                },
+                exit::FAILURE,
+            ),
+        ];
+        for (error, code) in cases {
+            let line = error.to_string();
+            assert_eq!(exit_status(&Err(error.into())), code, "{line}");
+        }
+        // Through the decoder, as a host's reply reaches it.
+        let nonce = "0123456789abcdef0123456789abcdef";
+        let range = [clankie_model::ByteRange::new(0, 10)];
+        let framed = |body: &str| format!("\n{nonce}:BEGIN Linux\n{body}\n\n{nonce}:END 0\n");
+        let decode = |reply: &str| {
+            let e = clankie_host::script::decode_read("h", nonce, &range, reply.as_bytes())
+                .unwrap_err();
+            exit_status(&Err(e.into()))
+        };
+        assert_eq!(decode("no frame at all"), exit::HOST);
+        assert_eq!(decode(&framed("ERR nosuchcode 2f78")), exit::HOST);
+        assert_eq!(
+            decode(&framed(
+                "META size=10 enc=b64\nDATA 0\nMDEyMzQ1Njc4O\nEND-DATA 0"
+            )),
+            exit::HOST
+        );
+        let flood = format!(
+            "META size=10 enc=hex\nDATA 0\n{}\nEND-DATA 0",
+            " 00".repeat(4097)
+        );
+        assert_eq!(decode(&framed(&flood)), exit::SOURCE);
+        assert_eq!(decode(&framed("ERR missing 2f78")), exit::NOT_FOUND);
     }
 
     #[test]

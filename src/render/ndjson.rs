@@ -1,5 +1,9 @@
 //! NDJSON wire types: one JSON object per line with a `"type"`. Kept separate from the domain
 //! types so field names stay stable when the model changes (docs/ndjson.md).
+//!
+//! Output stays exact (no sanitising: a parser gets every string as the source had it), but it
+//! is also safe to `cat` in a terminal: besides what JSON must escape, DEL, the C1 controls, the
+//! line and paragraph separators and the bidi controls are written as `\uXXXX` ([`find_unsafe`]).
 
 use std::io::{self, Write};
 
@@ -91,8 +95,139 @@ struct RootLine<'a> {
 }
 
 fn line(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, value).map_err(io::Error::other)?;
+    to_writer(&mut *out, value)?;
     out.write_all(b"\n")
+}
+
+/// Writes `value` as compact JSON, as serde_json does, with [`find_unsafe`]'s characters
+/// escaped too.
+fn to_writer(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
+    let mut serializer = serde_json::Serializer::with_formatter(out, TerminalSafe);
+    value.serialize(&mut serializer).map_err(io::Error::other)
+}
+
+/// serde_json's compact formatter, but the characters [`find_unsafe`] finds are written as
+/// `\uXXXX`. serde_json hands every run of a string that JSON needs no escape for to
+/// `write_string_fragment`, so this sees all the text and only the text.
+struct TerminalSafe;
+
+impl serde_json::ser::Formatter for TerminalSafe {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment.as_bytes();
+        if !has_unsafe(rest) {
+            return writer.write_all(rest);
+        }
+        while let Some((at, len)) = find_unsafe(rest) {
+            writer.write_all(&rest[..at])?;
+            writer.write_all(&unicode_escape(&rest[at..at + len]))?;
+            rest = &rest[at + len..];
+        }
+        writer.write_all(rest)
+    }
+}
+
+/// Where the first character is that JSON lets through raw but a terminal acts on, and its
+/// length in bytes: DEL (0x7F), the C1 controls U+0080–U+009F (0xC2 0x80–0x9F; a terminal may
+/// take U+009B as CSI), the line and paragraph separators U+2028/U+2029 (JavaScript and some
+/// terminals break lines on them) and the bidi embeddings and overrides U+202A–U+202E (0xE2
+/// 0x80 0xA8–0xAE together), and the bidi isolates U+2066–U+2069 (0xE2 0x81 0xA6–0xA9). A byte
+/// scan: `s` is UTF-8, so these sequences are those characters and nothing else.
+fn find_unsafe(s: &[u8]) -> Option<(usize, usize)> {
+    let mut from = 0;
+    while let Some(i) = memchr::memchr3(0x7f, 0xc2, 0xe2, &s[from..]) {
+        let at = from + i;
+        let len = unsafe_len(s, at);
+        if len > 0 {
+            return Some((at, len));
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// Whether `s` holds a character [`find_unsafe`] finds (nearly all text does not). memchr3
+/// skips plain text at memory speed, but it stops at every 0xC2 and 0xE2 byte, and prose is
+/// full of other characters led by those (’ “ ” — … • arrows and box drawing are 0xE2 …);
+/// after two such stops the rest is checked by [`has_unsafe_in_blocks`], whose speed does not
+/// depend on what the text holds.
+fn has_unsafe(s: &[u8]) -> bool {
+    let mut from = 0;
+    for _ in 0..2 {
+        let Some(i) = memchr::memchr3(0x7f, 0xc2, 0xe2, &s[from..]) else {
+            return false;
+        };
+        let at = from + i;
+        if unsafe_len(s, at) > 0 {
+            return true;
+        }
+        from = at + 1;
+    }
+    has_unsafe_in_blocks(&s[from..])
+}
+
+/// The length of the [`find_unsafe`] character at `s[at]`, else 0.
+fn unsafe_len(s: &[u8], at: usize) -> usize {
+    match (s[at], s.get(at + 1), s.get(at + 2)) {
+        (0x7f, ..) => 1,
+        (0xc2, Some(0x80..=0x9f), _) => 2,
+        (0xe2, Some(0x80), Some(0xa8..=0xae)) | (0xe2, Some(0x81), Some(0xa6..=0xa9)) => 3,
+        _ => 0,
+    }
+}
+
+const BLOCK: usize = 64;
+
+/// [`has_unsafe`] a block of 64 positions at a time, each checked without a branch so that
+/// the compiler vectorizes the loop. Each position looks at the two bytes after it; the end is
+/// padded with zeros. (`s` may start inside a character: a continuation byte never matches.)
+fn has_unsafe_in_blocks(s: &[u8]) -> bool {
+    let mut start = 0;
+    while let Some(window) = s.get(start..start + BLOCK + 2) {
+        if block_has_unsafe(window) {
+            return true;
+        }
+        start += BLOCK;
+    }
+    // At most BLOCK + 1 bytes are left: one or two padded blocks.
+    let rest = &s[start..];
+    let mut padded = [0u8; 2 * BLOCK + 2];
+    padded[..rest.len()].copy_from_slice(rest);
+    block_has_unsafe(&padded) || (rest.len() > BLOCK && block_has_unsafe(&padded[BLOCK..]))
+}
+
+fn block_has_unsafe(window: &[u8]) -> bool {
+    // Slicing to the exact length lets the compiler drop the bounds checks below.
+    let w = &window[..BLOCK + 2];
+    let mut hit = 0u8;
+    for k in 0..BLOCK {
+        let (x, y, z) = (w[k], w[k + 1], w[k + 2]);
+        let del = u8::from(x == 0x7f);
+        let c1 = u8::from(x == 0xc2) & u8::from(y < 0xa0);
+        let separators_overrides = u8::from(y == 0x80) & u8::from((0xa8..=0xae).contains(&z));
+        let isolates = u8::from(y == 0x81) & u8::from((0xa6..=0xa9).contains(&z));
+        hit |= del | c1 | (u8::from(x == 0xe2) & (separators_overrides | isolates));
+    }
+    hit != 0
+}
+
+/// `\uXXXX` (lowercase hex, as serde_json writes control characters) for one character of at
+/// most three UTF-8 bytes.
+fn unicode_escape(utf8: &[u8]) -> [u8; 6] {
+    let code = match *utf8 {
+        [b0] => u32::from(b0),
+        [b0, b1] => (u32::from(b0 & 0x1f) << 6) | u32::from(b1 & 0x3f),
+        [b0, b1, b2, ..] => {
+            (u32::from(b0 & 0x0f) << 12) | (u32::from(b1 & 0x3f) << 6) | u32::from(b2 & 0x3f)
+        }
+        [] => 0,
+    };
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digit = |shift: u32| HEX[((code >> shift) & 0xf) as usize];
+    [b'\\', b'u', digit(12), digit(8), digit(4), digit(0)]
 }
 
 /// How many bytes of record lines are gathered before one write.
@@ -113,7 +248,7 @@ pub fn records(out: &mut impl Write, records: &[Record]) -> io::Result<()> {
 
 /// Appends one `record` line to `buf`. Hand-written rather than derived: `--all --json` spends
 /// most of its time writing strings, and [`write_str`] escapes them with SIMD where serde_json
-/// goes byte by byte. The output is byte-identical to serde_json's (a test holds that).
+/// goes byte by byte. The output is byte-identical to [`to_writer`]'s (a test holds that).
 fn record(buf: &mut Vec<u8>, record: &Record) -> io::Result<()> {
     buf.extend_from_slice(b"{\"type\":\"record\",\"id\":");
     write_str(buf, &record.id);
@@ -153,7 +288,7 @@ fn record(buf: &mut Vec<u8>, record: &Record) -> io::Result<()> {
             buf.extend_from_slice(b",\"name\":");
             write_str(buf, name);
             buf.extend_from_slice(b",\"input\":");
-            serde_json::to_writer(&mut *buf, input).map_err(io::Error::other)?;
+            to_writer(&mut *buf, input)?;
         }
         RecordBody::ToolResult {
             call_id,
@@ -175,10 +310,34 @@ fn record(buf: &mut Vec<u8>, record: &Record) -> io::Result<()> {
     Ok(())
 }
 
-/// Appends `s` as a JSON string, escaped exactly as serde_json escapes it (SIMD, 16 or 32
-/// bytes at a time; a test holds the two byte-identical).
+/// Appends `s` as a JSON string, escaped as [`to_writer`] escapes it: with SIMD, 16 or 32
+/// bytes at a time, exactly as serde_json would, and each character [`find_unsafe`] finds (in
+/// nearly no text) as `\uXXXX` between the runs. A test holds the two byte-identical.
 fn write_str(buf: &mut Vec<u8>, s: &str) {
-    json_escape_simd::escape_into(s, buf);
+    if !has_unsafe(s.as_bytes()) {
+        json_escape_simd::escape_into(s, buf);
+        return;
+    }
+    buf.push(b'"');
+    let mut rest = s;
+    while !rest.is_empty() {
+        let (run, control) = match find_unsafe(rest.as_bytes()) {
+            // Both ends are character boundaries: `at` starts one, `at + len` ends it.
+            Some((at, len)) => (&rest[..at], Some(&rest[at..at + len])),
+            None => (rest, None),
+        };
+        if !run.is_empty() {
+            // The escaper writes the quotes too: keep only what is between them.
+            let start = buf.len();
+            json_escape_simd::escape_into(run, buf);
+            buf.pop();
+            buf.remove(start);
+        }
+        let Some(control) = control else { break };
+        buf.extend_from_slice(&unicode_escape(control.as_bytes()));
+        rest = &rest[run.len() + control.len()..];
+    }
+    buf.push(b'"');
 }
 
 pub fn page(out: &mut impl Write, info: &PageInfo<'_>, page: &Page) -> io::Result<()> {
@@ -264,8 +423,26 @@ pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    /// What every string must look like: serde_json's escaping, then each terminal control
+    /// that serde_json leaves raw as `\uXXXX`.
+    fn reference(s: &str) -> String {
+        let mut want = String::new();
+        for c in serde_json::to_string(s).unwrap().chars() {
+            if is_terminal_control(c) {
+                want += &format!("\\u{:04x}", c as u32);
+            } else {
+                want.push(c);
+            }
+        }
+        want
+    }
+
+    fn is_terminal_control(c: char) -> bool {
+        matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+
     #[test]
-    fn strings_are_escaped_exactly_like_serde_json() {
+    fn strings_are_escaped_like_serde_json_and_terminal_controls_too() {
         let mut cases: Vec<String> = (0u8..=0x7f)
             .map(|b| format!("ab{}cdefghij{}", b as char, b as char))
             .collect();
@@ -277,15 +454,24 @@ mod tests {
                 "plain ascii text that is long enough",
                 "ünïcödé 日本 🎉\u{2028}",
                 "\x7f\u{85}\u{202e}",
+                // Neighbours of the escaped ranges stay raw.
+                "\u{a0}\u{2027}\u{202f}\u{2065}\u{206a}\u{2014}“quoted”…",
+                // Other characters that start with the lead bytes 0xC2 and 0xE2.
+                "\u{a0}\u{bf}\u{2000}\u{2081}\u{20ac}\u{2080}\u{2fff}",
             ]
             .map(String::from),
         );
+        cases.extend((0x7fu32..=0xbf).chain(0x2026..=0x2070).map(|c| {
+            let c = char::from_u32(c).unwrap();
+            format!("{c}a{c}{c}b")
+        }));
         cases.push("x\"y\\z\n".repeat(37));
         // Every length around the 16- and 32-byte blocks, with a byte to escape (or a multibyte
         // character) at every place, since the escaper works a block at a time.
         for len in 0..80 {
             for special in [
-                "\"", "\\", "\n", "\u{1}", "\u{1f}", "\u{7f}", "é", "日", "🎉",
+                "\"", "\\", "\n", "\u{1}", "\u{1f}", "\u{7f}", "é", "日", "🎉", "\u{9b}",
+                "\u{2029}", "\u{2067}",
             ] {
                 for at in 0..len {
                     let mut s = "a".repeat(len);
@@ -299,13 +485,75 @@ mod tests {
         for s in cases {
             buf.truncate(5);
             write_str(&mut buf, &s);
-            assert_eq!(
-                String::from_utf8(buf[5..].to_vec()).unwrap(),
-                serde_json::to_string(&s).unwrap(),
-                "{s:?}"
-            );
+            let got = String::from_utf8(buf[5..].to_vec()).unwrap();
+            assert_eq!(got, reference(&s), "{s:?}");
             assert_eq!(&buf[..5], b"{\"x\":");
+            assert!(!got.chars().any(is_terminal_control), "{got:?}");
+            // The same string after parsing.
+            assert_eq!(serde_json::from_str::<String>(&got).unwrap(), s);
+            // The serde path (lines other than records, tool inputs) writes the same bytes.
+            let mut via_serde = Vec::new();
+            to_writer(&mut via_serde, &s).unwrap();
+            assert_eq!(String::from_utf8(via_serde).unwrap(), got, "{s:?}");
         }
+    }
+
+    #[test]
+    fn the_block_scan_agrees_with_the_byte_scan_anywhere() {
+        // Dense with other characters led by 0xE2 and 0xC2, so the block scan takes over, with
+        // one character to escape (or none) at every place around the block edges.
+        let fillers = ["a", "’", "—", "“", "\u{a9}", "…", "│"];
+        for len in 0..150 {
+            let base: Vec<&str> = (0..len).map(|i| fillers[i % fillers.len()]).collect();
+            assert!(!has_unsafe(base.concat().as_bytes()), "{len}");
+            for at in 0..len {
+                for special in ["\u{7f}", "\u{85}", "\u{2028}", "\u{202e}", "\u{2069}"] {
+                    let mut text = base.clone();
+                    text[at] = special;
+                    let text = text.concat();
+                    assert!(has_unsafe(text.as_bytes()), "{text:?}");
+                    assert!(find_unsafe(text.as_bytes()).is_some(), "{text:?}");
+                }
+            }
+        }
+        // The block scan alone, from inside a character, at every length.
+        for len in 0..200 {
+            let s = "’".repeat(len) + "\u{7f}";
+            for from in 0..s.len() {
+                assert!(has_unsafe_in_blocks(&s.as_bytes()[from..]), "{len} {from}");
+                assert!(!has_unsafe_in_blocks(&s.as_bytes()[from..s.len() - 1]));
+            }
+        }
+    }
+
+    #[test]
+    fn the_byte_scan_finds_whole_characters_only() {
+        assert_eq!(find_unsafe(b"ab\x7f"), Some((2, 1)));
+        assert_eq!(find_unsafe("a\u{85}".as_bytes()), Some((1, 2)));
+        assert_eq!(find_unsafe("ab\u{2069}".as_bytes()), Some((2, 3)));
+        // Cut-off sequences (a fragment never ends in one, but the scan must not care).
+        for cut in [&b"ab\xc2"[..], b"\xe2", b"\xe2\x80", b"\xe2\x81"] {
+            assert_eq!(find_unsafe(cut), None, "{cut:?}");
+        }
+        assert_eq!(unicode_escape("\u{9b}".as_bytes()), *b"\\u009b");
+        assert_eq!(unicode_escape("\u{202a}".as_bytes()), *b"\\u202a");
+    }
+
+    #[test]
+    fn terminal_controls_in_keys_and_nested_values_are_escaped() {
+        let value =
+            serde_json::json!({"k\u{202e}": ["\u{1b}[31m\u{9b}2J", {"n": "a\u{2028}b\u{7f}"}]});
+        let mut out = Vec::new();
+        to_writer(&mut out, &value).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            r#"{"k\u202e":["\u001b[31m\u009b2J",{"n":"a\u2028b\u007f"}]}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            value
+        );
     }
 
     #[test]

@@ -190,3 +190,50 @@ fn concurrent_runs_never_corrupt_the_state() {
         );
     }
 }
+
+#[test]
+fn a_temporary_file_left_by_a_killed_run_is_removed() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".claude/projects/-p");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("eeeeeeee-1.jsonl"), line("e1")).unwrap();
+    let states = home.path().join("states");
+    std::fs::create_dir(&states).unwrap();
+    let state = states.join("state.json");
+    // What a run killed while saving leaves: the state half written under the temporary name.
+    let leftover = states.join("state.json.tmp");
+    std::fs::write(&leftover, vec![b' '; 1_500_000]).unwrap();
+    let check = || {
+        run(
+            home.path(),
+            &[
+                "check",
+                "local",
+                "--state",
+                state.to_str().unwrap(),
+                "--json",
+            ],
+        )
+    };
+    let out = check();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut names: Vec<String> = std::fs::read_dir(&states)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["state.json", "state.json.lock"]);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(
+        saved["hosts"]["local"]["sessions"]
+            .as_object()
+            .unwrap()
+            .len(),
+        1
+    );
+    // A later run finds one too (a killed run between two good ones).
+    std::fs::write(&leftover, b"{").unwrap();
+    let out = check();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!leftover.exists());
+}

@@ -12,6 +12,7 @@ mod cli_script;
 mod common;
 mod completions;
 mod dialect;
+mod escapes;
 mod fixtures;
 mod follow;
 mod harness_names;

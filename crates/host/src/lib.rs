@@ -69,8 +69,14 @@ pub enum HostError {
     },
     #[error("{host}: remote shell is not clean (no framed reply); it printed: {first_bytes}")]
     ShellNotClean { host: String, first_bytes: String },
+    /// A reply that breaks the wire format (bad framing, a line out of place, invalid or cut-off
+    /// base64 or hex): the host's fault, like an unreachable one.
     #[error("{host}: bad reply from remote script: {reason}")]
     Protocol { host: String, reason: String },
+    /// A reply over a cap (its bytes, its entries, the size its payload decodes to): refused
+    /// unread, like an oversized source.
+    #[error("{host}: reply too large: {reason}")]
+    ReplyTooLarge { host: String, reason: String },
     #[error("{host}: refused path {path}: {reason}")]
     PathRefused {
         host: String,

@@ -166,6 +166,15 @@ impl LocalHost {
                     child_rel.extend_from_slice(name);
                     if meta.is_dir() {
                         if depth < list_spec.max_depth {
+                            // Session ids and paths are text downstream (the harnesses classify
+                            // UTF-8 paths only): say what is left out rather than drop it unseen.
+                            if std::str::from_utf8(name).is_err() {
+                                listing.unreadable.push(format!(
+                                    "{}: directory name is not UTF-8; its sessions are left out",
+                                    display_path(entry.path().as_os_str().as_bytes())
+                                ));
+                                continue;
+                            }
                             stack.push((entry.path(), child_rel, depth + 1));
                         }
                     } else if meta.is_file() && list_spec.matches_name(name) {
@@ -364,6 +373,27 @@ mod tests {
             let err = block_on(host.read(&file, &[ByteRange::new(0, 10)])).unwrap_err();
             assert!(matches!(err, HostError::PathRefused { .. }), "{err}");
         }
+    }
+
+    #[test]
+    fn a_directory_with_a_non_utf8_name_is_left_out_with_one_line() {
+        let (tmp, spec) = setup();
+        let odd = tmp
+            .path()
+            .join(OsStr::from_bytes(b"claude/projects/-caf\xe9"));
+        fs::create_dir(&odd).unwrap();
+        fs::write(odd.join("b.jsonl"), b"{}\n").unwrap();
+        fs::create_dir(odd.join("b")).unwrap();
+        let host = LocalHost::new("local");
+        let listing = block_on(host.list(std::slice::from_ref(&spec))).unwrap();
+        let rels: Vec<&[u8]> = listing.files.iter().map(|f| &f.rel[..]).collect();
+        assert_eq!(rels, [&b"projects/-p/a.jsonl"[..]]);
+        assert_eq!(listing.unreadable.len(), 1, "{:?}", listing.unreadable);
+        let line = &listing.unreadable[0];
+        assert!(
+            line.ends_with("/claude/projects/-caf\u{fffd}: directory name is not UTF-8; its sessions are left out"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! The one sanitiser for everything that reaches a terminal: transcript text, file names, error
 //! messages. It removes terminal control sequences so that printing a transcript can never
-//! move the cursor, retitle the window, write the clipboard or reorder text.
+//! move the cursor, retitle the window, write the clipboard or reorder text, and the invisible
+//! characters that make text read differently from what it is.
 
 /// Returns `text` with every terminal control removed: ESC-introduced sequences (CSI, OSC, DCS,
 /// SOS, PM, APC and two-byte escapes) whole, C0 controls except `\n` and `\t`, DEL, C1 controls
-/// (U+0080–U+009F, including their 8-bit CSI/OSC/DCS forms with their parameters), and the
-/// Unicode bidirectional overrides and isolates that can make text read differently from what it
-/// is.
+/// (U+0080–U+009F, including their 8-bit CSI/OSC/DCS forms with their parameters), the Unicode
+/// line and paragraph separators, the zero-width characters, and the bidirectional marks,
+/// embeddings, overrides and isolates ([`is_suspect`] lists each).
 pub fn sanitize(text: &str) -> String {
     // Fast path: most text has nothing to remove.
     if !text.chars().any(is_suspect) {
@@ -42,9 +43,20 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
+/// Whether `c` is removed (outside the sequences [`sanitize`] skips whole).
 fn is_suspect(c: char) -> bool {
     matches!(c,
+        // C0 controls but `\t` and `\n`; DEL and the C1 controls.
         '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        // LINE SEPARATOR, PARAGRAPH SEPARATOR: some terminals and every JavaScript renderer
+        // break lines on them, so a record could fake a line of its own.
+        | '\u{2028}' | '\u{2029}'
+        // Zero-width: ZERO WIDTH SPACE, ZERO WIDTH NON-JOINER, ZERO WIDTH JOINER, WORD JOINER,
+        // ZERO WIDTH NO-BREAK SPACE (BOM). Invisible, so `rm -rf /tmp/x` and `rm -rf /\u{200b}tmp/x`
+        // would look alike.
+        | '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}'
+        // Bidi marks: LEFT-TO-RIGHT MARK, RIGHT-TO-LEFT MARK, ARABIC LETTER MARK.
+        | '\u{200e}' | '\u{200f}' | '\u{61c}'
         // Bidi embeddings/overrides (LRE RLE PDF LRO RLO) and isolates (LRI RLI FSI PDI).
         | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
@@ -97,6 +109,14 @@ mod tests {
             ("a\x07\x08\x0d\x0b\x0c\x00\x7fb", "ab"),
             ("a\u{85}\u{8d}b", "ab"),
             ("abc\u{202e}fed\u{202c}\u{2066}x\u{2069}", "abcfedx"),
+            ("one\u{2028}two\u{2029}three", "onetwothree"),
+            (
+                "r\u{200b}m \u{200c}-\u{200d}rf\u{2060} /\u{feff}",
+                "rm -rf /",
+            ),
+            ("a\u{200e}b\u{200f}c\u{61c}d", "abcd"),
+            // Inside an escape sequence's string they go with it.
+            ("a\x1b]0;\u{2028}\u{200b}\x07b", "ab"),
             ("unterminated \x1b]0;title", "unterminated "),
             ("trailing esc\x1b", "trailing esc"),
         ];
@@ -106,19 +126,30 @@ mod tests {
     }
 
     #[test]
+    fn neighbours_of_what_is_removed_stay() {
+        let kept = "\u{a0}\u{61b}\u{61d}\u{200a}\u{2010}\u{2027}\u{202f}\u{205f}\u{fefe}\u{ff01}";
+        assert_eq!(sanitize(kept), kept);
+        // Emoji keep their pictures (a ZWJ sequence falls apart into its parts).
+        assert_eq!(sanitize("👩\u{200d}💻 ✓"), "👩💻 ✓");
+    }
+
+    #[test]
     fn output_never_holds_control_bytes() {
-        // Every code point up to U+00FF after ESC, alone and in a string.
-        for b in 0u32..=0x2070 {
+        let removed = |c: char| {
+            (c < ' ' && c != '\n' && c != '\t')
+                || ('\u{7f}'..='\u{9f}').contains(&c)
+                || ('\u{200b}'..='\u{200f}').contains(&c)
+                || ('\u{2028}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)
+                || matches!(c, '\u{61c}' | '\u{2060}' | '\u{feff}')
+        };
+        // Every code point up to U+2070 and U+FEFF after ESC, alone and in a string.
+        for b in (0u32..=0x2070).chain([0xfeff]) {
             let Some(c) = char::from_u32(b) else { continue };
             let input = format!("x\u{1b}{c}y{c}z\u{1b}[{c}");
             let out = sanitize(&input);
-            assert!(
-                !out.chars().any(|c| (c < ' ' && c != '\n' && c != '\t')
-                    || ('\u{7f}'..='\u{9f}').contains(&c)
-                    || ('\u{202a}'..='\u{202e}').contains(&c)
-                    || ('\u{2066}'..='\u{2069}').contains(&c)),
-                "{input:?} -> {out:?}"
-            );
+            assert!(!out.chars().any(removed), "{input:?} -> {out:?}");
+            assert_eq!(sanitize(&c.to_string()).is_empty(), removed(c), "{c:?}");
         }
     }
 }

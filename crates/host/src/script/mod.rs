@@ -29,9 +29,10 @@
 //! ```
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
 //! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
-//! `restricted` (PowerShell's Constrained Language Mode) and anything else (→ Io); `script`
-//! (PowerShell: an unexpected exception, its message hex-encoded in place of the path;
-//! → Protocol). A list reply may carry `ERR unsafe`, `ERR restricted` or `ERR script` too.
+//! `restricted` (PowerShell's Constrained Language Mode) (→ Io); `script` (PowerShell: an
+//! unexpected exception, its message hex-encoded in place of the path) and any code not listed
+//! here (→ Protocol: the reply breaks the wire format). A list reply may carry `ERR unsafe`,
+//! `ERR restricted` or `ERR script` too.
 //!
 //! Dialects: POSIX `sh` ([`posix`]) prints `F` lines and LF line ends; Windows PowerShell
 //! ([`powershell`]) prints `FX` lines, CRLF line ends, `enc=b64` and Windows roots (`C:\…`).
@@ -45,7 +46,10 @@
 //!
 //! The decoder never trusts the remote: replies over a bound derived from the request are
 //! refused before parsing ([`read_reply_limit`], [`MAX_LIST_REPLY_BYTES`]), numbers and paths are
-//! validated, and nothing is allocated from a size the remote claims.
+//! validated, and nothing is allocated from a size the remote claims. A reply over a cap is
+//! [`HostError::ReplyTooLarge`] (exit 6); one that breaks the format — a wrong nonce or missing
+//! markers ([`HostError::ShellNotClean`]), a line out of place, invalid or cut-off base64 or hex,
+//! an unknown `ERR` code ([`HostError::Protocol`]) — is the host's fault (exit 3).
 
 pub mod posix;
 pub mod powershell;
@@ -303,9 +307,10 @@ pub fn decode_list(
 ) -> Result<Listing, HostError> {
     let bad = |reason: String| protocol(host, reason);
     if stdout.len() > MAX_LIST_REPLY_BYTES {
-        return Err(bad(format!(
-            "list reply over {MAX_LIST_REPLY_BYTES} bytes; refusing it"
-        )));
+        return Err(too_large(
+            host,
+            format!("list reply over {MAX_LIST_REPLY_BYTES} bytes; refusing it"),
+        ));
     }
     let frame = parse_frame(host, nonce, stdout)?;
     let mut listing = Listing::default();
@@ -482,10 +487,13 @@ pub fn decode_read(
     let bad = |reason: String| protocol(host, reason);
     let limit = read_reply_limit(ranges);
     if stdout.len() > limit {
-        return Err(bad(format!(
-            "read reply of {} bytes is over the {limit} bytes this request allows",
-            stdout.len()
-        )));
+        return Err(too_large(
+            host,
+            format!(
+                "read reply of {} bytes is over the {limit} bytes this request allows",
+                stdout.len()
+            ),
+        ));
     }
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
@@ -529,8 +537,12 @@ pub fn decode_read(
             payload.push(line);
         }
         let wire = aligned(range);
-        let block = decode_payload(encoding, &payload, wire.max_bytes())
-            .map_err(|reason| bad(format!("range {i}: {reason}")))?;
+        let block = decode_payload(encoding, &payload, wire.max_bytes()).map_err(|e| match e {
+            PayloadError::Malformed(reason) => bad(format!("range {i}: {reason}")),
+            PayloadError::TooLarge(max) => {
+                too_large(host, format!("range {i}: more than {max} bytes of payload"))
+            }
+        })?;
         let want = if range.start >= size {
             0
         } else {
@@ -565,8 +577,23 @@ pub fn decode_read(
     Ok(ReadResult { size, chunks })
 }
 
+/// Why a range's payload was refused.
+#[derive(Debug, PartialEq, Eq)]
+enum PayloadError {
+    /// Not what the encoding produces (the wire format is broken).
+    Malformed(String),
+    /// It decodes to more than this many bytes, what the aligned read can return.
+    TooLarge(usize),
+}
+
+impl From<&str> for PayloadError {
+    fn from(reason: &str) -> PayloadError {
+        PayloadError::Malformed(reason.to_string())
+    }
+}
+
 /// Decodes one range's payload lines, refusing more than `max` decoded bytes.
-fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u8>, String> {
+fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u8>, PayloadError> {
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     // Nothing to read (an empty range, or one past the end) runs no encoder at all.
     if lines.iter().all(|l| l.trim_ascii().is_empty()) {
@@ -593,7 +620,7 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
             let total: usize = lines.iter().map(|l| l.len()).sum();
             // Four characters per three bytes: refuse before decoding anything oversized.
             if total / 4 * 3 > max + 3 {
-                return Err(format!("more than {max} bytes of payload"));
+                return Err(PayloadError::TooLarge(max));
             }
             let mut text = Vec::with_capacity(total);
             for line in lines {
@@ -601,9 +628,9 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
             }
             let decoded = base64::engine::general_purpose::STANDARD
                 .decode(&text)
-                .map_err(|e| format!("bad base64: {e}"))?;
+                .map_err(|e| PayloadError::Malformed(format!("bad base64: {e}")))?;
             if decoded.len() > max {
-                return Err(format!("more than {max} bytes of payload"));
+                return Err(PayloadError::TooLarge(max));
             }
             Ok(decoded)
         }
@@ -620,7 +647,7 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
                     let byte = (hex_val(*hi).ok_or("bad hex digit")? << 4)
                         | hex_val(*lo).ok_or("bad hex digit")?;
                     if out.len() == max {
-                        return Err(format!("more than {max} bytes of payload"));
+                        return Err(PayloadError::TooLarge(max));
                     }
                     out.push(byte);
                 }
@@ -682,16 +709,28 @@ fn err_line(host: &str, rest: &[u8]) -> HostError {
             path: path.clone(),
             reason: "permission denied".to_string(),
         },
-        other => HostError::Io {
+        b"nosize" => HostError::Io {
             host: host.clone(),
             path: path.clone(),
-            reason: format!("remote script failed: {}", show(other)),
+            reason: "cannot read the file's size".to_string(),
+        },
+        // No script prints another code: the reply is not what was sent.
+        other => HostError::Protocol {
+            host: host.clone(),
+            reason: format!("unknown ERR code {} for {path}", show(other)),
         },
     }
 }
 
 fn protocol(host: &str, reason: String) -> HostError {
     HostError::Protocol {
+        host: host.to_string(),
+        reason,
+    }
+}
+
+fn too_large(host: &str, reason: String) -> HostError {
+    HostError::ReplyTooLarge {
         host: host.to_string(),
         reason,
     }
@@ -966,7 +1005,14 @@ mod tests {
             ("missing", "NotFound"),
             ("noroot", "NotFound"),
             ("unreadable", "Io"),
-            ("weird", "Io"),
+            ("nosize", "Io"),
+            ("unsafe", "Io"),
+            ("open", "Io"),
+            ("badpath", "PathRefused"),
+            ("badrange", "PathRefused"),
+            ("nodir", "NotFound"),
+            // No script prints it: the reply is not what was sent.
+            ("weird", "Protocol"),
         ] {
             let out = framed(&format!("ERR {code} {hex}"), 1);
             let err = decode_read("h", NONCE, &[ByteRange::new(0, 1)], &out).unwrap_err();
@@ -975,10 +1021,18 @@ mod tests {
         }
     }
 
+    /// The variant's name, as `Debug` starts with it.
+    fn variant(err: &HostError) -> String {
+        let debug = format!("{err:?}");
+        debug[..debug.find([' ', '{']).unwrap_or(debug.len())].to_string()
+    }
+
     #[test]
     fn hostile_read_replies_are_refused_without_trusting_them() {
         let ranges = [ByteRange::new(0, 10)];
-        let cases: Vec<(String, &str)> = vec![
+        // Each with the error it must be: ReplyTooLarge for a reply over a cap (exit 6),
+        // Protocol for one that breaks the wire format (exit 3).
+        let cases: Vec<(String, &str, &str)> = vec![
             // A huge claimed size allocates nothing: the payload is still short.
             (
                 format!(
@@ -986,11 +1040,27 @@ mod tests {
                     b64(b"abc")
                 ),
                 "expected at least 10",
+                "Protocol",
             ),
             // Truncated payload: the END-DATA never comes.
             (
                 format!("META size=10 enc=b64\nDATA 0\n{}", b64(b"0123456789")),
                 "cut off",
+                "Protocol",
+            ),
+            // Truncated base64: a character short of a whole quantum.
+            (
+                format!(
+                    "META size=10 enc=b64\nDATA 0\n{}\nEND-DATA 0",
+                    &b64(b"0123456789")[..15]
+                ),
+                "bad base64",
+                "Protocol",
+            ),
+            (
+                "META size=10 enc=uu\nDATA 0\nbegin-base64 644 x\nMDEy\nEND-DATA 0".into(),
+                "without trailer",
+                "Protocol",
             ),
             // More payload than the aligned block can hold.
             (
@@ -999,6 +1069,7 @@ mod tests {
                     b64(&[0u8; 5000])
                 ),
                 "more than 4096",
+                "ReplyTooLarge",
             ),
             (
                 format!(
@@ -1006,26 +1077,32 @@ mod tests {
                     " 00".repeat(4097)
                 ),
                 "more than 4096",
+                "ReplyTooLarge",
             ),
             (
                 "META size=-1 enc=b64\nDATA 0\nEND-DATA 0".into(),
                 "bad META",
+                "Protocol",
             ),
             (
                 "META size=10 enc=rot13\nDATA 0\nEND-DATA 0".into(),
                 "bad META",
+                "Protocol",
             ),
             (
                 "META size=10 enc=b64\nDATA 1\nEND-DATA 1".into(),
                 "expected DATA 0",
+                "Protocol",
             ),
             (
                 "META size=10 enc=hex\nDATA 0\n 0g\nEND-DATA 0".into(),
                 "bad hex",
+                "Protocol",
             ),
             (
                 "META size=10 enc=b64\nDATA 0\n!!!!\nEND-DATA 0".into(),
                 "bad base64",
+                "Protocol",
             ),
             (
                 format!(
@@ -1033,11 +1110,23 @@ mod tests {
                     b64(b"0123456789")
                 ),
                 "unexpected line",
+                "Protocol",
             ),
+            ("HELLO".into(), "expected META", "Protocol"),
+            (String::new(), "empty read reply", "Protocol"),
+            ("ERR nosuchcode 2f78".into(), "unknown ERR code", "Protocol"),
         ];
-        for (body, want) in cases {
+        for (body, want, kind) in cases {
             let err = decode_read("h", NONCE, &ranges, &framed(&body, 0)).unwrap_err();
             assert!(err.to_string().contains(want), "{want}: {err}");
+            assert_eq!(variant(&err), kind, "{want}: {err}");
+        }
+        // A wrong nonce, or no frame at all: the shell printed something else.
+        let other = "f".repeat(32);
+        let other_nonce = format!("\n{other}:BEGIN Linux\nMETA size=10 enc=b64\n\n{other}:END 0\n");
+        for out in [other_nonce.as_bytes(), b"garbage\n"] {
+            let err = decode_read("h", NONCE, &ranges, out).unwrap_err();
+            assert_eq!(variant(&err), "ShellNotClean", "{err}");
         }
         // A reply over the bound is refused before it is parsed.
         let limit = read_reply_limit(&ranges);
@@ -1045,6 +1134,7 @@ mod tests {
         let huge = framed(&"A".repeat(limit), 0);
         let err = decode_read("h", NONCE, &ranges, &huge).unwrap_err();
         assert!(err.to_string().contains("over the"), "{err}");
+        assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err:?}");
         // The bound grows with the request, up to hex of 4 MiB and its alignment.
         let big = read_reply_limit(&[ByteRange::new(1, MAX_READ_BYTES)]);
         assert!(big > 16 * 1024 * 1024 && big < 20 * 1024 * 1024, "{big}");
@@ -1093,9 +1183,15 @@ mod tests {
         assert_eq!(listing.files.len(), 2);
         assert_eq!(listing.files[0].rel, b"projects/1/2/3/4/5/6/a\xff.jsonl");
         assert_eq!((listing.files[1].size, listing.files[1].mtime), (1, -2));
+        // Over the cap: refused unread (exit 6), not a broken reply (exit 3).
         let over = vec![b'x'; MAX_LIST_REPLY_BYTES + 1];
         assert!(matches!(
             decode_list("h", NONCE, &crate::test_support::roots(), &over).unwrap_err(),
+            HostError::ReplyTooLarge { .. }
+        ));
+        let unknown = framed(&format!("{root}\nERR nosuchcode "), 1);
+        assert!(matches!(
+            decode_list("h", NONCE, &crate::test_support::roots(), &unknown).unwrap_err(),
             HostError::Protocol { .. }
         ));
     }
