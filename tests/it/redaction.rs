@@ -1,6 +1,7 @@
 //! Redaction end to end: the real binary over a Claude transcript holding one real-shaped (fake)
 //! secret per rule and near-misses that must stay, in text and NDJSON, with and without
-//! `--no-redact`; and one secret that appears in a tool input, a tool result and a prompt.
+//! `--no-redact`; one secret that appears in a tool input, a tool result and a prompt; and a
+//! number and an array under secret names in a tool input.
 //! Secrets are assembled at run time so that no scanner mistakes this file for a leak.
 
 use std::fs;
@@ -24,6 +25,19 @@ fn base62(n: usize) -> String {
 fn secrets() -> Vec<(&'static str, String, String)> {
     let hex = "0123456789abcdef0123456789abcdef";
     let pem_body = format!("{}\n{}", base62(64), base62(40));
+    let ppk = format!(
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: eddsa-key-20260102\n\
+         Public-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAI{}\n{}\nPrivate-Lines: 1\nAAAAI{}\n\
+         Private-MAC: {}",
+        base62(39),
+        base62(20),
+        base62(43),
+        "0123456789abcdef".repeat(4)
+    );
+    let docker_auth = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode("dev:s3cr3t-docker")
+    };
     let jwt = format!(
         "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ0ZXN0In0.{}",
         base62(43)
@@ -128,6 +142,83 @@ fn secrets() -> Vec<(&'static str, String, String)> {
             "tok3n-v4lue".into(),
         ),
         ("assignment", "api_key: \"{}\"".into(), "c0ffee-b4be".into()),
+        (
+            "url_password",
+            "REDIS_URL=redis://:{}@cache:6379/0".into(),
+            "Pa55-w0rd-r3dis".into(),
+        ),
+        (
+            "url_password",
+            "DATABASE_URL=postgres://app:{}@db/app".into(),
+            "p@ss-w0rd-at".into(),
+        ),
+        (
+            "slack",
+            "SLACK_APP_TOKEN={}".into(),
+            format!(
+                "xapp-1-A0123ABCDEF-4567890123456-{}",
+                "0f1e2d3c4b5a69788796a5b4c3d2e1f0".repeat(2)
+            ),
+        ),
+        (
+            "slack",
+            "rotated {}".into(),
+            format!("xoxe.xoxp-1-{}", base62(160)),
+        ),
+        ("slack", "refresh {}".into(), format!("xoxe-1-{}", base62(140))),
+        (
+            "google_oauth",
+            "gcloud token {}".into(),
+            format!("ya29.a0AfB_byC{}", base62(160)),
+        ),
+        ("huggingface", "HF_TOKEN={}".into(), format!("hf_{}", base62(34))),
+        (
+            "sendgrid",
+            "SENDGRID_API_KEY={}".into(),
+            format!("SG.{}.{}", base62(22), base62(43)),
+        ),
+        (
+            "azure_account_key",
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core.windows.net"
+                .into(),
+            format!("{}==", base62(86)),
+        ),
+        ("putty_private_key", "id.ppk:\n{}\n".into(), ppk),
+        (
+            "cli_password",
+            "mysql -h db -u root -p{} app".into(),
+            "S3cr3t-mysql".into(),
+        ),
+        (
+            "cli_password",
+            "sshpass -p '{}' ssh deploy@host".into(),
+            "S3cr3t-sshpass".into(),
+        ),
+        (
+            "cli_password",
+            "curl -u admin:{} https://api.example.com".into(),
+            "S3cr3t-curl".into(),
+        ),
+        (
+            "netrc",
+            "machine api.example.com login me password {}".into(),
+            "S3cr3t-netrc".into(),
+        ),
+        (
+            "docker_auth",
+            "{\"auths\": {\"registry.example.com\": {\"auth\": \"{}\"}}}".into(),
+            docker_auth,
+        ),
+        (
+            "assignment",
+            "{\"api_key\": {}}".into(),
+            "12345678901234".into(),
+        ),
+        (
+            "assignment",
+            "{\"secret\": [\"{}\"]}".into(),
+            "s3cr3t-array-item".into(),
+        ),
     ];
     list.into_iter()
         .map(|(rule, template, secret)| (rule, template.replace("{}", &secret), secret))
@@ -149,6 +240,22 @@ fn near_misses() -> Vec<String> {
             "commit AC{} without the provider's name",
             "fedcba9876543210fedcba9876543210"
         ),
+        "redis://cache:6379/0 and redis://:6379, mail ops@example.com".into(),
+        "https://example.com:8443/users/@alice and git@github.com:org/repo.git".into(),
+        "app tokens start xapp-1- and rotating ones xoxe.xoxp-1-".into(),
+        "access tokens start with ya29. and last an hour".into(),
+        "shelf_life; hf_hub_download(repo_id); the hf_ prefix; HF_TOKEN=$HF_TOKEN".into(),
+        "Keys start SG. and then two dotted parts; SG.Team will review".into(),
+        "AccountName=acct;AccountKey=<your key>;EndpointSuffix=core.windows.net".into(),
+        "PuTTYgen saves PuTTY-User-Key-File-3: files with Private-Lines: counts".into(),
+        "ssh -p 22 host; mysql -P 3306 -h db; mysql -u root -p app; psql -p 5432".into(),
+        "find /var/lib/mysql -perm 600; docker run --name mysql -p3306:3306 mysql:8".into(),
+        "sshpass -e ssh -p 22 host; sshpass -p \"$SSHPASS\" ssh h".into(),
+        "curl -u admin https://x (it prompts); curl -u \"$USER:$PASS\" https://x".into(),
+        "reset the machine password and login again".into(),
+        "{\"auth\": \"passwordless\", \"x\": {\"auth\": \"required\"}}".into(),
+        "{\"max_tokens\": 4096, \"api_key_id\": 12}".into(),
+        "{\"secrets\": [\"db\", \"api\"], \"secret\": [\"$A\", \"<b>\"]}".into(),
     ]
 }
 
@@ -178,6 +285,11 @@ fn transcript(shared: &str) -> String {
         "message":{"id":"msg_shared","role":"assistant","content":[{"type":"tool_use","id":"toolu_shared","name":"Bash",
         "input":{"command":format!("git push https://x-access-token:{shared}@github.com/o/r"),
                  "env":{"GH":[format!("{shared}")]},"description":"push"}}]}}),
+    );
+    out += &line(
+        json!({"type":"assistant","uuid":"named-call","timestamp":ts,
+        "message":{"id":"msg_named","role":"assistant","content":[{"type":"tool_use","id":"toolu_named","name":"mcp__vault__put",
+        "input":{"api_key":12345678901234_u64,"secret":["s3cr3t-x1","$KEEP"],"max_tokens":4096}}]}}),
     );
     out += &line(json!({"type":"user","uuid":"shared-result","timestamp":ts,
         "message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_shared",
@@ -312,4 +424,20 @@ fn a_secret_in_a_tool_input_a_tool_result_and_a_prompt_is_redacted_in_all_three(
     // And all three are there with --no-redact.
     let raw = serde_json::to_string(&corpus.json(&["--no-redact"])).unwrap();
     assert_eq!(raw.matches(corpus.shared.as_str()).count(), 4);
+}
+
+#[test]
+fn a_long_number_and_an_array_under_secret_names_in_a_tool_input_are_redacted() {
+    let corpus = Corpus::new();
+    let call = by_id(&corpus.json(&[]), "named-call#").clone();
+    assert_eq!(
+        call["input"],
+        json!({"api_key":"[REDACTED:assignment]","secret":["[REDACTED:assignment]","$KEEP"],
+               "max_tokens":4096})
+    );
+    let raw = by_id(&corpus.json(&["--no-redact"]), "named-call#").clone();
+    assert_eq!(
+        raw["input"],
+        json!({"api_key":12345678901234_u64,"secret":["s3cr3t-x1","$KEEP"],"max_tokens":4096})
+    );
 }

@@ -4,25 +4,32 @@
 //! `crate::model` only.
 //!
 //! Cost. Every string is scanned once for the rules' trigger literals by one Aho-Corasick
-//! automaton (a SIMD "Teddy" search on x86-64 and aarch64), and once each for the two short
-//! needles (`sk-`, `@`) by `memchr`; a string with none is left untouched and not copied. Only
-//! the rules whose triggers occur run their regex: a provider rule searches the string (its
-//! regex starts with a literal, so that search is a SIMD skip too), a keyword rule (`anchored`)
-//! tries one anchored match at each of its triggers. Triggers are case-sensitive (so the SIMD
-//! search applies); keyword triggers leave out the keyword's first letter so that one literal
-//! serves `Password` and `password`.
+//! automaton (a SIMD "Teddy" search on x86-64 and aarch64), and once each for the four short
+//! needles (`sk-`, `@`, `hf_`, `SG.`) by `memchr`; a string with none is left untouched and not
+//! copied. Only the rules whose triggers occur run their regex: a provider rule searches the
+//! string (its regex starts with a literal, so that search is a SIMD skip too), a keyword rule
+//! (`anchored`) tries one anchored match at each of its triggers. Triggers are case-sensitive
+//! (so the SIMD search applies); keyword triggers leave out the keyword's first letter so that
+//! one literal serves `Password` and `password`.
 //!
 //! Teddy compares 4-byte fingerprints only when every literal is at least 4 bytes long, and
 //! then runs about five times faster on transcript text than with 3-byte ones (the strings of
 //! `scripts/bench`'s 64 MiB transcript: 32 ms, now 6 ms); so the automaton gets the triggers
-//! of 4 bytes or more, and a shorter one
-//! is a needle with its own `memchr` scan. [`first_of_each_fingerprint`] says in what order the
-//! literals go in.
+//! of 4 bytes or more, and a shorter one is a needle with its own `memchr` scan. A needle is
+//! for a shape that no literal of 4 bytes marks: `sk-` (then `ant-`, `proj-` or 48
+//! alphanumerics), `@` (`user:pass@`), `hf_` and `SG.` (Hugging Face and SendGrid: base62 or
+//! base64url right after the prefix). Each costs a scan of every string (about a third of the
+//! automaton's), so a new shape gets one only when it has no longer literal. Teddy takes at
+//! most 64 literals, and which literals share its buckets decides how many windows it has to
+//! check: [`teddy_order`] plans that.
 //!
 //! Confidence. Every rule is meant to be high-confidence: provider tokens by their documented
-//! prefixes and lengths, keyword rules (`Authorization:`, `PASSWORD=`, `scheme://user:pass@`)
-//! only when the value is not a placeholder (`$VAR`, `<token>`, `***`, empty) and, unquoted, not
-//! an expression (`api_key=api_key`, `token = os.environ[…]`).
+//! prefixes and lengths, keyword rules (`Authorization:`, `PASSWORD=`, `scheme://user:pass@`,
+//! `mysql -pSECRET`, `.netrc`'s `password`) only when the value is not a placeholder (`$VAR`,
+//! `<token>`, `***`, empty) and, unquoted, not an expression (`api_key=api_key`,
+//! `token = os.environ[…]`). Each rule's test in `redact/tests.rs` keeps near-misses beside
+//! its secrets: prose that names the shape, ports (`ssh -p 22`, `mysql -P 3306`), identifiers
+//! (`shelf_life`, `hf_hub_download`).
 
 use std::ops::Range;
 use std::sync::{LazyLock, OnceLock};
@@ -34,6 +41,7 @@ use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input};
 
 use clankie_model::{Record, RecordBody};
+use serde_json::Value;
 
 /// What part of a match a rule replaces.
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +51,9 @@ enum Replace {
     /// The first capture group that took part (a value after its key or scheme), unless the
     /// value is a placeholder; the key, quotes and separators stay. A group named `bare`
     /// (an unquoted value) is also kept when it reads as code (`api_key=api_key`,
-    /// `token = os.environ[…]`).
+    /// `token = os.environ[…]`). A group named `items` (a JSON array of strings) has each of
+    /// its strings replaced, placeholders kept. A group named `basic` is replaced only when
+    /// it is the base64 of `user:password`.
     Value,
 }
 
@@ -76,6 +86,19 @@ const RULES: &[Rule] = &[
         // Not `-----BEGIN`: `----` is a Markdown rule, and every one would be a candidate.
         triggers: &["PRIVATE KEY"],
         pattern: r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?:(?:\s|\\[nr])*[A-Za-z0-9+/=:,-]{16,})*)",
+        replace: Replace::Whole,
+        anchored: false,
+    },
+    // PuTTY private keys (.ppk, versions 2 and 3), from the header through the private lines
+    // and their MAC; the lines may be real line breaks or `\n` escapes. A file cut short after
+    // `Private-Lines:` goes up to the end of its base64 lines; one cut short before holds only
+    // the public key and stays.
+    // Source: the PuTTY manual, appendix C "PPK file format";
+    // e.g. "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: …\nPublic-Lines: 2\n…\nPrivate-Lines: 1\n…\nPrivate-MAC: 3f…"
+    Rule {
+        name: "putty_private_key",
+        triggers: &["PuTTY-User-Key-File"],
+        pattern: r"PuTTY-User-Key-File-[0-9]+: [^\r\n\\]*(?:(?:\r?\n|\\r\\n|\\n)(?:[A-Za-z0-9-]+: [^\r\n\\]*|[A-Za-z0-9+/=]+))*?(?:\r?\n|\\r\\n|\\n)Private-Lines: [0-9]+(?:(?:(?:\r?\n|\\r\\n|\\n)[A-Za-z0-9+/=]+)*?(?:\r?\n|\\r\\n|\\n)Private-(?:MAC|Hash): [0-9a-fA-F]*|(?:(?:\r?\n|\\r\\n|\\n)[A-Za-z0-9+/=]+)*)",
         replace: Replace::Whole,
         anchored: false,
     },
@@ -136,12 +159,15 @@ const RULES: &[Rule] = &[
         replace: Replace::Value,
         anchored: false,
     },
-    // Slack tokens: bot xoxb-, user xoxp-, app-level xoxa-, refresh xoxr-, legacy xoxs-.
-    // Source: api.slack.com/authentication/token-types; e.g. "xoxb-1234567890-1234567890123-AbCd…".
+    // Slack tokens: bot xoxb-, user xoxp-, app-level xoxa-, refresh xoxr-, legacy xoxs-;
+    // app-level "xapp-1-A…-…-<64 hex>"; rotating ones, "xoxe.xoxp-1-…" (access) and "xoxe-1-…"
+    // (refresh).
+    // Source: api.slack.com/authentication/token-types and /authentication/rotation;
+    // e.g. "xoxb-1234567890-1234567890123-AbCd…", "xapp-1-A0123ABCDEF-4567890123456-0f1e…".
     Rule {
         name: "slack",
-        triggers: &["xoxb", "xoxp", "xoxa", "xoxr", "xoxs"],
-        pattern: r"\bxox[baprs]-[A-Za-z0-9-]{10,}",
+        triggers: &["xoxb", "xoxp", "xoxa", "xoxr", "xoxs", "xoxe", "xapp"],
+        pattern: r"\bxox[baprs]-[A-Za-z0-9-]{10,}|\bxoxe(?:\.xox[bp])?-[0-9]-[A-Za-z0-9-]{20,}|\bxapp-[0-9]-[A-Za-z0-9-]{20,}",
         replace: Replace::Whole,
         anchored: false,
     },
@@ -169,6 +195,36 @@ const RULES: &[Rule] = &[
         name: "google_api_key",
         triggers: &["AIza"],
         pattern: r"\bAIza[0-9A-Za-z_-]{35}",
+        replace: Replace::Whole,
+        anchored: false,
+    },
+    // Google OAuth 2.0 access tokens: "ya29." + base64url, 100–2000 chars; a service
+    // account's start "ya29.c." and so may hold short dotted parts.
+    // Source: developers.google.com/identity/protocols/oauth2 (token types); gitleaks `gcp-…`.
+    Rule {
+        name: "google_oauth",
+        triggers: &["ya29"],
+        pattern: r"\bya29\.(?:[0-9A-Za-z_-]{1,8}\.)*[0-9A-Za-z_-]{30,}",
+        replace: Replace::Whole,
+        anchored: false,
+    },
+    // Hugging Face user access tokens: "hf_" + 34 letters (alphanumerics accepted).
+    // Source: huggingface.co/docs/hub/security-tokens; gitleaks `huggingface-access-token`.
+    Rule {
+        name: "huggingface",
+        // A needle: the byte after `hf_` is any of 62, so no 4-byte literal marks the shape.
+        triggers: &["hf_"],
+        pattern: r"\bhf_[A-Za-z0-9]{34}\b",
+        replace: Replace::Whole,
+        anchored: false,
+    },
+    // SendGrid API keys: "SG." + 22 base64url (the key id) + "." + 43 base64url (the secret).
+    // Source: docs.sendgrid.com API keys; gitleaks `sendgrid-api-token`.
+    Rule {
+        name: "sendgrid",
+        // A needle, as `hf_`: what follows `SG.` is free.
+        triggers: &["SG."],
+        pattern: r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
         replace: Replace::Whole,
         anchored: false,
     },
@@ -210,6 +266,27 @@ const RULES: &[Rule] = &[
         replace: Replace::Whole,
         anchored: false,
     },
+    // Azure Storage account keys in connection strings (64 bytes, 88 base64 chars):
+    // "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=<88>;EndpointSuffix=…"; only the
+    // key goes. (`SharedAccessKey=` of Service Bus is an `assignment`.)
+    // Source: learn.microsoft.com azure/storage/common/storage-configure-connection-string.
+    Rule {
+        name: "azure_account_key",
+        triggers: &["AccountKey="],
+        pattern: r"AccountKey=([A-Za-z0-9+/]{20,}={0,2})(?:[^A-Za-z0-9+/=]|$)",
+        replace: Replace::Value,
+        anchored: false,
+    },
+    // Docker registry credentials in ~/.docker/config.json: `"auth": "<base64 of user:pass>"`
+    // under "auths"; only the base64 goes, and only when it decodes to `user:password`
+    // (`"auth": "passwordless"` stays). Source: docs.docker.com/reference/cli/docker/login.
+    Rule {
+        name: "docker_auth",
+        triggers: &["\"auth\""],
+        pattern: r#""auth"[ \t]*:[ \t]*"(?P<basic>(?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)""#,
+        replace: Replace::Value,
+        anchored: false,
+    },
     // HTTP `Authorization:` / `Proxy-Authorization:` values, after the scheme word when there
     // is one: "Authorization: Bearer abc.def", "-H 'authorization: token 0123…'",
     // {"Authorization": "Basic dXNlcjpwYXNz"}. Source: RFC 9110 §11.6.2.
@@ -220,17 +297,49 @@ const RULES: &[Rule] = &[
         replace: Replace::Value,
         anchored: true,
     },
-    // Passwords in URLs: scheme://user:PASSWORD@host — only the password goes.
+    // Passwords in URLs: scheme://user:PASSWORD@host — only the password goes. The user may
+    // be empty (`redis://:pw@cache`), and a password may hold a raw `@` (`p@ss`): it runs to
+    // the last `@` before the path.
     // Source: RFC 3986 §3.2.1; e.g. "postgres://app:s3cret@db:5432/app".
     Rule {
         name: "url_password",
         triggers: &["@"],
-        pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:@/?#"'<>\[\]]+:([^\s@/?#"'<>]+)@"#,
+        pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:@/?#"'<>\[\]]*:([^\s/?#"'<>]+)@"#,
+        replace: Replace::Value,
+        anchored: false,
+    },
+    // Passwords given on a command line: `mysql -pSECRET` (attached; a bare `-p` prompts and
+    // `-P` is the port), `sshpass -p SECRET`, `curl -u user:SECRET` (`--user`). An attached
+    // mysql value that reads as code (`find /var/lib/mysql -perm …`) or as a port mapping
+    // (`--name mysql -p3306:3306`) stays. Source: the mysql, sshpass and curl manuals.
+    Rule {
+        name: "cli_password",
+        triggers: &["mysql", "mariadb", "sshpass", "curl"],
+        pattern: concat!(
+            r#"\b(?:mysql[a-z]*|mariadb(?:-[a-z]+)?)(?:[ \t]+-[^\s|;&<>]*(?:[ \t]+(?:"[^"\n]*"|'[^'\n]*'|[^\s|;&<>-][^\s|;&<>]*))?)*?[ \t]+-p(?:"([^"\n]*)"|'([^'\n]*)'|(?P<bare>[^\s"'`;|&<>)]+))"#,
+            r#"|\bsshpass(?:[ \t]+-[dfP][ \t]*[^\s-][^\s|;&<>]*|[ \t]+-[ehvV]+)*[ \t]+-p[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'`;|&<>)]+))"#,
+            r#"|\bcurl(?:[ \t]+[^\s|;&<>]+){0,24}?[ \t]+(?:-u|--user)(?:[ \t]*|=)(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':;|&<>]*:([^\s"'`;|&<>)]+))"#,
+        ),
+        replace: Replace::Value,
+        anchored: false,
+    },
+    // .netrc entries: the password after `machine HOST` (and `login USER`, in any order), on
+    // one line or several. After a `login`, any value; else not a value that reads as code
+    // (prose: "the machine ID password is …").
+    // Source: the GNU inetutils manual, "The .netrc file"; e.g. "machine api.x.com login me password s3cr3t".
+    Rule {
+        name: "netrc",
+        triggers: &["machine"],
+        pattern: concat!(
+            r#"\bmachine[ \t]+\S+(?:(?:\s|\\[nrt])+(?:login|account)[ \t]+\S+)+(?:\s|\\[nrt])+password[ \t]+(?:"([^"\n]*)"|([^\s"]+))"#,
+            r#"|\bmachine[ \t]+\S+(?:\s|\\[nrt])+password[ \t]+(?:"([^"\n]*)"|(?P<bare>[^\s"'`,;)\]}]+))"#,
+        ),
         replace: Replace::Value,
         anchored: false,
     },
     // Secret-named assignments in env files, shells, config and code: the value after
-    // `PASSWORD=`, `DB_PASSWORD: `, `"api_key": "…"`, `SECRET_KEY => '…'`, `GITHUB_TOKEN=…`.
+    // `PASSWORD=`, `DB_PASSWORD: `, `"api_key": "…"`, `SECRET_KEY => '…'`, `GITHUB_TOKEN=…`,
+    // `"api_key": 12345678901234`; each string of an array, `"secret": ["…", "…"]`.
     // Source: dotenv / YAML / JSON conventions; gitleaks `generic-api-key` for the key names.
     Rule {
         name: "assignment",
@@ -258,7 +367,7 @@ const RULES: &[Rule] = &[
             "rivateKey",
             "RIVATE_KEY",
         ],
-        pattern: r#"(?i-u:passw(?:or)?d|passphrase|secret(?:[_-]?access)?(?:[_-]?key)?|token|api[_-]?key|access[_-]?key|private[_-]?key)["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|(?P<bare>[^\s"'`,;)\]}]+))"#,
+        pattern: r#"(?i-u:passw(?:or)?d|passphrase|secret(?:[_-]?access)?(?:[_-]?key)?|token|api[_-]?key|access[_-]?key|private[_-]?key)["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|(?P<items>\[\s*"[^"\n]*"(?:\s*,\s*"[^"\n]*")*\s*,?\s*\])|(?P<bare>[^\s"'`,;)\]}]+))"#,
         replace: Replace::Value,
         anchored: true,
     },
@@ -283,29 +392,14 @@ struct Triggers {
 }
 
 static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
-    const { assert!(RULES.len() <= 32, "rule masks are u32") };
-    let mut literals: Vec<&str> = Vec::new();
-    let mut masks: Vec<u32> = Vec::new();
-    for (i, rule) in RULES.iter().enumerate() {
-        for &t in rule.triggers {
-            match literals.iter().position(|l| *l == t) {
-                Some(at) => masks[at] |= 1 << i,
-                None => {
-                    literals.push(t);
-                    masks.push(1 << i);
-                }
-            }
-        }
-    }
-    let (long, short): (Vec<_>, Vec<_>) = literals
+    let (long, short): (Vec<_>, Vec<_>) = trigger_literals()
         .into_iter()
-        .zip(masks)
         .partition(|(literal, _)| literal.len() >= FINGERPRINT);
     let needles = short
         .into_iter()
         .map(|(literal, mask)| (memmem::Finder::new(literal.as_bytes()), mask))
         .collect();
-    let (literals, masks): (Vec<_>, Vec<_>) = first_of_each_fingerprint(long).into_iter().unzip();
+    let (literals, masks): (Vec<_>, Vec<_>) = teddy_order(long).into_iter().unzip();
     // Leftmost-first, because only that kind gets the SIMD prefilter.
     let automaton = AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostFirst)
@@ -318,29 +412,178 @@ static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
     }
 });
 
-/// The literals in the order the automaton gets them, which decides its speed but not its
-/// matches (no trigger is a prefix of another). Teddy sorts literals into 16 buckets and, for a
-/// 4-byte window, only checks "could some literal of this bucket start here", a bucket's
-/// literals mixed nibble by nibble; so two unlike literals in one bucket accept windows that
-/// are neither (`etho`, from `glpa` and `utho`), and each such window costs a check. Literals
-/// that agree in the low nibble of their first four bytes (`oken` and `OKEN`) share a bucket
-/// whatever their place; every other literal goes to a bucket by its place. Putting one
-/// literal of each such group first spreads the groups over the buckets before any shares;
-/// the case variants follow. On the benchmark transcript this took the scan from 19 ms to 6.
-fn first_of_each_fingerprint<T>(literals: Vec<(&str, T)>) -> Vec<(&str, T)> {
-    let low_nibbles =
-        |l: &str| -> [u8; FINGERPRINT] { std::array::from_fn(|i| l.as_bytes()[i] & 0x0f) };
-    let mut seen = Vec::new();
-    let (mut firsts, rest): (Vec<_>, Vec<_>) = literals.into_iter().partition(|(l, _)| {
-        let key = low_nibbles(l);
-        let first = !seen.contains(&key);
-        if first {
-            seen.push(key);
+/// Every distinct trigger with the rules it wakes (a bit per rule), in table order.
+fn trigger_literals() -> Vec<(&'static str, u32)> {
+    const { assert!(RULES.len() <= 32, "rule masks are u32") };
+    let mut literals: Vec<(&'static str, u32)> = Vec::new();
+    for (i, rule) in RULES.iter().enumerate() {
+        for &t in rule.triggers {
+            match literals.iter_mut().find(|(l, _)| *l == t) {
+                Some((_, mask)) => *mask |= 1 << i,
+                None => literals.push((t, 1 << i)),
+            }
         }
-        first
-    });
-    firsts.extend(rest);
-    firsts
+    }
+    literals
+}
+
+/// The literals in the order the automaton gets them, which decides its speed but not its
+/// matches (no trigger is a prefix of another, so at most one matches at a place).
+///
+/// Teddy sorts literals into buckets (16 with AVX2 and over 32 literals) and, for a 4-byte
+/// window, only checks "could some literal of this bucket start here", a bucket's literals
+/// mixed nibble by nibble; so unlike literals in one bucket accept windows that are neither
+/// (`sshpass` and `ccess_key` accept `sses`, as in "passes"), and each such window costs a
+/// check. Literals that agree in the low nibble of their first four bytes (`oken` and
+/// `OKEN`) form a group that shares a bucket; a group's first literal goes to bucket
+/// `15 - place % 16` (aho-corasick's `teddy/generic.rs`).
+///
+/// So the groups are planned into buckets here, most frequent first (by [`Accepts::rate`]),
+/// each into the bucket where it adds the fewest accepted windows and no bucket holding more
+/// than its share; then each group's first literal is put at a place that lands it in its
+/// bucket, the other literals filling the places in between. With the 11 triggers of issue
+/// 14 added in table order, Teddy's checks on `scripts/bench`'s transcript went from none to
+/// 678,000 (14 ms); planned, none again.
+fn teddy_order<T>(literals: Vec<(&str, T)>) -> Vec<(&str, T)> {
+    let key = |l: &str| -> [u8; FINGERPRINT] { std::array::from_fn(|i| l.as_bytes()[i] & 0x0f) };
+    let mut groups: Vec<Vec<(&str, T)>> = Vec::new();
+    for (literal, value) in literals {
+        match groups.iter_mut().find(|g| key(g[0].0) == key(literal)) {
+            Some(group) => group.push((literal, value)),
+            None => groups.push(vec![(literal, value)]),
+        }
+    }
+    let accepts: Vec<Accepts> = groups
+        .iter()
+        .map(|g| g.iter().fold(Accepts::default(), |a, (l, _)| a.with(l)))
+        .collect();
+    let rates: Vec<f64> = accepts.iter().map(Accepts::rate).collect();
+    let mut hottest: Vec<usize> = (0..groups.len()).collect();
+    hottest.sort_by(|&a, &b| rates[b].total_cmp(&rates[a]));
+    let share = groups.len().div_ceil(BUCKETS);
+    let mut plan: [Vec<usize>; BUCKETS] = Default::default();
+    let mut bucket_accepts = [Accepts::default(); BUCKETS];
+    let mut bucket_rates = [0.0; BUCKETS];
+    for g in hottest {
+        let (b, rate) = (0..BUCKETS)
+            .filter(|&b| plan[b].len() < share)
+            .map(|b| (b, bucket_accepts[b].union(accepts[g]).rate()))
+            .min_by(|(a, rate_a), (b, rate_b)| {
+                (rate_a - bucket_rates[*a]).total_cmp(&(rate_b - bucket_rates[*b]))
+            })
+            .expect("the shares hold every group");
+        bucket_accepts[b] = bucket_accepts[b].union(accepts[g]);
+        bucket_rates[b] = rate;
+        plan[b].push(g);
+    }
+    let mut groups: Vec<Option<Vec<(&str, T)>>> = groups.into_iter().map(Some).collect();
+    let mut out = Vec::new();
+    let mut fillers = Vec::new();
+    let mut next = [0; BUCKETS];
+    let mut pending: usize = plan.iter().map(Vec::len).sum();
+    while pending > 0 {
+        let here = BUCKETS - 1 - out.len() % BUCKETS;
+        // This place's bucket, if a group waits for it; else a literal whose group is placed
+        // (it goes to its group's bucket wherever it stands); else, for want of one, the next
+        // waiting group lands here, off its plan.
+        let bucket = if next[here] < plan[here].len() || fillers.is_empty() {
+            (0..BUCKETS)
+                .map(|i| (here + BUCKETS - i) % BUCKETS)
+                .find(|&b| next[b] < plan[b].len())
+        } else {
+            None
+        };
+        match bucket {
+            Some(b) => {
+                let mut group = groups[plan[b][next[b]]]
+                    .take()
+                    .expect("placed once")
+                    .into_iter();
+                next[b] += 1;
+                pending -= 1;
+                out.extend(group.next());
+                fillers.extend(group);
+            }
+            None => out.extend(fillers.pop()),
+        }
+    }
+    out.extend(fillers);
+    out
+}
+
+/// How often each byte occurs in transcript text, per 10,000, roughly: English letter
+/// frequencies, capitals a tenth as often, spaces, some punctuation, digits.
+static TEXT_FREQUENCY: [u32; 256] = {
+    const LETTERS: [u32; 26] = [
+        820, 150, 280, 430, 1270, 220, 200, 610, 700, 20, 80, 400, 240, 670, 750, 190, 10, 600,
+        630, 910, 280, 100, 240, 20, 200, 10,
+    ];
+    let mut table = [10; 256];
+    let mut i = 0;
+    while i < 26 {
+        table[b'a' as usize + i] = LETTERS[i];
+        table[b'A' as usize + i] = LETTERS[i] / 10;
+        i += 1;
+    }
+    let mut digit = b'0';
+    while digit <= b'9' {
+        table[digit as usize] = 50;
+        digit += 1;
+    }
+    table[b' ' as usize] = 1800;
+    let punctuation = b"_-./\":=,\n";
+    let mut p = 0;
+    while p < punctuation.len() {
+        table[punctuation[p] as usize] = 100;
+        p += 1;
+    }
+    table
+};
+
+/// Teddy's buckets with AVX2 ("fat" Teddy, for over 32 literals); elsewhere it has 8, and
+/// the planned buckets `b` and `b + 8` share one.
+const BUCKETS: usize = 16;
+
+/// The bytes a Teddy bucket accepts at each place of the fingerprint: those whose low nibble
+/// is in `low` and high nibble in `high`, as bit sets.
+#[derive(Debug, Clone, Copy, Default)]
+struct Accepts {
+    low: [u16; FINGERPRINT],
+    high: [u16; FINGERPRINT],
+}
+
+impl Accepts {
+    fn with(mut self, literal: &str) -> Accepts {
+        for (i, b) in literal.bytes().take(FINGERPRINT).enumerate() {
+            self.low[i] |= 1 << (b & 0x0f);
+            self.high[i] |= 1 << (b >> 4);
+        }
+        self
+    }
+
+    fn union(mut self, other: Accepts) -> Accepts {
+        for i in 0..FINGERPRINT {
+            self.low[i] |= other.low[i];
+            self.high[i] |= other.high[i];
+        }
+        self
+    }
+
+    /// About how often a window of transcript text is accepted: per place, the share of text
+    /// bytes accepted there ([`TEXT_FREQUENCY`]), multiplied.
+    fn rate(&self) -> f64 {
+        (0..FINGERPRINT)
+            .map(|i| {
+                let mut share = 0;
+                for high in (0..16).filter(|n| self.high[i] & (1 << n) != 0) {
+                    for low in (0..16).filter(|n| self.low[i] & (1 << n) != 0) {
+                        share += TEXT_FREQUENCY[high << 4 | low];
+                    }
+                }
+                f64::from(share) / 10_000.0
+            })
+            .product()
+    }
 }
 
 /// How far past its trigger an anchored rule's match may reach: keyword, separator and value.
@@ -441,7 +684,8 @@ fn is_placeholder(value: &str) -> bool {
 /// An unquoted value that reads as code, not as a secret: an identifier or dotted path with no
 /// digit, possibly called or indexed (`api_key`, `self.token`, `getpass()`, `os.environ[`).
 /// Real secrets nearly always hold a digit or a symbol; a purely alphabetic password is missed
-/// on purpose, for the sake of code like `Client(api_key=api_key)`.
+/// on purpose, for the sake of code like `Client(api_key=api_key)`. Numbers too: a short count
+/// (`max_token=4096`), a port mapping or address (`-p3306:3306`, `127.0.0.1:80`).
 fn is_code(value: &str) -> bool {
     let head = value.split(['(', '[']).next().unwrap_or("");
     let identifier = head.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
@@ -450,28 +694,63 @@ fn is_code(value: &str) -> bool {
             .all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'.');
     // A short all-digit value is a count or a port (`max_token=4096`), not a secret.
     let number = value.len() < 6 && value.bytes().all(|b| b.is_ascii_digit());
-    identifier || number
+    // Digits joined by `:` are a port mapping or an address (`-p3306:3306`, `127.0.0.1:80`).
+    let mapping = value.contains(':')
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b':' || b == b'.');
+    identifier || number || mapping
 }
 
-/// What to replace in one match of `rule`, or `None` to keep it.
-fn target(rule: &Rule, caps: &Captures, haystack: &str) -> Option<Range<usize>> {
-    let whole = caps.get_match()?.range();
+/// Adds to `ranges` what to replace in one match of `rule` (nothing, to keep it).
+fn targets(rule: &Rule, caps: &Captures, haystack: &str, ranges: &mut Vec<Range<usize>>) {
+    let Some(whole) = caps.get_match() else {
+        return;
+    };
     match rule.replace {
-        Replace::Whole => Some(whole),
+        Replace::Whole => ranges.push(whole.range()),
         Replace::Value => {
-            let value = (1..caps.group_len())
-                .find_map(|g| caps.get_group(g))?
-                .range();
-            let bare = caps
-                .get_group_by_name("bare")
-                .is_some_and(|b| b.range() == value);
-            let text = &haystack[value.clone()];
-            if is_placeholder(text) || (bare && is_code(text)) {
-                return None;
+            let Some(value) = (1..caps.group_len()).find_map(|g| caps.get_group(g)) else {
+                return;
+            };
+            let value = value.range();
+            let is = |name| {
+                caps.get_group_by_name(name)
+                    .is_some_and(|g| g.range() == value)
+            };
+            if is("items") {
+                // `["a", "b"]`: the pattern let no `"` into a string, so quotes pair up.
+                let quotes: Vec<usize> =
+                    memchr::memchr_iter(b'"', haystack[value.clone()].as_bytes())
+                        .map(|at| value.start + at)
+                        .collect();
+                ranges.extend(
+                    quotes
+                        .chunks_exact(2)
+                        .map(|pair| pair[0] + 1..pair[1])
+                        .filter(|item| !is_placeholder(&haystack[item.clone()])),
+                );
+                return;
             }
-            Some(value)
+            let text = &haystack[value.clone()];
+            if is_placeholder(text)
+                || (is("bare") && is_code(text))
+                || (is("basic") && !is_user_password_base64(text))
+            {
+                return;
+            }
+            ranges.push(value);
         }
     }
+}
+
+/// Whether `text` is base64 of `user:password`, as HTTP Basic and Docker's `"auth"` carry
+/// it (`"auth": "passwordless"` is base64 too, of nothing like that).
+fn is_user_password_base64(text: &str) -> bool {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .is_ok_and(|bytes| bytes.contains(&b':') && std::str::from_utf8(&bytes).is_ok())
 }
 
 /// `text` with each range replaced by `[REDACTED:<name>]`; ranges are in order, disjoint.
@@ -528,12 +807,12 @@ pub fn redact_text(text: &str) -> Option<(String, usize)> {
                 re.search_captures(&input, &mut caps);
                 if let Some(m) = caps.get_match() {
                     done = m.end();
-                    ranges.extend(target(rule, &caps, haystack));
+                    targets(rule, &caps, haystack, &mut ranges);
                 }
             }
         } else {
             for caps in re.captures_iter(haystack) {
-                ranges.extend(target(rule, &caps, haystack));
+                targets(rule, &caps, haystack, &mut ranges);
             }
         }
         if !ranges.is_empty() {
@@ -558,23 +837,20 @@ pub fn redact_string(text: &mut String) -> usize {
     }
 }
 
-/// Redacts every string value inside a JSON value, at any depth. Object keys stay; a string
-/// under a secret-named key (`"password"`, `"api_key"`, `"Authorization"`) is redacted whole
-/// (after its scheme word, for `Authorization`) unless it is a placeholder.
-pub fn redact_json(value: &mut serde_json::Value) -> usize {
+/// Redacts every string value inside a JSON value, at any depth. Object keys stay; under a
+/// secret-named key (`"password"`, `"api_key"`, `"Authorization"`) a string is redacted whole
+/// (after its scheme word, for `Authorization`) unless it is a placeholder, so is an integer
+/// that is no short count (`{"api_key": 12345678901234}` becomes a string), and so is each
+/// string or integer of an array (`{"secret": ["a", "b"]}`).
+pub fn redact_json(value: &mut Value) -> usize {
     match value {
-        serde_json::Value::String(s) => redact_string(s),
-        serde_json::Value::Array(items) => items.iter_mut().map(redact_json).sum(),
-        serde_json::Value::Object(map) => map
+        Value::String(s) => redact_string(s),
+        Value::Array(items) => items.iter_mut().map(redact_json).sum(),
+        Value::Object(map) => map
             .iter_mut()
             .map(|(key, v)| match v {
-                serde_json::Value::String(s)
-                    if TRIGGERS.automaton.is_match(key.as_str())
-                        && KEY_NAME.is_match(key.as_str())
-                        && !is_placeholder(s) =>
-                {
-                    let n = redact_string(s);
-                    if n > 0 { n } else { redact_named_value(key, s) }
+                Value::String(_) | Value::Number(_) | Value::Array(_) if is_secret_key(key) => {
+                    redact_named(key, v)
                 }
                 _ => redact_json(v),
             })
@@ -583,14 +859,44 @@ pub fn redact_json(value: &mut serde_json::Value) -> usize {
     }
 }
 
+/// A key whose value is a secret as a whole (the automaton first: most keys hold no trigger).
+fn is_secret_key(key: &str) -> bool {
+    TRIGGERS.automaton.is_match(key) && KEY_NAME.is_match(key)
+}
+
+/// Redacts a value found under the secret-named `key`.
+fn redact_named(key: &str, value: &mut Value) -> usize {
+    match value {
+        Value::String(s) if !is_placeholder(s) => {
+            let n = redact_string(s);
+            if n > 0 { n } else { redact_named_value(key, s) }
+        }
+        // An integer of six digits or more; a float or a short count (`4096`) stays.
+        Value::Number(n) if !n.is_f64() && !is_code(&n.to_string()) => {
+            *value = Value::String(format!("[REDACTED:{}]", named_rule(key)));
+            1
+        }
+        Value::Array(items) => items.iter_mut().map(|item| redact_named(key, item)).sum(),
+        _ => redact_json(value),
+    }
+}
+
+/// The rule a value under the secret-named `key` is redacted by.
+fn named_rule(key: &str) -> &'static str {
+    if key.to_ascii_lowercase().ends_with("authorization") {
+        "authorization"
+    } else {
+        "assignment"
+    }
+}
+
 /// `{"password": "hunter2"}` → `{"password": "[REDACTED:assignment]"}`; an `Authorization`
 /// value keeps its scheme word.
 fn redact_named_value(key: &str, value: &mut String) -> usize {
-    let (rule, keep) = if key.to_ascii_lowercase().ends_with("authorization") {
-        let scheme = value.split_once(' ').map(|(s, _)| s.len() + 1).unwrap_or(0);
-        ("authorization", scheme)
-    } else {
-        ("assignment", 0)
+    let rule = named_rule(key);
+    let keep = match rule {
+        "authorization" => value.split_once(' ').map(|(s, _)| s.len() + 1).unwrap_or(0),
+        _ => 0,
     };
     if is_placeholder(&value[keep..]) {
         return 0;
