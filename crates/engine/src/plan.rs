@@ -846,12 +846,27 @@ mod tests {
     }
 
     fn run_request(file: &[u8], request: PageRequest) -> Result<Page, PlanError> {
-        let mut plan = ReadPlan::new(ctx(), request, file.len() as u64);
+        serve(&[file.to_vec()], &[0], request, 10_000)
+    }
+
+    /// Runs a plan against a host whose file may change between calls: each read is served
+    /// from the version `schedule` names (cycling), clipped at that version's size, as a real
+    /// host would; records streamed and the page's are returned together. A plan that asks
+    /// for more than `max_calls` reads, or for more than one call's bytes, fails the test.
+    fn serve(
+        versions: &[Vec<u8>],
+        schedule: &[usize],
+        request: PageRequest,
+        max_calls: usize,
+    ) -> Result<Page, PlanError> {
+        let first = &versions[schedule[0] % versions.len()];
+        let mut plan = ReadPlan::new(ctx(), request, first.len() as u64);
         let mut streamed = Vec::new();
-        let mut calls = 0;
+        let mut calls = 0usize;
         while let Some(ranges) = plan.next_read() {
+            let file = &versions[schedule[calls % schedule.len()] % versions.len()];
             calls += 1;
-            assert!(calls < 10_000, "plan does not terminate");
+            assert!(calls < max_calls, "plan does not terminate");
             assert!(ranges.iter().map(|r| r.len).sum::<u64>() <= MAX_READ_BYTES + HEAD_BYTES);
             let size = file.len() as u64;
             let chunks = ranges
@@ -1108,37 +1123,13 @@ mod tests {
         }
     }
 
-    /// A host whose file changes between calls: each read is served from the version the
-    /// schedule names, clipped at that version's size, as a real host would.
+    /// A host whose file changes between calls (see [`serve`]).
     fn run_moving(
         versions: &[Vec<u8>],
         schedule: &[usize],
         request: PageRequest,
     ) -> Result<Page, PlanError> {
-        let first = &versions[schedule[0] % versions.len()];
-        let mut plan = ReadPlan::new(ctx(), request, first.len() as u64);
-        let mut streamed = Vec::new();
-        let mut calls = 0usize;
-        while let Some(ranges) = plan.next_read() {
-            let file = &versions[schedule[calls % schedule.len()] % versions.len()];
-            calls += 1;
-            assert!(calls < 2_000, "plan does not terminate");
-            let size = file.len() as u64;
-            let chunks = ranges
-                .iter()
-                .map(|r| {
-                    let s = r.start.min(size) as usize;
-                    let e = r.end().min(size) as usize;
-                    file[s..e].to_vec()
-                })
-                .collect();
-            plan.feed(chunks, size)?;
-            streamed.extend(plan.take_records());
-        }
-        let mut page = plan.finish();
-        streamed.append(&mut page.records);
-        page.records = streamed;
-        Ok(page)
+        serve(versions, schedule, request, 2_000)
     }
 
     /// Transcript-like files: real Claude lines, junk, blank and cut lines, in any mix. With
