@@ -90,7 +90,7 @@ fn file_ref(entry: &FileEntry, suffix: &[u8]) -> FileRef {
     rel.extend_from_slice(suffix);
     FileRef {
         harness: entry.harness,
-        root: entry.root.clone(),
+        root: entry.root.to_vec(),
         rel,
     }
 }
@@ -507,7 +507,7 @@ mod tests {
         add(20);
         let entry = FileEntry {
             harness: clankie_engine::harness::by_name("opencode").unwrap(),
-            root: dir.path().as_os_str().as_encoded_bytes().to_vec(),
+            root: dir.path().as_os_str().as_encoded_bytes().into(),
             rel: b"opencode.db".to_vec(),
             size: 0,
             mtime: 0,

@@ -118,7 +118,7 @@ async fn check(report: &mut HostReport, opened: Result<OpenHost, Error>) {
             for root in &listing.roots {
                 let count = sessions
                     .iter()
-                    .filter(|s| s.harness() == root.harness && s.entry.root == root.dir)
+                    .filter(|s| s.harness() == root.harness && *s.entry.root == *root.dir)
                     .count();
                 let dir = String::from_utf8_lossy(&root.dir).into_owned();
                 if !root.exists {

@@ -263,11 +263,13 @@ fn keep_unseen(seen: &mut Option<HashSet<String>>, records: &mut Vec<Record>) {
 
 /// Whether a later attempt may not see this host error: it is about the connection (dropped,
 /// or a reply that broke its time bound), not about the file or who we are (a refused path, a
-/// host key, authentication, the SSH configuration).
+/// host key, authentication, the SSH configuration), nor a reply over a cap (what is there to
+/// send stays as large; asking again every few seconds would fetch it again and again).
 pub fn is_transient(err: &HostError) -> bool {
     !matches!(
         err,
         HostError::PathRefused { .. }
+            | HostError::ReplyTooLarge { .. }
             | HostError::HostKeyChanged { .. }
             | HostError::HostKeyRevoked { .. }
             | HostError::HostKeyUnknown { .. }
@@ -707,6 +709,10 @@ mod tests {
         assert!(is_transient(&HostError::TimedOut {
             host: host(),
             reason: "no reply for 30 s after the command was sent".into()
+        }));
+        assert!(!is_transient(&HostError::ReplyTooLarge {
+            host: host(),
+            reason: "remote output over 67108864 bytes; refusing it".into()
         }));
         assert!(!is_transient(&HostError::Auth {
             host: host(),

@@ -175,7 +175,7 @@ impl<'h, H: Host> Reader<'h, H> {
         }
         let file = FileRef {
             harness,
-            root: session.entry.root.clone(),
+            root: session.entry.root.to_vec(),
             rel: session.entry.rel.clone(),
         };
         let head_range = [ByteRange::new(0, clankie_model::limits::RESUME_HEAD_BYTES)];
@@ -233,7 +233,7 @@ impl<'h, H: Host> Reader<'h, H> {
         let stream = matches!(request.mode, Mode::All);
         let file = FileRef {
             harness: session.harness(),
-            root: session.entry.root.clone(),
+            root: session.entry.root.to_vec(),
             rel: session.entry.rel.clone(),
         };
         let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();

@@ -107,7 +107,7 @@ mod tests {
     fn entry(rel: &str) -> FileEntry {
         FileEntry {
             harness: harness::by_name("claude").unwrap(),
-            root: b"/h/.claude".to_vec(),
+            root: b"/h/.claude".as_slice().into(),
             rel: rel.as_bytes().to_vec(),
             size: 1,
             mtime: 0,

@@ -7,10 +7,12 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{FileRef, Host, HostError, check_ranges, check_relative_path};
 use clankie_model::{
-    ByteRange, FileEntry, Listing, ReadResult, ResolvedRoot, RootSpec, display_path,
+    ByteRange, FileEntry, Listing, ListingBudget, ListingOverCap, ReadResult, ResolvedRoot,
+    RootSpec, display_path,
 };
 
 /// Reads transcripts on this machine. Roots default to the harnesses' own variables in this
@@ -77,8 +79,15 @@ impl LocalHost {
         }
     }
 
-    fn list_sync(&self, roots: &[RootSpec]) -> Listing {
+    /// Lists `roots`; a tree holding more than a listing's bounds is
+    /// [`HostError::ReplyTooLarge`], as an SSH host's reply would be.
+    fn list_sync(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
         let mut listing = Listing::default();
+        let mut budget = ListingBudget::default();
+        let over_cap = |cap: ListingOverCap| HostError::ReplyTooLarge {
+            host: self.name.clone(),
+            reason: cap.to_string(),
+        };
         for spec in roots {
             let list_spec = spec.harness.list_spec();
             let (dir, top_files): (PathBuf, Vec<Vec<u8>>) = match self.db_override(spec) {
@@ -127,8 +136,10 @@ impl LocalHost {
                 }
             }
             let exists = !subdirs.is_empty() || !tops.is_empty();
-            let root_bytes = canonical.as_os_str().as_bytes().to_vec();
+            let root_bytes: Arc<[u8]> = canonical.as_os_str().as_bytes().into();
+            budget.add_root(root_bytes.len()).map_err(over_cap)?;
             for (rel, meta) in tops {
+                budget.add_file(rel.len()).map_err(over_cap)?;
                 listing.files.push(FileEntry {
                     harness: spec.harness,
                     root: root_bytes.clone(),
@@ -139,7 +150,7 @@ impl LocalHost {
             }
             listing.roots.push(ResolvedRoot {
                 harness: spec.harness,
-                dir: root_bytes.clone(),
+                dir: root_bytes.to_vec(),
                 exists,
             });
             let mut stack: Vec<(PathBuf, Vec<u8>, u32)> = subdirs
@@ -178,6 +189,7 @@ impl LocalHost {
                             stack.push((entry.path(), child_rel, depth + 1));
                         }
                     } else if meta.is_file() && list_spec.matches_name(name) {
+                        budget.add_file(child_rel.len()).map_err(over_cap)?;
                         listing.files.push(FileEntry {
                             harness: spec.harness,
                             root: root_bytes.clone(),
@@ -192,7 +204,7 @@ impl LocalHost {
         listing
             .files
             .sort_by(|a, b| (&a.root, &a.rel).cmp(&(&b.root, &b.rel)));
-        listing
+        Ok(listing)
     }
 
     /// Opens `rel` below `root` one component at a time, each relative to the directory opened
@@ -288,7 +300,7 @@ impl Host for LocalHost {
     }
 
     async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
-        Ok(self.list_sync(roots))
+        self.list_sync(roots)
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
@@ -339,7 +351,7 @@ mod tests {
         assert_eq!(entry.rel, b"projects/-p/a.jsonl");
         let file = FileRef {
             harness: crate::test_support::harness("claude"),
-            root: entry.root.clone(),
+            root: entry.root.to_vec(),
             rel: entry.rel.clone(),
         };
         let got =

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{FileRef, Host, HostError, check_ranges, check_relative_path};
 use clankie_model::{
@@ -352,13 +352,15 @@ impl State {
                 .copied()
                 .filter(|sub| self.is_dir(&join(&dir, sub.as_bytes())))
                 .collect();
+            // One copy of the root, shared by its files.
+            let shared: Arc<[u8]> = dir.as_slice().into();
             let mut tops = 0;
             for name in list_spec.top_files {
                 if let Some(file) = self.files.get(&join(&dir, name.as_bytes())) {
                     tops += 1;
                     listing
                         .files
-                        .push(entry(spec.harness, &dir, name.as_bytes(), file));
+                        .push(entry(spec.harness, &shared, name.as_bytes(), file));
                 }
             }
             listing.roots.push(ResolvedRoot {
@@ -388,7 +390,7 @@ impl State {
                         && list_spec.matches_name(name)
                     {
                         let rel = join(sub.as_bytes(), rest);
-                        listing.files.push(entry(spec.harness, &dir, &rel, file));
+                        listing.files.push(entry(spec.harness, &shared, &rel, file));
                     }
                 }
                 listing.skipped_names += skipped.len() as u64;
@@ -421,10 +423,10 @@ impl Host for MemoryHost {
     }
 }
 
-fn entry(harness: Harness, root: &[u8], rel: &[u8], file: &MemoryFile) -> FileEntry {
+fn entry(harness: Harness, root: &Arc<[u8]>, rel: &[u8], file: &MemoryFile) -> FileEntry {
     FileEntry {
         harness,
-        root: root.to_vec(),
+        root: root.clone(),
         rel: rel.to_vec(),
         size: file.data.len() as u64,
         mtime: file.mtime,
@@ -483,7 +485,7 @@ mod tests {
     fn file_ref(entry: &FileEntry) -> FileRef {
         FileRef {
             harness: entry.harness,
-            root: entry.root.clone(),
+            root: entry.root.to_vec(),
             rel: entry.rel.clone(),
         }
     }
@@ -532,7 +534,7 @@ mod tests {
             listing.files,
             [FileEntry {
                 harness: crate::test_support::harness("claude"),
-                root: b"/home/me/.claude".to_vec(),
+                root: b"/home/me/.claude".as_slice().into(),
                 rel: b"projects/-p/a.jsonl".to_vec(),
                 size: 2,
                 mtime: FIRST_MTIME + 1,

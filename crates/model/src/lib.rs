@@ -4,6 +4,8 @@
 
 #![forbid(unsafe_code)]
 
+use std::sync::Arc;
+
 pub mod harness;
 pub mod limits;
 pub mod sanitize;
@@ -38,8 +40,9 @@ pub struct ResolvedRoot {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileEntry {
     pub harness: Harness,
-    /// The resolved home this file lies under.
-    pub root: Vec<u8>,
+    /// The resolved home this file lies under, shared by every entry of one root: a listing of
+    /// millions of short names under one long root holds that root once, not once per name.
+    pub root: Arc<[u8]>,
     /// Path relative to `root`, `/`-separated, never containing `..` or empty components.
     pub rel: Vec<u8>,
     pub size: u64,
@@ -54,7 +57,7 @@ impl FileEntry {
         // path shown is one the user can paste on that machine.
         let windows = self.root.contains(&b'\\') || (self.root.len() >= 2 && self.root[1] == b':');
         let sep = if windows { b'\\' } else { b'/' };
-        let mut path = self.root.clone();
+        let mut path = self.root.to_vec();
         if !path.ends_with(b"/") && !path.ends_with(b"\\") {
             path.push(sep);
         }
@@ -73,6 +76,67 @@ pub struct Listing {
     /// Sources listed but not readable as sessions (a database too large or damaged): one
     /// line each, for stderr.
     pub unreadable: Vec<String>,
+}
+
+/// What a [`Listing`] holds, counted as it is built against its bounds
+/// ([`limits::MAX_LIST_ENTRIES`], [`limits::MAX_LISTING_BYTES`]), so that what a host sends (or
+/// a directory tree holds) cannot make the listing larger than they allow: a builder asks
+/// before it keeps a root or a file, and stops at the first refusal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListingBudget {
+    entries: usize,
+    bytes: usize,
+}
+
+/// A listing that would pass one of its bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListingOverCap {
+    /// More files than [`limits::MAX_LIST_ENTRIES`].
+    Entries,
+    /// More bytes held than [`limits::MAX_LISTING_BYTES`].
+    Bytes,
+}
+
+impl std::fmt::Display for ListingOverCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListingOverCap::Entries => write!(
+                f,
+                "listing has more than {} files; refusing it",
+                limits::MAX_LIST_ENTRIES
+            ),
+            ListingOverCap::Bytes => write!(
+                f,
+                "listing would hold more than {} MiB of names; refusing it",
+                limits::MAX_LISTING_BYTES / (1024 * 1024)
+            ),
+        }
+    }
+}
+
+impl ListingBudget {
+    /// Counts a root whose directory is `dir_len` bytes: its [`ResolvedRoot`] and the copy its
+    /// files share.
+    pub fn add_root(&mut self, dir_len: usize) -> Result<(), ListingOverCap> {
+        self.add_bytes(std::mem::size_of::<ResolvedRoot>() + 2 * dir_len)
+    }
+
+    /// Counts one file whose path relative to its root is `rel_len` bytes.
+    pub fn add_file(&mut self, rel_len: usize) -> Result<(), ListingOverCap> {
+        if self.entries >= limits::MAX_LIST_ENTRIES {
+            return Err(ListingOverCap::Entries);
+        }
+        self.entries += 1;
+        self.add_bytes(std::mem::size_of::<FileEntry>() + rel_len)
+    }
+
+    fn add_bytes(&mut self, bytes: usize) -> Result<(), ListingOverCap> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > limits::MAX_LISTING_BYTES {
+            return Err(ListingOverCap::Bytes);
+        }
+        Ok(())
+    }
 }
 
 /// A half-open byte range `[start, start + len)` of a file.
@@ -215,7 +279,7 @@ mod tests {
     fn full_paths_use_the_host_separator() {
         let entry = |root: &[u8]| FileEntry {
             harness: TEST_HARNESS,
-            root: root.to_vec(),
+            root: root.into(),
             rel: b"projects/C--Users-me-p/a.jsonl".to_vec(),
             size: 0,
             mtime: 0,

@@ -54,11 +54,14 @@
 pub mod posix;
 pub mod powershell;
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 
 use super::{FileRef, HostError, MAX_READ_BYTES};
 use clankie_model::{
-    ByteRange, FileEntry, Harness, Listing, ReadResult, ResolvedRoot, RootSpec, display_path,
+    ByteRange, FileEntry, Harness, Listing, ListingBudget, ListingOverCap, ReadResult,
+    ResolvedRoot, RootSpec, display_path,
 };
 
 /// What to send to run a script: the exec string and the bytes for the channel's stdin. When
@@ -314,8 +317,10 @@ pub fn decode_list(
     }
     let frame = parse_frame(host, nonce, stdout)?;
     let mut listing = Listing::default();
-    // The root the following files belong to, with its harness's filter.
-    let mut current: Option<(Harness, Vec<u8>, bool)> = None;
+    let mut budget = ListingBudget::default();
+    let over_cap = |cap: ListingOverCap| too_large(host, cap.to_string());
+    // The root the following files belong to (shared by them), with its harness's filter.
+    let mut current: Option<(Harness, Arc<[u8]>, bool)> = None;
     for line in body_lines(frame.body) {
         let (tag, rest) = split_word(line);
         match tag {
@@ -342,12 +347,21 @@ pub fn decode_list(
                 if dir.contains(&0) || (exists && !is_absolute(&dir)) {
                     return Err(bad(format!("bad root directory in {}", show(line))));
                 }
+                // One ROOT line per root asked for: more would let a reply grow the listing by
+                // its roots alone.
+                if listing.roots.len() >= roots.len() {
+                    return Err(bad(format!(
+                        "more ROOT lines than the {} roots asked for",
+                        roots.len()
+                    )));
+                }
+                budget.add_root(dir.len()).map_err(over_cap)?;
+                current = Some((harness, dir.as_slice().into(), exists));
                 listing.roots.push(ResolvedRoot {
                     harness,
-                    dir: dir.clone(),
+                    dir,
                     exists,
                 });
-                current = Some((harness, dir, exists));
             }
             b"F" | b"FX" => {
                 let Some((harness, root, true)) = &current else {
@@ -370,6 +384,7 @@ pub fn decode_list(
                 let rel = path.strip_prefix(b"./").unwrap_or(&path).to_vec();
                 check_listed_path(*harness, &rel)
                     .map_err(|reason| bad(format!("{reason}: {}", show(line))))?;
+                budget.add_file(rel.len()).map_err(over_cap)?;
                 listing.files.push(FileEntry {
                     harness: *harness,
                     root: root.clone(),

@@ -243,8 +243,8 @@ impl SshSession {
     }
 
     /// Runs `command` (no PTY), writes `stdin` then EOF, and collects stdout and stderr until
-    /// the channel closes. Fails once stdout would exceed `max_stdout` bytes, without ever
-    /// holding more than that, and with [`HostError::TimedOut`] (the channel closed) when the
+    /// the channel closes. Fails with [`HostError::ReplyTooLarge`] once stdout would exceed
+    /// `max_stdout` bytes, without ever holding more than that, and with [`HostError::TimedOut`] (the channel closed) when the
     /// reply breaks its [`ReplyTimeouts`].
     pub async fn exec(
         &self,
@@ -336,11 +336,16 @@ impl SshSession {
                         received += data.len();
                         deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
                         let new_len = out.stdout.len() + data.len();
+                        // Over the caller's cap (the bound its reply kind allows): refused
+                        // as it passes, before more of it is held, and a cap is exit 6, not
+                        // a broken wire format.
                         if new_len > max_stdout {
                             let _ = write.close().await;
-                            return Err(HostError::Protocol {
+                            return Err(HostError::ReplyTooLarge {
                                 host: self.host.clone(),
-                                reason: format!("remote output over {max_stdout} bytes"),
+                                reason: format!(
+                                    "remote output over {max_stdout} bytes; refusing it"
+                                ),
                             });
                         }
                         if new_len > out.stdout.capacity() {
