@@ -118,7 +118,11 @@ impl ListingBudget {
     /// Counts a root whose directory is `dir_len` bytes: its [`ResolvedRoot`] and the copy its
     /// files share.
     pub fn add_root(&mut self, dir_len: usize) -> Result<(), ListingOverCap> {
-        self.add_bytes(std::mem::size_of::<ResolvedRoot>() + 2 * dir_len)
+        self.add_bytes(
+            dir_len
+                .saturating_mul(2)
+                .saturating_add(std::mem::size_of::<ResolvedRoot>()),
+        )
     }
 
     /// Counts one file whose path relative to its root is `rel_len` bytes.
@@ -127,7 +131,7 @@ impl ListingBudget {
             return Err(ListingOverCap::Entries);
         }
         self.entries += 1;
-        self.add_bytes(std::mem::size_of::<FileEntry>() + rel_len)
+        self.add_bytes(rel_len.saturating_add(std::mem::size_of::<FileEntry>()))
     }
 
     fn add_bytes(&mut self, bytes: usize) -> Result<(), ListingOverCap> {
@@ -274,6 +278,34 @@ mod tests {
         storage: Storage::Files,
     };
     const TEST_HARNESS: Harness = Harness::new(0, &TEST_LAYOUT);
+
+    #[test]
+    fn a_listing_budget_refuses_past_either_bound() {
+        let mut budget = ListingBudget::default();
+        budget.add_root(4000).unwrap();
+        for _ in 0..limits::MAX_LIST_ENTRIES {
+            budget.add_file(16).unwrap();
+        }
+        assert_eq!(budget.add_file(16), Err(ListingOverCap::Entries));
+
+        // Long names reach the byte bound first.
+        let mut budget = ListingBudget::default();
+        let long = 4096;
+        let fit = limits::MAX_LISTING_BYTES / (std::mem::size_of::<FileEntry>() + long);
+        assert!(fit < limits::MAX_LIST_ENTRIES);
+        for _ in 0..fit {
+            budget.add_file(long).unwrap();
+        }
+        assert_eq!(budget.add_file(long), Err(ListingOverCap::Bytes));
+        assert_eq!(
+            ListingOverCap::Bytes.to_string(),
+            "listing would hold more than 64 MiB of names; refusing it"
+        );
+        // So does one huge root, and the count cannot wrap.
+        let mut budget = ListingBudget::default();
+        assert_eq!(budget.add_root(usize::MAX), Err(ListingOverCap::Bytes));
+        assert_eq!(budget.add_root(1), Err(ListingOverCap::Bytes));
+    }
 
     #[test]
     fn full_paths_use_the_host_separator() {

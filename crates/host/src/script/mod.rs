@@ -840,6 +840,7 @@ mod proptests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clankie_model::limits::MAX_LIST_ENTRIES;
 
     const NONCE: &str = "0123456789abcdef0123456789abcdef";
 
@@ -1209,5 +1210,58 @@ mod tests {
             decode_list("h", NONCE, &crate::test_support::roots(), &unknown).unwrap_err(),
             HostError::Protocol { .. }
         ));
+    }
+
+    /// A list reply of `files` short names under one root of `root_len` bytes.
+    fn many_files(root_len: usize, files: usize) -> Vec<u8> {
+        let mut root = b"/".to_vec();
+        root.resize(root_len, b'r');
+        let mut body = format!("ROOT claude 1 {}\n", hex_encode(&root));
+        for i in 0..files {
+            body.push_str(&format!("F 1 2 projects/{i}.jsonl\n"));
+        }
+        framed(&body, 0)
+    }
+
+    #[test]
+    fn entries_share_their_root_up_to_the_entry_bound() {
+        let claude = [RootSpec::default_for(crate::test_support::harness(
+            "claude",
+        ))];
+        let at_bound = many_files(4000, MAX_LIST_ENTRIES);
+        assert!(at_bound.len() < MAX_LIST_REPLY_BYTES);
+        let listing = decode_list("h", NONCE, &claude, &at_bound).unwrap();
+        assert_eq!(listing.files.len(), MAX_LIST_ENTRIES);
+        // One copy of the 4,000-byte root, whatever the number of files.
+        let first = &listing.files[0].root;
+        assert_eq!(first.len(), 4000);
+        assert!(listing.files.iter().all(|f| Arc::ptr_eq(&f.root, first)));
+        drop(listing);
+
+        // One file more is over the bound: exit 6, one line saying which bound.
+        let err =
+            decode_list("h", NONCE, &claude, &many_files(4000, MAX_LIST_ENTRIES + 1)).unwrap_err();
+        let HostError::ReplyTooLarge { reason, .. } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(
+            reason,
+            &format!("listing has more than {MAX_LIST_ENTRIES} files; refusing it")
+        );
+    }
+
+    #[test]
+    fn a_root_line_per_root_asked_for_and_no_more() {
+        let claude = [RootSpec::default_for(crate::test_support::harness(
+            "claude",
+        ))];
+        let root = format!("ROOT claude 1 {}", hex_encode(b"/home/u/.claude"));
+        assert!(decode_list("h", NONCE, &claude, &framed(&root, 0)).is_ok());
+        let twice = framed(&format!("{root}\n{root}"), 0);
+        let err = decode_list("h", NONCE, &claude, &twice).unwrap_err();
+        assert!(
+            matches!(&err, HostError::Protocol { reason, .. } if reason.contains("more ROOT lines")),
+            "{err}"
+        );
     }
 }
