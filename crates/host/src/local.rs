@@ -79,11 +79,14 @@ impl LocalHost {
         }
     }
 
-    /// Lists `roots`; a tree holding more than a listing's bounds is
+    /// Lists `roots`; a tree holding more than `budget` allows is
     /// [`HostError::ReplyTooLarge`], as an SSH host's reply would be.
-    fn list_sync(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
+    fn list_sync(
+        &self,
+        roots: &[RootSpec],
+        mut budget: ListingBudget,
+    ) -> Result<Listing, HostError> {
         let mut listing = Listing::default();
-        let mut budget = ListingBudget::default();
         let over_cap = |cap: ListingOverCap| HostError::ReplyTooLarge {
             host: self.name.clone(),
             reason: cap.to_string(),
@@ -300,7 +303,7 @@ impl Host for LocalHost {
     }
 
     async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
-        self.list_sync(roots)
+        self.list_sync(roots, ListingBudget::default())
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
@@ -406,6 +409,32 @@ mod tests {
             line.ends_with("/claude/projects/-caf\u{fffd}: directory name is not UTF-8; its sessions are left out"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn a_tree_over_a_listing_bound_is_refused_with_the_reply_cap() {
+        let (tmp, spec) = setup();
+        let home = tmp.path().join("claude");
+        fs::write(home.join("projects/-p/b.jsonl"), b"").unwrap();
+        fs::write(home.join("projects/-p/c.jsonl"), b"").unwrap();
+        let host = LocalHost::new("local");
+        let roots = std::slice::from_ref(&spec);
+        let listing = host.list_sync(roots, ListingBudget::with_bounds(3, 1 << 20));
+        assert_eq!(listing.unwrap().files.len(), 3);
+        for (budget, says) in [
+            (
+                ListingBudget::with_bounds(2, 1 << 20),
+                "local: reply too large: listing has more than 2 files; refusing it",
+            ),
+            (
+                ListingBudget::with_bounds(3, 200),
+                "local: reply too large: listing would hold more than 200 bytes; refusing it",
+            ),
+        ] {
+            let err = host.list_sync(roots, budget).unwrap_err();
+            assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err}");
+            assert_eq!(err.to_string(), says);
+        }
     }
 
     #[test]

@@ -78,43 +78,57 @@ pub struct Listing {
     pub unreadable: Vec<String>,
 }
 
-/// What a [`Listing`] holds, counted as it is built against its bounds
-/// ([`limits::MAX_LIST_ENTRIES`], [`limits::MAX_LISTING_BYTES`]), so that what a host sends (or
-/// a directory tree holds) cannot make the listing larger than they allow: a builder asks
+/// What a [`Listing`] holds, counted as it is built against its bounds (by default
+/// [`limits::MAX_LIST_ENTRIES`] and [`limits::MAX_LISTING_BYTES`]), so that what a host sends
+/// (or a directory tree holds) cannot make the listing larger than they allow: a builder asks
 /// before it keeps a root or a file, and stops at the first refusal.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListingBudget {
     entries: usize,
     bytes: usize,
+    max_entries: usize,
+    max_bytes: usize,
 }
 
 /// A listing that would pass one of its bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListingOverCap {
-    /// More files than [`limits::MAX_LIST_ENTRIES`].
-    Entries,
-    /// More bytes held than [`limits::MAX_LISTING_BYTES`].
-    Bytes,
+    /// More files than `max`.
+    Entries { max: usize },
+    /// More bytes held than `max`.
+    Bytes { max: usize },
 }
 
 impl std::fmt::Display for ListingOverCap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ListingOverCap::Entries => write!(
-                f,
-                "listing has more than {} files; refusing it",
-                limits::MAX_LIST_ENTRIES
-            ),
-            ListingOverCap::Bytes => write!(
-                f,
-                "listing would hold more than {} MiB of names; refusing it",
-                limits::MAX_LISTING_BYTES / (1024 * 1024)
-            ),
+            ListingOverCap::Entries { max } => {
+                write!(f, "listing has more than {max} files; refusing it")
+            }
+            ListingOverCap::Bytes { max } => {
+                write!(f, "listing would hold more than {max} bytes; refusing it")
+            }
         }
     }
 }
 
+impl Default for ListingBudget {
+    fn default() -> ListingBudget {
+        ListingBudget::with_bounds(limits::MAX_LIST_ENTRIES, limits::MAX_LISTING_BYTES)
+    }
+}
+
 impl ListingBudget {
+    /// A budget of other bounds than the product's (tests of what meets them).
+    pub fn with_bounds(max_entries: usize, max_bytes: usize) -> ListingBudget {
+        ListingBudget {
+            entries: 0,
+            bytes: 0,
+            max_entries,
+            max_bytes,
+        }
+    }
+
     /// Counts a root whose directory is `dir_len` bytes: its [`ResolvedRoot`] and the copy its
     /// files share.
     pub fn add_root(&mut self, dir_len: usize) -> Result<(), ListingOverCap> {
@@ -127,8 +141,10 @@ impl ListingBudget {
 
     /// Counts one file whose path relative to its root is `rel_len` bytes.
     pub fn add_file(&mut self, rel_len: usize) -> Result<(), ListingOverCap> {
-        if self.entries >= limits::MAX_LIST_ENTRIES {
-            return Err(ListingOverCap::Entries);
+        if self.entries >= self.max_entries {
+            return Err(ListingOverCap::Entries {
+                max: self.max_entries,
+            });
         }
         self.entries += 1;
         self.add_bytes(rel_len.saturating_add(std::mem::size_of::<FileEntry>()))
@@ -136,8 +152,10 @@ impl ListingBudget {
 
     fn add_bytes(&mut self, bytes: usize) -> Result<(), ListingOverCap> {
         self.bytes = self.bytes.saturating_add(bytes);
-        if self.bytes > limits::MAX_LISTING_BYTES {
-            return Err(ListingOverCap::Bytes);
+        if self.bytes > self.max_bytes {
+            return Err(ListingOverCap::Bytes {
+                max: self.max_bytes,
+            });
         }
         Ok(())
     }
@@ -286,7 +304,10 @@ mod tests {
         for _ in 0..limits::MAX_LIST_ENTRIES {
             budget.add_file(16).unwrap();
         }
-        assert_eq!(budget.add_file(16), Err(ListingOverCap::Entries));
+        let entries = ListingOverCap::Entries {
+            max: limits::MAX_LIST_ENTRIES,
+        };
+        assert_eq!(budget.add_file(16), Err(entries));
 
         // Long names reach the byte bound first.
         let mut budget = ListingBudget::default();
@@ -296,15 +317,18 @@ mod tests {
         for _ in 0..fit {
             budget.add_file(long).unwrap();
         }
-        assert_eq!(budget.add_file(long), Err(ListingOverCap::Bytes));
+        let bytes = ListingOverCap::Bytes {
+            max: limits::MAX_LISTING_BYTES,
+        };
+        assert_eq!(budget.add_file(long), Err(bytes));
         assert_eq!(
-            ListingOverCap::Bytes.to_string(),
-            "listing would hold more than 64 MiB of names; refusing it"
+            bytes.to_string(),
+            "listing would hold more than 67108864 bytes; refusing it"
         );
         // So does one huge root, and the count cannot wrap.
         let mut budget = ListingBudget::default();
-        assert_eq!(budget.add_root(usize::MAX), Err(ListingOverCap::Bytes));
-        assert_eq!(budget.add_root(1), Err(ListingOverCap::Bytes));
+        assert_eq!(budget.add_root(usize::MAX), Err(bytes));
+        assert_eq!(budget.add_root(1), Err(bytes));
     }
 
     #[test]
