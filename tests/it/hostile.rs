@@ -408,3 +408,264 @@ fn follow_rides_out_a_stall_like_a_dropped_connection() {
     assert!(err.contains("reconnected"), "{err}");
     assert!(!err.contains("giving up"), "{err}");
 }
+
+/// Hosts whose replies are hostile in shape, not in timing (issue 14): a flood far over the
+/// reply cap, a list of millions of short names under one long root, a frame with another
+/// nonce, truncated and invalid base64. Each run ends with one clear line and the documented
+/// exit code (3 for a broken wire format, 6 for a cap), prints no raw control byte, and peaks
+/// under [`bad_replies::MEMORY_BOUND_KIB`] of resident memory.
+///
+/// Peak memory is GNU time's `%M`: the child's own `ru_maxrss` from `wait4`, exact however
+/// short the peak, with no `unsafe` in the tests (the workspace forbids it) and no crate added
+/// for one system call; polling `/proc` could miss a peak between two samples. `.ci/install-deps`
+/// installs `time`.
+mod bad_replies {
+    use std::process::{Command, Output};
+    use std::time::Duration;
+
+    use base64::Engine as _;
+    use clankie_model::limits::{MAX_LIST_ENTRIES, MAX_LIST_REPLY_BYTES};
+
+    use super::{SLACK, clankie, line, stderr_of};
+    use crate::common::run_with_stdin;
+    use crate::common::sshd::{Sshd, sshd_or_skip};
+    use crate::support::{code, stderr};
+
+    /// Peak resident memory a run may reach, in KiB (`%M`'s unit).
+    pub(super) const MEMORY_BOUND_KIB: u64 = 256 * 1024;
+
+    /// GNU time (the `time` package), by absolute path: the shell keyword is another program.
+    const GNU_TIME: &str = "/usr/bin/time";
+
+    /// Every hostile shell starts here: it reads the script on stdin, takes its nonce (the
+    /// script's line `N='…'`) and tells a list script (the one defining `walk`) from a read.
+    const PREAMBLE: &str = r#"#!/bin/sh
+# A hostile login shell (tests/it/hostile.rs, bad_replies): reads the script, takes its nonce,
+# then answers as below.
+s=$(cat)
+n=$(printf '%s\n' "$s" | sed -n "s/^N='\([0-9a-f]*\)'\$/\1/p")
+case $s in *'walk() {'*) list=1 ;; *) list= ;; esac
+"#;
+
+    /// Opens the frame, then sends far more than any cap allows, terminal escapes included;
+    /// `yes` ends when the client hangs up.
+    const FLOOD: &str = r#"printf '\n%s:BEGIN Linux\n' "$n"
+exec yes "$(printf 'F 1 2 projects/\033[2J\r\007.jsonl')"
+"#;
+
+    /// A well-formed list reply: one root (`@ROOT@`, hex) and `@LINES@` lines from `seq -f`.
+    const MANY_FILES: &str = r#"printf '\n%s:BEGIN Linux\nROOT claude 1 @ROOT@\n' "$n"
+seq -f '@FORMAT@' 1 @LINES@
+printf '\n%s:END 0\n' "$n"
+"#;
+
+    /// A whole frame, under another nonce, with terminal escapes in it.
+    const WRONG_NONCE: &str = r#"o=0123456789abcdef0123456789abcdef
+printf '\n%s:BEGIN Linux\nROOT claude 1 2f\n\033]0;owned\007\033[2J\n\n%s:END 0\n' "$o" "$o"
+"#;
+
+    /// Lists with the real `sh`; answers every read with range 0's payload `@PAYLOAD@` (a
+    /// printf format) for a file of `@SIZE@` bytes.
+    const READ_PAYLOAD: &str = r#"if [ -n "$list" ]; then printf '%s\n' "$s" | /bin/sh -s; exit; fi
+printf '\n%s:BEGIN Linux\nMETA size=@SIZE@ enc=b64\nDATA 0\n@PAYLOAD@\nEND-DATA 0\n\n%s:END 0\n' "$n" "$n"
+"#;
+
+    /// `/rrr…` of `len` bytes, hex-encoded as a ROOT line carries it.
+    fn long_root_hex(len: usize) -> String {
+        let mut root = b"/".to_vec();
+        root.resize(len, b'r');
+        root.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Runs `cmd` under GNU time; returns its output and its peak resident memory in KiB, or
+    /// `None` (the test skips) when GNU time is missing outside CI.
+    fn run_measured(cmd: &Command, bound: Duration) -> Option<(Output, u64)> {
+        if !crate::common::require_tool(GNU_TIME) {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("time");
+        let mut timed = Command::new(GNU_TIME);
+        // `clankie` clears the environment and sets what it needs: the same here.
+        timed.env_clear();
+        for (key, value) in cmd.get_envs() {
+            if let Some(value) = value {
+                timed.env(key, value);
+            }
+        }
+        timed
+            .arg("-f")
+            .arg("%M")
+            .arg("-o")
+            .arg(&report)
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        let out = run_with_stdin(&mut timed, b"", bound + 2 * SLACK);
+        // A failing command adds a "Command exited with non-zero status" line before the figure.
+        let text = std::fs::read_to_string(&report).unwrap();
+        let kib = text
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no peak memory from {GNU_TIME}: {text:?}"));
+        Some((out, kib))
+    }
+
+    /// The run ended with one line naming `says`, exit `want`, nothing on stdout, no raw
+    /// control or bidi character, and under the memory bound.
+    fn assert_refused(out: &Output, peak_kib: u64, want: i32, says: &str) {
+        let err = stderr(out);
+        assert_eq!(code(out), want, "{err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.starts_with("clankie-read: "), "{err}");
+        assert!(err.contains(says), "want {says:?} in: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "stdout: {:?}",
+            stderr_of(&out.stdout)
+        );
+        let raw = err.trim_end_matches('\n').chars().find(|&c| {
+            c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        });
+        assert_eq!(
+            raw, None,
+            "a raw control character reached the terminal: {err:?}"
+        );
+        assert!(
+            peak_kib < MEMORY_BOUND_KIB,
+            "peak memory {peak_kib} KiB, over {MEMORY_BOUND_KIB} KiB: {err}"
+        );
+    }
+
+    /// The hostile user `user`, its login shell [`PREAMBLE`] then `body`; returns its alias.
+    fn hostile(sshd: &Sshd, user: &str, body: &str) -> String {
+        sshd.add_script_user(user, &format!("{PREAMBLE}{body}"))
+    }
+
+    #[test]
+    fn a_flood_past_the_reply_cap_is_refused_as_it_passes() {
+        let Some(sshd) = sshd_or_skip() else { return };
+        let alias = hostile(sshd, "ck_mem_flood", FLOOD);
+        let home = tempfile::tempdir().unwrap();
+        let cmd = clankie(sshd, home.path(), &["--timeout", "20", "ls", &alias]);
+        let Some((out, peak)) = run_measured(&cmd, Duration::from_secs(20)) else {
+            return;
+        };
+        assert_refused(
+            &out,
+            peak,
+            6,
+            &format!(
+                "{alias}: reply too large: remote output over {MAX_LIST_REPLY_BYTES} bytes; \
+                 refusing it"
+            ),
+        );
+    }
+
+    #[test]
+    fn millions_of_names_under_one_long_root_stop_at_the_entry_bound() {
+        let Some(sshd) = sshd_or_skip() else { return };
+        // Two million short lines (some 48 MB, under the byte cap) under a 4,000-byte root:
+        // a copy of the root per entry would take 8 GB before the count was even looked at.
+        let lines = 2_000_000;
+        let body = MANY_FILES
+            .replace("@ROOT@", &long_root_hex(4000))
+            .replace("@FORMAT@", "F 1 2 projects/%.0f.jsonl")
+            .replace("@LINES@", &lines.to_string());
+        let alias = hostile(sshd, "ck_mem_huge", &body);
+        let home = tempfile::tempdir().unwrap();
+        let cmd = clankie(sshd, home.path(), &["--timeout", "20", "ls", &alias]);
+        let Some((out, peak)) = run_measured(&cmd, Duration::from_secs(20)) else {
+            return;
+        };
+        assert_refused(
+            &out,
+            peak,
+            6,
+            &format!(
+                "{alias}: reply too large: listing has more than {MAX_LIST_ENTRIES} files; \
+                 refusing it"
+            ),
+        );
+    }
+
+    #[test]
+    fn a_listing_at_the_entry_bound_under_a_long_root_fits_in_memory() {
+        let Some(sshd) = sshd_or_skip() else { return };
+        // Exactly the bound, with transcript-like names: listed, made sessions of and looked
+        // through for an id that is not among them (a read that prints nothing of the list).
+        let body = MANY_FILES
+            .replace("@ROOT@", &long_root_hex(4000))
+            .replace(
+                "@FORMAT@",
+                "F 1 2 projects/-p/00000000-0000-4000-8000-%012.0f.jsonl",
+            )
+            .replace("@LINES@", &MAX_LIST_ENTRIES.to_string());
+        let alias = hostile(sshd, "ck_mem_bound", &body);
+        let home = tempfile::tempdir().unwrap();
+        let target = format!("{alias}:5e55ed01-0000-4000-8000-000000000000");
+        let cmd = clankie(sshd, home.path(), &["--timeout", "20", "read", &target]);
+        let Some((out, peak)) = run_measured(&cmd, Duration::from_secs(20)) else {
+            return;
+        };
+        assert_refused(&out, peak, 4, "5e55ed01-0000-4000-8000-000000000000");
+    }
+
+    #[test]
+    fn a_frame_under_another_nonce_is_the_hosts_fault() {
+        let Some(sshd) = sshd_or_skip() else { return };
+        let alias = hostile(sshd, "ck_mem_nonce", WRONG_NONCE);
+        let home = tempfile::tempdir().unwrap();
+        let cmd = clankie(sshd, home.path(), &["--timeout", "20", "ls", &alias]);
+        let Some((out, peak)) = run_measured(&cmd, Duration::from_secs(20)) else {
+            return;
+        };
+        assert_refused(
+            &out,
+            peak,
+            3,
+            &format!("{alias}: remote shell is not clean (no framed reply)"),
+        );
+    }
+
+    /// A user whose reads answer `payload` (a printf format) for a real session file; returns
+    /// the `read` target.
+    fn bad_payload(sshd: &Sshd, user: &str, payload: &str) -> String {
+        let session = "5e55ed01-0000-4000-8000-000000000001";
+        let content = line("m-0");
+        let body = READ_PAYLOAD
+            .replace("@SIZE@", &content.len().to_string())
+            .replace("@PAYLOAD@", payload);
+        let alias = hostile(sshd, user, &body);
+        sshd.put_file(
+            user,
+            format!(".claude/projects/-mem/{session}.jsonl"),
+            content.as_bytes(),
+        );
+        format!("{alias}:{session}")
+    }
+
+    #[test]
+    fn truncated_and_invalid_base64_are_the_hosts_fault() {
+        let Some(sshd) = sshd_or_skip() else { return };
+        let whole = base64::engine::general_purpose::STANDARD.encode(line("m-0"));
+        // Cut three characters short: a length no base64 encoder ends on.
+        let truncated = &whole[..whole.len() - 3];
+        for (user, payload, says) in [
+            ("ck_mem_b64cut", truncated, "range 0: bad base64"),
+            (
+                "ck_mem_b64bad",
+                r"SGVs\033[2J#!*\007",
+                "range 0: bad base64",
+            ),
+        ] {
+            let target = bad_payload(sshd, user, payload);
+            let home = tempfile::tempdir().unwrap();
+            let cmd = clankie(sshd, home.path(), &["--timeout", "20", "read", &target]);
+            let Some((out, peak)) = run_measured(&cmd, Duration::from_secs(20)) else {
+                return;
+            };
+            assert_refused(&out, peak, 3, says);
+        }
+    }
+}
