@@ -424,7 +424,8 @@ mod bad_replies {
     use std::time::Duration;
 
     use base64::Engine as _;
-    use clankie_model::limits::{MAX_LIST_ENTRIES, MAX_LIST_REPLY_BYTES};
+    use clankie_model::limits::{MAX_LIST_ENTRIES, MAX_LIST_REPLY_BYTES, MAX_LISTING_BYTES};
+    use clankie_model::{FileEntry, ResolvedRoot};
 
     use super::{SLACK, clankie, line, stderr_of};
     use crate::common::run_with_stdin;
@@ -590,25 +591,38 @@ printf '\n%s:BEGIN Linux\nMETA size=@SIZE@ enc=b64\nDATA 0\n@PAYLOAD@\nEND-DATA 
     }
 
     #[test]
-    fn a_listing_at_the_entry_bound_under_a_long_root_fits_in_memory() {
+    fn listings_at_either_bound_under_a_long_root_fit_in_memory() {
         let Some(sshd) = sshd_or_skip() else { return };
-        // Exactly the bound, with transcript-like names: listed, made sessions of and looked
-        // through for an id that is not among them (a read that prints nothing of the list).
-        let body = MANY_FILES
-            .replace("@ROOT@", &long_root_hex(4000))
-            .replace(
-                "@FORMAT@",
-                "F 1 2 projects/-p/00000000-0000-4000-8000-%012.0f.jsonl",
-            )
-            .replace("@LINES@", &MAX_LIST_ENTRIES.to_string());
-        let alias = hostile(sshd, "ck_mem_bound", &body);
-        let home = tempfile::tempdir().unwrap();
-        let target = format!("{alias}:5e55ed01-0000-4000-8000-000000000000");
-        let cmd = clankie(sshd, home.path(), &["--timeout", "20", "read", &target]);
-        let Some((out, peak)) = run_measured(&cmd, Duration::from_secs(20)) else {
-            return;
-        };
-        assert_refused(&out, peak, 4, "5e55ed01-0000-4000-8000-000000000000");
+        const ROOT_LEN: usize = 4000;
+        // Transcript-like names, `%012.0f` standing for 12 digits.
+        let name = |dir: &str| format!("projects/-{dir}/00000000-0000-4000-8000-%012.0f.jsonl");
+        let rel_len = |name: &str| name.len() - "%012.0f".len() + 12;
+        // The entry bound with short directories; the byte bound (all it leaves after the
+        // root, in entries of 250-character directories) with long ones.
+        let long = name(&"d".repeat(249));
+        let at_byte_bound = (MAX_LISTING_BYTES - size_of::<ResolvedRoot>() - 2 * ROOT_LEN)
+            / (size_of::<FileEntry>() + rel_len(&long));
+        assert!(at_byte_bound < MAX_LIST_ENTRIES);
+        for (user, name, lines) in [
+            ("ck_mem_entries", name("p"), MAX_LIST_ENTRIES),
+            ("ck_mem_bytes", long, at_byte_bound),
+        ] {
+            let body = MANY_FILES
+                .replace("@ROOT@", &long_root_hex(ROOT_LEN))
+                .replace("@FORMAT@", &format!("F 1 2 {name}"))
+                .replace("@LINES@", &lines.to_string());
+            let alias = hostile(sshd, user, &body);
+            // Listed, made sessions of and looked through for an id not among them: a read
+            // that prints nothing of the list.
+            let home = tempfile::tempdir().unwrap();
+            let missing = "5e55ed01-0000-4000-8000-000000000000";
+            let target = format!("{alias}:{missing}");
+            let cmd = clankie(sshd, home.path(), &["--timeout", "20", "read", &target]);
+            let Some((out, peak)) = run_measured(&cmd, Duration::from_secs(20)) else {
+                return;
+            };
+            assert_refused(&out, peak, 4, &format!("no session `{missing}`"));
+        }
     }
 
     #[test]

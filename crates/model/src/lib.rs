@@ -323,7 +323,7 @@ mod tests {
         assert_eq!(budget.add_file(long), Err(bytes));
         assert_eq!(
             bytes.to_string(),
-            "listing would hold more than 67108864 bytes; refusing it"
+            "listing would hold more than 50331648 bytes; refusing it"
         );
         // So does one huge root, and the count cannot wrap.
         let mut budget = ListingBudget::default();
