@@ -245,12 +245,12 @@ async fn exec_script_on_stdin_then_reuse_and_parallel() {
         assert_eq!(r.unwrap().stdout, format!("{i}\n").into_bytes());
     }
 
-    // Output over the cap is an error, and the connection stays usable.
+    // Output over the cap is a reply too large (exit 6), and the connection stays usable.
     let err = session
         .exec("head -c 100000 /dev/zero", b"", 1000)
         .await
         .unwrap_err();
-    assert!(matches!(err, HostError::Protocol { .. }), "{err}");
+    assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err}");
     let out = session.exec("echo still", b"", 64).await.unwrap();
     assert_eq!(out.stdout, b"still\n");
 
