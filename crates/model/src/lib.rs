@@ -112,6 +112,8 @@ impl std::fmt::Display for ListingOverCap {
     }
 }
 
+impl std::error::Error for ListingOverCap {}
+
 impl Default for ListingBudget {
     fn default() -> ListingBudget {
         ListingBudget::with_bounds(limits::MAX_LIST_ENTRIES, limits::MAX_LISTING_BYTES)
