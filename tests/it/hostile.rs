@@ -413,7 +413,8 @@ fn follow_rides_out_a_stall_like_a_dropped_connection() {
 /// reply cap, a list of millions of short names under one long root, a frame with another
 /// nonce, truncated and invalid base64. Each run ends with one clear line and the documented
 /// exit code (3 for a broken wire format, 6 for a cap), prints no raw control byte, and peaks
-/// under [`bad_replies::MEMORY_BOUND_KIB`] of resident memory.
+/// under [`bad_replies::MEMORY_BOUND_KIB`] of resident memory; so does a run over listings at
+/// the entry bound and at the byte bound (`crates/model/src/limits.rs`).
 ///
 /// Peak memory is GNU time's `%M`: the child's own `ru_maxrss` from `wait4`, exact however
 /// short the peak, with no `unsafe` in the tests (the workspace forbids it) and no crate added
@@ -435,7 +436,7 @@ mod bad_replies {
     /// Peak resident memory a run may reach, in KiB (`%M`'s unit).
     pub(super) const MEMORY_BOUND_KIB: u64 = 256 * 1024;
 
-    /// GNU time (the `time` package), by absolute path: the shell keyword is another program.
+    /// GNU time (the `time` package), by absolute path: a shell's `time` keyword has no `-f`.
     const GNU_TIME: &str = "/usr/bin/time";
 
     /// Every hostile shell starts here: it reads the script on stdin, takes its nonce (the
