@@ -67,10 +67,7 @@ impl PagedStdout {
     /// (`LINES`, else the terminal's height). The caller decides that paging applies (stdout
     /// is a terminal, not `--json`, `--follow` or `--no-pager`).
     pub fn paged() -> PagedStdout {
-        let command = command(
-            std::env::var_os("CLANKIE_PAGER"),
-            std::env::var_os("PAGER"),
-        );
+        let command = command(std::env::var_os("CLANKIE_PAGER"), std::env::var_os("PAGER"));
         let Some(command) = command else {
             return PagedStdout::direct();
         };

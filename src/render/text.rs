@@ -171,7 +171,10 @@ fn shortened_to(text: &str, style: Style, full: bool, most_chars: usize) -> Vec<
         let count = line.chars().count();
         if chars + count > most_chars {
             let keep = most_chars - chars;
-            lines.push(Line::new(style, line.chars().take(keep).collect::<String>()));
+            lines.push(Line::new(
+                style,
+                line.chars().take(keep).collect::<String>(),
+            ));
             chars_left = count - keep;
             break;
         }
@@ -320,7 +323,11 @@ impl TextPrinter {
         if let Some(first) = lines.first_mut() {
             first.text.insert_str(0, &agent);
         }
-        let head = format!("{} {:<11}", time_of(record.ts.as_deref(), zoned.as_ref()), role);
+        let head = format!(
+            "{} {:<11}",
+            time_of(record.ts.as_deref(), zoned.as_ref()),
+            role
+        );
         self.block(out, &head, role_color(record), &lines)
     }
 
@@ -334,7 +341,9 @@ impl TextPrinter {
         lines: &[Line],
     ) -> io::Result<()> {
         let options = &self.options;
-        let body_width = options.width.map(|w| w.saturating_sub(GUTTER).max(MIN_BODY));
+        let body_width = options
+            .width
+            .map(|w| w.saturating_sub(GUTTER).max(MIN_BODY));
         let indent = " ".repeat(GUTTER);
         write!(out, "{} ", paint(options, head_color, &sanitize(head)))?;
         let mut first = true;
@@ -657,8 +666,14 @@ mod tests {
         let out = render(&mut printer, &page);
         let lines: Vec<&str> = out.lines().skip(1).collect();
         assert_eq!(lines.len(), 3, "{out}");
-        assert!(lines[0].ends_with("assistant   one two three four"), "{out}");
-        assert_eq!(lines[1], format!("{}five six seven eight", " ".repeat(GUTTER)));
+        assert!(
+            lines[0].ends_with("assistant   one two three four"),
+            "{out}"
+        );
+        assert_eq!(
+            lines[1],
+            format!("{}five six seven eight", " ".repeat(GUTTER))
+        );
         assert!(lines.iter().all(|l| l.chars().count() <= GUTTER + 20));
     }
 

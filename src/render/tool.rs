@@ -9,7 +9,9 @@ use serde_json::Value;
 #[derive(Debug, PartialEq)]
 pub enum CallView<'a> {
     /// A command line run by a shell (`Bash`, `bash`, `exec_command`, `shell`, …).
-    Shell { command: String },
+    Shell {
+        command: String,
+    },
     /// Snippets of a file replaced: `(old, new)` each; `every` when each occurrence is.
     Edit {
         path: &'a str,
@@ -17,9 +19,14 @@ pub enum CallView<'a> {
         every: bool,
     },
     /// A file written whole.
-    Write { path: &'a str, content: &'a str },
+    Write {
+        path: &'a str,
+        content: &'a str,
+    },
     /// Codex's `apply_patch` envelope.
-    Patch { patch: &'a str },
+    Patch {
+        patch: &'a str,
+    },
     Other,
 }
 
@@ -100,12 +107,9 @@ pub fn view<'a>(name: &str, input: &'a Value) -> CallView<'a> {
 }
 
 fn snippet(input: &Value) -> Option<(&str, &str)> {
-    SNIPPET_KEYS.iter().find_map(|(old, new)| {
-        Some((
-            input.get(old)?.as_str()?,
-            input.get(new)?.as_str()?,
-        ))
-    })
+    SNIPPET_KEYS
+        .iter()
+        .find_map(|(old, new)| Some((input.get(old)?.as_str()?, input.get(new)?.as_str()?)))
 }
 
 /// The command line of a shell call: `command` or `cmd`, a string or an argv; an argv that is
@@ -136,9 +140,21 @@ mod tests {
     #[test]
     fn shell_calls_are_their_command_lines() {
         let cases = [
-            ("Bash", json!({"command": "ls -la", "description": "list"}), "ls -la"),
-            ("exec_command", json!({"cmd": "rg foo", "workdir": "/w"}), "rg foo"),
-            ("shell", json!({"command": ["bash", "-lc", "cargo test"]}), "cargo test"),
+            (
+                "Bash",
+                json!({"command": "ls -la", "description": "list"}),
+                "ls -la",
+            ),
+            (
+                "exec_command",
+                json!({"cmd": "rg foo", "workdir": "/w"}),
+                "rg foo",
+            ),
+            (
+                "shell",
+                json!({"command": ["bash", "-lc", "cargo test"]}),
+                "cargo test",
+            ),
             ("shell", json!({"command": ["ls", "-l"]}), "ls -l"),
             ("run_shell_command", json!({"command": "pwd"}), "pwd"),
         ];
@@ -156,7 +172,8 @@ mod tests {
 
     #[test]
     fn edits_of_every_harness_are_recognised() {
-        let claude = json!({"file_path": "/a", "old_string": "x", "new_string": "y", "replace_all": true});
+        let claude =
+            json!({"file_path": "/a", "old_string": "x", "new_string": "y", "replace_all": true});
         let opencode = json!({"filePath": "/a", "oldString": "x", "newString": "y"});
         let pi = json!({"path": "/a", "oldText": "x", "newText": "y"});
         let multi = json!({"file_path": "/a", "edits": [
@@ -203,7 +220,10 @@ mod tests {
             CallView::Patch { patch }
         );
         assert_eq!(
-            view("apply_patch", &json!("[REDACTED_INPUT len=6285 sha=a6f17956]")),
+            view(
+                "apply_patch",
+                &json!("[REDACTED_INPUT len=6285 sha=a6f17956]")
+            ),
             CallView::Other
         );
     }

@@ -53,7 +53,10 @@ mod tests {
             ["the quick", "brown fox", "jumps"]
         );
         assert_eq!(wrap("abcdefghijkl", 5), ["abcde", "fghij", "kl"]);
-        assert_eq!(wrap("see /a/todo-app now", 14), ["see", "/a/todo-app", "now"]);
+        assert_eq!(
+            wrap("see /a/todo-app now", 14),
+            ["see", "/a/todo-app", "now"]
+        );
     }
 
     #[test]

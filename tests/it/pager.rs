@@ -38,7 +38,10 @@ fn on_a_terminal(lines: usize, args: &[&str]) -> Run {
         .env("TZ", "UTC")
         .env("LINES", lines.to_string())
         .env("COLUMNS", "100")
-        .env("CLANKIE_PAGER", format!("cat > {}", shell_quote_path(&record)))
+        .env(
+            "CLANKIE_PAGER",
+            format!("cat > {}", shell_quote_path(&record)),
+        )
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
@@ -72,7 +75,12 @@ fn a_page_longer_than_the_screen_goes_through_the_pager() {
     // The pager got the page whole, coloured, with the dim cursor line at its end.
     assert!(paged.contains("\x1b[1;32m"), "{paged:?}");
     assert!(
-        paged.trim_end().lines().last().unwrap().starts_with("\x1b[2m-- cursor "),
+        paged
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("\x1b[2m-- cursor "),
         "{paged:?}"
     );
     assert!(!run.terminal.contains(RECORD), "{}", run.terminal);
@@ -90,7 +98,11 @@ fn a_short_page_and_no_pager_go_straight_to_the_terminal() {
     ] {
         let run = on_a_terminal(lines, args);
         assert_eq!(run.paged, None, "{args:?}");
-        assert!(run.terminal.contains("\x1b[2m-- cursor "), "{args:?}: {}", run.terminal);
+        assert!(
+            run.terminal.contains("\x1b[2m-- cursor "),
+            "{args:?}: {}",
+            run.terminal
+        );
     }
     let run = on_a_terminal(40, &["--all"]);
     assert!(run.terminal.contains(RECORD), "{}", run.terminal);

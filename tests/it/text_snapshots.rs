@@ -49,6 +49,7 @@ fn fixture_root(harness: &str) -> String {
 /// wider than the terminal (a word wider than the body is broken), colour only in the colour
 /// runs, and the same words either way.
 fn snapshots(name: &str, root: Option<&str>, home: &Path, session: &str) {
+    let sgr = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap();
     for columns in WIDTHS {
         let plain = text(root, home, session, "never", columns);
         let colored = text(root, home, session, "always", columns);
@@ -59,9 +60,7 @@ fn snapshots(name: &str, root: Option<&str>, home: &Path, session: &str) {
             // Characters, not columns: CJK text may count one per two columns here.
             assert!(width <= columns, "{width} > {columns}: {line}");
         }
-        let uncolored = regex::Regex::new("\x1b\\[[0-9;]*m")
-            .unwrap()
-            .replace_all(&colored, "");
+        let uncolored = sgr.replace_all(&colored, "");
         assert_eq!(uncolored, plain, "colour adds SGR sequences only");
         insta::assert_snapshot!(format!("{name}_{columns}_plain"), plain);
         insta::assert_snapshot!(
@@ -98,7 +97,8 @@ fn opencode_session() {
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().join(".local/share/opencode");
     std::fs::create_dir_all(&dir).unwrap();
-    let dump = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode/opencode-1.18.33.sql");
+    let dump =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode/opencode-1.18.33.sql");
     let conn = rusqlite::Connection::open(dir.join("opencode.db")).unwrap();
     conn.execute_batch(&std::fs::read_to_string(dump).unwrap())
         .unwrap();
@@ -109,7 +109,12 @@ fn opencode_session() {
 #[test]
 fn pi_session_with_edits() {
     let root = fixture_root("pi");
-    snapshots("pi_edits", Some(&root), Path::new("/nonexistent"), "d703a1a9");
+    snapshots(
+        "pi_edits",
+        Some(&root),
+        Path::new("/nonexistent"),
+        "d703a1a9",
+    );
 }
 
 #[test]
@@ -174,7 +179,8 @@ fn home_with_edits() -> tempfile::TempDir {
     let patch = "*** Begin Patch\n*** Update File: src/main.rs\n@@ fn main() {\n-    println!(\"hi\");\n+    println!(\"hello\");\n }\n*** End Patch\n";
     let edit = serde_json::json!({"filePath": "/w/a.txt", "oldString": "one\ntwo\n", "newString": "one\n2\n"});
     let item = |ts: &str, payload: serde_json::Value| {
-        serde_json::json!({"timestamp": ts, "type": "response_item", "payload": payload}).to_string()
+        serde_json::json!({"timestamp": ts, "type": "response_item", "payload": payload})
+            .to_string()
     };
     let lines = [
         serde_json::json!({"timestamp":"2026-11-02T10:00:00.000Z","type":"session_meta","payload":{"id":"0000aaaa-0000-7000-8000-000000000001","timestamp":"2026-11-02T10:00:00.000Z","cwd":"/w"}}).to_string(),
@@ -196,7 +202,11 @@ fn edits_are_diffs_end_to_end() {
     let home = home_with_edits();
     let plain = text(None, home.path(), "0000aaaa", "never", 80);
     assert!(plain.starts_with("── 2026-11-02 Monday (UTC)\n"), "{plain}");
-    let body: Vec<&str> = plain.lines().skip(1).map(|l| l.get(21..).unwrap_or("")).collect();
+    let body: Vec<&str> = plain
+        .lines()
+        .skip(1)
+        .map(|l| l.get(21..).unwrap_or(""))
+        .collect();
     assert_eq!(
         body,
         [
