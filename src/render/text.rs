@@ -238,6 +238,15 @@ impl TextPrinter {
                 result_at.entry(call_id.as_str()).or_insert(i);
             }
         }
+        // A result may come before its call in a batch (Claude writes a subagent's result
+        // before the call's message is complete): the batch's calls are known by name first.
+        for r in records {
+            if let RecordBody::ToolCall { call_id, name, .. } = &r.body
+                && !call_id.is_empty()
+            {
+                self.call_names.insert(call_id.clone(), name.clone());
+            }
+        }
         let mut placed = vec![false; records.len()];
         for (i, r) in records.iter().enumerate() {
             if placed[i] {

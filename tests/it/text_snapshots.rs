@@ -236,3 +236,35 @@ fn edits_are_diffs_end_to_end() {
         assert!(colored.contains(painted), "{painted:?} in {colored}");
     }
 }
+
+#[test]
+fn no_thinking_leaves_thinking_out_and_full_shows_results_whole() {
+    let root = fixture_root("claude");
+    let run = |session: &str, args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["--root", &root, "--color", "never", session, "--all"])
+            .args(args)
+            .env_clear()
+            .env("TZ", "UTC")
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let thinking = |text: &str| {
+        text.lines()
+            .filter(|l| l.get(9..20) == Some("thinking   "))
+            .count()
+    };
+    assert_eq!(thinking(&run("local:short", &[])), 1);
+    let without = run("local:short", &["--no-thinking"]);
+    assert_eq!(thinking(&without), 0, "{without}");
+    assert!(without.contains("assistant   Let me check"), "{without}");
+    let short = run("local:5c0375b4", &[]);
+    // Shortened: a result says how many lines it left out; --full leaves none out.
+    assert!(short.contains(" more lines (--full)"), "{short}");
+    let full = run("local:5c0375b4", &["--full"]);
+    assert!(!full.contains("(--full)"), "{full}");
+    assert!(full.lines().count() > short.lines().count() + 100);
+}
