@@ -4,7 +4,7 @@
 
 use similar::{ChangeTag, TextDiff};
 
-use super::text::{Line, Style};
+use super::styled::{Line, Style};
 
 /// Lines of context kept around each change.
 const CONTEXT: usize = 3;

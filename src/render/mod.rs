@@ -5,6 +5,7 @@
 pub mod diff;
 pub mod ndjson;
 pub mod pager;
+pub mod styled;
 pub mod terminal;
 pub mod text;
 pub mod tool;
