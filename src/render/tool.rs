@@ -23,7 +23,7 @@ pub enum CallView<'a> {
         path: &'a str,
         content: &'a str,
     },
-    /// Codex's `apply_patch` envelope.
+    /// The `apply_patch` envelope (Codex's, and OpenCode's since it took Codex's tool).
     Patch {
         patch: &'a str,
     },
@@ -57,7 +57,8 @@ pub fn view<'a>(name: &str, input: &'a Value) -> CallView<'a> {
     if lower == "apply_patch" {
         let patch = match input {
             Value::String(s) => Some(s.as_str()),
-            _ => ["input", "patch"]
+            // Codex's function-call form, and OpenCode's `apply_patch` (`patchText`).
+            _ => ["input", "patch", "patchText"]
                 .iter()
                 .find_map(|k| input.get(k).and_then(Value::as_str)),
         };
@@ -217,6 +218,10 @@ mod tests {
         );
         assert_eq!(
             view("apply_patch", &json!({"input": patch})),
+            CallView::Patch { patch }
+        );
+        assert_eq!(
+            view("apply_patch", &json!({"patchText": patch})),
             CallView::Patch { patch }
         );
         assert_eq!(
