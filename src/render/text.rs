@@ -187,8 +187,8 @@ impl TextPrinter {
                 result_at.entry(call_id.as_str()).or_insert(i);
             }
         }
-        // A result may come before its call in a batch (Claude writes a subagent's result
-        // before the call's message is complete): the batch's calls are known by name first.
+        // Every call of the batch is named first, so that a result listed before its call (the
+        // source's order is not always the order of events) is named too.
         for r in records {
             if let RecordBody::ToolCall { call_id, name, .. } = &r.body
                 && !call_id.is_empty()
@@ -250,16 +250,7 @@ impl TextPrinter {
                     _ => vec![Line::new(Style::Plain, text)],
                 }
             }
-            RecordBody::ToolCall {
-                call_id,
-                name,
-                input,
-            } => {
-                if !call_id.is_empty() {
-                    self.call_names.insert(call_id.clone(), name.clone());
-                }
-                call_lines(name, input, options.full)
-            }
+            RecordBody::ToolCall { name, input, .. } => call_lines(name, input, options.full),
             RecordBody::ToolResult {
                 call_id,
                 output,
