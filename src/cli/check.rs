@@ -117,7 +117,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
 
     let mut state = (*previous).clone();
     state.version = 1;
-    let renderer = ctx.renderer(args.json, false);
+    let mut renderer = ctx.renderer(args.json, false);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut failed = 0;

@@ -177,9 +177,11 @@ impl Context {
         if json {
             Renderer::Ndjson
         } else {
-            Renderer::Text(TextOptions {
+            Renderer::text(TextOptions {
                 full,
                 color: self.color,
+                width: crate::render::terminal::stdout_width(),
+                ..TextOptions::default()
             })
         }
     }

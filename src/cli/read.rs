@@ -11,6 +11,8 @@ use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
 use crate::render::PageInfo;
 use crate::render::Renderer;
+use crate::render::pager::PagedStdout;
+use crate::render::terminal;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::page::Page;
 use clankie_engine::page::{Mode, PageRequest};
@@ -46,9 +48,17 @@ pub struct ReadArgs {
     /// Irregular sources fail: a stale cursor exits 5, a malformed record exits 6.
     #[arg(long)]
     pub strict: bool,
-    /// Show tool inputs and results whole instead of shortened.
+    /// Show tool inputs, results and thinking whole instead of shortened.
     #[arg(long)]
     pub full: bool,
+    /// Leave the model's thinking out of the text output.
+    #[arg(long)]
+    pub no_thinking: bool,
+    /// Never pipe text output through a pager. Without it, a page longer than the terminal
+    /// goes through $CLANKIE_PAGER, else $PAGER, else `less -FRX` (never with --json or
+    /// --follow, nor when stdout is not a terminal).
+    #[arg(long)]
+    pub no_pager: bool,
     /// After the page, keep polling and print new records as they complete (Ctrl-C ends).
     #[arg(long, short = 'f')]
     pub follow: bool,
@@ -78,7 +88,19 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             secs: args.interval,
         })?;
     let ctx = Context::new(global)?;
-    let renderer = ctx.renderer(args.json, args.full);
+    let mut renderer = ctx.renderer(args.json, args.full);
+    let on_terminal = terminal::stdout_is_terminal();
+    if let Some(text) = renderer.text_options_mut() {
+        text.thinking = !args.no_thinking;
+        // The cursor is for a person at a terminal who may ask for the next page; between
+        // polls it is noise, and scripts use --json.
+        text.cursor_line = on_terminal && !args.follow;
+    }
+    let out = if on_terminal && !args.json && !args.follow && !args.no_pager {
+        PagedStdout::paged()
+    } else {
+        PagedStdout::direct()
+    };
     let request = PageRequest {
         mode,
         limit: usize::from(args.limit),
@@ -94,10 +116,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     let session = reader
         .resolve_session(&roots_for(&opened.roots, query.harness), &query)
         .await?;
-    let stdout = std::io::stdout();
     let mut sink = PrintSink {
-        renderer: &renderer,
-        out: std::io::BufWriter::new(stdout.lock()),
+        renderer,
+        out,
         info: PageInfo {
             host: host.name(),
             harness: session.harness().name(),
@@ -106,10 +127,14 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
     let page = feed.page(request, &mut sink).await;
+    // The page is whole: held output goes out, or the pager is waited for, before anything
+    // else is said.
+    let finished = sink.out.finish();
     if ctx.verbose() {
         super::warn(&host.take_notes());
     }
     let page = page?;
+    finished?;
     if args.follow {
         let options = FollowOptions {
             interval,
@@ -128,13 +153,13 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
 }
 
 /// Prints a feed: records and page ends through the renderer, warnings on stderr.
-struct PrintSink<'a, W: Write> {
-    renderer: &'a Renderer,
-    out: W,
+struct PrintSink<'a> {
+    renderer: Renderer,
+    out: PagedStdout,
     info: PageInfo<'a>,
 }
 
-impl<W: Write> FeedSink for PrintSink<'_, W> {
+impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
         self.renderer.records(&mut self.out, records)
     }

@@ -2,8 +2,14 @@
 //! The output format is chosen once (`Renderer`); text goes through the one sanitiser, NDJSON
 //! stays exact (JSON escaping protects it).
 
+pub mod diff;
 pub mod ndjson;
+pub mod pager;
+pub mod styled;
+pub mod terminal;
 pub mod text;
+pub mod tool;
+pub mod wrap;
 
 use std::io::{self, Write};
 
@@ -63,19 +69,30 @@ fn change_name(change: Change) -> &'static str {
     }
 }
 
-/// The output format, chosen once per invocation.
+/// The output format, chosen once per invocation. Text output keeps what it has shown of a run
+/// (the day, the calls), so it is written through one `Renderer` per run.
 #[derive(Debug, Clone)]
 pub enum Renderer {
-    Text(text::TextOptions),
+    Text(text::TextPrinter),
     Ndjson,
 }
 
 impl Renderer {
-    pub fn records(&self, out: &mut impl Write, records: &[Record]) -> io::Result<()> {
+    pub fn text(options: text::TextOptions) -> Renderer {
+        Renderer::Text(text::TextPrinter::new(options))
+    }
+
+    /// The text options, to adjust for one subcommand; `None` for NDJSON.
+    pub fn text_options_mut(&mut self) -> Option<&mut text::TextOptions> {
         match self {
-            Renderer::Text(options) => records
-                .iter()
-                .try_for_each(|r| text::record(out, r, options)),
+            Renderer::Text(printer) => Some(&mut printer.options),
+            Renderer::Ndjson => None,
+        }
+    }
+
+    pub fn records(&mut self, out: &mut impl Write, records: &[Record]) -> io::Result<()> {
+        match self {
+            Renderer::Text(printer) => printer.records(out, records),
             Renderer::Ndjson => ndjson::records(out, records),
         }
     }
@@ -87,7 +104,7 @@ impl Renderer {
         page: &Page,
     ) -> io::Result<()> {
         match self {
-            Renderer::Text(options) => text::page_end(out, page, options),
+            Renderer::Text(printer) => text::page_end(out, page, &printer.options),
             Renderer::Ndjson => ndjson::page(out, info, page),
         }
     }

@@ -1,26 +1,60 @@
-//! Text for people: one block per record — time, role, text; tool calls as name + compact
-//! input; tool results shortened unless `--full`. Every string from a transcript or a file
-//! name goes through [`clankie_model::sanitize::sanitize`] before it is written.
+//! Text for people: one block per record — time, role, text — wrapped to the terminal's width
+//! under a hanging indent; the date and zone when the day changes; a tool result right under
+//! its call and named by it; shell calls as command lines, edits as unified diffs; thinking
+//! dimmed (or left out); tool inputs and results shortened unless `--full`. Every string from
+//! a transcript or a file name goes through [`clankie_model::sanitize::sanitize`] before it is
+//! written, and colour is added only after.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::{HostReport, change_name, rfc3339};
+use super::styled::{Line, Style};
+use super::tool::{CallView, view};
+use super::{HostReport, change_name, diff, rfc3339, wrap};
 use crate::check::Activity;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::sanitize::sanitize;
 use clankie_model::{Record, RecordBody, RecordKind, TextKind, display_path};
 
-/// Lines of a tool result or input shown when not `--full`.
+/// Lines of a tool result, a command or thinking shown when not `--full`.
 const SHORT_LINES: usize = 6;
+/// And characters, for output of few but long lines.
 const SHORT_CHARS: usize = 600;
+/// Characters of a tool's JSON input shown when not `--full` (one dense line, read for its
+/// gist).
+const SHORT_INPUT_CHARS: usize = 240;
+/// Lines of a diff shown when not `--full` (an edit is read for its change, so it gets more).
+const DIFF_LINES: usize = 24;
 /// Width of the time + role gutter; continuation lines are indented to it.
 const GUTTER: usize = 21;
+/// The narrowest body wrapped to, however narrow the terminal: below this, words would be
+/// broken in every line.
+const MIN_BODY: usize = 20;
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct TextOptions {
+    /// `--full`: tool inputs, results and thinking whole.
     pub full: bool,
     pub color: bool,
+    /// Columns to wrap to; `None`: no wrapping (stdout is not a terminal and `COLUMNS` unset).
+    pub width: Option<usize>,
+    /// Show thinking (`--no-thinking` turns it off).
+    pub thinking: bool,
+    /// Print the cursor line after a page (stdout is a terminal, and not following).
+    pub cursor_line: bool,
+}
+
+impl Default for TextOptions {
+    fn default() -> TextOptions {
+        TextOptions {
+            full: false,
+            color: false,
+            width: None,
+            thinking: true,
+            cursor_line: true,
+        }
+    }
 }
 
 fn paint(options: &TextOptions, code: &str, text: &str) -> String {
@@ -49,103 +83,289 @@ fn role_color(record: &Record) -> &'static str {
     }
 }
 
-/// `HH:MM:SS` of an RFC 3339 timestamp, or blanks.
-/// `HH:MM:SS` of an RFC 3339 timestamp in the local time zone (`TZ`), or blanks. A timestamp
-/// that does not parse is shown as the source wrote it, cut to the same width.
-fn time_of(ts: Option<&str>) -> String {
-    let Some(ts) = ts else { return " ".repeat(8) };
+/// An RFC 3339 timestamp in the local time zone (`TZ`), if it parses.
+fn local_time(ts: Option<&str>) -> Option<jiff::ZonedDateTime> {
     // The zone is looked up once per run, not once per record.
     static LOCAL: std::sync::LazyLock<jiff::tz::TimeZone> =
         std::sync::LazyLock::new(jiff::tz::TimeZone::system);
-    match ts.parse::<jiff::Timestamp>() {
-        Ok(t) => t
-            .to_zoned_datetime(LOCAL.clone())
-            .strftime("%H:%M:%S")
-            .to_string(),
-        Err(_) => format!("{:<8.8}", ts.get(11..).unwrap_or(ts)),
+    let t = ts?.parse::<jiff::Timestamp>().ok()?;
+    Some(t.to_zoned_datetime(LOCAL.clone()))
+}
+
+/// `HH:MM:SS` of a record's time, or blanks. A timestamp that does not parse is shown as the
+/// source wrote it, cut to the same width.
+fn time_of(ts: Option<&str>, zoned: Option<&jiff::ZonedDateTime>) -> String {
+    match (ts, zoned) {
+        (_, Some(z)) => z.strftime("%H:%M:%S").to_string(),
+        (Some(ts), None) => format!("{:<8.8}", ts.get(11..).unwrap_or(ts)),
+        (None, None) => " ".repeat(8),
     }
 }
 
-/// Shortens to `SHORT_LINES` lines and `SHORT_CHARS` characters, saying what was left out.
-fn shorten(text: &str, full: bool) -> String {
+/// `text` as lines of `style`, shortened unless `full` to `SHORT_LINES` lines and
+/// `SHORT_CHARS` characters, with a dim last line saying what was left out.
+fn shortened(text: &str, style: Style, full: bool) -> Vec<Line> {
+    shortened_to(text, style, full, SHORT_CHARS)
+}
+
+fn shortened_to(text: &str, style: Style, full: bool, most_chars: usize) -> Vec<Line> {
+    let all: Vec<&str> = text.split('\n').collect();
     if full {
-        return text.to_string();
+        return all.into_iter().map(|l| Line::new(style, l)).collect();
     }
-    let total_lines = text.lines().count();
-    let mut out: String = text
-        .lines()
-        .take(SHORT_LINES)
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut cut = total_lines > SHORT_LINES;
-    if out.chars().count() > SHORT_CHARS {
-        out = out.chars().take(SHORT_CHARS).collect();
-        cut = true;
+    let mut lines = Vec::new();
+    let mut chars = 0;
+    let mut chars_left = 0;
+    for line in all.iter().take(SHORT_LINES) {
+        let count = line.chars().count();
+        if chars + count > most_chars {
+            let keep = most_chars - chars;
+            lines.push(Line::new(
+                style,
+                line.chars().take(keep).collect::<String>(),
+            ));
+            chars_left = count - keep;
+            break;
+        }
+        chars += count;
+        lines.push(Line::new(style, *line));
     }
-    if cut {
-        let more = total_lines.saturating_sub(out.lines().count());
-        if more > 0 {
-            out.push_str(&format!(" … (+{more} lines)"));
-        } else {
-            out.push_str(" …");
+    let more = all.len() - lines.len();
+    if more > 0 {
+        lines.push(more_lines(more));
+    } else if chars_left > 0 {
+        let s = if chars_left == 1 { "" } else { "s" };
+        lines.push(Line::new(
+            Style::Dim,
+            format!("… {chars_left} more character{s} (--full)"),
+        ));
+    }
+    lines
+}
+
+fn more_lines(more: usize) -> Line {
+    let s = if more == 1 { "" } else { "s" };
+    Line::new(Style::Dim, format!("… {more} more line{s} (--full)"))
+}
+
+/// `lines` cut to `most` unless `full`, saying how many were left out.
+fn cut(mut lines: Vec<Line>, most: usize, full: bool) -> Vec<Line> {
+    if !full && lines.len() > most {
+        let more = lines.len() - most;
+        lines.truncate(most);
+        lines.push(more_lines(more));
+    }
+    lines
+}
+
+/// Text output of records. It remembers, across the batches and pages of one run, the day last
+/// shown (to date the first record and each change of day) and the name of each call seen (to
+/// name a result whose call came earlier).
+#[derive(Debug, Clone, Default)]
+pub struct TextPrinter {
+    pub options: TextOptions,
+    day: Option<jiff::civil::Date>,
+    call_names: HashMap<String, String>,
+}
+
+impl TextPrinter {
+    pub fn new(options: TextOptions) -> TextPrinter {
+        TextPrinter {
+            options,
+            ..TextPrinter::default()
         }
     }
-    out
-}
 
-pub fn record(out: &mut impl Write, record: &Record, options: &TextOptions) -> io::Result<()> {
-    let role = match (&record.body, record.kind()) {
-        (
+    /// Records in order, except that a tool result is moved up to just under its call when
+    /// both are in `records` (Codex runs calls in parallel: call, call, result, result).
+    pub fn records(&mut self, out: &mut impl Write, records: &[Record]) -> io::Result<()> {
+        let mut result_at: HashMap<&str, usize> = HashMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if let RecordBody::ToolResult { call_id, .. } = &r.body
+                && !call_id.is_empty()
+            {
+                result_at.entry(call_id.as_str()).or_insert(i);
+            }
+        }
+        // Every call of the batch is named first, so that a result listed before its call (the
+        // source's order is not always the order of events) is named too.
+        for r in records {
+            if let RecordBody::ToolCall { call_id, name, .. } = &r.body
+                && !call_id.is_empty()
+            {
+                self.call_names.insert(call_id.clone(), name.clone());
+            }
+        }
+        let mut placed = vec![false; records.len()];
+        for (i, r) in records.iter().enumerate() {
+            if placed[i] {
+                continue;
+            }
+            self.record(out, r)?;
+            if let RecordBody::ToolCall { call_id, .. } = &r.body
+                && let Some(&j) = result_at.get(call_id.as_str())
+                && j > i
+                && !placed[j]
+            {
+                placed[j] = true;
+                self.record(out, &records[j])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, out: &mut impl Write, record: &Record) -> io::Result<()> {
+        let options = self.options;
+        let thinking = matches!(
+            record.body,
             RecordBody::Text {
                 kind: TextKind::Thinking,
                 ..
-            },
-            _,
-        ) => "thinking",
-        (_, kind) => kind.name(),
-    };
-    let body = match &record.body {
-        RecordBody::Text {
-            text,
-            kind: TextKind::Thinking,
-        } => shorten(text, options.full),
-        // Notices are the reader's own remarks and the harness's events: marked, so they
-        // never read as something a person or the model said.
-        RecordBody::Text {
-            text,
-            kind: TextKind::Notice,
-        } => format!("! {text}"),
-        RecordBody::Text { text, .. } => text.clone(),
-        RecordBody::ToolCall { name, input, .. } => {
-            let input = serde_json::to_string(input).unwrap_or_default();
-            format!("{name} {}", shorten(&input, options.full))
+            }
+        );
+        if thinking && !options.thinking {
+            return Ok(());
         }
-        RecordBody::ToolResult {
-            output, is_error, ..
-        } => {
-            let mark = if *is_error { "error: " } else { "" };
-            format!("{mark}{}", shorten(output.trim_end(), options.full))
+        let zoned = local_time(record.ts.as_deref());
+        if let Some(z) = &zoned
+            && self.day != Some(z.date())
+        {
+            self.day = Some(z.date());
+            let line = format!("── {}", z.strftime("%Y-%m-%d %A (%Z)"));
+            writeln!(out, "{}", paint(&options, "1", &sanitize(&line)))?;
         }
-    };
-    let agent = match (&record.agent, record.sidechain) {
-        (Some(agent), _) => format!("[{}] ", sanitize(agent)),
-        (None, true) => "[sidechain] ".to_string(),
-        _ => String::new(),
-    };
-    let body = sanitize(&body);
-    let indent = " ".repeat(GUTTER);
-    let body = body
-        .trim_end_matches('\n')
-        .replace('\n', &format!("\n{indent}"));
-    let head = format!("{} {:<11}", time_of(record.ts.as_deref()), role);
-    writeln!(
-        out,
-        "{} {agent}{body}",
-        paint(options, role_color(record), &sanitize(&head))
-    )
+        let role = if thinking {
+            "thinking"
+        } else {
+            record.kind().name()
+        };
+        let mut lines = match &record.body {
+            RecordBody::Text { text, kind } => {
+                let text = text.trim_end_matches('\n');
+                match kind {
+                    TextKind::Thinking => shortened(text, Style::Dim, options.full),
+                    // Notices are the reader's own remarks and the harness's events: marked, so
+                    // they never read as something a person or the model said.
+                    TextKind::Notice => vec![Line::new(Style::Plain, format!("! {text}"))],
+                    _ => vec![Line::new(Style::Plain, text)],
+                }
+            }
+            RecordBody::ToolCall { name, input, .. } => call_lines(name, input, options.full),
+            RecordBody::ToolResult {
+                call_id,
+                output,
+                is_error,
+            } => {
+                let mut lines = shortened(output.trim_end(), Style::Plain, options.full);
+                let name = self.call_names.get(call_id).map(|n| format!("{n}: "));
+                let mark = if *is_error { "error: " } else { "" };
+                let first = &mut lines[0];
+                first.text = format!("{}{mark}{}", name.unwrap_or_default(), first.text);
+                lines
+            }
+        };
+        let agent = match (&record.agent, record.sidechain) {
+            (Some(agent), _) => format!("[{agent}] "),
+            (None, true) => "[sidechain] ".to_string(),
+            _ => String::new(),
+        };
+        if let Some(first) = lines.first_mut() {
+            first.text.insert_str(0, &agent);
+        }
+        let head = format!(
+            "{} {:<11}",
+            time_of(record.ts.as_deref(), zoned.as_ref()),
+            role
+        );
+        self.block(out, &head, role_color(record), &lines)
+    }
+
+    /// Writes one record: the gutter, then its lines, each sanitised, wrapped to the width with
+    /// continuation lines indented to the gutter, and coloured.
+    fn block(
+        &self,
+        out: &mut impl Write,
+        head: &str,
+        head_color: &str,
+        lines: &[Line],
+    ) -> io::Result<()> {
+        let options = &self.options;
+        let body_width = options
+            .width
+            .map(|w| w.saturating_sub(GUTTER).max(MIN_BODY));
+        let indent = " ".repeat(GUTTER);
+        write!(out, "{} ", paint(options, head_color, &sanitize(head)))?;
+        let mut first = true;
+        for line in lines {
+            let text = sanitize(&line.text);
+            for source in text.split('\n') {
+                let pieces = match body_width {
+                    Some(width) => wrap::wrap(source, width, line.hang),
+                    None => vec![source.to_string()],
+                };
+                for piece in &pieces {
+                    // Trailing blanks show nothing; cut, they cannot push a line past the width.
+                    let piece = piece.trim_end();
+                    if !first && !piece.is_empty() {
+                        out.write_all(indent.as_bytes())?;
+                    }
+                    first = false;
+                    match line.style.sgr() {
+                        Some(code) if !piece.is_empty() => {
+                            writeln!(out, "{}", paint(options, code, piece))?
+                        }
+                        _ => writeln!(out, "{piece}")?,
+                    }
+                }
+            }
+        }
+        if first {
+            writeln!(out)?;
+        }
+        Ok(())
+    }
 }
 
+/// A tool call's lines: a shell command as `$ command`, an edit as a diff under the file's
+/// name, anything else as its name and compact JSON input.
+fn call_lines(name: &str, input: &serde_json::Value, full: bool) -> Vec<Line> {
+    match view(name, input) {
+        CallView::Shell { command } => {
+            let mut lines = shortened(command.trim_end_matches('\n'), Style::Plain, full);
+            lines[0].text = format!("{name} $ {}", lines[0].text);
+            lines
+        }
+        CallView::Edit { path, edits, every } => {
+            let every = if every { " (every occurrence)" } else { "" };
+            let mut lines = vec![Line::new(Style::Plain, format!("{name} {path}{every}"))];
+            lines.extend(cut(diff::snippets(&edits), DIFF_LINES, full));
+            lines
+        }
+        CallView::Write { path, content } => {
+            let mut lines = vec![Line::new(Style::Plain, format!("{name} {path}"))];
+            lines.extend(cut(diff::new_file(content), DIFF_LINES, full));
+            lines
+        }
+        CallView::Patch { patch } => {
+            let mut lines = vec![Line::new(Style::Plain, name)];
+            lines.extend(cut(diff::apply_patch(patch), DIFF_LINES, full));
+            lines
+        }
+        CallView::Other => {
+            let input = serde_json::to_string(input).unwrap_or_default();
+            let mut lines = shortened_to(&input, Style::Plain, full, SHORT_INPUT_CHARS);
+            lines[0].text = format!("{name} {}", lines[0].text);
+            lines
+        }
+    }
+}
+
+/// The cursor line after a page, dim: only where it helps (a person at a terminal, not
+/// following); scripts use `--json`.
 pub fn page_end(out: &mut impl Write, page: &Page, options: &TextOptions) -> io::Result<()> {
+    if !options.cursor_line {
+        return Ok(());
+    }
     let mut notes = Vec::new();
     if page.reset {
         notes.push("the source changed under the cursor: restarted from its beginning");
@@ -263,16 +483,186 @@ pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    fn texts(lines: &[Line]) -> Vec<&str> {
+        lines.iter().map(|l| l.text.as_str()).collect()
+    }
+
     #[test]
     fn shortening_says_what_was_left_out() {
         let long = (0..20)
             .map(|i| format!("line {i}"))
             .collect::<Vec<_>>()
             .join("\n");
-        let short = shorten(&long, false);
-        assert_eq!(short.lines().count(), SHORT_LINES);
-        assert!(short.ends_with("(+14 lines)"), "{short}");
-        assert_eq!(shorten(&long, true), long);
-        assert_eq!(shorten("ok", false), "ok");
+        let short = shortened(&long, Style::Plain, false);
+        assert_eq!(short.len(), SHORT_LINES + 1);
+        assert_eq!(short[SHORT_LINES].text, "… 14 more lines (--full)");
+        assert_eq!(short[SHORT_LINES].style, Style::Dim);
+        assert_eq!(shortened(&long, Style::Plain, true).len(), 20);
+        assert_eq!(texts(&shortened("ok", Style::Plain, false)), ["ok"]);
+        let wide = "x".repeat(SHORT_CHARS + 5);
+        assert_eq!(
+            texts(&shortened(&wide, Style::Plain, false))[1],
+            "… 5 more characters (--full)"
+        );
+    }
+
+    fn record(ts: &str, body: RecordBody) -> Record {
+        Record {
+            id: "r".into(),
+            harness: clankie_engine::harness::by_name("claude").unwrap(),
+            session: "s".into(),
+            ts: Some(ts.into()),
+            agent: None,
+            sidechain: false,
+            body,
+        }
+    }
+
+    fn call(id: &str, name: &str, input: serde_json::Value) -> RecordBody {
+        RecordBody::ToolCall {
+            call_id: id.into(),
+            name: name.into(),
+            input,
+        }
+    }
+
+    fn result(id: &str, output: &str) -> RecordBody {
+        RecordBody::ToolResult {
+            call_id: id.into(),
+            output: output.into(),
+            is_error: false,
+        }
+    }
+
+    fn render(printer: &mut TextPrinter, records: &[Record]) -> String {
+        let mut out = Vec::new();
+        printer.records(&mut out, records).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn results_go_under_their_calls_and_carry_their_names() {
+        let mut printer = TextPrinter::new(TextOptions::default());
+        let a = serde_json::json!({"cmd": "ls"});
+        let b = serde_json::json!({"cmd": "pwd"});
+        let page = [
+            record("2026-11-02T10:00:00Z", call("a", "exec_command", a)),
+            record("2026-11-02T10:00:01Z", call("b", "exec_command", b)),
+            record("2026-11-02T10:00:02Z", result("a", "file")),
+            record("2026-11-02T10:00:03Z", result("b", "/w")),
+        ];
+        let text = render(&mut printer, &page);
+        let lines: Vec<&str> = text.lines().map(|l| &l[9..]).collect();
+        assert_eq!(
+            lines[1..],
+            [
+                "tool_call   exec_command $ ls",
+                "tool_result exec_command: file",
+                "tool_call   exec_command $ pwd",
+                "tool_result exec_command: /w",
+            ]
+        );
+        // A later page's result of a call seen before is named; of a call never seen, not.
+        let later = [
+            record("2026-11-02T10:00:04Z", result("a", "again")),
+            record("2026-11-02T10:00:05Z", result("zz", "stranger")),
+        ];
+        let text = render(&mut printer, &later);
+        assert!(text.contains("tool_result exec_command: again"), "{text}");
+        assert!(text.contains("tool_result stranger"), "{text}");
+    }
+
+    #[test]
+    fn the_day_and_zone_head_the_first_record_and_each_new_day() {
+        let mut printer = TextPrinter::new(TextOptions::default());
+        let user = |ts: &str| {
+            record(
+                ts,
+                RecordBody::Text {
+                    kind: TextKind::User,
+                    text: "hi".into(),
+                },
+            )
+        };
+        let page = [
+            user("2026-11-02T23:59:00Z"),
+            user("2026-11-02T23:59:30Z"),
+            user("2026-11-03T00:00:10Z"),
+        ];
+        let text = render(&mut printer, &page);
+        let heads: Vec<&str> = text.lines().filter(|l| l.starts_with("──")).collect();
+        // The zone is the test process's own (TZ), so only its presence is checked here; the
+        // snapshots fix TZ=UTC.
+        assert_eq!(heads.len(), 2, "{text}");
+        assert_eq!(text.lines().count(), 5, "{text}");
+    }
+
+    #[test]
+    fn long_lines_wrap_under_a_hanging_indent() {
+        let options = TextOptions {
+            width: Some(GUTTER + 20),
+            ..TextOptions::default()
+        };
+        let mut printer = TextPrinter::new(options);
+        let text = "one two three four five six seven eight nine ten".to_string();
+        let page = [record(
+            "2026-11-02T10:00:00Z",
+            RecordBody::Text {
+                kind: TextKind::Assistant,
+                text,
+            },
+        )];
+        let out = render(&mut printer, &page);
+        let lines: Vec<&str> = out.lines().skip(1).collect();
+        assert_eq!(lines.len(), 3, "{out}");
+        assert!(
+            lines[0].ends_with("assistant   one two three four"),
+            "{out}"
+        );
+        assert_eq!(
+            lines[1],
+            format!("{}five six seven eight", " ".repeat(GUTTER))
+        );
+        assert!(lines.iter().all(|l| l.chars().count() <= GUTTER + 20));
+    }
+
+    #[test]
+    fn thinking_is_dimmed_or_left_out() {
+        let thought = || {
+            record(
+                "2026-11-02T10:00:00Z",
+                RecordBody::Text {
+                    kind: TextKind::Thinking,
+                    text: "hmm".into(),
+                },
+            )
+        };
+        let options = TextOptions {
+            color: true,
+            ..TextOptions::default()
+        };
+        let shown = render(&mut TextPrinter::new(options), &[thought()]);
+        assert!(shown.contains("\x1b[2mhmm\x1b[0m"), "{shown:?}");
+        let options = TextOptions {
+            thinking: false,
+            ..options
+        };
+        assert_eq!(render(&mut TextPrinter::new(options), &[thought()]), "");
+    }
+
+    #[test]
+    fn edits_are_diffs_and_colour_comes_after_sanitising() {
+        let options = TextOptions {
+            color: true,
+            ..TextOptions::default()
+        };
+        let input = serde_json::json!({"filePath": "/a.rs", "oldString": "x\n",
+            "newString": "y\x1b[2J\n"});
+        let page = [record("2026-11-02T10:00:00Z", call("c", "edit", input))];
+        let out = render(&mut TextPrinter::new(options), &page);
+        assert!(out.contains("edit /a.rs\n"), "{out:?}");
+        assert!(out.contains("\x1b[31m-x\x1b[0m"), "{out:?}");
+        assert!(out.contains("\x1b[32m+y\x1b[0m"), "{out:?}");
+        assert!(!out.contains("\x1b[2J"), "{out:?}");
     }
 }
