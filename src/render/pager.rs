@@ -111,7 +111,18 @@ impl PagedStdout {
             sh.env("LV", "-c");
         }
         let held = std::mem::take(held);
-        match sh.spawn() {
+        // `sh -c` always starts, so a pager that does not exist would swallow the page (git
+        // loses it too): a plain program name missing from PATH is caught here instead.
+        let spawned = if pager_program_exists(command) {
+            sh.spawn()
+        } else {
+            eprintln!(
+                "warning: pager `{}` not found; writing to the terminal (set CLANKIE_PAGER, or use --no-pager)",
+                command.split_whitespace().next().unwrap_or_default()
+            );
+            Err(io::Error::from(io::ErrorKind::NotFound))
+        };
+        match spawned {
             Ok(mut child) => {
                 let stdin = child.stdin.take().map(BufWriter::new);
                 let _interrupt = tokio::runtime::Handle::try_current().ok().and_then(|_| {
@@ -134,6 +145,22 @@ impl PagedStdout {
             }
         }
     }
+}
+
+/// Whether the program a pager command starts with can be found. A command whose first word is
+/// shell syntax (an assignment, an expansion, a quote) is given the benefit of the doubt.
+fn pager_program_exists(command: &str) -> bool {
+    let Some(program) = command.split_whitespace().next() else {
+        return false;
+    };
+    if program.chars().any(|c| "=$`'\"\\(){}<>|;&*?[~".contains(c)) {
+        return true;
+    }
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 impl Write for PagedStdout {
@@ -208,7 +235,17 @@ impl Drop for PagedStdout {
 
 #[cfg(test)]
 mod tests {
-    use super::command;
+    use super::{command, pager_program_exists};
+
+    #[test]
+    fn a_missing_pager_program_is_caught_before_sh_runs_it() {
+        assert!(pager_program_exists("sh -c true"));
+        assert!(pager_program_exists("/bin/sh"));
+        assert!(!pager_program_exists("no-such-pager-ck -R"));
+        assert!(!pager_program_exists("/nonexistent/less"));
+        // Shell syntax is left to the shell.
+        assert!(pager_program_exists("LESS=R less"));
+    }
 
     #[test]
     fn the_pager_is_clankie_s_then_the_user_s_then_less() {

@@ -18,8 +18,17 @@ struct Run {
 
 /// Runs `clankie-read --root claude=FIXTURES local:short ARGS` on a pty of `lines` rows.
 fn on_a_terminal(lines: usize, args: &[&str]) -> Run {
+    on_a_terminal_with_pager(lines, None, args)
+}
+
+/// As [`on_a_terminal`], with `CLANKIE_PAGER` set to `pager` instead of the recording one.
+fn on_a_terminal_with_pager(lines: usize, pager: Option<&str>, args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("paged");
+    let pager = pager.map_or_else(
+        || format!("cat > {}", shell_quote_path(&record)),
+        str::to_string,
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
     let mut command = vec![
         BIN.to_string(),
@@ -38,10 +47,7 @@ fn on_a_terminal(lines: usize, args: &[&str]) -> Run {
         .env("TZ", "UTC")
         .env("LINES", lines.to_string())
         .env("COLUMNS", "100")
-        .env(
-            "CLANKIE_PAGER",
-            format!("cat > {}", shell_quote_path(&record)),
-        )
+        .env("CLANKIE_PAGER", pager)
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
@@ -105,6 +111,22 @@ fn a_short_page_and_no_pager_go_straight_to_the_terminal() {
         );
     }
     let run = on_a_terminal(40, &["--all"]);
+    assert!(run.terminal.contains(RECORD), "{}", run.terminal);
+}
+
+#[test]
+fn a_pager_that_does_not_exist_loses_nothing() {
+    if !require_tool("script") {
+        return;
+    }
+    let run = on_a_terminal_with_pager(10, Some("no-such-pager-ck -R"), &["--all"]);
+    // `script` merges the program's stderr into the terminal it records.
+    assert!(
+        run.terminal
+            .contains("warning: pager `no-such-pager-ck` not found; writing to the terminal"),
+        "{}",
+        run.terminal
+    );
     assert!(run.terminal.contains(RECORD), "{}", run.terminal);
 }
 
