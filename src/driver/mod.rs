@@ -17,7 +17,7 @@ use clankie_engine::resolve::{self, ResolveError, SessionQuery};
 use clankie_engine::session::SessionFile;
 use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::MAX_LIMIT;
-use clankie_model::{ByteRange, Harness, Listing, Record, RootSpec};
+use clankie_model::{ByteRange, Harness, LeftOut, Listing, Record, RootSpec};
 
 /// Everything that can end a read, by layer.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +108,7 @@ impl<'h, H: Host> Reader<'h, H> {
         roots: &[RootSpec],
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = self.host.list(roots).await?;
+        leave_out_non_utf8(&mut listing);
         let mut sessions = harness::sessions(&listing.files);
         let mut errors = Vec::new();
         let databases: Vec<_> = harness::databases(&listing.files).cloned().collect();
@@ -127,7 +128,11 @@ impl<'h, H: Host> Reader<'h, H> {
                     return Err(e);
                 }
                 Err(e) => {
-                    listing.unreadable.push(e.to_string());
+                    listing.unreadable.push(LeftOut {
+                        harness: db.harness,
+                        path: db.full_path(),
+                        message: e.to_string(),
+                    });
                     errors.push(e);
                 }
             }
@@ -335,6 +340,63 @@ impl<'h, H: Host> Reader<'h, H> {
                 redact,
             };
         }
+    }
+}
+
+/// Leaves out the files whose path below the root is not UTF-8, with one line per directory
+/// in `listing.unreadable`: session ids and the harnesses' path rules are text, and a lossy
+/// name would address another file. Hosts list every name exactly; this is the one place, for
+/// every host, where such names are dropped, and never unseen.
+fn leave_out_non_utf8(listing: &mut Listing) {
+    use std::collections::BTreeMap;
+    // (harness, root, the rel of the directory named) -> (whether a directory's own name is
+    // the cause, files left out)
+    let mut dirs: BTreeMap<(Harness, Vec<u8>, Vec<u8>), (bool, usize)> = BTreeMap::new();
+    listing.files.retain(|file| {
+        if std::str::from_utf8(&file.rel).is_ok() {
+            return true;
+        }
+        // The first component that is not UTF-8: a directory (named itself), or the file name
+        // (its directory is named).
+        let components: Vec<&[u8]> = file.rel.split(|&b| b == b'/').collect();
+        let bad = components
+            .iter()
+            .position(|c| std::str::from_utf8(c).is_err())
+            .unwrap_or(components.len() - 1);
+        let is_dir = bad + 1 < components.len();
+        let upto = if is_dir { bad + 1 } else { bad };
+        let dir = components[..upto].join(&b'/');
+        dirs.entry((file.harness, file.root.clone(), dir))
+            .or_insert((is_dir, 0))
+            .1 += 1;
+        false
+    });
+    for ((harness, root, rel), (is_dir, count)) in dirs {
+        let path = if rel.is_empty() {
+            root
+        } else {
+            clankie_model::FileEntry {
+                harness,
+                root,
+                rel,
+                size: 0,
+                mtime: 0,
+            }
+            .full_path()
+        };
+        let shown = clankie_model::display_path(&path);
+        let message = if is_dir {
+            format!("{shown}: directory name is not UTF-8; its sessions are left out")
+        } else if count == 1 {
+            format!("{shown}: a file name here is not UTF-8; its session is left out")
+        } else {
+            format!("{shown}: {count} file names here are not UTF-8; their sessions are left out")
+        };
+        listing.unreadable.push(LeftOut {
+            harness,
+            path,
+            message,
+        });
     }
 }
 

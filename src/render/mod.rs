@@ -53,6 +53,22 @@ pub struct RootReport {
     pub sessions: usize,
 }
 
+/// A session that could not be read, or a source a listing left out, while its host went on
+/// (`ls`, `check`). Text output prints nothing for it on stdout (the CLI warns on stderr);
+/// NDJSON prints an `error` object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionError {
+    pub host: String,
+    pub harness: String,
+    /// `None` when no session is known (a database that cannot be opened, a directory left
+    /// out).
+    pub session: Option<String>,
+    /// The file or directory, as the host spells it (lossily, when it is not UTF-8).
+    pub path: String,
+    /// The one line a user reads.
+    pub message: String,
+}
+
 /// How `check` names a change, in text and NDJSON alike.
 fn change_name(change: Change) -> &'static str {
     match change {
@@ -114,6 +130,14 @@ impl Renderer {
         match self {
             Renderer::Text(_) => text::activity(out, activity),
             Renderer::Ndjson => ndjson::activity(out, activity),
+        }
+    }
+
+    /// A session that could not be read (the caller also warns on stderr).
+    pub fn session_error(&self, out: &mut impl Write, error: &SessionError) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => Ok(()),
+            Renderer::Ndjson => ndjson::session_error(out, error),
         }
     }
 

@@ -347,7 +347,7 @@ pub fn read_script(nonce: &str, file: &FileRef, ranges: &[ByteRange]) -> String 
                 || root.is_empty()
                 || root.contains('\0')
                 // Names Windows cannot hold, or that would address a stream or a device.
-                || rel.contains([':', '*', '?', '"', '<', '>', '|'])
+                || rel.contains([':', '*', '?', '"', '<', '>', '|', '\\'])
                 || rel.chars().any(|c| c.is_control())
             {
                 Some("badpath")
