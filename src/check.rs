@@ -629,7 +629,7 @@ mod tests {
             errors,
             [
                 ("claude", Some(B)),
-                ("codex", Some("0badc0de")),
+                ("codex", Some("rollout-2026-11-02T10-00-00-0badc0de")),
             ],
             "{:?}",
             checked.errors
