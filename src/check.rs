@@ -615,7 +615,9 @@ mod tests {
         previous.sessions.get_mut(&b_key).unwrap().settled = false;
         host.append(claude_path(&host, A), lines(SHORT)[8..12].concat());
         let mut zst = host.default_root(clankie_engine::harness::by_name("codex").unwrap());
-        zst.extend_from_slice(b"/sessions/2026/11/02/rollout-2026-11-02T10-00-00-0badc0de.jsonl.zst");
+        zst.extend_from_slice(
+            b"/sessions/2026/11/02/rollout-2026-11-02T10-00-00-0badc0de.jsonl.zst",
+        );
         host.put(&zst, b"not zstd at all");
 
         let checked = check_with_errors(&host, Some(&previous), false);
@@ -635,8 +637,16 @@ mod tests {
             checked.errors
         );
         assert!(checked.errors.iter().all(|e| e.host == "mem"));
-        assert!(checked.errors[1].path.ends_with(".jsonl.zst"), "{:?}", checked.errors);
-        assert!(checked.errors[1].message.contains("zstd"), "{:?}", checked.errors);
+        assert!(
+            checked.errors[1].path.ends_with(".jsonl.zst"),
+            "{:?}",
+            checked.errors
+        );
+        assert!(
+            checked.errors[1].message.contains("zstd"),
+            "{:?}",
+            checked.errors
+        );
         // B keeps where it was (not reported deleted, retried next run); A advanced; the
         // Codex file has no state yet.
         assert_eq!(checked.state.sessions[&b_key], previous.sessions[&b_key]);

@@ -246,6 +246,9 @@ mod tests {
         // A backslash is an ordinary byte of a POSIX name, in the root as in `rel`.
         let mut posix = entry(br"/srv/a\b/.claude");
         posix.rel = br"projects/C:\w\p/a.jsonl".to_vec();
-        assert_eq!(posix.full_path(), br"/srv/a\b/.claude/projects/C:\w\p/a.jsonl");
+        assert_eq!(
+            posix.full_path(),
+            br"/srv/a\b/.claude/projects/C:\w\p/a.jsonl"
+        );
     }
 }

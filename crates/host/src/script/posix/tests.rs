@@ -24,7 +24,10 @@ const ODD_NAMES: [(&[u8], &[u8]); 7] = [
     (b"projects/-p/car\rriage\r.jsonl", b"cr\n"),
     (b"projects/-p/dir\rcr/in\r\n.jsonl", b"crlf\n"),
     (b"projects/-p/trail\n/x.jsonl", b"trailing newline dir\n"),
-    (b"projects/-p/\x1b[31mred\x1b[0m $(touch pwned).jsonl", b"esc\n"),
+    (
+        b"projects/-p/\x1b[31mred\x1b[0m $(touch pwned).jsonl",
+        b"esc\n",
+    ),
     (b"projects/C:\\Users\\me\\w/a\\b.jsonl", b"backslash dir\n"),
     (b"projects/-p/\n", b"a bare newline is no transcript name\n"),
     (b"projects/-p/\r\n\r.jsonl", b"only controls\n"),
@@ -278,10 +281,17 @@ fn listing_matches_the_local_host_in_every_shell() {
     assert_eq!(expected.files.len(), 17, "{rels:#?}");
     assert_eq!(expected.skipped_names, 0);
     assert!(rels.contains(&"projects/1/2/3/4/5/6/ok.jsonl".to_string()));
-    for rel in [&b"projects/-p/new\nline.jsonl"[..], b"projects/-p/dir\nwith nl/inner.jsonl"]
-        .into_iter()
-        .chain(ODD_NAMES.iter().map(|(rel, _)| *rel).filter(|rel| rel.ends_with(b".jsonl")))
-    {
+    for rel in [
+        &b"projects/-p/new\nline.jsonl"[..],
+        b"projects/-p/dir\nwith nl/inner.jsonl",
+    ]
+    .into_iter()
+    .chain(
+        ODD_NAMES
+            .iter()
+            .map(|(rel, _)| *rel)
+            .filter(|rel| rel.ends_with(b".jsonl")),
+    ) {
         assert!(
             expected.files.iter().any(|f| f.rel == rel),
             "{} not in {rels:#?}",
@@ -681,7 +691,11 @@ fn hostile_names_read_and_confinement_holds_in_every_shell() {
     ];
     let readable: Vec<(Vec<u8>, &[u8])> = readable
         .into_iter()
-        .chain(ODD_NAMES.iter().map(|(rel, content)| (rel.to_vec(), *content)))
+        .chain(
+            ODD_NAMES
+                .iter()
+                .map(|(rel, content)| (rel.to_vec(), *content)),
+        )
         .collect();
     let refused: [&[u8]; 6] = [
         b"projects/-p/link.jsonl",
