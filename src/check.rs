@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::driver::{DriverError, Reader};
-use crate::render::SessionError;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::session::SessionFile;
@@ -55,6 +54,22 @@ fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A session that could not be read, or a source a listing left out, while its host went on
+/// (`ls`, `check`). Text output prints nothing for it on stdout (the CLI warns on stderr);
+/// NDJSON prints an `error` object (`render`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionError {
+    pub host: String,
+    pub harness: String,
+    /// `None` when no session is known (a database that cannot be opened, a directory left
+    /// out).
+    pub session: Option<String>,
+    /// The file or directory, as the host spells it (lossily, when it is not UTF-8).
+    pub path: String,
+    /// The one line a user reads.
+    pub message: String,
 }
 
 /// How a session changed since the last run.
@@ -253,6 +268,8 @@ pub struct HostCheck {
     pub activity: Vec<Activity>,
     /// Sessions (and listed sources) that could not be read; the rest of the host went on.
     pub errors: Vec<SessionError>,
+    /// Names the host could not carry (`Listing::skipped_names`).
+    pub skipped_names: u64,
 }
 
 /// Checks one host against its previous state. `baseline` is the first run (no history is
@@ -396,6 +413,7 @@ pub async fn check_host<H: Host>(
         state: next,
         activity,
         errors,
+        skipped_names: listing.skipped_names,
     })
 }
 

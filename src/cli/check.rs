@@ -151,6 +151,12 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
                     );
                     unreadable += checked.errors.len();
                 }
+                if checked.skipped_names > 0 {
+                    super::warn(&[format!(
+                        "{name}: {} file names the host cannot carry left out",
+                        checked.skipped_names
+                    )]);
+                }
                 state.hosts.insert(name, checked.state);
             }
             Err(err) => {

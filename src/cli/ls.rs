@@ -5,9 +5,9 @@ use std::io::Write;
 use clap::Args;
 
 use super::context::{Context, GlobalArgs};
+use crate::check::SessionError;
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
-use crate::render::SessionError;
 use clankie_model::display_path;
 
 #[derive(Debug, Args)]

@@ -349,9 +349,10 @@ impl<'h, H: Host> Reader<'h, H> {
 /// every host, where such names are dropped, and never unseen.
 fn leave_out_non_utf8(listing: &mut Listing) {
     use std::collections::BTreeMap;
-    // (harness, root, the rel of the directory named) -> (whether a directory's own name is
-    // the cause, files left out)
-    let mut dirs: BTreeMap<(Harness, Vec<u8>, Vec<u8>), (bool, usize)> = BTreeMap::new();
+    /// The directory a line names: harness, root, its path below the root.
+    type Named = (Harness, Vec<u8>, Vec<u8>);
+    // -> (whether the directory's own name is the cause, files left out)
+    let mut dirs: BTreeMap<Named, (bool, usize)> = BTreeMap::new();
     listing.files.retain(|file| {
         if std::str::from_utf8(&file.rel).is_ok() {
             return true;

@@ -7,7 +7,7 @@ pub mod text;
 
 use std::io::{self, Write};
 
-use crate::check::{Activity, Change};
+use crate::check::{Activity, Change, SessionError};
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::Record;
@@ -51,22 +51,6 @@ pub struct RootReport {
     pub dir: String,
     pub exists: bool,
     pub sessions: usize,
-}
-
-/// A session that could not be read, or a source a listing left out, while its host went on
-/// (`ls`, `check`). Text output prints nothing for it on stdout (the CLI warns on stderr);
-/// NDJSON prints an `error` object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionError {
-    pub host: String,
-    pub harness: String,
-    /// `None` when no session is known (a database that cannot be opened, a directory left
-    /// out).
-    pub session: Option<String>,
-    /// The file or directory, as the host spells it (lossily, when it is not UTF-8).
-    pub path: String,
-    /// The one line a user reads.
-    pub message: String,
 }
 
 /// How `check` names a change, in text and NDJSON alike.

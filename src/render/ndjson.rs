@@ -9,8 +9,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::{HostReport, PageInfo, RootReport, SessionError, change_name};
-use crate::check::Activity;
+use super::{HostReport, PageInfo, RootReport, change_name};
+use crate::check::{Activity, SessionError};
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::{Record, RecordBody, TextKind, display_path};
