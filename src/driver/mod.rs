@@ -592,6 +592,50 @@ mod tests {
     }
 
     #[test]
+    fn names_that_are_not_utf8_are_left_out_with_one_line_per_directory() {
+        block_on(async {
+            let host = long_session();
+            let projects = {
+                let mut p = host.default_root(clankie_engine::harness::by_name("claude").unwrap());
+                p.extend_from_slice(b"/projects/");
+                p
+            };
+            for rel in [
+                &b"-caf\xe9/0dd00000-0000-4000-8000-000000000001.jsonl"[..],
+                b"-caf\xe9/0dd00000-0000-4000-8000-000000000002.jsonl",
+                b"-ok/bad\xff.jsonl",
+            ] {
+                host.put([&projects[..], rel].concat(), SHORT);
+            }
+            let (listing, sessions) = Reader::new(&host)
+                .list_sessions(&roots_for(&[], None))
+                .await
+                .unwrap();
+            assert_eq!(sessions.len(), 1);
+            assert_eq!(sessions[0].id, ID);
+            let lines: Vec<String> = listing
+                .unreadable
+                .iter()
+                .map(|l| l.message.clone())
+                .collect();
+            let shown = String::from_utf8_lossy(&projects).into_owned();
+            assert_eq!(
+                lines,
+                [
+                    format!(
+                        "{shown}-caf\u{fffd}: directory name is not UTF-8; its sessions are left out"
+                    ),
+                    format!("{shown}-ok: a file name here is not UTF-8; its session is left out"),
+                ]
+            );
+            assert_eq!(
+                listing.unreadable[0].path,
+                [&projects[..], b"-caf\xe9"].concat()
+            );
+        });
+    }
+
+    #[test]
     fn sessions_resolve_from_the_listing() {
         block_on(async {
             let host = long_session();

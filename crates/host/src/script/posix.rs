@@ -17,6 +17,10 @@
 //!   `-path '*/*/…' -prune` rather than `-maxdepth` (not POSIX): `-path` does not treat `/`
 //!   specially, so a pattern of k stars matches every path with at least k-1 slashes, whatever
 //!   the names, and the same expression runs on GNU, BSD and busybox.
+//! - Every name is listed and read, whatever bytes it holds (all but `/` and NUL are legal):
+//!   a path holding LF or CR goes out hex-encoded on an `FX` line (a per-batch `sh -c` sorts
+//!   them out, so only such paths cost an `od`), and `pwd -P` is compared with its own newline
+//!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
 //!   `od -An -v -tx1`, and names it in the META line.
 
