@@ -1175,15 +1175,18 @@ mod tests {
         let err = decode_list("h", NONCE, &only_codex, &framed(&root, 0)).unwrap_err();
         assert!(matches!(err, HostError::Protocol { .. }), "{err}");
         let ok = format!(
-            "MODE gnu\n{root}\nF 1 -2 ./projects/b c.jsonl\nFX 3 4 {}\nS\nS",
-            hex_encode(b"projects/1/2/3/4/5/6/a\xff.jsonl")
+            "MODE gnu\n{root}\nF 1 -2 ./projects/b c.jsonl\nFX 3 4 {}\nS\nS\nFX 5 6 {}",
+            hex_encode(b"projects/1/2/3/4/5/6/a\xff.jsonl"),
+            // LF and CR are name bytes like any other: carried by FX.
+            hex_encode(b"./projects/-p\r\n\\/x\r.jsonl"),
         );
         let listing =
             decode_list("h", NONCE, &crate::test_support::roots(), &framed(&ok, 0)).unwrap();
         assert_eq!(listing.skipped_names, 2);
-        assert_eq!(listing.files.len(), 2);
-        assert_eq!(listing.files[0].rel, b"projects/1/2/3/4/5/6/a\xff.jsonl");
-        assert_eq!((listing.files[1].size, listing.files[1].mtime), (1, -2));
+        assert_eq!(listing.files.len(), 3);
+        assert_eq!(listing.files[0].rel, b"projects/-p\r\n\\/x\r.jsonl");
+        assert_eq!(listing.files[1].rel, b"projects/1/2/3/4/5/6/a\xff.jsonl");
+        assert_eq!((listing.files[2].size, listing.files[2].mtime), (1, -2));
         // Over the cap: refused unread (exit 6), not a broken reply (exit 3).
         let over = vec![b'x'; MAX_LIST_REPLY_BYTES + 1];
         assert!(matches!(
