@@ -18,7 +18,7 @@ use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
 use clankie_model::limits::MAX_LIMIT;
-use clankie_model::{Record, RootSpec};
+use clankie_model::{Record, RootSpec, display_path};
 
 const STATE_VERSION: u32 = 1;
 
@@ -54,6 +54,22 @@ fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A session that could not be read, or a source a listing left out, while its host went on
+/// (`ls`, `check`). Text output prints nothing for it on stdout (the CLI warns on stderr);
+/// NDJSON prints an `error` object (`render`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionError {
+    pub host: String,
+    pub harness: String,
+    /// `None` when no session is known (a database that cannot be opened, a directory left
+    /// out).
+    pub session: Option<String>,
+    /// The file or directory, as the host spells it (lossily, when it is not UTF-8).
+    pub path: String,
+    /// The one line a user reads.
+    pub message: String,
 }
 
 /// How a session changed since the last run.
@@ -220,19 +236,67 @@ fn key(session: &SessionFile) -> String {
     format!("{}/{}", session.harness(), session.id)
 }
 
+/// Whether an error met reading one session fails its whole host: the host could not be
+/// reached or answered outside the wire format (SPEC: the host's fault, exit 3). Everything
+/// else — a file refused, gone, unreadable, over a cap, malformed — is that session's alone:
+/// it is reported and the host's other sessions go on.
+pub fn fails_the_host(error: &DriverError) -> bool {
+    use clankie_host::HostError as H;
+    matches!(
+        error,
+        DriverError::Host(
+            H::Unreachable { .. }
+                | H::TimedOut { .. }
+                | H::SshConfig { .. }
+                | H::Auth { .. }
+                | H::HostKeyUnknown { .. }
+                | H::HostKeyChanged { .. }
+                | H::HostKeyRevoked { .. }
+                | H::ShellNotClean { .. }
+                | H::Protocol { .. }
+        )
+    )
+}
+
+/// What checking one host found.
+#[derive(Debug, Default)]
+pub struct HostCheck {
+    /// The host's new state: the cursors of the sessions read, the old entries of those that
+    /// could not be read.
+    pub state: HostState,
+    /// Sessions that changed, oldest session first.
+    pub activity: Vec<Activity>,
+    /// Sessions (and listed sources) that could not be read; the rest of the host went on.
+    pub errors: Vec<SessionError>,
+    /// Names the host could not carry (`Listing::skipped_names`).
+    pub skipped_names: u64,
+}
+
 /// Checks one host against its previous state. `baseline` is the first run (no history is
-/// read). Returns the host's new state and its activity, oldest session first.
+/// read). A session that cannot be read keeps its old state and is one of the result's
+/// `errors`; only what [`fails_the_host`] fails the host.
 pub async fn check_host<H: Host>(
     host: &H,
     roots: &[RootSpec],
     previous: Option<&HostState>,
     baseline: bool,
     keep_records: bool,
-) -> Result<(HostState, Vec<Activity>), DriverError> {
+) -> Result<HostCheck, DriverError> {
     let reader = Reader::new(host);
-    let (_, sessions) = reader.list_sessions(roots).await?;
+    let (listing, sessions) = reader.list_sessions(roots).await?;
     let mut next = HostState::default();
     let mut activity = Vec::new();
+    let mut errors: Vec<SessionError> = listing
+        .unreadable
+        .iter()
+        .map(|left_out| SessionError {
+            host: host.name().to_string(),
+            harness: left_out.harness.name().to_string(),
+            session: None,
+            path: display_path(&left_out.path),
+            message: left_out.message.clone(),
+        })
+        .collect();
     let empty = HostState::default();
     let previous = previous.unwrap_or(&empty);
     for session in &sessions {
@@ -268,7 +332,7 @@ pub async fn check_host<H: Host>(
             redact: true,
         };
         let counted = !(baseline && old.is_none());
-        let cursor = reader
+        let read = reader
             .read_to_end(session, first, |page| {
                 reset |= page.reset;
                 if let Some(ts) = page.records.iter().rev().find_map(|r| r.ts.clone()) {
@@ -282,7 +346,26 @@ pub async fn check_host<H: Host>(
                 }
                 Ok::<(), DriverError>(())
             })
-            .await?;
+            .await;
+        let cursor = match read {
+            Ok(cursor) => cursor,
+            Err(e) if fails_the_host(&e) => return Err(e),
+            Err(e) => {
+                // This session alone: it keeps where the last run stopped (and is not reported
+                // deleted), and the next run tries it again.
+                if let Some(old) = old {
+                    next.sessions.insert(key, old.clone());
+                }
+                errors.push(SessionError {
+                    host: host.name().to_string(),
+                    harness: session.harness().name().to_string(),
+                    session: Some(session.id.clone()),
+                    path: display_path(&session.entry.full_path()),
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
         let change = match (old, reset) {
             (None, _) => Some(Change::New),
             (Some(_), true) => Some(Change::Reset),
@@ -326,7 +409,12 @@ pub async fn check_host<H: Host>(
             });
         }
     }
-    Ok((next, activity))
+    Ok(HostCheck {
+        state: next,
+        activity,
+        errors,
+        skipped_names: listing.skipped_names,
+    })
 }
 
 #[cfg(test)]
@@ -360,6 +448,16 @@ mod tests {
         previous: Option<&HostState>,
         keep_records: bool,
     ) -> (HostState, Vec<Activity>) {
+        let checked = check_with_errors(host, previous, keep_records);
+        assert!(checked.errors.is_empty(), "{:?}", checked.errors);
+        (checked.state, checked.activity)
+    }
+
+    fn check_with_errors(
+        host: &MemoryHost,
+        previous: Option<&HostState>,
+        keep_records: bool,
+    ) -> HostCheck {
         let roots = roots_for(&[], None);
         block_on(check_host(
             host,
@@ -519,6 +617,59 @@ mod tests {
             Err(StateError::Locked { .. })
         ));
         assert!(leftover.exists());
+    }
+
+    #[test]
+    fn a_session_that_cannot_be_read_is_reported_and_the_others_advance() {
+        let host = host();
+        let (first, _) = check(&host, None, false);
+        // B's stored cursor is A's: B cannot be read from it. A grows, and a compressed Codex
+        // transcript that is not zstd appears.
+        let mut previous = first.clone();
+        let a_key = format!("claude/{A}");
+        let b_key = format!("claude/{B}");
+        let a_state = previous.sessions[&a_key].clone();
+        previous.sessions.get_mut(&b_key).unwrap().cursor = a_state.cursor.clone();
+        previous.sessions.get_mut(&b_key).unwrap().settled = false;
+        host.append(claude_path(&host, A), lines(SHORT)[8..12].concat());
+        let mut zst = host.default_root(clankie_engine::harness::by_name("codex").unwrap());
+        zst.extend_from_slice(
+            b"/sessions/2026/11/02/rollout-2026-11-02T10-00-00-0badc0de.jsonl.zst",
+        );
+        host.put(&zst, b"not zstd at all");
+
+        let checked = check_with_errors(&host, Some(&previous), false);
+        assert_eq!(changes(&checked.activity), [(A, Change::Grew, 3)]);
+        let errors: Vec<(&str, Option<&str>)> = checked
+            .errors
+            .iter()
+            .map(|e| (e.harness.as_str(), e.session.as_deref()))
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                ("claude", Some(B)),
+                ("codex", Some("rollout-2026-11-02T10-00-00-0badc0de")),
+            ],
+            "{:?}",
+            checked.errors
+        );
+        assert!(checked.errors.iter().all(|e| e.host == "mem"));
+        assert!(
+            checked.errors[1].path.ends_with(".jsonl.zst"),
+            "{:?}",
+            checked.errors
+        );
+        assert!(
+            checked.errors[1].message.contains("zstd"),
+            "{:?}",
+            checked.errors
+        );
+        // B keeps where it was (not reported deleted, retried next run); A advanced; the
+        // Codex file has no state yet.
+        assert_eq!(checked.state.sessions[&b_key], previous.sessions[&b_key]);
+        assert_ne!(checked.state.sessions[&a_key], a_state);
+        assert_eq!(checked.state.sessions.len(), 2);
     }
 
     #[test]

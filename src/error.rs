@@ -115,10 +115,18 @@ pub enum Outcome {
     /// Everything asked was done.
     Done,
     /// `ls`: these hosts failed, each reported when it did; the others were listed.
-    Listed { failed: Vec<Error> },
+    /// `strict_failures`: sessions that could not be read, counted under `--strict` only (each
+    /// was reported; the host went on).
+    Listed {
+        failed: Vec<Error>,
+        strict_failures: usize,
+    },
     /// `check` and `hosts --check`: this many hosts failed, each reported when it did; the
-    /// others were checked (and, by `check`, saved).
-    Checked { failed: usize },
+    /// others were checked (and, by `check`, saved). `strict_failures` as for `Listed`.
+    Checked {
+        failed: usize,
+        strict_failures: usize,
+    },
     /// `check`: another run held the state file for all of `--wait`.
     Locked,
 }
@@ -127,10 +135,24 @@ pub enum Outcome {
 pub fn exit_status(result: &Result<Outcome, Error>) -> u8 {
     match result {
         Ok(Outcome::Done) => exit::OK,
-        // The highest status of the failed hosts.
-        Ok(Outcome::Listed { failed }) => failed.iter().map(exit_code).max().unwrap_or(exit::OK),
-        // SPEC: for `check`, 3 when any host failed, whatever the failure.
-        Ok(Outcome::Checked { failed: 0 }) => exit::OK,
+        // The highest status of the failed hosts; a session that could not be read is a
+        // source error under --strict.
+        Ok(Outcome::Listed {
+            failed,
+            strict_failures,
+        }) => failed
+            .iter()
+            .map(exit_code)
+            .chain((*strict_failures > 0).then_some(exit::SOURCE))
+            .max()
+            .unwrap_or(exit::OK),
+        // SPEC: for `check`, 3 when any host failed, whatever the failure; else 6 when a
+        // session could not be read under --strict.
+        Ok(Outcome::Checked {
+            failed: 0,
+            strict_failures: 0,
+        }) => exit::OK,
+        Ok(Outcome::Checked { failed: 0, .. }) => exit::SOURCE,
         Ok(Outcome::Checked { .. }) => exit::HOST,
         Ok(Outcome::Locked) => exit::LOCKED,
         Err(error) => exit_code(error),
@@ -240,13 +262,28 @@ mod tests {
     fn outcomes_decide_the_status() {
         assert_eq!(exit_status(&Ok(Outcome::Done)), exit::OK);
         assert_eq!(exit_status(&Ok(Outcome::Locked)), exit::LOCKED);
-        assert_eq!(exit_status(&Ok(Outcome::Checked { failed: 0 })), exit::OK);
+        let checked = |failed, strict_failures| Outcome::Checked {
+            failed,
+            strict_failures,
+        };
+        assert_eq!(exit_status(&Ok(checked(0, 0))), exit::OK);
         // `check`: any failed host is 3, whatever it failed with.
-        assert_eq!(exit_status(&Ok(Outcome::Checked { failed: 2 })), exit::HOST);
+        assert_eq!(exit_status(&Ok(checked(2, 0))), exit::HOST);
+        assert_eq!(exit_status(&Ok(checked(2, 1))), exit::HOST);
+        // A session that could not be read, under --strict: 6.
+        assert_eq!(exit_status(&Ok(checked(0, 1))), exit::SOURCE);
         // `ls`: the highest status of the failed hosts.
         let listed = |kinds: &[&str]| Outcome::Listed {
             failed: kinds.iter().map(|k| host_error(k)).collect(),
+            strict_failures: 0,
         };
+        assert_eq!(
+            exit_status(&Ok(Outcome::Listed {
+                failed: vec![host_error("io")],
+                strict_failures: 3,
+            })),
+            exit::SOURCE
+        );
         assert_eq!(exit_status(&Ok(listed(&[]))), exit::OK);
         assert_eq!(exit_status(&Ok(listed(&["io"]))), exit::FAILURE);
         assert_eq!(

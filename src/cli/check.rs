@@ -33,9 +33,13 @@ pub struct CheckArgs {
     /// Also print the new records of each changed session.
     #[arg(long)]
     pub records: bool,
-    /// NDJSON output.
+    /// NDJSON output (an `error` object per session that cannot be read).
     #[arg(long)]
     pub json: bool,
+    /// A session that cannot be read makes the exit status 6 (when no host failed); it is
+    /// reported and the host's other sessions are checked and saved either way.
+    #[arg(long)]
+    pub strict: bool,
     /// Seconds to wait for another run's lock before exiting 75.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub wait: f64,
@@ -121,28 +125,44 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut failed = 0;
+    let mut unreadable = 0;
     for (_, name, result) in results {
         match result {
-            Ok((host_state, activity)) => {
-                for a in &activity {
+            Ok(checked) => {
+                for a in &checked.activity {
                     if !a.records.is_empty() {
                         renderer.records(&mut out, &a.records)?;
                     }
                     renderer.activity(&mut out, a)?;
                 }
-                state.hosts.insert(name, host_state);
+                // A session that cannot be read: on stderr, and an `error` object with --json.
+                // It kept its old state; the host's other sessions advanced.
+                for error in &checked.errors {
+                    renderer.session_error(&mut out, error)?;
+                }
+                if !checked.errors.is_empty() {
+                    out.flush()?;
+                    super::warn(
+                        &checked
+                            .errors
+                            .iter()
+                            .map(|e| with_host(&name, e.message.clone()))
+                            .collect::<Vec<_>>(),
+                    );
+                    unreadable += checked.errors.len();
+                }
+                if checked.skipped_names > 0 {
+                    super::warn(&[format!(
+                        "{name}: {} file names the host cannot carry left out",
+                        checked.skipped_names
+                    )]);
+                }
+                state.hosts.insert(name, checked.state);
             }
             Err(err) => {
                 // The host keeps its old cursors; the others are still saved.
                 out.flush()?;
-                // Host errors name their host already.
-                let line = err.to_string();
-                let prefix = format!("{name}: ");
-                super::warn(&[if line.starts_with(&prefix) {
-                    line
-                } else {
-                    format!("{prefix}{line}")
-                }]);
+                super::warn(&[with_host(&name, err.to_string())]);
                 failed += 1;
             }
         }
@@ -150,5 +170,18 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
     out.flush()?;
     state.save(&args.state)?;
     drop(lock);
-    Ok(Outcome::Checked { failed })
+    Ok(Outcome::Checked {
+        failed,
+        strict_failures: if args.strict { unreadable } else { 0 },
+    })
+}
+
+/// `line` starting with `host: ` (host errors name their host already; others do not).
+fn with_host(host: &str, line: String) -> String {
+    let prefix = format!("{host}: ");
+    if line.starts_with(&prefix) {
+        line
+    } else {
+        format!("{prefix}{line}")
+    }
 }

@@ -5,8 +5,10 @@ use std::io::Write;
 use clap::Args;
 
 use super::context::{Context, GlobalArgs};
+use crate::check::SessionError;
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
+use clankie_model::display_path;
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
@@ -16,9 +18,14 @@ pub struct LsArgs {
     /// Only this harness.
     #[arg(long, value_name = "NAME")]
     pub harness: Option<String>,
-    /// NDJSON output: one `session` object per line.
+    /// NDJSON output: one `session` object per line (and an `error` object per source that
+    /// cannot be read).
     #[arg(long)]
     pub json: bool,
+    /// A source that cannot be read (a database, a name that is not UTF-8) makes the exit
+    /// status 6; it is reported and the rest is listed either way.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Error> {
@@ -66,10 +73,25 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut failed = Vec::new();
+    let mut unreadable = 0;
     for (_, name, result) in results {
         match result {
             Ok((listing, sessions)) => {
                 renderer.sessions(&mut out, &name, &sessions, show_host)?;
+                for left_out in &listing.unreadable {
+                    // On stderr always, and as an `error` object with --json; the host goes on.
+                    renderer.session_error(
+                        &mut out,
+                        &SessionError {
+                            host: name.clone(),
+                            harness: left_out.harness.name().to_string(),
+                            session: None,
+                            path: display_path(&left_out.path),
+                            message: left_out.message.clone(),
+                        },
+                    )?;
+                    unreadable += 1;
+                }
                 for root in listing.roots.iter().filter(|r| !r.exists) {
                     if verbose {
                         super::warn(&[format!(
@@ -79,12 +101,13 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                         )]);
                     }
                 }
-                for unreadable in &listing.unreadable {
-                    super::warn(&[format!("{name}: {unreadable}")]);
+                out.flush()?;
+                for left_out in &listing.unreadable {
+                    super::warn(&[format!("{name}: {}", left_out.message)]);
                 }
                 if listing.skipped_names > 0 {
                     super::warn(&[format!(
-                        "{name}: {} file names with a newline left out",
+                        "{name}: {} file names the host cannot carry left out",
                         listing.skipped_names
                     )]);
                 }
@@ -98,5 +121,8 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
         }
     }
     out.flush()?;
-    Ok(Outcome::Listed { failed })
+    Ok(Outcome::Listed {
+        failed,
+        strict_failures: if args.strict { unreadable } else { 0 },
+    })
 }

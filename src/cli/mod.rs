@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::error::{Error, Outcome, exit_status};
-use clankie_model::sanitize::sanitize;
+use clankie_model::sanitize::{sanitize, sanitize_line};
 
 pub use context::GlobalArgs;
 
@@ -167,7 +167,8 @@ fn finish(result: Result<Outcome, Error>, verbose: bool) -> ExitCode {
 pub(crate) fn warn(lines: &[String]) {
     let mut stderr = std::io::stderr().lock();
     for line in lines {
-        let _ = writeln!(stderr, "clankie-read: warning: {}", sanitize(line));
+        // One line each: a name in it shows its controls (`\r`, `\n`) instead of acting on them.
+        let _ = writeln!(stderr, "clankie-read: warning: {}", sanitize_line(line));
     }
 }
 

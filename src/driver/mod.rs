@@ -17,7 +17,7 @@ use clankie_engine::resolve::{self, ResolveError, SessionQuery};
 use clankie_engine::session::SessionFile;
 use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::MAX_LIMIT;
-use clankie_model::{ByteRange, Harness, Listing, Record, RootSpec};
+use clankie_model::{ByteRange, Harness, LeftOut, Listing, Record, RootSpec};
 
 /// Everything that can end a read, by layer.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +108,7 @@ impl<'h, H: Host> Reader<'h, H> {
         roots: &[RootSpec],
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = self.host.list(roots).await?;
+        leave_out_non_utf8(&mut listing);
         let mut sessions = harness::sessions(&listing.files);
         let mut errors = Vec::new();
         let databases: Vec<_> = harness::databases(&listing.files).cloned().collect();
@@ -127,7 +128,11 @@ impl<'h, H: Host> Reader<'h, H> {
                     return Err(e);
                 }
                 Err(e) => {
-                    listing.unreadable.push(e.to_string());
+                    listing.unreadable.push(LeftOut {
+                        harness: db.harness,
+                        path: db.full_path(),
+                        message: e.to_string(),
+                    });
                     errors.push(e);
                 }
             }
@@ -338,6 +343,64 @@ impl<'h, H: Host> Reader<'h, H> {
     }
 }
 
+/// Leaves out the files whose path below the root is not UTF-8, with one line per directory
+/// in `listing.unreadable`: session ids and the harnesses' path rules are text, and a lossy
+/// name would address another file. Hosts list every name exactly; this is the one place, for
+/// every host, where such names are dropped, and never unseen.
+fn leave_out_non_utf8(listing: &mut Listing) {
+    use std::collections::BTreeMap;
+    /// The directory a line names: harness, root, its path below the root.
+    type Named = (Harness, std::sync::Arc<[u8]>, Vec<u8>);
+    // -> (whether the directory's own name is the cause, files left out)
+    let mut dirs: BTreeMap<Named, (bool, usize)> = BTreeMap::new();
+    listing.files.retain(|file| {
+        if std::str::from_utf8(&file.rel).is_ok() {
+            return true;
+        }
+        // The first component that is not UTF-8: a directory (named itself), or the file name
+        // (its directory is named).
+        let components: Vec<&[u8]> = file.rel.split(|&b| b == b'/').collect();
+        let bad = components
+            .iter()
+            .position(|c| std::str::from_utf8(c).is_err())
+            .unwrap_or(components.len() - 1);
+        let is_dir = bad + 1 < components.len();
+        let upto = if is_dir { bad + 1 } else { bad };
+        let dir = components[..upto].join(&b'/');
+        dirs.entry((file.harness, file.root.clone(), dir))
+            .or_insert((is_dir, 0))
+            .1 += 1;
+        false
+    });
+    for ((harness, root, rel), (is_dir, count)) in dirs {
+        let path = if rel.is_empty() {
+            root.to_vec()
+        } else {
+            clankie_model::FileEntry {
+                harness,
+                root,
+                rel,
+                size: 0,
+                mtime: 0,
+            }
+            .full_path()
+        };
+        let shown = clankie_model::display_path(&path);
+        let message = if is_dir {
+            format!("{shown}: directory name is not UTF-8; its sessions are left out")
+        } else if count == 1 {
+            format!("{shown}: a file name here is not UTF-8; its session is left out")
+        } else {
+            format!("{shown}: {count} file names here are not UTF-8; their sessions are left out")
+        };
+        listing.unreadable.push(LeftOut {
+            harness,
+            path,
+            message,
+        });
+    }
+}
+
 /// The source context records of a session carry.
 pub fn source_ctx(host: &str, session: &SessionFile) -> SourceCtx {
     SourceCtx {
@@ -525,6 +588,50 @@ mod tests {
                 result,
                 Err(DriverError::Host(HostError::Unreachable { .. }))
             ));
+        });
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_left_out_with_one_line_per_directory() {
+        block_on(async {
+            let host = long_session();
+            let projects = {
+                let mut p = host.default_root(clankie_engine::harness::by_name("claude").unwrap());
+                p.extend_from_slice(b"/projects/");
+                p
+            };
+            for rel in [
+                &b"-caf\xe9/0dd00000-0000-4000-8000-000000000001.jsonl"[..],
+                b"-caf\xe9/0dd00000-0000-4000-8000-000000000002.jsonl",
+                b"-ok/bad\xff.jsonl",
+            ] {
+                host.put([&projects[..], rel].concat(), SHORT);
+            }
+            let (listing, sessions) = Reader::new(&host)
+                .list_sessions(&roots_for(&[], None))
+                .await
+                .unwrap();
+            assert_eq!(sessions.len(), 1);
+            assert_eq!(sessions[0].id, ID);
+            let lines: Vec<String> = listing
+                .unreadable
+                .iter()
+                .map(|l| l.message.clone())
+                .collect();
+            let shown = String::from_utf8_lossy(&projects).into_owned();
+            assert_eq!(
+                lines,
+                [
+                    format!(
+                        "{shown}-caf\u{fffd}: directory name is not UTF-8; its sessions are left out"
+                    ),
+                    format!("{shown}-ok: a file name here is not UTF-8; its session is left out"),
+                ]
+            );
+            assert_eq!(
+                listing.unreadable[0].path,
+                [&projects[..], b"-caf\xe9"].concat()
+            );
         });
     }
 

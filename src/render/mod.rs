@@ -13,7 +13,7 @@ pub mod wrap;
 
 use std::io::{self, Write};
 
-use crate::check::{Activity, Change};
+use crate::check::{Activity, Change, SessionError};
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::Record;
@@ -131,6 +131,14 @@ impl Renderer {
         match self {
             Renderer::Text(_) => text::activity(out, activity),
             Renderer::Ndjson => ndjson::activity(out, activity),
+        }
+    }
+
+    /// A session that could not be read (the caller also warns on stderr).
+    pub fn session_error(&self, out: &mut impl Write, error: &SessionError) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => Ok(()),
+            Renderer::Ndjson => ndjson::session_error(out, error),
         }
     }
 

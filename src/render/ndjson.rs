@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::{HostReport, PageInfo, RootReport, change_name};
-use crate::check::Activity;
+use crate::check::{Activity, SessionError};
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::{Record, RecordBody, TextKind, display_path};
@@ -51,6 +51,18 @@ struct ActivityLine<'a> {
     change: &'static str,
     new_records: usize,
     last_ts: Option<&'a str>,
+}
+
+/// `session` is `null` when no session is known (a database that cannot be opened).
+#[derive(Serialize)]
+struct ErrorLine<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    host: &'a str,
+    harness: &'a str,
+    session: Option<&'a str>,
+    path: &'a str,
+    message: &'a str,
 }
 
 #[derive(Serialize)]
@@ -383,6 +395,20 @@ pub fn activity(out: &mut impl Write, a: &Activity) -> io::Result<()> {
             change: change_name(a.change),
             new_records: a.new_records,
             last_ts: a.last_ts.as_deref(),
+        },
+    )
+}
+
+pub fn session_error(out: &mut impl Write, e: &SessionError) -> io::Result<()> {
+    line(
+        out,
+        &ErrorLine {
+            ty: "error",
+            host: &e.host,
+            harness: &e.harness,
+            session: e.session.as_deref(),
+            path: &e.path,
+            message: &e.message,
         },
     )
 }

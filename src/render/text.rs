@@ -14,7 +14,7 @@ use super::{HostReport, change_name, diff, rfc3339, wrap};
 use crate::check::Activity;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
-use clankie_model::sanitize::sanitize;
+use clankie_model::sanitize::{sanitize, sanitize_line};
 use clankie_model::{Record, RecordBody, RecordKind, TextKind, display_path};
 
 /// Lines of a tool result, a command or thinking shown when not `--full`.
@@ -414,7 +414,7 @@ pub fn sessions(
             sanitize(&s.id),
             s.entry.size,
             &rfc3339(s.entry.mtime)[..16].replace('T', " "),
-            sanitize(&display_path(&s.entry.full_path())),
+            sanitize_line(&display_path(&s.entry.full_path())),
         )?;
     }
     Ok(())

@@ -135,9 +135,20 @@ fn a_directory_with_a_non_utf8_name_is_named_in_one_warning() {
     .unwrap();
     let out = run(home.path(), &["ls", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let sessions: Vec<Value> = ndjson(&out);
-    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let lines: Vec<Value> = ndjson(&out);
+    let sessions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "session").collect();
+    assert_eq!(sessions.len(), 1, "{lines:?}");
     assert_eq!(sessions[0]["session"], SESSION);
+    // And one `error` object naming the directory (docs/ndjson.md).
+    let errors: Vec<&Value> = lines.iter().filter(|l| l["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{lines:?}");
+    assert!(
+        errors[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/.claude/projects/-caf\u{fffd}"),
+        "{lines:?}"
+    );
     let err = stderr(&out);
     let warnings: Vec<&str> = err.lines().collect();
     assert_eq!(warnings.len(), 1, "{err}");

@@ -19,6 +19,7 @@ mod harness_names;
 mod harnesses;
 mod hostile;
 mod hosts;
+mod odd_names;
 mod pager;
 mod redaction;
 mod sqlite;

@@ -166,12 +166,10 @@ impl LocalHost {
                     continue;
                 };
                 for entry in entries.flatten() {
+                    // Every byte but `/` and NUL may be in a name, LF and CR included: all are
+                    // listed (the driver leaves out what is not UTF-8, with one line).
                     let name = entry.file_name();
                     let name = name.as_bytes();
-                    if name.contains(&b'\n') {
-                        listing.skipped_names += 1;
-                        continue;
-                    }
                     let Ok(meta) = entry.path().symlink_metadata() else {
                         continue;
                     };
@@ -180,15 +178,6 @@ impl LocalHost {
                     child_rel.extend_from_slice(name);
                     if meta.is_dir() {
                         if depth < list_spec.max_depth {
-                            // Session ids and paths are text downstream (the harnesses classify
-                            // UTF-8 paths only): say what is left out rather than drop it unseen.
-                            if std::str::from_utf8(name).is_err() {
-                                listing.unreadable.push(format!(
-                                    "{}: directory name is not UTF-8; its sessions are left out",
-                                    display_path(entry.path().as_os_str().as_bytes())
-                                ));
-                                continue;
-                            }
                             stack.push((entry.path(), child_rel, depth + 1));
                         }
                     } else if meta.is_file() && list_spec.matches_name(name) {
@@ -391,24 +380,38 @@ mod tests {
     }
 
     #[test]
-    fn a_directory_with_a_non_utf8_name_is_left_out_with_one_line() {
+    fn every_name_byte_but_slash_and_nul_is_listed_and_read() {
         let (tmp, spec) = setup();
-        let odd = tmp
-            .path()
-            .join(OsStr::from_bytes(b"claude/projects/-caf\xe9"));
-        fs::create_dir(&odd).unwrap();
-        fs::write(odd.join("b.jsonl"), b"{}\n").unwrap();
-        fs::create_dir(odd.join("b")).unwrap();
+        let names: [&[u8]; 5] = [
+            b"projects/-p/new\nline.jsonl",
+            b"projects/-p/car\rriage\r.jsonl",
+            b"projects/-p/\x1b[31mred $(x) 'q'.jsonl",
+            b"projects/C:\\Users\\me\\w/a\\b.jsonl",
+            b"projects/-caf\xe9\n/b\xff.jsonl",
+        ];
+        let home = tmp.path().join("claude");
+        for (i, rel) in names.iter().enumerate() {
+            let path = home.join(OsStr::from_bytes(rel));
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, format!("content {i}\n")).unwrap();
+        }
         let host = LocalHost::new("local");
         let listing = block_on(host.list(std::slice::from_ref(&spec))).unwrap();
+        let mut want: Vec<&[u8]> = names.to_vec();
+        want.push(b"projects/-p/a.jsonl");
+        want.sort();
         let rels: Vec<&[u8]> = listing.files.iter().map(|f| &f.rel[..]).collect();
-        assert_eq!(rels, [&b"projects/-p/a.jsonl"[..]]);
-        assert_eq!(listing.unreadable.len(), 1, "{:?}", listing.unreadable);
-        let line = &listing.unreadable[0];
-        assert!(
-            line.ends_with("/claude/projects/-caf\u{fffd}: directory name is not UTF-8; its sessions are left out"),
-            "{line}"
-        );
+        assert_eq!(rels, want);
+        assert_eq!(listing.skipped_names, 0);
+        for (i, rel) in names.iter().enumerate() {
+            let file = FileRef {
+                harness: spec.harness,
+                root: listing.roots[0].dir.clone(),
+                rel: rel.to_vec(),
+            };
+            let got = block_on(host.read(&file, &[ByteRange::new(0, 100)])).unwrap();
+            assert_eq!(got.chunks, [format!("content {i}\n").into_bytes()]);
+        }
     }
 
     #[test]

@@ -370,19 +370,9 @@ impl State {
             });
             for sub in subdirs {
                 let sub_path = join(&dir, sub.as_bytes());
-                // A name holding a newline is skipped where the walk meets it (and not entered),
-                // once, however many paths lie below it.
-                let mut skipped = BTreeSet::new();
+                // Every name is listed, a newline in it or not, as the local host lists it.
                 for (rest, file) in self.below(&sub_path) {
                     let components: Vec<&[u8]> = rest.split(|&b| b == b'/').collect();
-                    // Component `i` is an entry of the directory `i` levels below the subdir,
-                    // which the walk reads when `i <= max_depth`.
-                    if let Some(i) = components.iter().position(|c| c.contains(&b'\n')) {
-                        if i as u64 <= u64::from(list_spec.max_depth) {
-                            skipped.insert(components[..=i].concat());
-                        }
-                        continue;
-                    }
                     let Some(file) = file else { continue };
                     let depth = components.len() - 1;
                     let name = components[depth];
@@ -393,7 +383,6 @@ impl State {
                         listing.files.push(entry(spec.harness, &shared, &rel, file));
                     }
                 }
-                listing.skipped_names += skipped.len() as u64;
             }
         }
         listing
@@ -681,24 +670,31 @@ mod tests {
         };
         let want = strip(&on_disk, disk_home.as_os_str().as_bytes());
         assert_eq!(strip(&in_memory, b"/m"), want);
-        assert_eq!(want.0.len(), 13, "{:?}", rels(&on_disk));
-        assert_eq!(want.2, 2);
+        // Names with a newline are listed too.
+        assert_eq!(want.0.len(), 15, "{:?}", rels(&on_disk));
+        assert_eq!(want.2, 0);
     }
 
     #[test]
-    fn names_with_newlines_are_counted_not_listed() {
+    fn names_with_newlines_are_listed() {
         let host = MemoryHost::new("mem");
         host.put("/h/.claude/projects/-p/bad\nname.jsonl", "{}\n");
         host.put("/h/.claude/projects/bad\ndir/a.jsonl", "{}\n");
-        host.put("/h/.claude/projects/bad\ndir/b.jsonl", "{}\n");
         host.put("/h/.claude/projects/-p/good.jsonl", "{}\n");
         let spec = RootSpec {
             harness: crate::test_support::harness("claude"),
             dir: Some(b"/h/.claude".to_vec()),
         };
         let listing = block_on(host.list(&[spec])).unwrap();
-        assert_eq!(rels(&listing), ["projects/-p/good.jsonl"]);
-        assert_eq!(listing.skipped_names, 2);
+        assert_eq!(
+            rels(&listing),
+            [
+                "projects/-p/bad\nname.jsonl",
+                "projects/-p/good.jsonl",
+                "projects/bad\ndir/a.jsonl"
+            ]
+        );
+        assert_eq!(listing.skipped_names, 0);
     }
 
     #[test]

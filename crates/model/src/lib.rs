@@ -54,8 +54,9 @@ impl FileEntry {
     /// `root/rel` as bytes.
     pub fn full_path(&self) -> Vec<u8> {
         // A Windows root (C:\Users\me\.claude, \\server\share) gets Windows separators, so the
-        // path shown is one the user can paste on that machine.
-        let windows = self.root.contains(&b'\\') || (self.root.len() >= 2 && self.root[1] == b':');
+        // path shown is one the user can paste on that machine. A POSIX root starts with `/`,
+        // whatever it holds: a backslash in it or in `rel` is an ordinary name byte there.
+        let windows = !self.root.starts_with(b"/");
         let sep = if windows { b'\\' } else { b'/' };
         let mut path = self.root.to_vec();
         if !path.ends_with(b"/") && !path.ends_with(b"\\") {
@@ -71,11 +72,21 @@ impl FileEntry {
 pub struct Listing {
     pub roots: Vec<ResolvedRoot>,
     pub files: Vec<FileEntry>,
-    /// Names left out because they cannot be carried safely (a newline in the name).
+    /// Names left out because the host cannot carry them (a lone UTF-16 surrogate on Windows).
     pub skipped_names: u64,
-    /// Sources listed but not readable as sessions (a database too large or damaged): one
-    /// line each, for stderr.
-    pub unreadable: Vec<String>,
+    /// Sources listed but not readable as sessions (a database too large or damaged, a name
+    /// that is not UTF-8).
+    pub unreadable: Vec<LeftOut>,
+}
+
+/// A source a listing found but left out of the sessions, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    pub harness: Harness,
+    /// The file or directory left out, as the host spells it.
+    pub path: Vec<u8>,
+    /// The one line a user reads (it names the path).
+    pub message: String,
 }
 
 /// What a [`Listing`] holds, counted as it is built against its bounds (by default
@@ -349,6 +360,17 @@ mod tests {
         assert_eq!(
             entry(br"C:\Users\me\.claude").full_path(),
             br"C:\Users\me\.claude\projects\C--Users-me-p\a.jsonl"
+        );
+        assert_eq!(
+            entry(br"\\server\share\.claude").full_path(),
+            br"\\server\share\.claude\projects\C--Users-me-p\a.jsonl"
+        );
+        // A backslash is an ordinary byte of a POSIX name, in the root as in `rel`.
+        let mut posix = entry(br"/srv/a\b/.claude");
+        posix.rel = br"projects/C:\w\p/a.jsonl".to_vec();
+        assert_eq!(
+            posix.full_path(),
+            br"/srv/a\b/.claude/projects/C:\w\p/a.jsonl"
         );
     }
 }

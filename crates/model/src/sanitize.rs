@@ -43,6 +43,31 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
+/// [`sanitize`] for a value shown on one line — a file name, a path, a one-line message —
+/// where a control is part of the value and must stay visible: LF, CR and TAB become `\n`,
+/// `\r`, `\t`, every other C0 control, DEL and C1 control `\xNN`, so a name holding
+/// `\r` or an escape sequence reads as what it is and never moves the cursor or breaks the
+/// line. What [`sanitize`] removes besides controls (separators, zero-width and bidi
+/// characters) is removed.
+pub fn sanitize_line(text: &str) -> String {
+    if !text.chars().any(is_suspect) && !text.contains(['\n', '\t']) {
+        return text.to_string();
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => shown.push_str("\\n"),
+            '\r' => shown.push_str("\\r"),
+            '\t' => shown.push_str("\\t"),
+            '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => {
+                shown.push_str(&format!("\\x{:02x}", u32::from(c)));
+            }
+            c => shown.push(c),
+        }
+    }
+    sanitize(&shown)
+}
+
 /// Whether `c` is removed (outside the sequences [`sanitize`] skips whole).
 fn is_suspect(c: char) -> bool {
     matches!(c,
@@ -86,7 +111,17 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 
 #[cfg(test)]
 mod tests {
-    use super::sanitize;
+    use super::{sanitize, sanitize_line};
+
+    #[test]
+    fn one_line_values_keep_their_controls_visible() {
+        assert_eq!(sanitize_line("/p/-x/a.jsonl"), "/p/-x/a.jsonl");
+        assert_eq!(
+            sanitize_line("/p/-cr\rlf\n\ttab/\x1b[31mred\u{9b}/\u{202e}x\u{2028}"),
+            "/p/-cr\\rlf\\n\\ttab/\\x1b[31mred\\x9b/x"
+        );
+        assert_eq!(sanitize_line(r"C:\Users\me"), r"C:\Users\me");
+    }
 
     #[test]
     fn plain_text_is_unchanged() {

@@ -15,11 +15,16 @@
 //! MODE <gnu|statc|statf|ls|ps>          how the host listed (informational)
 //! ROOT <harness> <0|1> <hex of dir>     resolved (physical) home, and whether one of its subdirs exists
 //! F <size> <mtime> <path>               path = the rest of the line, relative to the root,
-//!                                       optionally prefixed with `./` (never contains a newline)
-//! FX <size> <mtime> <hex of path>       the same, path hex-encoded (for dialects that prefer it)
-//! S                                     one name left out: it holds a newline (POSIX) or a
-//!                                       lone surrogate UTF-8 cannot carry (Windows)
+//!                                       optionally prefixed with `./`
+//! FX <size> <mtime> <hex of path>       the same, path hex-encoded
+//! S                                     one name left out: a lone surrogate UTF-8 cannot
+//!                                       carry (Windows)
 //! ```
+//! Every byte but `/` and NUL is a legal POSIX name byte, LF and CR included, and every such
+//! name is listed: a path that a line cannot carry — one holding a LF (it would end the line)
+//! or a CR (one before the line end is dropped, see below) — comes as `FX`. The POSIX script
+//! prints `F` for every other path (one `find` or `stat` for all of them) and `FX` for those
+//! alone (`od` per file); PowerShell prints `FX` for every path.
 //! Typed lines of a *read* reply:
 //! ```text
 //! ERR <code> <hex of path>              refusal or failure; the frame ends (rc 1)
@@ -406,8 +411,7 @@ pub fn decode_list(
 }
 
 /// The non-empty lines of a frame body. A trailing `\r` is dropped: PowerShell ends lines in
-/// CRLF, and no typed line of either dialect ends in one (paths with control characters are
-/// refused anyway).
+/// CRLF, and no typed line of either dialect ends in one (a path holding a CR comes as `FX`).
 fn body_lines(body: &[u8]) -> impl Iterator<Item = &[u8]> {
     body.split(|&b| b == b'\n')
         .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
@@ -463,9 +467,6 @@ fn check_listed_path(harness: Harness, rel: &[u8]) -> Result<(), &'static str> {
     let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
     if !spec.matches_name(name) {
         return Err("path without the transcript suffix");
-    }
-    if rel.contains(&b'\r') || rel.contains(&b'\n') {
-        return Err("control character in path");
     }
     Ok(())
 }
@@ -1190,15 +1191,18 @@ mod tests {
         let err = decode_list("h", NONCE, &only_codex, &framed(&root, 0)).unwrap_err();
         assert!(matches!(err, HostError::Protocol { .. }), "{err}");
         let ok = format!(
-            "MODE gnu\n{root}\nF 1 -2 ./projects/b c.jsonl\nFX 3 4 {}\nS\nS",
-            hex_encode(b"projects/1/2/3/4/5/6/a\xff.jsonl")
+            "MODE gnu\n{root}\nF 1 -2 ./projects/b c.jsonl\nFX 3 4 {}\nS\nS\nFX 5 6 {}",
+            hex_encode(b"projects/1/2/3/4/5/6/a\xff.jsonl"),
+            // LF and CR are name bytes like any other: carried by FX.
+            hex_encode(b"./projects/-p\r\n\\/x\r.jsonl"),
         );
         let listing =
             decode_list("h", NONCE, &crate::test_support::roots(), &framed(&ok, 0)).unwrap();
         assert_eq!(listing.skipped_names, 2);
-        assert_eq!(listing.files.len(), 2);
-        assert_eq!(listing.files[0].rel, b"projects/1/2/3/4/5/6/a\xff.jsonl");
-        assert_eq!((listing.files[1].size, listing.files[1].mtime), (1, -2));
+        assert_eq!(listing.files.len(), 3);
+        assert_eq!(listing.files[0].rel, b"projects/-p\r\n\\/x\r.jsonl");
+        assert_eq!(listing.files[1].rel, b"projects/1/2/3/4/5/6/a\xff.jsonl");
+        assert_eq!((listing.files[2].size, listing.files[2].mtime), (1, -2));
         // Over the cap: refused unread (exit 6), not a broken reply (exit 3).
         let over = vec![b'x'; MAX_LIST_REPLY_BYTES + 1];
         assert!(matches!(

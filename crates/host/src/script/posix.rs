@@ -17,6 +17,10 @@
 //!   `-path '*/*/…' -prune` rather than `-maxdepth` (not POSIX): `-path` does not treat `/`
 //!   specially, so a pattern of k stars matches every path with at least k-1 slashes, whatever
 //!   the names, and the same expression runs on GNU, BSD and busybox.
+//! - Every name is listed and read, whatever bytes it holds (all but `/` and NUL are legal):
+//!   a path holding LF or CR goes out hex-encoded on an `FX` line (a per-batch `sh -c` sorts
+//!   them out, so only such paths cost an `od`), and `pwd -P` is compared with its own newline
+//!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
 //!   `od -An -v -tx1`, and names it in the META line.
 
@@ -135,8 +139,9 @@ impl Script {
     }
 }
 
-/// The list script: for each root a `ROOT` line, then an `F` line per transcript file and an
-/// `S` line per name left out for holding a newline (see the wire format in [`super`]).
+/// The list script: for each root a `ROOT` line, then an `F` line per transcript file, or an
+/// `FX` line (path hex-encoded) when its path holds a byte a line cannot carry (see the wire
+/// format in [`super`]).
 pub fn list_script(nonce: &str, roots: &[RootSpec]) -> Vec<u8> {
     list_script_with(nonce, roots, None)
 }
@@ -154,13 +159,48 @@ if [ -z "$m" ]; then
   elif [ "$(stat -f X /dev/null 2>/dev/null)" = X ]; then m=statf
   else m=ls; fi
 fi
+CR=$(printf '\r')
 "#,
     );
-    // The ls mode's per-batch script, run by `find -exec sh -c`: `set -f` because `$s` is split
-    // into fields and a file name may hold glob characters.
-    s.raw("L=");
+    // The per-batch script, run by `find -exec sh -c "$B" sh MODE FILE… +` (and for a top
+    // file in the ls mode). Every byte but `/` and NUL is a legal name byte, and a path holding
+    // a newline or a carriage return cannot travel on an `F` line: such a path gets its size
+    // and mtime alone (`sz`) and goes out hex-encoded on an `FX` line. The rest go to one
+    // `stat` (or `find -printf`) for the batch, or to `ls -ln` + `date -r` one by one in the
+    // ls mode. One `-exec … {} +` per `find`: busybox `find` mishandles two in one expression.
+    // `set -f` because `$s` is split into fields and a name may hold glob characters; a file
+    // that vanished or does not stat is left out, as `find` does, and the `case` in `sz` keeps
+    // a failed probe from printing a line the decoder would refuse.
+    s.raw("B=");
     s.word(
-        br#"set -f; for f do s=$(ls -ln "$f" 2>/dev/null) || continue; set -- $s; t=$(date -r "$f" +%s 2>/dev/null) || continue; printf 'F %s %s %s\n' "$5" "$t" "$f"; done"#,
+        br#"set -f
+NL='
+'
+CR=$(printf '\r')
+m=$1; shift; n=$#
+sz() {
+  case $m in
+  gnu) s=$(find "$1" -prune -printf '%s %Ts' 2>/dev/null) ;;
+  statc) s=$(stat -c '%s %Y' "$1" 2>/dev/null) ;;
+  statf) s=$(stat -f '%z %m' "$1" 2>/dev/null) ;;
+  *) s=$(ls -ln "$1" 2>/dev/null) && t=$(date -r "$1" +%s 2>/dev/null) || return 1; set -- $s; s="$5 $t" ;;
+  esac
+  case $s in [0-9]*" "*[0-9]) ;; *) return 1 ;; esac
+}
+for f do
+  case $f in
+  *"$NL"*|*"$CR"*) if sz "$f"; then printf 'FX %s ' "$s"; printf '%s' "$f" | od -An -v -tx1 | tr -d ' \t\n'; printf '\n'; fi ;;
+  *) set -- "$@" "$f" ;;
+  esac
+done
+shift "$n"
+[ $# -gt 0 ] || exit 0
+case $m in
+gnu) find "$@" -prune -printf 'F %s %Ts %p\n' ;;
+statc) stat -c 'F %s %Y %n' "$@" ;;
+statf) stat -f 'F %z %m %N' "$@" ;;
+*) for f do sz "$f" && printf 'F %s %s\n' "$s" "$f"; done ;;
+esac 2>/dev/null"#,
     );
     // walk HARNESS DIR DEPTH-PATTERN SUBDIR… -- TOP-FILE… -- NAME-PATTERN…. A root that does not resolve is
     // reported as given; below a resolved root nothing is followed (`find` without -L/-H, run
@@ -173,7 +213,8 @@ fi
         r#"
 walk() {
   h=$1 d=$2 dp=$3; shift 3
-  r=$(cd -P -- "$d" 2>/dev/null && pwd -P) || r=
+  # `pwd -P`'s own newline is cut by hand: `$(...)` would also cut newlines that end the name.
+  r=$(cd -P -- "$d" 2>/dev/null && pwd -P && echo X) && r=${r%X} && r=${r%"$NL"} || r=
   case $r in /) rs= ;; *) rs=$r ;; esac
   es=
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -204,16 +245,14 @@ walk() {
     gnu) find "./$tf" -prune -type f -printf 'F %s %Ts %p\n' ;;
     statc) stat -c 'F %s %Y %n' "./$tf" ;;
     statf) stat -f 'F %z %m %N' "./$tf" ;;
-    *) sh -c "$L" sh "./$tf" ;;
+    *) sh -c "$B" sh "$m" "./$tf" ;;
     esac 2>/dev/null
     done
     IFS=$oi
     for sd in $es; do
     case $m in
-    gnu) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -printf 'S\n' -o -type f \( "$@" \) -printf 'F %s %Ts %p\n' ;;
-    statc) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec stat -c 'F %s %Y %n' {} + ;;
-    statf) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec stat -f 'F %z %m %N' {} + ;;
-    *) find "./$sd" -path "$dp" -prune -o -name "*$NL*" -prune -exec printf 'S\n' \; -o -type f \( "$@" \) -exec sh -c "$L" sh {} + ;;
+    gnu) find "./$sd" -path "$dp" -prune -o -type f \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts %p\n' \) ;;
+    *) find "./$sd" -path "$dp" -prune -o -type f \( "$@" \) -exec sh -c "$B" sh "$m" {} + ;;
     esac 2>/dev/null
     done
   )
@@ -259,7 +298,7 @@ walk() {
                 "T{i}=\nif [ -n \"${{{env}:-}}\" ] && [ \"${env}\" != :memory: ]; then\n\
                  case ${env} in /*) p=${env} ;; *) case ${var} in */) p=${var}${env} ;; *) p=${var}/${env} ;; esac ;; esac\n\
                  t=${{p##*/}}\n\
-                 case $t in ''|.|..|*\"$NL\"*) ;; *) T{i}=$t {var}=${{p%/*}}; [ -n \"${var}\" ] || {var}=/ ;; esac\n\
+                 case $t in ''|.|..|*\"$NL\"*|*\"$CR\"*) ;; *) T{i}=$t {var}=${{p%/*}}; [ -n \"${var}\" ] || {var}=/ ;; esac\n\
                  fi\n"
             ));
         }
@@ -391,15 +430,19 @@ rg() {
     // (`ERR raced`) instead of returning what was read (docs/shells.md says what remains).
     s.raw(
         r#"[ -z "${bad:-}" ] || fail unsafe
-rr=$(cd -P -- "$R" 2>/dev/null && pwd -P) || fail noroot
+rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || fail noroot
+rr=${rr%X}; rr=${rr%"$NL"}
 case $rr in /) rb= ;; *) rb=$rr ;; esac
 if [ -n "$D" ]; then
   cd -P -- "$rb/$D" 2>/dev/null || fail nodir
-  [ "$(pwd -P)" = "$rb/$D" ] || fail outside
+  w="$rb/$D"
 else
   cd -P -- "$rr" 2>/dev/null || fail noroot
-  [ "$(pwd -P)" = "$rr" ] || fail outside
+  w=$rr
 fi
+h=$(pwd -P && echo X) || fail outside
+h=${h%X}; h=${h%"$NL"}
+[ "$h" = "$w" ] || fail outside
 p=./$B
 [ -L "$p" ] && fail symlink
 [ -e "$p" ] || fail missing

@@ -346,8 +346,9 @@ pub fn read_script(nonce: &str, file: &FileRef, ranges: &[ByteRange]) -> String 
             if check_relative_path(file.rel.as_slice()).is_err()
                 || root.is_empty()
                 || root.contains('\0')
-                // Names Windows cannot hold, or that would address a stream or a device.
-                || rel.contains([':', '*', '?', '"', '<', '>', '|'])
+                // Names Windows cannot hold, or that would address a stream or a device; a
+                // backslash is a separator here, not the name byte it is on POSIX hosts.
+                || rel.contains([':', '*', '?', '"', '<', '>', '|', '\\'])
                 || rel.chars().any(|c| c.is_control())
             {
                 Some("badpath")

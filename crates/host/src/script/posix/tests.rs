@@ -17,6 +17,22 @@ use clankie_model::{Listing, ReadResult, display_path};
 
 const HOSTILE_DIR: &str = "it's \"q\" $(touch pwned) `touch pwned2` ünï 日本 %s";
 
+/// Names every byte of which but `/` is legal, each with its content: LF and CR anywhere (a
+/// trailing one too, which `$(…)` and a CRLF-tolerant decoder would each eat), ESC, a
+/// backslash directory as Claude derives it from a Windows working directory.
+const ODD_NAMES: [(&[u8], &[u8]); 7] = [
+    (b"projects/-p/car\rriage\r.jsonl", b"cr\n"),
+    (b"projects/-p/dir\rcr/in\r\n.jsonl", b"crlf\n"),
+    (b"projects/-p/trail\n/x.jsonl", b"trailing newline dir\n"),
+    (
+        b"projects/-p/\x1b[31mred\x1b[0m $(touch pwned).jsonl",
+        b"esc\n",
+    ),
+    (b"projects/C:\\Users\\me\\w/a\\b.jsonl", b"backslash dir\n"),
+    (b"projects/-p/\n", b"a bare newline is no transcript name\n"),
+    (b"projects/-p/\r\n\r.jsonl", b"only controls\n"),
+];
+
 /// One way to run `sh -s`.
 struct Shell {
     name: &'static str,
@@ -144,6 +160,9 @@ fn tree() -> Tree {
     write(p.join("-p/dir\nwith nl/inner.jsonl"), b"inner\n");
     write(p.join("-p/notes.txt"), b"not a transcript\n");
     write(p.join("-p/back\\slash.jsonl"), b"backslash\n");
+    for (rel, content) in ODD_NAMES {
+        write(home.join(bytes_path(rel)), content);
+    }
     write(p.join(bytes_path(b"-p/bad\xff\xfe.jsonl")), b"latin\n");
     fs::create_dir_all(p.join("-p/dir.jsonl")).unwrap();
     write(p.join("1/2/3/4/5/6/ok.jsonl"), b"deep ok\n");
@@ -258,9 +277,27 @@ fn listing_matches_the_local_host_in_every_shell() {
         .iter()
         .map(|f| display_path(&f.rel))
         .collect();
-    assert_eq!(expected.files.len(), 9, "{rels:#?}");
-    assert_eq!(expected.skipped_names, 3);
+    // Every name is carried: newlines and carriage returns too, in files and directories.
+    assert_eq!(expected.files.len(), 17, "{rels:#?}");
+    assert_eq!(expected.skipped_names, 0);
     assert!(rels.contains(&"projects/1/2/3/4/5/6/ok.jsonl".to_string()));
+    for rel in [
+        &b"projects/-p/new\nline.jsonl"[..],
+        b"projects/-p/dir\nwith nl/inner.jsonl",
+    ]
+    .into_iter()
+    .chain(
+        ODD_NAMES
+            .iter()
+            .map(|(rel, _)| *rel)
+            .filter(|rel| rel.ends_with(b".jsonl")),
+    ) {
+        assert!(
+            expected.files.iter().any(|f| f.rel == rel),
+            "{} not in {rels:#?}",
+            rel.escape_ascii()
+        );
+    }
     for shell in shells(tree.path()) {
         let got = list_with(&shell, &tree, &specs, None);
         assert_eq!(got, expected, "{}", shell.name);
@@ -649,7 +686,17 @@ fn hostile_names_read_and_confinement_holds_in_every_shell() {
         ([hostile.as_bytes(), b" lead'q.jsonl"].concat(), b"lead\n"),
         (b"projects/-p/new\nline.jsonl".to_vec(), b"newline\n"),
         (b"projects/-p/bad\xff\xfe.jsonl".to_vec(), b"latin\n"),
+        (b"projects/-p/dir\nwith nl/inner.jsonl".to_vec(), b"inner\n"),
+        (b"projects/-p/back\\slash.jsonl".to_vec(), b"backslash\n"),
     ];
+    let readable: Vec<(Vec<u8>, &[u8])> = readable
+        .into_iter()
+        .chain(
+            ODD_NAMES
+                .iter()
+                .map(|(rel, content)| (rel.to_vec(), *content)),
+        )
+        .collect();
     let refused: [&[u8]; 6] = [
         b"projects/-p/link.jsonl",
         b"projects/escape/secret.jsonl",
