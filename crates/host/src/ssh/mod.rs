@@ -9,7 +9,7 @@ mod host;
 pub mod known_hosts;
 mod session;
 
-pub use config::{SshTarget, StrictHostKeyChecking, resolve};
+pub use config::{ConfigSource, LocalAccount, SshTarget, StrictHostKeyChecking, resolve, resolve_as};
 pub use host::{Probe, SshHost};
 pub use session::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_REPLY_TIMEOUT, ExecOutput, MAX_CHANNELS,
