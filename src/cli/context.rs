@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -15,9 +16,13 @@ use crate::config::HostsFile;
 use crate::error::{Error, UsageError};
 use crate::render::Renderer;
 use crate::render::text::TextOptions;
-use clankie_host::ssh::{DEFAULT_IDLE_TIMEOUT, ReplyTimeouts};
+use clankie_host::ssh::{
+    ConfigSource, ConnectOptions, ConnectionLog, DEFAULT_IDLE_TIMEOUT, PassphrasePrompt,
+    ReplyTimeouts,
+};
 use clankie_host::{AnyHost, Dialect, HostConfig, Transport};
 use clankie_model::RootSpec;
+use clankie_model::sanitize::sanitize;
 
 /// The built-in name of this machine (the hosts file cannot define it).
 const LOCAL: &str = "local";
@@ -135,6 +140,10 @@ pub(super) struct Context {
     ssh_config: Option<PathBuf>,
     /// `--timeout`, `--reply-timeout`: given to every host opened.
     timeouts: ReplyTimeouts,
+    /// Lent to every SSH host opened: `-v`'s connection story, the passphrase prompt.
+    connect: ConnectOptions,
+    /// Whether the run said already that the built-in SSH config parser stands in for `ssh`.
+    warned_builtin_parser: AtomicBool,
 }
 
 /// A host as the user addressed it, opened (not yet connected), with its roots: `--root`
@@ -160,6 +169,8 @@ impl Context {
             hosts,
             ssh_config: global.ssh_config.clone(),
             timeouts,
+            connect: connect_options(global.verbose),
+            warned_builtin_parser: AtomicBool::new(false),
         })
     }
 
@@ -195,6 +206,18 @@ impl Context {
         let (config, file_roots) = self.lookup(name);
         let mut host = clankie_host::open(&config, self.ssh_config.as_deref())?;
         host.set_reply_timeouts(self.timeouts);
+        if let AnyHost::Ssh(ssh) = &mut host {
+            ssh.set_connect_options(self.connect.clone());
+            if let ConfigSource::BuiltIn { why, .. } = &ssh.target().config_source
+                && !self.warned_builtin_parser.swap(true, Ordering::Relaxed)
+            {
+                super::warn(&[format!(
+                    "{why}: reading the SSH configuration with the built-in parser (no system \
+                     file; Match on host, originalhost, user and localuser only, any other \
+                     Match is refused)"
+                )]);
+            }
+        }
         let mut roots = self.roots.clone();
         roots.extend(
             file_roots
@@ -221,6 +244,29 @@ impl Context {
             None => (HostConfig::ssh(name), &[]),
         }
     }
+}
+
+/// What every SSH connection of the run is lent: with `-v`, its story on stderr (one sanitised
+/// `debug:` line per step); when stdin and stderr are a terminal, a passphrase prompt on the
+/// terminal (echo off). Without a terminal (cron) nothing is ever asked.
+fn connect_options(verbose: bool) -> ConnectOptions {
+    let log = if verbose {
+        ConnectionLog::to(|line| {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "clankie-read: debug: {}",
+                sanitize(line)
+            );
+        })
+    } else {
+        ConnectionLog::default()
+    };
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    // rpassword writes the prompt to and reads from /dev/tty with echo off.
+    let passphrase =
+        terminal.then(|| PassphrasePrompt::new(|prompt| rpassword::prompt_password(prompt).ok()));
+    ConnectOptions { log, passphrase }
 }
 
 /// `HOST:SESSION`, split at the first `:`.
@@ -257,6 +303,8 @@ mod tests {
             hosts: HostsFile::parse(hosts, Path::new("h.toml")).unwrap(),
             ssh_config: None,
             timeouts: global.reply_timeouts().unwrap(),
+            connect: ConnectOptions::default(),
+            warned_builtin_parser: AtomicBool::new(false),
         }
     }
 

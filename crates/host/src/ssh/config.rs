@@ -220,8 +220,13 @@ pub fn resolve_as(
         },
         None => String::new(),
     };
-    let mut target =
-        resolve_with_ssh2_config(alias_or_user_at_host, &text, home, &account.user, ssh_config)?;
+    let mut target = resolve_with_ssh2_config(
+        alias_or_user_at_host,
+        &text,
+        home,
+        &account.user,
+        ssh_config,
+    )?;
     target.config_source = ConfigSource::BuiltIn { file, why };
     Ok(target)
 }
@@ -651,7 +656,10 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 /// and no `!` pattern does (a matching negation wins, as in OpenSSH).
 fn pattern_list_matches<'a>(patterns: impl Iterator<Item = &'a str>, text: &str) -> bool {
     let mut matched = false;
-    for pattern in patterns.map(|p| p.trim_matches('"')).filter(|p| !p.is_empty()) {
+    for pattern in patterns
+        .map(|p| p.trim_matches('"'))
+        .filter(|p| !p.is_empty())
+    {
         match pattern.strip_prefix('!') {
             Some(negated) if glob_match(negated, text) => return false,
             Some(_) => {}
@@ -684,7 +692,10 @@ impl MatchContext<'_> {
     /// far) and `localuser`, each maybe negated with `!`. Any other criterion is refused with
     /// the reason: evaluating it differently would connect somewhere else.
     fn match_line_matches(&self, args: &str) -> Result<bool, String> {
-        let words: Vec<&str> = args.split_whitespace().map(|w| w.trim_matches('"')).collect();
+        let words: Vec<&str> = args
+            .split_whitespace()
+            .map(|w| w.trim_matches('"'))
+            .collect();
         let mut result = true;
         let mut i = 0;
         while i < words.len() {
@@ -1017,7 +1028,10 @@ Match !host *.example.com
             ("Match host x exec \"true\"", "`Match exec` needs OpenSSH"),
             ("Match canonical all", "`Match canonical` needs OpenSSH"),
             ("Match final", "`Match final` needs OpenSSH"),
-            ("Match localnetwork 10.0.0.0/8", "`Match localnetwork` needs"),
+            (
+                "Match localnetwork 10.0.0.0/8",
+                "`Match localnetwork` needs",
+            ),
             ("Match tagged t", "`Match tagged` needs"),
             ("Match bogus x", "`Match bogus` is not a criterion"),
             ("Match host", "`Match host` without its patterns"),
