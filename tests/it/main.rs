@@ -21,6 +21,7 @@ mod hostile;
 mod hosts;
 mod redaction;
 mod sqlite;
+mod ssh_config;
 mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;
