@@ -154,7 +154,13 @@ fn verbose_tells_which_key_was_refused_on_a_failing_connection() {
     let out = run(
         dir.path(),
         None,
-        &["--ssh-config", config.to_str().unwrap(), "-v", "ls", "strangerbox"],
+        &[
+            "--ssh-config",
+            config.to_str().unwrap(),
+            "-v",
+            "ls",
+            "strangerbox",
+        ],
     );
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let lines = debug_lines(&out);
@@ -176,7 +182,10 @@ fn verbose_tells_which_key_was_refused_on_a_failing_connection() {
         )) && l.ends_with("): refused")),
         "{all}"
     );
-    assert!(has_prefix(&lines, "strangerbox: host key verified: "), "{all}");
+    assert!(
+        has_prefix(&lines, "strangerbox: host key verified: "),
+        "{all}"
+    );
     // The error itself is the last line, after the story.
     let last = stderr(&out).lines().last().unwrap().to_string();
     assert!(
@@ -239,7 +248,13 @@ fn a_failing_proxy_command_says_why() {
     let out = run(
         dir.path(),
         None,
-        &["--ssh-config", config.to_str().unwrap(), "ls", "viassh", "--json"],
+        &[
+            "--ssh-config",
+            config.to_str().unwrap(),
+            "ls",
+            "viassh",
+            "--json",
+        ],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
@@ -292,7 +307,9 @@ fn without_ssh_on_path_one_warning_and_match_is_evaluated() {
     assert!(
         has_line(
             &lines,
-            &format!("matchbox: configuration: built-in parser over {config} (no OpenSSH client (`ssh`) on PATH)")
+            &format!(
+                "matchbox: configuration: built-in parser over {config} (no OpenSSH client (`ssh`) on PATH)"
+            )
         ),
         "{}",
         stderr(&out)
@@ -300,7 +317,10 @@ fn without_ssh_on_path_one_warning_and_match_is_evaluated() {
     assert!(
         has_line(
             &lines,
-            &format!("matchbox: resolved: host 127.0.0.1 port {} user {USER}", sshd.port())
+            &format!(
+                "matchbox: resolved: host 127.0.0.1 port {} user {USER}",
+                sshd.port()
+            )
         ),
         "{}",
         stderr(&out)
@@ -394,7 +414,10 @@ fn home_is_the_passwd_home_whatever_home_says() {
         assert!(
             has_line(
                 &lines,
-                &format!("homebox: resolved: host 127.0.0.1 port {} user {USER}", sshd.port())
+                &format!(
+                    "homebox: resolved: host 127.0.0.1 port {} user {USER}",
+                    sshd.port()
+                )
             ),
             "{all}"
         );
@@ -483,9 +506,16 @@ fn an_encrypted_key_asks_for_its_passphrase_on_a_terminal_only() {
     );
     assert!(!screen.contains("authentication failed"), "{screen}");
     // The listing came out (no sessions there: nothing, or only JSON lines).
-    for line in screen.lines().skip_while(|l| !l.contains("try again")).skip(1) {
+    for line in screen
+        .lines()
+        .skip_while(|l| !l.contains("try again"))
+        .skip(1)
+    {
         let line = line.trim();
-        assert!(line.is_empty() || line.starts_with('{'), "{line:?} in {screen}");
+        assert!(
+            line.is_empty() || line.starts_with('{'),
+            "{line:?} in {screen}"
+        );
     }
 
     // A terminal, and an empty answer: the key is skipped, with the error that says so.

@@ -28,7 +28,13 @@ pub use session::{
 /// each identity offered and the answer, each channel and exec. Off unless given a sink; the
 /// caller's sink is cloned into each connection (no global state).
 #[derive(Clone, Default)]
-pub struct ConnectionLog(Option<Arc<dyn Fn(&str) + Send + Sync>>);
+pub struct ConnectionLog(Option<Arc<LineSink>>);
+
+/// What receives `-v` lines.
+type LineSink = dyn Fn(&str) + Send + Sync;
+
+/// What asks for a passphrase, given the prompt.
+type AskPassphrase = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 impl ConnectionLog {
     /// A log that hands each line (`HOST: step`) to `sink`.
@@ -65,7 +71,7 @@ impl std::fmt::Debug for ConnectionLog {
 /// and keeps an unlocked key for the other hosts of the run.
 #[derive(Clone)]
 pub struct PassphrasePrompt {
-    ask: Arc<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    ask: Arc<AskPassphrase>,
     /// Keys unlocked so far, by path; the lock also keeps two prompts from interleaving.
     unlocked: Arc<tokio::sync::Mutex<HashMap<PathBuf, Arc<russh::keys::PrivateKey>>>>,
 }
