@@ -584,7 +584,9 @@ fn in_pty(command: &str, answers: &[(&str, &str)]) -> (std::process::ExitStatus,
 
 fn keygen(path: &Path, passphrase: &str) {
     let status = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", passphrase, "-C", "", "-f"])
+        .args([
+            "-q", "-t", "ed25519", "-a", "1", "-N", passphrase, "-C", "", "-f",
+        ])
         .arg(path)
         .stdin(Stdio::null())
         .status()

@@ -323,3 +323,80 @@ pub(crate) async fn authenticate<H: client::Handler>(
         tried.join(", ")
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    /// A prompt that answers from `answers` in order and records each prompt it was shown.
+    fn scripted(answers: &[&str]) -> (PassphrasePrompt, Arc<Mutex<Vec<String>>>) {
+        let answers: Mutex<Vec<String>> =
+            Mutex::new(answers.iter().rev().map(|a| a.to_string()).collect());
+        let shown = Arc::new(Mutex::new(Vec::new()));
+        let seen = shown.clone();
+        let prompt = PassphrasePrompt::new(move |text| {
+            seen.lock().unwrap().push(text.to_string());
+            answers.lock().unwrap().pop()
+        });
+        (prompt, shown)
+    }
+
+    #[test]
+    fn passphrases_are_asked_three_times_at_most_and_an_unlocked_key_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("id_locked");
+        // ssh-keygen writes the encrypted key as users have them.
+        let made = std::process::Command::new("ssh-keygen")
+            // One KDF round: each wrong passphrase costs a full bcrypt run otherwise.
+            .args([
+                "-q", "-t", "ed25519", "-a", "1", "-N", "right", "-C", "", "-f",
+            ])
+            .arg(&path)
+            .stdin(std::process::Stdio::null())
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but ssh-keygen is missing (run .ci/install-deps)"
+            );
+            eprintln!("skipping: no ssh-keygen");
+            return;
+        }
+        let key = keys::load_public_key(path.with_extension("pub")).unwrap();
+        assert!(matches!(
+            keys::load_secret_key(&path, None),
+            Err(keys::Error::KeyIsEncrypted)
+        ));
+
+        let (prompt, shown) = scripted(&["wrong", "right", "never asked"]);
+        let unlocked = block_on(prompt.unlock(&path)).expect("unlocked");
+        assert_eq!(unlocked.public_key().key_data(), key.key_data());
+        let expected = [
+            format!("Enter passphrase for key '{}': ", path.display()),
+            format!("Bad passphrase, try again for '{}': ", path.display()),
+        ];
+        assert_eq!(*shown.lock().unwrap(), expected);
+        // Kept for the other hosts of the run: not asked again.
+        assert!(block_on(prompt.unlock(&path)).is_some());
+        assert_eq!(shown.lock().unwrap().len(), 2);
+
+        let (prompt, shown) = scripted(&["a", "b", "c", "right"]);
+        assert!(block_on(prompt.unlock(&path)).is_none());
+        assert_eq!(shown.lock().unwrap().len(), PASSPHRASE_ATTEMPTS);
+
+        // An empty answer, or none (end of input), skips the key at once.
+        for answers in [&[""][..], &[]] {
+            let (prompt, shown) = scripted(answers);
+            assert!(block_on(prompt.unlock(&path)).is_none());
+            assert_eq!(shown.lock().unwrap().len(), 1);
+        }
+    }
+}
