@@ -1,7 +1,8 @@
 //! One parsed context per run, like ripgrep's `HiArgs` and jj's `CommandHelper`: the global
 //! options, then — parsed and loaded once — the `--root` overrides, the hosts file and the SSH
 //! config path, and what subcommands ask of them: the renderer, and a host opened by name with
-//! its roots. Also `HOST:SESSION` parsing, which `read` and `resume` share.
+//! its roots and what its SSH connection is lent (`-v`'s story, a passphrase prompt). Also
+//! `HOST:SESSION` parsing, which `read` and `resume` share.
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -264,8 +265,8 @@ fn connect_options(verbose: bool) -> ConnectOptions {
     };
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     // rpassword writes the prompt to and reads from /dev/tty with echo off.
-    let passphrase =
-        terminal.then(|| PassphrasePrompt::new(|prompt| rpassword::prompt_password(prompt).ok()));
+    let passphrase = terminal
+        .then(|| PassphrasePrompt::new(|prompt| rpassword::prompt_password(sanitize(prompt)).ok()));
     ConnectOptions { log, passphrase }
 }
 
