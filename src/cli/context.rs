@@ -1,12 +1,14 @@
 //! One parsed context per run, like ripgrep's `HiArgs` and jj's `CommandHelper`: the global
 //! options, then — parsed and loaded once — the `--root` overrides, the hosts file and the SSH
 //! config path, and what subcommands ask of them: the renderer, and a host opened by name with
-//! its roots. Also `HOST:SESSION` parsing, which `read` and `resume` share.
+//! its roots and what its SSH connection is lent (`-v`'s story, a passphrase prompt). Also
+//! `HOST:SESSION` parsing, which `read` and `resume` share.
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -15,9 +17,13 @@ use crate::config::HostsFile;
 use crate::error::{Error, UsageError};
 use crate::render::Renderer;
 use crate::render::text::TextOptions;
-use clankie_host::ssh::{DEFAULT_IDLE_TIMEOUT, ReplyTimeouts};
+use clankie_host::ssh::{
+    ConfigSource, ConnectOptions, ConnectionLog, DEFAULT_IDLE_TIMEOUT, PassphrasePrompt,
+    ReplyTimeouts,
+};
 use clankie_host::{AnyHost, Dialect, HostConfig, Transport};
 use clankie_model::RootSpec;
+use clankie_model::sanitize::sanitize;
 
 /// The built-in name of this machine (the hosts file cannot define it).
 const LOCAL: &str = "local";
@@ -135,6 +141,10 @@ pub(super) struct Context {
     ssh_config: Option<PathBuf>,
     /// `--timeout`, `--reply-timeout`: given to every host opened.
     timeouts: ReplyTimeouts,
+    /// Lent to every SSH host opened: `-v`'s connection story, the passphrase prompt.
+    connect: ConnectOptions,
+    /// Whether the run said already that the built-in SSH config parser stands in for `ssh`.
+    warned_builtin_parser: AtomicBool,
 }
 
 /// A host as the user addressed it, opened (not yet connected), with its roots: `--root`
@@ -160,6 +170,8 @@ impl Context {
             hosts,
             ssh_config: global.ssh_config.clone(),
             timeouts,
+            connect: connect_options(global.verbose),
+            warned_builtin_parser: AtomicBool::new(false),
         })
     }
 
@@ -197,6 +209,18 @@ impl Context {
         let (config, file_roots) = self.lookup(name);
         let mut host = clankie_host::open(&config, self.ssh_config.as_deref())?;
         host.set_reply_timeouts(self.timeouts);
+        if let AnyHost::Ssh(ssh) = &mut host {
+            ssh.set_connect_options(self.connect.clone());
+            if let ConfigSource::BuiltIn { why, .. } = &ssh.target().config_source
+                && !self.warned_builtin_parser.swap(true, Ordering::Relaxed)
+            {
+                super::warn(&[format!(
+                    "{why}: reading the SSH configuration with the built-in parser (no system \
+                     file; Match on host, originalhost, user and localuser only, any other \
+                     Match is refused)"
+                )]);
+            }
+        }
         let mut roots = self.roots.clone();
         roots.extend(
             file_roots
@@ -223,6 +247,29 @@ impl Context {
             None => (HostConfig::ssh(name), &[]),
         }
     }
+}
+
+/// What every SSH connection of the run is lent: with `-v`, its story on stderr (one sanitised
+/// `debug:` line per step); when stdin and stderr are a terminal, a passphrase prompt on the
+/// terminal (echo off). Without a terminal (cron) nothing is ever asked.
+fn connect_options(verbose: bool) -> ConnectOptions {
+    let log = if verbose {
+        ConnectionLog::to(|line| {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "clankie-read: debug: {}",
+                sanitize(line)
+            );
+        })
+    } else {
+        ConnectionLog::default()
+    };
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    // rpassword writes the prompt to and reads from /dev/tty with echo off.
+    let passphrase = terminal
+        .then(|| PassphrasePrompt::new(|prompt| rpassword::prompt_password(sanitize(prompt)).ok()));
+    ConnectOptions { log, passphrase }
 }
 
 /// `HOST:SESSION`, split at the first `:`.
@@ -259,6 +306,8 @@ mod tests {
             hosts: HostsFile::parse(hosts, Path::new("h.toml")).unwrap(),
             ssh_config: None,
             timeouts: global.reply_timeouts().unwrap(),
+            connect: ConnectOptions::default(),
+            warned_builtin_parser: AtomicBool::new(false),
         }
     }
 

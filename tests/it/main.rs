@@ -23,6 +23,7 @@ mod odd_names;
 mod pager;
 mod redaction;
 mod sqlite;
+mod ssh_config;
 mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;

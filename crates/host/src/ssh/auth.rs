@@ -1,15 +1,52 @@
 //! Public-key authentication, in OpenSSH's order: ssh-agent keys (those matching an
 //! IdentityFile first; only those under `IdentitiesOnly`), then the IdentityFile list (missing
 //! files skipped). Stops at the first success: sshd's MaxAuthTries (6) counts every key offered.
+//! An encrypted identity file is unlocked by asking for its passphrase when the caller gave a
+//! [`PassphrasePrompt`] (a terminal is there), and is otherwise a clear error naming `ssh-add`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use russh::client::{self, Handle};
-use russh::keys::{self, HashAlg, PrivateKeyWithHashAlg, PublicKey};
+use russh::keys::{self, HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 
 use super::config::{IdentityAgent, SshTarget};
+use super::{ConnectOptions, PassphrasePrompt};
 use crate::HostError;
+
+/// Wrong passphrases allowed per key before it is skipped (OpenSSH asks three times too).
+const PASSPHRASE_ATTEMPTS: usize = 3;
+
+impl PassphrasePrompt {
+    /// The key at `path` unlocked with a passphrase asked for (one prompt at a time; a key
+    /// unlocked before is not asked for again). `None` when the user gave none (an empty line
+    /// or end of input skips the key, as with `ssh`) or [`PASSPHRASE_ATTEMPTS`] wrong ones.
+    async fn unlock(&self, path: &Path) -> Option<Arc<PrivateKey>> {
+        let mut unlocked = self.unlocked.lock().await;
+        if let Some(key) = unlocked.get(path) {
+            return Some(key.clone());
+        }
+        for attempt in 0..PASSPHRASE_ATTEMPTS {
+            let prompt = if attempt == 0 {
+                format!("Enter passphrase for key '{}': ", path.display())
+            } else {
+                format!("Bad passphrase, try again for '{}': ", path.display())
+            };
+            let ask = self.ask.clone();
+            let passphrase = tokio::task::spawn_blocking(move || ask(&prompt))
+                .await
+                .ok()
+                .flatten()
+                .filter(|p| !p.is_empty())?;
+            if let Ok(key) = keys::load_secret_key(path, Some(&passphrase)) {
+                let key = Arc::new(key);
+                unlocked.insert(path.to_path_buf(), key.clone());
+                return Some(key);
+            }
+        }
+        None
+    }
+}
 
 /// An IdentityFile that exists, with its public key when `FILE.pub` (or the unencrypted private
 /// key) tells it.
@@ -99,8 +136,16 @@ pub(crate) async fn authenticate<H: client::Handler>(
     handle: &mut Handle<H>,
     host: &str,
     target: &SshTarget,
+    options: &ConnectOptions,
 ) -> Result<String, HostError> {
+    let log = &options.log;
     let user = target.user.as_str();
+    log.say(host, || format!("authenticating as {user} (public key)"));
+    for missing in target.identity_files.iter().filter(|p| !p.is_file()) {
+        log.say(host, || {
+            format!("identity file {}: not there, skipped", missing.display())
+        });
+    }
     let files = identity_files(target);
     let mut tried: Vec<String> = Vec::new();
     let mut agent_keys: Vec<PublicKey> = Vec::new();
@@ -121,10 +166,19 @@ pub(crate) async fn authenticate<H: client::Handler>(
     };
 
     let agent_note = match connect_agent(&target.identity_agent).await {
-        Err(why) => Some(why),
+        Err(why) => {
+            log.say(host, || format!("no ssh-agent: {why}"));
+            Some(why)
+        }
         Ok(mut agent) => match agent.request_identities().await {
-            Err(e) => Some(format!("ssh-agent: {e}")),
+            Err(e) => {
+                log.say(host, || format!("ssh-agent: {e}"));
+                Some(format!("ssh-agent: {e}"))
+            }
             Ok(identities) => {
+                log.say(host, || {
+                    format!("ssh-agent holds {} keys", identities.len())
+                });
                 let matches_file = |k: &PublicKey| {
                     files
                         .iter()
@@ -144,6 +198,12 @@ pub(crate) async fn authenticate<H: client::Handler>(
                     let result = handle
                         .authenticate_publickey_with(user, key.clone(), hash, &mut agent)
                         .await;
+                    let answer = match &result {
+                        Ok(r) if r.success() => "accepted".to_string(),
+                        Ok(_) => "refused".to_string(),
+                        Err(e) => format!("failed ({e})"),
+                    };
+                    log.say(host, || format!("agent key {}: {answer}", describe(&key)));
                     match result {
                         Ok(r) if r.success() => return Ok(format!("agent key {}", describe(&key))),
                         Ok(_) => tried.push(format!("agent key {}", describe(&key))),
@@ -164,15 +224,39 @@ pub(crate) async fn authenticate<H: client::Handler>(
         if let Some(public) = &file.public
             && agent_keys.iter().any(|k| same_key(k, public))
         {
-            continue; // The agent already offered this key.
+            log.say(host, || {
+                format!(
+                    "identity file {}: offered by the agent already",
+                    file.path.display()
+                )
+            });
+            continue;
         }
         let key = match keys::load_secret_key(&file.path, None) {
-            Ok(key) => key,
+            Ok(key) => Arc::new(key),
             Err(keys::Error::KeyIsEncrypted) => {
-                encrypted.push(&file.path);
-                continue;
+                let unlocked = match &options.passphrase {
+                    Some(prompt) => prompt.unlock(&file.path).await,
+                    None => None,
+                };
+                match unlocked {
+                    Some(key) => key,
+                    None => {
+                        log.say(host, || {
+                            format!(
+                                "identity file {}: passphrase-protected, not unlocked; skipped",
+                                file.path.display()
+                            )
+                        });
+                        encrypted.push(&file.path);
+                        continue;
+                    }
+                }
             }
             Err(e) => {
+                log.say(host, || {
+                    format!("identity file {}: unreadable ({e})", file.path.display())
+                });
                 tried.push(format!("{} (unreadable: {e})", file.path.display()));
                 continue;
             }
@@ -180,10 +264,22 @@ pub(crate) async fn authenticate<H: client::Handler>(
         let hash = rsa_hash(handle, key.public_key())
             .await
             .map_err(|e| lost(e, &tried))?;
+        let described = describe(key.public_key());
         let result = handle
-            .authenticate_publickey(user, PrivateKeyWithHashAlg::new(Arc::new(key), hash))
+            .authenticate_publickey(user, PrivateKeyWithHashAlg::new(key, hash))
             .await
             .map_err(|e| lost(e, &tried))?;
+        log.say(host, || {
+            let answer = if result.success() {
+                "accepted"
+            } else {
+                "refused"
+            };
+            format!(
+                "identity file {} ({described}): {answer}",
+                file.path.display()
+            )
+        });
         if result.success() {
             return Ok(format!("identity file {}", file.path.display()));
         }
@@ -200,9 +296,13 @@ pub(crate) async fn authenticate<H: client::Handler>(
         } else {
             format!("; refused: {}", tried.join(", "))
         };
-        // TODO(#ssh-passphrase): prompt on a TTY; until then the agent is the way.
+        let why = if options.passphrase.is_some() {
+            "no passphrase that unlocks it was given"
+        } else {
+            "cannot ask for a passphrase here (stdin and stderr are not a terminal)"
+        };
         return Err(auth_error(format!(
-            "{} is passphrase-protected and no ssh-agent holds it{agent_note}; cannot ask for a passphrase here, run `ssh-add {}` first{refused}",
+            "{} is passphrase-protected and no ssh-agent holds it{agent_note}; {why}, run `ssh-add {}` first{refused}",
             list.join(", "),
             list[0],
         )));
@@ -222,4 +322,81 @@ pub(crate) async fn authenticate<H: client::Handler>(
         "server refused every key for {user}: {}",
         tried.join(", ")
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    /// A prompt that answers from `answers` in order and records each prompt it was shown.
+    fn scripted(answers: &[&str]) -> (PassphrasePrompt, Arc<Mutex<Vec<String>>>) {
+        let answers: Mutex<Vec<String>> =
+            Mutex::new(answers.iter().rev().map(|a| a.to_string()).collect());
+        let shown = Arc::new(Mutex::new(Vec::new()));
+        let seen = shown.clone();
+        let prompt = PassphrasePrompt::new(move |text| {
+            seen.lock().unwrap().push(text.to_string());
+            answers.lock().unwrap().pop()
+        });
+        (prompt, shown)
+    }
+
+    #[test]
+    fn passphrases_are_asked_three_times_at_most_and_an_unlocked_key_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("id_locked");
+        // ssh-keygen writes the encrypted key as users have them.
+        let made = std::process::Command::new("ssh-keygen")
+            // One KDF round: each wrong passphrase costs a full bcrypt run otherwise.
+            .args([
+                "-q", "-t", "ed25519", "-a", "1", "-N", "right", "-C", "", "-f",
+            ])
+            .arg(&path)
+            .stdin(std::process::Stdio::null())
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but ssh-keygen is missing (run .ci/install-deps)"
+            );
+            eprintln!("skipping: no ssh-keygen");
+            return;
+        }
+        let key = keys::load_public_key(path.with_extension("pub")).unwrap();
+        assert!(matches!(
+            keys::load_secret_key(&path, None),
+            Err(keys::Error::KeyIsEncrypted)
+        ));
+
+        let (prompt, shown) = scripted(&["wrong", "right", "never asked"]);
+        let unlocked = block_on(prompt.unlock(&path)).expect("unlocked");
+        assert_eq!(unlocked.public_key().key_data(), key.key_data());
+        let expected = [
+            format!("Enter passphrase for key '{}': ", path.display()),
+            format!("Bad passphrase, try again for '{}': ", path.display()),
+        ];
+        assert_eq!(*shown.lock().unwrap(), expected);
+        // Kept for the other hosts of the run: not asked again.
+        assert!(block_on(prompt.unlock(&path)).is_some());
+        assert_eq!(shown.lock().unwrap().len(), 2);
+
+        let (prompt, shown) = scripted(&["a", "b", "c", "right"]);
+        assert!(block_on(prompt.unlock(&path)).is_none());
+        assert_eq!(shown.lock().unwrap().len(), PASSPHRASE_ATTEMPTS);
+
+        // An empty answer, or none (end of input), skips the key at once.
+        for answers in [&[""][..], &[]] {
+            let (prompt, shown) = scripted(answers);
+            assert!(block_on(prompt.unlock(&path)).is_none());
+            assert_eq!(shown.lock().unwrap().len(), 1);
+        }
+    }
 }

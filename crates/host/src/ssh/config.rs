@@ -1,7 +1,8 @@
 //! SSH client configuration: turns what the user typed (`alias`, `user@alias`, `user@host:port`)
 //! into a fully resolved [`SshTarget`]. Uses `ssh -G` when an OpenSSH client is on PATH (exact:
-//! Match, Include, tokens, defaults, system file), else ssh2-config with our own `Match` and token
-//! handling. Imports nothing from the crate but `HostError`.
+//! Match, Include, tokens, defaults, system file), else ssh2-config with our own `Host`/`Match`
+//! evaluation (refusing the `Match` criteria only OpenSSH can evaluate) and token handling. `~`
+//! and `%d` are the passwd home, as for `ssh`. Imports nothing from the crate but `HostError`.
 
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -58,6 +59,49 @@ pub struct SshTarget {
     pub strict_host_key_checking: StrictHostKeyChecking,
     /// The `-F` file this target was resolved with, reused for ProxyJump hops.
     pub ssh_config: Option<PathBuf>,
+    /// What read the configuration (for `-v`, and the warning when it was not OpenSSH).
+    pub config_source: ConfigSource,
+}
+
+/// What resolved a target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// `ssh -G`, with `-F file`, or else reading `home/.ssh/config` and the system file.
+    OpenSsh {
+        file: Option<PathBuf>,
+        home: Option<PathBuf>,
+    },
+    /// The built-in parser over `file` (none: no config), because `why` (empty when called
+    /// directly).
+    BuiltIn { file: Option<PathBuf>, why: String },
+}
+
+impl std::fmt::Display for ConfigSource {
+    /// How `-v` says where the configuration came from.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigSource::OpenSsh {
+                file: Some(file), ..
+            } => write!(f, "ssh -G -F {}", file.display()),
+            ConfigSource::OpenSsh { file: None, home } => {
+                let user_file = home.as_ref().map_or_else(
+                    || "no user file (no home)".to_string(),
+                    |h| h.join(".ssh/config").display().to_string(),
+                );
+                write!(f, "ssh -G (reads {user_file} and the system file)")
+            }
+            ConfigSource::BuiltIn { file, why } => {
+                let file = file
+                    .as_ref()
+                    .map_or_else(|| "no file".to_string(), |f| f.display().to_string());
+                if why.is_empty() {
+                    write!(f, "built-in parser over {file}")
+                } else {
+                    write!(f, "built-in parser over {file} ({why})")
+                }
+            }
+        }
+    }
 }
 
 impl SshTarget {
@@ -136,44 +180,55 @@ pub(crate) fn parse_destination(input: &str, label: &str) -> Result<Destination,
 }
 
 /// Resolves a destination with the user's SSH configuration (`ssh_config` = `-F FILE`, else
-/// `~/.ssh/config` and the system file). Uses `ssh -G` when it can be run, else ssh2-config.
+/// `~/.ssh/config` and the system file, `~` being the passwd home as for `ssh`). Uses `ssh -G`
+/// when it can be run, else the built-in parser (which [`SshTarget::config_source`] says).
 pub fn resolve(
     alias_or_user_at_host: &str,
     ssh_config: Option<&Path>,
 ) -> Result<SshTarget, HostError> {
+    resolve_as(alias_or_user_at_host, ssh_config, &LocalAccount::current())
+}
+
+/// [`resolve`] for `account` (whose home is `~` and `%d`).
+pub fn resolve_as(
+    alias_or_user_at_host: &str,
+    ssh_config: Option<&Path>,
+    account: &LocalAccount,
+) -> Result<SshTarget, HostError> {
     let dest = parse_destination(alias_or_user_at_host, alias_or_user_at_host)?;
-    match resolve_with_openssh(alias_or_user_at_host, &dest, ssh_config) {
-        Some(result) => result,
-        None => {
-            let home = home_dir();
-            let file = match ssh_config {
-                Some(f) => Some(f.to_path_buf()),
-                None => home.as_ref().map(|h| h.join(".ssh/config")),
-            };
-            let text = match &file {
-                Some(f) => match std::fs::read_to_string(f) {
-                    Ok(t) => t,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && ssh_config.is_none() => {
-                        String::new()
-                    }
-                    Err(e) => {
-                        return Err(config_error(
-                            alias_or_user_at_host,
-                            format!("{}: {e}", f.display()),
-                        ));
-                    }
-                },
-                None => String::new(),
-            };
-            resolve_with_ssh2_config(
-                alias_or_user_at_host,
-                &text,
-                home.as_deref(),
-                &local_user(),
-                ssh_config,
-            )
-        }
-    }
+    let why = match resolve_with_openssh(alias_or_user_at_host, &dest, ssh_config, account) {
+        Ok(result) => return result,
+        Err(why) => why,
+    };
+    let home = account.home.as_deref();
+    let file = match ssh_config {
+        Some(f) => Some(f.to_path_buf()),
+        None => home.map(|h| h.join(".ssh/config")),
+    };
+    let text = match &file {
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && ssh_config.is_none() => {
+                String::new()
+            }
+            Err(e) => {
+                return Err(config_error(
+                    alias_or_user_at_host,
+                    format!("{}: {e}", f.display()),
+                ));
+            }
+        },
+        None => String::new(),
+    };
+    let mut target = resolve_with_ssh2_config(
+        alias_or_user_at_host,
+        &text,
+        home,
+        &account.user,
+        ssh_config,
+    )?;
+    target.config_source = ConfigSource::BuiltIn { file, why };
+    Ok(target)
 }
 
 fn config_error(label: &str, reason: String) -> HostError {
@@ -183,12 +238,14 @@ fn config_error(label: &str, reason: String) -> HostError {
     }
 }
 
-/// Runs `ssh -G`; `None` when no OpenSSH client can be run.
+/// Runs `ssh -G`; `Err(why)` when no OpenSSH client can be run. `ssh` finds the same
+/// `~/.ssh/config` we would (the passwd home's), and `-F` when one was given.
 fn resolve_with_openssh(
     original: &str,
     dest: &Destination,
     ssh_config: Option<&Path>,
-) -> Option<Result<SshTarget, HostError>> {
+    account: &LocalAccount,
+) -> Result<Result<SshTarget, HostError>, String> {
     let mut cmd = Command::new("ssh");
     cmd.arg("-G");
     if let Some(file) = ssh_config {
@@ -205,13 +262,16 @@ fn resolve_with_openssh(
     cmd.stdin(Stdio::null());
     let output = match cmd.output() {
         Ok(o) => o,
-        Err(_) => return None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err("no OpenSSH client (`ssh`) on PATH".to_string());
+        }
+        Err(e) => return Err(format!("cannot run `ssh -G`: {e}")),
     };
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         // An OpenSSH older than 6.8 (or another client called `ssh`) has no -G: fall back.
         if stderr.contains("illegal option") || stderr.contains("unknown option") {
-            return None;
+            return Err("the `ssh` on PATH has no `-G` (OpenSSH older than 6.8?)".to_string());
         }
         let first = stderr
             .lines()
@@ -219,14 +279,14 @@ fn resolve_with_openssh(
             .unwrap_or("ssh -G failed")
             .trim()
             .to_string();
-        return Some(Err(config_error(original, first)));
+        return Ok(Err(config_error(original, first)));
     }
     let text = String::from_utf8_lossy(&output.stdout);
-    Some(target_from_dump(
+    Ok(target_from_dump(
         original,
         &text,
-        home_dir().as_deref(),
-        &local_user(),
+        account.home.as_deref(),
+        &account.user,
         ssh_config,
     ))
 }
@@ -267,7 +327,11 @@ pub(crate) fn target_from_dump(
             _ => {}
         }
     }
-    raw.finish(original, home, local_user, ssh_config)
+    let source = ConfigSource::OpenSsh {
+        file: ssh_config.map(Path::to_path_buf),
+        home: home.map(Path::to_path_buf),
+    };
+    raw.finish(original, home, local_user, ssh_config, source)
 }
 
 /// Option values as read, before defaults and expansion.
@@ -295,6 +359,7 @@ impl RawOptions {
         home: Option<&Path>,
         local_user: &str,
         ssh_config: Option<&Path>,
+        config_source: ConfigSource,
     ) -> Result<SshTarget, HostError> {
         let dest = parse_destination(original, original)?;
         let err = |what: &str, v: &str| config_error(original, format!("bad {what} {v:?}"));
@@ -413,6 +478,7 @@ impl RawOptions {
                 .filter(|a| !a.eq_ignore_ascii_case("none")),
             strict_host_key_checking,
             ssh_config: ssh_config.map(Path::to_path_buf),
+            config_source,
         })
     }
 }
@@ -478,8 +544,9 @@ impl Tokens<'_> {
 }
 
 /// The fallback without an OpenSSH client: ssh2-config over `config_text`, after [`preprocess`]
-/// has scoped `Match` blocks and inlined `Include`s. `~` is `home`. Tokens and defaults are
-/// ours. Does not read the system file. Callable directly, whether or not `ssh` exists.
+/// has evaluated `Host` and `Match` blocks and inlined `Include`s. `~` is `home`. Tokens and
+/// defaults are ours. Does not read the system file. Callable directly, whether or not `ssh`
+/// exists. A `Match` it cannot evaluate is an error.
 pub fn resolve_with_ssh2_config(
     original: &str,
     config_text: &str,
@@ -489,7 +556,15 @@ pub fn resolve_with_ssh2_config(
 ) -> Result<SshTarget, HostError> {
     let dest = parse_destination(original, original)?;
     let mut text = String::with_capacity(config_text.len());
-    preprocess(config_text, home, 0, &mut text);
+    let mut context = MatchContext {
+        original_host: &dest.host,
+        local_user,
+        home,
+        host_name: None,
+        user: dest.user.clone(),
+    };
+    preprocess(config_text, &mut context, 0, false, &mut text)
+        .map_err(|reason| config_error(original, reason))?;
     let mut config = SshConfig::default();
     if let Some(h) = home {
         config = config.home_dir(h);
@@ -500,6 +575,7 @@ pub fn resolve_with_ssh2_config(
             ParseRule::ALLOW_UNKNOWN_FIELDS | ParseRule::ALLOW_UNSUPPORTED_FIELDS,
         )
         .map_err(|e| config_error(original, e.to_string()))?;
+    // Every block that applies is `Host *` now.
     let params = config.query(&dest.host);
     let unsupported =
         |key: &str| -> Option<Vec<String>> { params.unsupported_fields.get(key).cloned() };
@@ -528,11 +604,18 @@ pub fn resolve_with_ssh2_config(
         host_key_alias: first("hostkeyalias"),
         strict: first("stricthostkeychecking"),
     };
-    raw.finish(original, home, local_user, ssh_config)
+    let source = ConfigSource::BuiltIn {
+        file: ssh_config.map(Path::to_path_buf),
+        why: String::new(),
+    };
+    raw.finish(original, home, local_user, ssh_config, source)
 }
 
 /// `Include` nesting deeper than this is ignored (OpenSSH's limit is 16 too).
 const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Host pattern that no real name matches: a block header the preprocessing turned off.
+const NO_MATCH_HOST: &str = "Host clankie-read.no-match.invalid\n";
 
 /// Splits a config line into its keyword and the rest (`Key value`, `Key=value`).
 fn split_keyword(line: &str) -> (&str, &str) {
@@ -544,41 +627,180 @@ fn split_keyword(line: &str) -> (&str, &str) {
     (&trimmed[..end], args)
 }
 
-/// Prepares a config for ssh2-config:
-/// - `Match all` becomes `Host *`; any other `Match` a Host pattern no real name matches (we
-///   cannot evaluate Match criteria without OpenSSH), so its options stay in its own block
-///   instead of leaking into the previous Host block;
+/// Glob match as OpenSSH's `match_pattern`: `*` any run, `?` one character, case-insensitive
+/// (host and user names are compared lowercased there).
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let pattern: Vec<char> = pattern.to_lowercase().chars().collect();
+    let text: Vec<char> = text.to_lowercase().chars().collect();
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
+            p += 1;
+            t += 1;
+        } else if p < pattern.len() && pattern[p] == '*' {
+            star = Some((p, t));
+            p += 1;
+        } else if let Some((sp, st)) = star {
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
+
+/// A pattern list (`a b` on a Host line, `a,b` after a Match criterion): some pattern matches
+/// and no `!` pattern does (a matching negation wins, as in OpenSSH).
+fn pattern_list_matches<'a>(patterns: impl Iterator<Item = &'a str>, text: &str) -> bool {
+    let mut matched = false;
+    for pattern in patterns
+        .map(|p| p.trim_matches('"'))
+        .filter(|p| !p.is_empty())
+    {
+        match pattern.strip_prefix('!') {
+            Some(negated) if glob_match(negated, text) => return false,
+            Some(_) => {}
+            None => matched |= glob_match(pattern, text),
+        }
+    }
+    matched
+}
+
+/// What `Match` lines are evaluated against, and the options seen so far that change it: the
+/// first `HostName` and `User` of the blocks that applied (first value wins, as in OpenSSH).
+struct MatchContext<'a> {
+    /// The host as typed.
+    original_host: &'a str,
+    local_user: &'a str,
+    home: Option<&'a Path>,
+    host_name: Option<String>,
+    /// `user@` on the command line, else the first `User` that applied.
+    user: Option<String>,
+}
+
+impl MatchContext<'_> {
+    /// Whether a Host line's patterns match the host as typed.
+    fn host_line_matches(&self, args: &str) -> bool {
+        pattern_list_matches(args.split_whitespace(), self.original_host)
+    }
+
+    /// Evaluates a `Match` line as OpenSSH does for the criteria that need nothing but names:
+    /// `all`, `host` (the HostName so far, `%h` expanded), `originalhost`, `user` (the User so
+    /// far) and `localuser`, each maybe negated with `!`. Any other criterion is refused with
+    /// the reason: evaluating it differently would connect somewhere else.
+    fn match_line_matches(&self, args: &str) -> Result<bool, String> {
+        let words: Vec<&str> = args
+            .split_whitespace()
+            .map(|w| w.trim_matches('"'))
+            .collect();
+        let mut result = true;
+        let mut i = 0;
+        while i < words.len() {
+            let (negated, criterion) = match words[i].strip_prefix('!') {
+                Some(c) => (true, c.to_ascii_lowercase()),
+                None => (false, words[i].to_ascii_lowercase()),
+            };
+            i += 1;
+            let subject = match criterion.as_str() {
+                "all" => {
+                    result &= !negated;
+                    continue;
+                }
+                "host" => self
+                    .host_name
+                    .as_deref()
+                    .map(|h| h.replace("%h", self.original_host))
+                    .unwrap_or_else(|| self.original_host.to_string()),
+                "originalhost" => self.original_host.to_string(),
+                "user" => self
+                    .user
+                    .clone()
+                    .unwrap_or_else(|| self.local_user.to_string()),
+                "localuser" => self.local_user.to_string(),
+                "exec" | "canonical" | "final" | "localnetwork" | "tagged" | "command"
+                | "version" | "sessiontype" => {
+                    return Err(format!(
+                        "`Match {criterion}` needs OpenSSH to evaluate and no `ssh` is on PATH; \
+                         install the OpenSSH client or use another config (--ssh-config)"
+                    ));
+                }
+                other => {
+                    return Err(format!(
+                        "`Match {other}` is not a criterion this program knows and no `ssh` is \
+                         on PATH to evaluate it"
+                    ));
+                }
+            };
+            let Some(list) = words.get(i) else {
+                return Err(format!("`Match {criterion}` without its patterns"));
+            };
+            i += 1;
+            result &= pattern_list_matches(list.split(','), &subject) != negated;
+        }
+        Ok(result)
+    }
+
+    /// Notes the options a line sets while its block applies.
+    fn record(&mut self, keyword: &str, args: &str) {
+        let value = args.split_whitespace().next().map(|v| v.trim_matches('"'));
+        let Some(value) = value else { return };
+        if keyword.eq_ignore_ascii_case("hostname") && self.host_name.is_none() {
+            self.host_name = Some(value.to_string());
+        } else if keyword.eq_ignore_ascii_case("user") && self.user.is_none() {
+            self.user = Some(value.to_string());
+        }
+    }
+}
+
+/// Prepares a config for ssh2-config, which only matches `Host` lines against one name:
+/// - every `Host` and `Match` block is evaluated here, in order, and its header rewritten to
+///   `Host *` when it applies and to a pattern no name matches when it does not, so ssh2-config
+///   only merges (first value wins). `Match` is evaluated as far as [`MatchContext`] can, and a
+///   criterion it cannot evaluate is an error, never a guess;
 /// - `Include` is inlined here (globs, `~`, paths relative to `~/.ssh`; missing files skipped),
-///   so included files get the same Match treatment, and the enclosing block's header is
-///   repeated after the included text so the lines that follow stay in their block.
-fn preprocess(text: &str, home: Option<&Path>, depth: usize, out: &mut String) {
-    let mut header = String::from("Host *\n");
+///   its blocks never applying when the `Include` sits in a block that does not, and the
+///   enclosing block's header is repeated after the included text so the lines that follow
+///   stay in their block.
+fn preprocess(
+    text: &str,
+    context: &mut MatchContext<'_>,
+    depth: usize,
+    never_match: bool,
+    out: &mut String,
+) -> Result<(), String> {
+    let mut applies = !never_match;
     for line in text.lines() {
         let (keyword, args) = split_keyword(line);
         if keyword.eq_ignore_ascii_case("match") {
-            header = if args.eq_ignore_ascii_case("all") {
-                "Host *\n".to_string()
-            } else {
-                "Host clankie-read.match-block.invalid\n".to_string()
-            };
-            out.push_str(&header);
+            // Evaluated even where it cannot apply (OpenSSH does too), so a criterion we cannot
+            // evaluate is refused wherever it is.
+            let matched = context.match_line_matches(args)?;
+            applies = matched && !never_match;
+            out.push_str(if applies { "Host *\n" } else { NO_MATCH_HOST });
         } else if keyword.eq_ignore_ascii_case("host") {
-            header = format!("{}\n", line.trim());
-            out.push_str(&header);
+            applies = context.host_line_matches(args) && !never_match;
+            out.push_str(if applies { "Host *\n" } else { NO_MATCH_HOST });
         } else if keyword.eq_ignore_ascii_case("include") {
             if depth < MAX_INCLUDE_DEPTH {
-                for file in include_files(args, home) {
+                for file in include_files(args, context.home) {
                     if let Ok(included) = std::fs::read_to_string(&file) {
-                        preprocess(&included, home, depth + 1, out);
+                        preprocess(&included, context, depth + 1, !applies, out)?;
                     }
                 }
             }
-            out.push_str(&header);
+            out.push_str(if applies { "Host *\n" } else { NO_MATCH_HOST });
         } else {
+            if applies {
+                context.record(keyword, args);
+            }
             out.push_str(line);
             out.push('\n');
         }
     }
+    Ok(())
 }
 
 /// The files an `Include` line names, each glob's matches sorted, as OpenSSH does.
@@ -609,18 +831,39 @@ fn include_files(args: &str, home: Option<&Path>) -> Vec<PathBuf> {
     files
 }
 
-fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("USERPROFILE").map(PathBuf::from))
+/// This user's name and home as OpenSSH takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalAccount {
+    /// `%u`, and the User when none is set.
+    pub user: String,
+    /// `~` and `%d`, and where `~/.ssh/config` is.
+    pub home: Option<PathBuf>,
 }
 
-fn local_user() -> String {
-    std::env::var("USER")
-        .or_else(|_| std::env::var("USERNAME"))
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "root".to_string())
+impl LocalAccount {
+    /// The passwd entry of the real user id, as `ssh` reads it: OpenSSH ignores `$HOME` (cron's
+    /// `env -i HOME=…` changes nothing for `ssh`), so `~` and `%d` mean the passwd home here
+    /// too, in the config file's location, in `ssh -G`'s output and in identity file lookup
+    /// alike. Without a passwd entry (or off Unix), `$HOME`/`%USERPROFILE%` and `$USER`.
+    pub fn current() -> LocalAccount {
+        #[cfg(unix)]
+        if let Ok(Some(entry)) = nix::unistd::User::from_uid(nix::unistd::getuid()) {
+            return LocalAccount {
+                user: entry.name,
+                home: Some(entry.dir).filter(|d| !d.as_os_str().is_empty()),
+            };
+        }
+        LocalAccount {
+            user: std::env::var("USER")
+                .or_else(|_| std::env::var("USERNAME"))
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| "root".to_string()),
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .or_else(|| std::env::var_os("USERPROFILE"))
+                .map(PathBuf::from),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -725,13 +968,81 @@ Host plain
     }
 
     #[test]
-    fn fallback_match_block_does_not_leak_into_previous_host() {
+    fn fallback_evaluates_simple_match_and_does_not_leak_into_previous_host() {
         assert_eq!(fallback("a.corp").user, "corpuser");
-        // We cannot evaluate Match without OpenSSH: its block is skipped, not misapplied.
-        assert_eq!(fallback("matched.example").user, "me");
+        assert_eq!(fallback("matched.example").user, "fromMatch");
+        assert_eq!(fallback("other.example").user, "me");
         let all = "Host x\n User hx\nMatch all\n User fromall\n";
         let t = resolve_with_ssh2_config("y", all, None, "me", None).unwrap();
         assert_eq!(t.user, "fromall");
+        let t = resolve_with_ssh2_config("x", all, None, "me", None).unwrap();
+        assert_eq!(t.user, "hx");
+    }
+
+    /// `Match host` sees the HostName set so far, `originalhost` what was typed, `user` the
+    /// User so far (the command line's first), `localuser` us; `!` negates; first value wins.
+    #[test]
+    fn fallback_match_criteria_as_openssh_evaluates_them() {
+        let config = "\
+Host short
+  HostName long.example.com
+Match host long.example.com user alice
+  Port 2001
+Match host long.example.com
+  Port 2002
+  User bob
+Match originalhost short !localuser root
+  IdentityFile /keys/nonroot
+Match user bob,carol
+  ProxyJump jump
+Match !host *.example.com
+  Port 2003
+";
+        let resolve = |dest: &str, local: &str| {
+            resolve_with_ssh2_config(dest, config, None, local, None).unwrap()
+        };
+        let t = resolve("short", "me");
+        assert_eq!((t.port, t.user.as_str()), (2002, "bob"));
+        assert_eq!(t.identity_files, vec![PathBuf::from("/keys/nonroot")]);
+        // The User Match set applies to a later Match user.
+        assert_eq!(t.proxy_jump, vec!["jump"]);
+        let t = resolve("alice@short", "root");
+        assert_eq!((t.port, t.user.as_str()), (2001, "alice"));
+        assert!(t.identity_files[0].ends_with(".ssh/id_rsa"));
+        assert!(t.proxy_jump.is_empty());
+        let t = resolve("carol@elsewhere", "me");
+        assert_eq!((t.port, t.user.as_str()), (2003, "carol"));
+        assert_eq!(t.proxy_jump, vec!["jump"]);
+        // Host lines: a matching negation wins.
+        let text = "Host *.corp !secret.corp\n  User corp\n";
+        let t = resolve_with_ssh2_config("secret.corp", text, None, "me", None).unwrap();
+        assert_eq!(t.user, "me");
+        let t = resolve_with_ssh2_config("open.CORP", text, None, "me", None).unwrap();
+        assert_eq!(t.user, "corp");
+    }
+
+    #[test]
+    fn fallback_refuses_match_it_cannot_evaluate() {
+        for (line, said) in [
+            ("Match exec \"true\"", "`Match exec` needs OpenSSH"),
+            ("Match host x exec \"true\"", "`Match exec` needs OpenSSH"),
+            ("Match canonical all", "`Match canonical` needs OpenSSH"),
+            ("Match final", "`Match final` needs OpenSSH"),
+            (
+                "Match localnetwork 10.0.0.0/8",
+                "`Match localnetwork` needs",
+            ),
+            ("Match tagged t", "`Match tagged` needs"),
+            ("Match bogus x", "`Match bogus` is not a criterion"),
+            ("Match host", "`Match host` without its patterns"),
+        ] {
+            // Anywhere in the file, even in a block that does not apply.
+            let text = format!("Host other\n  User o\n{line}\n  User fromexec\n");
+            let err = resolve_with_ssh2_config("h", &text, None, "me", None).unwrap_err();
+            let message = err.to_string();
+            assert!(matches!(err, HostError::SshConfig { .. }), "{message}");
+            assert!(message.contains(said), "{line}: {message}");
+        }
     }
 
     #[test]
@@ -747,12 +1058,17 @@ Host plain
         std::fs::write(conf_d.join("a.conf"), "Host inc\n  User froma\n").unwrap();
         let text = "Host outer\n  Include conf.d/*.conf ~/.ssh/missing\n  User outeruser\n\
                     Host *\n  Port 2200\n";
+        // What `ssh -G` says for each (OpenSSH 9.2): an Include inside a block that does not
+        // apply brings in nothing that applies.
         let t = resolve_with_ssh2_config("inc", text, Some(home.path()), "me", None).unwrap();
-        // a.conf before b.conf; the first value wins; the Match block's Port does not leak.
-        assert_eq!((t.user.as_str(), t.port), ("froma", 2200));
+        assert_eq!((t.user.as_str(), t.port), ("me", 2200));
         // The line after the Include still belongs to `Host outer`.
         let t = resolve_with_ssh2_config("outer", text, Some(home.path()), "me", None).unwrap();
-        assert_eq!(t.user, "outeruser");
+        assert_eq!((t.user.as_str(), t.port), ("outeruser", 2200));
+        // At the top: a.conf before b.conf, the first value wins, b.conf's Match applies.
+        let text = "Include conf.d/*.conf\nHost outer\n  User outeruser\nHost *\n  Port 2200\n";
+        let t = resolve_with_ssh2_config("inc", text, Some(home.path()), "me", None).unwrap();
+        assert_eq!((t.user.as_str(), t.port), ("froma", 9));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
+use super::ConnectOptions;
 use super::config::SshTarget;
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, Dialect, Invocation, posix};
@@ -24,6 +25,8 @@ pub struct SshHost {
     dialect: Mutex<Option<Dialect>>,
     /// What `-v` should say (the dialect switch); the CLI prints these.
     notes: std::sync::Mutex<Vec<String>>,
+    /// Where the connection's story goes and how to ask for a passphrase.
+    options: ConnectOptions,
 }
 
 impl std::fmt::Debug for SshHost {
@@ -56,7 +59,14 @@ impl SshHost {
             timeouts: ReplyTimeouts::default(),
             dialect: Mutex::new(shell),
             notes: std::sync::Mutex::new(Vec::new()),
+            options: ConnectOptions::default(),
         }
+    }
+
+    /// Sets where `-v` lines go and how a passphrase is asked for (from the next connection
+    /// on).
+    pub fn set_connect_options(&mut self, options: ConnectOptions) {
+        self.options = options;
     }
 
     /// Sets the time bounds of each script's reply (from the next connection on).
@@ -157,7 +167,7 @@ impl SshHost {
         if let Some(session) = slot.as_ref() {
             return Ok(session.clone());
         }
-        let mut session = SshSession::connect(&self.name, &self.target).await?;
+        let mut session = SshSession::connect_with(&self.name, &self.target, &self.options).await?;
         session.set_reply_timeouts(self.timeouts);
         let session = Arc::new(session);
         *slot = Some(session.clone());

@@ -179,6 +179,31 @@ pub fn check(files: &[PathBuf], host_names: &[String], key: &PublicKey) -> Known
     }
 }
 
+/// Where a plain entry for any of `host_names` holds `key`: the first file and its 1-based line
+/// (what `-v` says when a key is verified).
+pub fn find_known(
+    files: &[PathBuf],
+    host_names: &[String],
+    key: &PublicKey,
+) -> Option<(PathBuf, usize)> {
+    let names: Vec<String> = host_names.iter().map(|n| n.to_ascii_lowercase()).collect();
+    for file in files {
+        let Ok(bytes) = std::fs::read(file) else {
+            continue;
+        };
+        for (index, raw) in String::from_utf8_lossy(&bytes).split('\n').enumerate() {
+            if let Some(line) = parse_line(raw)
+                && line.marker == Marker::None
+                && line.key.key_data() == key.key_data()
+                && names.iter().any(|n| hosts_match(line.hosts, n))
+            {
+                return Some((file.clone(), index + 1));
+            }
+        }
+    }
+    None
+}
+
 /// The key algorithms of the plain (unmarked) entries matching any of `host_names`.
 pub fn known_algorithms(files: &[PathBuf], host_names: &[String]) -> Vec<Algorithm> {
     let names: Vec<String> = host_names.iter().map(|n| n.to_ascii_lowercase()).collect();

@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 use super::auth;
 use super::config::{SshTarget, StrictHostKeyChecking, resolve};
 use super::known_hosts::{self, KnownHostsVerdict};
+use super::{ConnectOptions, ConnectionLog};
 
 use crate::HostError;
 
@@ -39,6 +40,10 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 const MAX_JUMP_DEPTH: usize = 8;
 /// stderr beyond this is dropped (it only ever feeds error messages).
 const MAX_STDERR: usize = 64 * 1024;
+/// A ProxyCommand's stderr kept for the error message when the connection through it fails.
+const MAX_PROXY_STDERR: usize = 2048;
+/// How long a failed ProxyCommand gets to exit and finish its stderr before it is killed.
+const PROXY_EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// What one `exec` returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +94,8 @@ pub struct SshSession {
     jump: Option<Box<SshSession>>,
     /// The ProxyCommand process carrying the connection (killed on drop).
     _proxy: Option<tokio::process::Child>,
+    /// Where `-v` lines go.
+    log: ConnectionLog,
 }
 
 impl std::fmt::Debug for SshSession {
@@ -108,14 +115,32 @@ struct Verifier {
     user_file: Option<PathBuf>,
     strict: StrictHostKeyChecking,
     failure: Arc<Mutex<Option<HostError>>>,
+    log: ConnectionLog,
 }
 
 impl Verifier {
     fn verify(&self, key: &PublicKey) -> Result<(), HostError> {
         let key_host = self.names.first().cloned().unwrap_or_default();
         let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+        self.log.say(&self.host, || {
+            format!(
+                "server host key: {} {fingerprint}",
+                key.algorithm().as_str()
+            )
+        });
         match known_hosts::check(&self.files, &self.names, key) {
-            KnownHostsVerdict::Known => Ok(()),
+            KnownHostsVerdict::Known => {
+                self.log.say(&self.host, || {
+                    match known_hosts::find_known(&self.files, &self.names, key) {
+                        Some((file, line)) => format!(
+                            "host key verified: {key_host} is known at {}:{line}",
+                            file.display()
+                        ),
+                        None => format!("host key verified: {key_host} is known"),
+                    }
+                });
+                Ok(())
+            }
             // A key of a new type for a known host is a changed key, whatever the policy says
             // about new hosts (OpenSSH refuses it under `accept-new` too).
             KnownHostsVerdict::Changed { file, line }
@@ -134,7 +159,25 @@ impl Verifier {
             KnownHostsVerdict::Unknown => match (self.strict, &self.user_file) {
                 (StrictHostKeyChecking::AcceptNew | StrictHostKeyChecking::No, Some(file)) => {
                     // Like ssh: a failed write is not fatal, the key was accepted by policy.
-                    let _ = known_hosts::append(file, &key_host, key);
+                    let written = known_hosts::append(file, &key_host, key);
+                    self.log.say(&self.host, || {
+                        let policy = match self.strict {
+                            StrictHostKeyChecking::No => "no",
+                            _ => "accept-new",
+                        };
+                        match &written {
+                            Ok(()) => format!(
+                                "host key accepted: {key_host} was not known \
+                                 (StrictHostKeyChecking {policy}); added to {}",
+                                file.display()
+                            ),
+                            Err(e) => format!(
+                                "host key accepted: {key_host} was not known \
+                                 (StrictHostKeyChecking {policy}); adding it to {} failed: {e}",
+                                file.display()
+                            ),
+                        }
+                    });
                     Ok(())
                 }
                 _ => Err(HostError::HostKeyUnknown {
@@ -200,8 +243,18 @@ impl SshSession {
     /// Connects and authenticates to `target` (through its ProxyJump hops, if any), within its
     /// ConnectTimeout (default 10 s). `host_label` is the name errors are reported under.
     pub async fn connect(host_label: &str, target: &SshTarget) -> Result<SshSession, HostError> {
+        SshSession::connect_with(host_label, target, &ConnectOptions::default()).await
+    }
+
+    /// [`SshSession::connect`], telling the story to `options.log` and asking for passphrases
+    /// with `options.passphrase`.
+    pub async fn connect_with(
+        host_label: &str,
+        target: &SshTarget,
+        options: &ConnectOptions,
+    ) -> Result<SshSession, HostError> {
         let timeout = target.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
-        match tokio::time::timeout(timeout, connect_via(host_label, target, 0)).await {
+        match tokio::time::timeout(timeout, connect_via(host_label, target, 0, options)).await {
             Ok(result) => result,
             Err(_) => Err(unreachable(
                 host_label,
@@ -280,7 +333,17 @@ impl SshSession {
             Ok(channel)
         };
         let channel = match tokio::time::timeout_at((start + idle).min(whole), opening).await {
-            Ok(opened) => opened?,
+            Ok(opened) => {
+                let channel = opened?;
+                self.log.say(&self.host, || {
+                    format!(
+                        "channel {} open; exec {command:?} ({} bytes of script on stdin)",
+                        channel.id(),
+                        stdin.len()
+                    )
+                });
+                channel
+            }
             // Dropping the half-opened channel closes it.
             Err(_) => {
                 return Err(self.timed_out(format!(
@@ -385,6 +448,18 @@ impl SshSession {
                 "connection lost while running a command",
             ));
         }
+        self.log.say(&self.host, || {
+            let ended = match (&out.exit_status, &out.exit_signal) {
+                (Some(status), _) => format!("exit status {status}"),
+                (None, Some(signal)) => format!("killed by signal {signal}"),
+                (None, None) => "no exit status".to_string(),
+            };
+            format!(
+                "exec done: {ended}; {} bytes on stdout, {} on stderr",
+                out.stdout.len(),
+                out.stderr.len()
+            )
+        });
         Ok(out)
     }
 
@@ -402,18 +477,45 @@ impl SshSession {
 
 /// Connects to `target`, directly or through its last ProxyJump hop (itself connected the same
 /// way, so chains and a hop's own ProxyJump work).
-fn connect_via<'a>(label: &'a str, target: &'a SshTarget, depth: usize) -> BoxedConnect<'a> {
+fn connect_via<'a>(
+    label: &'a str,
+    target: &'a SshTarget,
+    depth: usize,
+    options: &'a ConnectOptions,
+) -> BoxedConnect<'a> {
     Box::pin(async move {
+        let log = &options.log;
+        log.say(label, || format!("configuration: {}", target.config_source));
+        log.say(label, || {
+            format!(
+                "resolved: host {} port {} user {}",
+                target.host_name, target.port, target.user
+            )
+        });
         let Some((last, earlier)) = target.proxy_jump.split_last() else {
             if let Some(command) = &target.proxy_command {
-                let (stream, child) = spawn_proxy_command(label, command)?;
-                let mut session = handshake(label, target, stream, None).await?;
-                session._proxy = Some(child);
-                return Ok(session);
+                log.say(label, || format!("proxy: ProxyCommand {command}"));
+                let (stream, mut proxy) = spawn_proxy_command(label, command, log)?;
+                return match handshake(label, target, stream, None, options).await {
+                    Ok(mut session) => {
+                        session._proxy = Some(proxy.child);
+                        Ok(session)
+                    }
+                    // What the command said is the reason the user needs (`nc: …refused`).
+                    Err(HostError::Unreachable { host, reason }) => Err(HostError::Unreachable {
+                        host,
+                        reason: format!("{reason}; {}", proxy.account(command).await),
+                    }),
+                    Err(other) => Err(other),
+                };
             }
-            let stream = tcp_connect(label, &target.host_name, target.port).await?;
-            return handshake(label, target, stream, None).await;
+            log.say(label, || "proxy: none (direct TCP)".to_string());
+            let stream = tcp_connect(label, &target.host_name, target.port, log).await?;
+            return handshake(label, target, stream, None, options).await;
         };
+        log.say(label, || {
+            format!("proxy: ProxyJump {}", target.proxy_jump.join(","))
+        });
         if depth >= MAX_JUMP_DEPTH {
             return Err(unreachable(
                 label,
@@ -430,7 +532,7 @@ fn connect_via<'a>(label: &'a str, target: &'a SshTarget, depth: usize) -> Boxed
             hop.proxy_jump = earlier.to_vec();
         }
         let jump_label = format!("{label} (via jump host {last})");
-        let jump = connect_via(&jump_label, &hop, depth + 1)
+        let jump = connect_via(&jump_label, &hop, depth + 1, options)
             .await
             .map_err(|e| match e {
                 HostError::Unreachable { reason, .. } => {
@@ -456,21 +558,76 @@ fn connect_via<'a>(label: &'a str, target: &'a SshTarget, depth: usize) -> Boxed
                     ),
                 )
             })?;
-        handshake(label, target, tunnel.into_stream(), Some(Box::new(jump))).await
+        log.say(label, || {
+            format!(
+                "tunnel open through jump host {last} to {}:{}",
+                target.host_name, target.port
+            )
+        });
+        handshake(
+            label,
+            target,
+            tunnel.into_stream(),
+            Some(Box::new(jump)),
+            options,
+        )
+        .await
     })
 }
 
-/// Runs a ProxyCommand through the shell; its stdout/stdin are the connection.
+/// A running ProxyCommand: the process, and the task reading its stderr (each line goes to the
+/// log; the first [`MAX_PROXY_STDERR`] bytes are kept for an error message).
+struct ProxyProcess {
+    child: tokio::process::Child,
+    stderr: tokio::task::JoinHandle<Vec<u8>>,
+}
+
+impl ProxyProcess {
+    /// What the command did, for the error when the connection through it failed: its exit
+    /// status and what it printed on stderr (given [`PROXY_EXIT_GRACE`] to finish, then killed).
+    async fn account(&mut self, command: &str) -> String {
+        let status = match tokio::time::timeout(PROXY_EXIT_GRACE, self.child.wait()).await {
+            Ok(Ok(status)) => match status.code() {
+                Some(code) => format!("exited with status {code}"),
+                None => "was killed by a signal".to_string(),
+            },
+            Ok(Err(e)) => format!("could not be waited for ({e})"),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                "was still running (killed)".to_string()
+            }
+        };
+        let said = match tokio::time::timeout(PROXY_EXIT_GRACE, &mut self.stderr).await {
+            Ok(Ok(bytes)) => String::from_utf8_lossy(&bytes)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" / "),
+            _ => String::new(),
+        };
+        if said.is_empty() {
+            format!("ProxyCommand `{command}` {status} and printed nothing on stderr")
+        } else {
+            format!("ProxyCommand `{command}` {status}: {said}")
+        }
+    }
+}
+
+/// Runs a ProxyCommand through the shell; its stdout/stdin are the connection, its stderr is
+/// read (not shown raw: `-v` tells it line by line, and a failure quotes it).
 fn spawn_proxy_command(
     label: &str,
     command: &str,
+    log: &ConnectionLog,
 ) -> Result<
     (
         tokio::io::Join<tokio::process::ChildStdout, tokio::process::ChildStdin>,
-        tokio::process::Child,
+        ProxyProcess,
     ),
     HostError,
 > {
+    use tokio::io::AsyncBufReadExt as _;
     let mut cmd = if cfg!(windows) {
         let mut c = tokio::process::Command::new("cmd");
         c.arg("/C");
@@ -484,14 +641,41 @@ fn spawn_proxy_command(
         .arg(command)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| unreachable(label, format!("ProxyCommand `{command}`: {e}")))?;
-    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+    let (Some(stdout), Some(stdin), Some(stderr)) =
+        (child.stdout.take(), child.stdin.take(), child.stderr.take())
+    else {
         return Err(unreachable(label, "ProxyCommand: no pipes"));
     };
-    Ok((tokio::io::join(stdout, stdin), child))
+    let (log, label_owned) = (log.clone(), label.to_string());
+    let stderr = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        let mut lines = tokio::io::BufReader::new(stderr);
+        let mut line = Vec::new();
+        // Read to the end, so the command never blocks on a full pipe.
+        while let Ok(n) = lines.read_until(b'\n', &mut line).await {
+            if n == 0 {
+                break;
+            }
+            let room = MAX_PROXY_STDERR.saturating_sub(kept.len());
+            kept.extend_from_slice(&line[..line.len().min(room)]);
+            log.say(&label_owned, || {
+                format!(
+                    "ProxyCommand stderr: {}",
+                    String::from_utf8_lossy(&line).trim_end()
+                )
+            });
+            line.clear();
+        }
+        kept
+    });
+    Ok((
+        tokio::io::join(stdout, stdin),
+        ProxyProcess { child, stderr },
+    ))
 }
 
 /// Resolves and connects, with a one-line reason on failure.
@@ -499,6 +683,7 @@ async fn tcp_connect(
     label: &str,
     host: &str,
     port: u16,
+    log: &ConnectionLog,
 ) -> Result<tokio::net::TcpStream, HostError> {
     let addrs: Vec<_> = tokio::net::lookup_host((host, port))
         .await
@@ -506,12 +691,17 @@ async fn tcp_connect(
         .collect();
     let mut last_error = format!("cannot resolve {host}: no address");
     for addr in addrs {
+        log.say(label, || format!("connecting to {addr}"));
         match tokio::net::TcpStream::connect(addr).await {
             Ok(stream) => {
+                log.say(label, || format!("connected to {addr}"));
                 let _ = stream.set_nodelay(true);
                 return Ok(stream);
             }
-            Err(e) => last_error = format!("{addr}: {e}"),
+            Err(e) => {
+                log.say(label, || format!("connecting to {addr} failed: {e}"));
+                last_error = format!("{addr}: {e}");
+            }
         }
     }
     Err(unreachable(label, last_error))
@@ -523,6 +713,7 @@ async fn handshake<S>(
     target: &SshTarget,
     stream: S,
     jump: Option<Box<SshSession>>,
+    options: &ConnectOptions,
 ) -> Result<SshSession, HostError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -535,6 +726,7 @@ where
         user_file: target.user_known_hosts_files.first().cloned(),
         strict: target.strict_host_key_checking,
         failure: Arc::clone(&failure),
+        log: options.log.clone(),
     };
     let config = client::Config {
         nodelay: true,
@@ -562,7 +754,10 @@ where
             ));
         }
     };
-    let authenticated_with = auth::authenticate(&mut handle, label, target).await?;
+    let authenticated_with = auth::authenticate(&mut handle, label, target, options).await?;
+    options
+        .log
+        .say(label, || format!("authenticated with {authenticated_with}"));
     Ok(SshSession {
         authenticated_with,
         host: label.to_string(),
@@ -571,6 +766,7 @@ where
         timeouts: ReplyTimeouts::default(),
         jump,
         _proxy: None,
+        log: options.log.clone(),
     })
 }
 
