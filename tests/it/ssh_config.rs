@@ -1,7 +1,7 @@
 //! The SSH configuration and the story of a connection, through the real binary against the
 //! test sshd: `-v` on a good and a failing connection, a failing ProxyCommand's own stderr, the
-//! built-in parser when no `ssh` is on PATH (one warning, `Match` evaluated or refused), `~` and
-//! `%d` as the passwd home when `HOME` says otherwise, and the passphrase prompt under a pty.
+//! built-in parser when no `ssh` is on PATH (one warning, `Match` evaluated or refused), the config
+//! under `$HOME` with `~` and `%d` the passwd home when they differ, and the passphrase prompt under a pty.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -358,10 +358,12 @@ fn match_exec_is_refused_without_ssh_and_evaluated_with_it() {
     }
 }
 
-/// `env -i HOME=elsewhere` (cron): OpenSSH takes `~` and `%d` from the passwd entry, reads
-/// `~/.ssh/config` there and ignores `$HOME`; so do we, with `ssh -G` and without it.
+/// `env -i HOME=elsewhere` (cron): the config file is `$HOME/.ssh/config`, as SPEC sets the
+/// default `--ssh-config` (handed to `ssh -G` as `-F`, since `ssh` itself would read the passwd
+/// home's), while `~` and `%d` inside it are the passwd home, as OpenSSH takes them — with
+/// `ssh -G` and without it.
 #[test]
-fn home_is_the_passwd_home_whatever_home_says() {
+fn config_under_home_with_tilde_the_passwd_home() {
     let Some(sshd) = sshd_or_skip() else { return };
     let runner = "ck_sshcfg_home";
     sshd.add_user(runner, Path::new("/bin/sh"));
@@ -373,7 +375,12 @@ fn home_is_the_passwd_home_whatever_home_says() {
          StrictHostKeyChecking yes\n",
         sshd.port()
     );
-    sshd.put_file(runner, ".ssh/config", config.as_bytes());
+    // A decoy where `ssh` alone would look; SPEC's default is under $HOME.
+    sshd.put_file(
+        runner,
+        ".ssh/config",
+        b"Host homebox\n    Port 1\n    User decoy\n",
+    );
     sshd.put_file(
         runner,
         ".ssh/id_homebox",
@@ -384,13 +391,13 @@ fn home_is_the_passwd_home_whatever_home_says() {
         ".ssh/known_hosts_homebox",
         &std::fs::read(sshd.known_hosts()).unwrap(),
     );
-    // A decoy under $HOME that OpenSSH would not read.
     let other = tempfile::tempdir().unwrap();
     std::fs::set_permissions(other.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::create_dir_all(other.path().join(".ssh")).unwrap();
-    std::fs::write(
+    std::fs::write(other.path().join(".ssh/config"), &config).unwrap();
+    std::fs::set_permissions(
         other.path().join(".ssh/config"),
-        "Host homebox\n    Port 1\n    User decoy\n",
+        std::fs::Permissions::from_mode(0o644),
     )
     .unwrap();
     let (uid, gid) = ids_of(runner);

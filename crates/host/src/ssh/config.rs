@@ -180,8 +180,9 @@ pub(crate) fn parse_destination(input: &str, label: &str) -> Result<Destination,
 }
 
 /// Resolves a destination with the user's SSH configuration (`ssh_config` = `-F FILE`, else
-/// `~/.ssh/config` and the system file, `~` being the passwd home as for `ssh`). Uses `ssh -G`
-/// when it can be run, else the built-in parser (which [`SshTarget::config_source`] says).
+/// `$HOME/.ssh/config` as SPEC sets it, and the system file). Inside the configuration `~` and
+/// `%d` are the passwd home, as for `ssh`. Uses `ssh -G` when it can be run, else the built-in
+/// parser (which [`SshTarget::config_source`] says).
 pub fn resolve(
     alias_or_user_at_host: &str,
     ssh_config: Option<&Path>,
@@ -196,6 +197,11 @@ pub fn resolve_as(
     account: &LocalAccount,
 ) -> Result<SshTarget, HostError> {
     let dest = parse_destination(alias_or_user_at_host, alias_or_user_at_host)?;
+    let moved_default = ssh_config
+        .is_none()
+        .then(|| account.default_config_ssh_would_miss())
+        .flatten();
+    let ssh_config = ssh_config.or(moved_default.as_deref());
     let why = match resolve_with_openssh(alias_or_user_at_host, &dest, ssh_config, account) {
         Ok(result) => return result,
         Err(why) => why,
@@ -238,8 +244,9 @@ fn config_error(label: &str, reason: String) -> HostError {
     }
 }
 
-/// Runs `ssh -G`; `Err(why)` when no OpenSSH client can be run. `ssh` finds the same
-/// `~/.ssh/config` we would (the passwd home's), and `-F` when one was given.
+/// Runs `ssh -G`; `Err(why)` when no OpenSSH client can be run. `ssh_config` is `-F`: the file
+/// given, or the default `ssh` would not find by itself (see
+/// [`LocalAccount::default_config_ssh_would_miss`]).
 fn resolve_with_openssh(
     original: &str,
     dest: &Destination,
@@ -836,8 +843,10 @@ fn include_files(args: &str, home: Option<&Path>) -> Vec<PathBuf> {
 pub struct LocalAccount {
     /// `%u`, and the User when none is set.
     pub user: String,
-    /// `~` and `%d`, and where `~/.ssh/config` is.
+    /// `~` and `%d`: the passwd home.
     pub home: Option<PathBuf>,
+    /// `$HOME`, under which SPEC puts the default `--ssh-config` (`$HOME/.ssh/config`).
+    pub env_home: Option<PathBuf>,
 }
 
 impl LocalAccount {
@@ -851,18 +860,44 @@ impl LocalAccount {
             return LocalAccount {
                 user: entry.name,
                 home: Some(entry.dir).filter(|d| !d.as_os_str().is_empty()),
+                env_home: std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .map(PathBuf::from),
             };
         }
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var_os("USERPROFILE"))
+            .map(PathBuf::from);
         LocalAccount {
             user: std::env::var("USER")
                 .or_else(|_| std::env::var("USERNAME"))
                 .or_else(|_| std::env::var("LOGNAME"))
                 .unwrap_or_else(|_| "root".to_string()),
-            home: std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .or_else(|| std::env::var_os("USERPROFILE"))
-                .map(PathBuf::from),
+            env_home: home.clone(),
+            home,
         }
+    }
+
+    /// The default config file as `-F`, when `ssh` would not read it by itself: SPEC puts it
+    /// at `$HOME/.ssh/config`, `ssh` at the passwd home's, and the two differ when `$HOME` is
+    /// not the passwd home (cron's `env -i HOME=…`). `/dev/null` when `$HOME` has none, so the
+    /// passwd home's is not read in its place. `None` when the two agree: then no `-F`, and
+    /// `ssh` reads the system file too.
+    pub fn default_config_ssh_would_miss(&self) -> Option<PathBuf> {
+        let env_home = self.env_home.as_ref()?;
+        let same = |a: &Path, b: &Path| {
+            a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+        };
+        if self.home.as_deref().is_some_and(|h| same(h, env_home)) {
+            return None;
+        }
+        let file = env_home.join(".ssh/config");
+        Some(if file.is_file() {
+            file
+        } else {
+            PathBuf::from("/dev/null")
+        })
     }
 }
 
