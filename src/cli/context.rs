@@ -223,10 +223,12 @@ impl Context {
     }
 }
 
-/// `HOST:SESSION`, split at the first `:`.
+/// `HOST:SESSION`, split at the first `:`; a bare `SESSION` (ids never hold a `:`) is on
+/// `local`.
 pub(super) fn split_target(target: &str) -> Result<(&str, &str), UsageError> {
     match target.split_once(':') {
         Some((host, session)) if !host.is_empty() && !session.is_empty() => Ok((host, session)),
+        None if !target.is_empty() => Ok((LOCAL, target)),
         _ => Err(UsageError::Target {
             target: target.to_string(),
         }),
@@ -395,7 +397,8 @@ mod tests {
             assert_eq!(args.reply_timeouts().unwrap_err().to_string(), message);
         }
         assert_eq!(split_target("a:b:c").unwrap(), ("a", "b:c"));
-        for bad in ["a", ":b", "a:"] {
+        assert_eq!(split_target("3f1c2a").unwrap(), ("local", "3f1c2a"));
+        for bad in ["", ":b", "a:"] {
             assert!(matches!(split_target(bad), Err(UsageError::Target { .. })));
         }
     }

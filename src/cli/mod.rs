@@ -89,7 +89,8 @@ const VALUE_OPTIONS: &[&str] = &[
     "--reply-timeout",
 ];
 
-/// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`.
+/// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`, and so is a bare
+/// `clankie-read SESSION …` (any first word that is not a subcommand).
 fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let mut i = 1;
     while i < args.len() {
@@ -104,7 +105,7 @@ fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString
             i += 1;
             continue;
         }
-        if !SUBCOMMANDS.contains(&arg.as_ref()) && arg.contains(':') {
+        if !SUBCOMMANDS.contains(&arg.as_ref()) {
             args.insert(i, "read".into());
         }
         break;
@@ -155,7 +156,7 @@ fn finish(result: Result<Outcome, Error>, verbose: bool) -> ExitCode {
     {
         let message = sanitize(&err.to_string()).replace('\n', " ");
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "clankie-read: {message}");
+        let _ = writeln!(stderr, "clankie-read: error: {message}");
         if verbose {
             let _ = writeln!(stderr, "clankie-read: exit status {code} ({err:?})");
         }
@@ -194,6 +195,8 @@ mod tests {
             ["c", "--root", "claude=/x:y", "read", "local:abc"]
         );
         assert_eq!(expand(&["c", "ls"]), ["c", "ls"]);
+        assert_eq!(expand(&["c", "3f1c2a", "-n", "5"]), ["c", "read", "3f1c2a", "-n", "5"]);
+        assert_eq!(expand(&["c", "-v", "3f1c2a"]), ["c", "-v", "read", "3f1c2a"]);
         assert_eq!(
             expand(&["c", "read", "local:abc"]),
             ["c", "read", "local:abc"]

@@ -26,6 +26,16 @@ pub enum DriverError {
     Host(#[from] HostError),
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    /// No session matched on this host: says where it looked and how to see what is there.
+    #[error(
+        "no session `{id}` on {host} ({searched}); list its sessions with `clankie-read ls {host}`"
+    )]
+    NotFound {
+        host: String,
+        id: String,
+        /// `searched DIR, DIR`, or that no harness directory exists there.
+        searched: String,
+    },
     #[error(transparent)]
     Cursor(#[from] CursorError),
     #[error("{path}: {source}")]
@@ -148,11 +158,29 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let (_, sessions, mut db_errors) = self.list_all(&roots).await?;
+        let (listing, sessions, mut db_errors) = self.list_all(&roots).await?;
         match resolve::resolve(&sessions, query) {
             Ok(found) => Ok(found.clone()),
             // The session may be in the database that could not be read: say why.
             Err(ResolveError::NotFound(_)) if !db_errors.is_empty() => Err(db_errors.remove(0)),
+            Err(ResolveError::NotFound(id)) => {
+                let existing: Vec<String> = listing
+                    .roots
+                    .iter()
+                    .filter(|r| r.exists)
+                    .map(|r| String::from_utf8_lossy(&r.dir).into_owned())
+                    .collect();
+                let searched = if existing.is_empty() {
+                    "no harness directory exists there".to_string()
+                } else {
+                    format!("searched {}", existing.join(", "))
+                };
+                Err(DriverError::NotFound {
+                    host: self.host.name().to_string(),
+                    id,
+                    searched,
+                })
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -543,7 +571,7 @@ mod tests {
                 .await
                 .unwrap_err();
             assert!(
-                matches!(err, DriverError::Resolve(ResolveError::NotFound(_))),
+                matches!(err, DriverError::NotFound { .. }),
                 "{err}"
             );
             host.fail_next(1, dropped(&host));

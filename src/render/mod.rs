@@ -18,6 +18,9 @@ pub struct PageInfo<'a> {
     pub host: &'a str,
     pub harness: &'a str,
     pub session: &'a str,
+    /// Records a filter (`--kind`, `--grep`, `--after`, `--before`) left out of the page;
+    /// `None` when no filter is given.
+    pub filtered: Option<usize>,
 }
 
 /// What `hosts` reports of one host; the `check` fields are `None` (or empty) without

@@ -27,6 +27,9 @@ struct PageLine<'a> {
     more: bool,
     pending_tail: bool,
     reset: bool,
+    /// Present when a filter was given: the records it left out of the page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filtered: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -353,6 +356,7 @@ pub fn page(out: &mut impl Write, info: &PageInfo<'_>, page: &Page) -> io::Resul
             more: page.more,
             pending_tail: page.pending_tail,
             reset: page.reset,
+            filtered: info.filtered,
         },
     )
 }

@@ -17,6 +17,11 @@ pub enum ResolveError {
     InvalidId(String),
     #[error("no session `{0}`")]
     NotFound(String),
+    /// No session has this exact id, and it is too short to be taken as a prefix.
+    #[error(
+        "`{0}` is too short for a session id prefix: give at least {MIN_PREFIX} characters (or the whole id)"
+    )]
+    TooShort(String),
     #[error("`{query}` is ambiguous: {}", candidates.join(", "))]
     Ambiguous {
         query: String,
@@ -81,6 +86,7 @@ pub fn resolve<'s>(
     };
     match candidates.as_slice() {
         [one] => Ok(one),
+        [] if query.id.chars().count() < MIN_PREFIX => Err(ResolveError::TooShort(query.id.clone())),
         [] => Err(ResolveError::NotFound(query.id.clone())),
         many => Err(ResolveError::Ambiguous {
             query: query.id.clone(),
@@ -152,20 +158,18 @@ mod tests {
             resolve(&s, &q("3f1c2a00-aaaa+agent")).unwrap().id,
             "3f1c2a00-aaaa+agent-a1"
         );
-        assert!(matches!(
-            resolve(&s, &q("3f1c2")),
-            Err(ResolveError::NotFound(_))
-        ));
         assert!(resolve(&s, &q("3f1c2a00")).is_ok());
-        match resolve(&s, &q("3f1c2")) {
-            Err(ResolveError::NotFound(_)) => {}
-            other => panic!("{other:?}"),
-        }
+        // Under 6 characters only an exact id matches; a shorter prefix says so.
+        let err = resolve(&s, &q("3f1c2")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`3f1c2` is too short for a session id prefix: give at least 6 characters (or the whole id)"
+        );
         assert!(matches!(
             resolve(&s, &q("3f1c20")),
             Err(ResolveError::NotFound(_))
         ));
-        let err = resolve(&s, &q("3f1c2")).unwrap_err();
+        let err = resolve(&s, &q("3f1c20")).unwrap_err();
         assert!(err.to_string().contains("no session"));
         assert!(matches!(
             SessionQuery::parse("codexx/abc"),
