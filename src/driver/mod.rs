@@ -5,6 +5,7 @@
 //! and following a session ([`follow`]). Callers parse, call, and print.
 
 pub mod follow;
+pub mod heads;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -211,20 +212,7 @@ impl<'h, H: Host> Reader<'h, H> {
         let cwd = match resume::cwd_source(harness) {
             None => resume::session_cwd(harness, &head),
             Some(sidecar) => {
-                let dir = match session.entry.rel.iter().rposition(|&b| b == b'/') {
-                    Some(i) => &session.entry.rel[..i],
-                    None => &b""[..],
-                };
-                let mut rel = dir.to_vec();
-                for part in sidecar.split('/') {
-                    if part == ".." {
-                        let cut = rel.iter().rposition(|&b| b == b'/').unwrap_or(0);
-                        rel.truncate(cut);
-                    } else {
-                        rel.push(b'/');
-                        rel.extend_from_slice(part.as_bytes());
-                    }
-                }
+                let rel = sidecar_rel(&session.entry.rel, sidecar);
                 let sidecar = FileRef {
                     rel,
                     ..file.clone()
@@ -364,6 +352,26 @@ impl<'h, H: Host> Reader<'h, H> {
             };
         }
     }
+}
+
+/// The path of a sidecar file (`summary.json`, `../x`) relative to the directory of the
+/// transcript at `rel`.
+fn sidecar_rel(rel: &[u8], sidecar: &str) -> Vec<u8> {
+    let dir = match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => &rel[..i],
+        None => &b""[..],
+    };
+    let mut out = dir.to_vec();
+    for part in sidecar.split('/') {
+        if part == ".." {
+            let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+            out.truncate(cut);
+        } else {
+            out.push(b'/');
+            out.extend_from_slice(part.as_bytes());
+        }
+    }
+    out
 }
 
 /// The source context records of a session carry.
