@@ -168,6 +168,11 @@ impl Context {
         self.verbose
     }
 
+    /// Whether text output is coloured (`--color`, `NO_COLOR`, whether stdout is a terminal).
+    pub(super) fn color(&self) -> bool {
+        self.color
+    }
+
     pub(super) fn hosts_file(&self) -> &HostsFile {
         &self.hosts
     }

@@ -2,6 +2,7 @@
 //! The output format is chosen once (`Renderer`); text goes through the one sanitiser, NDJSON
 //! stays exact (JSON escaping protects it).
 
+pub mod ls;
 pub mod ndjson;
 pub mod text;
 
@@ -106,7 +107,7 @@ impl Renderer {
             Renderer::Text(_) => text::sessions(out, host, sessions, show_host),
             Renderer::Ndjson => sessions
                 .iter()
-                .try_for_each(|s| ndjson::session(out, host, s)),
+                .try_for_each(|s| ndjson::session(out, host, s, None)),
         }
     }
 }

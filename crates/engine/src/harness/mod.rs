@@ -234,6 +234,7 @@ pub fn session_title(ctx: &SourceCtx, head: &[u8]) -> Option<String> {
     // The bytes after the last newline may be a cut-off line: only complete ones are parsed.
     let complete = &head[..head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)];
     let mut offset = 0u64;
+    let mut fallback = None;
     for line in complete.split_inclusive(|&b| b == b'\n') {
         let start = offset;
         offset += line.len() as u64;
@@ -250,8 +251,19 @@ pub fn session_title(ctx: &SourceCtx, head: &[u8]) -> Option<String> {
         if prompt.is_some() {
             return prompt;
         }
+        // A session opened with a command (`/init`) has no prompt of its own in its first lines:
+        // the command stands for it.
+        if fallback.is_none() {
+            fallback = records.iter().find_map(|r| match &r.body {
+                clankie_model::RecordBody::Text {
+                    kind: clankie_model::TextKind::Notice,
+                    text,
+                } => text.strip_prefix("local command: ").and_then(one_line),
+                _ => None,
+            });
+        }
     }
-    None
+    fallback
 }
 
 /// Titles are cut to this many characters (a terminal row shows fewer).
