@@ -255,7 +255,7 @@ mod tests {
         };
         assert_eq!(
             draw(plain),
-            "claude  3f1c2a00-aaaa    3m ago  2.0 KiB  …ct-with-a-long-name  fix the parser[31m\n\
+            "claude  3f1c2a00-aaaa    3m ago  2.0 KiB  …/a-project-with-a-long-name  fix the parser\n\
              claude  3f1c2a11-bbbb    3m ago     10 B  -\n"
         );
         let narrow = draw(LsOptions {
@@ -265,7 +265,7 @@ mod tests {
         assert!(narrow.lines().all(|l| l.chars().count() <= 40), "{narrow}");
         // Too narrow for whole ids beside a project: ids are cut after their unique prefix.
         assert!(
-            narrow.starts_with("claude  3f1c2a0…    3m ago  2.0 KiB  …ct-with-a-long-name  fix …\n"),
+            narrow.starts_with("claude  3f1c2a0…    3m ago  2.0 KiB  …/…\n"),
             "{narrow}"
         );
         let coloured = draw(LsOptions {
