@@ -77,10 +77,12 @@ impl ViewArgs {
             sessions.retain(|s| s.entry.mtime >= since);
         }
         match self.sort {
-            SortKey::Mtime => sessions.sort_by(|a, b| {
-                (b.entry.mtime, &a.id).cmp(&(a.entry.mtime, &b.id))
-            }),
-            SortKey::Name => sessions.sort_by(|a, b| (&a.id, a.harness()).cmp(&(&b.id, b.harness()))),
+            SortKey::Mtime => {
+                sessions.sort_by(|a, b| (b.entry.mtime, &a.id).cmp(&(a.entry.mtime, &b.id)))
+            }
+            SortKey::Name => {
+                sessions.sort_by(|a, b| (&a.id, a.harness()).cmp(&(&b.id, b.harness())))
+            }
             SortKey::Size => {
                 sessions.sort_by(|a, b| (b.entry.size, &a.id).cmp(&(a.entry.size, &b.id)))
             }
@@ -212,7 +214,11 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                 )?;
                 if more > 0 {
                     out.flush()?;
-                    let on = if show_host { format!(" on {name}") } else { String::new() };
+                    let on = if show_host {
+                        format!(" on {name}")
+                    } else {
+                        String::new()
+                    };
                     eprintln!(
                         "clankie-read: {more} more session{}{on} not shown (--all shows every one, --limit N the first N)",
                         if more == 1 { "" } else { "s" }
@@ -230,7 +236,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                     }
                 }
                 for unreadable in &listing.unreadable {
-                    super::warn(&[format!("{name}: {unreadable}")]);
+                    super::warn(&[on_host(&name, unreadable)]);
                 }
                 if listing.skipped_names > 0 {
                     super::warn(&[format!(
@@ -284,6 +290,15 @@ fn print_sessions(
     }
 }
 
+/// `host: line`, unless the line already starts with the host's name (a host error names its
+/// host itself): the host is said once.
+fn on_host(host: &str, line: &str) -> String {
+    match line.strip_prefix(host) {
+        Some(rest) if rest.starts_with(": ") => line.to_string(),
+        _ => format!("{host}: {line}"),
+    }
+}
+
 /// The width rows are cut to: `COLUMNS` when set, else the terminal's when stdout is one,
 /// else none.
 fn terminal_width() -> Option<usize> {
@@ -302,4 +317,83 @@ fn terminal_width() -> Option<usize> {
         .ok()
         .map(|size| usize::from(size.ws_col))
         .filter(|&c| c > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_is_said_once() {
+        assert_eq!(on_host("devbox", "x.db: damaged"), "devbox: x.db: damaged");
+        assert_eq!(
+            on_host("devbox", "devbox: x.db: gone"),
+            "devbox: x.db: gone"
+        );
+        assert_eq!(on_host("dev", "devbox: x"), "dev: devbox: x");
+    }
+
+    fn session(id: &str, size: u64, mtime: i64) -> SessionFile {
+        SessionFile {
+            id: id.into(),
+            agent: None,
+            entry: clankie_model::FileEntry {
+                harness: clankie_engine::harness::by_name("claude").unwrap(),
+                root: b"/h".to_vec(),
+                rel: format!("projects/-p/{id}.jsonl").into_bytes(),
+                size,
+                mtime,
+            },
+        }
+    }
+
+    #[test]
+    fn selection_filters_sorts_and_limits() {
+        let view = |sort, limit, all| ViewArgs {
+            sort,
+            modified_within: None,
+            limit,
+            all,
+            long: false,
+        };
+        let sessions = || {
+            vec![
+                session("b", 30, 100),
+                session("a", 10, 300),
+                session("c", 20, 200),
+            ]
+        };
+        let ids = |(shown, more): (Vec<SessionFile>, usize)| {
+            (shown.into_iter().map(|s| s.id).collect::<Vec<_>>(), more)
+        };
+        let by_mtime = view(SortKey::Mtime, None, false);
+        assert_eq!(
+            ids(by_mtime.select(sessions(), None, false)),
+            (vec!["a".into(), "c".into(), "b".into()], 0)
+        );
+        assert_eq!(
+            ids(by_mtime.select(sessions(), Some(200), false)),
+            (vec!["a".into(), "c".into()], 0)
+        );
+        let by_size = view(SortKey::Size, Some(2), false);
+        assert_eq!(
+            ids(by_size.select(sessions(), None, true)),
+            (vec!["b".into(), "c".into()], 1)
+        );
+        let by_name = view(SortKey::Name, Some(1), false);
+        assert_eq!(
+            ids(by_name.select(sessions(), None, false)),
+            (vec!["a".into()], 2)
+        );
+        // Text shows the newest 50 unless --all; --json every one unless --limit.
+        let many: Vec<SessionFile> = (0..60)
+            .map(|i| session(&format!("s{i:02}"), 1, i))
+            .collect();
+        assert_eq!(by_mtime.select(many.clone(), None, false).1, 10);
+        assert_eq!(by_mtime.select(many.clone(), None, true).1, 0);
+        assert_eq!(
+            view(SortKey::Mtime, None, true).select(many, None, false).1,
+            0
+        );
+    }
 }

@@ -195,8 +195,14 @@ mod tests {
             ["c", "--root", "claude=/x:y", "read", "local:abc"]
         );
         assert_eq!(expand(&["c", "ls"]), ["c", "ls"]);
-        assert_eq!(expand(&["c", "3f1c2a", "-n", "5"]), ["c", "read", "3f1c2a", "-n", "5"]);
-        assert_eq!(expand(&["c", "-v", "3f1c2a"]), ["c", "-v", "read", "3f1c2a"]);
+        assert_eq!(
+            expand(&["c", "3f1c2a", "-n", "5"]),
+            ["c", "read", "3f1c2a", "-n", "5"]
+        );
+        assert_eq!(
+            expand(&["c", "-v", "3f1c2a"]),
+            ["c", "-v", "read", "3f1c2a"]
+        );
         assert_eq!(
             expand(&["c", "read", "local:abc"]),
             ["c", "read", "local:abc"]

@@ -13,10 +13,10 @@ use crate::render::PageInfo;
 use crate::render::Renderer;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
-use clankie_engine::session::SessionFile;
 use clankie_engine::page::Page;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::resolve::SessionQuery;
+use clankie_engine::session::SessionFile;
 use clankie_host::Host;
 use clankie_model::Record;
 use clankie_model::limits::{MAX_LIMIT, MAX_SOURCE_BYTES};
@@ -210,7 +210,9 @@ async fn all_since<H: Host>(
             sink.records(&page.records)?;
         }
         let next = Mode::Since(page.cursor.clone());
-        let read = offset(&next).zip(start).map_or(0, |(now, from)| now.saturating_sub(from));
+        let read = offset(&next)
+            .zip(start)
+            .map_or(0, |(now, from)| now.saturating_sub(from));
         if !page.more || read >= MAX_SOURCE_BYTES {
             sink.page_end(&page)?;
             sink.flush()?;

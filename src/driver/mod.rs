@@ -578,10 +578,7 @@ mod tests {
                 .resolve_session(&roots, &missing)
                 .await
                 .unwrap_err();
-            assert!(
-                matches!(err, DriverError::NotFound { .. }),
-                "{err}"
-            );
+            assert!(matches!(err, DriverError::NotFound { .. }), "{err}");
             host.fail_next(1, dropped(&host));
             let err = Reader::new(&host)
                 .resolve_session(&roots, &missing)

@@ -45,7 +45,10 @@ fn a_bare_session_is_a_local_one_and_n_is_limit() {
     assert_eq!(ids(&records(&bare)), ["a8#0", "u9#0", "a9#0"]);
     assert_eq!(bare, local);
     // After global options too, and as `read SESSION`.
-    let read = json_ok(&home, &["--color", "never", "read", SESSION, "-n", "3", "--json"]);
+    let read = json_ok(
+        &home,
+        &["--color", "never", "read", SESSION, "-n", "3", "--json"],
+    );
     assert_eq!(read, local);
 }
 
@@ -163,5 +166,9 @@ fn all_stopped_by_the_bound_says_how_to_go_on_and_that_command_finishes() {
     assert!(!stderr(&rest).contains("MiB bound"), "{}", stderr(&rest));
     let rest_ids = ids(&records(&rest_lines));
     assert_eq!(rest_ids.last().map(String::as_str), Some("last#0"));
-    assert_eq!(first_ids.len() + rest_ids.len(), 71, "{first_ids:?} {rest_ids:?}");
+    assert_eq!(
+        first_ids.len() + rest_ids.len(),
+        71,
+        "{first_ids:?} {rest_ids:?}"
+    );
 }

@@ -3,7 +3,7 @@
 //! cursor is the unfiltered one, so `--since` after a filtered page continues exactly.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -39,7 +39,7 @@ fn home() -> (tempfile::TempDir, PathBuf) {
     (dir, home)
 }
 
-fn read(home: &PathBuf, args: &[&str]) -> (Vec<Value>, Value) {
+fn read(home: &Path, args: &[&str]) -> (Vec<Value>, Value) {
     let mut full = vec!["f1f1f1f1", "--json"];
     full.extend_from_slice(args);
     let out = run(home, &full);
@@ -76,7 +76,10 @@ fn kinds_filter_a_page_and_since_continues_exactly_after_it() {
 fn grep_matches_after_redaction_and_counts_the_rest() {
     let (_dir, home) = home();
     let (hits, page) = read(&home, &["--all", "--grep", "step1[0-9]"]);
-    assert_eq!(ids(&hits), (10..20).map(|i| format!("a{i}#1")).collect::<Vec<_>>());
+    assert_eq!(
+        ids(&hits),
+        (10..20).map(|i| format!("a{i}#1")).collect::<Vec<_>>()
+    );
     assert_eq!(page["filtered"], 80 - 10);
     // The secret is redacted before matching: it cannot be found by its value.
     let (secret, _) = read(&home, &["--all", "--grep", "AKIA"]);
@@ -120,7 +123,10 @@ fn bad_filters_exit_2_before_reading() {
             &["--kind", "users"][..],
             "clankie-read: error: --kind: unknown kind `users` (kinds: user, assistant, tool_call, tool_result, tools, notice)\n",
         ),
-        (&["--grep", "(oops"][..], "clankie-read: error: --grep: unclosed group\n"),
+        (
+            &["--grep", "(oops"][..],
+            "clankie-read: error: --grep: unclosed group\n",
+        ),
         (
             &["--after", "yesterday"][..],
             "clankie-read: error: --after wants an RFC 3339 time (2026-11-02T10:00:00Z) or an age such as 30m, 2h or 3d, got `yesterday`\n",

@@ -22,11 +22,19 @@ fn transcript(cwd: &str, title: Option<&str>, prompt: &str, padding: usize) -> V
     if let Some(title) = title {
         lines.push(json!({"type":"custom-title","sessionId":"s","customTitle":title}));
     }
-    lines.push(json!({"type":"user","uuid":"u0","cwd":cwd,"timestamp":"2026-11-02T10:00:00Z",
-        "message":{"role":"user","content":prompt}}));
-    lines.push(json!({"type":"assistant","uuid":"a0","cwd":cwd,"timestamp":"2026-11-02T10:00:01Z",
-        "message":{"role":"assistant","content":[{"type":"text","text":"x".repeat(padding)}]}}));
-    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
+    lines.push(
+        json!({"type":"user","uuid":"u0","cwd":cwd,"timestamp":"2026-11-02T10:00:00Z",
+        "message":{"role":"user","content":prompt}}),
+    );
+    lines.push(
+        json!({"type":"assistant","uuid":"a0","cwd":cwd,"timestamp":"2026-11-02T10:00:01Z",
+        "message":{"role":"assistant","content":[{"type":"text","text":"x".repeat(padding)}]}}),
+    );
+    lines
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .into_bytes()
 }
 
 /// Writes a transcript at `path` (directories too) modified `age` ago.
@@ -141,7 +149,8 @@ fn text_shows_fifty_unless_asked_and_json_shows_all() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..53 {
         put(
-            &dir.path().join(format!(".claude/projects/-n/cafe{i:04}-0000.jsonl")),
+            &dir.path()
+                .join(format!(".claude/projects/-n/cafe{i:04}-0000.jsonl")),
             &transcript("/w", None, "p", 1),
             (i + 1) * MINUTE,
         );
@@ -182,7 +191,11 @@ fn long_fields(lines: &[Value]) -> Vec<(String, Value, Value)> {
 fn expected_long() -> Vec<(String, Value, Value)> {
     vec![
         (RENAMED.into(), json!("Renamed by me"), json!("/w/alpha")),
-        (PROMPTED.into(), json!("fix the parser please"), json!("/w/beta")),
+        (
+            PROMPTED.into(),
+            json!("fix the parser please"),
+            json!("/w/beta"),
+        ),
         (UNTITLED.into(), Value::Null, Value::Null),
     ]
 }
@@ -194,7 +207,10 @@ fn json_adds_title_and_cwd_only_with_long() {
     assert_eq!(code(&plain), 0, "{}", stderr(&plain));
     for line in ndjson(&plain) {
         let obj = line.as_object().unwrap();
-        assert!(!obj.contains_key("title") && !obj.contains_key("cwd"), "{line}");
+        assert!(
+            !obj.contains_key("title") && !obj.contains_key("cwd"),
+            "{line}"
+        );
     }
     let long = run(&home, &["ls", "--json", "--long"]);
     assert_eq!(code(&long), 0, "{}", stderr(&long));
@@ -209,8 +225,20 @@ fn over_ssh_the_heads_of_the_shown_rows_are_read_too() {
     let claude_home = sshd.home(user).join(&base).join(".claude");
     // Written through the fixture so the user owns every directory on the way.
     for (id, title, cwd, prompt, age) in [
-        (RENAMED, Some("Renamed by me"), "/w/alpha", "first words", 3 * MINUTE),
-        (PROMPTED, None, "/w/beta", "fix the\n  parser  please", 3 * HOUR),
+        (
+            RENAMED,
+            Some("Renamed by me"),
+            "/w/alpha",
+            "first words",
+            3 * MINUTE,
+        ),
+        (
+            PROMPTED,
+            None,
+            "/w/beta",
+            "fix the\n  parser  please",
+            3 * HOUR,
+        ),
     ] {
         let rel = format!("{base}/.claude/projects/-w/{id}.jsonl");
         let path = sshd.put_file(user, &rel, &transcript(cwd, title, prompt, 10));
@@ -228,7 +256,16 @@ fn over_ssh_the_heads_of_the_shown_rows_are_read_too() {
         let out = clankie(home.path())
             .env("COLUMNS", "200")
             .args(["--ssh-config", sshd.ssh_config().to_str().unwrap()])
-            .args(["--root", &root, "ls", &alias, "--harness", "claude", "--color", "never"])
+            .args([
+                "--root",
+                &root,
+                "ls",
+                &alias,
+                "--harness",
+                "claude",
+                "--color",
+                "never",
+            ])
             .args(args)
             .output()
             .unwrap();
@@ -241,6 +278,9 @@ fn over_ssh_the_heads_of_the_shown_rows_are_read_too() {
     let rows: Vec<&str> = text.lines().collect();
     assert_eq!(rows.len(), 2, "{text}");
     assert!(rows[0].ends_with("/w/alpha  Renamed by me"), "{text}");
-    assert!(rows[1].ends_with("/w/beta   fix the parser please"), "{text}");
+    assert!(
+        rows[1].ends_with("/w/beta   fix the parser please"),
+        "{text}"
+    );
     let _ = fs::remove_dir_all(sshd.home(user).join(&base));
 }

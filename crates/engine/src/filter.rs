@@ -82,7 +82,11 @@ impl RecordFilter {
             return false;
         }
         if self.after.is_some() || self.before.is_some() {
-            let Some(ts) = record.ts.as_deref().and_then(|t| t.parse::<Timestamp>().ok()) else {
+            let Some(ts) = record
+                .ts
+                .as_deref()
+                .and_then(|t| t.parse::<Timestamp>().ok())
+            else {
                 return false;
             };
             if self.after.is_some_and(|after| ts < after)
@@ -153,7 +157,11 @@ fn parse_kinds(values: &[String]) -> Result<Vec<RecordKind>, FilterError> {
 /// A time as `--after`/`--before` take it: RFC 3339 with an offset (`2026-11-02T10:00:00Z`),
 /// or an age counted back from `now` (`90s`, `30m`, `2h`, `3d`, `1w`, `1h30m`; a day is 24
 /// hours).
-pub fn parse_time(flag: &'static str, text: &str, now: Timestamp) -> Result<Timestamp, FilterError> {
+pub fn parse_time(
+    flag: &'static str,
+    text: &str,
+    now: Timestamp,
+) -> Result<Timestamp, FilterError> {
     let bad = || FilterError::Time {
         flag,
         text: text.to_string(),
@@ -182,7 +190,7 @@ pub fn parse_time(flag: &'static str, text: &str, now: Timestamp) -> Result<Time
 /// A regex error on one line: the regex crate draws the pattern with a caret under the
 /// fault over several lines, ending with `error: <what>`; that last line is what is kept.
 fn one_line(message: &str) -> String {
-    let last = message.lines().map(str::trim).filter(|l| !l.is_empty()).next_back();
+    let last = message.lines().map(str::trim).rfind(|l| !l.is_empty());
     let last = last.unwrap_or(message);
     last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
@@ -257,7 +265,12 @@ mod tests {
         all.into_iter().map(|r| r.id).collect()
     }
 
-    fn filter(kinds: &[&str], grep: Option<&str>, after: Option<&str>, before: Option<&str>) -> RecordFilter {
+    fn filter(
+        kinds: &[&str],
+        grep: Option<&str>,
+        after: Option<&str>,
+        before: Option<&str>,
+    ) -> RecordFilter {
         let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
         RecordFilter::parse(&kinds, grep, after, before, now()).unwrap()
     }
@@ -273,7 +286,10 @@ mod tests {
     fn kinds_select_and_tools_is_both_tool_kinds() {
         assert_eq!(kept(&filter(&["user"], None, None, None)), ["u"]);
         assert_eq!(kept(&filter(&["tools"], None, None, None)), ["c", "r"]);
-        assert_eq!(kept(&filter(&["user,notice"], None, None, None)), ["u", "n"]);
+        assert_eq!(
+            kept(&filter(&["user,notice"], None, None, None)),
+            ["u", "n"]
+        );
         // Thinking is assistant text; options repeat; names may carry spaces.
         assert_eq!(
             kept(&filter(&["assistant", " tool_result"], None, None, None)),
@@ -290,10 +306,19 @@ mod tests {
     fn grep_searches_text_tool_names_inputs_and_outputs() {
         assert_eq!(kept(&filter(&[], Some("parser"), None, None)), ["u", "c"]);
         assert_eq!(kept(&filter(&[], Some("^Bash$"), None, None)), ["c"]);
-        assert_eq!(kept(&filter(&[], Some("FAILED|lexer"), None, None)), ["t", "r"]);
-        assert_eq!(kept(&filter(&[], Some("(?i)INTERRUPTED"), None, None)), ["n"]);
+        assert_eq!(
+            kept(&filter(&[], Some("FAILED|lexer"), None, None)),
+            ["t", "r"]
+        );
+        assert_eq!(
+            kept(&filter(&[], Some("(?i)INTERRUPTED"), None, None)),
+            ["n"]
+        );
         // Every filter must hold.
-        assert_eq!(kept(&filter(&["user"], Some("cargo"), None, None)), Vec::<String>::new());
+        assert_eq!(
+            kept(&filter(&["user"], Some("cargo"), None, None)),
+            Vec::<String>::new()
+        );
         let err = RecordFilter::parse(&[], Some("(unclosed"), None, None, now()).unwrap_err();
         assert_eq!(err.to_string(), "--grep: unclosed group");
     }
@@ -321,13 +346,19 @@ mod tests {
         );
         // Ages count back from now (12:00Z): 2h is 10:00Z.
         assert_eq!(kept(&filter(&[], None, Some("2h"), None)), ["t", "c", "r"]);
-        assert_eq!(kept(&filter(&[], None, Some("150m"), Some("1h"))), ["t", "c"]);
+        assert_eq!(
+            kept(&filter(&[], None, Some("150m"), Some("1h"))),
+            ["t", "c"]
+        );
     }
 
     #[test]
     fn times_are_rfc3339_or_ages() {
         let t = |s: &str| parse_time("--after", s, now()).map(|t| t.to_string());
-        assert_eq!(t("2026-11-01T08:00:00+02:00").unwrap(), "2026-11-01T06:00:00Z");
+        assert_eq!(
+            t("2026-11-01T08:00:00+02:00").unwrap(),
+            "2026-11-01T06:00:00Z"
+        );
         assert_eq!(t("30s").unwrap(), "2026-11-02T11:59:30Z");
         assert_eq!(t("2h").unwrap(), "2026-11-02T10:00:00Z");
         assert_eq!(t("3d").unwrap(), "2026-10-30T12:00:00Z");

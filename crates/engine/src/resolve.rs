@@ -86,7 +86,9 @@ pub fn resolve<'s>(
     };
     match candidates.as_slice() {
         [one] => Ok(one),
-        [] if query.id.chars().count() < MIN_PREFIX => Err(ResolveError::TooShort(query.id.clone())),
+        [] if query.id.chars().count() < MIN_PREFIX => {
+            Err(ResolveError::TooShort(query.id.clone()))
+        }
         [] => Err(ResolveError::NotFound(query.id.clone())),
         many => Err(ResolveError::Ambiguous {
             query: query.id.clone(),
@@ -111,16 +113,13 @@ pub fn resolve<'s>(
 pub fn unique_prefix_lens(ids: &[&str]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..ids.len()).collect();
     order.sort_by_key(|&i| ids[i]);
-    let common = |a: &str, b: &str| {
-        a.chars()
-            .zip(b.chars())
-            .take_while(|(x, y)| x == y)
-            .count()
-    };
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
     let mut lens = vec![0; ids.len()];
     for (k, &i) in order.iter().enumerate() {
         // In sorted order the id sharing the longest prefix with this one is a neighbour.
-        let before = k.checked_sub(1).map_or(0, |j| common(ids[i], ids[order[j]]));
+        let before = k
+            .checked_sub(1)
+            .map_or(0, |j| common(ids[i], ids[order[j]]));
         let after = order.get(k + 1).map_or(0, |&j| common(ids[i], ids[j]));
         let chars = ids[i].chars().count();
         lens[i] = (before.max(after) + 1).max(MIN_PREFIX).min(chars);
@@ -207,7 +206,13 @@ mod tests {
 
     #[test]
     fn unique_prefixes_are_at_least_six_characters() {
-        let ids = ["3f1c2a00-aaaa", "3f1c2a11-bbbb", "9e", "3f1c2a00-aaaa+agent-a1", "abcdefgh"];
+        let ids = [
+            "3f1c2a00-aaaa",
+            "3f1c2a11-bbbb",
+            "9e",
+            "3f1c2a00-aaaa+agent-a1",
+            "abcdefgh",
+        ];
         // An id that begins another (a subagent's) is told apart by being whole.
         assert_eq!(unique_prefix_lens(&ids), [13, 7, 2, 14, 6]);
         assert_eq!(unique_prefix_lens(&[]), Vec::<usize>::new());

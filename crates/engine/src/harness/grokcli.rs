@@ -116,12 +116,9 @@ impl Format for GrokCli {
         if !db.has_table("sessions")? {
             return Ok(None);
         }
-        let found = query_map(
-            db,
-            "SELECT title FROM sessions WHERE id = ?1",
-            &[id],
-            |r| r.opt_text(0),
-        )?;
+        let found = query_map(db, "SELECT title FROM sessions WHERE id = ?1", &[id], |r| {
+            r.opt_text(0)
+        })?;
         Ok(found.into_iter().flatten().next())
     }
 

@@ -228,7 +228,11 @@ pub fn session_cwd(harness: Harness, head: &[u8]) -> Option<String> {
 /// title where it records one there, else the text of the first user prompt among the
 /// complete lines; on one line, at most [`TITLE_CHARS`] characters. `None` when neither is there.
 pub fn session_title(ctx: &SourceCtx, head: &[u8]) -> Option<String> {
-    if let Some(title) = format(ctx.harness).native_title(head).as_deref().and_then(one_line) {
+    if let Some(title) = format(ctx.harness)
+        .native_title(head)
+        .as_deref()
+        .and_then(one_line)
+    {
         return Some(title);
     }
     // The bytes after the last newline may be a cut-off line: only complete ones are parsed.
