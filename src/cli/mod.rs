@@ -25,7 +25,7 @@ pub use context::GlobalArgs;
 const EXAMPLES: &str = "\
 Examples:
   clankie-read ls devbox                         list sessions on a machine you can ssh to
-  clankie-read ls --modified-within 2h -n 10     this machine's 10 newest sessions of the last 2 hours
+  clankie-read ls --modified-within 2h -n 10     the 10 newest sessions here, of the last 2 hours
   clankie-read devbox:3f1c2a                     the newest 50 records of a session (id prefix)
   clankie-read 3f1c2a --all --kind user --grep deploy
                                                  this machine's session: the prompts that say deploy
