@@ -171,11 +171,25 @@ impl<'h, H: Host> Reader<'h, H> {
                     .filter(|r| r.exists)
                     .map(|r| String::from_utf8_lossy(&r.dir).into_owned())
                     .collect();
-                let searched = if existing.is_empty() {
+                let mut searched = if existing.is_empty() {
                     "no harness directory exists there".to_string()
                 } else {
                     format!("searched {}", existing.join(", "))
                 };
+                // A root the user gave (`--root`, the hosts file) that is missing is named: it
+                // is the likely reason.
+                for root in listing.roots.iter().filter(|r| !r.exists) {
+                    if roots
+                        .iter()
+                        .any(|r| r.harness == root.harness && r.dir.is_some())
+                    {
+                        searched.push_str(&format!(
+                            "; no {} root at {}",
+                            root.harness,
+                            String::from_utf8_lossy(&root.dir)
+                        ));
+                    }
+                }
                 Err(DriverError::NotFound {
                     host: self.host.name().to_string(),
                     id,

@@ -105,6 +105,16 @@ fn a_missing_root_is_a_warning_without_verbose() {
     // A default root that is not there (a harness not installed) is not worth a line.
     let out = run(&home, &["ls", "--json"]);
     assert_eq!(stderr(&out), "");
+    // A read that finds nothing names the missing root in its one error line.
+    let out = run(&home, &["--root", &root, "read", "claude/e7e7da11"]);
+    assert_eq!(code(&out), 4);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "clankie-read: error: no session `e7e7da11` on local (no harness directory exists there; no claude root at {}); list its sessions with `clankie-read ls local`\n",
+            missing.display()
+        )
+    );
 }
 
 #[test]
