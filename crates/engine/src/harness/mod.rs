@@ -249,7 +249,7 @@ pub fn session_title(ctx: &SourceCtx, head: &[u8]) -> Option<String> {
             clankie_model::RecordBody::Text {
                 kind: clankie_model::TextKind::User,
                 text,
-            } if !r.sidechain => one_line(text),
+            } if !r.sidechain && !injected(text) => one_line(text),
             _ => None,
         });
         if prompt.is_some() {
@@ -268,6 +268,14 @@ pub fn session_title(ctx: &SourceCtx, head: &[u8]) -> Option<String> {
         }
     }
     fallback
+}
+
+/// Whether a user message is text the harness sent in the user's name rather than a prompt
+/// the user typed: a tagged block (`<environment_context>`, `<user_instructions>`,
+/// `<system-reminder>`) or Codex's `# AGENTS.md instructions`. A title skips it.
+fn injected(text: &str) -> bool {
+    let text = text.trim_start();
+    text.starts_with('<') || text.starts_with("# AGENTS.md instructions")
 }
 
 /// Titles are cut to this many characters (a terminal row shows fewer).
@@ -396,6 +404,10 @@ mod tests {
         assert_eq!(session_title(&ctx("claude"), cut), None);
         let codex = concat!(
             r#"{"timestamp":"2026-02-23T12:40:23.000Z","type":"session_meta","payload":{"id":"x","cwd":"/w"}}"#,
+            "\n",
+            r##"{"timestamp":"2026-02-23T12:40:24.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md instructions for /w\n\nbe brief"}]}}"##,
+            "\n",
+            r#"{"timestamp":"2026-02-23T12:40:24.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"}]}}"#,
             "\n",
             r#"{"timestamp":"2026-02-23T12:40:24.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"codex prompt"}]}}"#,
             "\n"
