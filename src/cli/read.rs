@@ -13,6 +13,7 @@ use crate::render::PageInfo;
 use crate::render::Renderer;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
+use clankie_engine::harness::{self, Source};
 use clankie_engine::page::Page;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::resolve::SessionQuery;
@@ -185,7 +186,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
 }
 
 /// `--all --since CURSOR`: every record after the cursor, page after page, within the bound of
-/// one run (64 MiB of a line source past the cursor), ending with one page line.
+/// one run, ending with one page line. The bound counts the source read past the cursor, and
+/// for a source each page fetches whole (a document, a compressed transcript) every fetch.
 async fn all_since<H: Host>(
     reader: &Reader<'_, H>,
     session: &SessionFile,
@@ -197,11 +199,18 @@ async fn all_since<H: Host>(
         _ => None,
     };
     let start = offset(&first.mode);
+    let fetched_per_page = match harness::source(session) {
+        Source::Document | Source::ZstdLines => session.entry.size,
+        // Line ranges are counted by the cursor; a database's copy is kept between pages.
+        Source::Lines | Source::Database => 0,
+    };
+    let mut fetched = 0u64;
     let mut request = PageRequest {
         limit: MAX_LIMIT,
         ..first
     };
     loop {
+        fetched = fetched.saturating_add(fetched_per_page);
         let page = reader.read_page(session, request.clone(), |_| {}).await?;
         for warning in &page.warnings {
             sink.warning(warning);
@@ -213,7 +222,7 @@ async fn all_since<H: Host>(
         let read = offset(&next)
             .zip(start)
             .map_or(0, |(now, from)| now.saturating_sub(from));
-        if !page.more || read >= MAX_SOURCE_BYTES {
+        if !page.more || read.max(fetched) >= MAX_SOURCE_BYTES {
             sink.page_end(&page)?;
             sink.flush()?;
             return Ok(page);

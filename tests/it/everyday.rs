@@ -182,3 +182,19 @@ fn all_stopped_by_the_bound_says_how_to_go_on_and_that_command_finishes() {
         "{first_ids:?} {rest_ids:?}"
     );
 }
+
+#[test]
+fn all_since_a_cursor_streams_every_record_after_it() {
+    let (_dir, home) = home_with_session(300);
+    let head = json_ok(&home, &["e7e7da11", "--head", "-n", "3", "--json"]);
+    let cursor = page(&head)["cursor"].as_str().unwrap().to_string();
+    // 597 records after the cursor: more than the 200 of one page, in one run.
+    let rest = json_ok(&home, &["e7e7da11", "--all", "--since", &cursor, "--json"]);
+    let all = json_ok(&home, &["e7e7da11", "--all", "--json"]);
+    let mut joined = ids(&records(&head));
+    joined.extend(ids(&records(&rest)));
+    assert_eq!(joined, ids(&records(&all)));
+    assert_eq!(joined.len(), 600);
+    assert_eq!(page(&rest)["more"], false);
+    assert_eq!(page(&rest)["cursor"], page(&all)["cursor"]);
+}
