@@ -73,6 +73,9 @@ pub enum UsageError {
     ScriptPath { path: String, reason: &'static str },
     #[error("--len is at most {} bytes", MAX_READ_BYTES)]
     ScriptLen,
+    /// `--kind`, `--grep`, `--after`, `--before`.
+    #[error(transparent)]
+    Filter(#[from] clankie_engine::filter::FilterError),
     /// The hosts file cannot be read or parsed.
     #[error(transparent)]
     HostsFile(#[from] ConfigError),
@@ -168,9 +171,12 @@ fn exit_code(error: &Error) -> u8 {
         Error::State(_) | Error::Runtime(_) | Error::Output(_) => exit::FAILURE,
         Error::Driver(e) => match e {
             DriverError::Cursor(_) => exit::USAGE,
-            DriverError::Resolve(ResolveError::UnknownHarness(_) | ResolveError::InvalidId(_)) => {
-                exit::USAGE
-            }
+            DriverError::Resolve(
+                ResolveError::UnknownHarness(_)
+                | ResolveError::InvalidId(_)
+                | ResolveError::TooShort(_),
+            ) => exit::USAGE,
+            DriverError::NotFound { .. } => exit::NOT_FOUND,
             DriverError::Resolve(ResolveError::NotFound(_) | ResolveError::Ambiguous { .. }) => {
                 exit::NOT_FOUND
             }

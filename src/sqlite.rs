@@ -395,6 +395,11 @@ impl Snapshot {
             .map_err(|e| self.database_error(e))
     }
 
+    /// The session's title as its row holds it, for `ls`.
+    pub fn session_title(&self, id: &str) -> Result<Option<String>, DatabaseError> {
+        harness::database_title(self.harness, self, id).map_err(|e| self.database_error(e))
+    }
+
     /// The records of one session, mapped by its harness.
     pub fn records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
         harness::format(self.harness)

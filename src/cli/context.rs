@@ -180,6 +180,11 @@ impl Context {
         self.verbose
     }
 
+    /// Whether text output is coloured (`--color`, `NO_COLOR`, whether stdout is a terminal).
+    pub(super) fn color(&self) -> bool {
+        self.color
+    }
+
     pub(super) fn hosts_file(&self) -> &HostsFile {
         &self.hosts
     }
@@ -272,10 +277,12 @@ fn connect_options(verbose: bool) -> ConnectOptions {
     ConnectOptions { log, passphrase }
 }
 
-/// `HOST:SESSION`, split at the first `:`.
+/// `HOST:SESSION`, split at the first `:`; a bare `SESSION` (ids never hold a `:`) is on
+/// `local`.
 pub(super) fn split_target(target: &str) -> Result<(&str, &str), UsageError> {
     match target.split_once(':') {
         Some((host, session)) if !host.is_empty() && !session.is_empty() => Ok((host, session)),
+        None if !target.is_empty() => Ok((LOCAL, target)),
         _ => Err(UsageError::Target {
             target: target.to_string(),
         }),
@@ -446,7 +453,8 @@ mod tests {
             assert_eq!(args.reply_timeouts().unwrap_err().to_string(), message);
         }
         assert_eq!(split_target("a:b:c").unwrap(), ("a", "b:c"));
-        for bad in ["a", ":b", "a:"] {
+        assert_eq!(split_target("3f1c2a").unwrap(), ("local", "3f1c2a"));
+        for bad in ["", ":b", "a:"] {
             assert!(matches!(split_target(bad), Err(UsageError::Target { .. })));
         }
     }

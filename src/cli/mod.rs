@@ -25,7 +25,10 @@ pub use context::GlobalArgs;
 const EXAMPLES: &str = "\
 Examples:
   clankie-read ls devbox                         list sessions on a machine you can ssh to
+  clankie-read ls --modified-within 2h -n 10     the 10 newest sessions here, of the last 2 hours
   clankie-read devbox:3f1c2a                     the newest 50 records of a session (id prefix)
+  clankie-read 3f1c2a --all --kind user --grep deploy
+                                                 this machine's session: the prompts that say deploy
   clankie-read devbox:3f1c2a --follow            keep printing records as the agent works
   clankie-read devbox:3f1c2a --json --limit 200  NDJSON for scripts; ends with a `page` line
   clankie-read devbox:3f1c2a --json --since CURSOR
@@ -89,7 +92,8 @@ const VALUE_OPTIONS: &[&str] = &[
     "--reply-timeout",
 ];
 
-/// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`.
+/// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`, and so is a bare
+/// `clankie-read SESSION …` (any first word that is not a subcommand).
 fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let mut i = 1;
     while i < args.len() {
@@ -104,7 +108,7 @@ fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString
             i += 1;
             continue;
         }
-        if !SUBCOMMANDS.contains(&arg.as_ref()) && arg.contains(':') {
+        if !SUBCOMMANDS.contains(&arg.as_ref()) {
             args.insert(i, "read".into());
         }
         break;
@@ -155,7 +159,7 @@ fn finish(result: Result<Outcome, Error>, verbose: bool) -> ExitCode {
     {
         let message = sanitize(&err.to_string()).replace('\n', " ");
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "clankie-read: {message}");
+        let _ = writeln!(stderr, "clankie-read: error: {message}");
         if verbose {
             let _ = writeln!(stderr, "clankie-read: exit status {code} ({err:?})");
         }
@@ -195,6 +199,14 @@ mod tests {
             ["c", "--root", "claude=/x:y", "read", "local:abc"]
         );
         assert_eq!(expand(&["c", "ls"]), ["c", "ls"]);
+        assert_eq!(
+            expand(&["c", "3f1c2a", "-n", "5"]),
+            ["c", "read", "3f1c2a", "-n", "5"]
+        );
+        assert_eq!(
+            expand(&["c", "-v", "3f1c2a"]),
+            ["c", "-v", "read", "3f1c2a"]
+        );
         assert_eq!(
             expand(&["c", "read", "local:abc"]),
             ["c", "read", "local:abc"]

@@ -14,17 +14,20 @@ use crate::render::Renderer;
 use crate::render::pager::PagedStdout;
 use crate::render::terminal;
 use clankie_engine::cursor::Cursor;
+use clankie_engine::filter::RecordFilter;
+use clankie_engine::harness::{self, Source};
 use clankie_engine::page::Page;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::resolve::SessionQuery;
+use clankie_engine::session::SessionFile;
 use clankie_host::Host;
 use clankie_model::Record;
-use clankie_model::limits::MAX_LIMIT;
+use clankie_model::limits::{MAX_LIMIT, MAX_SOURCE_BYTES};
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
     /// The session: `HOST:SESSION`, where SESSION is an id, a unique prefix of at least 6
-    /// characters, or `HARNESS/ID`.
+    /// characters, or `HARNESS/ID`; a bare `SESSION` is `local:SESSION`.
     #[arg(value_name = "HOST:SESSION")]
     pub target: String,
     /// The newest --limit records (the default).
@@ -33,14 +36,15 @@ pub struct ReadArgs {
     /// The first --limit records.
     #[arg(long, group = "mode")]
     pub head: bool,
-    /// Every record from the start, streamed (at most 64 MiB of source per run).
-    #[arg(long, group = "mode")]
+    /// Every record from the start, streamed (at most 64 MiB of source per run); with
+    /// --since, every record after CURSOR.
+    #[arg(long, conflicts_with_all = ["tail", "head"])]
     pub all: bool,
     /// The next --limit records after CURSOR (from a previous page).
-    #[arg(long, group = "mode", value_name = "CURSOR")]
+    #[arg(long, conflicts_with_all = ["tail", "head"], value_name = "CURSOR")]
     pub since: Option<String>,
     /// Records per page, 1 to 200.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=MAX_LIMIT as i64))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=MAX_LIMIT as i64))]
     pub limit: u16,
     /// NDJSON output: one `record` object per line, then one `page` object.
     #[arg(long)]
@@ -69,12 +73,49 @@ pub struct ReadArgs {
     /// private keys (on by default, in both outputs).
     #[arg(long)]
     pub no_redact: bool,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+}
+
+/// Which of a page's records are shown. Filters apply after paging: the page's cursor is the
+/// unfiltered page's, and the page line counts what they left out (`"filtered": N`).
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// Only records of these kinds: user, assistant, tool_call, tool_result, notice, or `tools`
+    /// for both tool kinds (comma-separated, repeatable).
+    #[arg(long, value_name = "KIND[,KIND…]")]
+    pub kind: Vec<String>,
+    /// Only records whose text matches REGEX (a tool call's name and input, a result's output);
+    /// matched after redaction.
+    #[arg(long, value_name = "REGEX")]
+    pub grep: Option<String>,
+    /// Only records at or after TIME: RFC 3339 (2026-11-02T10:00:00Z) or an age (30m, 2h, 3d).
+    #[arg(long, value_name = "TIME")]
+    pub after: Option<String>,
+    /// Only records before TIME: RFC 3339 or an age (30m, 2h, 3d).
+    #[arg(long, value_name = "TIME")]
+    pub before: Option<String>,
+}
+
+impl FilterArgs {
+    /// The filter these options ask for; a bad kind, regex or time is a usage error.
+    fn parse(&self) -> Result<RecordFilter, UsageError> {
+        RecordFilter::parse(
+            &self.kind,
+            self.grep.as_deref(),
+            self.after.as_deref(),
+            self.before.as_deref(),
+            jiff::Timestamp::now(),
+        )
+        .map_err(UsageError::from)
+    }
 }
 
 pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, Error> {
     // Everything is validated before any I/O.
     let (host_name, session_arg) = split_target(&args.target)?;
     let query = SessionQuery::parse(session_arg)?;
+    let filter = args.filters.parse()?;
     let mode = match (&args.since, args.head, args.all) {
         (Some(cursor), _, _) => Mode::Since(Cursor::decode(cursor)?),
         (None, true, _) => Mode::Head,
@@ -123,10 +164,17 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             host: host.name(),
             harness: session.harness().name(),
             session: &session.id,
+            filtered: None,
         },
+        filter: &filter,
+        filtered: 0,
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
-    let page = feed.page(request, &mut sink).await;
+    let page = if args.all && args.since.is_some() {
+        all_since(&reader, &session, request, &mut sink).await
+    } else {
+        feed.page(request, &mut sink).await
+    };
     // The page is whole: held output goes out, or the pager is waited for, before anything
     // else is said.
     let finished = sink.out.finish();
@@ -135,6 +183,16 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     }
     let page = page?;
     finished?;
+    if args.all && page.more {
+        // The 64 MiB bound of one run stopped the read: say how to go on.
+        super::warn(&[format!(
+            "stopped at the {} MiB bound of one run; continue with: clankie-read {}:{} --all --since {}",
+            MAX_SOURCE_BYTES >> 20,
+            host.name(),
+            session.id,
+            page.cursor.encode()
+        )]);
+    }
     if args.follow {
         let options = FollowOptions {
             interval,
@@ -152,19 +210,83 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     Ok(Outcome::Done)
 }
 
-/// Prints a feed: records and page ends through the renderer, warnings on stderr.
+/// `--all --since CURSOR`: every record after the cursor, page after page, within the bound of
+/// one run, ending with one page line. The bound counts the source read past the cursor, and
+/// for a source each page fetches whole (a document, a compressed transcript) every fetch.
+async fn all_since<H: Host>(
+    reader: &Reader<'_, H>,
+    session: &SessionFile,
+    first: PageRequest,
+    sink: &mut impl FeedSink,
+) -> Result<Page, FeedError> {
+    let offset = |mode: &Mode| match mode {
+        Mode::Since(Cursor::Lines(c)) => Some(c.resume),
+        _ => None,
+    };
+    let start = offset(&first.mode);
+    let fetched_per_page = match harness::source(session) {
+        Source::Document | Source::ZstdLines => session.entry.size,
+        // Line ranges are counted by the cursor; a database's copy is kept between pages.
+        Source::Lines | Source::Database => 0,
+    };
+    let mut fetched = 0u64;
+    let mut request = PageRequest {
+        limit: MAX_LIMIT,
+        ..first
+    };
+    loop {
+        fetched = fetched.saturating_add(fetched_per_page);
+        let page = reader.read_page(session, request.clone(), |_| {}).await?;
+        for warning in &page.warnings {
+            sink.warning(warning);
+        }
+        if !page.records.is_empty() {
+            sink.records(&page.records)?;
+        }
+        let next = Mode::Since(page.cursor.clone());
+        let read = offset(&next)
+            .zip(start)
+            .map_or(0, |(now, from)| now.saturating_sub(from));
+        if !page.more || read.max(fetched) >= MAX_SOURCE_BYTES {
+            sink.page_end(&page)?;
+            sink.flush()?;
+            return Ok(page);
+        }
+        sink.flush()?;
+        request.mode = next;
+    }
+}
+
+/// Prints a feed: records and page ends through the renderer, warnings on stderr. The
+/// filter is applied here, after paging, and what it left out of each page is counted.
 struct PrintSink<'a> {
     renderer: Renderer,
     out: PagedStdout,
     info: PageInfo<'a>,
+    filter: &'a RecordFilter,
+    /// Records the filter left out since the last page end.
+    filtered: usize,
 }
 
 impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
-        self.renderer.records(&mut self.out, records)
+        if !self.filter.is_active() {
+            return self.renderer.records(&mut self.out, records);
+        }
+        let kept: Vec<Record> = records
+            .iter()
+            .filter(|r| self.filter.keeps(r))
+            .cloned()
+            .collect();
+        self.filtered += records.len() - kept.len();
+        self.renderer.records(&mut self.out, &kept)
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
+        self.info.filtered = self
+            .filter
+            .is_active()
+            .then_some(std::mem::take(&mut self.filtered));
         self.renderer.page_end(&mut self.out, &self.info, page)
     }
 

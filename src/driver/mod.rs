@@ -5,6 +5,7 @@
 //! and following a session ([`follow`]). Callers parse, call, and print.
 
 pub mod follow;
+pub mod heads;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -26,6 +27,16 @@ pub enum DriverError {
     Host(#[from] HostError),
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    /// No session matched on this host: says where it looked and how to see what is there.
+    #[error(
+        "no session `{id}` on {host} ({searched}); list its sessions with `clankie-read ls {host}`"
+    )]
+    NotFound {
+        host: String,
+        id: String,
+        /// `searched DIR, DIR`, or that no harness directory exists there.
+        searched: String,
+    },
     #[error(transparent)]
     Cursor(#[from] CursorError),
     #[error("{path}: {source}")]
@@ -153,11 +164,43 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let (_, sessions, mut db_errors) = self.list_all(&roots).await?;
+        let (listing, sessions, mut db_errors) = self.list_all(&roots).await?;
         match resolve::resolve(&sessions, query) {
             Ok(found) => Ok(found.clone()),
             // The session may be in the database that could not be read: say why.
             Err(ResolveError::NotFound(_)) if !db_errors.is_empty() => Err(db_errors.remove(0)),
+            Err(ResolveError::NotFound(id)) => {
+                let existing: Vec<String> = listing
+                    .roots
+                    .iter()
+                    .filter(|r| r.exists)
+                    .map(|r| String::from_utf8_lossy(&r.dir).into_owned())
+                    .collect();
+                let mut searched = if existing.is_empty() {
+                    "no harness directory exists there".to_string()
+                } else {
+                    format!("searched {}", existing.join(", "))
+                };
+                // A root the user gave (`--root`, the hosts file) that is missing is named: it
+                // is the likely reason.
+                for root in listing.roots.iter().filter(|r| !r.exists) {
+                    if roots
+                        .iter()
+                        .any(|r| r.harness == root.harness && r.dir.is_some())
+                    {
+                        searched.push_str(&format!(
+                            "; no {} root at {}",
+                            root.harness,
+                            String::from_utf8_lossy(&root.dir)
+                        ));
+                    }
+                }
+                Err(DriverError::NotFound {
+                    host: self.host.name().to_string(),
+                    id,
+                    searched,
+                })
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -188,20 +231,7 @@ impl<'h, H: Host> Reader<'h, H> {
         let cwd = match resume::cwd_source(harness) {
             None => resume::session_cwd(harness, &head),
             Some(sidecar) => {
-                let dir = match session.entry.rel.iter().rposition(|&b| b == b'/') {
-                    Some(i) => &session.entry.rel[..i],
-                    None => &b""[..],
-                };
-                let mut rel = dir.to_vec();
-                for part in sidecar.split('/') {
-                    if part == ".." {
-                        let cut = rel.iter().rposition(|&b| b == b'/').unwrap_or(0);
-                        rel.truncate(cut);
-                    } else {
-                        rel.push(b'/');
-                        rel.extend_from_slice(part.as_bytes());
-                    }
-                }
+                let rel = sidecar_rel(&session.entry.rel, sidecar);
                 let sidecar = FileRef {
                     rel,
                     ..file.clone()
@@ -399,6 +429,26 @@ fn leave_out_non_utf8(listing: &mut Listing) {
             message,
         });
     }
+}
+
+/// The path of a sidecar file (`summary.json`, `../x`) relative to the directory of the
+/// transcript at `rel`.
+fn sidecar_rel(rel: &[u8], sidecar: &str) -> Vec<u8> {
+    let dir = match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => &rel[..i],
+        None => &b""[..],
+    };
+    let mut out = dir.to_vec();
+    for part in sidecar.split('/') {
+        if part == ".." {
+            let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+            out.truncate(cut);
+        } else {
+            out.push(b'/');
+            out.extend_from_slice(part.as_bytes());
+        }
+    }
+    out
 }
 
 /// The source context records of a session carry.
@@ -649,10 +699,7 @@ mod tests {
                 .resolve_session(&roots, &missing)
                 .await
                 .unwrap_err();
-            assert!(
-                matches!(err, DriverError::Resolve(ResolveError::NotFound(_))),
-                "{err}"
-            );
+            assert!(matches!(err, DriverError::NotFound { .. }), "{err}");
             host.fail_next(1, dropped(&host));
             let err = Reader::new(&host)
                 .resolve_session(&roots, &missing)

@@ -3,6 +3,7 @@
 //! stays exact (JSON escaping protects it).
 
 pub mod diff;
+pub mod ls;
 pub mod ndjson;
 pub mod pager;
 pub mod styled;
@@ -24,6 +25,9 @@ pub struct PageInfo<'a> {
     pub host: &'a str,
     pub harness: &'a str,
     pub session: &'a str,
+    /// Records a filter (`--kind`, `--grep`, `--after`, `--before`) left out of the page;
+    /// `None` when no filter is given.
+    pub filtered: Option<usize>,
 }
 
 /// What `hosts` reports of one host; the `check` fields are `None` (or empty) without
@@ -120,7 +124,7 @@ impl Renderer {
             Renderer::Text(_) => text::sessions(out, host, sessions, show_host),
             Renderer::Ndjson => sessions
                 .iter()
-                .try_for_each(|s| ndjson::session(out, host, s)),
+                .try_for_each(|s| ndjson::session(out, host, s, None)),
         }
     }
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::{HostReport, PageInfo, RootReport, change_name};
 use crate::check::{Activity, SessionError};
+use crate::driver::heads::SessionHead;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::{Record, RecordBody, TextKind, display_path};
@@ -27,6 +28,9 @@ struct PageLine<'a> {
     more: bool,
     pending_tail: bool,
     reset: bool,
+    /// Present when a filter was given: the records it left out of the page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filtered: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -39,6 +43,11 @@ struct SessionLine<'a> {
     path: String,
     size: u64,
     mtime: String,
+    /// `ls --json --long`: the session's title and working directory, `null` when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<Option<&'a str>>,
 }
 
 #[derive(Serialize)]
@@ -365,11 +374,18 @@ pub fn page(out: &mut impl Write, info: &PageInfo<'_>, page: &Page) -> io::Resul
             more: page.more,
             pending_tail: page.pending_tail,
             reset: page.reset,
+            filtered: info.filtered,
         },
     )
 }
 
-pub fn session(out: &mut impl Write, host: &str, session: &SessionFile) -> io::Result<()> {
+/// One `session` line; `head` (`ls --long`) adds `title` and `cwd`.
+pub fn session(
+    out: &mut impl Write,
+    host: &str,
+    session: &SessionFile,
+    head: Option<&SessionHead>,
+) -> io::Result<()> {
     line(
         out,
         &SessionLine {
@@ -380,6 +396,8 @@ pub fn session(out: &mut impl Write, host: &str, session: &SessionFile) -> io::R
             path: display_path(&session.entry.full_path()),
             size: session.entry.size,
             mtime: super::rfc3339(session.entry.mtime),
+            title: head.map(|h| h.title.as_deref()),
+            cwd: head.map(|h| h.cwd.as_deref()),
         },
     )
 }

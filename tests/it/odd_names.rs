@@ -154,7 +154,8 @@ fn lists_and_reads_every_odd_name(sshd: Option<&Sshd>, host: &str, root: &Path) 
     for i in 0..ODD_DIRS.len() {
         assert!(out.contains(&session_id(i)), "{host}: {out}");
     }
-    assert!(out.contains("C:\\Users\\me\\project"), "{host}: {out}");
+    // The text table shows ids, not paths: the backslash directory's exact path is checked in
+    // the JSON above.
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rusqlite::Connection;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::sshd::{Sshd, sshd_or_skip};
 use crate::support::{BIN, clankie, code, ids, ndjson, page, records, run, stderr};
@@ -355,6 +355,12 @@ fn opencode_v2_sessions_come_from_session_v2_and_the_old_tables_fill_in() {
     listed.sort();
     assert!(listed.contains(&SESSION.to_string()), "{listed:?}");
     assert!(listed.contains(&"ses_v2only".to_string()), "{listed:?}");
+    let out = run(home.path(), &["ls", "--json", "--long"]);
+    let v2 = ndjson(&out)
+        .into_iter()
+        .find(|s| s["session"] == "ses_v2only")
+        .unwrap();
+    assert_eq!((&v2["title"], &v2["cwd"]), (&json!("t"), &json!("/w2")));
     let (recs, p) = read(
         home.path(),
         &["read", "local:ses_v2only", "--all", "--json"],
@@ -420,6 +426,16 @@ fn grok_cli_database_reads_the_same_way() {
     assert_eq!(sessions.len(), 1, "{sessions:?}");
     assert_eq!(sessions[0]["harness"], "grok-cli");
     assert_eq!(sessions[0]["mtime"], "2026-11-02T10:00:05Z");
+    // `ls --long` (issue 16): the row's own title and working directory.
+    let out = run(
+        home.path(),
+        &["ls", "--json", "--long", "--harness", "grok-cli"],
+    );
+    let long = ndjson(&out);
+    assert_eq!(
+        (&long[0]["title"], &long[0]["cwd"]),
+        (&json!("list files"), &json!("/w"))
+    );
     let (recs, p) = read(home.path(), &["read", "local:grok-cli/0a1b2c", "--json"]);
     assert_eq!(ids(&recs), ["0#0", "1#0", "1#1", "2#0"]);
     assert_eq!(

@@ -10,6 +10,7 @@
 //! - [`resume`]: quoting a resume command and reading a transcript's first lines for it.
 //! - [`session`]: a session and its id; [`resolve`]: a user's session argument to a session.
 //! - [`cursor`]: the versioned, validated cursor encoding.
+//! - [`filter`]: `--kind`, `--grep` and `--after`/`--before` over the records of a page.
 //! - [`redact`]: the secret rules and the redaction pass over records.
 //! - [`page`]: what a read asks for and what it gives back; [`plan`]: the sans-IO read planner
 //!   (`next_read` / `feed`) behind `--tail`, `--head`, `--all` and `--since`.
@@ -18,6 +19,7 @@
 
 pub mod cursor;
 pub mod database;
+pub mod filter;
 pub mod harness;
 pub mod lines;
 pub mod page;

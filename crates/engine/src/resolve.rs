@@ -17,6 +17,11 @@ pub enum ResolveError {
     InvalidId(String),
     #[error("no session `{0}`")]
     NotFound(String),
+    /// No session has this exact id, and it is too short to be taken as a prefix.
+    #[error(
+        "`{0}` is too short for a session id prefix: give at least {MIN_PREFIX} characters (or the whole id)"
+    )]
+    TooShort(String),
     #[error("`{query}` is ambiguous: {}", candidates.join(", "))]
     Ambiguous {
         query: String,
@@ -81,6 +86,9 @@ pub fn resolve<'s>(
     };
     match candidates.as_slice() {
         [one] => Ok(one),
+        [] if query.id.chars().count() < MIN_PREFIX => {
+            Err(ResolveError::TooShort(query.id.clone()))
+        }
         [] => Err(ResolveError::NotFound(query.id.clone())),
         many => Err(ResolveError::Ambiguous {
             query: query.id.clone(),
@@ -97,6 +105,26 @@ pub fn resolve<'s>(
                 .collect(),
         }),
     }
+}
+
+/// For each id, how many of its first characters tell it from every other id given: the
+/// shortest unique prefix, but never under [`MIN_PREFIX`] (what [`resolve`] accepts) nor over
+/// the id's length. For `ls`, which highlights it.
+pub fn unique_prefix_lens(ids: &[&str]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| ids[i]);
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let mut lens = vec![0; ids.len()];
+    for (k, &i) in order.iter().enumerate() {
+        // In sorted order the id sharing the longest prefix with this one is a neighbour.
+        let before = k
+            .checked_sub(1)
+            .map_or(0, |j| common(ids[i], ids[order[j]]));
+        let after = order.get(k + 1).map_or(0, |&j| common(ids[i], ids[j]));
+        let chars = ids[i].chars().count();
+        lens[i] = (before.max(after) + 1).max(MIN_PREFIX).min(chars);
+    }
+    lens
 }
 
 #[cfg(test)]
@@ -152,20 +180,18 @@ mod tests {
             resolve(&s, &q("3f1c2a00-aaaa+agent")).unwrap().id,
             "3f1c2a00-aaaa+agent-a1"
         );
-        assert!(matches!(
-            resolve(&s, &q("3f1c2")),
-            Err(ResolveError::NotFound(_))
-        ));
         assert!(resolve(&s, &q("3f1c2a00")).is_ok());
-        match resolve(&s, &q("3f1c2")) {
-            Err(ResolveError::NotFound(_)) => {}
-            other => panic!("{other:?}"),
-        }
+        // Under 6 characters only an exact id matches; a shorter prefix says so.
+        let err = resolve(&s, &q("3f1c2")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`3f1c2` is too short for a session id prefix: give at least 6 characters (or the whole id)"
+        );
         assert!(matches!(
             resolve(&s, &q("3f1c20")),
             Err(ResolveError::NotFound(_))
         ));
-        let err = resolve(&s, &q("3f1c2")).unwrap_err();
+        let err = resolve(&s, &q("3f1c20")).unwrap_err();
         assert!(err.to_string().contains("no session"));
         assert!(matches!(
             SessionQuery::parse("codexx/abc"),
@@ -176,6 +202,20 @@ mod tests {
             SessionQuery::parse("a b"),
             Err(ResolveError::InvalidId(_))
         ));
+    }
+
+    #[test]
+    fn unique_prefixes_are_at_least_six_characters() {
+        let ids = [
+            "3f1c2a00-aaaa",
+            "3f1c2a11-bbbb",
+            "9e",
+            "3f1c2a00-aaaa+agent-a1",
+            "abcdefgh",
+        ];
+        // An id that begins another (a subagent's) is told apart by being whole.
+        assert_eq!(unique_prefix_lens(&ids), [13, 7, 2, 14, 6]);
+        assert_eq!(unique_prefix_lens(&[]), Vec::<usize>::new());
     }
 
     #[test]

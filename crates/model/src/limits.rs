@@ -41,3 +41,6 @@ pub const MAX_RANGES: usize = 16;
 
 /// `resume` reads this much of a transcript's start to find its working directory and id.
 pub const RESUME_HEAD_BYTES: u64 = 64 * 1024;
+
+/// `ls` reads this much of each shown transcript's start for its title and working directory.
+pub const LS_HEAD_BYTES: u64 = 32 * 1024;

@@ -59,6 +59,23 @@ impl Format for Claude {
         crate::resume::first_in_lines(head, "/cwd")
     }
 
+    /// A user's rename (`custom-title`) first, then the generated `ai-title`, then the
+    /// oldest `summary` line.
+    fn native_title(&self, head: &[u8]) -> Option<String> {
+        ["/customTitle", "/aiTitle", "/summary"]
+            .into_iter()
+            .find_map(|pointer| {
+                let kind = match pointer {
+                    "/customTitle" => "custom-title",
+                    "/aiTitle" => "ai-title",
+                    _ => "summary",
+                };
+                crate::resume::complete_lines(head)
+                    .filter(|v| v.get("type").and_then(serde_json::Value::as_str) == Some(kind))
+                    .find_map(|v| v.pointer(pointer)?.as_str().map(str::to_string))
+            })
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("claude --resume {}", crate::resume::shell_quote(id))
     }

@@ -112,6 +112,16 @@ impl Format for GrokCli {
         Ok(found.into_iter().flatten().next())
     }
 
+    fn database_title(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
+        if !db.has_table("sessions")? {
+            return Ok(None);
+        }
+        let found = query_map(db, "SELECT title FROM sessions WHERE id = ?1", &[id], |r| {
+            r.opt_text(0)
+        })?;
+        Ok(found.into_iter().flatten().next())
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("grok --session {}", crate::resume::shell_quote(id))
     }

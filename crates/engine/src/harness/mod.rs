@@ -125,6 +125,19 @@ pub trait Format: Sync {
         None
     }
 
+    /// The title the harness itself gave the session (a user's rename, a generated summary),
+    /// from the first bytes of the transcript, where it records one there.
+    fn native_title(&self, head: &[u8]) -> Option<String> {
+        let _ = head;
+        None
+    }
+
+    /// The title a database session's row holds.
+    fn database_title(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
+        let _ = (db, id);
+        Ok(None)
+    }
+
     /// The id the harness's own resume takes when it differs from ours, from the first bytes
     /// of the transcript.
     fn native_id(&self, head: &[u8]) -> Option<String> {
@@ -211,6 +224,84 @@ pub fn session_cwd(harness: Harness, head: &[u8]) -> Option<String> {
         .filter(|cwd| !cwd.is_empty() && !cwd.contains(['\0', '\n']))
 }
 
+/// A session's title for `ls`, from the first bytes of its line transcript: the harness's own
+/// title where it records one there, else the text of the first user prompt among the
+/// complete lines; on one line, at most [`TITLE_CHARS`] characters. `None` when neither is there.
+pub fn session_title(ctx: &SourceCtx, head: &[u8]) -> Option<String> {
+    if let Some(title) = format(ctx.harness)
+        .native_title(head)
+        .as_deref()
+        .and_then(one_line)
+    {
+        return Some(title);
+    }
+    // The bytes after the last newline may be a cut-off line: only complete ones are parsed.
+    let complete = &head[..head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)];
+    let mut offset = 0u64;
+    let mut fallback = None;
+    for line in complete.split_inclusive(|&b| b == b'\n') {
+        let start = offset;
+        offset += line.len() as u64;
+        let LineOutcome::Records(records) = parse_line(ctx, start, &line[..line.len() - 1]) else {
+            continue;
+        };
+        let prompt = records.iter().find_map(|r| match &r.body {
+            clankie_model::RecordBody::Text {
+                kind: clankie_model::TextKind::User,
+                text,
+            } if !r.sidechain && !injected(text) => one_line(text),
+            _ => None,
+        });
+        if prompt.is_some() {
+            return prompt;
+        }
+        // A session opened with a command (`/init`) has no prompt of its own in its first lines:
+        // the command stands for it.
+        if fallback.is_none() {
+            fallback = records.iter().find_map(|r| match &r.body {
+                clankie_model::RecordBody::Text {
+                    kind: clankie_model::TextKind::Notice,
+                    text,
+                } => text.strip_prefix("local command: ").and_then(one_line),
+                _ => None,
+            });
+        }
+    }
+    fallback
+}
+
+/// Whether a user message is text the harness sent in the user's name rather than a prompt
+/// the user typed: a tagged block (`<environment_context>`, `<user_instructions>`,
+/// `<system-reminder>`) or Codex's `# AGENTS.md instructions`. A title skips it.
+fn injected(text: &str) -> bool {
+    let text = text.trim_start();
+    text.starts_with('<') || text.starts_with("# AGENTS.md instructions")
+}
+
+/// Titles are cut to this many characters (a terminal row shows fewer).
+pub const TITLE_CHARS: usize = 200;
+
+/// `text` on one line: whitespace runs (newlines too) become one space; cut to
+/// [`TITLE_CHARS`]; `None` when nothing is left.
+fn one_line(text: &str) -> Option<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let joined = words.join(" ");
+    let cut: String = joined.chars().take(TITLE_CHARS).collect();
+    (!cut.is_empty()).then_some(cut)
+}
+
+/// The title a database session's row holds, on one line.
+pub fn database_title(
+    harness: Harness,
+    db: &dyn Database,
+    id: &str,
+) -> Result<Option<String>, QueryError> {
+    Ok(format(harness)
+        .database_title(db, id)?
+        .as_deref()
+        .and_then(one_line))
+}
+
 /// The id the harness's own resume takes when it differs from ours (file names that hold only
 /// part of it).
 pub fn native_id(harness: Harness, head: &[u8]) -> Option<String> {
@@ -271,6 +362,67 @@ mod tests {
         assert_eq!(
             native_id(named("gemini"), gemini).as_deref(),
             Some("9e000000-1111")
+        );
+    }
+
+    #[test]
+    fn titles_are_the_harness_own_else_the_first_prompt() {
+        let ctx = |h: &str| crate::test_support::ctx(named(h));
+        let claude = concat!(
+            r#"{"type":"summary","summary":"Fix  the\nparser","leafUuid":"l"}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"first prompt"}}"#,
+            "\n"
+        );
+        assert_eq!(
+            session_title(&ctx("claude"), claude.as_bytes()).as_deref(),
+            Some("Fix the parser")
+        );
+        // A user's rename wins over the generated title, wherever it is in the head.
+        let renamed = format!(
+            "{claude}{}\n{}\n",
+            r#"{"type":"ai-title","sessionId":"s","aiTitle":"AI title"}"#,
+            r#"{"type":"custom-title","sessionId":"s","customTitle":"Mine"}"#
+        );
+        assert_eq!(
+            session_title(&ctx("claude"), renamed.as_bytes()).as_deref(),
+            Some("Mine")
+        );
+        let untitled = concat!(
+            r#"{"type":"file-history-snapshot","messageId":"m","snapshot":{}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"  make ls\n  nicer  "}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2","message":{"role":"user","content":"second"}}"#
+        );
+        assert_eq!(
+            session_title(&ctx("claude"), untitled.as_bytes()).as_deref(),
+            Some("make ls nicer")
+        );
+        // The prompt's line is cut off by the head: no title rather than half a line.
+        let cut = &untitled.as_bytes()[..untitled.find("nicer").unwrap()];
+        assert_eq!(session_title(&ctx("claude"), cut), None);
+        let codex = concat!(
+            r#"{"timestamp":"2026-02-23T12:40:23.000Z","type":"session_meta","payload":{"id":"x","cwd":"/w"}}"#,
+            "\n",
+            r##"{"timestamp":"2026-02-23T12:40:24.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md instructions for /w\n\nbe brief"}]}}"##,
+            "\n",
+            r#"{"timestamp":"2026-02-23T12:40:24.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"}]}}"#,
+            "\n",
+            r#"{"timestamp":"2026-02-23T12:40:24.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"codex prompt"}]}}"#,
+            "\n"
+        );
+        assert_eq!(
+            session_title(&ctx("codex"), codex.as_bytes()).as_deref(),
+            Some("codex prompt")
+        );
+        let long = format!(
+            "{}\n",
+            serde_json::json!({"type":"user","uuid":"u","message":{"role":"user","content":"x".repeat(500)}})
+        );
+        assert_eq!(
+            session_title(&ctx("claude"), long.as_bytes()).map(|t| t.chars().count()),
+            Some(TITLE_CHARS)
         );
     }
 

@@ -133,6 +133,20 @@ impl Format for OpenCode {
         Ok(None)
     }
 
+    fn database_title(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
+        for table in ["session_v2", "session"] {
+            if !db.has_table(table)? {
+                continue;
+            }
+            let sql = format!("SELECT title FROM {table} WHERE id = ?1");
+            let found = query_map(db, &sql, &[id], |r| r.opt_text(0))?;
+            if let Some(title) = found.into_iter().flatten().next() {
+                return Ok(Some(title));
+            }
+        }
+        Ok(None)
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("opencode --session {}", crate::resume::shell_quote(id))
     }

@@ -1,0 +1,377 @@
+//! Record filters for reads: `--kind`, `--grep` and the time window `--after`/`--before`.
+//! A filter is applied to the records of a page after paging has chosen them, so a page's
+//! cursor is the one the unfiltered page has and the next page continues exactly; the caller
+//! counts what the filter left out for the page line (`"filtered": N`). Pure: the present time
+//! that a relative time (`2h`) counts back from is given by the caller.
+
+use clankie_model::{Record, RecordBody, RecordKind};
+use jiff::{SignedDuration, Span, SpanRelativeTo, Timestamp};
+use regex::Regex;
+
+/// Why a filter option cannot be used: each message is the one line the user reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    #[error(
+        "--kind: unknown kind `{name}` (kinds: user, assistant, tool_call, tool_result, tools, notice)"
+    )]
+    UnknownKind { name: String },
+    #[error("--grep: {reason}")]
+    Regex { reason: String },
+    #[error(
+        "{flag} wants an RFC 3339 time (2026-11-02T10:00:00Z) or an age such as 30m, 2h or 3d, got `{text}`"
+    )]
+    Time { flag: &'static str, text: String },
+}
+
+/// Which records a read keeps. The default keeps every record.
+#[derive(Debug, Clone, Default)]
+pub struct RecordFilter {
+    /// `--kind`: only these kinds; `None` keeps every kind.
+    kinds: Option<Vec<RecordKind>>,
+    /// `--grep`: only records whose text matches.
+    grep: Option<Regex>,
+    /// `--after`: only records at or after this time.
+    after: Option<Timestamp>,
+    /// `--before`: only records before this time.
+    before: Option<Timestamp>,
+}
+
+impl RecordFilter {
+    /// A filter from the read options as the user typed them. `now` is the time relative ages
+    /// (`--after 2h`) count back from.
+    pub fn parse(
+        kinds: &[String],
+        grep: Option<&str>,
+        after: Option<&str>,
+        before: Option<&str>,
+        now: Timestamp,
+    ) -> Result<RecordFilter, FilterError> {
+        let kinds = if kinds.is_empty() {
+            None
+        } else {
+            Some(parse_kinds(kinds)?)
+        };
+        let grep = grep
+            .map(|pattern| {
+                Regex::new(pattern).map_err(|e| FilterError::Regex {
+                    reason: one_line(&e.to_string()),
+                })
+            })
+            .transpose()?;
+        let after = after.map(|t| parse_time("--after", t, now)).transpose()?;
+        let before = before.map(|t| parse_time("--before", t, now)).transpose()?;
+        Ok(RecordFilter {
+            kinds,
+            grep,
+            after,
+            before,
+        })
+    }
+
+    /// Whether the filter leaves anything out at all (else the page line says nothing of it).
+    pub fn is_active(&self) -> bool {
+        self.kinds.is_some() || self.grep.is_some() || self.after.is_some() || self.before.is_some()
+    }
+
+    /// Whether `record` is kept. A record without a timestamp (or with one that does not
+    /// parse) is left out by a time window: it cannot be shown to lie inside it.
+    pub fn keeps(&self, record: &Record) -> bool {
+        if let Some(kinds) = &self.kinds
+            && !kinds.contains(&record.kind())
+        {
+            return false;
+        }
+        if self.after.is_some() || self.before.is_some() {
+            let Some(ts) = record
+                .ts
+                .as_deref()
+                .and_then(|t| t.parse::<Timestamp>().ok())
+            else {
+                return false;
+            };
+            if self.after.is_some_and(|after| ts < after)
+                || self.before.is_some_and(|before| ts >= before)
+            {
+                return false;
+            }
+        }
+        if let Some(grep) = &self.grep {
+            return record_texts(record).any(|text| grep.is_match(&text));
+        }
+        true
+    }
+
+    /// Removes the records the filter does not keep, in place, and returns how many it removed.
+    pub fn apply(&self, records: &mut Vec<Record>) -> usize {
+        if !self.is_active() {
+            return 0;
+        }
+        let before = records.len();
+        records.retain(|r| self.keeps(r));
+        before - records.len()
+    }
+}
+
+/// The texts `--grep` searches in a record: the text of a message or notice; a tool call's
+/// name and its input as compact JSON; a tool result's output.
+fn record_texts(record: &Record) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    let texts: [Option<Cow<'_, str>>; 2] = match &record.body {
+        RecordBody::Text { text, .. } => [Some(Cow::Borrowed(text)), None],
+        RecordBody::ToolCall { name, input, .. } => [
+            Some(Cow::Borrowed(name)),
+            Some(Cow::Owned(serde_json::to_string(input).unwrap_or_default())),
+        ],
+        RecordBody::ToolResult { output, .. } => [Some(Cow::Borrowed(output)), None],
+    };
+    texts.into_iter().flatten()
+}
+
+/// `--kind` values: comma-separated kind names, each option repeatable; `tools` is both tool
+/// kinds.
+fn parse_kinds(values: &[String]) -> Result<Vec<RecordKind>, FilterError> {
+    let mut kinds = Vec::new();
+    for name in values.iter().flat_map(|v| v.split(',')).map(str::trim) {
+        let named: &[RecordKind] = match name {
+            "user" => &[RecordKind::User],
+            "assistant" => &[RecordKind::Assistant],
+            "tool_call" => &[RecordKind::ToolCall],
+            "tool_result" => &[RecordKind::ToolResult],
+            "tools" => &[RecordKind::ToolCall, RecordKind::ToolResult],
+            "notice" => &[RecordKind::Notice],
+            _ => {
+                return Err(FilterError::UnknownKind {
+                    name: name.to_string(),
+                });
+            }
+        };
+        for kind in named {
+            if !kinds.contains(kind) {
+                kinds.push(*kind);
+            }
+        }
+    }
+    Ok(kinds)
+}
+
+/// A time as `--after`/`--before` take it: RFC 3339 with an offset (`2026-11-02T10:00:00Z`),
+/// or an age counted back from `now` (`90s`, `30m`, `2h`, `3d`, `1w`, `1h30m`; a day is 24
+/// hours).
+pub fn parse_time(
+    flag: &'static str,
+    text: &str,
+    now: Timestamp,
+) -> Result<Timestamp, FilterError> {
+    let bad = || FilterError::Time {
+        flag,
+        text: text.to_string(),
+    };
+    let trimmed = text.trim();
+    if let Ok(t) = trimmed.parse::<Timestamp>() {
+        return Ok(t);
+    }
+    // An age: jiff's friendly span format (`2h`, `3d 4h`, `1w`), never negative. A bare
+    // number is refused: seconds, minutes or hours would each be a guess.
+    if !trimmed.starts_with(|c: char| c.is_ascii_digit())
+        || trimmed.chars().all(|c| c.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let span: Span = trimmed.parse().map_err(|_| bad())?;
+    if span.is_negative() {
+        return Err(bad());
+    }
+    let age: SignedDuration = span
+        .to_duration(SpanRelativeTo::days_are_24_hours())
+        .map_err(|_| bad())?;
+    now.checked_sub(age).map_err(|_| bad())
+}
+
+/// A regex error on one line: the regex crate draws the pattern with a caret under the
+/// fault over several lines, ending with `error: <what>`; that last line is what is kept.
+fn one_line(message: &str) -> String {
+    let last = message.lines().map(str::trim).rfind(|l| !l.is_empty());
+    let last = last.unwrap_or(message);
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_model::TextKind;
+
+    fn now() -> Timestamp {
+        "2026-11-02T12:00:00Z".parse().unwrap()
+    }
+
+    fn record(id: &str, ts: Option<&str>, body: RecordBody) -> Record {
+        Record {
+            id: id.into(),
+            harness: crate::test_support::harness("claude"),
+            session: "s".into(),
+            ts: ts.map(str::to_string),
+            agent: None,
+            sidechain: false,
+            body,
+        }
+    }
+
+    fn text(kind: TextKind, text: &str) -> RecordBody {
+        RecordBody::Text {
+            kind,
+            text: text.into(),
+        }
+    }
+
+    /// One record of each kind, an hour apart from 09:00, and a notice without a time.
+    fn records() -> Vec<Record> {
+        vec![
+            record(
+                "u",
+                Some("2026-11-02T09:00:00.000Z"),
+                text(TextKind::User, "fix the parser"),
+            ),
+            record(
+                "t",
+                Some("2026-11-02T10:00:00Z"),
+                text(TextKind::Thinking, "the lexer is wrong"),
+            ),
+            record(
+                "c",
+                Some("2026-11-02T11:00:00+01:00"),
+                RecordBody::ToolCall {
+                    call_id: "1".into(),
+                    name: "Bash".into(),
+                    input: serde_json::json!({"command": "cargo test parser"}),
+                },
+            ),
+            record(
+                "r",
+                Some("2026-11-02T11:30:00Z"),
+                RecordBody::ToolResult {
+                    call_id: "1".into(),
+                    output: "test result: FAILED".into(),
+                    is_error: true,
+                },
+            ),
+            record("n", None, text(TextKind::Notice, "interrupted")),
+        ]
+    }
+
+    fn kept(filter: &RecordFilter) -> Vec<String> {
+        let mut all = records();
+        let left_out = filter.apply(&mut all);
+        assert_eq!(left_out + all.len(), records().len());
+        all.into_iter().map(|r| r.id).collect()
+    }
+
+    fn filter(
+        kinds: &[&str],
+        grep: Option<&str>,
+        after: Option<&str>,
+        before: Option<&str>,
+    ) -> RecordFilter {
+        let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+        RecordFilter::parse(&kinds, grep, after, before, now()).unwrap()
+    }
+
+    #[test]
+    fn no_option_keeps_everything() {
+        let none = filter(&[], None, None, None);
+        assert!(!none.is_active());
+        assert_eq!(kept(&none), ["u", "t", "c", "r", "n"]);
+    }
+
+    #[test]
+    fn kinds_select_and_tools_is_both_tool_kinds() {
+        assert_eq!(kept(&filter(&["user"], None, None, None)), ["u"]);
+        assert_eq!(kept(&filter(&["tools"], None, None, None)), ["c", "r"]);
+        assert_eq!(
+            kept(&filter(&["user,notice"], None, None, None)),
+            ["u", "n"]
+        );
+        // Thinking is assistant text; options repeat; names may carry spaces.
+        assert_eq!(
+            kept(&filter(&["assistant", " tool_result"], None, None, None)),
+            ["t", "r"]
+        );
+        let err = RecordFilter::parse(&["users".into()], None, None, None, now()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--kind: unknown kind `users` (kinds: user, assistant, tool_call, tool_result, tools, notice)"
+        );
+    }
+
+    #[test]
+    fn grep_searches_text_tool_names_inputs_and_outputs() {
+        assert_eq!(kept(&filter(&[], Some("parser"), None, None)), ["u", "c"]);
+        assert_eq!(kept(&filter(&[], Some("^Bash$"), None, None)), ["c"]);
+        assert_eq!(
+            kept(&filter(&[], Some("FAILED|lexer"), None, None)),
+            ["t", "r"]
+        );
+        assert_eq!(
+            kept(&filter(&[], Some("(?i)INTERRUPTED"), None, None)),
+            ["n"]
+        );
+        // Every filter must hold.
+        assert_eq!(
+            kept(&filter(&["user"], Some("cargo"), None, None)),
+            Vec::<String>::new()
+        );
+        let err = RecordFilter::parse(&[], Some("(unclosed"), None, None, now()).unwrap_err();
+        assert_eq!(err.to_string(), "--grep: unclosed group");
+    }
+
+    #[test]
+    fn a_time_window_is_half_open_and_leaves_out_records_without_a_time() {
+        // `c` at 11:00+01:00 is 10:00Z, the same instant as `t`: the window is `after <= ts <
+        // before`, compared as instants.
+        assert_eq!(
+            kept(&filter(&[], None, Some("2026-11-02T10:00:00Z"), None)),
+            ["t", "c", "r"]
+        );
+        assert_eq!(
+            kept(&filter(&[], None, None, Some("2026-11-02T10:00:00Z"))),
+            ["u"]
+        );
+        assert_eq!(
+            kept(&filter(
+                &[],
+                None,
+                Some("2026-11-02T09:30:00Z"),
+                Some("2026-11-02T11:30:00Z")
+            )),
+            ["t", "c"]
+        );
+        // Ages count back from now (12:00Z): 2h is 10:00Z.
+        assert_eq!(kept(&filter(&[], None, Some("2h"), None)), ["t", "c", "r"]);
+        assert_eq!(
+            kept(&filter(&[], None, Some("150m"), Some("1h"))),
+            ["t", "c"]
+        );
+    }
+
+    #[test]
+    fn times_are_rfc3339_or_ages() {
+        let t = |s: &str| parse_time("--after", s, now()).map(|t| t.to_string());
+        assert_eq!(
+            t("2026-11-01T08:00:00+02:00").unwrap(),
+            "2026-11-01T06:00:00Z"
+        );
+        assert_eq!(t("30s").unwrap(), "2026-11-02T11:59:30Z");
+        assert_eq!(t("2h").unwrap(), "2026-11-02T10:00:00Z");
+        assert_eq!(t("3d").unwrap(), "2026-10-30T12:00:00Z");
+        assert_eq!(t("1w").unwrap(), "2026-10-26T12:00:00Z");
+        assert_eq!(t("1h30m").unwrap(), "2026-11-02T10:30:00Z");
+        for bad in ["", "2", "-2h", "yesterday", "2026-11-02", "h2", "2x"] {
+            let err = t(bad).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "--after wants an RFC 3339 time (2026-11-02T10:00:00Z) or an age such as 30m, 2h or 3d, got `{bad}`"
+                )
+            );
+        }
+    }
+}

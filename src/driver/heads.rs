@@ -1,0 +1,67 @@
+//! What `ls` shows of a session beyond its file: a title and the working directory, from the
+//! first bytes of its transcript (or its database row). Only the rows shown are read.
+
+use super::{Reader, source_ctx};
+use clankie_engine::harness::{self, Source};
+use clankie_engine::session::SessionFile;
+use clankie_host::{FileRef, Host};
+use clankie_model::ByteRange;
+use clankie_model::limits::LS_HEAD_BYTES;
+
+/// A session's title and working directory, each when found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionHead {
+    pub title: Option<String>,
+    pub cwd: Option<String>,
+}
+
+impl<H: Host> Reader<'_, H> {
+    /// The heads of `sessions`, in their order: one read of at most [`LS_HEAD_BYTES`] per
+    /// transcript (and one of a sidecar where the harness keeps the directory there), one query
+    /// per database row. A session that cannot be read has an empty head: `ls` still lists it.
+    pub async fn session_heads(&self, sessions: &[SessionFile]) -> Vec<SessionHead> {
+        let mut heads = Vec::with_capacity(sessions.len());
+        for session in sessions {
+            heads.push(self.session_head(session).await.unwrap_or_default());
+        }
+        heads
+    }
+
+    async fn session_head(&self, session: &SessionFile) -> Option<SessionHead> {
+        let harness = session.harness();
+        if harness.is_sqlite() {
+            let snapshot = self.databases.load(self.host, &session.entry).await.ok()?;
+            return Some(SessionHead {
+                title: snapshot.session_title(&session.id).ok().flatten(),
+                cwd: snapshot.session_cwd(&session.id).ok().flatten(),
+            });
+        }
+        // A compressed transcript's first bytes say nothing until all of it is decompressed.
+        if harness::source(session) == Source::ZstdLines {
+            return None;
+        }
+        let file = FileRef {
+            harness,
+            root: session.entry.root.to_vec(),
+            rel: session.entry.rel.clone(),
+        };
+        let range = [ByteRange::new(0, LS_HEAD_BYTES)];
+        let head = self.host.read(&file, &range).await.ok()?.chunks.concat();
+        let title = match harness::source(session) {
+            Source::Lines => harness::session_title(&source_ctx(self.host.name(), session), &head),
+            _ => None,
+        };
+        let cwd = match harness::cwd_source(harness) {
+            None => harness::session_cwd(harness, &head),
+            Some(sidecar) => {
+                let rel = super::sidecar_rel(&session.entry.rel, sidecar);
+                let sidecar = FileRef { rel, ..file };
+                match self.host.read(&sidecar, &range).await {
+                    Ok(result) => harness::session_cwd(harness, &result.chunks.concat()),
+                    Err(_) => None,
+                }
+            }
+        };
+        Some(SessionHead { title, cwd })
+    }
+}
