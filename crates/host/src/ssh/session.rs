@@ -9,19 +9,18 @@
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use russh::keys::{Algorithm, HashAlg, PublicKey};
+use russh::keys::{Algorithm, PublicKey};
 use russh::{ChannelMsg, Disconnect, Preferred, client};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
 use super::auth;
-use super::config::{SshTarget, StrictHostKeyChecking, resolve};
-use super::known_hosts::{self, KnownHostsVerdict};
+use super::config::{SshTarget, resolve};
+use super::known_hosts::{self, HostKeyPolicy};
 
 use crate::HostError;
 
@@ -103,47 +102,18 @@ impl std::fmt::Debug for SshSession {
 /// refusal it leaves the specific error in `failure`, because russh only reports a generic one.
 struct Verifier {
     host: String,
-    names: Vec<String>,
-    files: Vec<PathBuf>,
-    user_file: Option<PathBuf>,
-    strict: StrictHostKeyChecking,
+    policy: HostKeyPolicy,
     failure: Arc<Mutex<Option<HostError>>>,
 }
 
 impl Verifier {
     fn verify(&self, key: &PublicKey) -> Result<(), HostError> {
-        let key_host = self.names.first().cloned().unwrap_or_default();
-        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
-        match known_hosts::check(&self.files, &self.names, key) {
-            KnownHostsVerdict::Known => Ok(()),
-            // A key of a new type for a known host is a changed key, whatever the policy says
-            // about new hosts (OpenSSH refuses it under `accept-new` too).
-            KnownHostsVerdict::Changed { file, line }
-            | KnownHostsVerdict::OtherTypes { file, line } => Err(HostError::HostKeyChanged {
-                host: self.host.clone(),
-                key_host,
-                fingerprint,
-                known_hosts_line: format!("{}:{line}", file.display()),
-            }),
-            KnownHostsVerdict::Revoked { file, line } => Err(HostError::HostKeyRevoked {
-                host: self.host.clone(),
-                key_host,
-                fingerprint,
-                known_hosts_line: format!("{}:{line}", file.display()),
-            }),
-            KnownHostsVerdict::Unknown => match (self.strict, &self.user_file) {
-                (StrictHostKeyChecking::AcceptNew | StrictHostKeyChecking::No, Some(file)) => {
-                    // Like ssh: a failed write is not fatal, the key was accepted by policy.
-                    let _ = known_hosts::append(file, &key_host, key);
-                    Ok(())
-                }
-                _ => Err(HostError::HostKeyUnknown {
-                    host: self.host.clone(),
-                    key_host,
-                    fingerprint,
-                }),
-            },
+        let accepted = self.policy.verify(&self.host, key)?;
+        // `ssh` says this on stderr at connect time, whatever happens next; so do we.
+        if let Some(line) = accepted.announcement() {
+            eprintln!("{line}");
         }
+        Ok(())
     }
 }
 
@@ -525,10 +495,7 @@ where
     let failure = Arc::new(Mutex::new(None));
     let verifier = Verifier {
         host: label.to_string(),
-        names: target.known_hosts_names(),
-        files: target.known_hosts_files(),
-        user_file: target.user_known_hosts_files.first().cloned(),
-        strict: target.strict_host_key_checking,
+        policy: HostKeyPolicy::for_target(target),
         failure: Arc::clone(&failure),
     };
     let config = client::Config {
