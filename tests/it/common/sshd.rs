@@ -1043,6 +1043,16 @@ impl Sshd {
     /// (private key files, mode 0600, e.g. from `ssh-keygen`), in that order, for the same
     /// users and with the same authorized keys as this one.
     pub(crate) fn start_with_host_keys(&self, host_keys: &[&Path]) -> KeyedSshd {
+        self.start_with_host_certificates(host_keys, &[])
+    }
+
+    /// [`Sshd::start_with_host_keys`], also presenting the host certificates at `certificates`
+    /// (`ssh-keygen -s CA -h` output, each for one of the keys).
+    pub(crate) fn start_with_host_certificates(
+        &self,
+        host_keys: &[&Path],
+        certificates: &[&Path],
+    ) -> KeyedSshd {
         let dir = self.dir.join(format!(
             "keyed-{}",
             host_keys_dir_counter().fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -1067,6 +1077,9 @@ impl Sshd {
             );
             for key in host_keys {
                 text.push_str(&format!("HostKey {}\n", key.display()));
+            }
+            for certificate in certificates {
+                text.push_str(&format!("HostCertificate {}\n", certificate.display()));
             }
             if penalties {
                 // See `sshd_config`: refused host keys are failed connections to sshd 9.8+.

@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, KeyInit, Mac};
-use russh::keys::{Algorithm, HashAlg, PublicKey};
+use russh::keys::ssh_key::certificate::CertType;
+use russh::keys::{Algorithm, Certificate, EcdsaCurve, HashAlg, PublicKey, PublicKeyOrCertificate};
 use sha1::Sha1;
 
 use super::config::{SshTarget, StrictHostKeyChecking};
@@ -259,6 +260,8 @@ pub struct HostKeyPolicy {
 pub enum Acceptance {
     /// known_hosts holds it, at this line.
     Known { file: PathBuf, line: usize },
+    /// It came in a host certificate signed by the `@cert-authority` key at this line.
+    Certified { file: PathBuf, line: usize },
     /// It was new, and was recorded under `name` (StrictHostKeyChecking accept-new or no).
     Added {
         file: PathBuf,
@@ -275,7 +278,7 @@ impl Acceptance {
     /// already known.
     pub fn announcement(&self) -> Option<String> {
         match self {
-            Acceptance::Known { .. } => None,
+            Acceptance::Known { .. } | Acceptance::Certified { .. } => None,
             Acceptance::Added { name, key_type, .. } => Some(format!(
                 "Warning: Permanently added '{name}' ({key_type}) to the list of known hosts."
             )),
@@ -319,71 +322,254 @@ impl HostKeyPolicy {
         files
     }
 
-    /// Judges the plain key a server presented (for host `label`, as the user named it), and
-    /// under `accept-new` and `no` records a new one. A server presenting a certificate is
-    /// judged by the certificate's plain key, as `ssh` does when no `@cert-authority` entry
-    /// vouches for it: we do not advertise certificate algorithms, so none is negotiated.
-    pub fn verify(&self, label: &str, key: &PublicKey) -> Result<Acceptance, HostError> {
-        let name = self.lookup_name();
-        let files = self.files();
-        let fingerprint = || key.fingerprint(HashAlg::Sha256).to_string();
-        let revoked = |file: PathBuf, line: usize| HostError::HostKeyRevoked {
-            host: label.to_string(),
-            key_host: name.clone(),
-            fingerprint: fingerprint(),
-            known_hosts_line: format!("{}:{line}", file.display()),
+    /// Judges the key a server presented (for host `label`, as the user named it), and under
+    /// `accept-new` and `no` records a new plain key, as OpenSSH's `check_host_key` does. A
+    /// certificate is accepted when a matching `@cert-authority` entry holds the key that signed
+    /// it and it is a valid host certificate for HostKeyAlias, else HostName; otherwise (but for
+    /// a revoked one) it is judged again as the plain key it certifies.
+    pub fn verify(
+        &self,
+        label: &str,
+        key: &PublicKeyOrCertificate,
+    ) -> Result<Acceptance, HostError> {
+        let presented = match key {
+            PublicKeyOrCertificate::PublicKey { key, .. } => Presented::Plain(key.clone()),
+            PublicKeyOrCertificate::Certificate(cert) => Presented::Certificate(cert),
         };
-        match check(&files, &name, key) {
-            KnownHostsVerdict::Known { file, line } => return Ok(Acceptance::Known { file, line }),
-            // Refused under `no` too: the deliberate difference from OpenSSH (SPEC).
-            KnownHostsVerdict::Changed { file, line } => {
-                return Err(HostError::HostKeyChanged {
-                    host: label.to_string(),
-                    key_host: name.clone(),
-                    fingerprint: fingerprint(),
-                    known_hosts_line: format!("{}:{line}", file.display()),
-                });
-            }
-            KnownHostsVerdict::Revoked { file, line } => return Err(revoked(file, line)),
-            KnownHostsVerdict::Unknown => {}
-        }
-        // OpenSSH's "checking without port identifier": a new key on another port is known
-        // if the bare host name holds it. Only a match counts there; a changed key under the
-        // bare name leaves the key new. A revoked one is refused (OpenSSH would go on to treat
-        // the key as new; a key known_hosts calls revoked is never recorded here).
-        if self.alias.is_none() && self.port != 22 {
-            match check(&files, &self.host_name, key) {
-                KnownHostsVerdict::Known { file, line } => {
-                    return Ok(Acceptance::Known { file, line });
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.judge(label, presented, false, now)
+    }
+
+    /// Judges a plain key; see [`HostKeyPolicy::verify`].
+    pub fn verify_key(&self, label: &str, key: &PublicKey) -> Result<Acceptance, HostError> {
+        self.judge(label, Presented::Plain(key.clone()), false, 0)
+    }
+
+    /// One `check_host_key`: under the lookup name, or (`bare`) under the host name without
+    /// its port, where only a match counts and nothing is recorded. A certificate that fails
+    /// (but for being revoked) is judged again as its plain key.
+    fn judge(
+        &self,
+        label: &str,
+        mut presented: Presented<'_>,
+        bare: bool,
+        now: u64,
+    ) -> Result<Acceptance, HostError> {
+        loop {
+            match (self.judge_once(label, &presented, bare, now), &presented) {
+                (Err(e), Presented::Certificate(cert))
+                    if !matches!(e, HostError::HostKeyRevoked { .. }) =>
+                {
+                    presented = Presented::Plain(PublicKey::new(cert.public_key().clone(), ""));
                 }
-                KnownHostsVerdict::Revoked { file, line } => return Err(revoked(file, line)),
-                KnownHostsVerdict::Changed { .. } | KnownHostsVerdict::Unknown => {}
+                (result, _) => return result,
             }
         }
+    }
+
+    fn judge_once(
+        &self,
+        label: &str,
+        presented: &Presented<'_>,
+        bare: bool,
+        now: u64,
+    ) -> Result<Acceptance, HostError> {
+        let name = match (&self.alias, bare) {
+            (Some(alias), _) => alias.clone(),
+            (None, true) => self.host_name.clone(),
+            (None, false) => self.lookup_name(),
+        };
+        let files = self.files();
+        let plain = presented.plain();
+        let fingerprint = || plain.fingerprint(HashAlg::Sha256).to_string();
+        let at = |file: PathBuf, line: usize| format!("{}:{line}", file.display());
         let unknown = || HostError::HostKeyUnknown {
             host: label.to_string(),
             key_host: name.clone(),
             fingerprint: fingerprint(),
         };
-        let file = match (self.strict, self.user_files.first()) {
-            (StrictHostKeyChecking::Yes, _) | (_, None) => return Err(unknown()),
-            (StrictHostKeyChecking::AcceptNew | StrictHostKeyChecking::No, Some(file)) => file,
+        let verdict = match presented {
+            Presented::Plain(key) => check(&files, &name, key),
+            Presented::Certificate(cert) => check_certificate(&files, &name, cert),
         };
-        if self.host_name.contains(UNRECORDABLE) {
-            return Err(unknown());
-        }
-        match append(file, &name, key) {
-            Ok(()) => Ok(Acceptance::Added {
-                file: file.clone(),
-                name,
-                key_type: key_type_name(&key.algorithm()),
+        match verdict {
+            KnownHostsVerdict::Known { file, line } => match presented {
+                Presented::Plain(_) => Ok(Acceptance::Known { file, line }),
+                Presented::Certificate(cert) => {
+                    let principal = self.alias.as_deref().unwrap_or(&self.host_name);
+                    if certifies_host(cert, principal, now) {
+                        Ok(Acceptance::Certified { file, line })
+                    } else {
+                        Err(unknown())
+                    }
+                }
+            },
+            // Refused under `no` too: the deliberate difference from OpenSSH (SPEC).
+            KnownHostsVerdict::Changed { file, line } => Err(HostError::HostKeyChanged {
+                host: label.to_string(),
+                key_host: name.clone(),
+                fingerprint: fingerprint(),
+                known_hosts_line: at(file, line),
             }),
-            Err(e) => Ok(Acceptance::NotAdded {
-                file: file.clone(),
-                reason: e.to_string(),
+            KnownHostsVerdict::Revoked { file, line } => Err(HostError::HostKeyRevoked {
+                host: label.to_string(),
+                key_host: name.clone(),
+                fingerprint: fingerprint(),
+                known_hosts_line: at(file, line),
             }),
+            KnownHostsVerdict::Unknown => {
+                // OpenSSH's "checking without port identifier": a key new on another port is
+                // known if the bare host name holds it. Only a match counts there, but a key
+                // the bare name calls revoked is refused (OpenSSH would go on and treat it as
+                // new; a key known_hosts calls revoked is never recorded here).
+                if self.alias.is_none() && self.port != 22 && !bare {
+                    match self.judge(label, presented.clone(), true, now) {
+                        Ok(accepted) => return Ok(accepted),
+                        Err(e @ HostError::HostKeyRevoked { .. }) => return Err(e),
+                        Err(_) => {}
+                    }
+                }
+                if bare || matches!(presented, Presented::Certificate(_)) {
+                    return Err(unknown());
+                }
+                let file = match (self.strict, self.user_files.first()) {
+                    (StrictHostKeyChecking::Yes, _) | (_, None) => return Err(unknown()),
+                    (StrictHostKeyChecking::AcceptNew | StrictHostKeyChecking::No, Some(f)) => f,
+                };
+                if self.host_name.contains(UNRECORDABLE) {
+                    return Err(unknown());
+                }
+                match append(file, &name, &plain) {
+                    Ok(()) => Ok(Acceptance::Added {
+                        file: file.clone(),
+                        name,
+                        key_type: key_type_name(&plain.algorithm()),
+                    }),
+                    Err(e) => Ok(Acceptance::NotAdded {
+                        file: file.clone(),
+                        reason: e.to_string(),
+                    }),
+                }
+            }
         }
     }
+
+    /// The host certificate algorithms to advertise, most preferred first, as OpenSSH orders
+    /// them (`order_hostkeyalgs`): all of them when known_hosts has a `@cert-authority` entry
+    /// for the host, or an ed25519 key, or nothing; else those whose plain type it holds (the
+    /// others, which OpenSSH lists after every plain type it holds, are left out: russh puts
+    /// certificates ahead of plain keys, and a certificate no authority vouches for is judged
+    /// as its plain key anyway).
+    pub fn certificate_algorithms(&self) -> Vec<Algorithm> {
+        let all = [
+            Algorithm::Ed25519,
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP256,
+            },
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP384,
+            },
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP521,
+            },
+            Algorithm::Rsa {
+                hash: Some(HashAlg::Sha512),
+            },
+            Algorithm::Rsa {
+                hash: Some(HashAlg::Sha256),
+            },
+        ];
+        let files = self.files();
+        let name = self.lookup_name();
+        let mut authority = false;
+        for_each_match(&files, &name, |line, _, _| {
+            authority |= line.marker == Marker::CertAuthority;
+        });
+        let known = known_algorithms(&files, std::slice::from_ref(&name));
+        let is_known = |a: &Algorithm| known.iter().any(|k| same_key_type(k, a));
+        if authority || known.is_empty() || is_known(&Algorithm::Ed25519) {
+            return all.to_vec();
+        }
+        all.into_iter().filter(is_known).collect()
+    }
+}
+
+/// Whether two algorithms are one key type (RSA whatever its hash).
+fn same_key_type(a: &Algorithm, b: &Algorithm) -> bool {
+    a == b || (matches!(a, Algorithm::Rsa { .. }) && matches!(b, Algorithm::Rsa { .. }))
+}
+
+/// What a server presented.
+#[derive(Clone)]
+enum Presented<'a> {
+    Plain(PublicKey),
+    Certificate(&'a Certificate),
+}
+
+impl Presented<'_> {
+    /// The plain key (a certificate's own).
+    fn plain(&self) -> PublicKey {
+        match self {
+            Presented::Plain(key) => key.clone(),
+            Presented::Certificate(cert) => PublicKey::new(cert.public_key().clone(), ""),
+        }
+    }
+}
+
+/// Looks a certificate up under `name` (OpenSSH's `check_key_in_hostkeys` for a certificate):
+/// known when a matching `@cert-authority` entry holds the key that signed it, changed when
+/// only other authorities match, revoked when a matching `@revoked` entry holds its key or its
+/// signer's.
+fn check_certificate(files: &[PathBuf], name: &str, cert: &Certificate) -> KnownHostsVerdict {
+    let mut known: Option<(PathBuf, usize)> = None;
+    let mut changed: Option<(PathBuf, usize)> = None;
+    let mut revoked: Option<(PathBuf, usize)> = None;
+    for_each_match(files, name, |line, file, number| {
+        let key = line.key.key_data();
+        match line.marker {
+            Marker::Revoked if key == cert.public_key() || key == cert.signature_key() => {
+                revoked.get_or_insert((file.to_path_buf(), number));
+            }
+            Marker::CertAuthority if key == cert.signature_key() => {
+                known.get_or_insert((file.to_path_buf(), number));
+            }
+            Marker::CertAuthority if known.is_none() => {
+                changed = Some((file.to_path_buf(), number))
+            }
+            Marker::None | Marker::Revoked | Marker::CertAuthority => {}
+        }
+    });
+    if let Some((file, line)) = revoked {
+        KnownHostsVerdict::Revoked { file, line }
+    } else if let Some((file, line)) = known {
+        KnownHostsVerdict::Known { file, line }
+    } else if let Some((file, line)) = changed {
+        KnownHostsVerdict::Changed { file, line }
+    } else {
+        KnownHostsVerdict::Unknown
+    }
+}
+
+/// Whether `cert` is a valid host certificate for `principal` at `now` (OpenSSH's
+/// `sshkey_cert_check_host`): signed by its signer, a host certificate, within its validity,
+/// naming the principal exactly, no critical options, and signed with an algorithm
+/// CASignatureAlgorithms allows by default (not SHA-1 RSA, not DSA). Where OpenSSH versions
+/// differ, the stricter rule: a certificate with no principals certifies nothing (OpenSSH
+/// before 10.3 took it for any host, CVE-2024-7594), and a principal is not a pattern (OpenSSH
+/// 10.3 matches host principals as patterns, earlier versions do not).
+fn certifies_host(cert: &Certificate, principal: &str, now: u64) -> bool {
+    let signer = cert.signature_key().fingerprint(HashAlg::Sha256);
+    let allowed_signature = !matches!(
+        cert.signature().algorithm(),
+        Algorithm::Rsa { hash: None } | Algorithm::Dsa
+    );
+    cert.cert_type() == CertType::Host
+        && cert.validate_at(now, [&signer]).is_ok()
+        && cert.valid_principals().iter().any(|p| p == principal)
+        && cert.critical_options().is_empty()
+        && allowed_signature
 }
 
 /// OpenSSH's short name for a key type (`sshkey_type`), as its messages say it.
@@ -845,7 +1031,7 @@ mod tests {
             std::fs::write(&user, user_text).unwrap();
             std::fs::write(&global, global_text).unwrap();
             let policy = f.policy("h", 2222, *strict);
-            let result = policy.verify("box", &f.key);
+            let result = policy.verify_key("box", &f.key);
             assert_eq!(result.is_ok(), *accepted, "case {index}: {result:?}");
             let now = std::fs::read_to_string(&user).unwrap();
             if *written {
@@ -868,20 +1054,20 @@ mod tests {
         let mut p = f.policy("h", 22, StrictHostKeyChecking::AcceptNew);
         p.user_files.clear();
         assert!(matches!(
-            p.verify("box", &f.key),
+            p.verify_key("box", &f.key),
             Err(HostError::HostKeyUnknown { .. })
         ));
         // A HostName OpenSSH will not write into known_hosts.
         let p = f.policy("we*rd", 22, StrictHostKeyChecking::No);
         assert!(matches!(
-            p.verify("box", &f.key),
+            p.verify_key("box", &f.key),
             Err(HostError::HostKeyUnknown { .. })
         ));
         assert!(!f.dir.path().join("user").exists());
         // A write that fails is said, and the key is still accepted, as `ssh` does.
         let mut p = f.policy("h", 22, StrictHostKeyChecking::AcceptNew);
         p.user_files = vec![f.dir.path().to_path_buf()];
-        let accepted = p.verify("box", &f.key).unwrap();
+        let accepted = p.verify_key("box", &f.key).unwrap();
         assert!(
             accepted
                 .announcement()

@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use russh::keys::{Algorithm, PublicKey};
+use russh::keys::Algorithm;
 use russh::{ChannelMsg, Disconnect, Preferred, client};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
@@ -107,7 +107,7 @@ struct Verifier {
 }
 
 impl Verifier {
-    fn verify(&self, key: &PublicKey) -> Result<(), HostError> {
+    fn verify(&self, key: &russh::keys::PublicKeyOrCertificate) -> Result<(), HostError> {
         let accepted = self.policy.verify(&self.host, key)?;
         // `ssh` says this on stderr at connect time, whatever happens next; so do we.
         if let Some(line) = accepted.announcement() {
@@ -124,14 +124,7 @@ impl client::Handler for Verifier {
         &mut self,
         server_key: &russh::keys::PublicKeyOrCertificate,
     ) -> Result<bool, Self::Error> {
-        let key = match server_key {
-            russh::keys::PublicKeyOrCertificate::PublicKey { key, .. } => key.clone(),
-            // We do not trust host CAs yet; a certificate's key must be known as a plain key.
-            russh::keys::PublicKeyOrCertificate::Certificate(cert) => {
-                PublicKey::new(cert.public_key().clone(), "")
-            }
-        };
-        match self.verify(&key) {
+        match self.verify(server_key) {
             Ok(()) => Ok(true),
             Err(e) => {
                 *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
@@ -505,6 +498,9 @@ where
         inactivity_timeout: None,
         preferred: Preferred {
             key: Cow::Owned(preferred_host_key_algorithms(target)),
+            host_key_certificates: Cow::Owned(
+                HostKeyPolicy::for_target(target).certificate_algorithms(),
+            ),
             ..Preferred::DEFAULT
         },
         ..Default::default()
