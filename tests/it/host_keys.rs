@@ -794,7 +794,7 @@ fn every_row_gets_the_verdict_ssh_gives() {
     let bench = Bench::start(sshd);
     let root = tempfile::tempdir().unwrap();
     // A few rows at a time: each mostly waits on its two clients.
-    const LANES: usize = 4;
+    const LANES: usize = 6;
     let mut failures: Vec<String> = std::thread::scope(|scope| {
         let lanes: Vec<_> = (0..LANES)
             .map(|lane| {

@@ -1,5 +1,6 @@
-//! Host keys: the verdict on the key a server presents, decided as OpenSSH's `check_host_key`
-//! decides it (sshconnect.c and hostfile.c), and the one write `accept-new` does.
+//! Host keys: the verdict on the key or host certificate a server presents, decided as
+//! OpenSSH's `check_host_key` decides it (sshconnect.c and hostfile.c), and the one write
+//! `accept-new` does.
 //!
 //! Lookup, as `ssh` does it: entries come from every UserKnownHostsFile then every
 //! GlobalKnownHostsFile, matched against one name — HostKeyAlias, else HostName as `host` on
@@ -7,16 +8,18 @@
 //! hashed names (`|1|salt|hash`, HMAC-SHA1), case-insensitively. Among the plain entries for that
 //! name, one holding the key makes it known; any other plain entry, whatever its key type, makes
 //! it changed; none makes it new. A matching `@revoked` entry holding the key beats everything.
-//! `@cert-authority` entries only vouch for certificates, which are not negotiated (see
-//! [`HostKeyPolicy::verify`]), so for a plain key they count for nothing. A new key on a port
-//! other than 22 is still known when the bare host name holds it. Malformed lines are skipped.
+//! `@cert-authority` entries vouch for host certificates only: a certificate whose signer one of
+//! them holds, and which names the host, is accepted; any other certificate is judged as the
+//! plain key it certifies. A key new on a port other than 22 is still known when the bare host
+//! name holds it. Malformed lines are skipped.
 //!
-//! Policy, as `ssh` does it, but for the one difference SPEC sets: a changed or revoked key is
-//! refused under every StrictHostKeyChecking value, where OpenSSH's `no` connects with a warning.
-//! A new key is refused under `yes` (and `ask`, which without a terminal is `yes`), and under
-//! `accept-new` and `no` recorded in the first UserKnownHostsFile and announced with OpenSSH's
-//! words; with no UserKnownHostsFile, or a HostName holding a character a known_hosts name cannot
-//! carry, it is refused instead, as `ssh` refuses it.
+//! Policy, as `ssh` does it, but for the differences SPEC sets: a changed or revoked key is
+//! refused under every StrictHostKeyChecking value, where OpenSSH's `no` connects with a warning;
+//! where OpenSSH versions disagree on certificates, the stricter rule holds. A new key is refused
+//! under `yes` (and `ask`, which without a terminal is `yes`), and under `accept-new` and `no`
+//! recorded in the first UserKnownHostsFile and announced with OpenSSH's words; with no
+//! UserKnownHostsFile, or a HostName holding a character a known_hosts name cannot carry, it is
+//! refused instead, as `ssh` refuses it. `tests/it/host_keys.rs` holds both clients to this.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -1113,7 +1116,7 @@ mod tests {
             "known"
         );
         assert_eq!(
-            check(&[g.clone()], "x", &f.key),
+            check(std::slice::from_ref(&g), "x", &f.key),
             KnownHostsVerdict::Changed {
                 file: g.clone(),
                 line: 1
@@ -1122,5 +1125,128 @@ mod tests {
         let text = std::fs::read_to_string(&g).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn certificate_algorithms_follow_openssh_s_order() {
+        let f = Fixture::new();
+        let user = f.dir.path().join("user");
+        let policy = f.policy("h", 22, StrictHostKeyChecking::Yes);
+        let all = policy.certificate_algorithms();
+        assert_eq!(all.len(), 6);
+        assert_eq!(all[0], Algorithm::Ed25519);
+        // An ed25519 key known: OpenSSH's list as it is.
+        std::fs::write(&user, format!("h {}\n", openssh(&f.key))).unwrap();
+        assert_eq!(policy.certificate_algorithms(), all);
+        // Only an ECDSA key known: only ECDSA certificates (of its curve) go first.
+        std::fs::write(&user, format!("h {KEY_ECDSA}\n")).unwrap();
+        assert_eq!(
+            policy.certificate_algorithms(),
+            vec![Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP256
+            }]
+        );
+        // An authority for the host: all of them.
+        std::fs::write(
+            &user,
+            format!("h {KEY_ECDSA}\n@cert-authority * {}\n", openssh(&f.other)),
+        )
+        .unwrap();
+        assert_eq!(policy.certificate_algorithms(), all);
+    }
+
+    /// Runs `ssh-keygen` with `args`; false (the test skips) when it is not installed.
+    fn ssh_keygen(args: &[&str]) -> bool {
+        let Ok(status) = std::process::Command::new("ssh-keygen")
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+        else {
+            eprintln!("SKIP: ssh-keygen is not installed");
+            return false;
+        };
+        assert!(status.success(), "ssh-keygen {args:?}");
+        true
+    }
+
+    #[test]
+    fn host_certificates_made_by_ssh_keygen() {
+        let f = Fixture::new();
+        let d = f.dir.path();
+        let path = |name: &str| d.join(name).to_str().unwrap().to_string();
+        for key in ["ca", "host"] {
+            if !ssh_keygen(&["-q", "-t", "ed25519", "-N", "", "-C", "", "-f", &path(key)]) {
+                return;
+            }
+        }
+        let ca_public = std::fs::read_to_string(d.join("ca.pub")).unwrap();
+        // (name, ssh-keygen options) → certificate
+        let sign = |name: &str, options: &[&str]| -> Certificate {
+            std::fs::copy(d.join("host.pub"), d.join(format!("{name}.pub"))).unwrap();
+            let mut args = vec!["-q", "-s"];
+            let ca = path("ca");
+            args.push(&ca);
+            args.extend_from_slice(&["-I", name]);
+            args.extend_from_slice(options);
+            let public = path(&format!("{name}.pub"));
+            args.push(&public);
+            assert!(ssh_keygen(&args));
+            Certificate::read_file(&d.join(format!("{name}-cert.pub"))).unwrap()
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let good = sign("good", &["-h", "-n", "h,alias"]);
+        assert!(certifies_host(&good, "h", now));
+        assert!(certifies_host(&good, "alias", now));
+        assert!(!certifies_host(&good, "other", now));
+        assert!(!certifies_host(
+            &sign("pattern", &["-h", "-n", "h*"]),
+            "h",
+            now
+        ));
+        assert!(!certifies_host(&sign("anyone", &["-h"]), "h", now));
+        assert!(!certifies_host(&sign("user", &["-n", "h"]), "h", now));
+        let expired = sign("expired", &["-h", "-n", "h", "-V", "20000101:20010101"]);
+        assert!(!certifies_host(&expired, "h", now));
+
+        // Judged through known_hosts.
+        let user = d.join("user");
+        let key = PublicKeyOrCertificate::Certificate(good.clone());
+        let policy = f.policy("h", 22, StrictHostKeyChecking::Yes);
+        std::fs::write(&user, format!("@cert-authority * {ca_public}")).unwrap();
+        assert_eq!(
+            policy.verify("box", &key).unwrap(),
+            Acceptance::Certified {
+                file: user.clone(),
+                line: 1
+            }
+        );
+        // Another authority: judged as the plain key, which is new.
+        std::fs::write(&user, format!("@cert-authority * {}\n", openssh(&f.other))).unwrap();
+        assert!(matches!(
+            policy.verify("box", &key),
+            Err(HostError::HostKeyUnknown { .. })
+        ));
+        // ... and known.
+        let host_public = std::fs::read_to_string(d.join("host.pub")).unwrap();
+        std::fs::write(&user, format!("h {host_public}")).unwrap();
+        assert!(matches!(
+            policy.verify("box", &key),
+            Ok(Acceptance::Known { .. })
+        ));
+        // A revoked signer is refused, with no second chance as a plain key.
+        std::fs::write(
+            &user,
+            format!("h {host_public}@cert-authority * {ca_public}@revoked * {ca_public}"),
+        )
+        .unwrap();
+        assert!(matches!(
+            policy.verify("box", &key),
+            Err(HostError::HostKeyRevoked { .. })
+        ));
     }
 }
