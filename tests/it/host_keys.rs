@@ -23,6 +23,8 @@ enum Offers {
     Rsa,
     /// All three: the client chooses, putting the types known_hosts holds first.
     All,
+    /// ECDSA and RSA.
+    EcdsaAndRsa,
     /// The ed25519 key with a host certificate from `{CA}` for `127.0.0.1` and `hk-alias`,
     /// and a plain ECDSA key.
     Certified,
@@ -136,7 +138,7 @@ impl Case {
 
 use Offers::{
     All, Certified, CertifiedByPattern, CertifiedExpired, CertifiedForAnother, CertifiedForAnyone,
-    Ecdsa, Ed25519, Rsa,
+    Ecdsa, EcdsaAndRsa, Ed25519, Rsa,
 };
 
 const CASES: &[Case] = &[
@@ -203,6 +205,20 @@ const CASES: &[Case] = &[
         "accept-new",
     )
     .adds(),
+    // With an ed25519 key known, `ssh` keeps its own order (ECDSA before RSA), whatever else
+    // is known.
+    case(
+        "ed25519 and RSA known, ECDSA and RSA offered",
+        EcdsaAndRsa,
+        "yes",
+    )
+    .user(&["{name} {E}\n{name} {R}"]),
+    case("RSA known, ECDSA and RSA offered", EcdsaAndRsa, "yes")
+        .user(&["{name} {R}"])
+        .connects(),
+    case("ed25519 and RSA known, all offered", All, "yes")
+        .user(&["{name} {R}\n{name} {E}"])
+        .connects(),
     case("ECDSA offered, new", Ecdsa, "accept-new").adds(),
     case("RSA offered, new", Rsa, "no").adds(),
     case("ECDSA offered, known", Ecdsa, "yes")
@@ -493,6 +509,10 @@ impl Bench {
             (
                 All,
                 sshd.start_with_host_keys(&[&rsa.path, &ec.path, &ed.path]),
+            ),
+            (
+                EcdsaAndRsa,
+                sshd.start_with_host_keys(&[&rsa.path, &ec.path]),
             ),
             (
                 Certified,

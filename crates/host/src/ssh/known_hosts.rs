@@ -459,6 +459,22 @@ impl HostKeyPolicy {
         }
     }
 
+    /// The plain host key algorithms of `default` (most preferred first) reordered as OpenSSH
+    /// orders them (`order_hostkeyalgs`): as they are when known_hosts holds an ed25519 key for
+    /// the host (the type OpenSSH prefers most), else with the types it holds first. So a host
+    /// known by its RSA key is not reported as unknown for offering ed25519, and a host known by
+    /// ed25519 and RSA keys that offers ECDSA and RSA is refused as `ssh` refuses it.
+    pub fn key_algorithms(&self, default: &[Algorithm]) -> Vec<Algorithm> {
+        let known = known_algorithms(&self.files(), &[self.lookup_name()]);
+        let is_known = |a: &Algorithm| known.iter().any(|k| same_key_type(k, a));
+        if is_known(&Algorithm::Ed25519) {
+            return default.to_vec();
+        }
+        let mut ordered: Vec<Algorithm> = default.iter().filter(|a| is_known(a)).cloned().collect();
+        ordered.extend(default.iter().filter(|a| !is_known(a)).cloned());
+        ordered
+    }
+
     /// The host certificate algorithms to advertise, most preferred first, as OpenSSH orders
     /// them (`order_hostkeyalgs`): all of them when known_hosts has a `@cert-authority` entry
     /// for the host, or an ed25519 key, or nothing; else those whose plain type it holds (the
@@ -1153,6 +1169,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(policy.certificate_algorithms(), all);
+    }
+
+    #[test]
+    fn key_algorithms_follow_openssh_s_order() {
+        let f = Fixture::new();
+        let user = f.dir.path().join("user");
+        let policy = f.policy("h", 22, StrictHostKeyChecking::Yes);
+        let default = [
+            Algorithm::Ed25519,
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP256,
+            },
+            Algorithm::Rsa {
+                hash: Some(HashAlg::Sha512),
+            },
+        ];
+        assert_eq!(policy.key_algorithms(&default), default);
+        // Only ECDSA known: ECDSA first.
+        std::fs::write(&user, format!("h {KEY_ECDSA}\n")).unwrap();
+        assert_eq!(
+            policy.key_algorithms(&default),
+            [default[1].clone(), default[0].clone(), default[2].clone()]
+        );
+        // ed25519 known too: OpenSSH's order as it is (ECDSA before RSA, whatever is known).
+        std::fs::write(&user, format!("h {KEY_ECDSA}\nh {}\n", openssh(&f.key))).unwrap();
+        assert_eq!(policy.key_algorithms(&default), default);
     }
 
     /// Runs `ssh-keygen` with `args`; false (the test skips) when it is not installed.

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use super::auth;
 use super::config::{SshTarget, resolve};
-use super::known_hosts::{self, HostKeyPolicy};
+use super::known_hosts::HostKeyPolicy;
 
 use crate::HostError;
 
@@ -141,20 +141,10 @@ fn unreachable(host: &str, reason: impl Into<String>) -> HostError {
     }
 }
 
-/// Host key algorithms with the ones known_hosts already holds for this host first, as OpenSSH
-/// does, so a host known by its RSA key is not reported as unknown for offering ed25519.
+/// Host key algorithms in the order OpenSSH offers them for this host (see
+/// [`HostKeyPolicy::key_algorithms`]), so both pick the same key of a server that has several.
 fn preferred_host_key_algorithms(target: &SshTarget) -> Vec<Algorithm> {
-    let known =
-        known_hosts::known_algorithms(&target.known_hosts_files(), &target.known_hosts_names());
-    let default: Vec<Algorithm> = Preferred::DEFAULT.key.to_vec();
-    let is_known = |a: &Algorithm| {
-        known
-            .iter()
-            .any(|k| k == a || (k.clone().is_rsa() && a.clone().is_rsa()))
-    };
-    let mut ordered: Vec<Algorithm> = default.iter().filter(|a| is_known(a)).cloned().collect();
-    ordered.extend(default.iter().filter(|a| !is_known(a)).cloned());
-    ordered
+    HostKeyPolicy::for_target(target).key_algorithms(&Preferred::DEFAULT.key)
 }
 
 type BoxedConnect<'a> = Pin<Box<dyn Future<Output = Result<SshSession, HostError>> + Send + 'a>>;
