@@ -273,6 +273,16 @@ const CASES: &[Case] = &[
     )
     .user(&["127.0.0.1 {e}"])
     .adds(),
+    // `ssh` finds the key revoked under the bare name, then goes on to take it as new; a key
+    // known_hosts calls revoked is never recorded here.
+    case(
+        "revoked under the bare name, accept-new",
+        Ed25519,
+        "accept-new",
+    )
+    .user(&["@revoked 127.0.0.1 {E}"])
+    .adds()
+    .intended_refusal(),
     // Wildcards and negation.
     case("wildcard", Ed25519, "yes")
         .user(&["[127.0.0.?]:* {E}"])
