@@ -1,11 +1,12 @@
 //! Host keys, decided as OpenSSH decides them: a table of cases, each run against the real `ssh`
 //! client (`BatchMode yes`, `true` as the command) and against clankie-read (`ls`), with the same
-//! ssh_config (`-F`), on sshds offering host keys of chosen types (ed25519, ECDSA, RSA, or all
-//! three, where each client picks by what known_hosts already holds). Each row must get the same
-//! verdict from both — connect or refuse — but for the rows SPEC makes different on purpose (a
-//! changed or revoked key is refused under `StrictHostKeyChecking no` too). The known_hosts files
-//! must end up byte for byte as `ssh` leaves them: untouched on a refusal, one line added when a
-//! new key is accepted, announced with the same words on stderr.
+//! ssh_config (`-F`), on sshds offering host keys of chosen types (ed25519, ECDSA, RSA, several,
+//! some with host certificates), where each client picks the key by what known_hosts holds. Each
+//! row must get the same verdict from both — connect or refuse — but for the rows marked as
+//! different on purpose: a changed or revoked key is refused under `StrictHostKeyChecking no`
+//! too (SPEC), and where OpenSSH versions disagree on certificates the stricter rule is kept.
+//! The known_hosts files must end up byte for byte as `ssh` leaves them: untouched on a
+//! refusal, one line added when a new key is accepted, announced with the same words on stderr.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
