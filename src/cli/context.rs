@@ -255,7 +255,7 @@ impl Context {
 }
 
 /// What every SSH connection of the run is lent: with `-v`, its story on stderr (one sanitised
-/// `debug:` line per step); when stdin and stderr are a terminal, a passphrase prompt on the
+/// `debug:` line per step); always, what `ssh` says without `-v`; when stdin and stderr are a terminal, a passphrase prompt on the
 /// terminal (echo off). Without a terminal (cron) nothing is ever asked.
 fn connect_options(verbose: bool) -> ConnectOptions {
     let log = if verbose {
@@ -274,7 +274,16 @@ fn connect_options(verbose: bool) -> ConnectOptions {
     // rpassword writes the prompt to and reads from /dev/tty with echo off.
     let passphrase = terminal
         .then(|| PassphrasePrompt::new(|prompt| rpassword::prompt_password(sanitize(prompt)).ok()));
-    ConnectOptions { log, passphrase }
+    // What ssh says on stderr even without -v (a key added under accept-new), in its words.
+    let notices = ConnectionLog::to(|line| {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), "{}", sanitize(line));
+    });
+    ConnectOptions {
+        log,
+        notices,
+        passphrase,
+    }
 }
 
 /// `HOST:SESSION`, split at the first `:`; a bare `SESSION` (ids never hold a `:`) is on

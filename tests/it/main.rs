@@ -19,6 +19,7 @@ mod fixtures;
 mod follow;
 mod harness_names;
 mod harnesses;
+mod host_keys;
 mod hostile;
 mod hosts;
 mod ls_people;

@@ -1013,3 +1013,143 @@ fn collect_subtree(procs: &HashMap<u32, Proc>, root: u32, out: &mut Vec<u32>) {
         }
     }
 }
+
+/// Another sshd serving the same users as the shared one (their authorized keys, the same client
+/// identity), offering exactly the host keys it was started with: for the host-key tests, which
+/// need servers with keys of chosen types. Made by [`Sshd::start_with_host_keys`]; killed on
+/// drop (and, should this process die first, by its watcher).
+pub(crate) struct KeyedSshd {
+    port: u16,
+    child: Child,
+    _watcher_pipe: ChildStdin,
+    _watcher: Child,
+}
+
+impl KeyedSshd {
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for KeyedSshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Sshd {
+    /// Starts an sshd on a free port of 127.0.0.1 offering the host keys at `host_keys`
+    /// (private key files, mode 0600, e.g. from `ssh-keygen`), in that order, for the same
+    /// users and with the same authorized keys as this one.
+    pub(crate) fn start_with_host_keys(&self, host_keys: &[&Path]) -> KeyedSshd {
+        self.start_with_host_certificates(host_keys, &[])
+    }
+
+    /// [`Sshd::start_with_host_keys`], also presenting the host certificates at `certificates`
+    /// (`ssh-keygen -s CA -h` output, each for one of the keys).
+    pub(crate) fn start_with_host_certificates(
+        &self,
+        host_keys: &[&Path],
+        certificates: &[&Path],
+    ) -> KeyedSshd {
+        let dir = self.dir.join(format!(
+            "keyed-{}",
+            host_keys_dir_counter().fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}", io_err(&dir, e)));
+        let config = dir.join("sshd_config");
+        let pid_file = dir.join("sshd.pid");
+        let log_path = dir.join("sshd.log");
+        let mut penalties = true;
+        let mut last_error = String::new();
+        for _attempt in 0..5 {
+            let port = free_port().unwrap_or_else(|e| panic!("{e}"));
+            let mut text = format!(
+                "# Written by tests/it/common/sshd.rs (start_with_host_keys)\n\
+                 ListenAddress 127.0.0.1\nPort {port}\nPidFile {pid}\n\
+                 AuthorizedKeysFile {main}/authorized_keys/%u\nAllowUsers ck_*\n\
+                 PermitRootLogin no\nUsePAM no\nStrictModes no\nPermitUserEnvironment yes\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nPrintMotd no\n\
+                 PrintLastLog no\nX11Forwarding no\nLogLevel ERROR\n",
+                pid = pid_file.display(),
+                main = self.dir.display(),
+            );
+            for key in host_keys {
+                text.push_str(&format!("HostKey {}\n", key.display()));
+            }
+            for certificate in certificates {
+                text.push_str(&format!("HostCertificate {}\n", certificate.display()));
+            }
+            if penalties {
+                // See `sshd_config`: refused host keys are failed connections to sshd 9.8+.
+                text.push_str("PerSourcePenalties no\n");
+            }
+            write_atomic(&config, text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+            let check = Command::new(SSHD)
+                .arg("-t")
+                .arg("-f")
+                .arg(&config)
+                .output()
+                .unwrap_or_else(|e| panic!("running {SSHD} -t: {e}"));
+            if !check.status.success() {
+                let stderr = String::from_utf8_lossy(&check.stderr);
+                if penalties && stderr.contains("PerSourcePenalties") {
+                    penalties = false;
+                    continue;
+                }
+                panic!("{SSHD} -t rejected {}: {stderr}", config.display());
+            }
+            let log =
+                File::create(&log_path).unwrap_or_else(|e| panic!("{}", io_err(&log_path, e)));
+            let _ = fs::remove_file(&pid_file);
+            let mut child = Command::new(SSHD)
+                .arg("-D")
+                .arg("-e")
+                .arg("-f")
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("spawning {SSHD}: {e}"));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if let Ok(Some(status)) = child.try_wait() {
+                    last_error = format!(
+                        "{SSHD} exited ({status}) on port {port}: {}",
+                        fs::read_to_string(&log_path).unwrap_or_default()
+                    );
+                    break;
+                }
+                let pid = fs::read_to_string(&pid_file).unwrap_or_default();
+                if pid.trim() == child.id().to_string() {
+                    let (watcher, pipe) =
+                        spawn_watcher(&dir, child.id()).unwrap_or_else(|e| panic!("{e}"));
+                    return KeyedSshd {
+                        port,
+                        child,
+                        _watcher_pipe: pipe,
+                        _watcher: watcher,
+                    };
+                }
+                if Instant::now() >= deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "{SSHD} did not write {} within 10 s: {}",
+                        pid_file.display(),
+                        fs::read_to_string(&log_path).unwrap_or_default()
+                    );
+                }
+                thread::sleep(Duration::from_millis(10));
+            }
+        }
+        panic!("{last_error}");
+    }
+}
+
+fn host_keys_dir_counter() -> &'static std::sync::atomic::AtomicU64 {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    &COUNTER
+}

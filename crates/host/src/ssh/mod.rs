@@ -47,6 +47,13 @@ impl ConnectionLog {
         self.0.is_some()
     }
 
+    /// Hands `line` to the sink as it is (no host prefix): a notice in `ssh`'s own words.
+    pub(crate) fn tell(&self, line: &str) {
+        if let Some(sink) = &self.0 {
+            sink(line);
+        }
+    }
+
     /// Tells one step of `host`'s connection; `line` is only built when someone listens.
     pub(crate) fn say(&self, host: &str, line: impl FnOnce() -> String) {
         if let Some(sink) = &self.0 {
@@ -92,10 +99,12 @@ impl std::fmt::Debug for PassphrasePrompt {
     }
 }
 
-/// What the caller lends every SSH connection it opens: where `-v` lines go, and whether (and
-/// how) to ask for a passphrase. The default says nothing and never asks (cron).
+/// What the caller lends every SSH connection it opens: where `-v` lines go, where what `ssh`
+/// says even without `-v` goes (`Warning: Permanently added …`), and whether (and how) to ask
+/// for a passphrase. The default says nothing and never asks (cron).
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
     pub log: ConnectionLog,
+    pub notices: ConnectionLog,
     pub passphrase: Option<PassphrasePrompt>,
 }

@@ -9,19 +9,18 @@
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use russh::keys::{Algorithm, HashAlg, PublicKey};
+use russh::keys::Algorithm;
 use russh::{ChannelMsg, Disconnect, Preferred, client};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
 use super::auth;
-use super::config::{SshTarget, StrictHostKeyChecking, resolve};
-use super::known_hosts::{self, KnownHostsVerdict};
+use super::config::{SshTarget, resolve};
+use super::known_hosts::{Acceptance, HostKeyPolicy};
 use super::{ConnectOptions, ConnectionLog};
 
 use crate::HostError;
@@ -110,83 +109,53 @@ impl std::fmt::Debug for SshSession {
 /// refusal it leaves the specific error in `failure`, because russh only reports a generic one.
 struct Verifier {
     host: String,
-    names: Vec<String>,
-    files: Vec<PathBuf>,
-    user_file: Option<PathBuf>,
-    strict: StrictHostKeyChecking,
+    policy: HostKeyPolicy,
     failure: Arc<Mutex<Option<HostError>>>,
     log: ConnectionLog,
+    /// What `ssh` says without `-v` (a key added under accept-new).
+    notices: ConnectionLog,
 }
 
 impl Verifier {
-    fn verify(&self, key: &PublicKey) -> Result<(), HostError> {
-        let key_host = self.names.first().cloned().unwrap_or_default();
-        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
-        self.log.say(&self.host, || {
-            format!(
-                "server host key: {} {fingerprint}",
-                key.algorithm().as_str()
-            )
+    fn verify(&self, key: &russh::keys::PublicKeyOrCertificate) -> Result<(), HostError> {
+        self.log.say(&self.host, || match key {
+            russh::keys::PublicKeyOrCertificate::PublicKey { key, .. } => format!(
+                "server host key: {} {}",
+                key.algorithm().as_str(),
+                key.fingerprint(russh::keys::HashAlg::Sha256)
+            ),
+            russh::keys::PublicKeyOrCertificate::Certificate(cert) => format!(
+                "server host certificate: {} {}",
+                cert.algorithm().as_str(),
+                cert.public_key().fingerprint(russh::keys::HashAlg::Sha256)
+            ),
         });
-        match known_hosts::check(&self.files, &self.names, key) {
-            KnownHostsVerdict::Known => {
-                self.log.say(&self.host, || {
-                    match known_hosts::find_known(&self.files, &self.names, key) {
-                        Some((file, line)) => format!(
-                            "host key verified: {key_host} is known at {}:{line}",
-                            file.display()
-                        ),
-                        None => format!("host key verified: {key_host} is known"),
-                    }
-                });
-                Ok(())
-            }
-            // A key of a new type for a known host is a changed key, whatever the policy says
-            // about new hosts (OpenSSH refuses it under `accept-new` too).
-            KnownHostsVerdict::Changed { file, line }
-            | KnownHostsVerdict::OtherTypes { file, line } => Err(HostError::HostKeyChanged {
-                host: self.host.clone(),
-                key_host,
-                fingerprint,
-                known_hosts_line: format!("{}:{line}", file.display()),
-            }),
-            KnownHostsVerdict::Revoked { file, line } => Err(HostError::HostKeyRevoked {
-                host: self.host.clone(),
-                key_host,
-                fingerprint,
-                known_hosts_line: format!("{}:{line}", file.display()),
-            }),
-            KnownHostsVerdict::Unknown => match (self.strict, &self.user_file) {
-                (StrictHostKeyChecking::AcceptNew | StrictHostKeyChecking::No, Some(file)) => {
-                    // Like ssh: a failed write is not fatal, the key was accepted by policy.
-                    let written = known_hosts::append(file, &key_host, key);
-                    self.log.say(&self.host, || {
-                        let policy = match self.strict {
-                            StrictHostKeyChecking::No => "no",
-                            _ => "accept-new",
-                        };
-                        match &written {
-                            Ok(()) => format!(
-                                "host key accepted: {key_host} was not known \
-                                 (StrictHostKeyChecking {policy}); added to {}",
-                                file.display()
-                            ),
-                            Err(e) => format!(
-                                "host key accepted: {key_host} was not known \
-                                 (StrictHostKeyChecking {policy}); adding it to {} failed: {e}",
-                                file.display()
-                            ),
-                        }
-                    });
-                    Ok(())
-                }
-                _ => Err(HostError::HostKeyUnknown {
-                    host: self.host.clone(),
-                    key_host,
-                    fingerprint,
-                }),
-            },
+        let accepted = self.policy.verify(&self.host, key)?;
+        self.log.say(&self.host, || match &accepted {
+            Acceptance::Known { file, line } => format!(
+                "host key verified: {} is known at {}:{line}",
+                self.policy.lookup_name(),
+                file.display()
+            ),
+            Acceptance::Certified { file, line } => format!(
+                "host key verified: {} is certified by the @cert-authority at {}:{line}",
+                self.policy.lookup_name(),
+                file.display()
+            ),
+            Acceptance::Added { file, name, .. } => format!(
+                "host key accepted: {name} was not known; added to {}",
+                file.display()
+            ),
+            Acceptance::NotAdded { file, reason } => format!(
+                "host key accepted: not known; adding it to {} failed: {reason}",
+                file.display()
+            ),
+        });
+        // `ssh` says this on stderr at connect time, with or without -v; so do we.
+        if let Some(line) = accepted.announcement() {
+            self.notices.tell(&line);
         }
+        Ok(())
     }
 }
 
@@ -197,14 +166,7 @@ impl client::Handler for Verifier {
         &mut self,
         server_key: &russh::keys::PublicKeyOrCertificate,
     ) -> Result<bool, Self::Error> {
-        let key = match server_key {
-            russh::keys::PublicKeyOrCertificate::PublicKey { key, .. } => key.clone(),
-            // We do not trust host CAs yet; a certificate's key must be known as a plain key.
-            russh::keys::PublicKeyOrCertificate::Certificate(cert) => {
-                PublicKey::new(cert.public_key().clone(), "")
-            }
-        };
-        match self.verify(&key) {
+        match self.verify(server_key) {
             Ok(()) => Ok(true),
             Err(e) => {
                 *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
@@ -221,20 +183,10 @@ fn unreachable(host: &str, reason: impl Into<String>) -> HostError {
     }
 }
 
-/// Host key algorithms with the ones known_hosts already holds for this host first, as OpenSSH
-/// does, so a host known by its RSA key is not reported as unknown for offering ed25519.
+/// Host key algorithms in the order OpenSSH offers them for this host (see
+/// [`HostKeyPolicy::key_algorithms`]), so both pick the same key of a server that has several.
 fn preferred_host_key_algorithms(target: &SshTarget) -> Vec<Algorithm> {
-    let known =
-        known_hosts::known_algorithms(&target.known_hosts_files(), &target.known_hosts_names());
-    let default: Vec<Algorithm> = Preferred::DEFAULT.key.to_vec();
-    let is_known = |a: &Algorithm| {
-        known
-            .iter()
-            .any(|k| k == a || (k.clone().is_rsa() && a.clone().is_rsa()))
-    };
-    let mut ordered: Vec<Algorithm> = default.iter().filter(|a| is_known(a)).cloned().collect();
-    ordered.extend(default.iter().filter(|a| !is_known(a)).cloned());
-    ordered
+    HostKeyPolicy::for_target(target).key_algorithms(&Preferred::DEFAULT.key)
 }
 
 type BoxedConnect<'a> = Pin<Box<dyn Future<Output = Result<SshSession, HostError>> + Send + 'a>>;
@@ -721,12 +673,10 @@ where
     let failure = Arc::new(Mutex::new(None));
     let verifier = Verifier {
         host: label.to_string(),
-        names: target.known_hosts_names(),
-        files: target.known_hosts_files(),
-        user_file: target.user_known_hosts_files.first().cloned(),
-        strict: target.strict_host_key_checking,
+        policy: HostKeyPolicy::for_target(target),
         failure: Arc::clone(&failure),
         log: options.log.clone(),
+        notices: options.notices.clone(),
     };
     let config = client::Config {
         nodelay: true,
@@ -735,6 +685,9 @@ where
         inactivity_timeout: None,
         preferred: Preferred {
             key: Cow::Owned(preferred_host_key_algorithms(target)),
+            host_key_certificates: Cow::Owned(
+                HostKeyPolicy::for_target(target).certificate_algorithms(),
+            ),
             ..Preferred::DEFAULT
         },
         ..Default::default()
