@@ -684,3 +684,91 @@ printf '\n%s:BEGIN Linux\nMETA size=@SIZE@ enc=b64\nDATA 0\n@PAYLOAD@\nEND-DATA 
         }
     }
 }
+
+/// A host whose file really moves under every read: before each read script runs, the hostile
+/// login shell rewrites the session to 2e6, 3e6, 4e6, then 1000 bytes and round again (a
+/// counter in its home), so the file grows past what was listed three times and is then shorter
+/// than where the read started. The file is one record line repeated, so each size is a prefix
+/// of the next. Each run ends within its time bound either with one whole page (exit 0: a read
+/// caught the file between moves) or, past the retries, with one line and exit 6 (SPEC: a
+/// source that cannot be read) — never a panic (101).
+mod moving_sizes {
+    use std::time::Duration;
+
+    use super::{SLACK, clankie, line, run_timed};
+    use crate::common::sshd::sshd_or_skip;
+    use crate::support::{code, ndjson, stderr};
+
+    const MOVING_SHELL: &str = r#"#!/bin/sh
+# A hostile login shell (tests/it/hostile.rs, moving_sizes): lists with the real sh; before each
+# read, rewrites the session file (its path in ~/target) to the next size of the walk.
+s=$(cat)
+case $s in *'walk() {'*) printf '%s\n' "$s" | /bin/sh -s; exit ;; esac
+c=$(cat "$HOME/reads" 2>/dev/null || echo 0)
+echo $((c + 1)) >"$HOME/reads"
+case $((c % 4)) in 0) z=2000000 ;; 1) z=3000000 ;; 2) z=4000000 ;; *) z=1000 ;; esac
+f=$(cat "$HOME/target")
+yes "$(cat "$HOME/line")" | head -c "$z" >"$f.new" && mv "$f.new" "$f"
+printf '%s\n' "$s" | exec /bin/sh -s
+"#;
+
+    #[test]
+    fn a_file_that_grows_then_shrinks_under_every_read_ends_in_one_line_not_a_panic() {
+        let Some(sshd) = sshd_or_skip() else { return };
+        let user = "ck_moving_sizes";
+        let alias = sshd.add_script_user(user, MOVING_SHELL);
+        let session = "5e55ed02-0000-4000-8000-000000000002";
+        let rel = format!(".claude/projects/-moving/{session}.jsonl");
+        let record = line("m");
+        let target = format!("{alias}:{session}");
+        let bound = Duration::from_secs(20);
+        for args in [
+            &["read", &target, "--tail", "--json"][..],
+            &["read", &target, "--all", "--json"][..],
+        ] {
+            // 40 KiB to list: a tail starts well inside the file, past the 1000 bytes it
+            // shrinks to.
+            sshd.put_file(user, &rel, record.repeat(40_000 / record.len()).as_bytes());
+            sshd.put_file(user, "line", record.trim_end().as_bytes());
+            sshd.put_file(
+                user,
+                "target",
+                sshd.home(user).join(&rel).to_str().unwrap().as_bytes(),
+            );
+            let _ = std::fs::remove_file(sshd.home(user).join("reads"));
+            let home = tempfile::tempdir().unwrap();
+            let mut cmd = clankie(sshd, home.path(), &["--timeout", "20"]);
+            cmd.args(args);
+            let (out, elapsed) = run_timed(cmd, bound + SLACK);
+            let err = stderr(&out);
+            assert_ne!(code(&out), 101, "{args:?} panicked: {err}");
+            assert!(elapsed < bound + SLACK, "{args:?}: took {elapsed:?}");
+            match code(&out) {
+                // It caught the file between two moves: one whole page, nothing else said.
+                0 => {
+                    assert_eq!(err, "", "{args:?}");
+                    let lines = ndjson(&out);
+                    let (page, records) = lines.split_last().expect("a page line");
+                    assert_eq!(page["type"], "page", "{args:?}: {lines:#?}");
+                    assert!(
+                        records.iter().all(|r| r["type"] == "record"),
+                        "{args:?}: {lines:#?}"
+                    );
+                }
+                // It kept moving past the retries: one line, nothing half-read printed.
+                6 => {
+                    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+                    assert!(
+                        err.contains("the file kept changing while it was read"),
+                        "{args:?}: {err}"
+                    );
+                    assert!(
+                        !String::from_utf8_lossy(&out.stdout).contains("\"type\":\"record\""),
+                        "{args:?}"
+                    );
+                }
+                other => panic!("{args:?}: exit {other}: {err}"),
+            }
+        }
+    }
+}
