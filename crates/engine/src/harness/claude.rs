@@ -59,9 +59,64 @@ impl Format for Claude {
         crate::resume::first_in_lines(head, "/cwd")
     }
 
+    /// A subagent (`<parent>+agent-<id>`) is resumed as the session that started it: Claude
+    /// has no command that resumes a subagent.
     fn resume_command(&self, id: &str, _path: &str) -> String {
-        format!("claude --resume {}", crate::resume::shell_quote(id))
+        let session = id.split_once('+').map_or(id, |(parent, _)| parent);
+        format!("claude --resume {}", crate::resume::shell_quote(session))
     }
+
+    /// A 2.0.x subagent file at a project's root (`projects/<dir>/agent-<id>.jsonl`) names its
+    /// parent only inside, in the `sessionId` of its lines.
+    fn named_inside(&self, entry: &FileEntry) -> bool {
+        root_agent_file(entry).is_some()
+    }
+
+    fn session_from_head(&self, entry: &FileEntry, head: &[u8]) -> Option<SessionFile> {
+        let agent = root_agent_file(entry)?;
+        let agent_file = format!("agent-{agent}");
+        match head_session_id(head) {
+            Some(parent) => Some(SessionFile {
+                id: format!("{parent}+{agent_file}"),
+                agent: Some(agent.to_string()),
+                entry: entry.clone(),
+            }),
+            // No parent to be found (an empty or unreadable file): listed under its own name,
+            // so that nothing is left out.
+            None => Some(SessionFile {
+                id: agent_file,
+                agent: Some(agent.to_string()),
+                entry: entry.clone(),
+            }),
+        }
+    }
+}
+
+/// The agent id of a 2.0.x subagent file at a project's root, `projects/<dir>/agent-<id>.jsonl`.
+fn root_agent_file(entry: &FileEntry) -> Option<&str> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    match rel.split('/').collect::<Vec<_>>().as_slice() {
+        ["projects", _dir, file] => file
+            .strip_suffix(".jsonl")
+            .filter(|stem| valid_id(stem))?
+            .strip_prefix("agent-")
+            .filter(|agent| !agent.is_empty()),
+        _ => None,
+    }
+}
+
+/// The `sessionId` of a transcript's first line, from its first bytes. The line may be cut
+/// (only its start is read, and the prompt it holds can be long), so it is found as text: the
+/// envelope's `sessionId` comes before the message in every Claude line.
+fn head_session_id(head: &[u8]) -> Option<&str> {
+    let first = head.split(|&b| b == b'\n').next()?;
+    let text = std::str::from_utf8(first)
+        .or_else(|e| std::str::from_utf8(&first[..e.valid_up_to()]))
+        .ok()?;
+    const KEY: &str = "\"sessionId\":\"";
+    let start = text.find(KEY)? + KEY.len();
+    let id = &text[start..start + text[start..].find('"')?];
+    valid_id(id).then_some(id)
 }
 
 /// `projects/<dir>/<id>.jsonl` is a session; `projects/<dir>/<id>/subagents/[…/]agent-<a>.jsonl`
@@ -75,15 +130,13 @@ fn classify(entry: &FileEntry) -> Option<SessionFile> {
             .map(str::to_string)
     };
     match parts.as_slice() {
-        ["projects", _dir, file] => {
-            let id = stem(file)?;
-            let agent = id.strip_prefix("agent-").map(str::to_string);
-            Some(SessionFile {
-                id,
-                agent,
-                entry: entry.clone(),
-            })
-        }
+        // A subagent file here (2.0.x) is named by what it holds: `Format::session_from_head`.
+        ["projects", _dir, _file] if root_agent_file(entry).is_some() => None,
+        ["projects", _dir, file] => Some(SessionFile {
+            id: stem(file)?,
+            agent: None,
+            entry: entry.clone(),
+        }),
         ["projects", _dir, parent, "subagents", .., file] if valid_id(parent) => {
             let agent_file = stem(file)?;
             let agent = agent_file.strip_prefix("agent-")?.to_string();
@@ -468,6 +521,10 @@ impl LineBuilder<'_, '_, '_> {
                 TextKind::Notice,
                 format!("local command output: {}", out.trim()),
             );
+        } else if trimmed.starts_with("<task-notification>") {
+            // 2.1.x writes a finished background task (a `run_in_background` command, a
+            // monitor) as a user line of its own; the user typed none of it.
+            self.text(block, TextKind::Notice, monitor_event_text(trimmed));
         } else if trimmed.starts_with("<local-command-caveat>") {
             // Injected for the model; not something the user typed.
         } else {
@@ -634,8 +691,9 @@ impl LineBuilder<'_, '_, '_> {
     }
 }
 
-/// A monitor event's notice text: the `<summary>` of the task notification, and its `<event>`
-/// when present; otherwise the notification with its tags removed.
+/// A task notification's notice text (a monitor event, or a background task that finished):
+/// its `<summary>`, and its `<event>` when present; otherwise the notification with its tags
+/// removed.
 fn monitor_event_text(prompt: &str) -> String {
     let summary = tag_content(prompt, "summary").map(unescape_xml);
     let event = tag_content(prompt, "event").map(unescape_xml);
@@ -643,7 +701,12 @@ fn monitor_event_text(prompt: &str) -> String {
         (Some(s), Some(e)) => format!("{s}: {e}"),
         (Some(s), None) => s,
         (None, Some(e)) => format!("monitor event: {e}"),
-        (None, None) => format!("monitor event: {}", strip_tags(prompt).trim()),
+        (None, None) => {
+            let body = tag_content(prompt, "task-notification").unwrap_or(prompt);
+            let text = unescape_xml(&strip_tags(body));
+            let words: Vec<&str> = text.split_whitespace().collect();
+            format!("task notification: {}", words.join(" "))
+        }
     }
 }
 

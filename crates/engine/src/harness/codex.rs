@@ -407,8 +407,9 @@ fn tool_output(value: &Value) -> (String, bool) {
                 decoded = v;
                 &decoded
             }
-            _ => return (s.clone(), false),
+            _ => return exec_output(s),
         },
+        Value::String(s) => return exec_output(s),
         other => other,
     };
     match value {
@@ -425,7 +426,59 @@ fn tool_output(value: &Value) -> (String, bool) {
                 .unwrap_or_else(|| value.to_string());
             (text, failed)
         }
-        other => (content_text(other), false),
+        // Items: the wrapper, when there is one, is in their text.
+        other => exec_output(&content_text(other)),
+    }
+}
+
+/// A command's output as Codex wraps it for the model, and whether the command failed: the
+/// unified exec tool writes `Chunk ID: …`, `Wall time: …`, `Process exited with code N` (or
+/// `Process running with session ID N` while it runs on), `Original token count: …`, then
+/// `Output:` and the output; the older shell tool `Exit code: N`, `Wall time: …`, `Output:`.
+/// The text is the output alone, and a non-zero exit code is an error. Text that is not such a
+/// wrapper (every line before `Output:` one of those headers) is kept whole and not an error.
+///
+/// The `exec_command_end` event carries the same exit code, but on a line of its own before the
+/// output item: parsing is per line (a record's fields cannot depend on where a page starts),
+/// so the wrapper, on the output item itself, is what is read.
+fn exec_output(text: &str) -> (String, bool) {
+    const HEADERS: [&str; 7] = [
+        "Command: ",
+        "Chunk ID: ",
+        "Wall time: ",
+        "Wall time ",
+        "Process running with session ID ",
+        "Original token count: ",
+        "Total output lines: ",
+    ];
+    let mut exit_code = None;
+    let mut rest = text;
+    let mut headers = 0;
+    loop {
+        let (line, after) = match rest.split_once('\n') {
+            Some(split) => split,
+            None if rest == "Output:" => (rest, ""),
+            None => return (text.to_string(), false),
+        };
+        if line == "Output:" {
+            if headers == 0 {
+                return (text.to_string(), false);
+            }
+            return (after.to_string(), exit_code.is_some_and(|code| code != 0));
+        }
+        let code = line
+            .strip_prefix("Process exited with code ")
+            .or_else(|| line.strip_prefix("Exit code: "));
+        match code {
+            Some(code) => match code.trim().parse::<i64>() {
+                Ok(code) => exit_code = Some(code),
+                Err(_) => return (text.to_string(), false),
+            },
+            None if HEADERS.iter().any(|h| line.starts_with(h)) => {}
+            None => return (text.to_string(), false),
+        }
+        headers += 1;
+        rest = after;
     }
 }
 

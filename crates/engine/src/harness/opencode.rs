@@ -1,5 +1,9 @@
 //! OpenCode (1.2+, the `session` / `message` / `part` tables of `opencode.db`): rows to records.
-//! Pure: its queries run on the driver's private copy through [`Database`].
+//! Pure: its queries run on the driver's private copy through [`Database`]. Sessions from before
+//! 1.2 are a tree of JSON files under `storage/` (`session/<project>/<ses>.json`,
+//! `message/<ses>/<msg>.json`, `part/<msg>/<prt>.json`): each file is a row of the same shape,
+//! its id in its name (as OpenCode's own migration takes it), mapped by the same code. A session
+//! in both the database and the tree is read from the database.
 //!
 //! Order is upstream's: messages by `(time_created, id)`, parts of a message by `id`. Ids are
 //! the part ids (`prt_…`), tool parts giving `<prt>:call` and `<prt>:result`, message-level
@@ -12,11 +16,12 @@ use serde_json::Value;
 
 use crate::SourceCtx;
 use crate::database::{Database, QueryError, SessionRow, query_map};
-use crate::harness::Format;
+use crate::harness::{Format, Source};
 use crate::records::{Out, json_arguments, str_of, text_of};
 use crate::rows::{RowRecords, rfc3339_millis};
+use crate::session::{SessionFile, session_file, valid_id};
 use clankie_model::TextKind;
-use clankie_model::{DefaultHome, Layout, ListSpec, Storage};
+use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
 
 /// OpenCode.
 pub(super) struct OpenCode;
@@ -29,18 +34,53 @@ static LAYOUT: Layout = Layout {
         env_relative: "opencode",
         home_relative: ".local/share/opencode",
     },
-    // The database and its WAL in the data dir itself (or where `OPENCODE_DB` says).
-    // TODO(#8): `opencode-<channel>.db`, the legacy JSON tree under `storage/`, `OPENCODE_DB`
-    // in the PowerShell list script.
+    // The database and its WAL in the data dir itself (or where `OPENCODE_DB` says), and the
+    // JSON tree of older versions: `storage/{session,message,part}/<dir>/<id>.json` (its other
+    // folders, `project/`, `todo/`, `session_diff/`, are listed too and not read).
+    // TODO(#8): `opencode-<channel>.db`, `OPENCODE_DB` in the PowerShell list script.
     list: ListSpec {
-        subdirs: &[],
-        suffixes: &[],
-        max_depth: 0,
+        subdirs: &["storage"],
+        suffixes: &[".json"],
+        max_depth: 2,
         top_files: &["opencode.db", "opencode.db-wal"],
     },
     db_env: Some("OPENCODE_DB"),
-    storage: Storage::Database,
+    storage: Storage::DatabaseAndTree,
 };
+
+/// What a file of the JSON tree is: `storage/<kind>/<dir>/<id>.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TreeFile<'f> {
+    /// `storage/session/<project>/<ses>.json`
+    Session { id: &'f str },
+    /// `storage/message/<ses>/<msg>.json`
+    Message { session: &'f str, id: &'f str },
+    /// `storage/part/<msg>/<prt>.json`
+    Part { message: &'f str, id: &'f str },
+}
+
+impl<'f> TreeFile<'f> {
+    fn of(entry: &'f FileEntry) -> Option<TreeFile<'f>> {
+        let rel = std::str::from_utf8(&entry.rel).ok()?;
+        let mut parts = rel.split('/');
+        let (Some("storage"), Some(kind), Some(dir), Some(file), None) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            return None;
+        };
+        let id = file.strip_suffix(".json").filter(|id| valid_id(id))?;
+        match kind {
+            "session" => Some(TreeFile::Session { id }),
+            "message" if valid_id(dir) => Some(TreeFile::Message { session: dir, id }),
+            "part" if valid_id(dir) => Some(TreeFile::Part { message: dir, id }),
+            _ => None,
+        }
+    }
+}
 
 impl Format for OpenCode {
     fn layout(&self) -> &'static Layout {
@@ -133,8 +173,136 @@ impl Format for OpenCode {
         Ok(None)
     }
 
+    /// A file of the JSON tree is a document; the rest (the database) is rows.
+    fn source(&self, entry: &FileEntry) -> Source {
+        if TreeFile::of(entry).is_some() {
+            Source::Tree
+        } else {
+            Source::Database
+        }
+    }
+
+    /// Each `storage/session/<project>/<ses>.json`, with its messages and their parts.
+    fn tree_sessions(&self, files: &[&FileEntry]) -> Vec<SessionFile> {
+        let tree = Tree::of(files.iter().copied());
+        tree.sessions
+            .iter()
+            .filter_map(|(id, entry)| {
+                let mut whole = (*entry).clone();
+                for file in tree.files_of(id).into_iter().skip(1) {
+                    whole.size += file.size;
+                    whole.mtime = whole.mtime.max(file.mtime);
+                }
+                session_file(&whole, id, None)
+            })
+            .collect()
+    }
+
+    fn tree_files<'f>(&self, files: &'f [FileEntry], id: &str) -> Vec<&'f FileEntry> {
+        Tree::of(files.iter()).files_of(id)
+    }
+
+    /// Messages and parts as the database has them: a message's id and time from its file,
+    /// a part's id and message from its path.
+    fn parse_tree(&self, ctx: &SourceCtx, files: &[(&FileEntry, Vec<u8>)]) -> RowRecords {
+        let mut messages = Vec::new();
+        let mut parts = Vec::new();
+        for (entry, bytes) in files {
+            let data = String::from_utf8_lossy(bytes).into_owned();
+            match TreeFile::of(entry) {
+                Some(TreeFile::Message { id, .. }) => {
+                    let time_created = serde_json::from_str::<Value>(&data)
+                        .ok()
+                        .and_then(|v| v.pointer("/time/created").and_then(Value::as_i64))
+                        .unwrap_or(0);
+                    messages.push(MessageRow {
+                        id: id.to_string(),
+                        time_created,
+                        data,
+                    });
+                }
+                Some(TreeFile::Part { message, id }) => parts.push(PartRow {
+                    id: id.to_string(),
+                    message_id: message.to_string(),
+                    time_created: 0,
+                    data,
+                }),
+                Some(TreeFile::Session { .. }) | None => {}
+            }
+        }
+        messages.sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+        // A part without times of its own is stamped with its message's (as the database's
+        // rows are, when the tree is migrated).
+        let created: std::collections::HashMap<&str, i64> = messages
+            .iter()
+            .map(|m| (m.id.as_str(), m.time_created))
+            .collect();
+        for part in &mut parts {
+            part.time_created = created.get(part.message_id.as_str()).copied().unwrap_or(0);
+        }
+        records(ctx, &messages, &parts)
+    }
+
+    /// A session document of the JSON tree (`{id, directory, …}`); database sessions have
+    /// theirs in their row.
+    fn session_cwd(&self, head: &[u8]) -> Option<String> {
+        let session: Value = serde_json::from_slice(head).ok()?;
+        session
+            .get("directory")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("opencode --session {}", crate::resume::shell_quote(id))
+    }
+}
+
+/// The JSON tree's files of one listing, by what they are.
+struct Tree<'f> {
+    /// Session id → its file (the first listed when a session is in two projects' folders).
+    sessions: std::collections::BTreeMap<&'f str, &'f FileEntry>,
+    /// Session id → its message files.
+    messages: std::collections::HashMap<&'f str, Vec<(&'f str, &'f FileEntry)>>,
+    /// Message id → its part files.
+    parts: std::collections::HashMap<&'f str, Vec<&'f FileEntry>>,
+}
+
+impl<'f> Tree<'f> {
+    fn of(files: impl Iterator<Item = &'f FileEntry>) -> Tree<'f> {
+        let mut tree = Tree {
+            sessions: Default::default(),
+            messages: Default::default(),
+            parts: Default::default(),
+        };
+        for entry in files {
+            match TreeFile::of(entry) {
+                Some(TreeFile::Session { id }) => {
+                    tree.sessions.entry(id).or_insert(entry);
+                }
+                Some(TreeFile::Message { session, id }) => {
+                    tree.messages.entry(session).or_default().push((id, entry));
+                }
+                Some(TreeFile::Part { message, .. }) => {
+                    tree.parts.entry(message).or_default().push(entry);
+                }
+                None => {}
+            }
+        }
+        tree
+    }
+
+    /// A session's files: its own, then each message's followed by its parts'.
+    fn files_of(&self, id: &str) -> Vec<&'f FileEntry> {
+        let Some(session) = self.sessions.get(id) else {
+            return Vec::new();
+        };
+        let mut out = vec![*session];
+        for (message, entry) in self.messages.get(id).into_iter().flatten() {
+            out.push(entry);
+            out.extend(self.parts.get(message).into_iter().flatten().copied());
+        }
+        out
     }
 }
 
