@@ -187,6 +187,131 @@ mod tests {
         assert_eq!(with_cwd("x".into(), None), "x");
     }
 
+    fn harness(name: &str) -> Harness {
+        crate::harness::by_name(name).unwrap()
+    }
+
+    fn var(name: &'static str, value: &str) -> Option<(&'static str, String)> {
+        Some((name, value.to_string()))
+    }
+
+    #[test]
+    fn each_harness_is_pointed_at_its_root_by_its_own_variable() {
+        let root = |h: &str, root: &str, db: Option<&str>| root_variable(harness(h), root, db);
+        assert_eq!(
+            root("claude", "/srv/a/.claude", None),
+            var("CLAUDE_CONFIG_DIR", "/srv/a/.claude")
+        );
+        assert_eq!(root("codex", "/srv/c", None), var("CODEX_HOME", "/srv/c"));
+        assert_eq!(
+            root("gemini", "/srv/g/.gemini", None),
+            var("GEMINI_CLI_HOME", "/srv/g")
+        );
+        assert_eq!(root("gemini", "/srv/g/gem", None), None);
+        assert_eq!(
+            root("opencode", "/srv/d/opencode", None),
+            var("XDG_DATA_HOME", "/srv/d")
+        );
+        assert_eq!(
+            root("opencode", r"C:\data\opencode", None),
+            var("XDG_DATA_HOME", r"C:\data")
+        );
+        // A data dir not named `opencode`: its database by its own variable.
+        assert_eq!(
+            root("opencode", "/srv/oc", Some("/srv/oc/opencode.db")),
+            var("OPENCODE_DB", "/srv/oc/opencode.db")
+        );
+        assert_eq!(root("opencode", "/srv/oc", None), None);
+        assert_eq!(root("opencode", "/opencode", None), None);
+        assert_eq!(
+            root("grok", "/srv/x/.grok", None),
+            var("GROK_HOME", "/srv/x/.grok")
+        );
+    }
+
+    fn remote(powershell: bool) -> Option<Remote> {
+        Some(Remote {
+            ssh_args: vec!["-p".into(), "2222".into(), "me@box".into()],
+            powershell,
+        })
+    }
+
+    #[test]
+    fn a_command_is_wrapped_for_where_the_session_lives() {
+        let cmd = || "claude --resume abc".to_string();
+        let hostile = "/w/it's $(rm -rf ~) `x` \"q\"";
+        let local = Place {
+            cwd: Some(hostile.into()),
+            env: var("CLAUDE_CONFIG_DIR", "/srv/my claude"),
+            remote: None,
+        };
+        assert_eq!(
+            command_line(cmd(), &local),
+            r#"cd '/w/it'\''s $(rm -rf ~) `x` "q"' && CLAUDE_CONFIG_DIR='/srv/my claude' claude --resume abc"#
+        );
+        let over_ssh = Place {
+            cwd: Some("/w/it's".into()),
+            env: None,
+            remote: remote(false),
+        };
+        // The remote command is one word for the user's shell; the remote shell unquotes it.
+        assert_eq!(
+            command_line(cmd(), &over_ssh),
+            r#"ssh -t -p 2222 me@box 'cd '\''/w/it'\''\'\'''\''s'\'' && claude --resume abc'"#
+        );
+        let plain = Place {
+            cwd: Some("/w".into()),
+            env: None,
+            remote: remote(false),
+        };
+        assert_eq!(
+            command_line(cmd(), &plain),
+            "ssh -t -p 2222 me@box 'cd /w && claude --resume abc'"
+        );
+    }
+
+    #[test]
+    fn a_powershell_host_gets_powershell() {
+        let cmd = || "claude --resume abc".to_string();
+        let plain = Place {
+            cwd: Some(r"C:\Users\me\app".into()),
+            env: None,
+            remote: remote(true),
+        };
+        assert_eq!(
+            command_line(cmd(), &plain),
+            r#"ssh -t -p 2222 me@box 'powershell -NoProfile -Command "Set-Location -LiteralPath '\''C:\Users\me\app'\''; claude --resume abc"'"#
+        );
+        // A variable, or a name cmd.exe or PowerShell would expand inside double quotes: the
+        // statements go encoded.
+        let with_env = Place {
+            cwd: Some(r"C:\Users\me\it's 100%".into()),
+            env: var("CLAUDE_CONFIG_DIR", r"D:\agents\claude"),
+            remote: remote(true),
+        };
+        let line = command_line(cmd(), &with_env);
+        let encoded = line
+            .strip_prefix("ssh -t -p 2222 me@box 'powershell -NoProfile -EncodedCommand ")
+            .and_then(|rest| rest.strip_suffix('\''))
+            .unwrap_or_else(|| panic!("{line}"));
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        let utf16: Vec<u16> = bytes
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        assert_eq!(
+            String::from_utf16(&utf16).unwrap(),
+            r"Set-Location -LiteralPath 'C:\Users\me\it''s 100%'; $env:CLAUDE_CONFIG_DIR='D:\agents\claude'; claude --resume abc"
+        );
+        // A POSIX-quoted word of the harness's command becomes PowerShell's.
+        assert_eq!(
+            powershell_line(r"pi --session 'C:\p\it'\''s.jsonl'", &Place::default()),
+            r"pi --session 'C:\p\it''s.jsonl'"
+        );
+    }
+
     #[test]
     fn only_complete_lines_are_read() {
         assert_eq!(

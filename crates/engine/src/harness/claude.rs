@@ -717,13 +717,17 @@ fn unescape_xml(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// The text with its tags removed; each tag parts words as a space would.
 fn strip_tags(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut in_tag = false;
     for c in s.chars() {
         match c {
             '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
             c if !in_tag => out.push(c),
             _ => {}
         }
@@ -865,6 +869,98 @@ mod tests {
                 kind: TextKind::Notice,
                 text: "Monitor event: \"tail log\": line 1 & more".into()
             }
+        );
+    }
+
+    #[test]
+    fn a_background_task_notification_is_a_notice() {
+        // 2.1.x: a finished `run_in_background` command comes back as a user line of its own,
+        // as a string or as a text block.
+        let body = r#"<task-notification>\n<task-id>b7x1k2</task-id>\n<output-file>/tmp/claude-0/tasks/b7x1k2.output</output-file>\n<status>completed</status>\n<summary>Background command \"sleep 1; echo done\" completed (exit code 0)</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-0/tasks/b7x1k2.output"#;
+        let as_string = format!(
+            r#"{{"parentUuid":"p","isSidechain":false,"type":"user","message":{{"role":"user","content":"{body}"}},"uuid":"n1","timestamp":"2026-12-01T10:00:00.000Z","sessionId":"s"}}"#
+        );
+        let as_block = format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"text","text":"{body}"}}]}},"uuid":"n2","sessionId":"s"}}"#
+        );
+        for line in [as_string, as_block] {
+            let got = records(&line);
+            assert_eq!(got.len(), 1, "{line}");
+            assert_eq!(
+                got[0].body,
+                RecordBody::Text {
+                    kind: TextKind::Notice,
+                    text: "Background command \"sleep 1; echo done\" completed (exit code 0)"
+                        .into()
+                }
+            );
+        }
+        // Without a summary, the notification's words.
+        let bare = r#"{"type":"user","uuid":"n3","message":{"role":"user","content":"<task-notification><task-id>t1</task-id><status>failed</status></task-notification>"}}"#;
+        assert_eq!(
+            records(bare)[0].body,
+            RecordBody::Text {
+                kind: TextKind::Notice,
+                text: "task notification: t1 failed".into()
+            }
+        );
+        // A prompt that only mentions the tag is what the user typed.
+        let typed = r#"{"type":"user","uuid":"n4","message":{"role":"user","content":"what is a <task-notification>?"}}"#;
+        assert_eq!(records(typed)[0].kind(), RecordKind::User);
+    }
+
+    fn file(rel: &str) -> FileEntry {
+        FileEntry {
+            harness: crate::test_support::harness("claude"),
+            root: b"/h/.claude".to_vec(),
+            rel: rel.as_bytes().to_vec(),
+            size: 1,
+            mtime: 0,
+        }
+    }
+
+    #[test]
+    fn a_root_subagent_file_is_named_by_its_parent() {
+        let old = file("projects/-w/agent-5d2c1a9e.jsonl");
+        assert!(Claude.named_inside(&old));
+        assert_eq!(Claude.session(&old), None);
+        // 2.0.x's first line, cut where the listing's read ends (inside the prompt).
+        let head = br#"{"parentUuid":null,"isSidechain":true,"userType":"external","cwd":"/w","sessionId":"0b6c1f3e-8a2d-4c55-9e61-2f0d3b7a9c11","version":"2.0.14","gitBranch":"","agentId":"5d2c1a9e","type":"user","message":{"role":"user","content":"Search the code for"#;
+        let named = Claude.session_from_head(&old, head).unwrap();
+        assert_eq!(
+            named.id,
+            "0b6c1f3e-8a2d-4c55-9e61-2f0d3b7a9c11+agent-5d2c1a9e"
+        );
+        assert_eq!(named.agent.as_deref(), Some("5d2c1a9e"));
+        // No parent to be found: listed under its own name.
+        for head in [
+            &b""[..],
+            b"{\"type\":\"summary\"}\n",
+            b"\xff\xfe",
+            b"{\"sessionId\":\"../x\"}",
+        ] {
+            let named = Claude.session_from_head(&old, head).unwrap();
+            assert_eq!(named.id, "agent-5d2c1a9e");
+        }
+        // Other files are named by their names.
+        for rel in [
+            "projects/-w/0b6c1f3e.jsonl",
+            "projects/-w/0b6c1f3e/subagents/agent-a1.jsonl",
+            "projects/-w/agent-.jsonl",
+        ] {
+            assert!(!Claude.named_inside(&file(rel)), "{rel}");
+        }
+    }
+
+    #[test]
+    fn a_subagent_resumes_its_parent() {
+        assert_eq!(
+            Claude.resume_command("0b6c1f3e+agent-5d2c1a9e", "/p"),
+            "claude --resume 0b6c1f3e"
+        );
+        assert_eq!(
+            Claude.resume_command("0b6c1f3e", "/p"),
+            "claude --resume 0b6c1f3e"
         );
     }
 

@@ -537,6 +537,64 @@ mod tests {
         assert!(records(twin).is_empty());
     }
 
+    /// The result record of a `function_call_output` whose output is `output` (a JSON value).
+    fn result_of(output: serde_json::Value) -> RecordBody {
+        let line = serde_json::json!({
+            "timestamp": "2026-12-01T10:00:01.000Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "call_7", "output": output},
+        });
+        records(&line.to_string()).remove(0).body
+    }
+
+    fn result(output: &str, is_error: bool) -> RecordBody {
+        RecordBody::ToolResult {
+            call_id: "call_7".into(),
+            output: output.into(),
+            is_error,
+        }
+    }
+
+    #[test]
+    fn a_command_result_is_its_output_and_fails_on_a_nonzero_exit() {
+        // The unified exec tool's wrapper, as 0.17x writes it.
+        let ok = "Chunk ID: 3f2a1b\nWall time: 0.0512 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nMARKER-42\n";
+        assert_eq!(result_of(ok.into()), result("MARKER-42\n", false));
+        let failed = "Chunk ID: 9c0d11\nWall time: 0.0100 seconds\nProcess exited with code 2\nOriginal token count: 9\nOutput:\nls: cannot access 'nope': No such file or directory\n";
+        assert_eq!(
+            result_of(failed.into()),
+            result(
+                "ls: cannot access 'nope': No such file or directory\n",
+                true
+            )
+        );
+        // Still running: no exit code, no error.
+        let running = "Chunk ID: 1\nWall time: 10.0020 seconds\nProcess running with session ID 73\nOriginal token count: 1\nOutput:\nstarted";
+        assert_eq!(result_of(running.into()), result("started", false));
+        // Empty output.
+        let empty = "Chunk ID: 2\nWall time: 0.0001 seconds\nProcess exited with code 1\nOriginal token count: 0\nOutput:\n";
+        assert_eq!(result_of(empty.into()), result("", true));
+        // The older shell tool's wrapper.
+        let older = "Exit code: 127\nWall time: 0.4 seconds\nOutput:\nsh: nope: not found\n";
+        assert_eq!(
+            result_of(older.into()),
+            result("sh: nope: not found\n", true)
+        );
+        // Items holding the wrapper.
+        let items = serde_json::json!([{"type": "input_text", "text": ok}]);
+        assert_eq!(result_of(items), result("MARKER-42\n", false));
+        // Text that only looks like one is kept whole and is no error.
+        for whole in [
+            "Output:\nx",
+            "Process exited with code 1",
+            "Chunk ID: 1\nsomething else\nOutput:\nx",
+            "Exit code: one\nOutput:\nx",
+            "plain output\n",
+        ] {
+            assert_eq!(result_of(whole.into()), result(whole, false), "{whole:?}");
+        }
+    }
+
     #[test]
     fn tools_pair_by_call_id() {
         let call = r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"call_1"}}"#;

@@ -630,6 +630,7 @@ fn ms(value: Option<&Value>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Format;
     use clankie_model::{RecordBody, RecordKind};
 
     fn ctx() -> SourceCtx {
@@ -786,6 +787,128 @@ mod tests {
         let aborted = records_v2(&ctx(), &rows("running", r#","finish":"aborted""#));
         assert!(!aborted.pending);
         assert_eq!(aborted.records.len(), 6);
+    }
+
+    fn tree_file(rel: &str, size: u64, mtime: i64) -> FileEntry {
+        FileEntry {
+            harness: crate::test_support::harness("opencode"),
+            root: b"/h/.local/share/opencode".to_vec(),
+            rel: rel.as_bytes().to_vec(),
+            size,
+            mtime,
+        }
+    }
+
+    /// A pre-1.2 tree: two sessions, the first with a user message (one text part) and an
+    /// assistant message (a tool part and a text part), plus files that are no part of either.
+    fn tree() -> Vec<FileEntry> {
+        vec![
+            tree_file("opencode.db", 4096, 1),
+            tree_file("storage/session/prj_1/ses_a.json", 200, 10),
+            tree_file("storage/session/global/ses_b.json", 100, 5),
+            tree_file("storage/message/ses_a/msg_1.json", 50, 11),
+            tree_file("storage/message/ses_a/msg_2.json", 60, 12),
+            tree_file("storage/part/msg_1/prt_1.json", 7, 11),
+            tree_file("storage/part/msg_2/prt_3.json", 8, 14),
+            tree_file("storage/part/msg_2/prt_2.json", 9, 13),
+            tree_file("storage/project/prj_1.json", 1000, 99),
+            tree_file("storage/todo/ses_a.json", 1000, 99),
+            tree_file("storage/part/msg_9/prt_9.json", 1000, 99),
+        ]
+    }
+
+    #[test]
+    fn a_tree_session_is_its_file_its_messages_and_their_parts() {
+        let files = tree();
+        let all: Vec<&FileEntry> = files.iter().collect();
+        let sessions = OpenCode.tree_sessions(&all);
+        let listed: Vec<_> = sessions
+            .iter()
+            .map(|s| (s.id.as_str(), s.entry.size, s.entry.mtime))
+            .collect();
+        // Sizes are all the session's files; the mtime the newest of them.
+        assert_eq!(listed, [("ses_a", 334, 14), ("ses_b", 100, 5)]);
+        let rels = |id: &str| -> Vec<String> {
+            OpenCode
+                .tree_files(&files, id)
+                .iter()
+                .map(|f| String::from_utf8_lossy(&f.rel).into_owned())
+                .collect()
+        };
+        assert_eq!(
+            rels("ses_a"),
+            [
+                "storage/session/prj_1/ses_a.json",
+                "storage/message/ses_a/msg_1.json",
+                "storage/part/msg_1/prt_1.json",
+                "storage/message/ses_a/msg_2.json",
+                "storage/part/msg_2/prt_3.json",
+                "storage/part/msg_2/prt_2.json",
+            ]
+        );
+        assert_eq!(rels("ses_b"), ["storage/session/global/ses_b.json"]);
+        assert!(rels("ses_zz").is_empty());
+        assert_eq!(OpenCode.source(&files[1]), Source::Tree);
+        assert_eq!(OpenCode.source(&files[0]), Source::Database);
+    }
+
+    #[test]
+    fn a_tree_session_reads_like_its_rows() {
+        let files = tree();
+        let docs = [
+            (
+                "storage/session/prj_1/ses_a.json",
+                r#"{"id":"ses_a","projectID":"prj_1","directory":"/w/it's here","title":"t","version":"1.1.40","time":{"created":1000,"updated":3000}}"#,
+            ),
+            (
+                "storage/message/ses_a/msg_2.json",
+                r#"{"id":"msg_2","sessionID":"ses_a","role":"assistant","parentID":"msg_1","time":{"created":2000,"completed":2900}}"#,
+            ),
+            (
+                "storage/message/ses_a/msg_1.json",
+                r#"{"id":"msg_1","sessionID":"ses_a","role":"user","time":{"created":1000}}"#,
+            ),
+            (
+                "storage/part/msg_1/prt_1.json",
+                r#"{"id":"prt_1","sessionID":"ses_a","messageID":"msg_1","type":"text","text":"run echo"}"#,
+            ),
+            (
+                "storage/part/msg_2/prt_3.json",
+                r#"{"id":"prt_3","sessionID":"ses_a","messageID":"msg_2","type":"text","text":"done","time":{"start":2800,"end":2850}}"#,
+            ),
+            (
+                "storage/part/msg_2/prt_2.json",
+                r#"{"id":"prt_2","sessionID":"ses_a","messageID":"msg_2","type":"tool","tool":"bash","callID":"call_1","state":{"status":"error","input":{"command":"false"},"error":"exit 1","time":{"start":2100,"end":2200}}}"#,
+            ),
+        ];
+        let read: Vec<(&FileEntry, Vec<u8>)> = docs
+            .iter()
+            .map(|(rel, doc)| {
+                let entry = files.iter().find(|f| f.rel == rel.as_bytes()).unwrap();
+                (entry, doc.as_bytes().to_vec())
+            })
+            .collect();
+        let rows = OpenCode.parse_tree(&ctx(), &read);
+        assert!(!rows.pending);
+        let ids: Vec<_> = rows.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["prt_1", "prt_2:call", "prt_2:result", "prt_3"]);
+        // A part without times of its own has its message's.
+        assert_eq!(
+            rows.records[0].ts.as_deref(),
+            Some("1970-01-01T00:00:01.000Z")
+        );
+        assert_eq!(
+            rows.records[2].body,
+            RecordBody::ToolResult {
+                call_id: "call_1".into(),
+                output: "exit 1".into(),
+                is_error: true
+            }
+        );
+        assert_eq!(
+            OpenCode.session_cwd(docs[0].1.as_bytes()).as_deref(),
+            Some("/w/it's here")
+        );
     }
 
     #[test]
