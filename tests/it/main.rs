@@ -19,6 +19,7 @@ mod harness_names;
 mod harnesses;
 mod hostile;
 mod hosts;
+mod opencode_tree;
 mod redaction;
 mod sqlite;
 mod ssh_read;
