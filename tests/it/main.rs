@@ -21,6 +21,7 @@ mod hostile;
 mod hosts;
 mod opencode_tree;
 mod redaction;
+mod resume;
 mod sqlite;
 mod ssh_read;
 mod ssh_transport;
