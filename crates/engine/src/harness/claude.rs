@@ -4,7 +4,13 @@
 //!
 //! The mapping follows `research/formats-claude-codex.md` §3.1 and the monitor-event records of
 //! seed 000 (`queue-operation` enqueue/remove around an `attachment{queued_command,
-//! commandMode:"task-notification"}` → exactly one notice, from the attachment).
+//! commandMode:"task-notification"}` → exactly one notice, from the attachment). A background
+//! task that finished (2.1.x) is a user line whose text is a `<task-notification>` block: a
+//! notice too.
+//!
+//! Subagents are `<parent>+agent-<id>`: 2.1.x keeps them in `<parent>/subagents/`, 2.0.x at the
+//! project's root as `agent-<id>.jsonl`, naming the parent only in the `sessionId` of its lines
+//! (read at listing time). Resuming one resumes its parent.
 
 use std::borrow::Cow;
 
