@@ -761,3 +761,39 @@ fn gemini_legacy_documents_read_and_page() {
     );
     assert_eq!(code(&strict), 5, "{}", stderr(&strict));
 }
+
+/// A rollout Codex 0.171 wrote (see SOURCES): a failed command is an error and a passing one is
+/// not, each result the command's output without the unified exec wrapper; the injected
+/// context and the developer message are not prompts.
+#[test]
+fn codex_0_171_command_results_are_their_output_and_fail_on_a_nonzero_exit() {
+    let recs = read_fixture("codex", "01a2314a-c183-7dd3-bfba-bca7ab24ea65");
+    let shown: Vec<Value> = recs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            let r = r.as_object_mut().unwrap();
+            for key in ["type", "harness", "session", "ts", "host"] {
+                r.remove(key);
+            }
+            Value::Object(r.clone())
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            json!({"id": "msg_01a2314a-c1ca-7b73-97b3-7d3068c051ae#0", "kind": "user",
+                "text": "list a missing dir, then echo a marker"}),
+            json!({"id": "call:call_fail", "kind": "tool_call", "call_id": "call_fail",
+                "name": "exec_command", "input": {"cmd": "ls /nonexistent-hf-dir"}}),
+            json!({"id": "result:call_fail", "kind": "tool_result", "call_id": "call_fail",
+                "output": "ls: cannot access '/nonexistent-hf-dir': No such file or directory\n",
+                "is_error": true}),
+            json!({"id": "call:call_ok", "kind": "tool_call", "call_id": "call_ok",
+                "name": "exec_command", "input": {"cmd": "echo MARKER-HF"}}),
+            json!({"id": "result:call_ok", "kind": "tool_result", "call_id": "call_ok",
+                "output": "MARKER-HF\n", "is_error": false}),
+            json!({"id": "msg_2#0", "kind": "assistant", "text": "Done: MARKER-HF."}),
+        ]
+    );
+}
