@@ -797,3 +797,45 @@ fn codex_0_171_command_results_are_their_output_and_fail_on_a_nonzero_exit() {
         ]
     );
 }
+
+/// A session Claude Code 2.1.197 wrote (see SOURCES): the background task's end, a user line
+/// holding a `<task-notification>`, is a notice saying how it ended, not a prompt.
+#[test]
+fn claude_2_1_197_background_task_notification_is_a_notice() {
+    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+    let out = run(
+        &home,
+        &[
+            "--root",
+            &format!("claude={}", home.display()),
+            "read",
+            "local:claude/33140648-4f85-4620-94b8-9e4c94e89290",
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recs = records(&ndjson(&out));
+    let shown: Vec<(&str, &str)> = recs
+        .iter()
+        .map(|r| {
+            let text = r["text"].as_str().or(r["name"].as_str());
+            (r["kind"].as_str().unwrap(), text.unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("user", "run a marker in the background"),
+            ("tool_call", "Bash"),
+            ("tool_result", ""),
+            ("assistant", "Started it in the background."),
+            (
+                "notice",
+                "Background command \"background marker\" completed (exit code 0)"
+            ),
+            ("assistant", "The background task finished: MARKER-BG."),
+        ]
+    );
+    assert_eq!(recs[4]["id"], "4ba102b4-4612-43f1-b100-afeb01d2e91c#0");
+}
