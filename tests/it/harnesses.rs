@@ -839,3 +839,72 @@ fn claude_2_1_197_background_task_notification_is_a_notice() {
     );
     assert_eq!(recs[4]["id"], "4ba102b4-4612-43f1-b100-afeb01d2e91c#0");
 }
+
+/// Sessions Claude Code 2.0.77 wrote (see SOURCES): its subagent files at the project's root are
+/// listed, read and resumed as `<parent>+agent-<id>` of the session named inside them.
+#[test]
+fn claude_2_0_77_root_subagent_files_belong_to_their_parent() {
+    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+    let parent = "194d1d00-2427-4b27-a0d5-8064117bcc38";
+    let root = format!("claude={}", home.display());
+    let listed = ndjson(&run(&home, &["--root", &root, "ls", "--json"]));
+    let ours: Vec<&str> = listed
+        .iter()
+        .filter(|s| s["path"].as_str().unwrap().contains("/-claude-2.0.77/"))
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ours,
+        [
+            parent.to_string(),
+            format!("{parent}+agent-a1c3496"),
+            format!("{parent}+agent-a76c24f"),
+            format!("{parent}+agent-a99c2d4"),
+            format!("{parent}+agent-aab544e"),
+        ]
+    );
+    // The parent's prefix names the parent alone; the subagent's its own records.
+    let main = run(
+        &home,
+        &["--root", &root, "read", "local:194d1d00", "--all", "--json"],
+    );
+    assert_eq!(code(&main), 0, "{}", stderr(&main));
+    let main = records(&ndjson(&main));
+    assert_eq!(main.len(), 4, "{main:?}");
+    let sub = run(
+        &home,
+        &[
+            "--root",
+            &root,
+            "read",
+            &format!("local:{parent}+agent-a1c3496"),
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&sub), 0, "{}", stderr(&sub));
+    let sub = records(&ndjson(&sub));
+    let texts: Vec<&str> = sub.iter().map(|r| r["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["find the marker", "found MARKER-SUB"]);
+    assert!(
+        sub.iter()
+            .all(|r| r["session"] == format!("{parent}+agent-a1c3496"))
+    );
+    // Resuming a subagent resumes its parent.
+    let resume = run(
+        &home,
+        &[
+            "--root",
+            &root,
+            "resume",
+            &format!("local:{parent}+agent-a1"),
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&resume.stdout),
+        format!(
+            "cd /tmp/clis-harnessfix/claude20-run/work && CLAUDE_CONFIG_DIR={} claude --resume {parent}\n",
+            home.display()
+        )
+    );
+}
