@@ -397,7 +397,8 @@ fn a_legacy_tree_reads_the_same_over_ssh() {
         "--json",
     ]));
     assert_eq!(records(&remote), records(&local));
-    let listed = ndjson(&ssh(&["ls", &alias, "--json"]));
+    // The user's home is shared with other tests: only OpenCode's sessions are this one's.
+    let listed = ndjson(&ssh(&["ls", &alias, "--harness", "opencode", "--json"]));
     let ids: Vec<&str> = listed
         .iter()
         .map(|s| s["session"].as_str().unwrap())
@@ -415,5 +416,67 @@ fn a_legacy_tree_reads_the_same_over_ssh() {
                 .join(dir.trim_end_matches("/opencode"))
                 .display(),
         )
+    );
+}
+
+/// The tree OpenCode 1.1.65 wrote (see SOURCES): its session reads into the scripted turn, the
+/// command that exited 2 a failed result.
+#[test]
+fn the_tree_opencode_1_1_65_wrote_reads_exactly() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode/legacy-1.1.65");
+    let home = tempfile::tempdir().unwrap();
+    let root = format!("opencode={}", data.display());
+    let lines = json_lines(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "read",
+            "local:ses_dceb0a",
+            "--all",
+            "--json",
+        ],
+    );
+    let shown: Vec<Value> = records(&lines)
+        .into_iter()
+        .map(|mut r| {
+            let r = r.as_object_mut().unwrap();
+            for key in ["type", "harness", "session", "ts", "host"] {
+                r.remove(key);
+            }
+            Value::Object(r.clone())
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            json!({"id": "prt_2314f5cc80012aG9r17Sqdml0O", "kind": "user",
+                "text": "\"list a missing dir, then echo a marker\"\n"}),
+            json!({"id": "prt_2314f5d7a0010BoPa6j21xB07E:call", "kind": "tool_call",
+                "call_id": "call_fail", "name": "bash",
+                "input": {"command": "ls /nonexistent-oc-dir", "description": "run"}}),
+            json!({"id": "prt_2314f5d7a0010BoPa6j21xB07E:result", "kind": "tool_result",
+                "call_id": "call_fail",
+                "output": "ls: cannot access '/nonexistent-oc-dir': No such file or directory\n",
+                "is_error": true}),
+            json!({"id": "prt_2314f5dd4001seHMZ5NYryfRV8:call", "kind": "tool_call",
+                "call_id": "call_ok", "name": "bash",
+                "input": {"command": "echo MARKER-OC", "description": "run"}}),
+            json!({"id": "prt_2314f5dd4001seHMZ5NYryfRV8:result", "kind": "tool_result",
+                "call_id": "call_ok", "output": "MARKER-OC\n", "is_error": false}),
+            json!({"id": "prt_2314f5dec001lxJ3qhHY9rCd8Z", "kind": "assistant",
+                "text": "Done: MARKER-OC."}),
+        ]
+    );
+    let listed = json_lines(home.path(), &["--root", &root, "ls", "--json"]);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["session"], "ses_dceb0a358ffe05ut6vbYpCxqM3");
+    let resume = run(
+        home.path(),
+        &["--root", &root, "resume", "local:ses_dceb0a"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&resume.stdout),
+        "cd /tmp/clis-harnessfix/oc-run/work && opencode --session ses_dceb0a358ffe05ut6vbYpCxqM3\n"
     );
 }

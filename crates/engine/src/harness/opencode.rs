@@ -565,7 +565,15 @@ fn map_part(
                 call => call,
             };
             let (output, is_error) = match status {
-                "completed" => (text_of(state.get("output")), false),
+                // A command that ran to its end completes whatever its exit code; the code, when
+                // the tool reports one (bash's `metadata.exit`), says whether it failed.
+                "completed" => (
+                    text_of(state.get("output")),
+                    state
+                        .pointer("/metadata/exit")
+                        .and_then(Value::as_i64)
+                        .is_some_and(|code| code != 0),
+                ),
                 "error" => (text_of(state.get("error")), true),
                 // An assistant message that ended (aborted, failed) leaves nothing to wait for.
                 _ if finished => (format!("tool did not finish (status `{status}`)"), true),
@@ -909,6 +917,31 @@ mod tests {
             OpenCode.session_cwd(docs[0].1.as_bytes()).as_deref(),
             Some("/w/it's here")
         );
+    }
+
+    #[test]
+    fn a_command_that_exits_nonzero_is_a_failed_result() {
+        let bash = |exit: &str| {
+            format!(
+                r#"{{"type":"tool","tool":"bash","callID":"c","state":{{"status":"completed","input":{{"command":"x"}},"output":"out","metadata":{{"exit":{exit}}}}}}}"#
+            )
+        };
+        for (exit, failed) in [("2", true), ("0", false), ("null", false)] {
+            let rows = records(
+                &ctx(),
+                &[msg(
+                    "msg_1",
+                    1,
+                    r#"{"role":"assistant","time":{"created":1,"completed":2}}"#,
+                )],
+                &[part("prt_1", "msg_1", &bash(exit))],
+            );
+            assert!(
+                matches!(&rows.records[1].body, RecordBody::ToolResult { is_error, .. } if *is_error == failed),
+                "exit {exit}: {:?}",
+                rows.records
+            );
+        }
     }
 
     #[test]
