@@ -98,20 +98,25 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         roots: &[RootSpec],
     ) -> Result<(Listing, Vec<SessionFile>), HostError> {
-        let (listing, sessions, _) = self.list_all(roots).await?;
+        let (listing, sessions, _) = self.list_all(roots, None).await?;
         Ok((listing, sessions))
     }
 
-    /// [`list_sessions`], keeping the errors of databases that could not be read.
+    /// [`list_sessions`], keeping the errors of databases that could not be read. With `wanted`
+    /// (what a user typed), files named by what they hold are read only if they could be it.
     async fn list_all(
         &self,
         roots: &[RootSpec],
+        wanted: Option<&str>,
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = self.host.list(roots).await?;
         let mut sessions = harness::sessions(&listing.files);
-        // Files named by what they hold (Claude 2.0.x subagents name their parent inside): their
-        // first bytes are read. One that cannot be read is still listed, under its own name.
-        let named_inside: Vec<FileEntry> = harness::named_inside(&listing.files).cloned().collect();
+        // Files named by what they hold (a subagent naming its parent inside): their first bytes
+        // are read, one read each. One that cannot be read is still listed, under its own name.
+        let named_inside: Vec<FileEntry> = harness::named_inside(&listing.files)
+            .filter(|f| wanted.is_none_or(|id| harness::may_be_named_inside(f, id)))
+            .cloned()
+            .collect();
         for entry in named_inside {
             let head_range = [ByteRange::new(0, clankie_model::limits::NAMING_HEAD_BYTES)];
             let head = match self.host.read(&file_ref(&entry), &head_range).await {
@@ -183,7 +188,7 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let (_, sessions, mut db_errors) = self.list_all(&roots).await?;
+        let (_, sessions, mut db_errors) = self.list_all(&roots, Some(&query.id)).await?;
         match resolve::resolve(&sessions, query) {
             Ok(found) => Ok(found.clone()),
             // The session may be in the database that could not be read: say why.
@@ -620,6 +625,34 @@ mod tests {
                 result,
                 Err(DriverError::Host(HostError::Unreachable { .. }))
             ));
+        });
+    }
+
+    #[test]
+    fn files_named_inside_are_read_to_list_them_and_only_when_they_could_be_asked_for() {
+        block_on(async {
+            let host = long_session();
+            let mut agent = host.default_root(super::testing::named("claude"));
+            agent.extend_from_slice(b"/projects/-p/agent-5e6f7a8.jsonl");
+            host.put(
+                &agent,
+                format!(
+                    "{{\"isSidechain\":true,\"sessionId\":\"{ID}\",\"agentId\":\"5e6f7a8\",\"type\":\"user\",\"message\":{{\"content\":\"go\"}},\"uuid\":\"u\"}}\n"
+                ),
+            );
+            let roots = roots_for(&[], None);
+            let reader = Reader::new(&host);
+            let (_, sessions) = reader.list_sessions(&roots).await.unwrap();
+            let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+            assert_eq!(ids, [ID.to_string(), format!("{ID}+agent-5e6f7a8")]);
+            assert_eq!(host.calls().read, 1, "one read of the agent file's start");
+            // A parent's id cannot name a subagent: its file is not read to resolve it.
+            let before = host.calls().read;
+            resolve(&host, "556046").await;
+            assert_eq!(host.calls().read, before);
+            let sub = resolve(&host, &format!("{ID}+agent-5e")).await;
+            assert_eq!(sub.agent.as_deref(), Some("5e6f7a8"));
+            assert_eq!(host.calls().read, before + 1);
         });
     }
 

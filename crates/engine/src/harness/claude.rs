@@ -78,6 +78,11 @@ impl Format for Claude {
         root_agent_file(entry).is_some()
     }
 
+    /// Such a session is `<parent>+agent-<id>`, or `agent-<id>` when its parent is unknown.
+    fn may_be_named_inside(&self, id: &str) -> bool {
+        id.contains('+') || id.starts_with("agent-")
+    }
+
     fn session_from_head(&self, entry: &FileEntry, head: &[u8]) -> Option<SessionFile> {
         let agent = root_agent_file(entry)?;
         let agent_file = format!("agent-{agent}");

@@ -91,6 +91,13 @@ pub trait Format: Sync {
         false
     }
 
+    /// Whether a session named inside its file could be what a user typed, `id` (an id or a
+    /// prefix of one): when it cannot, resolving it need not read the files' first bytes.
+    fn may_be_named_inside(&self, id: &str) -> bool {
+        let _ = id;
+        true
+    }
+
     /// The session a file [`Format::named_inside`] is, from its first bytes (possibly cut
     /// mid-line, or empty when they could not be read).
     fn session_from_head(&self, entry: &FileEntry, head: &[u8]) -> Option<SessionFile> {
@@ -238,6 +245,11 @@ pub fn sessions(files: &[FileEntry]) -> Vec<SessionFile> {
 /// ([`clankie_model::limits::NAMING_HEAD_BYTES`]) and given to [`session_from_head`].
 pub fn named_inside(files: &[FileEntry]) -> impl Iterator<Item = &FileEntry> {
     files.iter().filter(|f| format(f.harness).named_inside(f))
+}
+
+/// Whether `file`, a file [`named_inside`], could be the session a user typed as `id`.
+pub fn may_be_named_inside(file: &FileEntry, id: &str) -> bool {
+    format(file.harness).may_be_named_inside(id)
 }
 
 /// The session a file [`named_inside`] lists is, from its first bytes.
