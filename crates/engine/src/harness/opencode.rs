@@ -203,30 +203,45 @@ impl Format for OpenCode {
     }
 
     /// Messages and parts as the database has them: a message's id and time from its file,
-    /// a part's id and message from its path.
+    /// a part's id and message from its path. OpenCode rewrites a file in place on every
+    /// update, so one caught mid-write (empty, or JSON cut short) is not yet a record: the
+    /// records stop before it (`pending_tail`) until it is whole; other bad JSON is a notice.
     fn parse_tree(&self, ctx: &SourceCtx, files: &[(&FileEntry, Vec<u8>)]) -> RowRecords {
         let mut messages = Vec::new();
         let mut parts = Vec::new();
+        let mut torn = std::collections::HashSet::new();
         for (entry, bytes) in files {
             let data = String::from_utf8_lossy(bytes).into_owned();
+            let cut_short = bytes.iter().all(u8::is_ascii_whitespace)
+                || serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+                    .is_err_and(|e| e.is_eof());
             match TreeFile::of(entry) {
                 Some(TreeFile::Message { id, .. }) => {
+                    if cut_short {
+                        torn.insert(id.to_string());
+                    }
+                    // A message being written has no time yet: it goes last, where new ones are.
                     let time_created = serde_json::from_str::<Value>(&data)
                         .ok()
                         .and_then(|v| v.pointer("/time/created").and_then(Value::as_i64))
-                        .unwrap_or(0);
+                        .unwrap_or(if cut_short { i64::MAX } else { 0 });
                     messages.push(MessageRow {
                         id: id.to_string(),
                         time_created,
                         data,
                     });
                 }
-                Some(TreeFile::Part { message, id }) => parts.push(PartRow {
-                    id: id.to_string(),
-                    message_id: message.to_string(),
-                    time_created: 0,
-                    data,
-                }),
+                Some(TreeFile::Part { message, id }) => {
+                    if cut_short {
+                        torn.insert(id.to_string());
+                    }
+                    parts.push(PartRow {
+                        id: id.to_string(),
+                        message_id: message.to_string(),
+                        time_created: 0,
+                        data,
+                    });
+                }
                 Some(TreeFile::Session { .. }) | None => {}
             }
         }
@@ -240,7 +255,7 @@ impl Format for OpenCode {
         for part in &mut parts {
             part.time_created = created.get(part.message_id.as_str()).copied().unwrap_or(0);
         }
-        records(ctx, &messages, &parts)
+        records_until(ctx, &messages, &parts, &torn)
     }
 
     /// A session document of the JSON tree (`{id, directory, …}`); database sessions have
@@ -344,10 +359,25 @@ pub(super) struct PartRow {
 /// The records of one session. `messages` in `(time_created, id)` order; `parts` in any order
 /// (they are grouped by message and ordered by id here).
 pub(super) fn records(ctx: &SourceCtx, messages: &[MessageRow], parts: &[PartRow]) -> RowRecords {
+    records_until(ctx, messages, parts, &Default::default())
+}
+
+/// [`records`], stopping (`pending`) before the first message or part whose id is in `torn`
+/// (a document caught mid-write).
+fn records_until(
+    ctx: &SourceCtx,
+    messages: &[MessageRow],
+    parts: &[PartRow],
+    torn: &std::collections::HashSet<String>,
+) -> RowRecords {
     let mut parts: Vec<&PartRow> = parts.iter().collect();
     parts.sort_by(|a, b| (&a.message_id, &a.id).cmp(&(&b.message_id, &b.id)));
     let mut out = RowRecords::default();
     for message in messages {
+        if torn.contains(&message.id) {
+            out.pending = true;
+            return out;
+        }
         let info = match serde_json::from_str::<Value>(&message.data) {
             Ok(v @ Value::Object(_)) => v,
             Ok(_) => {
@@ -366,6 +396,10 @@ pub(super) fn records(ctx: &SourceCtx, messages: &[MessageRow], parts: &[PartRow
         let start = parts.partition_point(|p| p.message_id < message.id);
         let end = parts.partition_point(|p| p.message_id <= message.id);
         for part in &parts[start..end] {
+            if torn.contains(&part.id) {
+                out.pending = true;
+                return out;
+            }
             let data = match serde_json::from_str::<Value>(&part.data) {
                 Ok(v) => v,
                 Err(e) => {
@@ -917,6 +951,61 @@ mod tests {
             OpenCode.session_cwd(docs[0].1.as_bytes()).as_deref(),
             Some("/w/it's here")
         );
+    }
+
+    #[test]
+    fn a_tree_file_caught_mid_write_waits_and_other_bad_json_is_a_notice() {
+        let files = tree();
+        let entry = |rel: &str| files.iter().find(|f| f.rel == rel.as_bytes()).unwrap();
+        let user = r#"{"id":"msg_1","role":"user","time":{"created":1000}}"#;
+        let assistant =
+            r#"{"id":"msg_2","role":"assistant","time":{"created":2000,"completed":2500}}"#;
+        let text =
+            |t: &str| format!(r#"{{"type":"text","text":"{t}","time":{{"start":1,"end":2}}}}"#);
+        let read = |user: &str, p1: &str, p2: &str, p3: &str| {
+            let docs = [
+                ("storage/message/ses_a/msg_1.json", user.to_string()),
+                ("storage/message/ses_a/msg_2.json", assistant.to_string()),
+                ("storage/part/msg_1/prt_1.json", p1.to_string()),
+                ("storage/part/msg_2/prt_2.json", p2.to_string()),
+                ("storage/part/msg_2/prt_3.json", p3.to_string()),
+            ];
+            let read: Vec<(&FileEntry, Vec<u8>)> = docs
+                .iter()
+                .map(|(rel, doc)| (entry(rel), doc.as_bytes().to_vec()))
+                .collect();
+            let rows = OpenCode.parse_tree(&ctx(), &read);
+            let ids: Vec<String> = rows.records.iter().map(|r| r.id.clone()).collect();
+            (ids, rows.pending, rows.malformed.len())
+        };
+        let whole = read(user, &text("hi"), &text("a"), &text("b"));
+        assert_eq!(
+            whole,
+            (
+                vec!["prt_1".into(), "prt_2".into(), "prt_3".into()],
+                false,
+                0
+            )
+        );
+        // A part cut short or emptied by its rewrite: what comes before it, and pending.
+        let cut = &text("a")[..20];
+        assert_eq!(
+            read(user, &text("hi"), cut, &text("b")),
+            (vec!["prt_1".into()], true, 0)
+        );
+        assert_eq!(
+            read(user, &text("hi"), &text("a"), ""),
+            (vec!["prt_1".into(), "prt_2".into()], true, 0)
+        );
+        // A message cut short has no time yet: it goes last, where a message being written is,
+        // and waits.
+        assert_eq!(
+            read(&user[..10], &text("hi"), &text("a"), &text("b")),
+            (vec!["prt_2".into(), "prt_3".into()], true, 0)
+        );
+        // JSON that is whole but wrong is a notice and the read goes on.
+        let (ids, pending, malformed) = read(user, &text("hi"), "{\"type\":}", &text("b"));
+        assert_eq!((ids.len(), pending, malformed), (3, false, 1));
     }
 
     #[test]
