@@ -480,3 +480,46 @@ fn the_tree_opencode_1_1_65_wrote_reads_exactly() {
         "cd /tmp/clis-harnessfix/oc-run/work && opencode --session ses_dceb0a358ffe05ut6vbYpCxqM3\n"
     );
 }
+
+/// `--follow` on a tree session while OpenCode writes a new turn the way it does, rewriting each
+/// file in place: a file caught half-written is waited for, and every record is printed once,
+/// in order, as a later whole read gives it.
+#[test]
+fn follow_prints_what_is_written_into_the_tree_once() {
+    let (home, data) = tree_home();
+    let args = crate::follow::follow_args(&[], "local:ses_7f3c1d2e", "0.05");
+    let (child, rx) = crate::follow::follow(&args, home.path());
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(300));
+    pause();
+    let next_msg = "msg_80c3e3000001ZzZzZzZzZzZzZz";
+    write(
+        &data.join(format!("storage/message/{SESSION}/{next_msg}.json")),
+        &pretty(
+            &json!({"id": next_msg, "sessionID": SESSION, "role": "user",
+            "time": {"created": 1_760_000_010_000_i64}}),
+        ),
+    );
+    let part = data.join(format!(
+        "storage/part/{next_msg}/prt_80c3e3000002ffffffffffffff.json"
+    ));
+    let whole = pretty(
+        &json!({"id": "prt_80c3e3000002ffffffffffffff", "sessionID": SESSION,
+        "messageID": next_msg, "type": "text", "text": "and again"}),
+    );
+    // Half a document for a few polls, then the rest.
+    write(&part, &whole[..whole.len() / 2]);
+    pause();
+    write(&part, &whole);
+    pause();
+    let whole_read = json_lines(
+        home.path(),
+        &["read", "local:ses_7f3c1d2e", "--all", "--json"],
+    );
+    let want = records(&whole_read);
+    assert_eq!(want.len(), IDS.len() + 1);
+    // One more than expected, for a short while: a record printed twice would show.
+    let (got, err) =
+        crate::follow::collect(child, rx, want.len() + 1, std::time::Duration::from_secs(3));
+    assert_eq!(ids(&got), ids(&want), "{err}");
+    assert!(!err.contains("malformed"), "{err}");
+}
