@@ -296,3 +296,85 @@ fn a_remote_session_resumes_over_ssh_in_its_directory() {
     );
     assert!(!cwd_has(&remote_home, "pwned") && !cwd_has(&remote_home, "pwned2"));
 }
+
+/// The PowerShell statements a resume line for a Windows host carries: decoded from
+/// `-EncodedCommand`, or read from `-Command "…"`.
+fn powershell_statements(line: &str) -> String {
+    use base64::Engine as _;
+    // One single-quoted POSIX word after the destination.
+    let word = line
+        .strip_prefix("ssh -t me@win '")
+        .and_then(|w| w.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("{line}"))
+        .replace(r"'\''", "'");
+    if let Some(encoded) = word.strip_prefix("powershell -NoProfile -EncodedCommand ") {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        let units: Vec<u16> = bytes
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        return String::from_utf16(&units).unwrap();
+    }
+    word.strip_prefix("powershell -NoProfile -Command \"")
+        .and_then(|w| w.strip_suffix('"'))
+        .unwrap_or_else(|| panic!("{word}"))
+        .to_string()
+}
+
+/// What a PowerShell host gets parses as PowerShell (the grammar the script generators are
+/// checked with), for hostile directories, variables and harness commands alike.
+#[test]
+fn a_powershell_resume_line_parses_as_powershell() {
+    use clankie_engine::resume::{Place, Remote, command_line};
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_powershell::LANGUAGE.into())
+        .unwrap();
+    let commands = [
+        "claude --resume 6c0ffee0-1d2c-4e5f-8a9b-0c1d2e3f4a5b".to_string(),
+        r"pi --session 'C:\Users\me\.pi\agent\sessions\it'\''s $(x).jsonl'".to_string(),
+    ];
+    let cwds = [
+        r"C:\Users\me\app",
+        r"C:\Users\it's me\$(Remove-Item x) [a] `b` ;c",
+        r"D:\100% %PATH% &|<>^!",
+        r"E:\ünï côdé",
+    ];
+    for command in &commands {
+        for cwd in cwds {
+            for env in [
+                None,
+                Some(("CLAUDE_CONFIG_DIR", r"D:\agents\it's claude".to_string())),
+            ] {
+                let place = Place {
+                    cwd: Some(cwd.to_string()),
+                    env: env.clone(),
+                    remote: Some(Remote {
+                        ssh_args: vec!["me@win".to_string()],
+                        powershell: true,
+                    }),
+                };
+                let line = command_line(command.clone(), &place);
+                assert!(
+                    line.starts_with("ssh -t me@win 'powershell -NoProfile -"),
+                    "{line}"
+                );
+                let statements = powershell_statements(&line);
+                let tree = parser.parse(&statements, None).unwrap();
+                assert!(
+                    !tree.root_node().has_error(),
+                    "{statements}\n{}",
+                    tree.root_node().to_sexp()
+                );
+                // The directory comes back exactly, as one single-quoted string.
+                let quoted = format!("'{}'", cwd.replace('\'', "''"));
+                assert!(
+                    statements.starts_with(&format!("Set-Location -LiteralPath {quoted}; ")),
+                    "{statements}"
+                );
+            }
+        }
+    }
+}
