@@ -373,12 +373,20 @@ impl Snapshot {
         }
     }
 
-    /// The sessions in the database, each as a session of the database file `db`; a child
-    /// session (task tool) is a subagent, its records marked sidechain.
-    pub fn sessions(&self, db: &FileEntry) -> Result<Vec<SessionFile>, DatabaseError> {
+    /// The sessions in the database, each as a session of the database file `db` (its size
+    /// counting the `wal_size` bytes of its WAL, where the newest rows are until a checkpoint);
+    /// a child session (task tool) is a subagent, its records marked sidechain.
+    pub fn sessions(
+        &self,
+        db: &FileEntry,
+        wal_size: u64,
+    ) -> Result<Vec<SessionFile>, DatabaseError> {
         let rows = harness::format(self.harness)
             .database_sessions(self)
             .map_err(|e| self.database_error(e))?;
+        let mut db = db.clone();
+        db.size += wal_size;
+        let db = &db;
         Ok(rows
             .into_iter()
             .filter_map(|row| {

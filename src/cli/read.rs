@@ -225,7 +225,7 @@ async fn all_since<H: Host>(
     };
     let start = offset(&first.mode);
     let fetched_per_page = match harness::source(session) {
-        Source::Document | Source::ZstdLines => session.entry.size,
+        Source::Document | Source::ZstdLines | Source::Tree => session.entry.size,
         // Line ranges are counted by the cursor; a database's copy is kept between pages.
         Source::Lines | Source::Database => 0,
     };

@@ -8,6 +8,8 @@ use super::context::{Context, GlobalArgs, split_target};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome};
 use clankie_engine::resolve::SessionQuery;
+use clankie_engine::resume::Remote;
+use clankie_host::{Dialect, Transport};
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -27,11 +29,79 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome
     let session = reader
         .resolve_session(&roots_for(&opened.roots, query.harness), &query)
         .await?;
-    let command = reader.resume_command(&session).await?;
+    let explicit_root = opened
+        .roots
+        .iter()
+        .any(|r| r.harness == session.harness() && r.dir.is_some());
+    let config = ctx.host_config(host_name);
+    let remote = match &config.transport {
+        Transport::Local => None,
+        Transport::Ssh(destination) => Some(Remote {
+            ssh_args: ssh_args(destination, global.ssh_config.as_deref()),
+            // A host set to PowerShell, or one whose harness home is a Windows path (a host
+            // left on `auto` that turned out to have no POSIX sh).
+            powershell: config.shell == Some(Dialect::PowerShell)
+                || is_windows_path(&session.entry.root),
+        }),
+    };
+    let command = reader
+        .resume_command(&session, explicit_root, remote)
+        .await?;
     let mut out = std::io::stdout().lock();
     // The command holds names from the host: printed through the sanitiser like everything
     // else that reaches a terminal (quoting already made it one line).
     writeln!(out, "{}", clankie_model::sanitize::sanitize(&command))?;
     out.flush()?;
     Ok(Outcome::Done)
+}
+
+/// `ssh`'s words for a destination as the hosts file or the command line wrote it: `-F FILE`
+/// when `--ssh-config` was given, and `user@host:port` split into `-p PORT user@host` (ssh
+/// itself takes no port in the destination).
+fn ssh_args(destination: &str, ssh_config: Option<&std::path::Path>) -> Vec<String> {
+    let mut args = Vec::new();
+    if let Some(file) = ssh_config {
+        args.push("-F".to_string());
+        args.push(file.to_string_lossy().into_owned());
+    }
+    match destination.rsplit_once(':') {
+        Some((host, port))
+            if !host.is_empty()
+                && !host.contains(':')
+                && !port.is_empty()
+                && port.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            args.extend(["-p".to_string(), port.to_string(), host.to_string()]);
+        }
+        _ => args.push(destination.to_string()),
+    }
+    args
+}
+
+/// Whether a path is written the Windows way: `C:\…`, `C:/…` or `\\server\…`.
+fn is_windows_path(path: &[u8]) -> bool {
+    match path {
+        [b'\\', b'\\', ..] => true,
+        [drive, b':', b'\\' | b'/', ..] => drive.is_ascii_alphabetic(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ssh_takes_the_port_apart_from_the_destination() {
+        assert_eq!(ssh_args("devbox", None), ["devbox"]);
+        assert_eq!(
+            ssh_args("me@10.0.0.5:2222", Some(std::path::Path::new("/c f"))),
+            ["-F", "/c f", "-p", "2222", "me@10.0.0.5"]
+        );
+        // Not a port: left as written.
+        assert_eq!(ssh_args("box:x", None), ["box:x"]);
+        assert!(is_windows_path(b"C:\\Users\\me\\.claude"));
+        assert!(is_windows_path(b"\\\\srv\\share"));
+        assert!(!is_windows_path(b"/home/me/.claude"));
+    }
 }

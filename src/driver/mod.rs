@@ -18,7 +18,7 @@ use clankie_engine::resolve::{self, ResolveError, SessionQuery};
 use clankie_engine::session::SessionFile;
 use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::MAX_LIMIT;
-use clankie_model::{ByteRange, Harness, LeftOut, Listing, Record, RootSpec};
+use clankie_model::{ByteRange, FileEntry, Harness, LeftOut, Listing, Record, RootSpec};
 
 /// Everything that can end a read, by layer.
 #[derive(Debug, thiserror::Error)]
@@ -109,25 +109,59 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         roots: &[RootSpec],
     ) -> Result<(Listing, Vec<SessionFile>), HostError> {
-        let (listing, sessions, _) = self.list_all(roots).await?;
+        let (listing, sessions, _) = self.list_all(roots, None).await?;
         Ok((listing, sessions))
     }
 
-    /// [`list_sessions`], keeping the errors of databases that could not be read.
+    /// [`list_sessions`], keeping the errors of databases that could not be read. With `wanted`
+    /// (what a user typed), files named by what they hold are read only if they could be it.
     async fn list_all(
         &self,
         roots: &[RootSpec],
+        wanted: Option<&str>,
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = self.host.list(roots).await?;
         leave_out_non_utf8(&mut listing);
         let mut sessions = harness::sessions(&listing.files);
+        // Files named by what they hold (a subagent naming its parent inside): their first bytes
+        // are read, one read each. One that cannot be read is still listed, under its own name.
+        let named_inside: Vec<FileEntry> = harness::named_inside(&listing.files)
+            .filter(|f| wanted.is_none_or(|id| harness::may_be_named_inside(f, id)))
+            .cloned()
+            .collect();
+        for entry in named_inside {
+            let head_range = [ByteRange::new(0, clankie_model::limits::NAMING_HEAD_BYTES)];
+            let head = match self.host.read(&file_ref(&entry), &head_range).await {
+                Ok(result) => result.chunks.concat(),
+                Err(
+                    e @ (HostError::Unreachable { .. }
+                    | HostError::Auth { .. }
+                    | HostError::TimedOut { .. }),
+                ) => return Err(e),
+                Err(_) => Vec::new(),
+            };
+            sessions.extend(harness::session_from_head(&entry, &head));
+        }
         let mut errors = Vec::new();
         let databases: Vec<_> = harness::databases(&listing.files).cloned().collect();
+        let mut database_ids = std::collections::HashSet::new();
         for db in databases {
+            // A database session's size is the database's and its WAL's, where its newest rows
+            // may be until a checkpoint.
+            let mut wal_name = db.rel.clone();
+            wal_name.extend_from_slice(b"-wal");
+            let wal_size = listing
+                .files
+                .iter()
+                .find(|f| f.harness == db.harness && f.root == db.root && f.rel == wal_name)
+                .map_or(0, |wal| wal.size);
             let found = match self.databases.load(self.host, &db).await {
-                Ok(snapshot) => snapshot.sessions(&db).map_err(DriverError::from),
+                Ok(snapshot) => snapshot.sessions(&db, wal_size).map_err(DriverError::from),
                 Err(e) => Err(e.into()),
             };
+            if let Ok(found) = &found {
+                database_ids.extend(found.iter().map(|s| (s.harness(), s.id.clone())));
+            }
             match found {
                 Ok(found) => sessions.extend(found),
                 // An unreachable or stalled host fails the listing as it would for files.
@@ -148,6 +182,12 @@ impl<'h, H: Host> Reader<'h, H> {
                 }
             }
         }
+        // A session both in a database and in the file tree it was migrated from is the
+        // database's (OpenCode copies the tree into the database and leaves it on disk).
+        sessions.retain(|s| {
+            harness::source(s) != Source::Tree
+                || !database_ids.contains(&(s.harness(), s.id.clone()))
+        });
         sessions.sort_by(|a, b| {
             (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
         });
@@ -164,7 +204,7 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let (listing, sessions, mut db_errors) = self.list_all(&roots).await?;
+        let (listing, sessions, mut db_errors) = self.list_all(&roots, Some(&query.id)).await?;
         match resolve::resolve(&sessions, query) {
             Ok(found) => Ok(found.clone()),
             // The session may be in the database that could not be read: say why.
@@ -207,19 +247,29 @@ impl<'h, H: Host> Reader<'h, H> {
 
     /// What `resume` prints for a session: the harness's own command, from the session's directory
     /// as its records (or sidecar file) name it. A sidecar that cannot be read leaves the `cd` out.
-    pub async fn resume_command(&self, session: &SessionFile) -> Result<String, DriverError> {
+    /// `explicit_root`: the session's root was given (`--root`, the hosts file), so the harness
+    /// is pointed at it with its own variable; `remote`: how `ssh` reaches the host, when it is
+    /// not this machine.
+    pub async fn resume_command(
+        &self,
+        session: &SessionFile,
+        explicit_root: bool,
+        remote: Option<clankie_engine::resume::Remote>,
+    ) -> Result<String, DriverError> {
         use clankie_engine::harness as resume;
+        use clankie_engine::resume::{Place, root_variable};
         let harness = session.harness();
-        if harness.is_sqlite() {
+        let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+        let root = String::from_utf8_lossy(&session.entry.root).into_owned();
+        let is_database = harness::source(session) == Source::Database;
+        let env = explicit_root
+            .then(|| root_variable(harness, &root, is_database.then_some(path.as_str())))
+            .flatten();
+        if is_database {
             let snapshot = self.databases.load(self.host, &session.entry).await?;
             let cwd = snapshot.session_cwd(&session.id)?;
-            let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
-            return Ok(resume::resume_command(
-                harness,
-                &session.id,
-                &path,
-                cwd.as_deref(),
-            ));
+            let place = Place { cwd, env, remote };
+            return Ok(resume::resume_line(harness, &session.id, &path, &place));
         }
         let file = FileRef {
             harness,
@@ -243,8 +293,8 @@ impl<'h, H: Host> Reader<'h, H> {
             }
         };
         let id = resume::native_id(harness, &head).unwrap_or_else(|| session.id.clone());
-        let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
-        Ok(resume::resume_command(harness, &id, &path, cwd.as_deref()))
+        let place = Place { cwd, env, remote };
+        Ok(resume::resume_line(harness, &id, &path, &place))
     }
 
     /// Reads one page of a resolved session, calling `emit` with records as they complete (for
@@ -280,6 +330,8 @@ impl<'h, H: Host> Reader<'h, H> {
                     .load(self.host, &session.entry)
                     .await?
                     .records(&ctx)?
+            } else if source == Source::Tree {
+                self.tree_records(session, &ctx, &path).await?
             } else {
                 let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
                 let records = harness::format(ctx.harness)
@@ -336,6 +388,45 @@ impl<'h, H: Host> Reader<'h, H> {
             }
         }
         Ok(plan.finish())
+    }
+
+    /// The records of a session that is several files of a tree (OpenCode before 1.2): its
+    /// root is listed again, so that a follow sees the messages and parts written since, and
+    /// each of its files is read whole (at most the 64 MiB source bound in all). A file gone
+    /// between the listing and its read is left out, as if listed a moment later.
+    async fn tree_records(
+        &self,
+        session: &SessionFile,
+        ctx: &SourceCtx,
+        path: &str,
+    ) -> Result<clankie_engine::rows::RowRecords, DriverError> {
+        use clankie_model::limits::MAX_SOURCE_BYTES;
+        let root = RootSpec {
+            harness: session.harness(),
+            dir: Some(session.entry.root.to_vec()),
+        };
+        let listing = self.host.list(&[root]).await?;
+        let mut files = Vec::new();
+        let mut total = 0u64;
+        for entry in harness::tree_files(&listing.files, session) {
+            total += entry.size;
+            if total > MAX_SOURCE_BYTES {
+                return Err(DriverError::Source {
+                    path: path.to_string(),
+                    reason: format!(
+                        "the session's files are over the {} MiB bound of one read",
+                        MAX_SOURCE_BYTES >> 20
+                    ),
+                });
+            }
+            let entry_path = String::from_utf8_lossy(&entry.full_path()).into_owned();
+            match fetch_whole(self.host, &file_ref(entry), entry.size, &entry_path).await {
+                Ok(bytes) => files.push((entry, bytes)),
+                Err(DriverError::Host(HostError::NotFound { .. })) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(harness::parse_tree(ctx, &files))
     }
 
     /// Reads pages until one says no complete record follows (`more` false): `first`, then pages
@@ -449,6 +540,15 @@ fn sidecar_rel(rel: &[u8], sidecar: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The host's name for a listed file.
+fn file_ref(entry: &FileEntry) -> FileRef {
+    FileRef {
+        harness: entry.harness,
+        root: entry.root.to_vec(),
+        rel: entry.rel.clone(),
+    }
 }
 
 /// The source context records of a session carry.
@@ -682,6 +782,34 @@ mod tests {
                 listing.unreadable[0].path,
                 [&projects[..], b"-caf\xe9"].concat()
             );
+        });
+    }
+
+    #[test]
+    fn files_named_inside_are_read_to_list_them_and_only_when_they_could_be_asked_for() {
+        block_on(async {
+            let host = long_session();
+            let mut agent = host.default_root(super::testing::named("claude"));
+            agent.extend_from_slice(b"/projects/-p/agent-5e6f7a8.jsonl");
+            host.put(
+                &agent,
+                format!(
+                    "{{\"isSidechain\":true,\"sessionId\":\"{ID}\",\"agentId\":\"5e6f7a8\",\"type\":\"user\",\"message\":{{\"content\":\"go\"}},\"uuid\":\"u\"}}\n"
+                ),
+            );
+            let roots = roots_for(&[], None);
+            let reader = Reader::new(&host);
+            let (_, sessions) = reader.list_sessions(&roots).await.unwrap();
+            let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+            assert_eq!(ids, [ID.to_string(), format!("{ID}+agent-5e6f7a8")]);
+            assert_eq!(host.calls().read, 1, "one read of the agent file's start");
+            // A parent's id cannot name a subagent: its file is not read to resolve it.
+            let before = host.calls().read;
+            resolve(&host, "556046").await;
+            assert_eq!(host.calls().read, before);
+            let sub = resolve(&host, &format!("{ID}+agent-5e")).await;
+            assert_eq!(sub.agent.as_deref(), Some("5e6f7a8"));
+            assert_eq!(host.calls().read, before + 1);
         });
     }
 

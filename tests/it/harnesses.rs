@@ -761,3 +761,150 @@ fn gemini_legacy_documents_read_and_page() {
     );
     assert_eq!(code(&strict), 5, "{}", stderr(&strict));
 }
+
+/// A rollout Codex 0.171 wrote (see SOURCES): a failed command is an error and a passing one is
+/// not, each result the command's output without the unified exec wrapper; the injected
+/// context and the developer message are not prompts.
+#[test]
+fn codex_0_171_command_results_are_their_output_and_fail_on_a_nonzero_exit() {
+    let recs = read_fixture("codex", "01a2314a-c183-7dd3-bfba-bca7ab24ea65");
+    let shown: Vec<Value> = recs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            let r = r.as_object_mut().unwrap();
+            for key in ["type", "harness", "session", "ts", "host"] {
+                r.remove(key);
+            }
+            Value::Object(r.clone())
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            json!({"id": "msg_01a2314a-c1ca-7b73-97b3-7d3068c051ae#0", "kind": "user",
+                "text": "list a missing dir, then echo a marker"}),
+            json!({"id": "call:call_fail", "kind": "tool_call", "call_id": "call_fail",
+                "name": "exec_command", "input": {"cmd": "ls /nonexistent-hf-dir"}}),
+            json!({"id": "result:call_fail", "kind": "tool_result", "call_id": "call_fail",
+                "output": "ls: cannot access '/nonexistent-hf-dir': No such file or directory\n",
+                "is_error": true}),
+            json!({"id": "call:call_ok", "kind": "tool_call", "call_id": "call_ok",
+                "name": "exec_command", "input": {"cmd": "echo MARKER-HF"}}),
+            json!({"id": "result:call_ok", "kind": "tool_result", "call_id": "call_ok",
+                "output": "MARKER-HF\n", "is_error": false}),
+            json!({"id": "msg_2#0", "kind": "assistant", "text": "Done: MARKER-HF."}),
+        ]
+    );
+}
+
+/// A session Claude Code 2.1.197 wrote (see SOURCES): the background task's end, a user line
+/// holding a `<task-notification>`, is a notice saying how it ended, not a prompt.
+#[test]
+fn claude_2_1_197_background_task_notification_is_a_notice() {
+    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+    let out = run(
+        &home,
+        &[
+            "--root",
+            &format!("claude={}", home.display()),
+            "read",
+            "local:claude/33140648-4f85-4620-94b8-9e4c94e89290",
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recs = records(&ndjson(&out));
+    let shown: Vec<(&str, &str)> = recs
+        .iter()
+        .map(|r| {
+            let text = r["text"].as_str().or(r["name"].as_str());
+            (r["kind"].as_str().unwrap(), text.unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("user", "run a marker in the background"),
+            ("tool_call", "Bash"),
+            ("tool_result", ""),
+            ("assistant", "Started it in the background."),
+            (
+                "notice",
+                "Background command \"background marker\" completed (exit code 0)"
+            ),
+            ("assistant", "The background task finished: MARKER-BG."),
+        ]
+    );
+    assert_eq!(recs[4]["id"], "4ba102b4-4612-43f1-b100-afeb01d2e91c#0");
+}
+
+/// Sessions Claude Code 2.0.77 wrote (see SOURCES): its subagent files at the project's root are
+/// listed, read and resumed as `<parent>+agent-<id>` of the session named inside them.
+#[test]
+fn claude_2_0_77_root_subagent_files_belong_to_their_parent() {
+    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+    let parent = "194d1d00-2427-4b27-a0d5-8064117bcc38";
+    let root = format!("claude={}", home.display());
+    let listed = ndjson(&run(&home, &["--root", &root, "ls", "--json"]));
+    let ours: Vec<&str> = listed
+        .iter()
+        .filter(|s| s["path"].as_str().unwrap().contains("/-claude-2.0.77/"))
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ours,
+        [
+            parent.to_string(),
+            format!("{parent}+agent-a1c3496"),
+            format!("{parent}+agent-a76c24f"),
+            format!("{parent}+agent-a99c2d4"),
+            format!("{parent}+agent-aab544e"),
+        ]
+    );
+    // The parent's prefix names the parent alone; the subagent's its own records.
+    let main = run(
+        &home,
+        &["--root", &root, "read", "local:194d1d00", "--all", "--json"],
+    );
+    assert_eq!(code(&main), 0, "{}", stderr(&main));
+    let main = records(&ndjson(&main));
+    assert_eq!(main.len(), 4, "{main:?}");
+    let sub = run(
+        &home,
+        &[
+            "--root",
+            &root,
+            "read",
+            &format!("local:{parent}+agent-a1c3496"),
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&sub), 0, "{}", stderr(&sub));
+    let sub = records(&ndjson(&sub));
+    let texts: Vec<&str> = sub.iter().map(|r| r["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["find the marker", "found MARKER-SUB"]);
+    assert!(
+        sub.iter()
+            .all(|r| r["session"] == format!("{parent}+agent-a1c3496"))
+    );
+    // Resuming a subagent resumes its parent.
+    let resume = run(
+        &home,
+        &[
+            "--root",
+            &root,
+            "resume",
+            &format!("local:{parent}+agent-a1"),
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&resume.stdout),
+        format!(
+            "cd /tmp/clis-harnessfix/claude20-run/work && CLAUDE_CONFIG_DIR={} claude --resume {parent}\n",
+            home.display()
+        )
+    );
+}

@@ -158,13 +158,16 @@ mod tests {
         let ids: Vec<String> = all().into_iter().map(|s| s.id).collect();
         assert_eq!(
             ids,
-            [
-                "3f1c2a00-aaaa",
-                "3f1c2a00-aaaa+agent-a1",
-                "3f1c2b00-bbbb",
-                "agent-old"
-            ]
+            ["3f1c2a00-aaaa", "3f1c2a00-aaaa+agent-a1", "3f1c2b00-bbbb",]
         );
+        // A 2.0.x subagent file at a project's root is named by the parent inside it.
+        let old = entry("projects/-q/agent-old.jsonl");
+        let listed = [old.clone()];
+        assert_eq!(harness::named_inside(&listed).count(), 1);
+        let head = br#"{"parentUuid":null,"isSidechain":true,"sessionId":"3f1c2a00-aaaa","agentId":"old","type":"user","message":{"#;
+        let named = harness::session_from_head(&old, head).unwrap();
+        assert_eq!(named.id, "3f1c2a00-aaaa+agent-old");
+        assert_eq!(named.agent.as_deref(), Some("old"));
     }
 
     #[test]

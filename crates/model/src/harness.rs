@@ -32,6 +32,13 @@ pub enum Storage {
     /// Rows of an SQLite database, listed as the database file and its `-wal`; sessions are
     /// found by querying a private copy.
     Database,
+    /// Rows of an SQLite database as [`Storage::Database`], and, from the versions before it,
+    /// a tree of JSON documents under the list's subdirs where one session is several files
+    /// (OpenCode before 1.2: `storage/session/<project>/<ses>.json`, its messages'
+    /// `storage/message/<ses>/<msg>.json` and their parts' `storage/part/<msg>/<prt>.json`).
+    /// The listing holds every file of the tree; which files make up a session is the
+    /// harness's rule, and a session in both is read from the database.
+    DatabaseAndTree,
 }
 
 /// An agent harness whose transcripts we read: a tag made by the engine's registry, carrying
@@ -80,7 +87,16 @@ impl Harness {
 
     /// Whether the harness keeps sessions as rows of an SQLite database.
     pub fn is_sqlite(self) -> bool {
-        self.layout.storage == Storage::Database
+        matches!(
+            self.layout.storage,
+            Storage::Database | Storage::DatabaseAndTree
+        )
+    }
+
+    /// Whether some of the harness's sessions are each a tree of several files
+    /// ([`Storage::DatabaseAndTree`]).
+    pub fn has_file_tree(self) -> bool {
+        self.layout.storage == Storage::DatabaseAndTree
     }
 }
 

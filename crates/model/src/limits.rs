@@ -39,6 +39,10 @@ pub const MAX_LISTING_BYTES: usize = 48 * 1024 * 1024;
 /// At most this many ranges in one `read` call.
 pub const MAX_RANGES: usize = 16;
 
+/// A listing reads this much of the start of a transcript whose session id is written inside
+/// it rather than in its name (Claude Code 2.0.x subagent files carry their parent's id).
+pub const NAMING_HEAD_BYTES: u64 = 4 * 1024;
+
 /// `resume` reads this much of a transcript's start to find its working directory and id.
 pub const RESUME_HEAD_BYTES: u64 = 64 * 1024;
 

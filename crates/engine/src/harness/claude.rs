@@ -4,7 +4,13 @@
 //!
 //! The mapping follows `research/formats-claude-codex.md` §3.1 and the monitor-event records of
 //! seed 000 (`queue-operation` enqueue/remove around an `attachment{queued_command,
-//! commandMode:"task-notification"}` → exactly one notice, from the attachment).
+//! commandMode:"task-notification"}` → exactly one notice, from the attachment). A background
+//! task that finished (2.1.x) is a user line whose text is a `<task-notification>` block: a
+//! notice too.
+//!
+//! Subagents are `<parent>+agent-<id>`: 2.1.x keeps them in `<parent>/subagents/`, 2.0.x at the
+//! project's root as `agent-<id>.jsonl`, naming the parent only in the `sessionId` of its lines
+//! (read at listing time). Resuming one resumes its parent.
 
 use std::borrow::Cow;
 
@@ -76,9 +82,69 @@ impl Format for Claude {
             })
     }
 
+    /// A subagent (`<parent>+agent-<id>`) is resumed as the session that started it: Claude
+    /// has no command that resumes a subagent.
     fn resume_command(&self, id: &str, _path: &str) -> String {
-        format!("claude --resume {}", crate::resume::shell_quote(id))
+        let session = id.split_once('+').map_or(id, |(parent, _)| parent);
+        format!("claude --resume {}", crate::resume::shell_quote(session))
     }
+
+    /// A 2.0.x subagent file at a project's root (`projects/<dir>/agent-<id>.jsonl`) names its
+    /// parent only inside, in the `sessionId` of its lines.
+    fn named_inside(&self, entry: &FileEntry) -> bool {
+        root_agent_file(entry).is_some()
+    }
+
+    /// Such a session is `<parent>+agent-<id>`, or `agent-<id>` when its parent is unknown.
+    fn may_be_named_inside(&self, id: &str) -> bool {
+        id.contains('+') || id.starts_with("agent-")
+    }
+
+    fn session_from_head(&self, entry: &FileEntry, head: &[u8]) -> Option<SessionFile> {
+        let agent = root_agent_file(entry)?;
+        let agent_file = format!("agent-{agent}");
+        match head_session_id(head) {
+            Some(parent) => Some(SessionFile {
+                id: format!("{parent}+{agent_file}"),
+                agent: Some(agent.to_string()),
+                entry: entry.clone(),
+            }),
+            // No parent to be found (an empty or unreadable file): listed under its own name,
+            // so that nothing is left out.
+            None => Some(SessionFile {
+                id: agent_file,
+                agent: Some(agent.to_string()),
+                entry: entry.clone(),
+            }),
+        }
+    }
+}
+
+/// The agent id of a 2.0.x subagent file at a project's root, `projects/<dir>/agent-<id>.jsonl`.
+fn root_agent_file(entry: &FileEntry) -> Option<&str> {
+    let rel = std::str::from_utf8(&entry.rel).ok()?;
+    match rel.split('/').collect::<Vec<_>>().as_slice() {
+        ["projects", _dir, file] => file
+            .strip_suffix(".jsonl")
+            .filter(|stem| valid_id(stem))?
+            .strip_prefix("agent-")
+            .filter(|agent| !agent.is_empty()),
+        _ => None,
+    }
+}
+
+/// The `sessionId` of a transcript's first line, from its first bytes. The line may be cut
+/// (only its start is read, and the prompt it holds can be long), so it is found as text: the
+/// envelope's `sessionId` comes before the message in every Claude line.
+fn head_session_id(head: &[u8]) -> Option<&str> {
+    let first = head.split(|&b| b == b'\n').next()?;
+    let text = std::str::from_utf8(first)
+        .or_else(|e| std::str::from_utf8(&first[..e.valid_up_to()]))
+        .ok()?;
+    const KEY: &str = "\"sessionId\":\"";
+    let start = text.find(KEY)? + KEY.len();
+    let id = &text[start..start + text[start..].find('"')?];
+    valid_id(id).then_some(id)
 }
 
 /// `projects/<dir>/<id>.jsonl` is a session; `projects/<dir>/<id>/subagents/[…/]agent-<a>.jsonl`
@@ -92,15 +158,13 @@ fn classify(entry: &FileEntry) -> Option<SessionFile> {
             .map(str::to_string)
     };
     match parts.as_slice() {
-        ["projects", _dir, file] => {
-            let id = stem(file)?;
-            let agent = id.strip_prefix("agent-").map(str::to_string);
-            Some(SessionFile {
-                id,
-                agent,
-                entry: entry.clone(),
-            })
-        }
+        // A subagent file here (2.0.x) is named by what it holds: `Format::session_from_head`.
+        ["projects", _dir, _file] if root_agent_file(entry).is_some() => None,
+        ["projects", _dir, file] => Some(SessionFile {
+            id: stem(file)?,
+            agent: None,
+            entry: entry.clone(),
+        }),
         ["projects", _dir, parent, "subagents", .., file] if valid_id(parent) => {
             let agent_file = stem(file)?;
             let agent = agent_file.strip_prefix("agent-")?.to_string();
@@ -485,6 +549,10 @@ impl LineBuilder<'_, '_, '_> {
                 TextKind::Notice,
                 format!("local command output: {}", out.trim()),
             );
+        } else if trimmed.starts_with("<task-notification>") {
+            // 2.1.x writes a finished background task (a `run_in_background` command, a
+            // monitor) as a user line of its own; the user typed none of it.
+            self.text(block, TextKind::Notice, monitor_event_text(trimmed));
         } else if trimmed.starts_with("<local-command-caveat>") {
             // Injected for the model; not something the user typed.
         } else {
@@ -651,8 +719,9 @@ impl LineBuilder<'_, '_, '_> {
     }
 }
 
-/// A monitor event's notice text: the `<summary>` of the task notification, and its `<event>`
-/// when present; otherwise the notification with its tags removed.
+/// A task notification's notice text (a monitor event, or a background task that finished):
+/// its `<summary>`, and its `<event>` when present; otherwise the notification with its tags
+/// removed.
 fn monitor_event_text(prompt: &str) -> String {
     let summary = tag_content(prompt, "summary").map(unescape_xml);
     let event = tag_content(prompt, "event").map(unescape_xml);
@@ -660,7 +729,12 @@ fn monitor_event_text(prompt: &str) -> String {
         (Some(s), Some(e)) => format!("{s}: {e}"),
         (Some(s), None) => s,
         (None, Some(e)) => format!("monitor event: {e}"),
-        (None, None) => format!("monitor event: {}", strip_tags(prompt).trim()),
+        (None, None) => {
+            let body = tag_content(prompt, "task-notification").unwrap_or(prompt);
+            let text = unescape_xml(&strip_tags(body));
+            let words: Vec<&str> = text.split_whitespace().collect();
+            format!("task notification: {}", words.join(" "))
+        }
     }
 }
 
@@ -671,13 +745,17 @@ fn unescape_xml(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// The text with its tags removed; each tag parts words as a space would.
 fn strip_tags(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut in_tag = false;
     for c in s.chars() {
         match c {
             '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
             c if !in_tag => out.push(c),
             _ => {}
         }
@@ -819,6 +897,98 @@ mod tests {
                 kind: TextKind::Notice,
                 text: "Monitor event: \"tail log\": line 1 & more".into()
             }
+        );
+    }
+
+    #[test]
+    fn a_background_task_notification_is_a_notice() {
+        // 2.1.x: a finished `run_in_background` command comes back as a user line of its own,
+        // as a string or as a text block.
+        let body = r#"<task-notification>\n<task-id>b7x1k2</task-id>\n<output-file>/tmp/claude-0/tasks/b7x1k2.output</output-file>\n<status>completed</status>\n<summary>Background command \"sleep 1; echo done\" completed (exit code 0)</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-0/tasks/b7x1k2.output"#;
+        let as_string = format!(
+            r#"{{"parentUuid":"p","isSidechain":false,"type":"user","message":{{"role":"user","content":"{body}"}},"uuid":"n1","timestamp":"2026-12-01T10:00:00.000Z","sessionId":"s"}}"#
+        );
+        let as_block = format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"text","text":"{body}"}}]}},"uuid":"n2","sessionId":"s"}}"#
+        );
+        for line in [as_string, as_block] {
+            let got = records(&line);
+            assert_eq!(got.len(), 1, "{line}");
+            assert_eq!(
+                got[0].body,
+                RecordBody::Text {
+                    kind: TextKind::Notice,
+                    text: "Background command \"sleep 1; echo done\" completed (exit code 0)"
+                        .into()
+                }
+            );
+        }
+        // Without a summary, the notification's words.
+        let bare = r#"{"type":"user","uuid":"n3","message":{"role":"user","content":"<task-notification><task-id>t1</task-id><status>failed</status></task-notification>"}}"#;
+        assert_eq!(
+            records(bare)[0].body,
+            RecordBody::Text {
+                kind: TextKind::Notice,
+                text: "task notification: t1 failed".into()
+            }
+        );
+        // A prompt that only mentions the tag is what the user typed.
+        let typed = r#"{"type":"user","uuid":"n4","message":{"role":"user","content":"what is a <task-notification>?"}}"#;
+        assert_eq!(records(typed)[0].kind(), RecordKind::User);
+    }
+
+    fn file(rel: &str) -> FileEntry {
+        FileEntry {
+            harness: crate::test_support::harness("claude"),
+            root: b"/h/.claude"[..].into(),
+            rel: rel.as_bytes().to_vec(),
+            size: 1,
+            mtime: 0,
+        }
+    }
+
+    #[test]
+    fn a_root_subagent_file_is_named_by_its_parent() {
+        let old = file("projects/-w/agent-5d2c1a9e.jsonl");
+        assert!(Claude.named_inside(&old));
+        assert_eq!(Claude.session(&old), None);
+        // 2.0.x's first line, cut where the listing's read ends (inside the prompt).
+        let head = br#"{"parentUuid":null,"isSidechain":true,"userType":"external","cwd":"/w","sessionId":"0b6c1f3e-8a2d-4c55-9e61-2f0d3b7a9c11","version":"2.0.14","gitBranch":"","agentId":"5d2c1a9e","type":"user","message":{"role":"user","content":"Search the code for"#;
+        let named = Claude.session_from_head(&old, head).unwrap();
+        assert_eq!(
+            named.id,
+            "0b6c1f3e-8a2d-4c55-9e61-2f0d3b7a9c11+agent-5d2c1a9e"
+        );
+        assert_eq!(named.agent.as_deref(), Some("5d2c1a9e"));
+        // No parent to be found: listed under its own name.
+        for head in [
+            &b""[..],
+            b"{\"type\":\"summary\"}\n",
+            b"\xff\xfe",
+            b"{\"sessionId\":\"../x\"}",
+        ] {
+            let named = Claude.session_from_head(&old, head).unwrap();
+            assert_eq!(named.id, "agent-5d2c1a9e");
+        }
+        // Other files are named by their names.
+        for rel in [
+            "projects/-w/0b6c1f3e.jsonl",
+            "projects/-w/0b6c1f3e/subagents/agent-a1.jsonl",
+            "projects/-w/agent-.jsonl",
+        ] {
+            assert!(!Claude.named_inside(&file(rel)), "{rel}");
+        }
+    }
+
+    #[test]
+    fn a_subagent_resumes_its_parent() {
+        assert_eq!(
+            Claude.resume_command("0b6c1f3e+agent-5d2c1a9e", "/p"),
+            "claude --resume 0b6c1f3e"
+        );
+        assert_eq!(
+            Claude.resume_command("0b6c1f3e", "/p"),
+            "claude --resume 0b6c1f3e"
         );
     }
 

@@ -407,8 +407,9 @@ fn tool_output(value: &Value) -> (String, bool) {
                 decoded = v;
                 &decoded
             }
-            _ => return (s.clone(), false),
+            _ => return exec_output(s),
         },
+        Value::String(s) => return exec_output(s),
         other => other,
     };
     match value {
@@ -425,7 +426,59 @@ fn tool_output(value: &Value) -> (String, bool) {
                 .unwrap_or_else(|| value.to_string());
             (text, failed)
         }
-        other => (content_text(other), false),
+        // Items: the wrapper, when there is one, is in their text.
+        other => exec_output(&content_text(other)),
+    }
+}
+
+/// A command's output as Codex wraps it for the model, and whether the command failed: the
+/// unified exec tool writes `Chunk ID: …`, `Wall time: …`, `Process exited with code N` (or
+/// `Process running with session ID N` while it runs on), `Original token count: …`, then
+/// `Output:` and the output; the older shell tool `Exit code: N`, `Wall time: …`, `Output:`.
+/// The text is the output alone, and a non-zero exit code is an error. Text that is not such a
+/// wrapper (every line before `Output:` one of those headers) is kept whole and not an error.
+///
+/// The `exec_command_end` event carries the same exit code, but on a line of its own before the
+/// output item: parsing is per line (a record's fields cannot depend on where a page starts),
+/// so the wrapper, on the output item itself, is what is read.
+fn exec_output(text: &str) -> (String, bool) {
+    const HEADERS: [&str; 7] = [
+        "Command: ",
+        "Chunk ID: ",
+        "Wall time: ",
+        "Wall time ",
+        "Process running with session ID ",
+        "Original token count: ",
+        "Total output lines: ",
+    ];
+    let mut exit_code = None;
+    let mut rest = text;
+    let mut headers = 0;
+    loop {
+        let (line, after) = match rest.split_once('\n') {
+            Some(split) => split,
+            None if rest == "Output:" => (rest, ""),
+            None => return (text.to_string(), false),
+        };
+        if line == "Output:" {
+            if headers == 0 {
+                return (text.to_string(), false);
+            }
+            return (after.to_string(), exit_code.is_some_and(|code| code != 0));
+        }
+        let code = line
+            .strip_prefix("Process exited with code ")
+            .or_else(|| line.strip_prefix("Exit code: "));
+        match code {
+            Some(code) => match code.trim().parse::<i64>() {
+                Ok(code) => exit_code = Some(code),
+                Err(_) => return (text.to_string(), false),
+            },
+            None if HEADERS.iter().any(|h| line.starts_with(h)) => {}
+            None => return (text.to_string(), false),
+        }
+        headers += 1;
+        rest = after;
     }
 }
 
@@ -482,6 +535,64 @@ mod tests {
         // The event_msg twins are skipped.
         let twin = r#"{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"fix it"}}"#;
         assert!(records(twin).is_empty());
+    }
+
+    /// The result record of a `function_call_output` whose output is `output` (a JSON value).
+    fn result_of(output: serde_json::Value) -> RecordBody {
+        let line = serde_json::json!({
+            "timestamp": "2026-12-01T10:00:01.000Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "call_7", "output": output},
+        });
+        records(&line.to_string()).remove(0).body
+    }
+
+    fn result(output: &str, is_error: bool) -> RecordBody {
+        RecordBody::ToolResult {
+            call_id: "call_7".into(),
+            output: output.into(),
+            is_error,
+        }
+    }
+
+    #[test]
+    fn a_command_result_is_its_output_and_fails_on_a_nonzero_exit() {
+        // The unified exec tool's wrapper, as 0.17x writes it.
+        let ok = "Chunk ID: 3f2a1b\nWall time: 0.0512 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nMARKER-42\n";
+        assert_eq!(result_of(ok.into()), result("MARKER-42\n", false));
+        let failed = "Chunk ID: 9c0d11\nWall time: 0.0100 seconds\nProcess exited with code 2\nOriginal token count: 9\nOutput:\nls: cannot access 'nope': No such file or directory\n";
+        assert_eq!(
+            result_of(failed.into()),
+            result(
+                "ls: cannot access 'nope': No such file or directory\n",
+                true
+            )
+        );
+        // Still running: no exit code, no error.
+        let running = "Chunk ID: 1\nWall time: 10.0020 seconds\nProcess running with session ID 73\nOriginal token count: 1\nOutput:\nstarted";
+        assert_eq!(result_of(running.into()), result("started", false));
+        // Empty output.
+        let empty = "Chunk ID: 2\nWall time: 0.0001 seconds\nProcess exited with code 1\nOriginal token count: 0\nOutput:\n";
+        assert_eq!(result_of(empty.into()), result("", true));
+        // The older shell tool's wrapper.
+        let older = "Exit code: 127\nWall time: 0.4 seconds\nOutput:\nsh: nope: not found\n";
+        assert_eq!(
+            result_of(older.into()),
+            result("sh: nope: not found\n", true)
+        );
+        // Items holding the wrapper.
+        let items = serde_json::json!([{"type": "input_text", "text": ok}]);
+        assert_eq!(result_of(items), result("MARKER-42\n", false));
+        // Text that only looks like one is kept whole and is no error.
+        for whole in [
+            "Output:\nx",
+            "Process exited with code 1",
+            "Chunk ID: 1\nsomething else\nOutput:\nx",
+            "Exit code: one\nOutput:\nx",
+            "plain output\n",
+        ] {
+            assert_eq!(result_of(whole.into()), result(whole, false), "{whole:?}");
+        }
     }
 
     #[test]

@@ -45,12 +45,15 @@ pub enum Source {
     Document,
     /// Rows of an SQLite database, copied and queried, paged by the row cursor.
     Database,
+    /// JSON documents of a file tree, several per session ([`Format::tree_files`]): each
+    /// fetched whole, assembled into the session's records, paged by the row cursor.
+    Tree,
 }
 
 impl Source {
     /// Whether the source is paged over whole records (row cursors) rather than by bytes.
     pub fn is_rows(self) -> bool {
-        matches!(self, Source::Document | Source::Database)
+        matches!(self, Source::Document | Source::Database | Source::Tree)
     }
 }
 
@@ -70,11 +73,60 @@ pub trait Format: Sync {
     /// How a session's file is read.
     fn source(&self, entry: &FileEntry) -> Source {
         let _ = entry;
-        if self.layout().storage == clankie_model::Storage::Database {
-            Source::Database
-        } else {
-            Source::Lines
+        match self.layout().storage {
+            clankie_model::Storage::Database | clankie_model::Storage::DatabaseAndTree => {
+                Source::Database
+            }
+            clankie_model::Storage::Files => Source::Lines,
         }
+    }
+
+    /// Whether a listed file is a session whose id is written inside it rather than in its
+    /// name: the listing reads its first [`NAMING_HEAD_BYTES`] and asks
+    /// [`Format::session_from_head`].
+    ///
+    /// [`NAMING_HEAD_BYTES`]: clankie_model::limits::NAMING_HEAD_BYTES
+    fn named_inside(&self, entry: &FileEntry) -> bool {
+        let _ = entry;
+        false
+    }
+
+    /// Whether a session named inside its file could be what a user typed, `id` (an id or a
+    /// prefix of one): when it cannot, resolving it need not read the files' first bytes.
+    fn may_be_named_inside(&self, id: &str) -> bool {
+        let _ = id;
+        true
+    }
+
+    /// The session a file [`Format::named_inside`] is, from its first bytes (possibly cut
+    /// mid-line, or empty when they could not be read).
+    fn session_from_head(&self, entry: &FileEntry, head: &[u8]) -> Option<SessionFile> {
+        let _ = (entry, head);
+        None
+    }
+
+    /// The sessions that are each several files of a listing's tree ([`Storage::DatabaseAndTree`]),
+    /// each as its main file with the size of all its files and the newest mtime among them.
+    /// `files` are this harness's files of one listing.
+    ///
+    /// [`Storage::DatabaseAndTree`]: clankie_model::Storage::DatabaseAndTree
+    fn tree_sessions(&self, files: &[&FileEntry]) -> Vec<SessionFile> {
+        let _ = files;
+        Vec::new()
+    }
+
+    /// The files of a listing that make up tree session `id`, in the order
+    /// [`Format::parse_tree`] takes them.
+    fn tree_files<'f>(&self, files: &'f [FileEntry], id: &str) -> Vec<&'f FileEntry> {
+        let _ = (files, id);
+        Vec::new()
+    }
+
+    /// The records of a tree session from its files' bytes, as [`Format::tree_files`] named
+    /// them (a file gone before it could be read is left out).
+    fn parse_tree(&self, ctx: &SourceCtx, files: &[(&FileEntry, Vec<u8>)]) -> RowRecords {
+        let _ = (ctx, files);
+        RowRecords::default()
     }
 
     /// The records of one complete line (without its `\n`, CR and blank lines already
@@ -186,14 +238,46 @@ pub fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     format(ctx.harness).parse_line(ctx, offset, line)
 }
 
-/// The sessions among a listing's files, sorted by harness and id.
+/// The sessions among a listing's files, sorted by harness and id: one file each, or several
+/// files of a tree. Files whose session is named inside them ([`named_inside`]) are not among
+/// them until their first bytes are read ([`session_from_head`]).
 pub fn sessions(files: &[FileEntry]) -> Vec<SessionFile> {
     let mut out: Vec<SessionFile> = files
         .iter()
         .filter_map(|entry| format(entry.harness).session(entry))
         .collect();
+    for harness in all().filter(|h| h.has_file_tree()) {
+        let mine: Vec<&FileEntry> = files.iter().filter(|f| f.harness == harness).collect();
+        out.extend(format(harness).tree_sessions(&mine));
+    }
     out.sort_by(|a, b| (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel)));
     out
+}
+
+/// The files of a listing whose session id is written inside them: each is read
+/// ([`clankie_model::limits::NAMING_HEAD_BYTES`]) and given to [`session_from_head`].
+pub fn named_inside(files: &[FileEntry]) -> impl Iterator<Item = &FileEntry> {
+    files.iter().filter(|f| format(f.harness).named_inside(f))
+}
+
+/// Whether `file`, a file [`named_inside`], could be the session a user typed as `id`.
+pub fn may_be_named_inside(file: &FileEntry, id: &str) -> bool {
+    format(file.harness).may_be_named_inside(id)
+}
+
+/// The session a file [`named_inside`] lists is, from its first bytes.
+pub fn session_from_head(entry: &FileEntry, head: &[u8]) -> Option<SessionFile> {
+    format(entry.harness).session_from_head(entry, head)
+}
+
+/// The files of a listing that make up tree session `session`, in reading order.
+pub fn tree_files<'f>(files: &'f [FileEntry], session: &SessionFile) -> Vec<&'f FileEntry> {
+    format(session.harness()).tree_files(files, &session.id)
+}
+
+/// The records of a tree session from the bytes of the files [`tree_files`] named.
+pub fn parse_tree(ctx: &SourceCtx, files: &[(&FileEntry, Vec<u8>)]) -> RowRecords {
+    format(ctx.harness).parse_tree(ctx, files)
 }
 
 /// The databases among a listing's files, whose sessions are their rows: files directly in a
@@ -313,6 +397,13 @@ pub fn native_id(harness: Harness, head: &[u8]) -> Option<String> {
 /// absolute path (Pi resumes by path, which is exact).
 pub fn resume_command(harness: Harness, id: &str, path: &str, cwd: Option<&str>) -> String {
     crate::resume::with_cwd(format(harness).resume_command(id, path), cwd)
+}
+
+/// The command line `resume` prints for a session where it lives: the harness's command in the
+/// session's directory, with the harness's variable for a root it would not look in by itself,
+/// over `ssh -t` for a remote host ([`crate::resume::command_line`]).
+pub fn resume_line(harness: Harness, id: &str, path: &str, place: &crate::resume::Place) -> String {
+    crate::resume::command_line(format(harness).resume_command(id, path), place)
 }
 
 #[cfg(test)]

