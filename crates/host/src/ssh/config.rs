@@ -634,29 +634,13 @@ fn split_keyword(line: &str) -> (&str, &str) {
     (&trimmed[..end], args)
 }
 
-/// Glob match as OpenSSH's `match_pattern`: `*` any run, `?` one character, case-insensitive
+/// Glob match as OpenSSH's `match_pattern`: `*` any run, `?` one byte, case-insensitive
 /// (host and user names are compared lowercased there).
 fn glob_match(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.to_lowercase().chars().collect();
-    let text: Vec<char> = text.to_lowercase().chars().collect();
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            star = Some((p, t));
-            p += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&c| c == '*')
+    super::known_hosts::glob(
+        pattern.to_lowercase().as_bytes(),
+        text.to_lowercase().as_bytes(),
+    )
 }
 
 /// A pattern list (`a b` on a Host line, `a,b` after a Match criterion): some pattern matches

@@ -103,8 +103,9 @@ fn split_marker(rest: &str) -> Option<(Marker, &str)> {
     Some((marker, rest))
 }
 
-/// Glob match with `*` (any run) and `?` (one char), over bytes, iterative with backtracking.
-fn glob(pattern: &[u8], text: &[u8]) -> bool {
+/// Glob match with `*` (any run) and `?` (one byte), over bytes as OpenSSH's `match_pattern`,
+/// iterative with backtracking. Also the config's Host and Match patterns.
+pub(super) fn glob(pattern: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
