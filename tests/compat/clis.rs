@@ -26,6 +26,12 @@ pub struct Cli {
     /// Makes the command `resume` printed non-interactive, sending `prompt` (already quoted
     /// for `sh`).
     pub resume_noninteractive: fn(printed: &str, quoted_prompt: &str) -> String,
+    /// The prompt as the CLI stores it.
+    pub stored_prompt: fn(&str) -> String,
+}
+
+fn as_typed(prompt: &str) -> String {
+    prompt.to_string()
 }
 
 fn call(name: &str, args: Value) -> Option<ToolCall> {
@@ -39,10 +45,12 @@ pub const CLAUDE: Cli = Cli {
     harness: "claude",
     bin: "claude",
     pick: |tools| {
-        tools
-            .iter()
-            .any(|t| t == "Bash")
-            .then(|| call("Bash", json!({"command": COMMAND, "description": "Print the marker"})))?
+        tools.iter().any(|t| t == "Bash").then(|| {
+            call(
+                "Bash",
+                json!({"command": COMMAND, "description": "Print the marker"}),
+            )
+        })?
     },
     setup: |_home, port, _cache| {
         env(&[
@@ -56,6 +64,7 @@ pub const CLAUDE: Cli = Cli {
     },
     turn: |prompt| args(&["-p", prompt, "--allowedTools", "Bash"]),
     resume_noninteractive: |printed, prompt| format!("{printed} --allowedTools Bash -p {prompt}"),
+    stored_prompt: as_typed,
 };
 
 pub const CODEX: Cli = Cli {
@@ -99,13 +108,12 @@ pub const CODEX: Cli = Cli {
     },
     // `codex resume ID` is the interactive form; `codex exec … resume ID PROMPT` the other.
     resume_noninteractive: |printed, prompt| {
-        let rest = printed
-            .strip_prefix("codex resume ")
-            .unwrap_or_else(|| panic!("unexpected codex resume command: {printed}"));
-        format!(
-            "codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox resume {rest} {prompt}"
-        )
+        assert!(printed.contains("codex resume "), "unexpected: {printed}");
+        let exec =
+            "codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox resume ";
+        format!("{} {prompt}", printed.replacen("codex resume ", exec, 1))
     },
+    stored_prompt: as_typed,
 };
 
 pub const GEMINI: Cli = Cli {
@@ -130,14 +138,16 @@ pub const GEMINI: Cli = Cli {
         );
         env(&[
             ("GEMINI_API_KEY", "compat-key"),
-            ("GOOGLE_GEMINI_BASE_URL", &format!("http://127.0.0.1:{port}")),
+            (
+                "GOOGLE_GEMINI_BASE_URL",
+                &format!("http://127.0.0.1:{port}"),
+            ),
             ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
         ])
     },
     turn: |prompt| args(&["--approval-mode", "yolo", "-p", prompt]),
-    resume_noninteractive: |printed, prompt| {
-        format!("{printed} --approval-mode yolo -p {prompt}")
-    },
+    resume_noninteractive: |printed, prompt| format!("{printed} --approval-mode yolo -p {prompt}"),
+    stored_prompt: as_typed,
 };
 
 pub const PI: Cli = Cli {
@@ -177,16 +187,19 @@ pub const PI: Cli = Cli {
     resume_noninteractive: |printed, prompt| {
         format!("{printed} --offline --provider compat --model compat-model -p {prompt}")
     },
+    stored_prompt: as_typed,
 };
 
 pub const OPENCODE: Cli = Cli {
     harness: "opencode",
     bin: "opencode",
     pick: |tools| {
-        tools
-            .iter()
-            .any(|t| t == "bash")
-            .then(|| call("bash", json!({"command": COMMAND, "description": "Print the marker"})))?
+        tools.iter().any(|t| t == "bash").then(|| {
+            call(
+                "bash",
+                json!({"command": COMMAND, "description": "Print the marker"}),
+            )
+        })?
     },
     setup: |home, port, cache| {
         write(
@@ -209,27 +222,40 @@ pub const OPENCODE: Cli = Cli {
         );
         env(&[
             ("XDG_CONFIG_HOME", &home.join(".config").to_string_lossy()),
-            ("XDG_DATA_HOME", &home.join(".local/share").to_string_lossy()),
-            ("XDG_STATE_HOME", &home.join(".local/state").to_string_lossy()),
+            (
+                "XDG_DATA_HOME",
+                &home.join(".local/share").to_string_lossy(),
+            ),
+            (
+                "XDG_STATE_HOME",
+                &home.join(".local/state").to_string_lossy(),
+            ),
             // Shared between runs: OpenCode installs its provider package here from the npm
             // registry on first use.
-            ("XDG_CACHE_HOME", &cache.join("opencode-cache").to_string_lossy()),
+            (
+                "XDG_CACHE_HOME",
+                &cache.join("opencode-cache").to_string_lossy(),
+            ),
             ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
             ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
             ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
         ])
     },
     turn: |prompt| args(&["run", prompt]),
+    // `opencode run` joins its words into one message, quoting each that holds a space.
+    stored_prompt: |prompt| format!("\"{prompt}\""),
+    // `resume` prints the interactive `opencode --session ID` (after a `cd`).
     resume_noninteractive: |printed, prompt| {
-        let rest = printed
-            .strip_prefix("opencode --session ")
-            .or_else(|| printed.strip_prefix("opencode -s "))
-            .unwrap_or_else(|| panic!("unexpected opencode resume command: {printed}"));
-        format!("opencode run --session {rest} {prompt}")
+        assert!(
+            printed.contains("opencode --session "),
+            "unexpected: {printed}"
+        );
+        format!(
+            "{} {prompt}",
+            printed.replacen("opencode --session ", "opencode run --session ", 1)
+        )
     },
 };
-
-pub const ALL: &[&Cli] = &[&CLAUDE, &CODEX, &GEMINI, &PI, &OPENCODE];
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
@@ -264,7 +290,10 @@ impl Cli {
         let bin = install.join("node_modules/.bin");
         let mut env = env(&[
             ("HOME", &home.to_string_lossy()),
-            ("PATH", &format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display())),
+            (
+                "PATH",
+                &format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
+            ),
             ("LANG", "C.UTF-8"),
             ("TERM", "dumb"),
             ("NO_COLOR", "1"),

@@ -14,6 +14,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -176,7 +177,12 @@ fn serve(stream: TcpStream, pick: ToolPicker, log: &Mutex<Vec<Logged>>) -> std::
     };
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let text = String::from_utf8_lossy(&request.body).into_owned();
-    let route = request.path.split('?').next().unwrap_or_default().to_string();
+    let route = request
+        .path
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let offered = offered_tools(&body);
     let step = match pick(&offered) {
         _ if request.method == "GET" => Step::Other,
@@ -199,8 +205,7 @@ fn serve(stream: TcpStream, pick: ToolPicker, log: &Mutex<Vec<Logged>>) -> std::
     let streamed = body.get("stream").and_then(Value::as_bool) == Some(true)
         || route.ends_with(":streamGenerateContent");
     let mut out = stream;
-    let (status, content_type, payload) = if route.ends_with("/models") || request.method == "GET"
-    {
+    let (status, content_type, payload) = if route.ends_with("/models") || request.method == "GET" {
         (
             "200 OK",
             "application/json",
@@ -208,7 +213,11 @@ fn serve(stream: TcpStream, pick: ToolPicker, log: &Mutex<Vec<Logged>>) -> std::
                 .to_string(),
         )
     } else if route.ends_with(":countTokens") {
-        ("200 OK", "application/json", json!({"totalTokens": 10}).to_string())
+        (
+            "200 OK",
+            "application/json",
+            json!({"totalTokens": 10}).to_string(),
+        )
     } else if route.contains(":streamGenerateContent") || route.contains(":generateContent") {
         gemini(&step, streamed)
     } else if route.ends_with("/messages") {
@@ -272,7 +281,12 @@ impl Step {
 /// Names of the function tools a request offers, whatever the wire.
 fn offered_tools(body: &Value) -> Vec<String> {
     let mut names = Vec::new();
-    for tool in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
+    for tool in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         // Anthropic and Responses: `name`; Chat Completions: `function.name`; Gemini:
         // `functionDeclarations[].name`.
         if let Some(name) = tool.get("name").and_then(Value::as_str) {
@@ -311,19 +325,24 @@ const USAGE_OUT: u64 = 10;
 
 fn anthropic(step: &Step, streamed: bool, model: &str) -> (&'static str, &'static str, String) {
     let (text, call) = step.answer();
-    let stop = if call.is_some() { "tool_use" } else { "end_turn" };
+    let id = message_id("msg");
+    let stop = if call.is_some() {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
     let usage = json!({"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     let mut content = vec![json!({"type": "text", "text": text})];
     if let Some(call) = call {
         content.push(json!({"type": "tool_use", "id": "toolu_compat01", "name": call.name, "input": call.args}));
     }
     if !streamed {
-        let message = json!({"id": "msg_compat", "type": "message", "role": "assistant", "model": model, "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage});
+        let message = json!({"id": id, "type": "message", "role": "assistant", "model": model, "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage});
         return ("200 OK", "application/json", message.to_string());
     }
     let mut events = vec![(
         Some("message_start"),
-        json!({"type": "message_start", "message": {"id": "msg_compat", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
+        json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
     )];
     for (index, block) in content.iter().enumerate() {
         let (start, delta) = if block["type"] == "text" {
@@ -358,9 +377,20 @@ fn anthropic(step: &Step, streamed: bool, model: &str) -> (&'static str, &'stati
     ("200 OK", "text/event-stream", sse(&events))
 }
 
+/// Numbers the answers: real servers give every message its own id, and readers key on them.
+static ANSWERS: AtomicUsize = AtomicUsize::new(0);
+
+fn message_id(prefix: &str) -> String {
+    format!(
+        "{prefix}_compat{:04}",
+        ANSWERS.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 fn responses(step: &Step) -> (&'static str, &'static str, String) {
     let (text, call) = step.answer();
-    let message = json!({"type": "message", "id": "msg_compat", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]});
+    let id = message_id("msg");
+    let message = json!({"type": "message", "id": id, "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]});
     let mut events = vec![
         (
             Some("response.created"),
@@ -368,11 +398,11 @@ fn responses(step: &Step) -> (&'static str, &'static str, String) {
         ),
         (
             Some("response.output_item.added"),
-            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_compat", "role": "assistant", "status": "in_progress", "content": []}}),
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": id, "role": "assistant", "status": "in_progress", "content": []}}),
         ),
         (
             Some("response.output_text.delta"),
-            json!({"type": "response.output_text.delta", "item_id": "msg_compat", "output_index": 0, "content_index": 0, "delta": text}),
+            json!({"type": "response.output_text.delta", "item_id": id, "output_index": 0, "content_index": 0, "delta": text}),
         ),
         (
             Some("response.output_item.done"),
@@ -399,6 +429,7 @@ fn responses(step: &Step) -> (&'static str, &'static str, String) {
 
 fn chat(step: &Step, streamed: bool) -> (&'static str, &'static str, String) {
     let (text, call) = step.answer();
+    let id = message_id("chatcmpl");
     let finish = if call.is_some() { "tool_calls" } else { "stop" };
     let usage = json!({"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT, "total_tokens": USAGE_IN + USAGE_OUT});
     let tool_calls = call.map(|call| {
@@ -409,23 +440,26 @@ fn chat(step: &Step, streamed: bool) -> (&'static str, &'static str, String) {
         if let Some(calls) = &tool_calls {
             message["tool_calls"] = calls.clone();
         }
-        let body = json!({"id": "chatcmpl-compat", "object": "chat.completion", "created": 1_700_000_000, "model": "compat-model", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage});
+        let body = json!({"id": id, "object": "chat.completion", "created": 1_700_000_000, "model": "compat-model", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage});
         return ("200 OK", "application/json", body.to_string());
     }
     let chunk = |delta: Value, finish: Value| {
         (
             None,
-            json!({"id": "chatcmpl-compat", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "compat-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+            json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "compat-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
         )
     };
-    let mut events = vec![chunk(json!({"role": "assistant", "content": text}), Value::Null)];
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": text}),
+        Value::Null,
+    )];
     if let Some(calls) = tool_calls {
         events.push(chunk(json!({"tool_calls": calls}), Value::Null));
     }
     events.push(chunk(json!({}), json!(finish)));
     events.push((
         None,
-        json!({"id": "chatcmpl-compat", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "compat-model", "choices": [], "usage": usage}),
+        json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "compat-model", "choices": [], "usage": usage}),
     ));
     let mut body = sse(&events);
     body.push_str("data: [DONE]\n\n");

@@ -77,7 +77,8 @@ impl<'c> Suite<'c> {
             .iter()
             .map(|l| format!("{} {} -> {}\n{}\n\n", l.method, l.path, l.step, l.body))
             .collect();
-        let dump = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("compat-{}.log", self.cli.harness));
+        let dump =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("compat-{}.log", self.cli.harness));
         let _ = std::fs::write(&dump, full);
         panic!(
             "{}: {what}\n--- model server log (whole bodies in {}) ---\n{}",
@@ -130,7 +131,9 @@ impl<'c> Suite<'c> {
         self.turn(&mut first, "the first turn");
         let calls = self.server.tool_calls().len();
         if calls != 1 {
-            self.fail(&format!("{calls} tool calls: the CLI never ran the tool or never offered it"));
+            self.fail(&format!(
+                "{calls} tool calls: the CLI never ran the tool or never offered it"
+            ));
         }
 
         // `ls` finds exactly one session of this harness.
@@ -153,11 +156,17 @@ impl<'c> Suite<'c> {
         let cursor = page["cursor"].as_str().unwrap().to_string();
 
         // Secrets: the CLI wrote them (the unredacted read has them); the reader hides them.
-        let raw = serde_json::to_string(&split(self.read_ok(&["read", &target, "--all", "--json", "--no-redact"])).0).unwrap();
+        let raw = serde_json::to_string(
+            &split(self.read_ok(&["read", &target, "--all", "--json", "--no-redact"])).0,
+        )
+        .unwrap();
         let shown = serde_json::to_string(&all).unwrap();
         for secret in server::SECRETS {
             assert!(raw.contains(secret), "{h}: the transcript lacks {secret}");
-            assert!(!shown.contains(secret), "{h}: {secret} is not redacted:\n{shown}");
+            assert!(
+                !shown.contains(secret),
+                "{h}: {secret} is not redacted:\n{shown}"
+            );
         }
 
         self.check_paging(&target, &all);
@@ -166,11 +175,20 @@ impl<'c> Suite<'c> {
         // `--follow` prints what the CLI appends.
         let printed = self.resume_command(&target);
         let follow = Follow::start(self.reader(&[
-            "read", &target, "--follow", "--json", "--all", "--interval", "0.2",
+            "read",
+            &target,
+            "--follow",
+            "--json",
+            "--all",
+            "--interval",
+            "0.2",
         ]));
         let quoted = format!("'{}'", server::PROMPT_2);
         let line = (self.cli.resume_noninteractive)(&printed, &quoted);
-        self.turn(&mut self.setup.shell(&line), &format!("the resumed turn `{line}`"));
+        self.turn(
+            &mut self.setup.shell(&line),
+            &format!("the resumed turn `{line}`"),
+        );
         if !self.server.log().iter().any(|l| l.step == "second") {
             self.fail(&format!("`{line}` never sent the second prompt"));
         }
@@ -181,16 +199,30 @@ impl<'c> Suite<'c> {
             .into_iter()
             .filter(|l| l["type"] == "session" && l["harness"] == h)
             .collect();
-        assert_eq!(ids_now.len(), 1, "{h}: the resume made a second session: {ids_now:#?}");
-        assert_eq!(ids_now[0]["session"], id.as_str(), "{h}: the id changed on resume");
+        assert_eq!(
+            ids_now.len(),
+            1,
+            "{h}: the resume made a second session: {ids_now:#?}"
+        );
+        assert_eq!(
+            ids_now[0]["session"],
+            id.as_str(),
+            "{h}: the id changed on resume"
+        );
         let (all2, _) = split(self.read_ok(&["read", &target, "--all", "--json"]));
-        let (after, _) = split(self.read_ok(&["read", &target, "--since", &cursor, "--json", "--limit", "200"]));
+        let (after, _) = split(self.read_ok(&[
+            "read", &target, "--since", &cursor, "--json", "--limit", "200",
+        ]));
         assert_eq!(
             strip(&all2[all.len()..]),
             strip(&after),
             "{h}: the cursor from before the resume does not continue with the new records"
         );
-        assert_eq!(strip(&all2[..all.len()]), strip(&all), "{h}: turn one changed on resume");
+        assert_eq!(
+            strip(&all2[..all.len()]),
+            strip(&all),
+            "{h}: turn one changed on resume"
+        );
         self.check_turn_two(&after);
         self.check_paging(&target, &all2);
 
@@ -214,8 +246,7 @@ impl<'c> Suite<'c> {
         let text = String::from_utf8(out.stdout).unwrap();
         let command = text.lines().last().unwrap_or_default().trim().to_string();
         assert!(
-            command.starts_with(self.cli.bin)
-                || command.contains(&format!(" {} ", self.cli.bin)),
+            command.starts_with(self.cli.bin) || command.contains(&format!(" {} ", self.cli.bin)),
             "{}: resume printed {text:?}",
             self.cli.harness
         );
@@ -224,24 +255,28 @@ impl<'c> Suite<'c> {
 
     fn check_turn_one(&self, records: &[Value]) {
         let h = self.cli.harness;
-        let call = self
-            .server
-            .log()
+        let kinds: Vec<&str> = records
             .iter()
-            .find(|l| l.step == "tool")
-            .map(|_| (self.cli.pick)(&[]).is_none())
-            .unwrap_or(true);
-        let _ = call;
-        let kinds: Vec<&str> = records.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+            .map(|r| r["kind"].as_str().unwrap())
+            .collect();
         assert_eq!(
             kinds,
             ["user", "assistant", "tool_call", "tool_result", "assistant"],
             "{h}: {records:#?}"
         );
-        assert_eq!(records[0]["text"], server::PROMPT_1, "{h}");
+        assert_eq!(
+            records[0]["text"],
+            (self.cli.stored_prompt)(server::PROMPT_1),
+            "{h}"
+        );
         assert_eq!(records[1]["text"], server::TEXT_1, "{h}");
         let tool = self.expected_tool();
-        assert_eq!(records[2]["name"], tool.name.as_str(), "{h}: {:#}", records[2]);
+        assert_eq!(
+            records[2]["name"],
+            tool.name.as_str(),
+            "{h}: {:#}",
+            records[2]
+        );
         assert_eq!(records[2]["input"], tool.args, "{h}: {:#}", records[2]);
         assert_eq!(records[3]["call_id"], records[2]["call_id"], "{h}");
         assert_eq!(records[3]["is_error"], false, "{h}: {:#}", records[3]);
@@ -256,9 +291,16 @@ impl<'c> Suite<'c> {
 
     fn check_turn_two(&self, records: &[Value]) {
         let h = self.cli.harness;
-        let kinds: Vec<&str> = records.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+        let kinds: Vec<&str> = records
+            .iter()
+            .map(|r| r["kind"].as_str().unwrap())
+            .collect();
         assert_eq!(kinds, ["user", "assistant"], "{h}: {records:#?}");
-        assert_eq!(records[0]["text"], server::PROMPT_2, "{h}");
+        assert_eq!(
+            records[0]["text"],
+            (self.cli.stored_prompt)(server::PROMPT_2),
+            "{h}"
+        );
         assert_eq!(records[1]["text"], server::TEXT_3, "{h}");
     }
 
@@ -284,7 +326,11 @@ impl<'c> Suite<'c> {
                 got.extend(more);
                 page = next;
                 pages += 1;
-                assert!(pages <= all.len() + 2, "{}: paging does not end", self.cli.harness);
+                assert!(
+                    pages <= all.len() + 2,
+                    "{}: paging does not end",
+                    self.cli.harness
+                );
             }
             assert_eq!(
                 strip(&got),
@@ -314,7 +360,11 @@ impl<'c> Suite<'c> {
         let local_root = self.setup.home.join(root_rel);
         for file in files_under(&local_root) {
             let rel = file.strip_prefix(&local_root).unwrap();
-            sshd.put_file(user, Path::new(&dest).join(rel), &std::fs::read(&file).unwrap());
+            sshd.put_file(
+                user,
+                Path::new(&dest).join(rel),
+                &std::fs::read(&file).unwrap(),
+            );
         }
         let remote_root = sshd.home(user).join(&dest);
         let alias = sshd.alias(user);
@@ -329,18 +379,32 @@ impl<'c> Suite<'c> {
             .collect();
         assert_eq!(ls.len(), 1, "{h} over ssh: {ls:#?}");
         assert_eq!(ls[0]["session"], id, "{h} over ssh");
-        let (remote, _) = split(self.read_ok(&[&base[..], &["read", &target, "--all", "--json"]].concat()));
+        let (remote, _) =
+            split(self.read_ok(&[&base[..], &["read", &target, "--all", "--json"]].concat()));
         assert_eq!(strip(&remote), strip(all), "{h}: records over SSH differ");
         for size in ["2"] {
-            let (mut got, mut page) = split(self.read_ok(
-                &[&base[..], &["read", &target, "--head", "--limit", size, "--json"]].concat(),
-            ));
+            let (mut got, mut page) = split(
+                self.read_ok(
+                    &[
+                        &base[..],
+                        &["read", &target, "--head", "--limit", size, "--json"],
+                    ]
+                    .concat(),
+                ),
+            );
             while page["more"] == true {
                 let cursor = page["cursor"].as_str().unwrap().to_string();
-                let (more, next) = split(self.read_ok(
-                    &[&base[..], &["read", &target, "--since", &cursor, "--limit", size, "--json"]]
+                let (more, next) = split(
+                    self.read_ok(
+                        &[
+                            &base[..],
+                            &[
+                                "read", &target, "--since", &cursor, "--limit", size, "--json",
+                            ],
+                        ]
                         .concat(),
-                ));
+                    ),
+                );
                 got.extend(more);
                 page = next;
             }
@@ -352,7 +416,12 @@ impl<'c> Suite<'c> {
 
 fn server_offered(body: &Value) -> Vec<String> {
     let mut names = Vec::new();
-    for tool in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
+    for tool in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         for pointer in ["/name", "/function/name"] {
             if let Some(n) = tool.pointer(pointer).and_then(Value::as_str) {
                 names.push(n.to_string());
