@@ -108,7 +108,9 @@ impl<'h, H: Host> Reader<'h, H> {
         roots: &[RootSpec],
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = self.host.list(roots).await?;
-        let mut sessions = harness::sessions(&listing.files);
+        let mut sessions = self
+            .adopt_native_ids(harness::sessions(&listing.files))
+            .await?;
         let mut errors = Vec::new();
         let databases: Vec<_> = harness::databases(&listing.files).cloned().collect();
         for db in databases {
@@ -136,6 +138,40 @@ impl<'h, H: Host> Reader<'h, H> {
             (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
         });
         Ok((listing, sessions, errors))
+    }
+
+    /// Sessions whose id is in their file's first line (Gemini) get that id: one small read of
+    /// each such file. A file that cannot be read keeps its file name as its id.
+    async fn adopt_native_ids(
+        &self,
+        sessions: Vec<SessionFile>,
+    ) -> Result<Vec<SessionFile>, HostError> {
+        let mut heads = std::collections::HashMap::new();
+        for session in sessions.iter().filter(|s| harness::id_in_head(s)) {
+            let file = FileRef {
+                harness: session.harness(),
+                root: session.entry.root.clone(),
+                rel: session.entry.rel.clone(),
+            };
+            let range = [ByteRange::new(0, clankie_model::limits::ID_HEAD_BYTES)];
+            match self.host.read(&file, &range).await {
+                Ok(result) => {
+                    heads.insert(
+                        (session.entry.root.clone(), session.entry.rel.clone()),
+                        result.chunks.concat(),
+                    );
+                }
+                Err(
+                    e @ (HostError::Unreachable { .. }
+                    | HostError::Auth { .. }
+                    | HostError::TimedOut { .. }),
+                ) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        Ok(harness::adopt_native_ids(sessions, |s| {
+            heads.remove(&(s.entry.root.clone(), s.entry.rel.clone()))
+        }))
     }
 
     /// Resolves a session argument on a host.
@@ -247,15 +283,24 @@ impl<'h, H: Host> Reader<'h, H> {
                     .records(&ctx)?
             } else {
                 let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
-                let records = harness::format(ctx.harness)
-                    .parse_document(&ctx, &bytes)
-                    .map_err(|reason| DriverError::Source {
-                        path: path.clone(),
-                        reason,
-                    })?;
-                clankie_engine::rows::RowRecords {
-                    records,
-                    ..Default::default()
+                match harness::format(ctx.harness).parse_document(&ctx, &bytes) {
+                    Ok(records) => clankie_engine::rows::RowRecords {
+                        records,
+                        ..Default::default()
+                    },
+                    // Caught in the middle of an in-place rewrite (Gemini's legacy `.json`):
+                    // nothing complete to return yet, like a line still being written.
+                    Err(_)
+                        if !request.strict && harness::document_incomplete(ctx.harness, &bytes) =>
+                    {
+                        return Ok(pending_document(&ctx, &request));
+                    }
+                    Err(reason) => {
+                        return Err(DriverError::Source {
+                            path: path.clone(),
+                            reason,
+                        });
+                    }
                 }
             };
             let mut page = clankie_engine::rows::page(&ctx, rows, &request).map_err(|source| {
@@ -386,6 +431,40 @@ async fn fetch_decompressed<H: Host>(
 }
 
 /// Reads a whole file through the read primitive, at most the 64 MiB source bound.
+/// The page of a whole document caught mid-rewrite: no records and `pending_tail`; a `--since`
+/// read keeps its cursor, so the next poll continues where it stood.
+fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
+    let page = |cursor: Cursor, older: bool| Page {
+        records: Vec::new(),
+        cursor,
+        older,
+        more: false,
+        pending_tail: true,
+        reset: false,
+        warnings: Vec::new(),
+    };
+    match &request.mode {
+        Mode::Since(cursor) => page(cursor.clone(), true),
+        _ => {
+            let empty = clankie_engine::rows::RowRecords {
+                pending: true,
+                ..Default::default()
+            };
+            let head = PageRequest {
+                mode: Mode::Head,
+                ..request.clone()
+            };
+            match clankie_engine::rows::page(ctx, empty, &head) {
+                Ok(mut p) => {
+                    p.pending_tail = true;
+                    p
+                }
+                Err(_) => unreachable!("an empty source has no malformed rows"),
+            }
+        }
+    }
+}
+
 async fn fetch_whole<H: Host>(
     host: &H,
     file: &FileRef,

@@ -270,7 +270,7 @@ impl Step {
             // Side models asked for JSON (Gemini's routing and next-speaker checks, titles)
             // find what they look for; a plain reader sees a short text.
             Step::Side | Step::Other => (
-                json!({"title": "Compat session", "reasoning": "compat", "next_speaker": "user", "model_choice": "flash", "isNewTopic": true})
+                json!({"title": "Compat session", "reasoning": "compat", "next_speaker": "user", "model_choice": "flash", "complexity_reasoning": "compat", "complexity_score": 1, "isNewTopic": true})
                     .to_string(),
                 None,
             ),

@@ -142,6 +142,11 @@ impl ReadPlan {
                 let data = chunks.next().unwrap_or_default();
                 let stale = stale_reason(&cursor, &head, requested[1].start, &verify, size);
                 let fwd = match stale {
+                    // Lines that upsert by id may repeat ids returned before the cursor: read
+                    // from the start, learning those ids, and emit from the cursor on.
+                    None if crate::harness::upserts_by_id(self.ctx.harness) => {
+                        Forward::replaying(&cursor)
+                    }
                     None => {
                         let mut fwd = Forward::resume(&cursor, requested[1].start, &verify, &head);
                         let resume_at = (cursor.resume - requested[1].start) as usize;
@@ -331,6 +336,9 @@ struct Forward {
     more: bool,
     done: bool,
     seen: HashSet<String>,
+    /// Lines starting before this offset were returned by earlier pages: their ids go into
+    /// `seen`, nothing is emitted ([`Forward::replaying`]).
+    replay_until: u64,
 }
 
 impl Forward {
@@ -354,7 +362,19 @@ impl Forward {
             more: false,
             done: false,
             seen: HashSet::new(),
+            replay_until: 0,
         }
+    }
+
+    /// Continues after a validated cursor by reading from the start: lines before the cursor
+    /// only teach which ids were returned, so a line after it that repeats one (an upsert)
+    /// adds only what is new.
+    fn replaying(cursor: &LineCursor) -> Forward {
+        let mut fwd = Forward::start();
+        fwd.replay_until = cursor.resume;
+        fwd.skip_first = cursor.skip;
+        fwd.records_before = cursor.records_before || cursor.skip > 0;
+        fwd
     }
 
     /// Continues after a validated cursor. `verify` holds the bytes from `verify_start` to the
@@ -442,14 +462,30 @@ impl Forward {
             }
             self.roll(b"\n");
             self.rolling_end = line_end;
+            if line_start < self.replay_until {
+                // Returned by an earlier page: learn its ids (irregular lines were reported
+                // then, and their notices' ids never repeat).
+                if let Some(bytes) = &line
+                    && let LineOutcome::Records(records) = parse_line(sink.ctx, line_start, bytes)
+                {
+                    self.seen.extend(records.into_iter().map(|r| r.id));
+                }
+                self.partial.clear();
+                self.partial_len = 0;
+                self.line_start = line_end;
+                rest = &rest[nl + 1..];
+                continue;
+            }
             let records = sink.line(line_start, line.as_deref(), line_len)?;
             self.partial.clear();
             self.partial_len = 0;
             self.line_start = line_end;
             let skip = std::mem::take(&mut self.skip_first) as usize;
             let total = records.len();
-            for (i, record) in records.into_iter().enumerate().skip(skip) {
-                if !self.seen.insert(record.id.clone()) {
+            for (i, record) in records.into_iter().enumerate() {
+                if !self.seen.insert(record.id.clone()) || i < skip {
+                    // A repeat, or returned before the cursor (whose id a later line may
+                    // repeat).
                     continue;
                 }
                 if self.cut.is_some() {

@@ -23,5 +23,9 @@ pub const MAX_LIST_REPLY_BYTES: usize = 64 * 1024 * 1024;
 /// At most this many ranges in one `read` call.
 pub const MAX_RANGES: usize = 16;
 
+/// Listing reads this much of a transcript whose session id is in its first line (Gemini's
+/// header, about 250 bytes) to find that id.
+pub const ID_HEAD_BYTES: u64 = 4096;
+
 /// `resume` reads this much of a transcript's start to find its working directory and id.
 pub const RESUME_HEAD_BYTES: u64 = 64 * 1024;

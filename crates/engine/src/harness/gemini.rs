@@ -1,15 +1,24 @@
 //! Gemini CLI sessions (`tmp/<project>/chats/session-<ts>-<8 hex>.jsonl`): a header line, then
 //! message lines that are upserts by message id, `{"$set": …}` metadata patches and
-//! `{"$rewindTo": id}`. Follows `research/formats-pi-grok-opencode-gemini.md` §4 and §5.
+//! `{"$rewindTo": id}`. Follows `research/formats-pi-grok-opencode-gemini.md` §4 and §5, and what
+//! Gemini CLI 0.61 writes (`tests/fixtures/gemini-0.61/`).
 //!
-//! Ids follow the message id: `<id>` (user, info, warning, error), `<id>#text` (the model's
-//! text), `<id>#tc:<call id>` / `<id>#tr:<call id>` (a tool call and its result, the result once
-//! the call's status is final). A message re-appended with more fields gives the same ids again;
-//! the read planner keeps the first copy within a read (its position is the first appearance,
-//! as Gemini's own loader does), so the re-append only adds what is new (a result, the text).
-//! Across pages a re-append after the cursor can repeat a record already returned: parsing is
-//! per line and stateless. `--follow` remembers the ids it printed and drops such repeats; a
-//! script paging with `--since` sees them (same id) and can do the same.
+//! A session's id is the header's `sessionId` (a UUID; the file name holds 8 characters of it):
+//! the driver reads each file's first line ([`Format::id_in_head`]), and a file that repeats an
+//! id — the startup-only file a resume in a later minute writes — is not a second session.
+//!
+//! Record ids follow the message id: `<id>` (user, info, warning, error), `<id>#text` (the
+//! model's text), `<id>#tc:<call id>` (a tool call) and `tr:<call id>` (its result, once the
+//! call's status is final). A result is written twice — in the `gemini` message's `toolCalls`
+//! and as a `functionResponse` user message — and both give the same id, so it is one record. A
+//! message re-appended with more fields gives the same ids again; the read planner keeps the
+//! first copy (its position is the first appearance, as Gemini's own loader does), so the
+//! re-append only adds what is new (a result, the text). Across pages, a `--since` read replays
+//! the source before its cursor to learn the ids already returned ([`Format::upserts_by_id`]).
+//!
+//! `{"$set": {"messages": […]}}` is Gemini writing its in-memory history back (at every start,
+//! and when a resumed session loads): it lists messages the file already holds and the hidden
+//! session context, so it gives no records.
 
 use serde_json::Value;
 
@@ -91,6 +100,23 @@ impl Format for Gemini {
             .map(str::to_string)
     }
 
+    fn id_in_head(&self, entry: &FileEntry) -> bool {
+        // Subagents' files are named by their own id already.
+        std::str::from_utf8(&entry.rel).is_ok_and(|rel| {
+            rel.rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with("session-"))
+        })
+    }
+
+    fn upserts_by_id(&self) -> bool {
+        true
+    }
+
+    fn document_incomplete(&self, bytes: &[u8]) -> bool {
+        document_incomplete(bytes)
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("gemini --resume {}", crate::resume::shell_quote(id))
     }
@@ -113,6 +139,16 @@ fn classify(entry: &FileEntry) -> Option<SessionFile> {
             session_file(entry, &format!("{parent}+{stem}"), Some(stem))
         }
         _ => None,
+    }
+}
+
+/// Whether a legacy document is one caught in the middle of Gemini's in-place rewrite (it
+/// truncates, then writes): empty, or valid JSON that ends too early. A complete document that
+/// is not JSON is not incomplete.
+pub(super) fn document_incomplete(bytes: &[u8]) -> bool {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) => false,
+        Err(e) => e.is_eof(),
     }
 }
 
@@ -162,14 +198,8 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         );
         return out.done();
     }
-    if let Some(set) = entry.get("$set") {
-        if set.get("messages").is_some() {
-            out.text(
-                format!("@{offset}"),
-                TextKind::Notice,
-                "checkpoint: the message list was replaced".to_string(),
-            );
-        }
+    if entry.get("$set").is_some() {
+        // Metadata, and the history written back (see the module doc): no records.
         return out.done();
     }
     let id = str_of(&entry, "id");
@@ -185,7 +215,7 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
             if let Some(results) = function_responses(content) {
                 // Parts that are all tool results are results, not something the user typed.
                 for (call_id, output, is_error) in results {
-                    out.result(format!("{id}#tr:{call_id}"), &call_id, output, is_error);
+                    out.result(result_id(&call_id), &call_id, output, is_error);
                 }
             } else {
                 out.text(id.to_string(), TextKind::User, text);
@@ -209,23 +239,22 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                 );
                 let status = str_of(call, "status");
                 if matches!(status, "success" | "error" | "cancelled") {
-                    let output = call
-                        .get("result")
-                        .and_then(function_responses)
-                        .map(|r| {
-                            r.into_iter()
-                                .map(|(_, o, _)| o)
-                                .collect::<Vec<_>>()
-                                .join("\n")
-                        })
-                        .filter(|o| !o.is_empty())
-                        .unwrap_or_else(|| display_text(call.get("resultDisplay")));
-                    out.result(
-                        format!("{id}#tr:{call_id}"),
-                        call_id,
-                        output,
-                        status != "success",
-                    );
+                    // What the user was shown (a shell command's output) when it is text;
+                    // otherwise what the model was sent.
+                    let output = match call.get("resultDisplay") {
+                        Some(Value::String(shown)) if !shown.is_empty() => shown.clone(),
+                        _ => call
+                            .get("result")
+                            .and_then(function_responses)
+                            .map(|r| {
+                                r.into_iter()
+                                    .map(|(_, o, _)| o)
+                                    .collect::<Vec<_>>()
+                                    .join("\n")
+                            })
+                            .unwrap_or_default(),
+                    };
+                    out.result(result_id(call_id), call_id, output, status != "success");
                 }
             }
         }
@@ -241,6 +270,22 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         _ => {}
     }
     out.done()
+}
+
+/// The id of a tool call's result: the call id alone, as the `gemini` message's `toolCalls`
+/// and the `functionResponse` user message both carry it.
+fn result_id(call_id: &str) -> String {
+    format!("tr:{call_id}")
+}
+
+/// A tool's output without Gemini's `<untrusted_context>` fence, which marks it for the model
+/// as data rather than instructions.
+fn unfenced(output: &str) -> &str {
+    output
+        .trim()
+        .strip_prefix("<untrusted_context>")
+        .and_then(|rest| rest.strip_suffix("</untrusted_context>"))
+        .map_or(output, |inner| inner.trim_matches('\n'))
 }
 
 /// Text of a `PartListUnion`: a string, a part, or parts (text joined; media as placeholders).
@@ -277,8 +322,10 @@ fn function_responses(value: &Value) -> Option<Vec<(String, String, bool)>> {
             let response = part.get("functionResponse")?;
             let body = response.get("response").unwrap_or(&Value::Null);
             let (output, is_error) = match (body.get("output"), body.get("error")) {
-                (_, Some(err)) if !err.is_null() => (display_text(Some(err)), true),
-                (Some(out), _) => (display_text(Some(out)), false),
+                (_, Some(err)) if !err.is_null() => {
+                    (unfenced(&display_text(Some(err))).to_string(), true)
+                }
+                (Some(out), _) => (unfenced(&display_text(Some(out))).to_string(), false),
                 _ => (body.to_string(), false),
             };
             Some((str_of(response, "id").to_string(), output, is_error))
@@ -350,10 +397,8 @@ mod tests {
             summary(r#"{"$rewindTo":"m2"}"#),
             [("@9".into(), RecordKind::Notice)]
         );
-        assert_eq!(
-            summary(r#"{"$set":{"messages":[]}}"#),
-            [("@9".into(), RecordKind::Notice)]
-        );
+        // The history written back at every start is not a notice.
+        assert!(records(r#"{"$set":{"messages":[]}}"#).is_empty());
     }
 
     #[test]
@@ -369,7 +414,7 @@ mod tests {
             [
                 ("g1#text".into(), RecordKind::Assistant),
                 ("g1#tc:ls_1".into(), RecordKind::ToolCall),
-                ("g1#tr:ls_1".into(), RecordKind::ToolResult)
+                ("tr:ls_1".into(), RecordKind::ToolResult)
             ]
         );
         assert!(
