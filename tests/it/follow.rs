@@ -236,6 +236,6 @@ fn a_gemini_message_appended_again_is_not_printed_again() {
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let want = ids(&records(&ndjson(&out)));
-    assert_eq!(want, ["u1", "m1#tc:c1", "m1#tr:c1", "m2#text"], "{err}");
+    assert_eq!(want, ["u1", "m1#tc:c1", "tr:c1", "m2#text"], "{err}");
     assert_eq!(ids(&got), want, "{err}");
 }

@@ -116,10 +116,11 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
         "019f6851-7ec4-7ef0-97d3-03f3eee38756",
         [1, 2, 1, 1, 0],
     ),
-    // Header, user, $set, gemini with a finished tool call, gemini text.
+    // Header, user, $set, gemini with a finished tool call, gemini text. The id is the
+    // header's `sessionId`.
     (
         "gemini",
-        "session-2026-04-29T21-39-gemini_s",
+        "gemini_stage0_jsonl",
         [1, 1, 1, 1, 0],
     ),
 ];
@@ -264,7 +265,8 @@ const LAYOUTS: &[Layout] = &[
     Layout {
         harness: "gemini",
         rel: ".gemini/tmp/app/chats/session-2026-11-02T10-00-9e000000.jsonl",
-        id: "session-2026-11-02T10-00-9e000000",
+        // The header's `sessionId`; the file name holds 8 characters of it.
+        id: "9e000000-1111-4222-8333-444444444444",
     },
 ];
 

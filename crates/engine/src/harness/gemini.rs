@@ -429,4 +429,151 @@ mod tests {
             [("e1".into(), RecordKind::Notice)]
         );
     }
+
+    /// What Gemini CLI 0.61.0 wrote for a scripted session (`tests/fixtures/LAYOUT.md`).
+    const CLI_0_61: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/gemini-cli-0.61.0/tmp/project/chats/"
+    );
+    const MAIN_FILE: &str = "session-2026-12-01T10-54-8f60115e.jsonl";
+    const STARTUP_ONLY_FILE: &str = "session-2026-12-01T10-55-8f60115e.jsonl";
+    const SESSION_ID: &str = "8f60115e-68fb-4ce6-aa55-6c67027a9884";
+
+    /// Runs a read plan over `file` in memory, as a host would serve it.
+    fn serve(file: &[u8], mode: crate::page::Mode, limit: usize) -> crate::page::Page {
+        let request = crate::page::PageRequest {
+            mode,
+            limit,
+            strict: true,
+            redact: false,
+        };
+        let ctx = test_support::ctx(test_support::harness("gemini"));
+        let mut plan = crate::plan::ReadPlan::new(ctx, request, file.len() as u64);
+        let mut records = Vec::new();
+        while let Some(ranges) = plan.next_read() {
+            let chunks = ranges
+                .iter()
+                .map(|r| {
+                    let end = r.end().min(file.len() as u64) as usize;
+                    file[(r.start as usize).min(end)..end].to_vec()
+                })
+                .collect();
+            plan.feed(chunks, file.len() as u64).unwrap();
+            records.extend(plan.take_records());
+        }
+        let mut page = plan.finish();
+        records.append(&mut page.records);
+        page.records = records;
+        page
+    }
+
+    #[test]
+    fn a_0_61_session_reads_exactly() {
+        let file = std::fs::read(format!("{CLI_0_61}{MAIN_FILE}")).unwrap();
+        let page = serve(&file, crate::page::Mode::All, 200);
+        let kinds: Vec<RecordKind> = page.records.iter().map(Record::kind).collect();
+        // The startup `$set`s (history written back, twice) are not notices; the result
+        // written in the `gemini` message and again as a user message is one record.
+        assert_eq!(
+            kinds,
+            [
+                RecordKind::User,
+                RecordKind::Assistant,
+                RecordKind::ToolCall,
+                RecordKind::ToolResult,
+                RecordKind::Assistant,
+                RecordKind::User,
+                RecordKind::Assistant,
+            ],
+            "{:#?}",
+            page.records
+        );
+        match &page.records[2].body {
+            RecordBody::ToolCall { name, input, .. } => {
+                assert_eq!(name, "run_shell_command");
+                assert_eq!(input["command"], "echo compat-4''2-marker");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(&page.records[3].body, RecordBody::ToolResult { output, is_error: false, .. } if output == "compat-42-marker"),
+            "{:?}",
+            page.records[3]
+        );
+        assert!(!page.pending_tail && !page.more);
+    }
+
+    #[test]
+    fn the_user_message_form_of_a_result_is_unfenced_and_shares_the_id() {
+        let line = r#"{"id":"u9","type":"user","content":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"<untrusted_context>\nOutput: hi\n</untrusted_context>"}}}]}"#;
+        let got = records(line);
+        assert_eq!(summary(line), [("tr:c1".into(), RecordKind::ToolResult)]);
+        assert!(
+            matches!(&got[0].body, RecordBody::ToolResult { output, .. } if output == "Output: hi")
+        );
+    }
+
+    #[test]
+    fn since_pages_never_repeat_a_reappended_message_nor_lose_what_it_added() {
+        use crate::page::Mode;
+        let file = std::fs::read(format!("{CLI_0_61}{MAIN_FILE}")).unwrap();
+        let all = serve(&file, Mode::All, 200).records;
+        // With pages of 2 the first page ends on the model's text, whose message is appended
+        // again (with its tool call and result) after the boundary.
+        for limit in 1..=4 {
+            let mut page = serve(&file, Mode::Head, limit);
+            let mut got = std::mem::take(&mut page.records);
+            while page.more {
+                page = serve(&file, Mode::Since(page.cursor.clone()), limit);
+                got.append(&mut page.records);
+            }
+            assert_eq!(got, all, "pages of {limit}");
+        }
+    }
+
+    #[test]
+    fn a_startup_only_file_repeating_an_id_is_not_a_second_session() {
+        let entry = |name: &str| FileEntry {
+            harness: test_support::harness("gemini"),
+            root: format!("{CLI_0_61}../../..").into_bytes(),
+            rel: format!("tmp/project/chats/{name}").into_bytes(),
+            size: 1,
+            mtime: 0,
+        };
+        let listed = crate::harness::sessions(&[entry(STARTUP_ONLY_FILE), entry(MAIN_FILE)]);
+        assert_eq!(listed.len(), 2);
+        let sessions = crate::harness::adopt_native_ids(listed, |s| {
+            std::fs::read(String::from_utf8(s.entry.full_path()).unwrap()).ok()
+        });
+        assert_eq!(sessions.len(), 1, "{sessions:#?}");
+        assert_eq!(sessions[0].id, SESSION_ID);
+        assert!(sessions[0].entry.rel.ends_with(MAIN_FILE.as_bytes()));
+        // The full id, a prefix and the file name find it.
+        for typed in [SESSION_ID, "8f6011", "session-2026-12-01T10-54-8f60115e"] {
+            let query = crate::resolve::SessionQuery::parse(typed).unwrap();
+            assert_eq!(crate::resolve::resolve(&sessions, &query).unwrap().id, SESSION_ID);
+        }
+        // A head that cannot be read leaves the file name as the id.
+        let unread = crate::harness::adopt_native_ids(
+            crate::harness::sessions(&[entry(MAIN_FILE)]),
+            |_| None,
+        );
+        assert_eq!(unread[0].id, "session-2026-12-01T10-54-8f60115e");
+    }
+
+    #[test]
+    fn a_document_cut_short_is_incomplete_and_garbage_is_not() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/gemini/tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"
+        );
+        let whole = std::fs::read(path).unwrap();
+        assert!(!document_incomplete(&whole));
+        let end = whole.trim_ascii_end().len();
+        for cut in [0, 1, whole.len() / 2, end - 1] {
+            assert!(document_incomplete(&whole[..cut]), "cut at {cut}");
+        }
+        assert!(!document_incomplete(b"{]"));
+        assert!(!document_incomplete(b"{} trailing"));
+    }
 }
