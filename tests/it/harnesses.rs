@@ -118,11 +118,7 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
     ),
     // Header, user, $set, gemini with a finished tool call, gemini text. The id is the
     // header's `sessionId`.
-    (
-        "gemini",
-        "gemini_stage0_jsonl",
-        [1, 1, 1, 1, 0],
-    ),
+    ("gemini", "gemini_stage0_jsonl", [1, 1, 1, 1, 0]),
 ];
 
 #[test]
@@ -762,4 +758,60 @@ fn gemini_legacy_documents_read_and_page() {
         ],
     );
     assert_eq!(code(&strict), 5, "{}", stderr(&strict));
+}
+
+/// A legacy Gemini document caught in the middle of Gemini's in-place rewrite (cut short) is a
+/// pending read: exit 0, no records, `pending_tail`, and a cursor that still continues; exit 6
+/// only with `--strict`. A document that is not JSON at all stays an error.
+#[test]
+fn gemini_document_cut_short_is_a_pending_read() {
+    let home = tempfile::tempdir().unwrap();
+    let chats = home.path().join("gemini/tmp/p/chats");
+    fs::create_dir_all(&chats).unwrap();
+    let whole = fs::read(
+        fixture_home("gemini").join("tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"),
+    )
+    .unwrap();
+    let path = chats.join("session-2026-04-29T21-00-legacysm.json");
+    let root = format!("gemini={}", home.path().join("gemini").display());
+    let target = "local:gemini/session-2026-04-29T21-00-legacysm";
+    let read = |extra: &[&str]| {
+        let mut args = vec!["--root", &root, "read", target, "--json"];
+        args.extend_from_slice(extra);
+        run(home.path(), &args)
+    };
+    fs::write(&path, &whole).unwrap();
+    let complete = read(&["--all"]);
+    assert_eq!(code(&complete), 0, "{}", stderr(&complete));
+    let all = ids(&records(&ndjson(&complete)));
+    assert!(all.len() >= 2, "{all:?}");
+    let first = read(&["--head", "--limit", "1"]);
+    let cursor = page(&ndjson(&first))["cursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    fs::write(&path, &whole[..whole.len() / 2]).unwrap();
+    for extra in [&["--all"][..], &["--since", &cursor][..]] {
+        let torn = read(extra);
+        assert_eq!(code(&torn), 0, "{extra:?}: {}", stderr(&torn));
+        let lines = ndjson(&torn);
+        assert!(records(&lines).is_empty(), "{extra:?}: {lines:?}");
+        assert_eq!(page(&lines)["pending_tail"], true, "{extra:?}");
+        assert_eq!(page(&lines)["reset"], false, "{extra:?}");
+        let strict = read(&[extra, &["--strict"][..]].concat());
+        assert_eq!(code(&strict), 6, "{extra:?}: {}", stderr(&strict));
+    }
+    let torn_page = page(&ndjson(&read(&["--since", &cursor])));
+    let torn_cursor = torn_page["cursor"].as_str().unwrap().to_string();
+
+    // Rewritten whole again: the cursor kept through the torn read continues.
+    fs::write(&path, &whole).unwrap();
+    let rest = read(&["--since", &torn_cursor, "--limit", "200"]);
+    assert_eq!(code(&rest), 0, "{}", stderr(&rest));
+    assert_eq!(ids(&records(&ndjson(&rest))), all[1..]);
+
+    fs::write(&path, b"{not json at all}").unwrap();
+    let bad = read(&["--all"]);
+    assert_eq!(code(&bad), 6, "{}", stderr(&bad));
 }

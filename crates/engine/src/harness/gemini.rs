@@ -100,12 +100,13 @@ impl Format for Gemini {
             .map(str::to_string)
     }
 
+    /// `session-*.jsonl` files. Subagents' files are named by their own id already; a legacy
+    /// `.json` document keeps its file name (its `sessionId` is not on a first line of its own).
     fn id_in_head(&self, entry: &FileEntry) -> bool {
-        // Subagents' files are named by their own id already.
         std::str::from_utf8(&entry.rel).is_ok_and(|rel| {
             rel.rsplit('/')
                 .next()
-                .is_some_and(|f| f.starts_with("session-"))
+                .is_some_and(|f| f.starts_with("session-") && f.ends_with(".jsonl"))
         })
     }
 
@@ -551,13 +552,16 @@ mod tests {
         // The full id, a prefix and the file name find it.
         for typed in [SESSION_ID, "8f6011", "session-2026-12-01T10-54-8f60115e"] {
             let query = crate::resolve::SessionQuery::parse(typed).unwrap();
-            assert_eq!(crate::resolve::resolve(&sessions, &query).unwrap().id, SESSION_ID);
+            assert_eq!(
+                crate::resolve::resolve(&sessions, &query).unwrap().id,
+                SESSION_ID
+            );
         }
         // A head that cannot be read leaves the file name as the id.
-        let unread = crate::harness::adopt_native_ids(
-            crate::harness::sessions(&[entry(MAIN_FILE)]),
-            |_| None,
-        );
+        let unread =
+            crate::harness::adopt_native_ids(crate::harness::sessions(&[entry(MAIN_FILE)]), |_| {
+                None
+            });
         assert_eq!(unread[0].id, "session-2026-12-01T10-54-8f60115e");
     }
 
