@@ -279,7 +279,7 @@ impl Step {
 }
 
 /// Names of the function tools a request offers, whatever the wire.
-fn offered_tools(body: &Value) -> Vec<String> {
+pub fn offered_tools(body: &Value) -> Vec<String> {
     let mut names = Vec::new();
     for tool in body
         .get("tools")

@@ -309,7 +309,7 @@ impl<'c> Suite<'c> {
         let log = self.server.log();
         let request = log.iter().find(|l| l.step == "tool").unwrap();
         let body: Value = serde_json::from_str(&request.body).unwrap();
-        (self.cli.pick)(&server_offered(&body)).unwrap()
+        (self.cli.pick)(&server::offered_tools(&body)).unwrap()
     }
 
     /// `--head --limit N` then `--since CURSOR --limit N` until `more` is false equals `all`.
@@ -412,33 +412,6 @@ impl<'c> Suite<'c> {
         }
         let _ = std::fs::remove_dir_all(remote_root);
     }
-}
-
-fn server_offered(body: &Value) -> Vec<String> {
-    let mut names = Vec::new();
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        for pointer in ["/name", "/function/name"] {
-            if let Some(n) = tool.pointer(pointer).and_then(Value::as_str) {
-                names.push(n.to_string());
-            }
-        }
-        for decl in tool
-            .get("functionDeclarations")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(n) = decl.get("name").and_then(Value::as_str) {
-                names.push(n.to_string());
-            }
-        }
-    }
-    names
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
