@@ -58,7 +58,7 @@ impl<'c> Suite<'c> {
         let home = tempfile::Builder::new()
             .prefix(&format!("compat-{}-", cli.harness))
             // CLANKIE_COMPAT_KEEP=1 keeps the HOMEs (and what the CLIs wrote) for a look.
-            .keep(std::env::var_os("CLANKIE_COMPAT_KEEP").is_some())
+            .disable_cleanup(std::env::var_os("CLANKIE_COMPAT_KEEP").is_some())
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
         let setup = cli.prepare(home.path(), server.port, &install);
