@@ -815,3 +815,84 @@ fn gemini_document_cut_short_is_a_pending_read() {
     let bad = read(&["--all"]);
     assert_eq!(code(&bad), 6, "{}", stderr(&bad));
 }
+
+/// A session Gemini CLI 0.61.0 wrote (and resumed in a later minute, which left a startup-only
+/// second file with the same `sessionId`): one session, whose id is the header's UUID in `ls`,
+/// reads, `resume` and `check`; the full id, a prefix and the file name all find it.
+#[test]
+fn gemini_0_61_session_is_its_header_id_everywhere() {
+    let fixture = fixture_home("gemini-cli-0.61.0");
+    let root = format!("gemini={}", fixture.display());
+    let home = tempfile::tempdir().unwrap();
+    let uuid = "8f60115e-68fb-4ce6-aa55-6c67027a9884";
+    let json = |args: &[&str]| {
+        let out = run(home.path(), &[&["--root", &root][..], args].concat());
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        ndjson(&out)
+    };
+    let listed: Vec<Value> = json(&["ls", "--json"])
+        .into_iter()
+        .filter(|l| l["type"] == "session" && l["harness"] == "gemini")
+        .collect();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["session"], uuid);
+    assert!(
+        listed[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("session-2026-12-01T10-54-8f60115e.jsonl")
+    );
+    let all = records(&json(&[
+        "read",
+        &format!("local:{uuid}"),
+        "--all",
+        "--json",
+    ]));
+    let kinds: Vec<&str> = all.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "user",
+            "assistant",
+            "tool_call",
+            "tool_result",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    assert!(all.iter().all(|r| r["session"] == uuid));
+    for typed in ["8f6011", "gemini/session-2026-12-01T10-54-8f60115e"] {
+        let again = records(&json(&[
+            "read",
+            &format!("local:{typed}"),
+            "--all",
+            "--json",
+        ]));
+        assert_eq!(again, all, "{typed}");
+    }
+    let resume = run(
+        home.path(),
+        &["--root", &root, "resume", &format!("local:{uuid}")],
+    );
+    assert_eq!(code(&resume), 0, "{}", stderr(&resume));
+    assert!(
+        String::from_utf8_lossy(&resume.stdout).contains(&format!("gemini --resume {uuid}")),
+        "{}",
+        String::from_utf8_lossy(&resume.stdout)
+    );
+    let state = home.path().join("state.json");
+    let check = json(&[
+        "check",
+        "--state",
+        state.to_str().unwrap(),
+        "--json",
+        "local",
+    ]);
+    let sessions: Vec<&Value> = check
+        .iter()
+        .filter(|l| l["type"] == "activity" && l["harness"] == "gemini")
+        .collect();
+    assert_eq!(sessions.len(), 1, "{check:?}");
+    assert_eq!(sessions[0]["session"], uuid);
+}
