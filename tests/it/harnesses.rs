@@ -896,3 +896,71 @@ fn gemini_0_61_session_is_its_header_id_everywhere() {
     assert_eq!(sessions.len(), 1, "{check:?}");
     assert_eq!(sessions[0]["session"], uuid);
 }
+
+/// The compatibility suite's scripted session as the real CLIs wrote it (`tests/compat/`,
+/// `tests/fixtures/LAYOUT.md`): a prompt, text and one shell call, its result, an answer with
+/// fake secrets (redacted), then the resumed turn.
+#[test]
+fn real_cli_sessions_read_the_scripted_records() {
+    for (dir, harness, tool) in [
+        ("claude-code-2.1.197", "claude", "Bash"),
+        ("codex-0.171.0", "codex", "exec_command"),
+        ("gemini-cli-0.61.0", "gemini", "run_shell_command"),
+        ("pi-0.73.1", "pi", "bash"),
+    ] {
+        let root = format!("{harness}={}", fixture_home(dir).display());
+        let home = tempfile::tempdir().unwrap();
+        let listed = ndjson(&run(home.path(), &["--root", &root, "ls", "--json"]));
+        let sessions: Vec<&Value> = listed
+            .iter()
+            .filter(|l| l["type"] == "session" && l["harness"] == harness)
+            .collect();
+        assert_eq!(sessions.len(), 1, "{dir}: {listed:?}");
+        let target = format!(
+            "local:{harness}/{}",
+            sessions[0]["session"].as_str().unwrap()
+        );
+        let out = run(
+            home.path(),
+            &["--root", &root, "read", &target, "--all", "--json"],
+        );
+        assert_eq!(code(&out), 0, "{dir}: {}", stderr(&out));
+        let recs = records(&ndjson(&out));
+        let kinds: Vec<&str> = recs.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "user",
+                "assistant",
+                "tool_call",
+                "tool_result",
+                "assistant",
+                "user",
+                "assistant"
+            ],
+            "{dir}"
+        );
+        assert_eq!(
+            recs[0]["text"], "compat turn one: run the marker command",
+            "{dir}"
+        );
+        assert_eq!(recs[2]["name"], tool, "{dir}");
+        assert_eq!(recs[3]["call_id"], recs[2]["call_id"], "{dir}");
+        assert_eq!(recs[3]["is_error"], false, "{dir}");
+        assert!(
+            recs[3]["output"]
+                .as_str()
+                .unwrap()
+                .contains("compat-42-marker"),
+            "{dir}: {}",
+            recs[3]
+        );
+        let answer = recs[4]["text"].as_str().unwrap();
+        assert!(answer.contains("compat-42-marker"), "{dir}: {answer}");
+        assert!(
+            !answer.contains("sk-ant-api03-") && !answer.contains("ghp_Compat"),
+            "{dir}: not redacted: {answer}"
+        );
+        assert_eq!(recs[6]["text"], "Goodbye from the compat model.", "{dir}");
+    }
+}
