@@ -430,7 +430,6 @@ async fn fetch_decompressed<H: Host>(
     Ok(out)
 }
 
-/// Reads a whole file through the read primitive, at most the 64 MiB source bound.
 /// The page of a whole document caught mid-rewrite: no records and `pending_tail`; a `--since`
 /// read keeps its cursor, so the next poll continues where it stood.
 fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
@@ -454,17 +453,15 @@ fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
                 mode: Mode::Head,
                 ..request.clone()
             };
-            match clankie_engine::rows::page(ctx, empty, &head) {
-                Ok(mut p) => {
-                    p.pending_tail = true;
-                    p
-                }
-                Err(_) => unreachable!("an empty source has no malformed rows"),
-            }
+            let mut p = clankie_engine::rows::page(ctx, empty, &head)
+                .expect("a head page of no records has no stale cursor and no malformed row");
+            p.pending_tail = true;
+            p
         }
     }
 }
 
+/// Reads a whole file through the read primitive, at most the 64 MiB source bound.
 async fn fetch_whole<H: Host>(
     host: &H,
     file: &FileRef,

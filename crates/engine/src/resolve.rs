@@ -53,15 +53,16 @@ impl SessionQuery {
     }
 }
 
-/// The file name of a session's transcript without its extension (`.jsonl`, `.json`, …).
+/// The file name of a session's transcript without its extension (`.jsonl`).
 fn file_stem(session: &SessionFile) -> Option<&str> {
     let rel = std::str::from_utf8(&session.entry.rel).ok()?;
     let name = rel.rsplit('/').next()?;
     Some(name.split_once('.').map_or(name, |(stem, _)| stem))
 }
 
-/// Resolves a query: an exact id (or an exact file name without extension) wins; otherwise a prefix of at least [`MIN_PREFIX`] characters
-/// that matches exactly one session. A prefix without `+` never matches a subagent, so the
+/// Resolves a query: an exact id wins, then the exact file name (without extension) of a
+/// session whose id is in its file's head; otherwise a prefix of at least [`MIN_PREFIX`]
+/// characters that matches exactly one session. A prefix without `+` never matches a subagent, so the
 /// parent's prefix stays unambiguous.
 pub fn resolve<'s>(
     sessions: &'s [SessionFile],
@@ -73,13 +74,12 @@ pub fn resolve<'s>(
         .filter(in_scope)
         .filter(|s| s.id == query.id)
         .collect();
-    // A file name names a session only where no id does (database rows have no file of their
-    // own, and a subagent's file name is not its id).
+    // Where the id is not the file name (Gemini's), the file name still names the session.
     let exact = if exact.is_empty() {
         sessions
             .iter()
             .filter(in_scope)
-            .filter(|s| s.agent.is_none() && !s.harness().is_sqlite())
+            .filter(|s| harness::id_in_head(s))
             .filter(|s| file_stem(s) == Some(query.id.as_str()))
             .collect()
     } else {
