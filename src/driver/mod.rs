@@ -47,6 +47,10 @@ impl From<crate::sqlite::DatabaseError> for DriverError {
     }
 }
 
+/// How many session heads listing reads at once ([`Reader::list_sessions`] for Gemini): SSH
+/// multiplexes them on one connection, and sshd allows 10 sessions per connection by default.
+const HEAD_READS_AT_ONCE: usize = 8;
+
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
 /// default; other harnesses keep theirs.
 pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSpec> {
@@ -141,25 +145,37 @@ impl<'h, H: Host> Reader<'h, H> {
     }
 
     /// Sessions whose id is in their file's first line (Gemini) get that id: one small read of
-    /// each such file. A file that cannot be read keeps its file name as its id.
+    /// each such file, [`HEAD_READS_AT_ONCE`] at a time (over SSH each is a command). A file
+    /// that cannot be read keeps its file name as its id.
     async fn adopt_native_ids(
         &self,
         sessions: Vec<SessionFile>,
     ) -> Result<Vec<SessionFile>, HostError> {
-        let mut heads = std::collections::HashMap::new();
-        for session in sessions.iter().filter(|s| harness::id_in_head(s)) {
-            let file = FileRef {
+        use futures_util::stream::{self, StreamExt};
+        let files: Vec<FileRef> = sessions
+            .iter()
+            .filter(|s| harness::id_in_head(s))
+            .map(|session| FileRef {
                 harness: session.harness(),
                 root: session.entry.root.clone(),
                 rel: session.entry.rel.clone(),
-            };
-            let range = [ByteRange::new(0, clankie_model::limits::ID_HEAD_BYTES)];
-            match self.host.read(&file, &range).await {
+            })
+            .collect();
+        let host = self.host;
+        let reads: Vec<_> = stream::iter(files)
+            .map(|file| async move {
+                let range = [ByteRange::new(0, clankie_model::limits::ID_HEAD_BYTES)];
+                let head = host.read(&file, &range).await;
+                ((file.root, file.rel), head)
+            })
+            .buffer_unordered(HEAD_READS_AT_ONCE)
+            .collect()
+            .await;
+        let mut heads = std::collections::HashMap::new();
+        for (key, head) in reads {
+            match head {
                 Ok(result) => {
-                    heads.insert(
-                        (session.entry.root.clone(), session.entry.rel.clone()),
-                        result.chunks.concat(),
-                    );
+                    heads.insert(key, result.chunks.concat());
                 }
                 Err(
                     e @ (HostError::Unreachable { .. }
