@@ -18,6 +18,7 @@ use clankie_model::{ByteRange, Record};
 
 use clankie_model::limits::{
     FIRST_CHUNK_BYTES, MAX_LIMIT, MAX_READ_BYTES, MAX_RECORD_BYTES, MAX_SOURCE_BYTES,
+    UPSERT_REPLAY_BYTES,
 };
 
 /// The planner. Create it, then loop `next_read` → I/O → `feed` until `next_read` is `None`;
@@ -142,10 +143,13 @@ impl ReadPlan {
                 let data = chunks.next().unwrap_or_default();
                 let stale = stale_reason(&cursor, &head, requested[1].start, &verify, size);
                 let fwd = match stale {
-                    // Lines that upsert by id may repeat ids returned before the cursor: read
-                    // from the start, learning those ids, and emit from the cursor on.
-                    None if crate::harness::upserts_by_id(self.ctx.harness) => {
-                        Forward::replaying(&cursor)
+                    // Lines that upsert by id may repeat ids returned before the cursor: when
+                    // something follows the cursor, read again from before it, learning those
+                    // ids, and emit from the cursor on.
+                    None if crate::harness::upserts_by_id(self.ctx.harness)
+                        && (size > cursor.window_end || cursor.skip > 0) =>
+                    {
+                        Forward::replaying(&cursor, &head)
                     }
                     None => {
                         let mut fwd = Forward::resume(&cursor, requested[1].start, &verify, &head);
@@ -366,14 +370,19 @@ impl Forward {
         }
     }
 
-    /// Continues after a validated cursor by reading from the start: lines before the cursor
-    /// only teach which ids were returned, so a line after it that repeats one (an upsert)
-    /// adds only what is new.
-    fn replaying(cursor: &LineCursor) -> Forward {
+    /// Continues after a validated cursor by reading again from up to [`UPSERT_REPLAY_BYTES`]
+    /// before it: lines before the cursor only teach which ids were returned, so a line after
+    /// it that repeats one (an upsert) adds only what is new. A replay that starts inside a
+    /// line parses a fragment first, which is never a JSON object, so it teaches nothing.
+    fn replaying(cursor: &LineCursor, head: &[u8]) -> Forward {
         let mut fwd = Forward::start();
+        let from = cursor.resume.saturating_sub(UPSERT_REPLAY_BYTES);
+        fwd.pos = from;
+        fwd.line_start = from;
         fwd.replay_until = cursor.resume;
         fwd.skip_first = cursor.skip;
         fwd.records_before = cursor.records_before || cursor.skip > 0;
+        fwd.head = head.to_vec();
         fwd
     }
 

@@ -23,6 +23,11 @@ pub const MAX_LIST_REPLY_BYTES: usize = 64 * 1024 * 1024;
 /// At most this many ranges in one `read` call.
 pub const MAX_RANGES: usize = 16;
 
+/// A `--since` read of a harness whose lines upsert by id (Gemini) replays at most this much of
+/// the source before its cursor to learn which ids it returned. Gemini appends a message again
+/// only while it is the newest one, so its first copy is never far back.
+pub const UPSERT_REPLAY_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Listing reads this much of a transcript whose session id is in its first line (Gemini's
 /// header, about 250 bytes) to find that id.
 pub const ID_HEAD_BYTES: u64 = 4096;

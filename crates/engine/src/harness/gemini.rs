@@ -13,8 +13,9 @@
 //! and as a `functionResponse` user message — and both give the same id, so it is one record. A
 //! message re-appended with more fields gives the same ids again; the read planner keeps the
 //! first copy (its position is the first appearance, as Gemini's own loader does), so the
-//! re-append only adds what is new (a result, the text). Across pages, a `--since` read replays
-//! the source before its cursor to learn the ids already returned ([`Format::upserts_by_id`]).
+//! re-append only adds what is new (a result, the text). Across pages, a `--since` read that
+//! finds new lines replays the source before its cursor (up to `UPSERT_REPLAY_BYTES`) to learn
+//! the ids already returned ([`Format::upserts_by_id`]).
 //!
 //! `{"$set": {"messages": […]}}` is Gemini writing its in-memory history back (at every start,
 //! and when a resumed session loads): it lists messages the file already holds and the hidden
@@ -579,5 +580,40 @@ mod tests {
         }
         assert!(!document_incomplete(b"{]"));
         assert!(!document_incomplete(b"{} trailing"));
+    }
+
+    #[test]
+    fn a_reappend_far_into_a_long_session_adds_only_what_is_new() {
+        use crate::page::Mode;
+        // Over 4 MiB of earlier messages, so the replay before the cursor starts mid-file (and
+        // mid-line).
+        let mut file = String::from(r#"{"sessionId":"s","projectHash":"p","kind":"main"}"#);
+        file.push('\n');
+        let mut n = 0;
+        while file.len() < 5 * 1024 * 1024 {
+            file += &format!(
+                r#"{{"id":"u{n}","type":"user","content":[{{"text":"{} {n}"}}]}}"#,
+                "filler ".repeat(20)
+            );
+            file.push('\n');
+            n += 1;
+        }
+        file += r#"{"id":"g1","type":"gemini","content":"Running it."}"#;
+        file.push('\n');
+        let before = serve(file.as_bytes(), Mode::All, 200);
+        assert_eq!(before.records.len(), n + 1);
+        file += r#"{"$set":{"lastUpdated":"t"}}"#;
+        file.push('\n');
+        file += r#"{"id":"g1","type":"gemini","content":"Running it.","toolCalls":[{"id":"c1","name":"run_shell_command","args":{"command":"ls"},"status":"success","resultDisplay":"a b"}]}"#;
+        file.push('\n');
+        let after = serve(file.as_bytes(), Mode::Since(before.cursor), 200);
+        assert_eq!(
+            test_support::summary(&after.records),
+            [
+                ("g1#tc:c1".into(), RecordKind::ToolCall),
+                ("tr:c1".into(), RecordKind::ToolResult)
+            ]
+        );
+        assert!(!after.reset);
     }
 }
