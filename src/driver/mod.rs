@@ -58,6 +58,10 @@ impl From<crate::sqlite::DatabaseError> for DriverError {
     }
 }
 
+/// How many session heads listing reads at once ([`Reader::list_sessions`] for Gemini): SSH
+/// multiplexes them on one connection, and sshd allows 10 sessions per connection by default.
+const HEAD_READS_AT_ONCE: usize = 8;
+
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
 /// default; other harnesses keep theirs.
 pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSpec> {
@@ -122,7 +126,9 @@ impl<'h, H: Host> Reader<'h, H> {
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = self.host.list(roots).await?;
         leave_out_non_utf8(&mut listing);
-        let mut sessions = harness::sessions(&listing.files);
+        let mut sessions = self
+            .adopt_native_ids(harness::sessions(&listing.files))
+            .await?;
         // Files named by what they hold (a subagent naming its parent inside): their first bytes
         // are read, one read each. One that cannot be read is still listed, under its own name.
         let named_inside: Vec<FileEntry> = harness::named_inside(&listing.files)
@@ -192,6 +198,52 @@ impl<'h, H: Host> Reader<'h, H> {
             (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
         });
         Ok((listing, sessions, errors))
+    }
+
+    /// Sessions whose id is in their file's first line (Gemini) get that id: one small read of
+    /// each such file, [`HEAD_READS_AT_ONCE`] at a time (over SSH each is a command). A file
+    /// that cannot be read keeps its file name as its id.
+    async fn adopt_native_ids(
+        &self,
+        sessions: Vec<SessionFile>,
+    ) -> Result<Vec<SessionFile>, HostError> {
+        use futures_util::stream::{self, StreamExt};
+        let files: Vec<FileRef> = sessions
+            .iter()
+            .filter(|s| harness::id_in_head(s))
+            .map(|session| FileRef {
+                harness: session.harness(),
+                root: session.entry.root.to_vec(),
+                rel: session.entry.rel.clone(),
+            })
+            .collect();
+        let host = self.host;
+        let reads: Vec<_> = stream::iter(files)
+            .map(|file| async move {
+                let range = [ByteRange::new(0, clankie_model::limits::NAMING_HEAD_BYTES)];
+                let head = host.read(&file, &range).await;
+                ((file.root, file.rel), head)
+            })
+            .buffer_unordered(HEAD_READS_AT_ONCE)
+            .collect()
+            .await;
+        let mut heads = std::collections::HashMap::new();
+        for (key, head) in reads {
+            match head {
+                Ok(result) => {
+                    heads.insert(key, result.chunks.concat());
+                }
+                Err(
+                    e @ (HostError::Unreachable { .. }
+                    | HostError::Auth { .. }
+                    | HostError::TimedOut { .. }),
+                ) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        Ok(harness::adopt_native_ids(sessions, |s| {
+            heads.remove(&(s.entry.root.to_vec(), s.entry.rel.clone()))
+        }))
     }
 
     /// Resolves a session argument on a host.
@@ -334,15 +386,24 @@ impl<'h, H: Host> Reader<'h, H> {
                 self.tree_records(session, &ctx, &path).await?
             } else {
                 let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
-                let records = harness::format(ctx.harness)
-                    .parse_document(&ctx, &bytes)
-                    .map_err(|reason| DriverError::Source {
-                        path: path.clone(),
-                        reason,
-                    })?;
-                clankie_engine::rows::RowRecords {
-                    records,
-                    ..Default::default()
+                match harness::format(ctx.harness).parse_document(&ctx, &bytes) {
+                    Ok(records) => clankie_engine::rows::RowRecords {
+                        records,
+                        ..Default::default()
+                    },
+                    // Caught in the middle of an in-place rewrite (Gemini's legacy `.json`):
+                    // nothing complete to return yet, like a line still being written.
+                    Err(_)
+                        if !request.strict && harness::document_incomplete(ctx.harness, &bytes) =>
+                    {
+                        return Ok(pending_document(&ctx, &request));
+                    }
+                    Err(reason) => {
+                        return Err(DriverError::Source {
+                            path: path.clone(),
+                            reason,
+                        });
+                    }
                 }
             };
             let mut page = clankie_engine::rows::page(&ctx, rows, &request).map_err(|source| {
@@ -596,6 +657,37 @@ async fn fetch_decompressed<H: Host>(
         });
     }
     Ok(out)
+}
+
+/// The page of a whole document caught mid-rewrite: no records and `pending_tail`; a `--since`
+/// read keeps its cursor, so the next poll continues where it stood.
+fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
+    let page = |cursor: Cursor, older: bool| Page {
+        records: Vec::new(),
+        cursor,
+        older,
+        more: false,
+        pending_tail: true,
+        reset: false,
+        warnings: Vec::new(),
+    };
+    match &request.mode {
+        Mode::Since(cursor) => page(cursor.clone(), true),
+        _ => {
+            let empty = clankie_engine::rows::RowRecords {
+                pending: true,
+                ..Default::default()
+            };
+            let head = PageRequest {
+                mode: Mode::Head,
+                ..request.clone()
+            };
+            let mut p = clankie_engine::rows::page(ctx, empty, &head)
+                .expect("a head page of no records has no stale cursor and no malformed row");
+            p.pending_tail = true;
+            p
+        }
+    }
 }
 
 /// Reads a whole file through the read primitive, at most the 64 MiB source bound.

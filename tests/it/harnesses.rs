@@ -116,12 +116,9 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
         "019f6851-7ec4-7ef0-97d3-03f3eee38756",
         [1, 2, 1, 1, 0],
     ),
-    // Header, user, $set, gemini with a finished tool call, gemini text.
-    (
-        "gemini",
-        "session-2026-04-29T21-39-gemini_s",
-        [1, 1, 1, 1, 0],
-    ),
+    // Header, user, $set, gemini with a finished tool call, gemini text. The id is the
+    // header's `sessionId`.
+    ("gemini", "gemini_stage0_jsonl", [1, 1, 1, 1, 0]),
 ];
 
 #[test]
@@ -264,7 +261,8 @@ const LAYOUTS: &[Layout] = &[
     Layout {
         harness: "gemini",
         rel: ".gemini/tmp/app/chats/session-2026-11-02T10-00-9e000000.jsonl",
-        id: "session-2026-11-02T10-00-9e000000",
+        // The header's `sessionId`; the file name holds 8 characters of it.
+        id: "9e000000-1111-4222-8333-444444444444",
     },
 ];
 
@@ -907,4 +905,209 @@ fn claude_2_0_77_root_subagent_files_belong_to_their_parent() {
             home.display()
         )
     );
+}
+
+/// A legacy Gemini document caught in the middle of Gemini's in-place rewrite (cut short) is a
+/// pending read: exit 0, no records, `pending_tail`, and a cursor that still continues; exit 6
+/// only with `--strict`. A document that is not JSON at all stays an error.
+#[test]
+fn gemini_document_cut_short_is_a_pending_read() {
+    let home = tempfile::tempdir().unwrap();
+    let chats = home.path().join("gemini/tmp/p/chats");
+    fs::create_dir_all(&chats).unwrap();
+    let whole = fs::read(
+        fixture_home("gemini").join("tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"),
+    )
+    .unwrap();
+    let path = chats.join("session-2026-04-29T21-00-legacysm.json");
+    let root = format!("gemini={}", home.path().join("gemini").display());
+    let target = "local:gemini/session-2026-04-29T21-00-legacysm";
+    let read = |extra: &[&str]| {
+        let mut args = vec!["--root", &root, "read", target, "--json"];
+        args.extend_from_slice(extra);
+        run(home.path(), &args)
+    };
+    fs::write(&path, &whole).unwrap();
+    let complete = read(&["--all"]);
+    assert_eq!(code(&complete), 0, "{}", stderr(&complete));
+    let all = ids(&records(&ndjson(&complete)));
+    assert!(all.len() >= 2, "{all:?}");
+    let first = read(&["--head", "--limit", "1"]);
+    let cursor = page(&ndjson(&first))["cursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    fs::write(&path, &whole[..whole.len() / 2]).unwrap();
+    for extra in [&["--all"][..], &["--since", &cursor][..]] {
+        let torn = read(extra);
+        assert_eq!(code(&torn), 0, "{extra:?}: {}", stderr(&torn));
+        let lines = ndjson(&torn);
+        assert!(records(&lines).is_empty(), "{extra:?}: {lines:?}");
+        assert_eq!(page(&lines)["pending_tail"], true, "{extra:?}");
+        assert_eq!(page(&lines)["reset"], false, "{extra:?}");
+        let strict = read(&[extra, &["--strict"][..]].concat());
+        assert_eq!(code(&strict), 6, "{extra:?}: {}", stderr(&strict));
+    }
+    let torn_page = page(&ndjson(&read(&["--since", &cursor])));
+    let torn_cursor = torn_page["cursor"].as_str().unwrap().to_string();
+
+    // Rewritten whole again: the cursor kept through the torn read continues.
+    fs::write(&path, &whole).unwrap();
+    let rest = read(&["--since", &torn_cursor, "--limit", "200"]);
+    assert_eq!(code(&rest), 0, "{}", stderr(&rest));
+    assert_eq!(ids(&records(&ndjson(&rest))), all[1..]);
+
+    fs::write(&path, b"{not json at all}").unwrap();
+    let bad = read(&["--all"]);
+    assert_eq!(code(&bad), 6, "{}", stderr(&bad));
+}
+
+/// A session Gemini CLI 0.61.0 wrote (and resumed in a later minute, which left a startup-only
+/// second file with the same `sessionId`): one session, whose id is the header's UUID in `ls`,
+/// reads, `resume` and `check`; the full id, a prefix and the file name all find it.
+#[test]
+fn gemini_0_61_session_is_its_header_id_everywhere() {
+    let fixture = fixture_home("gemini-cli-0.61.0");
+    let root = format!("gemini={}", fixture.display());
+    let home = tempfile::tempdir().unwrap();
+    let uuid = "8f60115e-68fb-4ce6-aa55-6c67027a9884";
+    let json = |args: &[&str]| {
+        let out = run(home.path(), &[&["--root", &root][..], args].concat());
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        ndjson(&out)
+    };
+    let listed: Vec<Value> = json(&["ls", "--json"])
+        .into_iter()
+        .filter(|l| l["type"] == "session" && l["harness"] == "gemini")
+        .collect();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["session"], uuid);
+    assert!(
+        listed[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("session-2026-12-01T10-54-8f60115e.jsonl")
+    );
+    let all = records(&json(&[
+        "read",
+        &format!("local:{uuid}"),
+        "--all",
+        "--json",
+    ]));
+    let kinds: Vec<&str> = all.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "user",
+            "assistant",
+            "tool_call",
+            "tool_result",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    assert!(all.iter().all(|r| r["session"] == uuid));
+    for typed in ["8f6011", "gemini/session-2026-12-01T10-54-8f60115e"] {
+        let again = records(&json(&[
+            "read",
+            &format!("local:{typed}"),
+            "--all",
+            "--json",
+        ]));
+        assert_eq!(again, all, "{typed}");
+    }
+    let resume = run(
+        home.path(),
+        &["--root", &root, "resume", &format!("local:{uuid}")],
+    );
+    assert_eq!(code(&resume), 0, "{}", stderr(&resume));
+    assert!(
+        String::from_utf8_lossy(&resume.stdout).contains(&format!("gemini --resume {uuid}")),
+        "{}",
+        String::from_utf8_lossy(&resume.stdout)
+    );
+    let state = home.path().join("state.json");
+    let check = json(&[
+        "check",
+        "--state",
+        state.to_str().unwrap(),
+        "--json",
+        "local",
+    ]);
+    let sessions: Vec<&Value> = check
+        .iter()
+        .filter(|l| l["type"] == "activity" && l["harness"] == "gemini")
+        .collect();
+    assert_eq!(sessions.len(), 1, "{check:?}");
+    assert_eq!(sessions[0]["session"], uuid);
+}
+
+/// The compatibility suite's scripted session as the real CLIs wrote it (`tests/compat/`,
+/// `tests/fixtures/LAYOUT.md`): a prompt, text and one shell call, its result, an answer with
+/// fake secrets (redacted), then the resumed turn.
+#[test]
+fn real_cli_sessions_read_the_scripted_records() {
+    for (dir, harness, tool) in [
+        ("claude-code-2.1.197", "claude", "Bash"),
+        ("codex-0.171.0", "codex", "exec_command"),
+        ("gemini-cli-0.61.0", "gemini", "run_shell_command"),
+        ("pi-0.73.1", "pi", "bash"),
+    ] {
+        let root = format!("{harness}={}", fixture_home(dir).display());
+        let home = tempfile::tempdir().unwrap();
+        let listed = ndjson(&run(home.path(), &["--root", &root, "ls", "--json"]));
+        let sessions: Vec<&Value> = listed
+            .iter()
+            .filter(|l| l["type"] == "session" && l["harness"] == harness)
+            .collect();
+        assert_eq!(sessions.len(), 1, "{dir}: {listed:?}");
+        let target = format!(
+            "local:{harness}/{}",
+            sessions[0]["session"].as_str().unwrap()
+        );
+        let out = run(
+            home.path(),
+            &["--root", &root, "read", &target, "--all", "--json"],
+        );
+        assert_eq!(code(&out), 0, "{dir}: {}", stderr(&out));
+        let recs = records(&ndjson(&out));
+        let kinds: Vec<&str> = recs.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "user",
+                "assistant",
+                "tool_call",
+                "tool_result",
+                "assistant",
+                "user",
+                "assistant"
+            ],
+            "{dir}"
+        );
+        assert_eq!(
+            recs[0]["text"], "compat turn one: run the marker command",
+            "{dir}"
+        );
+        assert_eq!(recs[2]["name"], tool, "{dir}");
+        assert_eq!(recs[3]["call_id"], recs[2]["call_id"], "{dir}");
+        assert_eq!(recs[3]["is_error"], false, "{dir}");
+        assert!(
+            recs[3]["output"]
+                .as_str()
+                .unwrap()
+                .contains("compat-42-marker"),
+            "{dir}: {}",
+            recs[3]
+        );
+        let answer = recs[4]["text"].as_str().unwrap();
+        assert!(answer.contains("compat-42-marker"), "{dir}: {answer}");
+        assert!(
+            !answer.contains("sk-ant-api03-") && !answer.contains("ghp_Compat"),
+            "{dir}: not redacted: {answer}"
+        );
+        assert_eq!(recs[6]["text"], "Goodbye from the compat model.", "{dir}");
+    }
 }

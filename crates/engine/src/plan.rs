@@ -18,6 +18,7 @@ use clankie_model::{ByteRange, Record};
 
 use clankie_model::limits::{
     FIRST_CHUNK_BYTES, MAX_LIMIT, MAX_READ_BYTES, MAX_RECORD_BYTES, MAX_SOURCE_BYTES,
+    UPSERT_REPLAY_BYTES,
 };
 
 /// The planner. Create it, then loop `next_read` → I/O → `feed` until `next_read` is `None`;
@@ -142,6 +143,14 @@ impl ReadPlan {
                 let data = chunks.next().unwrap_or_default();
                 let stale = stale_reason(&cursor, &head, requested[1].start, &verify, size);
                 let fwd = match stale {
+                    // Lines that upsert by id may repeat ids returned before the cursor: when
+                    // something follows the cursor, read again from before it, learning those
+                    // ids, and emit from the cursor on.
+                    None if crate::harness::upserts_by_id(self.ctx.harness)
+                        && (size > cursor.window_end || cursor.skip > 0) =>
+                    {
+                        Forward::replaying(&cursor, &head)
+                    }
                     None => {
                         let mut fwd = Forward::resume(&cursor, requested[1].start, &verify, &head);
                         let resume_at = (cursor.resume - requested[1].start) as usize;
@@ -331,6 +340,9 @@ struct Forward {
     more: bool,
     done: bool,
     seen: HashSet<String>,
+    /// Lines starting before this offset were returned by earlier pages: their ids go into
+    /// `seen`, nothing is emitted ([`Forward::replaying`]).
+    replay_until: u64,
 }
 
 impl Forward {
@@ -354,7 +366,24 @@ impl Forward {
             more: false,
             done: false,
             seen: HashSet::new(),
+            replay_until: 0,
         }
+    }
+
+    /// Continues after a validated cursor by reading again from up to [`UPSERT_REPLAY_BYTES`]
+    /// before it: lines before the cursor only teach which ids were returned, so a line after
+    /// it that repeats one (an upsert) adds only what is new. A replay that starts inside a
+    /// line parses a fragment first, which is never a JSON object, so it teaches nothing.
+    fn replaying(cursor: &LineCursor, head: &[u8]) -> Forward {
+        let mut fwd = Forward::start();
+        let from = cursor.resume.saturating_sub(UPSERT_REPLAY_BYTES);
+        fwd.pos = from;
+        fwd.line_start = from;
+        fwd.replay_until = cursor.resume;
+        fwd.skip_first = cursor.skip;
+        fwd.records_before = cursor.records_before || cursor.skip > 0;
+        fwd.head = head.to_vec();
+        fwd
     }
 
     /// Continues after a validated cursor. `verify` holds the bytes from `verify_start` to the
@@ -442,14 +471,30 @@ impl Forward {
             }
             self.roll(b"\n");
             self.rolling_end = line_end;
+            if line_start < self.replay_until {
+                // Returned by an earlier page: learn its ids (irregular lines were reported
+                // then, and their notices' ids never repeat).
+                if let Some(bytes) = &line
+                    && let LineOutcome::Records(records) = parse_line(sink.ctx, line_start, bytes)
+                {
+                    self.seen.extend(records.into_iter().map(|r| r.id));
+                }
+                self.partial.clear();
+                self.partial_len = 0;
+                self.line_start = line_end;
+                rest = &rest[nl + 1..];
+                continue;
+            }
             let records = sink.line(line_start, line.as_deref(), line_len)?;
             self.partial.clear();
             self.partial_len = 0;
             self.line_start = line_end;
             let skip = std::mem::take(&mut self.skip_first) as usize;
             let total = records.len();
-            for (i, record) in records.into_iter().enumerate().skip(skip) {
-                if !self.seen.insert(record.id.clone()) {
+            for (i, record) in records.into_iter().enumerate() {
+                if !self.seen.insert(record.id.clone()) || i < skip {
+                    // A repeat, or returned before the cursor (whose id a later line may
+                    // repeat).
                     continue;
                 }
                 if self.cut.is_some() {

@@ -1,5 +1,7 @@
-//! Resolving what a user typed — an exact id, a unique prefix of at least 6 characters,
-//! optionally `HARNESS/ID` — to exactly one of the sessions a listing holds.
+//! Resolving what a user typed — an exact id, a unique prefix of at least 6 characters, or the
+//! session file's name without its extension (a Gemini session's id is the UUID in its header,
+//! its file is `session-<time>-<8 hex>.jsonl`), optionally `HARNESS/ID` — to exactly one of the
+//! sessions a listing holds.
 
 use crate::harness;
 use crate::session::{SessionFile, valid_id};
@@ -56,8 +58,16 @@ impl SessionQuery {
     }
 }
 
-/// Resolves a query: an exact id wins; otherwise a prefix of at least [`MIN_PREFIX`] characters
-/// that matches exactly one session. A prefix without `+` never matches a subagent, so the
+/// The file name of a session's transcript without its extension (`.jsonl`).
+fn file_stem(session: &SessionFile) -> Option<&str> {
+    let rel = std::str::from_utf8(&session.entry.rel).ok()?;
+    let name = rel.rsplit('/').next()?;
+    Some(name.split_once('.').map_or(name, |(stem, _)| stem))
+}
+
+/// Resolves a query: an exact id wins, then the exact file name (without extension) of a
+/// session whose id is in its file's head; otherwise a prefix of at least [`MIN_PREFIX`]
+/// characters that matches exactly one session. A prefix without `+` never matches a subagent, so the
 /// parent's prefix stays unambiguous.
 pub fn resolve<'s>(
     sessions: &'s [SessionFile],
@@ -69,6 +79,17 @@ pub fn resolve<'s>(
         .filter(in_scope)
         .filter(|s| s.id == query.id)
         .collect();
+    // Where the id is not the file name (Gemini's), the file name still names the session.
+    let exact = if exact.is_empty() {
+        sessions
+            .iter()
+            .filter(in_scope)
+            .filter(|s| harness::id_in_head(s))
+            .filter(|s| file_stem(s) == Some(query.id.as_str()))
+            .collect()
+    } else {
+        exact
+    };
     let candidates = if !exact.is_empty() {
         exact
     } else if query.id.chars().count() >= MIN_PREFIX {

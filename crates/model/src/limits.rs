@@ -40,8 +40,13 @@ pub const MAX_LISTING_BYTES: usize = 48 * 1024 * 1024;
 pub const MAX_RANGES: usize = 16;
 
 /// A listing reads this much of the start of a transcript whose session id is written inside
-/// it rather than in its name (Claude Code 2.0.x subagent files carry their parent's id).
+/// it rather than in its name: Claude Code 2.0.x subagent files carry their parent's id, Gemini
+/// CLI's header (about 250 bytes) its `sessionId`.
 pub const NAMING_HEAD_BYTES: u64 = 4 * 1024;
+/// A `--since` read of a harness whose lines upsert by id (Gemini) replays at most this much of
+/// the source before its cursor to learn which ids it returned. Gemini appends a message again
+/// only while it is the newest one, so its first copy is never far back.
+pub const UPSERT_REPLAY_BYTES: u64 = 4 * 1024 * 1024;
 
 /// `resume` reads this much of a transcript's start to find its working directory and id.
 pub const RESUME_HEAD_BYTES: u64 = 64 * 1024;

@@ -1,15 +1,25 @@
 //! Gemini CLI sessions (`tmp/<project>/chats/session-<ts>-<8 hex>.jsonl`): a header line, then
 //! message lines that are upserts by message id, `{"$set": …}` metadata patches and
-//! `{"$rewindTo": id}`. Follows `research/formats-pi-grok-opencode-gemini.md` §4 and §5.
+//! `{"$rewindTo": id}`. Follows `research/formats-pi-grok-opencode-gemini.md` §4 and §5, and what
+//! Gemini CLI 0.61 writes (`tests/fixtures/gemini-0.61/`).
 //!
-//! Ids follow the message id: `<id>` (user, info, warning, error), `<id>#text` (the model's
-//! text), `<id>#tc:<call id>` / `<id>#tr:<call id>` (a tool call and its result, the result once
-//! the call's status is final). A message re-appended with more fields gives the same ids again;
-//! the read planner keeps the first copy within a read (its position is the first appearance,
-//! as Gemini's own loader does), so the re-append only adds what is new (a result, the text).
-//! Across pages a re-append after the cursor can repeat a record already returned: parsing is
-//! per line and stateless. `--follow` remembers the ids it printed and drops such repeats; a
-//! script paging with `--since` sees them (same id) and can do the same.
+//! A session's id is the header's `sessionId` (a UUID; the file name holds 8 characters of it):
+//! the driver reads each file's first line ([`Format::id_in_head`]), and a file that repeats an
+//! id — the startup-only file a resume in a later minute writes — is not a second session.
+//!
+//! Record ids follow the message id: `<id>` (user, info, warning, error), `<id>#text` (the
+//! model's text), `<id>#tc:<call id>` (a tool call) and `tr:<call id>` (its result, once the
+//! call's status is final). A result is written twice — in the `gemini` message's `toolCalls`
+//! and as a `functionResponse` user message — and both give the same id, so it is one record. A
+//! message re-appended with more fields gives the same ids again; the read planner keeps the
+//! first copy (its position is the first appearance, as Gemini's own loader does), so the
+//! re-append only adds what is new (a result, the text). Across pages, a `--since` read that
+//! finds new lines replays the source before its cursor (up to `UPSERT_REPLAY_BYTES`) to learn
+//! the ids already returned ([`Format::upserts_by_id`]).
+//!
+//! `{"$set": {"messages": […]}}` is Gemini writing its in-memory history back (at every start,
+//! and when a resumed session loads): it lists messages the file already holds and the hidden
+//! session context, so it gives no records.
 
 use serde_json::Value;
 
@@ -91,6 +101,24 @@ impl Format for Gemini {
             .map(str::to_string)
     }
 
+    /// `session-*.jsonl` files. Subagents' files are named by their own id already; a legacy
+    /// `.json` document keeps its file name (its `sessionId` is not on a first line of its own).
+    fn id_in_head(&self, entry: &FileEntry) -> bool {
+        std::str::from_utf8(&entry.rel).is_ok_and(|rel| {
+            rel.rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with("session-") && f.ends_with(".jsonl"))
+        })
+    }
+
+    fn upserts_by_id(&self) -> bool {
+        true
+    }
+
+    fn document_incomplete(&self, bytes: &[u8]) -> bool {
+        document_incomplete(bytes)
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("gemini --resume {}", crate::resume::shell_quote(id))
     }
@@ -113,6 +141,16 @@ fn classify(entry: &FileEntry) -> Option<SessionFile> {
             session_file(entry, &format!("{parent}+{stem}"), Some(stem))
         }
         _ => None,
+    }
+}
+
+/// Whether a legacy document is one caught in the middle of Gemini's in-place rewrite (it
+/// truncates, then writes): empty, or valid JSON that ends too early. A complete document that
+/// is not JSON is not incomplete.
+pub(super) fn document_incomplete(bytes: &[u8]) -> bool {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) => false,
+        Err(e) => e.is_eof(),
     }
 }
 
@@ -162,14 +200,8 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         );
         return out.done();
     }
-    if let Some(set) = entry.get("$set") {
-        if set.get("messages").is_some() {
-            out.text(
-                format!("@{offset}"),
-                TextKind::Notice,
-                "checkpoint: the message list was replaced".to_string(),
-            );
-        }
+    if entry.get("$set").is_some() {
+        // Metadata, and the history written back (see the module doc): no records.
         return out.done();
     }
     let id = str_of(&entry, "id");
@@ -185,7 +217,7 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
             if let Some(results) = function_responses(content) {
                 // Parts that are all tool results are results, not something the user typed.
                 for (call_id, output, is_error) in results {
-                    out.result(format!("{id}#tr:{call_id}"), &call_id, output, is_error);
+                    out.result(result_id(&call_id), &call_id, output, is_error);
                 }
             } else {
                 out.text(id.to_string(), TextKind::User, text);
@@ -209,23 +241,22 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                 );
                 let status = str_of(call, "status");
                 if matches!(status, "success" | "error" | "cancelled") {
-                    let output = call
-                        .get("result")
-                        .and_then(function_responses)
-                        .map(|r| {
-                            r.into_iter()
-                                .map(|(_, o, _)| o)
-                                .collect::<Vec<_>>()
-                                .join("\n")
-                        })
-                        .filter(|o| !o.is_empty())
-                        .unwrap_or_else(|| display_text(call.get("resultDisplay")));
-                    out.result(
-                        format!("{id}#tr:{call_id}"),
-                        call_id,
-                        output,
-                        status != "success",
-                    );
+                    // What the user was shown (a shell command's output) when it is text;
+                    // otherwise what the model was sent.
+                    let output = match call.get("resultDisplay") {
+                        Some(Value::String(shown)) if !shown.is_empty() => shown.clone(),
+                        _ => call
+                            .get("result")
+                            .and_then(function_responses)
+                            .map(|r| {
+                                r.into_iter()
+                                    .map(|(_, o, _)| o)
+                                    .collect::<Vec<_>>()
+                                    .join("\n")
+                            })
+                            .unwrap_or_default(),
+                    };
+                    out.result(result_id(call_id), call_id, output, status != "success");
                 }
             }
         }
@@ -241,6 +272,22 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         _ => {}
     }
     out.done()
+}
+
+/// The id of a tool call's result: the call id alone, as the `gemini` message's `toolCalls`
+/// and the `functionResponse` user message both carry it.
+fn result_id(call_id: &str) -> String {
+    format!("tr:{call_id}")
+}
+
+/// A tool's output without Gemini's `<untrusted_context>` fence, which marks it for the model
+/// as data rather than instructions.
+fn unfenced(output: &str) -> &str {
+    output
+        .trim()
+        .strip_prefix("<untrusted_context>")
+        .and_then(|rest| rest.strip_suffix("</untrusted_context>"))
+        .map_or(output, |inner| inner.trim_matches('\n'))
 }
 
 /// Text of a `PartListUnion`: a string, a part, or parts (text joined; media as placeholders).
@@ -277,8 +324,10 @@ fn function_responses(value: &Value) -> Option<Vec<(String, String, bool)>> {
             let response = part.get("functionResponse")?;
             let body = response.get("response").unwrap_or(&Value::Null);
             let (output, is_error) = match (body.get("output"), body.get("error")) {
-                (_, Some(err)) if !err.is_null() => (display_text(Some(err)), true),
-                (Some(out), _) => (display_text(Some(out)), false),
+                (_, Some(err)) if !err.is_null() => {
+                    (unfenced(&display_text(Some(err))).to_string(), true)
+                }
+                (Some(out), _) => (unfenced(&display_text(Some(out))).to_string(), false),
                 _ => (body.to_string(), false),
             };
             Some((str_of(response, "id").to_string(), output, is_error))
@@ -350,10 +399,8 @@ mod tests {
             summary(r#"{"$rewindTo":"m2"}"#),
             [("@9".into(), RecordKind::Notice)]
         );
-        assert_eq!(
-            summary(r#"{"$set":{"messages":[]}}"#),
-            [("@9".into(), RecordKind::Notice)]
-        );
+        // The history written back at every start is not a notice.
+        assert!(records(r#"{"$set":{"messages":[]}}"#).is_empty());
     }
 
     #[test]
@@ -369,7 +416,7 @@ mod tests {
             [
                 ("g1#text".into(), RecordKind::Assistant),
                 ("g1#tc:ls_1".into(), RecordKind::ToolCall),
-                ("g1#tr:ls_1".into(), RecordKind::ToolResult)
+                ("tr:ls_1".into(), RecordKind::ToolResult)
             ]
         );
         assert!(
@@ -383,5 +430,190 @@ mod tests {
             summary(r#"{"id":"e1","type":"error","content":"quota"}"#),
             [("e1".into(), RecordKind::Notice)]
         );
+    }
+
+    /// What Gemini CLI 0.61.0 wrote for a scripted session (`tests/fixtures/LAYOUT.md`).
+    const CLI_0_61: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/gemini-cli-0.61.0/tmp/project/chats/"
+    );
+    const MAIN_FILE: &str = "session-2026-12-01T10-54-8f60115e.jsonl";
+    const STARTUP_ONLY_FILE: &str = "session-2026-12-01T10-55-8f60115e.jsonl";
+    const SESSION_ID: &str = "8f60115e-68fb-4ce6-aa55-6c67027a9884";
+
+    /// Runs a read plan over `file` in memory, as a host would serve it.
+    fn serve(file: &[u8], mode: crate::page::Mode, limit: usize) -> crate::page::Page {
+        let request = crate::page::PageRequest {
+            mode,
+            limit,
+            strict: true,
+            redact: false,
+        };
+        let ctx = test_support::ctx(test_support::harness("gemini"));
+        let mut plan = crate::plan::ReadPlan::new(ctx, request, file.len() as u64);
+        let mut records = Vec::new();
+        while let Some(ranges) = plan.next_read() {
+            let chunks = ranges
+                .iter()
+                .map(|r| {
+                    let end = r.end().min(file.len() as u64) as usize;
+                    file[(r.start as usize).min(end)..end].to_vec()
+                })
+                .collect();
+            plan.feed(chunks, file.len() as u64).unwrap();
+            records.extend(plan.take_records());
+        }
+        let mut page = plan.finish();
+        records.append(&mut page.records);
+        page.records = records;
+        page
+    }
+
+    #[test]
+    fn a_0_61_session_reads_exactly() {
+        let file = std::fs::read(format!("{CLI_0_61}{MAIN_FILE}")).unwrap();
+        let page = serve(&file, crate::page::Mode::All, 200);
+        let kinds: Vec<RecordKind> = page.records.iter().map(Record::kind).collect();
+        // The startup `$set`s (history written back, twice) are not notices; the result
+        // written in the `gemini` message and again as a user message is one record.
+        assert_eq!(
+            kinds,
+            [
+                RecordKind::User,
+                RecordKind::Assistant,
+                RecordKind::ToolCall,
+                RecordKind::ToolResult,
+                RecordKind::Assistant,
+                RecordKind::User,
+                RecordKind::Assistant,
+            ],
+            "{:#?}",
+            page.records
+        );
+        match &page.records[2].body {
+            RecordBody::ToolCall { name, input, .. } => {
+                assert_eq!(name, "run_shell_command");
+                assert_eq!(input["command"], "echo compat-4''2-marker");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(&page.records[3].body, RecordBody::ToolResult { output, is_error: false, .. } if output == "compat-42-marker"),
+            "{:?}",
+            page.records[3]
+        );
+        assert!(!page.pending_tail && !page.more);
+    }
+
+    #[test]
+    fn the_user_message_form_of_a_result_is_unfenced_and_shares_the_id() {
+        let line = r#"{"id":"u9","type":"user","content":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"<untrusted_context>\nOutput: hi\n</untrusted_context>"}}}]}"#;
+        let got = records(line);
+        assert_eq!(summary(line), [("tr:c1".into(), RecordKind::ToolResult)]);
+        assert!(
+            matches!(&got[0].body, RecordBody::ToolResult { output, .. } if output == "Output: hi")
+        );
+    }
+
+    #[test]
+    fn since_pages_never_repeat_a_reappended_message_nor_lose_what_it_added() {
+        use crate::page::Mode;
+        let file = std::fs::read(format!("{CLI_0_61}{MAIN_FILE}")).unwrap();
+        let all = serve(&file, Mode::All, 200).records;
+        // With pages of 2 the first page ends on the model's text, whose message is appended
+        // again (with its tool call and result) after the boundary.
+        for limit in 1..=4 {
+            let mut page = serve(&file, Mode::Head, limit);
+            let mut got = std::mem::take(&mut page.records);
+            while page.more {
+                page = serve(&file, Mode::Since(page.cursor.clone()), limit);
+                got.append(&mut page.records);
+            }
+            assert_eq!(got, all, "pages of {limit}");
+        }
+    }
+
+    #[test]
+    fn a_startup_only_file_repeating_an_id_is_not_a_second_session() {
+        let entry = |name: &str| FileEntry {
+            harness: test_support::harness("gemini"),
+            root: format!("{CLI_0_61}../../..").into_bytes().into(),
+            rel: format!("tmp/project/chats/{name}").into_bytes(),
+            size: 1,
+            mtime: 0,
+        };
+        let listed = crate::harness::sessions(&[entry(STARTUP_ONLY_FILE), entry(MAIN_FILE)]);
+        assert_eq!(listed.len(), 2);
+        let sessions = crate::harness::adopt_native_ids(listed, |s| {
+            std::fs::read(String::from_utf8(s.entry.full_path()).unwrap()).ok()
+        });
+        assert_eq!(sessions.len(), 1, "{sessions:#?}");
+        assert_eq!(sessions[0].id, SESSION_ID);
+        assert!(sessions[0].entry.rel.ends_with(MAIN_FILE.as_bytes()));
+        // The full id, a prefix and the file name find it.
+        for typed in [SESSION_ID, "8f6011", "session-2026-12-01T10-54-8f60115e"] {
+            let query = crate::resolve::SessionQuery::parse(typed).unwrap();
+            assert_eq!(
+                crate::resolve::resolve(&sessions, &query).unwrap().id,
+                SESSION_ID
+            );
+        }
+        // A head that cannot be read leaves the file name as the id.
+        let unread =
+            crate::harness::adopt_native_ids(crate::harness::sessions(&[entry(MAIN_FILE)]), |_| {
+                None
+            });
+        assert_eq!(unread[0].id, "session-2026-12-01T10-54-8f60115e");
+    }
+
+    #[test]
+    fn a_document_cut_short_is_incomplete_and_garbage_is_not() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/gemini/tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"
+        );
+        let whole = std::fs::read(path).unwrap();
+        assert!(!document_incomplete(&whole));
+        let end = whole.trim_ascii_end().len();
+        for cut in [0, 1, whole.len() / 2, end - 1] {
+            assert!(document_incomplete(&whole[..cut]), "cut at {cut}");
+        }
+        assert!(!document_incomplete(b"{]"));
+        assert!(!document_incomplete(b"{} trailing"));
+    }
+
+    #[test]
+    fn a_reappend_far_into_a_long_session_adds_only_what_is_new() {
+        use crate::page::Mode;
+        // Over 4 MiB of earlier messages, so the replay before the cursor starts mid-file (and
+        // mid-line).
+        let mut file = String::from(r#"{"sessionId":"s","projectHash":"p","kind":"main"}"#);
+        file.push('\n');
+        let mut n = 0;
+        while file.len() < 5 * 1024 * 1024 {
+            file += &format!(
+                r#"{{"id":"u{n}","type":"user","content":[{{"text":"{} {n}"}}]}}"#,
+                "filler ".repeat(20)
+            );
+            file.push('\n');
+            n += 1;
+        }
+        file += r#"{"id":"g1","type":"gemini","content":"Running it."}"#;
+        file.push('\n');
+        let before = serve(file.as_bytes(), Mode::All, 200);
+        assert_eq!(before.records.len(), n + 1);
+        file += r#"{"$set":{"lastUpdated":"t"}}"#;
+        file.push('\n');
+        file += r#"{"id":"g1","type":"gemini","content":"Running it.","toolCalls":[{"id":"c1","name":"run_shell_command","args":{"command":"ls"},"status":"success","resultDisplay":"a b"}]}"#;
+        file.push('\n');
+        let after = serve(file.as_bytes(), Mode::Since(before.cursor), 200);
+        assert_eq!(
+            test_support::summary(&after.records),
+            [
+                ("g1#tc:c1".into(), RecordKind::ToolCall),
+                ("tr:c1".into(), RecordKind::ToolResult)
+            ]
+        );
+        assert!(!after.reset);
     }
 }

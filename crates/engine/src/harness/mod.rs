@@ -197,6 +197,28 @@ pub trait Format: Sync {
         None
     }
 
+    /// Whether the session id of this listed file is in its first line (from
+    /// [`Format::native_id`]) rather than its name: the driver then reads the file's head
+    /// while listing and [`adopt_native_ids`] renames the session.
+    fn id_in_head(&self, entry: &FileEntry) -> bool {
+        let _ = entry;
+        false
+    }
+
+    /// Whether lines are upserts by message id, so a later line may repeat the ids of an
+    /// earlier one: a `--since` read then replays the source before its cursor to learn which
+    /// ids it already returned.
+    fn upserts_by_id(&self) -> bool {
+        false
+    }
+
+    /// Whether a whole document that did not parse is one still being written (a pending read,
+    /// not a malformed source).
+    fn document_incomplete(&self, bytes: &[u8]) -> bool {
+        let _ = bytes;
+        false
+    }
+
     /// The harness's command that resumes session `id` (whose transcript is at `path`),
     /// without any `cd`.
     fn resume_command(&self, id: &str, path: &str) -> String;
@@ -278,6 +300,75 @@ pub fn tree_files<'f>(files: &'f [FileEntry], session: &SessionFile) -> Vec<&'f 
 /// The records of a tree session from the bytes of the files [`tree_files`] named.
 pub fn parse_tree(ctx: &SourceCtx, files: &[(&FileEntry, Vec<u8>)]) -> RowRecords {
     format(ctx.harness).parse_tree(ctx, files)
+}
+
+/// Whether a listed session's id is in its file's first line ([`Format::id_in_head`]); the
+/// driver reads that head and hands it to [`adopt_native_ids`].
+pub fn id_in_head(session: &SessionFile) -> bool {
+    session.agent.is_none() && format(session.harness()).id_in_head(&session.entry)
+}
+
+/// Gives each session whose id is in its head ([`id_in_head`]) the id its head holds, and
+/// folds files that repeat an id into one session: the `.jsonl` before a legacy `.json` (a
+/// resumed legacy session continues in `<name>.jsonl`), then the earliest name (the file the
+/// session began in; a resume in a later minute writes a startup-only file with the same id).
+/// `head` gives a session's first bytes, `None` when they could not be read (the file name
+/// stays its id). The result is sorted like [`sessions`].
+pub fn adopt_native_ids(
+    sessions: Vec<SessionFile>,
+    mut head: impl FnMut(&SessionFile) -> Option<Vec<u8>>,
+) -> Vec<SessionFile> {
+    let mut renamed: Vec<(bool, SessionFile)> = Vec::with_capacity(sessions.len());
+    for mut session in sessions {
+        let mut from_head = false;
+        if id_in_head(&session)
+            && let Some(id) = head(&session)
+                .and_then(|bytes| native_id(session.harness(), &bytes))
+                .filter(|id| crate::session::valid_id(id))
+        {
+            session.id = id;
+            from_head = true;
+        }
+        renamed.push((from_head, session));
+    }
+    // Preference among files with one id: a `.jsonl`, then the earliest name.
+    renamed.sort_by(|(_, a), (_, b)| {
+        (
+            a.harness(),
+            &a.id,
+            a.entry.rel.ends_with(b".json"),
+            &a.entry.rel,
+        )
+            .cmp(&(
+                b.harness(),
+                &b.id,
+                b.entry.rel.ends_with(b".json"),
+                &b.entry.rel,
+            ))
+    });
+    let mut out: Vec<SessionFile> = Vec::with_capacity(renamed.len());
+    for (from_head, session) in renamed {
+        let repeat = from_head
+            && out
+                .last()
+                .is_some_and(|kept| kept.harness() == session.harness() && kept.id == session.id);
+        if !repeat {
+            out.push(session);
+        }
+    }
+    out.sort_by(|a, b| (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel)));
+    out
+}
+
+/// Whether a session's lines are upserts by id ([`Format::upserts_by_id`]).
+pub fn upserts_by_id(harness: Harness) -> bool {
+    format(harness).upserts_by_id()
+}
+
+/// Whether a whole document that did not parse is still being written
+/// ([`Format::document_incomplete`]).
+pub fn document_incomplete(harness: Harness, bytes: &[u8]) -> bool {
+    format(harness).document_incomplete(bytes)
 }
 
 /// The databases among a listing's files, whose sessions are their rows: files directly in a

@@ -1,0 +1,338 @@
+//! The agent CLIs under test: where each is installed, how it is pointed at the scripted model
+//! server (environment and config files in a throwaway HOME), how it runs a turn
+//! non-interactively, and how the `resume` command the reader prints becomes a non-interactive
+//! second turn. Facts from `research/real-clis.md`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::server::{COMMAND, ToolCall};
+
+/// One agent CLI.
+pub struct Cli {
+    /// The reader's harness name for its sessions.
+    pub harness: &'static str,
+    /// The executable in `node_modules/.bin`.
+    pub bin: &'static str,
+    /// The tool call the model server makes, given the tools the CLI offers.
+    pub pick: crate::server::ToolPicker,
+    /// Writes the CLI's config into `home` for a server on `port`; returns its environment.
+    setup: fn(home: &Path, port: u16, cache: &Path) -> Vec<(String, String)>,
+    /// Arguments of a first, non-interactive turn with `prompt`.
+    turn: fn(prompt: &str) -> Vec<String>,
+    /// Makes the command `resume` printed non-interactive, sending `prompt` (already quoted
+    /// for `sh`).
+    pub resume_noninteractive: fn(printed: &str, quoted_prompt: &str) -> String,
+    /// The prompt as the CLI stores it.
+    pub stored_prompt: fn(&str) -> String,
+}
+
+fn as_typed(prompt: &str) -> String {
+    prompt.to_string()
+}
+
+fn call(name: &str, args: Value) -> Option<ToolCall> {
+    Some(ToolCall {
+        name: name.to_string(),
+        args,
+    })
+}
+
+pub const CLAUDE: Cli = Cli {
+    harness: "claude",
+    bin: "claude",
+    pick: |tools| {
+        tools.iter().any(|t| t == "Bash").then(|| {
+            call(
+                "Bash",
+                json!({"command": COMMAND, "description": "Print the marker"}),
+            )
+        })?
+    },
+    setup: |_home, port, _cache| {
+        env(&[
+            ("ANTHROPIC_BASE_URL", &format!("http://127.0.0.1:{port}")),
+            ("ANTHROPIC_API_KEY", "compat-key"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+        ])
+    },
+    turn: |prompt| args(&["-p", prompt, "--allowedTools", "Bash"]),
+    resume_noninteractive: |printed, prompt| format!("{printed} --allowedTools Bash -p {prompt}"),
+    stored_prompt: as_typed,
+};
+
+pub const CODEX: Cli = Cli {
+    harness: "codex",
+    bin: "codex",
+    pick: |tools| {
+        let has = |name: &str| tools.iter().any(|t| t == name);
+        if has("exec_command") {
+            call("exec_command", json!({"cmd": COMMAND}))
+        } else if has("shell_command") {
+            call("shell_command", json!({"command": COMMAND}))
+        } else if has("shell") {
+            call("shell", json!({"command": ["bash", "-lc", COMMAND]}))
+        } else {
+            None
+        }
+    },
+    setup: |home, port, _cache| {
+        let codex_home = home.join(".codex");
+        write(
+            &codex_home.join("config.toml"),
+            &format!(
+                "model = \"compat-model\"\nmodel_provider = \"compat\"\n\n\
+                 [model_providers.compat]\nname = \"compat\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+                 wire_api = \"responses\"\nenv_key = \"COMPAT_API_KEY\"\nrequest_max_retries = 0\n\
+                 stream_max_retries = 0\n\n[analytics]\nenabled = false\n\n[otel]\nexporter = \"none\"\n"
+            ),
+        );
+        env(&[
+            ("CODEX_HOME", &codex_home.to_string_lossy()),
+            ("COMPAT_API_KEY", "compat-key"),
+        ])
+    },
+    turn: |prompt| {
+        args(&[
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            prompt,
+        ])
+    },
+    // `codex resume ID` is the interactive form; `codex exec … resume ID PROMPT` the other.
+    resume_noninteractive: |printed, prompt| {
+        assert!(printed.contains("codex resume "), "unexpected: {printed}");
+        let exec =
+            "codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox resume ";
+        format!("{} {prompt}", printed.replacen("codex resume ", exec, 1))
+    },
+    stored_prompt: as_typed,
+};
+
+pub const GEMINI: Cli = Cli {
+    harness: "gemini",
+    bin: "gemini",
+    pick: |tools| {
+        tools
+            .iter()
+            .any(|t| t == "run_shell_command")
+            .then(|| call("run_shell_command", json!({"command": COMMAND})))?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".gemini/settings.json"),
+            &json!({
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "privacy": {"usageStatisticsEnabled": false},
+                "telemetry": {"enabled": false},
+                "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+            })
+            .to_string(),
+        );
+        env(&[
+            ("GEMINI_API_KEY", "compat-key"),
+            (
+                "GOOGLE_GEMINI_BASE_URL",
+                &format!("http://127.0.0.1:{port}"),
+            ),
+            ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
+        ])
+    },
+    turn: |prompt| args(&["--approval-mode", "yolo", "-p", prompt]),
+    resume_noninteractive: |printed, prompt| format!("{printed} --approval-mode yolo -p {prompt}"),
+    stored_prompt: as_typed,
+};
+
+pub const PI: Cli = Cli {
+    harness: "pi",
+    bin: "pi",
+    pick: |tools| {
+        tools
+            .iter()
+            .any(|t| t == "bash")
+            .then(|| call("bash", json!({"command": COMMAND})))?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".pi/agent/models.json"),
+            &json!({"providers": {"compat": {
+                "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+                "api": "openai-completions",
+                "apiKey": "compat-key",
+                "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+                "models": [{"id": "compat-model"}],
+            }}})
+            .to_string(),
+        );
+        env(&[("PI_OFFLINE", "1")])
+    },
+    turn: |prompt| {
+        args(&[
+            "--offline",
+            "--provider",
+            "compat",
+            "--model",
+            "compat-model",
+            "-p",
+            prompt,
+        ])
+    },
+    resume_noninteractive: |printed, prompt| {
+        format!("{printed} --offline --provider compat --model compat-model -p {prompt}")
+    },
+    stored_prompt: as_typed,
+};
+
+pub const OPENCODE: Cli = Cli {
+    harness: "opencode",
+    bin: "opencode",
+    pick: |tools| {
+        tools.iter().any(|t| t == "bash").then(|| {
+            call(
+                "bash",
+                json!({"command": COMMAND, "description": "Print the marker"}),
+            )
+        })?
+    },
+    setup: |home, port, cache| {
+        write(
+            &home.join(".config/opencode/opencode.json"),
+            &json!({
+                "$schema": "https://opencode.ai/config.json",
+                "provider": {"compat": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Compat",
+                    "options": {"baseURL": format!("http://127.0.0.1:{port}/v1"), "apiKey": "compat-key"},
+                    "models": {"compat-model": {"name": "Compat", "tool_call": true}},
+                }},
+                "model": "compat/compat-model",
+                "small_model": "compat/compat-model",
+                "permission": {"bash": "allow"},
+                "autoupdate": false,
+                "share": "disabled",
+            })
+            .to_string(),
+        );
+        env(&[
+            ("XDG_CONFIG_HOME", &home.join(".config").to_string_lossy()),
+            (
+                "XDG_DATA_HOME",
+                &home.join(".local/share").to_string_lossy(),
+            ),
+            (
+                "XDG_STATE_HOME",
+                &home.join(".local/state").to_string_lossy(),
+            ),
+            // Shared between runs: OpenCode installs its provider package here from the npm
+            // registry on first use.
+            (
+                "XDG_CACHE_HOME",
+                &cache.join("opencode-cache").to_string_lossy(),
+            ),
+            ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+            ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
+        ])
+    },
+    turn: |prompt| args(&["run", prompt]),
+    // `opencode run` joins its words into one message, quoting each that holds a space.
+    stored_prompt: |prompt| format!("\"{prompt}\""),
+    // `resume` prints the interactive `opencode --session ID` (after a `cd`).
+    resume_noninteractive: |printed, prompt| {
+        assert!(
+            printed.contains("opencode --session "),
+            "unexpected: {printed}"
+        );
+        format!(
+            "{} {prompt}",
+            printed.replacen("opencode --session ", "opencode run --session ", 1)
+        )
+    },
+};
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn args(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// A CLI set up in a throwaway HOME against a model server.
+pub struct Setup {
+    pub home: PathBuf,
+    /// The project directory the CLI runs in.
+    pub work: PathBuf,
+    /// The whole environment (`env -i` plus these).
+    pub env: Vec<(String, String)>,
+}
+
+impl Cli {
+    /// Prepares `home` for this CLI talking to the server on `port`.
+    pub fn prepare(&self, home: &Path, port: u16, install: &Path) -> Setup {
+        let work = home.join("project");
+        fs::create_dir_all(&work).unwrap();
+        let bin = install.join("node_modules/.bin");
+        let mut env = env(&[
+            ("HOME", &home.to_string_lossy()),
+            (
+                "PATH",
+                &format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
+            ),
+            ("LANG", "C.UTF-8"),
+            ("TERM", "dumb"),
+            ("NO_COLOR", "1"),
+            ("CI", "1"),
+        ]);
+        env.extend((self.setup)(home, port, install));
+        Setup {
+            home: home.to_path_buf(),
+            work,
+            env,
+        }
+    }
+
+    /// A command running the CLI's first turn with `prompt`.
+    pub fn first_turn(&self, setup: &Setup, prompt: &str) -> Command {
+        let mut cmd = setup.command(self.bin);
+        cmd.args((self.turn)(prompt));
+        cmd
+    }
+}
+
+impl Setup {
+    /// `program` under `env -i` with this setup's environment, in its project directory.
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new("env");
+        cmd.arg("-i");
+        for (k, v) in &self.env {
+            cmd.arg(format!("{k}={v}"));
+        }
+        cmd.arg(program)
+            .current_dir(&self.work)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// A shell command line under this setup (`sh -c LINE`).
+    pub fn shell(&self, line: &str) -> Command {
+        let mut cmd = self.command("sh");
+        cmd.arg("-c").arg(line);
+        cmd
+    }
+}

@@ -1,0 +1,54 @@
+//! The compatibility suite: the real agent CLIs (installed from the npm registry by
+//! `scripts/compat`) run a scripted session against a model server on 127.0.0.1 in a throwaway
+//! HOME, and the reader must read what they wrote exactly — locally and over the test sshd.
+//!
+//! Gate: every test is `#[ignore]`d, so `cargo test --workspace` builds but does not run them;
+//! `scripts/compat` installs the CLIs, sets `CLANKIE_COMPAT_DIR` to the npm prefix holding them
+//! and runs `cargo test --test compat -- --ignored`. A test run without `CLANKIE_COMPAT_DIR`, or
+//! with a CLI missing from it, fails. The CLIs run in parallel (one test each, each with its own
+//! model server and HOME); `docs/harnesses.md` says what each covers.
+
+#![allow(unreachable_pub)]
+
+#[path = "../it/common/mod.rs"]
+mod common;
+
+mod clis;
+mod server;
+mod session;
+
+use clis::Cli;
+
+fn run(cli: &Cli) {
+    session::Suite::new(cli).run();
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn claude_code() {
+    run(&clis::CLAUDE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn codex() {
+    run(&clis::CODEX);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn gemini_cli() {
+    run(&clis::GEMINI);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn pi() {
+    run(&clis::PI);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn opencode() {
+    run(&clis::OPENCODE);
+}
