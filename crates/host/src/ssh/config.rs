@@ -637,7 +637,7 @@ fn split_keyword(line: &str) -> (&str, &str) {
 /// Glob match as OpenSSH's `match_pattern`: `*` any run, `?` one byte, case-insensitive
 /// (host and user names are compared lowercased there).
 fn glob_match(pattern: &str, text: &str) -> bool {
-    super::known_hosts::glob(
+    super::pattern::glob(
         pattern.to_lowercase().as_bytes(),
         text.to_lowercase().as_bytes(),
     )

@@ -32,6 +32,7 @@ use russh::keys::{Algorithm, Certificate, EcdsaCurve, HashAlg, PublicKey, Public
 use sha1::Sha1;
 
 use super::config::{SshTarget, StrictHostKeyChecking};
+use super::pattern::glob;
 use crate::HostError;
 
 /// What known_hosts says about one key under one name.
@@ -101,29 +102,6 @@ fn split_marker(rest: &str) -> Option<(Marker, &str)> {
         return None;
     }
     Some((marker, rest))
-}
-
-/// Glob match with `*` (any run) and `?` (one byte), over bytes as OpenSSH's `match_pattern`,
-/// iterative with backtracking. Also the config's Host and Match patterns.
-pub(super) fn glob(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == b'?' || pattern[p] == text[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 /// OpenSSH gives up on a pattern list holding a sub-pattern this long (`match_pattern_list`).

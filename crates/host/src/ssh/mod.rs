@@ -12,6 +12,7 @@ mod auth;
 pub mod config;
 mod host;
 pub mod known_hosts;
+mod pattern;
 mod session;
 
 pub use config::{
