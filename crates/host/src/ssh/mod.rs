@@ -15,7 +15,8 @@ pub mod known_hosts;
 mod session;
 
 pub use config::{
-    ConfigSource, LocalAccount, SshTarget, StrictHostKeyChecking, resolve, resolve_as,
+    ConfigSource, ControlMaster, ControlPersist, LocalAccount, SshTarget, StrictHostKeyChecking,
+    resolve, resolve_as,
 };
 pub use host::{Probe, SshHost};
 pub use session::{
