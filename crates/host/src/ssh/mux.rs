@@ -107,7 +107,9 @@ impl SharedConnection {
             Err(why) => why,
         };
         let persist = self.target.control_persist;
-        let Some(persist) = persist.filter(|_| self.target.control_master.starts_a_master())
+        let Some(persist) = persist
+            .filter(|_| self.target.control_master.starts_a_master())
+            .filter(|_| why.found != wire::Found::Other)
         else {
             log.say(host, || {
                 format!(
@@ -117,7 +119,7 @@ impl SharedConnection {
             });
             return ConnectionPath::New;
         };
-        if why.stale {
+        if why.found == wire::Found::Stale {
             // What `ssh` does under ControlMaster auto, so that the master can listen there.
             if std::fs::remove_file(control_path).is_ok() {
                 log.say(host, || {
@@ -197,7 +199,9 @@ impl SharedConnection {
                 Err(wire::MuxFailure::Bound(err)) => Err(err),
                 Err(wire::MuxFailure::Refused(why)) => {
                     log.say(host, || {
-                        format!("the master refused a session ({why}); this exec on a new connection")
+                        format!(
+                            "the master refused a session ({why}); this exec on a new connection"
+                        )
                     });
                     Ok(None)
                 }
@@ -245,7 +249,8 @@ async fn start_master(
     log: &ConnectionLog,
 ) -> Result<(), String> {
     use tokio::io::AsyncReadExt as _;
-    let dest = super::config::parse_destination(&target.original, host).map_err(|e| e.to_string())?;
+    let dest =
+        super::config::parse_destination(&target.original, host).map_err(|e| e.to_string())?;
     let mut cmd = tokio::process::Command::new("ssh");
     if let Some(file) = &target.ssh_config {
         cmd.arg("-F").arg(file);
@@ -365,9 +370,20 @@ mod wire {
     #[derive(Debug)]
     pub(super) struct NoMaster {
         reason: String,
+        pub(super) found: Found,
+    }
+
+    /// What is at the ControlPath when no master answers there.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Found {
+        /// Nothing: a master may be started there.
+        Nothing,
         /// A socket file nobody listens on (a master that died): `ssh` removes it under
         /// ControlMaster auto, so a new master can listen there.
-        pub(super) stale: bool,
+        Stale,
+        /// Something that is not a master of our protocol version (or could not be reached):
+        /// left alone, and no master is started over it (`ssh -M` would run without one).
+        Other,
     }
 
     impl std::fmt::Display for NoMaster {
@@ -379,7 +395,7 @@ mod wire {
     fn no_master(reason: impl Into<String>) -> NoMaster {
         NoMaster {
             reason: reason.into(),
-            stale: false,
+            found: Found::Other,
         }
     }
 
@@ -394,7 +410,14 @@ mod wire {
                 Ok(stream) => stream,
                 Err(e) => {
                     return Err(NoMaster {
-                        stale: e.kind() == std::io::ErrorKind::ConnectionRefused,
+                        found: match e.kind() {
+                            std::io::ErrorKind::NotFound => Found::Nothing,
+                            // Refused is also what a plain file answers: only a socket is stale.
+                            std::io::ErrorKind::ConnectionRefused if is_socket(control_path) => {
+                                Found::Stale
+                            }
+                            _ => Found::Other,
+                        },
                         reason: format!("connecting: {e}"),
                     });
                 }
@@ -425,6 +448,11 @@ mod wire {
                 seconds(bound)
             ))),
         }
+    }
+
+    fn is_socket(path: &Path) -> bool {
+        use std::os::unix::fs::FileTypeExt as _;
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
     }
 
     /// How a session through the master failed.
@@ -844,20 +872,30 @@ mod wire {
                     "huge" => assert!(said.contains("packet (over"), "{said}"),
                     _ => assert!(said.starts_with("not a master"), "{said}"),
                 }
-                assert!(!err.stale);
+                assert_eq!(err.found, Found::Other);
                 server.abort();
             }
             // Nothing there at all, and a socket file nobody listens on (stale).
-            let err = hello(&dir.path().join("absent"), std::time::Duration::from_secs(1))
-                .await
-                .unwrap_err();
-            assert!(!err.stale && err.to_string().starts_with("connecting:"), "{err}");
+            let err = hello(
+                &dir.path().join("absent"),
+                std::time::Duration::from_secs(1),
+            )
+            .await
+            .unwrap_err();
+            assert_eq!(err.found, Found::Nothing);
+            assert!(err.to_string().starts_with("connecting:"), "{err}");
             let stale = dir.path().join("stale");
             drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
             let err = hello(&stale, std::time::Duration::from_secs(1))
                 .await
                 .unwrap_err();
-            assert!(err.stale, "{err}");
+            assert_eq!(err.found, Found::Stale, "{err}");
+            let file = dir.path().join("file");
+            std::fs::write(&file, "not a socket").unwrap();
+            let err = hello(&file, std::time::Duration::from_secs(1))
+                .await
+                .unwrap_err();
+            assert_eq!(err.found, Found::Other, "{err}");
         }
     }
 }

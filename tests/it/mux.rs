@@ -1,0 +1,314 @@
+//! Connection sharing (issue 15) against the real sshd and the real OpenSSH client: a master
+//! started with `ssh -M -N -f` runs `ls`, `read --tail` and `hosts --check` with no connection
+//! of ours (a config whose own authentication would fail proves it); ControlPath tokens are
+//! expanded as `ssh -G` expands them; a master killed while a command runs through it falls back
+//! to a new connection; `ControlMaster auto` + `ControlPersist` starts a master the next call
+//! uses (none without ControlPersist); a ControlPath that is not a master (silent, garbage)
+//! falls back with a `-v` line within `--timeout`.
+
+use std::io::Write as _;
+use std::os::unix::fs::FileTypeExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::sshd::{Hostile, Sshd, sshd_or_skip};
+use crate::common::{require_tool, run_with_stdin};
+use crate::support::{clankie, code, ids, ndjson, page, records, stderr};
+
+const SESSION: &str = "3a3a3a3a-0000-4000-8000-00000000a15c";
+
+/// A transcript of `turns` user/assistant pairs.
+fn transcript(turns: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..turns {
+        out += &serde_json::json!({"type":"user","uuid":format!("u{i}"),
+            "timestamp":"2026-11-02T10:00:00.000Z",
+            "message":{"role":"user","content":format!("prompt {i}")}})
+        .to_string();
+        out.push('\n');
+        out += &serde_json::json!({"type":"assistant","uuid":format!("a{i}"),
+            "timestamp":"2026-11-02T10:00:01.000Z",
+            "message":{"content":[{"type":"text","text":format!("answer {i}")}]}})
+        .to_string();
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// A user of these tests only, with a plain `sh` login shell and one Claude session.
+fn plain_user(sshd: &Sshd, name: &str) {
+    sshd.add_user(name, Path::new("/bin/sh"));
+    sshd.put_file(
+        name,
+        format!(".claude/projects/-mux/{SESSION}.jsonl"),
+        &transcript(30),
+    );
+}
+
+/// An ssh_config with one `Host ALIAS` for `user` on the test sshd, plus `extra` lines. With
+/// `identity: false` the only identity is a file that does not exist: a connection of our own
+/// cannot authenticate, so whatever works went through a master.
+fn config(
+    sshd: &Sshd,
+    dir: &Path,
+    alias: &str,
+    user: &str,
+    identity: bool,
+    extra: &str,
+) -> PathBuf {
+    let identity = if identity {
+        sshd.identity().display().to_string()
+    } else {
+        dir.join("no-such-key").display().to_string()
+    };
+    let text = format!(
+        "Host {alias}\n    HostName 127.0.0.1\n    Port {port}\n    User {user}\n    \
+         IdentityFile {identity}\n    IdentitiesOnly yes\n    IdentityAgent none\n    \
+         UserKnownHostsFile {kh}\n    GlobalKnownHostsFile /dev/null\n    \
+         StrictHostKeyChecking yes\n    BatchMode yes\n    LogLevel ERROR\n{extra}",
+        port = sshd.port(),
+        kh = sshd.known_hosts().display(),
+    );
+    let path = dir.join(format!(
+        "{alias}-{}.config",
+        if identity.ends_with("no-such-key") {
+            "nokey"
+        } else {
+            "key"
+        }
+    ));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The ControlPath `ssh -G` resolves for `alias` (tokens expanded).
+fn control_path(config: &Path, alias: &str) -> PathBuf {
+    let out = Command::new("ssh")
+        .arg("-G")
+        .arg("-F")
+        .arg(config)
+        .arg(alias)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("controlpath "))
+        .unwrap_or_else(|| panic!("no controlpath in ssh -G:\n{text}"));
+    PathBuf::from(line)
+}
+
+/// `ssh -O CMD` against the master of `alias`.
+fn ssh_control(config: &Path, alias: &str, command: &str) -> Output {
+    Command::new("ssh")
+        .arg("-F")
+        .arg(config)
+        .args(["-O", command])
+        .arg(alias)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Stops the master of a config when the test ends, however it ends.
+struct MasterGuard {
+    config: PathBuf,
+    alias: String,
+}
+
+impl Drop for MasterGuard {
+    fn drop(&mut self) {
+        let _ = ssh_control(&self.config, &self.alias, "exit");
+    }
+}
+
+/// Starts `ssh -M -N -f` for `alias` (it returns once the master listens).
+fn start_master(config: &Path, alias: &str) -> MasterGuard {
+    let out = run_with_stdin(
+        Command::new("ssh")
+            .arg("-F")
+            .arg(config)
+            .args(["-M", "-N", "-f"])
+            .arg(alias),
+        b"",
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "ssh -M: {}", stderr(&out));
+    let check = ssh_control(config, alias, "check");
+    assert!(check.status.success(), "ssh -O check: {}", stderr(&check));
+    MasterGuard {
+        config: config.to_path_buf(),
+        alias: alias.to_string(),
+    }
+}
+
+/// The master's pid, as `ssh -O check` says it (`Master running (pid=N)`).
+fn master_pid(config: &Path, alias: &str) -> u32 {
+    let check = ssh_control(config, alias, "check");
+    let said = stderr(&check);
+    said.split("pid=")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {said:?}"))
+}
+
+fn run(home: &Path, config: &Path, args: &[&str]) -> Output {
+    let out = run_with_stdin(
+        clankie(home).arg("--ssh-config").arg(config).args(args),
+        b"",
+        Duration::from_secs(60),
+    );
+    out
+}
+
+/// The `-v` lines of a run, without the `clankie-read: debug: ` prefix.
+fn debug_lines(out: &Output) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter_map(|l| l.strip_prefix("clankie-read: debug: "))
+        .map(String::from)
+        .collect()
+}
+
+fn said(lines: &[String], what: &str) -> bool {
+    lines.iter().any(|l| l.contains(what))
+}
+
+fn listed_sessions(out: &Output) -> Vec<String> {
+    assert_eq!(code(out), 0, "{}", stderr(out));
+    ndjson(out)
+        .iter()
+        .filter_map(|l| l["session"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn a_master_runs_every_call_and_no_connection_of_ours_is_made() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    if !require_tool("ssh") {
+        return;
+    }
+    let user = "ck_mux_master";
+    plain_user(sshd, user);
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let alias = "mux-master";
+    // Every token OpenSSH documents for ControlPath that names the connection.
+    let tokens = format!("    ControlPath {}/%C-%h-%p-%r\n", dir.path().display());
+    let good = config(sshd, dir.path(), alias, user, true, &tokens);
+    let keyless = config(sshd, dir.path(), alias, user, false, &tokens);
+    let socket = control_path(&good, alias);
+    let name = socket.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.ends_with(&format!("-127.0.0.1-{}-{user}", sshd.port())) && !name.contains('%'),
+        "{name}"
+    );
+    let _master = start_master(&good, alias);
+    assert!(
+        std::fs::symlink_metadata(&socket)
+            .unwrap()
+            .file_type()
+            .is_socket()
+    );
+
+    // Our own connection could not authenticate with this config: the master did everything.
+    let ls = run(home.path(), &keyless, &["-v", "ls", alias, "--json"]);
+    assert_eq!(
+        listed_sessions(&ls),
+        vec![SESSION.to_string()],
+        "{}",
+        stderr(&ls)
+    );
+    let lines = debug_lines(&ls);
+    let all = lines.join("\n");
+    assert!(
+        said(
+            &lines,
+            &format!("{alias}: connection: master at {}", socket.display())
+        ),
+        "{all}"
+    );
+    assert!(
+        said(&lines, "exec done through the master: exit status 0"),
+        "{all}"
+    );
+    assert!(!said(&lines, "authenticat"), "{all}");
+    assert!(!said(&lines, "connecting to"), "{all}");
+
+    let tail = run(
+        home.path(),
+        &keyless,
+        &[
+            "read",
+            &format!("{alias}:{SESSION}"),
+            "--tail",
+            "--json",
+            "--limit",
+            "5",
+        ],
+    );
+    assert_eq!(code(&tail), 0, "{}", stderr(&tail));
+    let lines = ndjson(&tail);
+    let got = ids(&records(&lines));
+    assert_eq!(got.len(), 5, "{lines:?}");
+    assert_eq!(got.last().map(String::as_str), Some("a29#0"), "{lines:?}");
+    let _ = page(&lines);
+
+    // `hosts --check` says which way the host goes.
+    let check = run(
+        home.path(),
+        &keyless,
+        &["hosts", "--check", "--json", alias],
+    );
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+    let report = &ndjson(&check)[0];
+    assert_eq!(
+        report["connection"],
+        format!("master at {}", socket.display()),
+        "{report}"
+    );
+    assert_eq!(report["ok"], true, "{report}");
+    let text = run(home.path(), &keyless, &["hosts", "--check", alias]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout)
+            .contains(&format!("connection: master at {}", socket.display())),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+
+    // The master gone: a new connection, which here cannot authenticate: one clear line.
+    let exit = ssh_control(&good, alias, "exit");
+    assert!(exit.status.success(), "{}", stderr(&exit));
+    let failed = run(home.path(), &keyless, &["ls", alias, "--json"]);
+    assert_eq!(code(&failed), 3, "{}", stderr(&failed));
+    let failure = stderr(&failed);
+    let said_lines: Vec<&str> = failure.lines().collect();
+    assert_eq!(said_lines.len(), 1, "{said_lines:?}");
+    assert!(
+        said_lines[0].contains("authentication failed"),
+        "{said_lines:?}"
+    );
+    // With a key, the new connection works and `-v` says why it was taken.
+    let fresh = run(home.path(), &good, &["-v", "ls", alias, "--json"]);
+    assert_eq!(listed_sessions(&fresh), vec![SESSION.to_string()]);
+    let lines = debug_lines(&fresh);
+    assert!(
+        said(
+            &lines,
+            &format!(
+                "{alias}: connection: new connection (no master at ControlPath {}",
+                socket.display()
+            )
+        ),
+        "{}",
+        lines.join("\n")
+    );
+    assert!(
+        said(&lines, "authenticated with identity file"),
+        "{}",
+        lines.join("\n")
+    );
+}
