@@ -312,3 +312,226 @@ fn a_master_runs_every_call_and_no_connection_of_ours_is_made() {
         lines.join("\n")
     );
 }
+
+/// Whether a process runs `needle` in its command line as `uid`'s… any user: the stalled login
+/// shell of `user` is the only process with its path in its command line.
+fn running(needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(needle))
+    })
+}
+
+#[test]
+fn a_master_killed_while_a_command_runs_falls_back_to_a_new_connection() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    if !require_tool("ssh") {
+        return;
+    }
+    let user = "ck_mux_killed";
+    let alias = sshd.add_hostile_user(user, Hostile::StallOnFlag);
+    sshd.put_file(
+        user,
+        format!(".claude/projects/-mux/{SESSION}.jsonl"),
+        &transcript(3),
+    );
+    let stall = sshd.put_file(user, "stall", b"");
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let extra = format!("    ControlPath {}/%C\n", dir.path().display());
+    let good = config(sshd, dir.path(), &alias, user, true, &extra);
+    let _master = start_master(&good, &alias);
+    let pid = master_pid(&good, &alias);
+
+    let child = clankie(home.path())
+        .arg("--ssh-config")
+        .arg(&good)
+        .args(["-v", "ls", &alias, "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The command is running through the master once the user's login shell is stalled.
+    let shell = format!("/home/{user}/.ck-login-shell");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !running(&shell) {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::remove_file(&stall).unwrap();
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(listed_sessions(&out), vec![SESSION.to_string()]);
+    let lines = debug_lines(&out);
+    let all = lines.join("\n");
+    assert!(
+        said(&lines, &format!("{alias}: connection: master at ")),
+        "{all}"
+    );
+    assert!(
+        said(
+            &lines,
+            "failed (it ended the session without an exit status and no longer answers); new connection from now on"
+        ),
+        "{all}"
+    );
+    assert!(said(&lines, "authenticated with identity file"), "{all}");
+}
+
+#[test]
+fn control_master_auto_with_persist_starts_a_master_the_next_call_uses() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    if !require_tool("ssh") {
+        return;
+    }
+    let user = "ck_mux_auto";
+    plain_user(sshd, user);
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+
+    // Without ControlPersist, `auto` starts nothing (a master would die with its only client).
+    let alias = "mux-auto-once";
+    let extra = format!(
+        "    ControlPath {}/once-%C\n    ControlMaster auto\n",
+        dir.path().display()
+    );
+    let once = config(sshd, dir.path(), alias, user, true, &extra);
+    let out = run(home.path(), &once, &["-v", "ls", alias, "--json"]);
+    assert_eq!(listed_sessions(&out), vec![SESSION.to_string()]);
+    let lines = debug_lines(&out);
+    assert!(
+        said(
+            &lines,
+            "connection: new connection (no master at ControlPath"
+        ),
+        "{}",
+        lines.join("\n")
+    );
+    assert!(!said(&lines, "starting one"), "{}", lines.join("\n"));
+    assert!(!control_path(&once, alias).exists());
+
+    let alias = "mux-auto";
+    let extra = format!(
+        "    ControlPath {}/%C\n    ControlMaster auto\n    ControlPersist 60\n",
+        dir.path().display()
+    );
+    let auto = config(sshd, dir.path(), alias, user, true, &extra);
+    let _master = MasterGuard {
+        config: auto.clone(),
+        alias: alias.to_string(),
+    };
+    let socket = control_path(&auto, alias);
+    let first = run(home.path(), &auto, &["-v", "ls", alias, "--json"]);
+    assert_eq!(listed_sessions(&first), vec![SESSION.to_string()]);
+    let lines = debug_lines(&first);
+    let all = lines.join("\n");
+    assert!(
+        said(
+            &lines,
+            "no master listening; starting one (ControlMaster Auto, ControlPersist 60): ssh -F "
+        ),
+        "{all}"
+    );
+    assert!(
+        said(
+            &lines,
+            &format!("connection: master at {} (started it)", socket.display())
+        ),
+        "{all}"
+    );
+    assert!(!said(&lines, "authenticat"), "{all}");
+    let check = ssh_control(&auto, alias, "check");
+    assert!(check.status.success(), "{}", stderr(&check));
+
+    let second = run(home.path(), &auto, &["-v", "ls", alias, "--json"]);
+    assert_eq!(listed_sessions(&second), vec![SESSION.to_string()]);
+    let lines = debug_lines(&second);
+    let all = lines.join("\n");
+    assert!(
+        said(
+            &lines,
+            &format!(
+                "connection: master at {} (ControlPath); no new connection",
+                socket.display()
+            )
+        ),
+        "{all}"
+    );
+    assert!(!said(&lines, "starting one"), "{all}");
+    let exit = ssh_control(&auto, alias, "exit");
+    assert!(exit.status.success(), "{}", stderr(&exit));
+}
+
+/// A ControlPath where something listens that is not a master: it says nothing, or garbage.
+#[test]
+fn a_control_path_that_is_not_a_master_falls_back_within_the_timeout() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_mux_hostile";
+    plain_user(sshd, user);
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    for (name, reply) in [
+        ("silent", &b""[..]),
+        ("garbage", &b"\0\0\0\x08garbage!\xff\xff"[..]),
+    ] {
+        let socket = dir.path().join(name);
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let reply = reply.to_vec();
+        // Accepts one connection at a time, answers `reply` and keeps it open until the next.
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming().flatten() {
+                let mut conn = conn;
+                let _ = conn.write_all(&reply);
+                held.push(conn);
+            }
+        });
+        let alias = format!("mux-{name}");
+        // `auto` with ControlPersist: still no master is started over a socket that is not one.
+        let extra = format!(
+            "    ControlPath {}\n    ControlMaster auto\n    ControlPersist 60\n",
+            socket.display()
+        );
+        let cfg = config(sshd, dir.path(), &alias, user, true, &extra);
+        let out = run(
+            home.path(),
+            &cfg,
+            &["--timeout", "1", "-v", "ls", &alias, "--json"],
+        );
+        assert_eq!(listed_sessions(&out), vec![SESSION.to_string()]);
+        let lines = debug_lines(&out);
+        let all = lines.join("\n");
+        let expected = if name == "silent" {
+            "not a master: no hello within 1 s"
+        } else {
+            "not a master: its first message is not a hello"
+        };
+        assert!(
+            said(
+                &lines,
+                &format!(
+                    "{alias}: connection: new connection (no master at ControlPath {}: {expected})",
+                    socket.display()
+                )
+            ),
+            "{all}"
+        );
+        assert!(!said(&lines, "starting one"), "{all}");
+        assert!(said(&lines, "authenticated with identity file"), "{all}");
+        // The socket is left as it was.
+        assert!(
+            std::fs::symlink_metadata(&socket)
+                .unwrap()
+                .file_type()
+                .is_socket()
+        );
+    }
+}
