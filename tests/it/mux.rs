@@ -57,27 +57,20 @@ fn config(
     identity: bool,
     extra: &str,
 ) -> PathBuf {
-    let identity = if identity {
-        sshd.identity().display().to_string()
+    let (identity_file, kind) = if identity {
+        (sshd.identity().display().to_string(), "key")
     } else {
-        dir.join("no-such-key").display().to_string()
+        (dir.join("no-such-key").display().to_string(), "keyless")
     };
     let text = format!(
         "Host {alias}\n    HostName 127.0.0.1\n    Port {port}\n    User {user}\n    \
-         IdentityFile {identity}\n    IdentitiesOnly yes\n    IdentityAgent none\n    \
+         IdentityFile {identity_file}\n    IdentitiesOnly yes\n    IdentityAgent none\n    \
          UserKnownHostsFile {kh}\n    GlobalKnownHostsFile /dev/null\n    \
          StrictHostKeyChecking yes\n    BatchMode yes\n    LogLevel ERROR\n{extra}",
         port = sshd.port(),
         kh = sshd.known_hosts().display(),
     );
-    let path = dir.join(format!(
-        "{alias}-{}.config",
-        if identity.ends_with("no-such-key") {
-            "nokey"
-        } else {
-            "key"
-        }
-    ));
+    let path = dir.join(format!("{alias}-{kind}.config"));
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -156,12 +149,11 @@ fn master_pid(config: &Path, alias: &str) -> u32 {
 }
 
 fn run(home: &Path, config: &Path, args: &[&str]) -> Output {
-    let out = run_with_stdin(
+    run_with_stdin(
         clankie(home).arg("--ssh-config").arg(config).args(args),
         b"",
         Duration::from_secs(60),
-    );
-    out
+    )
 }
 
 /// The `-v` lines of a run, without the `clankie-read: debug: ` prefix.
@@ -313,8 +305,8 @@ fn a_master_runs_every_call_and_no_connection_of_ours_is_made() {
     );
 }
 
-/// Whether a process runs `needle` in its command line as `uid`'s… any user: the stalled login
-/// shell of `user` is the only process with its path in its command line.
+/// Whether some process has `needle` in its command line (a stalled login shell is the only
+/// one with its own path there).
 fn running(needle: &str) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
@@ -436,7 +428,7 @@ fn control_master_auto_with_persist_starts_a_master_the_next_call_uses() {
     assert!(
         said(
             &lines,
-            "no master listening; starting one (ControlMaster Auto, ControlPersist 60): ssh -F "
+            "no master listening; starting one (ControlMaster auto, ControlPersist 60): ssh -F "
         ),
         "{all}"
     );

@@ -440,7 +440,16 @@ impl RawOptions {
             Some(p) => p.parse::<u16>().map_err(|_| err("Port", &p))?,
             None => dest.port.unwrap_or(22),
         };
-        let jump_host = self.proxy_jump.as_deref().unwrap_or("");
+        // `%C` hashes the host of the last ProxyJump hop (the one next to the target), as
+        // OpenSSH 9.6+ keeps it (`%j`).
+        let jump_host = self
+            .proxy_jump
+            .as_deref()
+            .filter(|v| !v.eq_ignore_ascii_case("none"))
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|hop| parse_destination(hop.trim(), original).ok())
+            .map(|hop| hop.host)
+            .unwrap_or_default();
         let tokens = Tokens {
             host_name: &host_name,
             original_host: &dest.host,
@@ -448,11 +457,7 @@ impl RawOptions {
             remote_user: &user,
             local_user,
             home,
-            jump_host: if jump_host.eq_ignore_ascii_case("none") {
-                ""
-            } else {
-                jump_host
-            },
+            jump_host: &jump_host,
         };
         let identity_files = if self.identity_files.is_empty() {
             [
@@ -640,13 +645,13 @@ struct Tokens<'a> {
     remote_user: &'a str,
     local_user: &'a str,
     home: Option<&'a Path>,
-    /// ProxyJump as written (empty without one): part of `%C` since OpenSSH 9.6.
+    /// The host of the last ProxyJump hop (empty without one): part of `%C` since OpenSSH 9.6.
     jump_host: &'a str,
 }
 
 impl Tokens<'_> {
-    /// `%C`: the hex SHA-1 of `%l%h%p%r` and the ProxyJump, as OpenSSH hashes a connection
-    /// (OpenSSH before 9.6 left the ProxyJump out; the two agree without one).
+    /// `%C`: the hex SHA-1 of `%l%h%p%r%j`, as OpenSSH hashes a connection (OpenSSH before 9.6
+    /// left `%j` out; the two agree without a ProxyJump).
     fn connection_hash(&self) -> String {
         use sha1::Digest as _;
         let mut hash = sha1::Sha1::new();
@@ -1328,7 +1333,7 @@ Match !host *.example.com
             t.expand("~/x/%h-%p-%r-%u-%n-%%-%%C-%Z"),
             "/home/l/x/h.example-22-r-l-h-%-%C-%Z"
         );
-        // `%C` is OpenSSH's connection hash: SHA-1 of `%l%h%p%r` (and the ProxyJump).
+        // `%C` is OpenSSH's connection hash: SHA-1 of `%l%h%p%r%j`.
         use sha1::Digest as _;
         let hex = |text: String| -> String {
             sha1::Sha1::digest(text.as_bytes())
@@ -1343,6 +1348,14 @@ Match !host *.example.com
             jump_host: "gw",
             ..t
         };
+        // The last hop's host, without its user and port.
+        let text = "Host x\n  HostName h.example\n  User r\n  ProxyJump a@first,gw:2222\n  \
+                    ControlPath /c/%C\n";
+        let target = resolve_with_ssh2_config("x", text, None, "l", None).unwrap();
+        assert_eq!(
+            target.control_path,
+            Some(PathBuf::from(format!("/c/{}", jumping.expand("%C"))))
+        );
         assert_eq!(jumping.expand("%C"), hex(format!("{local}h.example22rgw")));
         assert_eq!(t.expand("%d/y"), "/home/l/y");
         assert_eq!(t.expand("/a/~b"), "/a/~b");

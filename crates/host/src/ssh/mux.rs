@@ -227,13 +227,16 @@ impl SharedConnection {
 
 /// How long a master gets to say hello: it is a local process that answers at once, and a
 /// socket that says nothing must not cost a whole `--timeout` before our own connection.
+#[cfg(unix)]
 const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 
+#[cfg(unix)]
 fn hello_bound(timeouts: ReplyTimeouts) -> Duration {
     HELLO_TIMEOUT.min(timeouts.idle)
 }
 
 /// What the master's start printed on stderr, kept for `-v`.
+#[cfg(unix)]
 const MAX_MASTER_STDERR: usize = 2048;
 
 /// Starts the user's own master, `ssh -M -N -f -o ControlPersist=…` for the same destination
@@ -274,8 +277,8 @@ async fn start_master(
             )
             .collect();
         format!(
-            "no master listening; starting one (ControlMaster {:?}, ControlPersist {}): {}",
-            target.control_master,
+            "no master listening; starting one (ControlMaster {}, ControlPersist {}): {}",
+            format!("{:?}", target.control_master).to_ascii_lowercase(),
             persist.as_option_value(),
             shown.join(" ")
         )
@@ -731,11 +734,13 @@ mod wire {
                 let mut ancillary = SendAncillaryBuffer::new(&mut space);
                 let fds = [fd];
                 ancillary.push(SendAncillaryMessage::ScmRights(&fds));
+                // No MSG_NOSIGNAL (macOS has none): the Rust runtime ignores SIGPIPE, so a
+                // master gone is an EPIPE here.
                 rustix::net::sendmsg(
                     control,
                     &[IoSlice::new(&[0])],
                     &mut ancillary,
-                    SendFlags::NOSIGNAL,
+                    SendFlags::empty(),
                 )
                 .map_err(std::io::Error::from)
             });
