@@ -1,6 +1,7 @@
 //! `clankie-read hosts [--check] [HOST…]`: the configured hosts, and with `--check` why one does
 //! not answer — connection and auth, host key, shell dialect, whether the login shell is clean,
-//! which harness roots exist with how many sessions, and round-trip times.
+//! which harness roots exist with how many sessions, round-trip times, and which way the
+//! commands go (the user's ControlMaster, or a new connection).
 
 use std::io::Write;
 
@@ -92,6 +93,7 @@ async fn check(report: &mut HostReport, opened: Result<OpenHost, Error>) {
                 report.uname = Some(probe.uname);
                 report.host_key = Some("known");
                 report.auth = Some(probe.auth);
+                report.connection = Some(probe.connection.to_string());
                 report.clean_shell = Some(probe.noise.is_empty());
                 if !probe.noise.is_empty() {
                     let noise = String::from_utf8_lossy(&probe.noise[..probe.noise.len().min(120)])

@@ -48,6 +48,8 @@ pub struct HostReport {
     /// `known` once the host key was checked.
     pub host_key: Option<&'static str>,
     pub auth: Option<String>,
+    /// Which way commands go: `master at PATH` (the user's ControlMaster) or `new connection`.
+    pub connection: Option<String>,
     pub clean_shell: Option<bool>,
     pub shell_noise: Option<String>,
     pub roots: Vec<RootReport>,

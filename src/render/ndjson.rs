@@ -98,6 +98,8 @@ struct HostLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     auth: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    connection: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     clean_shell: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     shell_noise: Option<&'a str>,
@@ -455,6 +457,7 @@ pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
             uname: r.uname.as_deref(),
             host_key: r.host_key,
             auth: r.auth.as_deref(),
+            connection: r.connection.as_deref(),
             clean_shell: r.clean_shell,
             shell_noise: r.shell_noise.as_deref(),
             roots: r.roots.iter().map(root).collect(),

@@ -460,6 +460,9 @@ pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
             sanitize(auth)
         )?;
     }
+    if let Some(connection) = &r.connection {
+        writeln!(out, "    connection: {}", sanitize(connection))?;
+    }
     for root in &r.roots {
         let what = if root.exists {
             format!("{} sessions", root.sessions)

@@ -61,6 +61,52 @@ pub struct SshTarget {
     pub ssh_config: Option<PathBuf>,
     /// What read the configuration (for `-v`, and the warning when it was not OpenSSH).
     pub config_source: ConfigSource,
+    /// ControlPath, its tokens expanded (`ssh -G` prints it so); `None` for `none` or unset.
+    pub control_path: Option<PathBuf>,
+    pub control_master: ControlMaster,
+    /// ControlPersist; `None` for `no` (the default).
+    pub control_persist: Option<ControlPersist>,
+}
+
+/// ControlMaster: whether `ssh` itself would become a master for this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlMaster {
+    /// `no` (the default): only use a master that is already listening.
+    No,
+    /// `yes`.
+    Yes,
+    /// `ask`: `yes`, confirming each session with ssh-askpass.
+    Ask,
+    /// `auto`: use a listening master, else become one.
+    Auto,
+    /// `autoask`: `auto`, confirming each session.
+    AutoAsk,
+}
+
+impl ControlMaster {
+    /// Whether, with no master listening, `ssh` would start one (`auto`, `autoask`).
+    pub fn starts_a_master(self) -> bool {
+        matches!(self, ControlMaster::Auto | ControlMaster::AutoAsk)
+    }
+}
+
+/// ControlPersist: how long a master outlives its last session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlPersist {
+    /// `yes`: until `ssh -O exit`.
+    Forever,
+    /// A time (`ssh -G` says it in seconds).
+    For(Duration),
+}
+
+impl ControlPersist {
+    /// The value as `ssh -o ControlPersist=…` takes it.
+    pub fn as_option_value(self) -> String {
+        match self {
+            ControlPersist::Forever => "yes".to_string(),
+            ControlPersist::For(d) => d.as_secs().to_string(),
+        }
+    }
 }
 
 /// What resolved a target.
@@ -331,6 +377,10 @@ pub(crate) fn target_from_dump(
             }
             "hostkeyalias" => raw.host_key_alias = Some(value),
             "stricthostkeychecking" => raw.strict = Some(value),
+            // Printed with its tokens expanded (OpenSSH 9.x), so taken as it is.
+            "controlpath" => raw.control_path = Some(ControlPathValue::Expanded(value)),
+            "controlmaster" => raw.control_master = Some(value),
+            "controlpersist" => raw.control_persist = Some(value),
             _ => {}
         }
     }
@@ -357,6 +407,17 @@ struct RawOptions {
     global_known_hosts: Option<Vec<String>>,
     host_key_alias: Option<String>,
     strict: Option<String>,
+    control_path: Option<ControlPathValue>,
+    control_master: Option<String>,
+    control_persist: Option<String>,
+}
+
+/// A ControlPath as read: `ssh -G` has expanded its tokens already (expanding again would turn
+/// a `%%`'s `%` into a token); the built-in parser has not.
+#[derive(Debug)]
+enum ControlPathValue {
+    Expanded(String),
+    AsWritten(String),
 }
 
 impl RawOptions {
@@ -379,6 +440,16 @@ impl RawOptions {
             Some(p) => p.parse::<u16>().map_err(|_| err("Port", &p))?,
             None => dest.port.unwrap_or(22),
         };
+        // `%C` hashes the host of the last ProxyJump hop (the one next to the target), as
+        // OpenSSH 9.6+ keeps it (`%j`).
+        let jump_host = self
+            .proxy_jump
+            .as_deref()
+            .filter(|v| !v.eq_ignore_ascii_case("none"))
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|hop| parse_destination(hop.trim(), original).ok())
+            .map(|hop| hop.host)
+            .unwrap_or_default();
         let tokens = Tokens {
             host_name: &host_name,
             original_host: &dest.host,
@@ -386,6 +457,7 @@ impl RawOptions {
             remote_user: &user,
             local_user,
             home,
+            jump_host: &jump_host,
         };
         let identity_files = if self.identity_files.is_empty() {
             [
@@ -467,6 +539,40 @@ impl RawOptions {
                 _ => return Err(err("StrictHostKeyChecking", &v)),
             },
         };
+        let control_path = match self.control_path {
+            None => None,
+            Some(ControlPathValue::Expanded(v) | ControlPathValue::AsWritten(v))
+                if v.eq_ignore_ascii_case("none") =>
+            {
+                None
+            }
+            Some(ControlPathValue::Expanded(v)) => Some(PathBuf::from(v)),
+            Some(ControlPathValue::AsWritten(v)) => Some(PathBuf::from(tokens.expand(&v))),
+        };
+        let control_master = match self.control_master.as_deref().map(str::to_ascii_lowercase) {
+            None => ControlMaster::No,
+            Some(v) => match v.as_str() {
+                "no" | "false" => ControlMaster::No,
+                "yes" | "true" => ControlMaster::Yes,
+                "ask" => ControlMaster::Ask,
+                "auto" => ControlMaster::Auto,
+                "autoask" => ControlMaster::AutoAsk,
+                _ => return Err(err("ControlMaster", &v)),
+            },
+        };
+        let control_persist = match self.control_persist.as_deref().map(str::to_ascii_lowercase) {
+            None => None,
+            Some(v) => match v.as_str() {
+                "no" | "false" => None,
+                "yes" | "true" => Some(ControlPersist::Forever),
+                // `0` is `yes` to OpenSSH too (a master that stays until told to exit).
+                time => match parse_time(time) {
+                    Some(Duration::ZERO) => Some(ControlPersist::Forever),
+                    Some(d) => Some(ControlPersist::For(d)),
+                    None => return Err(err("ControlPersist", &v)),
+                },
+            },
+        };
         Ok(SshTarget {
             original: original.to_string(),
             host_name,
@@ -486,8 +592,41 @@ impl RawOptions {
             strict_host_key_checking,
             ssh_config: ssh_config.map(Path::to_path_buf),
             config_source,
+            control_path,
+            control_master,
+            control_persist,
         })
     }
+}
+
+/// A time as ssh_config(5) writes one: seconds, or numbers each followed by `s`, `m`, `h`,
+/// `d` or `w` (`1h30m`); `None` when it is not one.
+fn parse_time(text: &str) -> Option<Duration> {
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let mut total = 0u64;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c.to_ascii_lowercase() {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'w' => 604_800,
+            _ => return None,
+        };
+        let n: u64 = std::mem::take(&mut number).parse().ok()?;
+        total = total.checked_add(n.checked_mul(unit)?)?;
+    }
+    if !number.is_empty() {
+        total = total.checked_add(number.parse().ok()?)?;
+    }
+    Some(Duration::from_secs(total))
 }
 
 fn parse_bool(v: &str) -> Option<bool> {
@@ -506,11 +645,30 @@ struct Tokens<'a> {
     remote_user: &'a str,
     local_user: &'a str,
     home: Option<&'a Path>,
+    /// The host of the last ProxyJump hop (empty without one): part of `%C` since OpenSSH 9.6.
+    jump_host: &'a str,
 }
 
 impl Tokens<'_> {
-    /// Expands a leading `~` / `~/` (to `$HOME`) and `%h %p %r %u %d %n %%`. Unknown tokens are
-    /// kept as written.
+    /// `%C`: the hex SHA-1 of `%l%h%p%r%j`, as OpenSSH hashes a connection (OpenSSH before 9.6
+    /// left `%j` out; the two agree without a ProxyJump).
+    fn connection_hash(&self) -> String {
+        use sha1::Digest as _;
+        let mut hash = sha1::Sha1::new();
+        for part in [
+            local_host_name().as_str(),
+            self.host_name,
+            &self.port.to_string(),
+            self.remote_user,
+            self.jump_host,
+        ] {
+            hash.update(part.as_bytes());
+        }
+        hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Expands a leading `~` / `~/` (to `$HOME`) and `%h %p %r %u %d %n %l %L %C %%`. Unknown
+    /// tokens are kept as written.
     fn expand(&self, input: &str) -> String {
         let home = self.home.map(|h| h.to_string_lossy().into_owned());
         let mut s = String::with_capacity(input.len());
@@ -538,6 +696,9 @@ impl Tokens<'_> {
                 Some('r') => s.push_str(self.remote_user),
                 Some('u') => s.push_str(self.local_user),
                 Some('d') => s.push_str(home.as_deref().unwrap_or("~")),
+                Some('l') => s.push_str(&local_host_name()),
+                Some('L') => s.push_str(local_host_name().split('.').next().unwrap_or("")),
+                Some('C') => s.push_str(&self.connection_hash()),
                 Some('%') => s.push('%'),
                 Some(other) => {
                     s.push('%');
@@ -547,6 +708,21 @@ impl Tokens<'_> {
             }
         }
         s
+    }
+}
+
+/// This machine's host name (`%l`), as `gethostname` gives it.
+fn local_host_name() -> String {
+    #[cfg(unix)]
+    {
+        rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned()
+    }
+    #[cfg(not(unix))]
+    {
+        std::env::var("COMPUTERNAME").unwrap_or_default()
     }
 }
 
@@ -610,6 +786,9 @@ pub fn resolve_with_ssh2_config(
         global_known_hosts: unsupported("globalknownhostsfile"),
         host_key_alias: first("hostkeyalias"),
         strict: first("stricthostkeychecking"),
+        control_path: first("controlpath").map(ControlPathValue::AsWritten),
+        control_master: first("controlmaster"),
+        control_persist: first("controlpersist"),
     };
     let source = ConfigSource::BuiltIn {
         file: ssh_config.map(Path::to_path_buf),
@@ -1132,13 +1311,128 @@ Match !host *.example.com
             remote_user: "r",
             local_user: "l",
             home: Some(Path::new("/home/l")),
+            jump_host: "",
         };
         assert_eq!(
-            t.expand("~/x/%h-%p-%r-%u-%n-%%-%C"),
-            "/home/l/x/h.example-22-r-l-h-%-%C"
+            t.expand("~/x/%h-%p-%r-%u-%n-%%-%%C-%Z"),
+            "/home/l/x/h.example-22-r-l-h-%-%C-%Z"
         );
+        // `%C` is OpenSSH's connection hash: SHA-1 of `%l%h%p%r%j`.
+        use sha1::Digest as _;
+        let hex = |text: String| -> String {
+            sha1::Sha1::digest(text.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        let local = local_host_name();
+        assert_eq!(t.expand("%C"), hex(format!("{local}h.example22r")));
+        assert_eq!(t.expand("%l"), local);
+        let jumping = Tokens {
+            jump_host: "gw",
+            ..t
+        };
+        // The last hop's host, without its user and port.
+        let text = "Host x\n  HostName h.example\n  User r\n  ProxyJump a@first,gw:2222\n  \
+                    ControlPath /c/%C\n";
+        let target = resolve_with_ssh2_config("x", text, None, "l", None).unwrap();
+        assert_eq!(
+            target.control_path,
+            Some(PathBuf::from(format!("/c/{}", jumping.expand("%C"))))
+        );
+        assert_eq!(jumping.expand("%C"), hex(format!("{local}h.example22rgw")));
         assert_eq!(t.expand("%d/y"), "/home/l/y");
         assert_eq!(t.expand("/a/~b"), "/a/~b");
+    }
+
+    /// ControlPath, ControlMaster and ControlPersist from `ssh -G` (expanded there, kept as
+    /// printed) and from the built-in parser (expanded here).
+    #[test]
+    fn control_options() {
+        let dump = "controlpath /run/cm-%%-x\ncontrolmaster auto\ncontrolpersist 600\n";
+        let t = target_from_dump("x", dump, None, "me", None).unwrap();
+        assert_eq!(t.control_path, Some(PathBuf::from("/run/cm-%%-x")));
+        assert_eq!(t.control_master, ControlMaster::Auto);
+        assert!(t.control_master.starts_a_master());
+        assert_eq!(
+            t.control_persist,
+            Some(ControlPersist::For(Duration::from_secs(600)))
+        );
+        let t = target_from_dump(
+            "x",
+            "controlmaster false\ncontrolpersist no\n",
+            None,
+            "me",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (t.control_path, t.control_master, t.control_persist),
+            (None, ControlMaster::No, None)
+        );
+        let t = target_from_dump(
+            "x",
+            "controlmaster autoask\ncontrolpersist yes\n",
+            None,
+            "me",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (t.control_master, t.control_persist),
+            (ControlMaster::AutoAsk, Some(ControlPersist::Forever))
+        );
+        assert!(target_from_dump("x", "controlmaster maybe\n", None, "me", None).is_err());
+        assert!(target_from_dump("x", "controlpersist 5x\n", None, "me", None).is_err());
+
+        let text = "Host m\n  HostName m.example\n  User u\n  Port 2200\n  \
+                    ControlPath ~/.ssh/cm-%h-%p-%r-%C\n  ControlMaster yes\n  ControlPersist 1h30m\n\
+                    Host n\n  ControlPath none\n  ControlMaster ask\n  ControlPersist 0\n";
+        let t =
+            resolve_with_ssh2_config("m", text, Some(Path::new("/home/me")), "me", None).unwrap();
+        let path = t.control_path.unwrap().to_string_lossy().into_owned();
+        let prefix = "/home/me/.ssh/cm-m.example-2200-u-";
+        assert!(path.starts_with(prefix), "{path}");
+        assert_eq!(path.len(), prefix.len() + 40, "{path}");
+        assert_eq!(t.control_master, ControlMaster::Yes);
+        assert_eq!(
+            t.control_persist,
+            Some(ControlPersist::For(Duration::from_secs(5400)))
+        );
+        let t = resolve_with_ssh2_config("n", text, None, "me", None).unwrap();
+        assert_eq!(
+            (t.control_path, t.control_master, t.control_persist),
+            (None, ControlMaster::Ask, Some(ControlPersist::Forever))
+        );
+        assert_eq!(parse_time("2w1d"), Some(Duration::from_secs(1_296_000)));
+        assert_eq!(parse_time("90"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_time("1q"), None);
+    }
+
+    /// `ssh -G` expands ControlPath's tokens exactly as the built-in parser does.
+    #[test]
+    fn control_path_tokens_agree_with_openssh() {
+        if Command::new("ssh").arg("-V").output().is_err() {
+            eprintln!("no OpenSSH client; skipping");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config");
+        let text = "Host m\n  HostName m.example\n  User u\n  Port 2200\n  \
+                    ControlPath /tmp/cm-%C-%h-%p-%r-%n-%l-%u\n";
+        std::fs::write(&file, text).unwrap();
+        let by_openssh = resolve("m", Some(&file)).unwrap();
+        let account = LocalAccount::current();
+        let built_in = resolve_with_ssh2_config(
+            "m",
+            text,
+            account.home.as_deref(),
+            &account.user,
+            Some(&file),
+        )
+        .unwrap();
+        assert!(by_openssh.control_path.is_some());
+        assert_eq!(by_openssh.control_path, built_in.control_path);
     }
 
     #[test]

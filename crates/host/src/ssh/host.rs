@@ -1,5 +1,6 @@
 //! The SSH host: the two primitives answered by one generated POSIX-sh script per call (`sh -s`,
-//! script on stdin), over one russh connection per host per invocation, opened on first use.
+//! script on stdin), over one russh connection per host per invocation, opened on first use, or
+//! through the user's own OpenSSH master when its ControlPath has one (`mux.rs`).
 //! Replies are decoded by `script` (framed by a per-call nonce, never trusted).
 
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use tokio::sync::Mutex;
 
 use super::ConnectOptions;
 use super::config::SshTarget;
+use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, Dialect, Invocation, posix};
 use crate::{FileRef, Host, HostError};
@@ -27,6 +29,8 @@ pub struct SshHost {
     notes: std::sync::Mutex<Vec<String>>,
     /// Where the connection's story goes and how to ask for a passphrase.
     options: ConnectOptions,
+    /// The user's OpenSSH master for this host, when its ControlPath has one (`mux.rs`).
+    shared: SharedConnection,
 }
 
 impl std::fmt::Debug for SshHost {
@@ -54,6 +58,7 @@ impl SshHost {
     ) -> SshHost {
         SshHost {
             name: name.into(),
+            shared: SharedConnection::new(&target),
             target,
             session: Mutex::new(None),
             timeouts: ReplyTimeouts::default(),
@@ -139,6 +144,22 @@ impl SshHost {
         invocation: &Invocation,
         max_stdout: usize,
     ) -> Result<ExecOutput, HostError> {
+        // Connection sharing (issue 15): the user's master at ControlPath runs the command when
+        // there is one; `None` is our own connection.
+        if let Some(out) = self
+            .shared
+            .exec(
+                &self.name,
+                &invocation.exec,
+                &invocation.stdin,
+                max_stdout,
+                self.timeouts,
+                &self.options.log,
+            )
+            .await?
+        {
+            return Ok(out);
+        }
         let session = self.session().await?;
         match session
             .exec(&invocation.exec, &invocation.stdin, max_stdout)
@@ -221,6 +242,8 @@ pub struct Probe {
     pub noise: Vec<u8>,
     /// What authentication succeeded with.
     pub auth: String,
+    /// Which way the commands went: the user's master, or a new connection.
+    pub connection: ConnectionPath,
 }
 
 impl SshHost {
@@ -228,19 +251,34 @@ impl SshHost {
     /// whether the login shell is clean.
     pub async fn probe(&self) -> Result<Probe, HostError> {
         let start = std::time::Instant::now();
-        let session = self.session().await?;
+        // Through a master (issue 15) there is nothing of ours to connect.
+        let path = self
+            .shared
+            .path(&self.name, self.timeouts, &self.options.log)
+            .await;
+        if path == ConnectionPath::New {
+            self.session().await?;
+        }
         let connect = start.elapsed();
         let nonce = script::new_nonce();
-        let text = posix::list_script(&nonce, &[]);
+        let invocation = Invocation {
+            exec: posix::POSIX_EXEC.to_string(),
+            stdin: posix::list_script(&nonce, &[]),
+        };
         let start = std::time::Instant::now();
-        let out = session
-            .exec(
-                posix::POSIX_EXEC,
-                &text,
-                clankie_model::limits::MAX_LIST_REPLY_BYTES,
-            )
+        let out = self
+            .exec(&invocation, clankie_model::limits::MAX_LIST_REPLY_BYTES)
             .await?;
         let exec = start.elapsed();
+        // Settled by now, and a master that failed during the exec was given up.
+        let connection = self
+            .shared
+            .path(&self.name, self.timeouts, &self.options.log)
+            .await;
+        let auth = match &connection {
+            ConnectionPath::Master(_) => "the master's own authentication".to_string(),
+            ConnectionPath::New => self.session().await?.authenticated_with().to_string(),
+        };
         let frame = script::parse_frame(&self.name, &nonce, &out.stdout)
             .map_err(|e| self.explain(e, &out))?;
         let begin = format!("{nonce}:BEGIN");
@@ -256,7 +294,8 @@ impl SshHost {
             exec,
             uname: frame.uname,
             noise,
-            auth: session.authenticated_with().to_string(),
+            auth,
+            connection,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! SSH: the host whose two primitives are generated scripts run over SSH ([`SshHost`], in
 //! `host.rs`), the russh connection it runs them on ([`SshSession`], in `session.rs`), and
 //! what that connection needs: the user's SSH configuration (`config.rs`), known_hosts
-//! (`known_hosts.rs`) and authentication (`auth.rs`). Here: what a caller lends every
+//! (`known_hosts.rs`) and authentication (`auth.rs`), or instead the user's own OpenSSH master
+//! (`mux.rs`, connection sharing through ControlPath). Here: what a caller lends every
 //! connection ([`ConnectOptions`]): a [`ConnectionLog`] for `-v`, a [`PassphrasePrompt`].
 
 use std::collections::HashMap;
@@ -12,13 +13,16 @@ mod auth;
 pub mod config;
 mod host;
 pub mod known_hosts;
+mod mux;
 mod pattern;
 mod session;
 
 pub use config::{
-    ConfigSource, LocalAccount, SshTarget, StrictHostKeyChecking, resolve, resolve_as,
+    ConfigSource, ControlMaster, ControlPersist, LocalAccount, SshTarget, StrictHostKeyChecking,
+    resolve, resolve_as,
 };
 pub use host::{Probe, SshHost};
+pub use mux::ConnectionPath;
 pub use session::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_REPLY_TIMEOUT, ExecOutput, MAX_CHANNELS,
     ReplyTimeouts, SshSession,
