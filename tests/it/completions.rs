@@ -1,8 +1,9 @@
 //! Completion, driven through the real shells: bash's completion function called as bash calls
-//! it (`COMP_WORDS`, `COMP_CWORD`, the word split at `:`), zsh's completer with `_describe`
-//! capturing what it is given, and fish's `complete -C`. Each completes subcommands, their
-//! flags, hosts from the hosts file and the SSH config, and a host's session ids (a local host
-//! of the hosts file, and a real sshd); a host that does not answer completes nothing, quietly.
+//! it (`COMP_WORDS`, `COMP_CWORD`, the word split at `:`), zsh's completer as compinit
+//! registers it, with `_describe` capturing what it is given, and fish's `complete -C`. Each
+//! completes subcommands, their flags, hosts from the hosts file and the SSH config, and a
+//! host's session ids (a local host of the hosts file, and a real sshd); a host that does not
+//! answer completes nothing, quietly.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -191,17 +192,17 @@ fn zsh_complete(setup: &Setup, script: &Path, words: &[&str]) -> Vec<String> {
         .iter()
         .map(|w| format!("'{}'", w.replace('\'', r"'\''")))
         .collect();
-    // `compdef` is compinit's; the script only registers its function with it. `_describe`
-    // receives the candidates as the name of an array of `value:description`.
+    // The real compinit registers the script's function in `_comps`; `_describe` (what the
+    // function hands its candidates to, as the name of an array of `value:description`) is
+    // replaced to print them.
     let program = format!(
-        r#"typeset -A registered
-compdef() {{ registered[$2]=$1 }}
+        r#"autoload -Uz compinit && compinit -u -D || exit 7
 source "$1" || exit 9
-[[ -n ${{registered[clankie-read]}} ]] || exit 8
+[[ -n ${{_comps[clankie-read]}} ]] || exit 8
 _describe() {{ print -rl -- "${{(@P)3}}" }}
 words=({words})
 CURRENT=${{#words}}
-"${{registered[clankie-read]}}"
+"${{_comps[clankie-read]}}"
 "#,
         words = quoted.join(" ")
     );
