@@ -279,8 +279,9 @@ fn session_ids(host: &str) -> Vec<(String, &'static str)> {
     };
     let listing =
         runtime.block_on(async { tokio::time::timeout(SESSION_LISTING_BUDGET, list).await });
-    // A connection still open when the budget runs out is dropped with the runtime.
-    drop(runtime);
+    // A connection still open when the budget runs out is abandoned: a plain drop would wait
+    // for blocking tasks (an `ssh -G` still running), and the Tab with it.
+    runtime.shutdown_background();
     let Ok(Some(mut sessions)) = listing else {
         return Vec::new();
     };

@@ -355,6 +355,32 @@ fn session_ids_of_a_host_over_ssh_complete_and_an_unreachable_host_completes_not
 }
 
 #[test]
+fn a_host_that_accepts_and_never_speaks_completes_nothing_within_the_budget() {
+    // A listener that accepts and says nothing: the SSH handshake would wait for the SSH
+    // config's ConnectTimeout (10 s); completion gives up sooner, quietly.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let home = tempfile::tempdir().unwrap();
+    let ssh_config = home.path().join("silent.config");
+    std::fs::write(
+        &ssh_config,
+        format!("Host silent\n  HostName 127.0.0.1\n  Port {port}\n"),
+    )
+    .unwrap();
+    let out = crate::support::clankie(home.path())
+        .env("CLANKIE_COMPLETE", "fish")
+        .args(["--", "clankie-read", "--ssh-config"])
+        .arg(&ssh_config)
+        .arg("silent:")
+        .output()
+        .unwrap();
+    assert_eq!(lines(&out), Vec::<String>::new());
+    // The connection was made: it waits in the backlog (closed now that the process is gone).
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_ok(), "completion never connected");
+}
+
+#[test]
 fn powershell_gets_a_script_that_knows_the_read_options() {
     let script = stdout_of(&["completions", "powershell"]);
     for option in ["--since", "--no-redact"] {
