@@ -12,7 +12,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser};
@@ -67,34 +67,37 @@ const DYNAMIC_SHELLS: Shells<'static> = Shells(&[&BashShell, &ZshShell, &FishShe
 /// Answers a completion request (`CLANKIE_COMPLETE=SHELL`) and exits; returns at once on a
 /// normal run. Must run before anything is printed.
 pub(super) fn answer_if_asked() {
-    CompleteEnv::with_factory(completion_command)
+    CompleteEnv::with_factory(Cli::command)
         .var(COMPLETE_VAR)
         .bin(BIN)
         .shells(DYNAMIC_SHELLS)
         .complete();
 }
 
-/// The clap command, with the completers of the values only a run can know.
-fn completion_command() -> clap::Command {
-    let target = || ArgValueCompleter::new(complete_target);
-    let host = || ArgValueCompleter::new(complete_host);
-    Cli::command()
-        .mut_subcommand("read", |c| c.mut_arg("target", |a| a.add(target())))
+/// The clap command, with the completers of the values only a run can know; they see only the
+/// word under the cursor, so they are given the line's global options (`--hosts`,
+/// `--ssh-config`, `--root`, `--timeout`) as `global_words`.
+fn with_completers(cmd: clap::Command, global_words: Vec<OsString>) -> clap::Command {
+    let global_words = Arc::new(global_words);
+    let target = || {
+        let words = Arc::clone(&global_words);
+        ArgValueCompleter::new(move |current: &OsStr| complete_target(&words, current))
+    };
+    let host = || {
+        let words = Arc::clone(&global_words);
+        ArgValueCompleter::new(move |current: &OsStr| complete_host(&words, current))
+    };
+    cmd.mut_subcommand("read", |c| c.mut_arg("target", |a| a.add(target())))
         .mut_subcommand("resume", |c| c.mut_arg("target", |a| a.add(target())))
         .mut_subcommand("ls", |c| c.mut_arg("host_names", |a| a.add(host())))
         .mut_subcommand("hosts", |c| c.mut_arg("host_names", |a| a.add(host())))
         .mut_subcommand("check", |c| c.mut_arg("host_names", |a| a.add(host())))
 }
 
-/// The global options given on the command line being completed (`--hosts`, `--ssh-config`,
-/// `--root`, `--timeout`), for the completers, which see only the word under the cursor.
-static GLOBAL_WORDS: OnceLock<Vec<OsString>> = OnceLock::new();
-
 /// The candidates for `args[index]`. Besides clap's own: the shorthand `clankie-read
 /// HOST:SESSION` (a first word that is no subcommand is `read`'s target), so the first word
 /// also completes hosts, and what follows a target completes `read`'s options.
 fn candidates(
-    cmd: &mut clap::Command,
     mut args: Vec<OsString>,
     mut index: usize,
     current_dir: Option<&Path>,
@@ -102,17 +105,18 @@ fn candidates(
     while args.len() <= index {
         args.push(OsString::new());
     }
-    let _ = GLOBAL_WORDS.set(global_words(&args[..index]));
+    let global_words = global_words(&args[..index]);
+    let mut cmd = with_completers(Cli::command(), global_words.clone());
     let mut extra = Vec::new();
     match first_positional(&args[..=index]) {
-        Some(at) if at == index => extra = complete_target(&args[index]),
+        Some(at) if at == index => extra = complete_target(&global_words, &args[index]),
         Some(at) if !SUBCOMMANDS.contains(&args[at].to_string_lossy().as_ref()) => {
             args.insert(at, "read".into());
             index += 1;
         }
         _ => {}
     }
-    let mut candidates = clap_complete::engine::complete(cmd, args, index, current_dir)?;
+    let mut candidates = clap_complete::engine::complete(&mut cmd, args, index, current_dir)?;
     candidates.extend(extra);
     Ok(candidates)
 }
@@ -157,8 +161,8 @@ fn global_words(args: &[OsString]) -> Vec<OsString> {
 
 /// The global options of the command line being completed, parsed as a run would; the
 /// defaults when they do not parse (a value half typed).
-fn global_args() -> GlobalArgs {
-    let words = GLOBAL_WORDS.get().cloned().unwrap_or_default();
+fn global_args(words: &[OsString]) -> GlobalArgs {
+    let words = words.to_vec();
     let parse = |words: Vec<OsString>| {
         let args = std::iter::once(OsString::from(BIN))
             .chain(words)
@@ -172,19 +176,19 @@ fn global_args() -> GlobalArgs {
 
 /// `HOST:SESSION` as typed so far: before a `:`, the hosts (each with its `:`); after it, that
 /// host's session ids.
-fn complete_target(current: &OsStr) -> Vec<CompletionCandidate> {
+fn complete_target(global_words: &[OsString], current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(current) = current.to_str() else {
         return Vec::new();
     };
     match current.split_once(':') {
-        Some((host, prefix)) => session_ids(host)
+        Some((host, prefix)) => session_ids(global_words, host)
             .into_iter()
             .filter(|(id, _)| id.starts_with(prefix))
             .map(|(id, harness)| {
                 CompletionCandidate::new(format!("{host}:{id}")).help(Some(harness.into()))
             })
             .collect(),
-        None => host_names()
+        None => host_names(global_words)
             .into_iter()
             .filter(|name| name.starts_with(current))
             .map(|name| CompletionCandidate::new(format!("{name}:")).help(Some("host".into())))
@@ -193,9 +197,9 @@ fn complete_target(current: &OsStr) -> Vec<CompletionCandidate> {
 }
 
 /// A host's name as `ls`, `hosts` and `check` take it.
-fn complete_host(current: &OsStr) -> Vec<CompletionCandidate> {
+fn complete_host(global_words: &[OsString], current: &OsStr) -> Vec<CompletionCandidate> {
     let current = current.to_string_lossy();
-    host_names()
+    host_names(global_words)
         .into_iter()
         .filter(|name| name.starts_with(current.as_ref()))
         .map(|name| CompletionCandidate::new(name).help(Some("host".into())))
@@ -204,8 +208,8 @@ fn complete_host(current: &OsStr) -> Vec<CompletionCandidate> {
 
 /// `local`, the hosts file's hosts, and the SSH config's `Host` names without wildcards; a
 /// file that cannot be read adds nothing.
-fn host_names() -> Vec<String> {
-    let global = global_args();
+fn host_names(global_words: &[OsString]) -> Vec<String> {
+    let global = global_args(global_words);
     let mut names = vec!["local".to_string()];
     if let Ok(ctx) = Context::new(&global) {
         names.extend(ctx.hosts_file().names().map(String::from));
@@ -251,8 +255,8 @@ fn ssh_config_hosts(text: &str) -> Vec<String> {
 
 /// The session ids of `host`, newest first, with their harness: one listing, given
 /// [`SESSION_LISTING_BUDGET`], quiet (no prompt, no line on stderr); nothing on any failure.
-fn session_ids(host: &str) -> Vec<(String, &'static str)> {
-    let mut global = global_args();
+fn session_ids(global_words: &[OsString], host: &str) -> Vec<(String, &'static str)> {
+    let mut global = global_args(global_words);
     global.timeout = global
         .timeout
         .min(SESSION_LISTING_BUDGET.as_secs_f64())
@@ -394,12 +398,13 @@ impl EnvCompleter for BashShell {
     }
     fn write_complete(
         &self,
-        cmd: &mut clap::Command,
+        // Built anew by `candidates`, with completers that know the line's global options.
+        _cmd: &mut clap::Command,
         args: Vec<OsString>,
         current_dir: Option<&Path>,
         buf: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let found = candidates(cmd, args, index_from_env(), current_dir)?;
+        let found = candidates(args, index_from_env(), current_dir)?;
         let values: Vec<String> = found
             .iter()
             .map(|c| c.get_value().to_string_lossy().into_owned())
@@ -427,12 +432,13 @@ impl EnvCompleter for ZshShell {
     }
     fn write_complete(
         &self,
-        cmd: &mut clap::Command,
+        // Built anew by `candidates`, with completers that know the line's global options.
+        _cmd: &mut clap::Command,
         args: Vec<OsString>,
         current_dir: Option<&Path>,
         buf: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let found = candidates(cmd, args, index_from_env(), current_dir)?;
+        let found = candidates(args, index_from_env(), current_dir)?;
         // `_describe` reads `value:help`: a `:` in the value is escaped.
         let lines: Vec<String> = found
             .iter()
@@ -475,14 +481,15 @@ impl EnvCompleter for FishShell {
     }
     fn write_complete(
         &self,
-        cmd: &mut clap::Command,
+        // Built anew by `candidates`, with completers that know the line's global options.
+        _cmd: &mut clap::Command,
         args: Vec<OsString>,
         current_dir: Option<&Path>,
         buf: &mut dyn Write,
     ) -> std::io::Result<()> {
         // fish passes the words before the cursor and then the word under it.
         let index = args.len().saturating_sub(1);
-        for candidate in candidates(cmd, args, index, current_dir)? {
+        for candidate in candidates(args, index, current_dir)? {
             write!(buf, "{}", candidate.get_value().to_string_lossy())?;
             if let Some(help) = candidate.get_help() {
                 let help = help.to_string();

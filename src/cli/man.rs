@@ -14,14 +14,14 @@ use crate::error::{Error, Outcome};
 #[derive(Debug, Args)]
 pub struct ManArgs {}
 
-/// What the program is, after the one-line summary clap gives.
+/// What the program is, after the one-line summary clap gives (`HARNESSES` is the registry's
+/// list).
 const DESCRIPTION: &str = r#".SH DESCRIPTION
-Reads AI coding agents' session transcripts (Claude Code, Codex CLI, Gemini CLI, Pi, Grok,
-OpenCode) on this machine or on any machine reachable by SSH, with nothing installed there. A host
-answers two primitives, each one generated POSIX\-sh or PowerShell command: list the transcript
-files under the harnesses' roots, and read a byte range of one of them. Parsing, redaction, paging,
-cursors and rendering happen on the reading side; reading never writes to, locks, renames or
-deletes anything on the host.
+Reads AI coding agents' session transcripts (HARNESSES) on this machine or on any machine
+reachable by SSH, with nothing installed there. A host answers two primitives, each one generated
+POSIX\-sh or PowerShell command: list the transcript files under the harnesses' roots, and read a
+byte range of one of them. Parsing, redaction, paging, cursors and rendering happen on the reading
+side; reading never writes to, locks, renames or deletes anything on the host.
 .PP
 \fIHOST\fR is \fBlocal\fR, a name from the hosts file, or \fB[\fIuser\fB@]\fIalias\fR for any host
 that the SSH configuration or DNS knows. \fISESSION\fR is a session id, or an unambiguous prefix of
@@ -65,6 +65,7 @@ A malformed, oversized or unsupported source (a malformed record only with \fB\-
 \fBcheck\fR: another run holds the state file's lock for longer than \fB\-\-wait\fR.
 "#;
 
+/// The environment; `HARNESS_VARIABLES` stands for the harnesses' own, from the registry.
 const ENVIRONMENT: &str = r#".SH ENVIRONMENT
 .TP
 .B CLANKIE_HOSTS
@@ -95,29 +96,7 @@ harnesses' default roots on this machine.
 .TP
 .B SSH_AUTH_SOCK
 The ssh\-agent that SSH authentication asks first.
-.TP
-.B CLAUDE_CONFIG_DIR
-Claude Code's home (default \fB~/.claude\fR), on the host being read.
-.TP
-.B CODEX_HOME
-Codex CLI's home (default \fB~/.codex\fR), on the host being read.
-.TP
-.B PI_CODING_AGENT_DIR
-Pi's home (default \fB~/.pi/agent\fR), on the host being read.
-.TP
-.B GEMINI_CLI_HOME
-Gemini CLI's home is \fB$GEMINI_CLI_HOME/.gemini\fR (default \fB~/.gemini\fR), on the host
-being read.
-.TP
-.B GROK_HOME
-Grok's home (default \fB~/.grok\fR), on the host being read.
-.TP
-.B XDG_DATA_HOME
-OpenCode's data directory is \fB$XDG_DATA_HOME/opencode\fR (default
-\fB~/.local/share/opencode\fR), on the host being read.
-.TP
-.B OPENCODE_DB
-OpenCode's database, when not in its data directory, on the host being read.
+HARNESS_VARIABLES
 .TP
 .B CLANKIE_COMPLETE
 Set by the completion scripts (to \fBbash\fR, \fBzsh\fR or \fBfish\fR): the run prints the
@@ -151,12 +130,53 @@ const SEE_ALSO: &str = r#".SH "SEE ALSO"
 .BR less (1)
 "#;
 
+/// The variables that move a harness's home or database, from the registry: each names the
+/// harnesses it moves and their defaults. They are read on the host being read.
+fn harness_variables() -> String {
+    let mut by_variable: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for harness in clankie_engine::harness::all() {
+        let home = harness.default_home();
+        let name = roff_escape(harness.name());
+        if let Some(variable) = home.env_var {
+            let moved = match home.env_relative {
+                "" => format!(r"\fB${variable}\fR"),
+                rel => format!(r"\fB${variable}/{}\fR", roff_escape(rel)),
+            };
+            by_variable.entry(variable).or_default().push(format!(
+                r"{name}'s home is {moved} (default \fB~/{}\fR)",
+                roff_escape(home.home_relative)
+            ));
+        }
+        if let Some(variable) = harness.db_env() {
+            by_variable
+                .entry(variable)
+                .or_default()
+                .push(format!("{name}'s database, when it is not in its home"));
+        }
+    }
+    by_variable
+        .into_iter()
+        .map(|(variable, uses)| {
+            format!(
+                ".TP\n.B {variable}\nOn the host being read: {}.",
+                uses.join("; ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A word or path for roff: backslashes and dashes escaped.
+fn roff_escape(text: &str) -> String {
+    text.replace('\\', r"\e").replace('-', r"\-")
+}
+
 /// Roff for text that is not roff: leading dots and quotes made literal, backslashes and dashes
 /// escaped.
 fn roff_text(text: &str) -> String {
     text.lines()
         .map(|line| {
-            let line = line.replace('\\', r"\e").replace('-', r"\-");
+            let line = roff_escape(line);
             if line.starts_with('.') || line.starts_with('\'') {
                 format!(r"\&{line}")
             } else {
@@ -195,7 +215,12 @@ fn page() -> std::io::Result<Vec<u8>> {
     man.render_title(&mut out)?;
     man.render_name_section(&mut out)?;
     man.render_synopsis_section(&mut out)?;
-    out.extend_from_slice(DESCRIPTION.as_bytes());
+    let harnesses: Vec<&str> = clankie_engine::harness::all().map(|h| h.name()).collect();
+    out.extend_from_slice(
+        DESCRIPTION
+            .replace("HARNESSES", &harnesses.join(", "))
+            .as_bytes(),
+    );
     out.extend_from_slice(b".SH \"GLOBAL OPTIONS\"\nThese apply to every command.\n");
     out.extend_from_slice(without_headings(|w| man.render_options_section(w))?.as_bytes());
     out.extend_from_slice(b".SH COMMANDS\n");
@@ -220,7 +245,11 @@ fn page() -> std::io::Result<Vec<u8>> {
         }
     }
     out.extend_from_slice(EXIT_STATUS.as_bytes());
-    out.extend_from_slice(ENVIRONMENT.as_bytes());
+    out.extend_from_slice(
+        ENVIRONMENT
+            .replace("HARNESS_VARIABLES", &harness_variables())
+            .as_bytes(),
+    );
     out.extend_from_slice(FILES.as_bytes());
     let examples = EXAMPLES.strip_prefix("Examples:\n").unwrap_or(EXAMPLES);
     writeln!(out, ".SH EXAMPLES\n.nf\n{}\n.fi", roff_text(examples))?;
