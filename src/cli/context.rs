@@ -175,6 +175,16 @@ impl Context {
         })
     }
 
+    /// This context with nothing said or asked on the terminal: no passphrase prompt, no
+    /// notice, no warning about the SSH config parser. Completion runs under a Tab key press,
+    /// where a prompt would hang the shell and a line on stderr would garble the command line.
+    pub(super) fn quiet(mut self) -> Context {
+        self.verbose = false;
+        self.connect = ConnectOptions::default();
+        self.warned_builtin_parser = AtomicBool::new(true);
+        self
+    }
+
     /// `-v`: say more on stderr.
     pub(super) fn verbose(&self) -> bool {
         self.verbose

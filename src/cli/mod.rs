@@ -118,6 +118,8 @@ fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString
 
 /// Runs the CLI and returns the process exit status.
 pub fn main() -> ExitCode {
+    // `CLANKIE_COMPLETE=SHELL`: a completion script asking; answers and exits.
+    completions::answer_if_asked();
     let args = expand_shorthand(std::env::args_os().collect());
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
