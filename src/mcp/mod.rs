@@ -248,8 +248,7 @@ impl ServerHandler for McpServer {
             }
             Err(Failure::Call(e)) => Err(e),
             Err(Failure::Tool(message)) => {
-                let mut result =
-                    CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+                let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
                 result.structured_content = Some(json!({"error": message}));
                 Ok(result.into())
             }
@@ -285,9 +284,10 @@ impl McpServer {
     async fn list_sessions(&self, args: tools::ListSessionsArgs) -> Result<Answer, Failure> {
         let limit = tools::limit("list_sessions", args.limit).map_err(invalid)?;
         let harness = match &args.harness {
-            Some(name) => Some(clankie_engine::harness::by_name(name).ok_or_else(|| {
-                invalid(format!("list_sessions: unknown harness `{name}`"))
-            })?),
+            Some(name) => Some(
+                clankie_engine::harness::by_name(name)
+                    .ok_or_else(|| invalid(format!("list_sessions: unknown harness `{name}`")))?,
+            ),
             None => None,
         };
         let now = jiff::Timestamp::now();
@@ -366,8 +366,8 @@ impl McpServer {
     async fn read_session(&self, args: tools::ReadSessionArgs) -> Result<Answer, Failure> {
         let limit = tools::limit("read_session", args.limit).map_err(invalid)?;
         let (host_name, session_arg) = split_target(&args.target).map_err(invalid)?;
-        let query = SessionQuery::parse(session_arg)
-            .map_err(|e| invalid(format!("read_session: {e}")))?;
+        let query =
+            SessionQuery::parse(session_arg).map_err(|e| invalid(format!("read_session: {e}")))?;
         let mode = match (args.mode, &args.cursor) {
             (ReadMode::Since, Some(cursor)) => Mode::Since(
                 Cursor::decode(cursor).map_err(|e| invalid(format!("read_session: {e}")))?,
@@ -488,9 +488,15 @@ impl McpServer {
                 let result = match warm {
                     Ok(warm) => {
                         let roots = roots_for(&warm.roots, None);
-                        check_host(&warm.host, &roots, previous.hosts.get(&name), baseline, false)
-                            .await
-                            .map_err(Error::from)
+                        check_host(
+                            &warm.host,
+                            &roots,
+                            previous.hosts.get(&name),
+                            baseline,
+                            false,
+                        )
+                        .await
+                        .map_err(Error::from)
                     }
                     Err(e) => Err(e),
                 };
@@ -515,7 +521,9 @@ impl McpServer {
                     }
                     for e in &checked.errors {
                         crate::render::ndjson::session_error(&mut errors, e).map_err(output)?;
-                        text.extend_from_slice(format!("error: {name}: {}\n", e.message).as_bytes());
+                        text.extend_from_slice(
+                            format!("error: {name}: {}\n", e.message).as_bytes(),
+                        );
                     }
                     state.hosts.insert(name, checked.state);
                 }
@@ -571,10 +579,7 @@ impl McpServer {
             .roots
             .iter()
             .any(|r| r.harness == session.harness() && r.dir.is_some());
-        let remote = self
-            .pool
-            .source()
-            .remote(host_name, &session.entry.root);
+        let remote = self.pool.source().remote(host_name, &session.entry.root);
         let command = reader
             .resume_command(&session, explicit_root, remote)
             .await

@@ -109,7 +109,10 @@ impl Pool {
     /// The notes the hosts gathered for `-v` since last asked.
     pub(crate) async fn take_notes(&self) -> Vec<String> {
         let hosts = self.hosts.lock().await;
-        hosts.values().flat_map(|warm| warm.host.take_notes()).collect()
+        hosts
+            .values()
+            .flat_map(|warm| warm.host.take_notes())
+            .collect()
     }
 }
 

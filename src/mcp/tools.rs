@@ -206,9 +206,12 @@ mod tests {
         let read: ReadSessionArgs =
             decode("read_session", args(json!({"target": "local:abc123"}))).unwrap();
         assert_eq!(read.mode, ReadMode::Tail);
-        let err = decode::<ReadSessionArgs>("read_session", args(json!({"target": 5})))
-            .unwrap_err();
-        assert!(err.starts_with("read_session: invalid arguments: "), "{err}");
+        let err =
+            decode::<ReadSessionArgs>("read_session", args(json!({"target": 5}))).unwrap_err();
+        assert!(
+            err.starts_with("read_session: invalid arguments: "),
+            "{err}"
+        );
         let err = decode::<ReadSessionArgs>(
             "read_session",
             args(json!({"target": "a:b", "no_redact": true})),
