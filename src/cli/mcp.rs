@@ -103,6 +103,10 @@ impl HostSource for CliHosts {
             }),
         }
     }
+
+    fn warn(&self, lines: &[String]) {
+        super::warn(lines);
+    }
 }
 
 fn home() -> Option<PathBuf> {

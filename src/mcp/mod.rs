@@ -60,6 +60,11 @@ pub trait HostSource: Send + Sync + 'static {
         let _ = (name, session_root);
         None
     }
+
+    /// Says `lines` to the user beside the protocol (stderr): the hosts' `-v` notes.
+    fn warn(&self, lines: &[String]) {
+        let _ = lines;
+    }
 }
 
 /// The host names calls may use: `local`, the hosts file's, `--allow-host`'s, and (with
@@ -238,7 +243,7 @@ impl ServerHandler for McpServer {
             ))),
         };
         if self.options.verbose {
-            crate::cli::warn(&self.pool.take_notes().await);
+            self.pool.source().warn(&self.pool.take_notes().await);
         }
         match answer {
             Ok(Answer { structured, text }) => {
