@@ -26,7 +26,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::check::{State, StateError, StateLock, check_host};
+use crate::check::{SessionError, State, StateError, StateLock, check_host};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, exit, exit_status};
 use crate::render::text::TextOptions;
@@ -323,14 +323,18 @@ impl McpServer {
             crate::render::ndjson::session(&mut lines, host_name, session, Some(head))
                 .map_err(output)?;
         }
-        let errors: Vec<Value> = listing
-            .unreadable
-            .iter()
-            .map(|left_out| {
-                json!({"harness": left_out.harness.name(), "path": display_path(&left_out.path),
-                       "message": left_out.message})
-            })
-            .collect();
+        // As `ls --json`: an `error` object per source the listing left out.
+        let mut errors = Vec::new();
+        for left_out in &listing.unreadable {
+            let error = SessionError {
+                host: host_name.to_string(),
+                harness: left_out.harness.name().to_string(),
+                session: None,
+                path: display_path(&left_out.path),
+                message: left_out.message.clone(),
+            };
+            crate::render::ndjson::session_error(&mut errors, &error).map_err(output)?;
+        }
         let mut text = Vec::new();
         let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
         let unique = unique_prefix_lens(&ids);
@@ -362,7 +366,7 @@ impl McpServer {
                 "host": host_name,
                 "sessions": parse_lines(&lines),
                 "more": more,
-                "errors": errors,
+                "errors": parse_lines(&errors),
             }),
             text,
         })

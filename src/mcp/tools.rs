@@ -73,8 +73,8 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
 
 /// A `limit` argument: 1 to 200, [`DEFAULT_LIMIT`] when absent.
 pub(crate) fn limit(tool: &str, limit: Option<u32>) -> Result<usize, String> {
-    match limit.unwrap_or(DEFAULT_LIMIT) {
-        n @ 1..=200 => Ok(n as usize),
+    match limit.unwrap_or(DEFAULT_LIMIT) as usize {
+        n @ 1..=MAX_LIMIT => Ok(n),
         n => Err(format!(
             "{tool}: invalid arguments: limit must be 1 to {MAX_LIMIT}, got {n}"
         )),
@@ -133,12 +133,13 @@ pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
                  `thinking: true` for reasoning), tool calls (`tool_call`: `name`, `input`), \
                  tool results (`tool_result`: `output`, `is_error`) and `notice`s, oldest first. \
                  Secrets (API keys, tokens, passwords) are always redacted. Each record's text \
-                 is cut at 8 KiB, marked `truncated: true`. Returns `records` and `page`: \
+                 is cut at {} KiB, marked `truncated: true`. Returns `records` and `page`: \
                  `page.cursor` continues from the last record (mode `since`), `more` says \
                  records follow the page, `older` that records precede it (tail), \
                  `pending_tail` that a record is still being written, `reset` that the \
                  transcript was replaced and read from its start. To follow an agent's work, \
-                 call again with mode `since` and the last cursor. {host_note}"
+                 call again with mode `since` and the last cursor. {host_note}",
+                super::MAX_RECORD_TEXT_BYTES >> 10
             ).into()),
             schema(json!({
                 "type": "object",

@@ -454,8 +454,14 @@ fn a_second_read_of_an_ssh_host_reuses_its_connection_and_a_bad_host_stops_nothi
             .contains("is not allowed through MCP"),
         "{refused}"
     );
+    // `check` goes on past a host that fails, on the same warm connection for the other.
+    let checked = server.ok("check", json!({"hosts": [alias, unreachable]}));
+    assert_eq!(checked["baseline"], true, "{checked}");
+    let failed = checked["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{checked}");
+    assert_eq!(failed[0]["host"], unreachable);
     let log = server.finish();
-    // `-v` tells each connection's story once: one authentication, two reads.
+    // `-v` tells each connection's story once: one authentication, two reads and a check.
     let authentications = log
         .lines()
         .filter(|l| l.contains(&format!("{alias}: authenticating as")))
@@ -481,13 +487,16 @@ fn a_second_read_of_an_ssh_host_reuses_its_connection_and_a_bad_host_stops_nothi
     assert_eq!(second["records"][0]["id"], "mcp-u10#0");
 }
 
+/// The MCP Inspector release the test drives (pinned: its CLI's output is what is parsed).
+const INSPECTOR: &str = "@modelcontextprotocol/inspector@0.15.0";
+
 /// Installs the MCP Inspector (npm) into a cache dir under the target directory; `None` (or a
 /// panic under CI) when it cannot be.
 fn inspector() -> Option<PathBuf> {
     if !require_tool("npm") || !require_tool("node") {
         return None;
     }
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-inspector");
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-inspector-0.15.0");
     let bin = cache.join("node_modules/.bin/mcp-inspector");
     if bin.exists() {
         return Some(bin);
@@ -496,7 +505,7 @@ fn inspector() -> Option<PathBuf> {
     let out = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(&cache)
-        .arg("@modelcontextprotocol/inspector@0")
+        .arg(INSPECTOR)
         .output()
         .unwrap();
     if !out.status.success() || !bin.exists() {
