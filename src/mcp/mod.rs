@@ -37,6 +37,7 @@ use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::resolve::{SessionQuery, unique_prefix_lens};
 use clankie_engine::resume::Remote;
 use clankie_host::AnyHost;
+use clankie_model::limits::MAX_LIMIT;
 use clankie_model::{Record, RecordBody, RootSpec, display_path};
 use pool::Pool;
 use tools::ReadMode;
@@ -519,21 +520,11 @@ impl McpServer {
         let mut activity = Vec::new();
         let mut errors = Vec::new();
         let mut failed = Vec::new();
-        let mut text = Vec::new();
-        let renderer = Renderer::text(TextOptions::default());
         for (_, name, result) in results {
             match result {
                 Ok(checked) => {
-                    for a in &checked.activity {
-                        crate::render::ndjson::activity(&mut activity, a).map_err(output)?;
-                        renderer.activity(&mut text, a).map_err(output)?;
-                    }
-                    for e in &checked.errors {
-                        crate::render::ndjson::session_error(&mut errors, e).map_err(output)?;
-                        text.extend_from_slice(
-                            format!("error: {name}: {}\n", e.message).as_bytes(),
-                        );
-                    }
+                    activity.extend(checked.activity);
+                    errors.extend(checked.errors);
                     state.hosts.insert(name, checked.state);
                 }
                 Err(err) => {
@@ -541,8 +532,7 @@ impl McpServer {
                     if exit_status(&Err(err)) == exit::HOST {
                         self.pool.forget(&name).await;
                     }
-                    text.extend_from_slice(format!("failed: {name}: {message}\n").as_bytes());
-                    failed.push(json!({"host": name, "message": message}));
+                    failed.push((name, message));
                 }
             }
         }
@@ -555,7 +545,28 @@ impl McpServer {
         .await
         .map_err(|e| Failure::Tool(format!("check: {e}")))?
         .map_err(|e| Failure::Tool(format!("check: {e}")))?;
-        let activity = parse_lines(&activity);
+        // Bounded like every answer: the newest changes (each host's come oldest first) and the
+        // first errors; the state above holds every session either way.
+        let more_activity = activity.len().saturating_sub(MAX_LIMIT);
+        activity.drain(..more_activity);
+        let more_errors = errors.len().saturating_sub(MAX_LIMIT);
+        errors.truncate(MAX_LIMIT);
+        let (mut activity_lines, mut error_lines, mut text) = (Vec::new(), Vec::new(), Vec::new());
+        let renderer = Renderer::text(TextOptions::default());
+        for a in &activity {
+            crate::render::ndjson::activity(&mut activity_lines, a).map_err(output)?;
+            renderer.activity(&mut text, a).map_err(output)?;
+        }
+        for e in &errors {
+            crate::render::ndjson::session_error(&mut error_lines, e).map_err(output)?;
+            text.extend_from_slice(format!("error: {}: {}\n", e.host, e.message).as_bytes());
+        }
+        for (name, message) in &failed {
+            text.extend_from_slice(format!("failed: {name}: {message}\n").as_bytes());
+        }
+        if more_activity > 0 {
+            text.extend_from_slice(format!("{more_activity} older changes not shown\n").as_bytes());
+        }
         if activity.is_empty() {
             text.extend_from_slice(if baseline {
                 b"baseline recorded: later calls say what changed\n".as_slice()
@@ -563,11 +574,17 @@ impl McpServer {
                 b"no activity since the last check\n".as_slice()
             });
         }
+        let failed: Vec<Value> = failed
+            .into_iter()
+            .map(|(host, message)| json!({"host": host, "message": message}))
+            .collect();
         Ok(Answer {
             structured: json!({
                 "baseline": baseline,
-                "activity": activity,
-                "errors": parse_lines(&errors),
+                "activity": parse_lines(&activity_lines),
+                "more_activity": more_activity,
+                "errors": parse_lines(&error_lines),
+                "more_errors": more_errors,
                 "failed": failed,
             }),
             text: String::from_utf8_lossy(&text).into_owned(),

@@ -164,6 +164,7 @@ pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
                  `new_records` and `last_ts`. The first call only records where every session \
                  stands (`baseline: true`). A host that cannot be reached is listed in `failed` \
                  and keeps its old position; sessions that cannot be read are in `errors`. \
+                 At most {MAX_LIMIT} activities, the newest (`more_activity` counts the rest). \
                  {host_note}"
             ).into()),
             schema(json!({
