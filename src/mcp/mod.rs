@@ -78,7 +78,7 @@ pub struct Allowed {
 }
 
 impl Allowed {
-    fn refuse(&self, host: &str) -> Result<(), ErrorData> {
+    fn ensure_allowed(&self, host: &str) -> Result<(), ErrorData> {
         if self.names.contains(host) {
             return Ok(());
         }
@@ -147,11 +147,11 @@ pub async fn serve(source: Arc<dyn HostSource>, options: ServerOptions) -> Resul
         let running = server
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| Error::Output(std::io::Error::other(e.to_string())))?;
+            .map_err(|e| Error::Output(std::io::Error::other(format!("MCP: {e}"))))?;
         running
             .waiting()
             .await
-            .map_err(|e| Error::Output(std::io::Error::other(e.to_string())))?;
+            .map_err(|e| Error::Output(std::io::Error::other(format!("MCP: {e}"))))?;
         Ok(())
     };
     let result = result.await;
@@ -265,7 +265,7 @@ impl ServerHandler for McpServer {
 impl McpServer {
     /// The warm host `name`, once it is allowed.
     async fn host(&self, name: &str) -> Result<Arc<pool::WarmHost>, Failure> {
-        self.options.allowed.refuse(name)?;
+        self.options.allowed.ensure_allowed(name)?;
         self.pool.get(name).await.map_err(|e| self.failed(name, e))
     }
 
@@ -470,7 +470,7 @@ impl McpServer {
             return Err(invalid("check: `hosts` is empty".to_string()));
         }
         for name in &names {
-            self.options.allowed.refuse(name)?;
+            self.options.allowed.ensure_allowed(name)?;
         }
         let _one_at_a_time = self.checking.lock().await;
         let path = self.options.state.clone();

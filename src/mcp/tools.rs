@@ -96,6 +96,16 @@ fn read_only() -> ToolAnnotations {
     annotations
 }
 
+/// The record kinds `read_session` filters on, as `read --kind` takes them.
+const KINDS: [&str; 6] = [
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "notice",
+    "tools",
+];
+
 const TARGET: &str = "The session as `HOST:SESSION`: HOST is `local` or a host name this server \
 allows (see list_sessions); SESSION is a session id, a unique prefix of it (at least 6 \
 characters), or `HARNESS/ID`. Take it from list_sessions: `<host>:<session>`.";
@@ -103,6 +113,7 @@ characters), or `HARNESS/ID`. Take it from list_sessions: `<host>:<session>`.";
 /// The tools, in the order `tools/list` gives them.
 pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
     let host_note = format!("Hosts this server may reach: {allowed_hosts}.");
+    let harness_names: Vec<&str> = clankie_engine::harness::all().map(|h| h.name()).collect();
     vec![
         Tool::new_with_raw(
             "list_sessions",
@@ -117,7 +128,7 @@ pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
                 "type": "object",
                 "properties": {
                     "host": {"type": "string", "description": "The machine to list; default `local` (this machine)."},
-                    "harness": {"type": "string", "enum": ["claude", "codex", "gemini", "pi", "grok", "opencode"], "description": "Only sessions of this agent."},
+                    "harness": {"type": "string", "enum": harness_names, "description": "Only sessions of this agent."},
                     "modified_within": {"type": "string", "description": "Only sessions modified within this age (`30m`, `2h`, `3d`) or since an RFC 3339 time."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "At most this many sessions (newest first); `more` says how many were left out."}
                 },
@@ -148,7 +159,7 @@ pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
                     "mode": {"type": "string", "enum": ["tail", "head", "since"], "default": "tail", "description": "`tail`: the newest `limit` records; `head`: the first `limit`; `since`: the next `limit` records after `cursor`."},
                     "cursor": {"type": "string", "description": "With mode `since`: the `page.cursor` of an earlier read_session of this session."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Records in the page."},
-                    "kinds": {"type": "array", "items": {"type": "string", "enum": ["user", "assistant", "tool_call", "tool_result", "notice", "tools"]}, "description": "Only records of these kinds (`tools`: both tool kinds). Applied after paging: `page.filtered` counts what it left out, and the cursor still covers the whole page."}
+                    "kinds": {"type": "array", "items": {"type": "string", "enum": KINDS}, "description": "Only records of these kinds (`tools`: both tool kinds). Applied after paging: `page.filtered` counts what it left out, and the cursor still covers the whole page."}
                 },
                 "required": ["target"],
                 "additionalProperties": false
@@ -226,6 +237,18 @@ mod tests {
         assert_eq!(limit("t", Some(200)), Ok(200));
         assert!(limit("t", Some(201)).is_err());
         assert!(limit("t", Some(0)).is_err());
+    }
+
+    #[test]
+    fn the_kinds_offered_are_the_kinds_read_filters_on() {
+        for kind in KINDS {
+            let kinds = [kind.to_string()];
+            let now = jiff::Timestamp::now();
+            assert!(
+                clankie_engine::filter::RecordFilter::parse(&kinds, None, None, None, now).is_ok(),
+                "{kind}"
+            );
+        }
     }
 
     #[test]
