@@ -14,6 +14,7 @@ mod pool;
 mod tools;
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +28,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::check::{SessionError, State, StateError, StateLock, check_host};
-use crate::driver::{Reader, roots_for};
+use crate::driver::follow::is_transient;
+use crate::driver::{DriverError, Reader, roots_for};
 use crate::error::{Error, exit, exit_status};
 use crate::render::text::TextOptions;
 use crate::render::{PageInfo, Renderer};
@@ -263,10 +265,33 @@ impl ServerHandler for McpServer {
 }
 
 impl McpServer {
-    /// The warm host `name`, once it is allowed.
-    async fn host(&self, name: &str) -> Result<Arc<pool::WarmHost>, Failure> {
+    /// Runs `op` on the warm host `name` (once it is allowed). A connection kept from an earlier
+    /// call may have been dropped meanwhile (the other side restarted, a NAT forgot it): when
+    /// such a one fails as a dropped connection fails, `op` runs once more on a new one.
+    async fn on_host<T, F, Fut>(&self, name: &str, op: F) -> Result<T, Failure>
+    where
+        F: Fn(Arc<pool::WarmHost>) -> Fut,
+        Fut: Future<Output = Result<T, DriverError>>,
+    {
         self.options.allowed.ensure_allowed(name)?;
-        self.pool.get(name).await.map_err(|e| self.failed(name, e))
+        let (warm, reused) = self
+            .pool
+            .get(name)
+            .await
+            .map_err(|e| self.failed(name, e))?;
+        let result = match op(warm).await {
+            Err(DriverError::Host(e)) if reused && is_transient(&e) => {
+                self.pool.forget(name).await;
+                let (warm, _) = self
+                    .pool
+                    .get(name)
+                    .await
+                    .map_err(|e| self.failed(name, e))?;
+                op(warm).await
+            }
+            result => result,
+        };
+        result.map_err(|e| self.failed(name, e.into()))
     }
 
     /// A failed read as the model reads it: a usage error (a bad cursor, an unknown harness)
@@ -305,20 +330,23 @@ impl McpServer {
             .map_err(|e| invalid(format!("list_sessions: {e}")))?
             .map(|t| t.as_second());
         let host_name = args.host.as_deref().unwrap_or("local");
-        let warm = self.host(host_name).await?;
-        let reader = Reader::new(&warm.host);
-        let (listing, mut sessions) = reader
-            .list_sessions(&roots_for(&warm.roots, harness))
-            .await
-            .map_err(|e| self.failed(host_name, e.into()))?;
-        if let Some(since) = since {
-            sessions.retain(|s| s.entry.mtime >= since);
-        }
-        // Newest first, as `ls` sorts by default.
-        sessions.sort_by(|a, b| (b.entry.mtime, &a.id).cmp(&(a.entry.mtime, &b.id)));
-        let more = sessions.len().saturating_sub(limit);
-        sessions.truncate(limit);
-        let heads = reader.session_heads(&sessions).await;
+        let (listing, sessions, heads, more) = self
+            .on_host(host_name, |warm| async move {
+                let reader = Reader::new(&warm.host);
+                let (listing, mut sessions) = reader
+                    .list_sessions(&roots_for(&warm.roots, harness))
+                    .await?;
+                if let Some(since) = since {
+                    sessions.retain(|s| s.entry.mtime >= since);
+                }
+                // Newest first, as `ls` sorts by default.
+                sessions.sort_by(|a, b| (b.entry.mtime, &a.id).cmp(&(a.entry.mtime, &b.id)));
+                let more = sessions.len().saturating_sub(limit);
+                sessions.truncate(limit);
+                let heads = reader.session_heads(&sessions).await;
+                Ok((listing, sessions, heads, more))
+            })
+            .await?;
         let mut lines = Vec::new();
         for (session, head) in sessions.iter().zip(&heads) {
             crate::render::ndjson::session(&mut lines, host_name, session, Some(head))
@@ -397,12 +425,6 @@ impl McpServer {
         };
         let filter = RecordFilter::parse(&args.kinds, None, None, None, jiff::Timestamp::now())
             .map_err(|e| invalid(format!("read_session: {e}")))?;
-        let warm = self.host(host_name).await?;
-        let reader = Reader::new(&warm.host);
-        let session = reader
-            .resolve_session(&roots_for(&warm.roots, query.harness), &query)
-            .await
-            .map_err(|e| self.failed(host_name, e.into()))?;
         let request = PageRequest {
             mode,
             limit,
@@ -410,10 +432,17 @@ impl McpServer {
             // Redaction cannot be turned off through MCP.
             redact: true,
         };
-        let page = reader
-            .read_page(&session, request, |_| {})
-            .await
-            .map_err(|e| self.failed(host_name, e.into()))?;
+        let (query, request) = (&query, &request);
+        let (session, page) = self
+            .on_host(host_name, |warm| async move {
+                let reader = Reader::new(&warm.host);
+                let session = reader
+                    .resolve_session(&roots_for(&warm.roots, query.harness), query)
+                    .await?;
+                let page = reader.read_page(&session, request.clone(), |_| {}).await?;
+                Ok((session, page))
+            })
+            .await?;
         let total = page.records.len();
         let mut records: Vec<Record> = page
             .records
@@ -492,7 +521,7 @@ impl McpServer {
         let previous = Arc::new(previous.unwrap_or_default());
         let mut tasks = tokio::task::JoinSet::new();
         for (index, name) in names.iter().enumerate() {
-            let warm = self.pool.get(name).await;
+            let warm = self.pool.get(name).await.map(|(warm, _)| warm);
             let (name, previous) = (name.clone(), previous.clone());
             tasks.spawn(async move {
                 let result = match warm {
@@ -595,21 +624,24 @@ impl McpServer {
         let (host_name, session_arg) = split_target(&args.target).map_err(invalid)?;
         let query = SessionQuery::parse(session_arg)
             .map_err(|e| invalid(format!("resume_command: {e}")))?;
-        let warm = self.host(host_name).await?;
-        let reader = Reader::new(&warm.host);
-        let session = reader
-            .resolve_session(&roots_for(&warm.roots, query.harness), &query)
-            .await
-            .map_err(|e| self.failed(host_name, e.into()))?;
-        let explicit_root = warm
-            .roots
-            .iter()
-            .any(|r| r.harness == session.harness() && r.dir.is_some());
-        let remote = self.pool.source().remote(host_name, &session.entry.root);
-        let command = reader
-            .resume_command(&session, explicit_root, remote)
-            .await
-            .map_err(|e| self.failed(host_name, e.into()))?;
+        let query = &query;
+        let (session, command) = self
+            .on_host(host_name, |warm| async move {
+                let reader = Reader::new(&warm.host);
+                let session = reader
+                    .resolve_session(&roots_for(&warm.roots, query.harness), query)
+                    .await?;
+                let explicit_root = warm
+                    .roots
+                    .iter()
+                    .any(|r| r.harness == session.harness() && r.dir.is_some());
+                let remote = self.pool.source().remote(host_name, &session.entry.root);
+                let command = reader
+                    .resume_command(&session, explicit_root, remote)
+                    .await?;
+                Ok((session, command))
+            })
+            .await?;
         Ok(Answer {
             structured: json!({
                 "host": host_name,

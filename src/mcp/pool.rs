@@ -56,13 +56,13 @@ impl Pool {
         &*self.source
     }
 
-    /// The host named `name`: the one opened by an earlier call, or a new one (not yet
-    /// connected: the first read connects).
-    pub(crate) async fn get(&self, name: &str) -> Result<Arc<WarmHost>, Error> {
+    /// The host named `name`: the one opened by an earlier call (`true`), or a new one (not
+    /// yet connected: the first read connects).
+    pub(crate) async fn get(&self, name: &str) -> Result<(Arc<WarmHost>, bool), Error> {
         let mut hosts = self.hosts.lock().await;
         if let Some(warm) = hosts.get(name) {
             warm.touch();
-            return Ok(warm.clone());
+            return Ok((warm.clone(), true));
         }
         let (host, roots) = self.source.open(name)?;
         let warm = Arc::new(WarmHost {
@@ -71,7 +71,7 @@ impl Pool {
             last_used: Mutex::new(Instant::now()),
         });
         hosts.insert(name.to_string(), warm.clone());
-        Ok(warm)
+        Ok((warm, false))
     }
 
     /// Drops the host's connection and forgets it: after an error that failed the host, the
@@ -141,8 +141,9 @@ mod tests {
         let source = Arc::new(Counting::default());
         let pool = Pool::new(source.clone());
         let opened = || source.0.load(std::sync::atomic::Ordering::SeqCst);
-        let first = pool.get("a").await.unwrap();
-        pool.get("a").await.unwrap();
+        let (first, reused) = pool.get("a").await.unwrap();
+        assert!(!reused);
+        assert!(pool.get("a").await.unwrap().1);
         assert_eq!(opened(), 1);
         // Held by a call: never closed as idle.
         assert!(pool.close_idle(Duration::ZERO).await.is_empty());

@@ -402,7 +402,9 @@ fn every_tool_answers_as_the_cli_does_and_bad_calls_are_errors() {
 #[test]
 fn a_second_read_of_an_ssh_host_reuses_its_connection_and_a_bad_host_stops_nothing() {
     let Some(sshd) = sshd_or_skip() else { return };
-    let user = "ck_bash";
+    // Its own user: the test drops the user's connections.
+    let user = "ck_mcp_warm";
+    sshd.add_user(user, Path::new("/bin/sh"));
     let session = "3c900000-0000-4000-8000-00000000a11d";
     let mut body = String::new();
     for i in 0..30 {
@@ -460,13 +462,22 @@ fn a_second_read_of_an_ssh_host_reuses_its_connection_and_a_bad_host_stops_nothi
     let failed = checked["failed"].as_array().unwrap();
     assert_eq!(failed.len(), 1, "{checked}");
     assert_eq!(failed[0]["host"], unreachable);
+    let authentications = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains(&format!("{alias}: authenticating as")))
+            .count()
+    };
+    // A warm connection the other side dropped: the call reconnects once and answers.
+    assert!(sshd.kill_connections_of(user) >= 1);
+    let again = server.ok(
+        "read_session",
+        json!({"target": target, "mode": "since", "cursor": cursor, "limit": 10}),
+    );
+    assert_eq!(again["records"], second["records"]);
     let log = server.finish();
-    // `-v` tells each connection's story once: one authentication, two reads and a check.
-    let authentications = log
-        .lines()
-        .filter(|l| l.contains(&format!("{alias}: authenticating as")))
-        .count();
-    assert_eq!(authentications, 1, "{log}");
+    // `-v` tells each connection's story once: one authentication for two reads and a check,
+    // one more after the connection was dropped.
+    assert_eq!(authentications(&log), 2, "{log}");
 
     let cli = cli_json(
         home.path(),
