@@ -193,11 +193,12 @@ impl ServerHandler for McpServer {
                 "clankie-read",
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions(
-                "Read AI coding agents' sessions (Claude Code, Codex, Gemini CLI, Pi, Grok, \
-                 OpenCode) on this machine and over SSH: list_sessions, then read_session with \
-                 `<host>:<session>`; check says what changed since its last call.",
-            )
+            .with_instructions(format!(
+                "Read AI coding agents' sessions ({}) on this machine and over SSH: \
+                 list_sessions, then read_session with `<host>:<session>`; check says what \
+                 changed since its last call.",
+                clankie_engine::harness::supported_names()
+            ))
     }
 
     async fn list_tools(

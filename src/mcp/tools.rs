@@ -114,12 +114,13 @@ characters), or `HARNESS/ID`. Take it from list_sessions: `<host>:<session>`.";
 pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
     let host_note = format!("Hosts this server may reach: {allowed_hosts}.");
     let harness_names: Vec<&str> = clankie_engine::harness::all().map(|h| h.name()).collect();
+    let harnesses = harness_names.join(", ");
     vec![
         Tool::new_with_raw(
             "list_sessions",
             Some(format!(
-                "List the AI coding agent sessions (Claude Code, Codex, Gemini CLI, Pi, Grok, \
-                 OpenCode) on one machine, newest first: each with its `session` id, `harness`, \
+                "List the AI coding agent sessions (harnesses: {harnesses}) on one machine, \
+                 newest first: each with its `session` id, `harness`, \
                  `title` (the first prompt), `cwd`, `mtime` (last modified, RFC 3339), `size` in \
                  bytes and `path`. The machine is read over SSH with nothing installed on it. \
                  {host_note} Read a session with read_session, target `<host>:<session>`."
