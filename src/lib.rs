@@ -13,12 +13,14 @@
 //!   Depends on the model only, never on the engine.
 //! - this crate: [`driver`] is the one module that uses both engine and hosts ([`sqlite`] is
 //!   its helper for database sources); [`render`] turns pages into text or NDJSON; [`cli`]
-//!   holds the clap definitions and is the only place that prints or exits.
+//!   holds the clap definitions and is the only place that prints or exits; [`mcp`] serves
+//!   the same reads as MCP tools on stdio (`clankie-read mcp`).
 
 pub mod check;
 pub mod cli;
 pub mod config;
 pub mod driver;
 pub mod error;
+pub mod mcp;
 pub mod render;
 pub mod sqlite;

@@ -8,6 +8,7 @@ mod context;
 mod hosts;
 mod ls;
 mod man;
+mod mcp;
 mod read;
 mod resume;
 mod script;
@@ -69,6 +70,8 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Print the man page (roff).
     Man(man::ManArgs),
+    /// Serve MCP on stdio: agents list, read and check sessions as tools (docs/mcp.md).
+    Mcp(mcp::McpArgs),
 }
 
 const SUBCOMMANDS: &[&str] = &[
@@ -80,6 +83,7 @@ const SUBCOMMANDS: &[&str] = &[
     "script",
     "completions",
     "man",
+    "mcp",
     "help",
 ];
 /// Global options that take a value (so the shorthand scan can skip their values).
@@ -147,6 +151,7 @@ pub fn main() -> ExitCode {
             Command::Script(args) => script::run(&cli.global, args),
             Command::Completions(args) => completions::run(args),
             Command::Man(args) => man::run(args),
+            Command::Mcp(args) => mcp::run(&cli.global, args).await,
         }
     });
     finish(result, verbose)

@@ -58,7 +58,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome
 /// `ssh`'s words for a destination as the hosts file or the command line wrote it: `-F FILE`
 /// when `--ssh-config` was given, and `user@host:port` split into `-p PORT user@host` (ssh
 /// itself takes no port in the destination).
-fn ssh_args(destination: &str, ssh_config: Option<&std::path::Path>) -> Vec<String> {
+pub(super) fn ssh_args(destination: &str, ssh_config: Option<&std::path::Path>) -> Vec<String> {
     let mut args = Vec::new();
     if let Some(file) = ssh_config {
         args.push("-F".to_string());
@@ -79,7 +79,7 @@ fn ssh_args(destination: &str, ssh_config: Option<&std::path::Path>) -> Vec<Stri
 }
 
 /// Whether a path is written the Windows way: `C:\…`, `C:/…` or `\\server\…`.
-fn is_windows_path(path: &[u8]) -> bool {
+pub(super) fn is_windows_path(path: &[u8]) -> bool {
     match path {
         [b'\\', b'\\', ..] => true,
         [drive, b':', b'\\' | b'/', ..] => drive.is_ascii_alphabetic(),

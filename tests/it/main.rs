@@ -24,6 +24,7 @@ mod hostile;
 mod hosts;
 mod ls_people;
 mod man;
+mod mcp;
 mod mux;
 mod odd_names;
 mod opencode_tree;

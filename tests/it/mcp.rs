@@ -1,0 +1,604 @@
+//! `clankie-read mcp`: the binary spoken to as an MCP client speaks (JSON-RPC lines on stdio),
+//! its answers checked against the CLI's `--json` output for the same reads; a second read of
+//! an SSH host reuses the connection; hosts not allowed are refused; and the MCP Inspector, a
+//! real client, lists and calls every tool.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::sshd::sshd_or_skip;
+use crate::common::{require_tool, skip_or_panic};
+use crate::support::{clankie, code, fixtures_home, ndjson, page, records, stderr};
+
+/// How long one answer may take before the test fails (a hung server, not a slow one).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running `clankie-read mcp`, spoken to line by line.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    next_id: u64,
+}
+
+impl Server {
+    /// Starts `clankie-read ARGS mcp MCP_ARGS` (HOME `home`) and initializes the session.
+    fn start(home: &Path, global: &[&str], mcp: &[&str]) -> Server {
+        let mut child = clankie(home)
+            .args(global)
+            .arg("mcp")
+            .args(mcp)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn clankie-read mcp");
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut server = Server {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+        };
+        let init = server.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "clankie-test", "version": "1"}}),
+        );
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "clankie-read",
+            "{init}"
+        );
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init}"
+        );
+        server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a raw line and returns the first error that comes back (a request too broken to
+    /// be read has no id to answer with).
+    fn raw(&mut self, line: &str) -> Value {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(ANSWER_TIMEOUT)
+                .unwrap_or_else(|e| panic!("no answer to a broken request: {e}"));
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message.get("error").is_some() {
+                return message;
+            }
+        }
+    }
+
+    fn answer(&mut self, id: u64) -> Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(ANSWER_TIMEOUT)
+                .unwrap_or_else(|e| panic!("no answer to request {id}: {e}"));
+            let message: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            // Notifications (logging, progress) have no id.
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.answer(id)
+    }
+
+    /// Calls a tool and returns the whole JSON-RPC answer.
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    /// Calls a tool that must succeed and returns its structured content.
+    fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        let answer = self.call(tool, arguments.clone());
+        let result = &answer["result"];
+        assert_eq!(
+            result["isError"], false,
+            "{tool} {arguments} failed: {answer}"
+        );
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty()),
+            "{tool}: a text rendering: {answer}"
+        );
+        result["structuredContent"].clone()
+    }
+
+    /// Closes stdin, waits for the server to exit, and returns its stderr.
+    fn finish(mut self) -> String {
+        drop(self.stdin.take());
+        let mut err = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+        }
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "mcp exited with {status}: {err}");
+        err
+    }
+}
+
+/// A copy of the shipped Claude fixtures that the test may change, and its `--root` option.
+fn fixture_root(dir: &Path) -> (PathBuf, String) {
+    let root = dir.join("claude");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(fixtures_home())
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let option = format!("claude={}", root.display());
+    (root, option)
+}
+
+fn cli_json(home: &Path, args: &[&str]) -> Vec<Value> {
+    let out = clankie(home).args(args).output().unwrap();
+    assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+    ndjson(&out)
+}
+
+#[test]
+fn every_tool_answers_as_the_cli_does_and_bad_calls_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (root, root_option) = fixture_root(home);
+    let global = ["--root", root_option.as_str()];
+    let state = home.join("state/mcp.json");
+    let mut server = Server::start(home, &global, &["--state", state.to_str().unwrap()]);
+
+    let tools = server.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["list_sessions", "read_session", "check", "resume_command"]
+    );
+    for tool in tools["result"]["tools"].as_array().unwrap() {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert!(tool["description"].as_str().unwrap().len() > 100, "{tool}");
+    }
+
+    // list_sessions: the `ls --json --long` objects, newest first.
+    let listed = server.ok("list_sessions", json!({"limit": 3}));
+    let mut cli = cli_json(
+        home,
+        &[&global[..], &["ls", "--json", "--long", "-n", "3"]].concat(),
+    );
+    for line in &mut cli {
+        line.as_object_mut().unwrap().remove("type");
+    }
+    let mut ours = listed["sessions"].as_array().unwrap().clone();
+    for line in &mut ours {
+        line.as_object_mut().unwrap().remove("type");
+    }
+    assert_eq!(ours, cli);
+    let all = cli_json(home, &[&global[..], &["ls", "--json"]].concat());
+    assert_eq!(listed["more"], all.len() - 3);
+
+    // read_session: tail, head and since, as `read --json`.
+    for (arguments, cli_args) in [
+        (
+            json!({"target": "local:short", "limit": 4}),
+            vec!["-n", "4"],
+        ),
+        (
+            json!({"target": "local:short", "mode": "head", "limit": 3}),
+            vec!["--head", "-n", "3"],
+        ),
+        (
+            json!({"target": "short", "kinds": ["user", "tools"]}),
+            vec!["--kind", "user,tools"],
+        ),
+    ] {
+        let read = server.ok("read_session", arguments.clone());
+        let cli = cli_json(
+            home,
+            &[
+                &global[..],
+                &["read", "local:short", "--json"],
+                &cli_args[..],
+            ]
+            .concat(),
+        );
+        assert_eq!(
+            read["records"].as_array().unwrap(),
+            &records(&cli),
+            "{arguments}"
+        );
+        assert_eq!(read["page"], page(&cli), "{arguments}");
+    }
+    let head = server.ok(
+        "read_session",
+        json!({"target": "local:short", "mode": "head", "limit": 3}),
+    );
+    let cursor = head["page"]["cursor"].as_str().unwrap();
+    let next = server.ok(
+        "read_session",
+        json!({"target": "local:short", "mode": "since", "cursor": cursor, "limit": 3}),
+    );
+    let cli = cli_json(
+        home,
+        &[
+            &global[..],
+            &[
+                "read",
+                "local:short",
+                "--json",
+                "-n",
+                "3",
+                "--since",
+                cursor,
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(next["records"].as_array().unwrap(), &records(&cli));
+    assert_eq!(next["page"], page(&cli));
+
+    // A record over the text bound is cut and marked; the CLI gives it whole.
+    let big = "Z".repeat(20_000);
+    let long_session = "0b1e0000-0000-4000-8000-000000000001";
+    std::fs::create_dir_all(root.join("projects/-mcp-long")).unwrap();
+    std::fs::write(
+        root.join(format!("projects/-mcp-long/{long_session}.jsonl")),
+        format!(
+            "{}\n",
+            json!({"type": "user", "uuid": "u1", "timestamp": "2026-11-02T10:00:00.000Z",
+                   "message": {"role": "user", "content": big}})
+        ),
+    )
+    .unwrap();
+    let long = server.ok("read_session", json!({"target": long_session}));
+    let record = &long["records"][0];
+    assert_eq!(record["truncated"], true, "{record}");
+    assert_eq!(record["text"].as_str().unwrap(), &big[..8192]);
+
+    // resume_command: the line `resume` prints.
+    let resume = server.ok("resume_command", json!({"target": "local:short"}));
+    let out = clankie(home)
+        .args(global)
+        .args(["resume", "local:short"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format!("{}\n", resume["command"].as_str().unwrap()),
+        String::from_utf8(out.stdout).unwrap()
+    );
+
+    // check: a baseline, then what grew since, in its own state file.
+    let first = server.ok("check", json!({}));
+    assert_eq!(first["baseline"], true, "{first}");
+    assert!(state.exists());
+    let quiet = server.ok("check", json!({"hosts": ["local"]}));
+    assert_eq!(quiet["baseline"], false);
+    assert_eq!(quiet["activity"], json!([]), "{quiet}");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(root.join(format!("projects/-mcp-long/{long_session}.jsonl")))
+        .unwrap();
+    writeln!(
+        file,
+        "{}",
+        json!({"type": "user", "uuid": "u2", "timestamp": "2026-11-02T10:01:00.000Z",
+               "message": {"role": "user", "content": "and one more"}})
+    )
+    .unwrap();
+    drop(file);
+    let grew = server.ok("check", json!({}));
+    let activity = grew["activity"].as_array().unwrap();
+    assert_eq!(activity.len(), 1, "{grew}");
+    assert_eq!(activity[0]["type"], "activity");
+    assert_eq!(activity[0]["session"], long_session);
+    assert_eq!(activity[0]["change"], "grew");
+    assert_eq!(activity[0]["new_records"], 1);
+
+    // Malformed calls are JSON-RPC errors, and the server goes on.
+    for (tool, arguments, says) in [
+        ("read_session", json!({"target": 5}), "invalid type"),
+        ("read_session", json!({}), "missing field `target`"),
+        (
+            "read_session",
+            json!({"target": "local:short", "no_redact": true}),
+            "unknown field `no_redact`",
+        ),
+        (
+            "read_session",
+            json!({"target": "local:short", "limit": 201}),
+            "limit must be 1 to 200",
+        ),
+        (
+            "read_session",
+            json!({"target": "local:short", "mode": "since"}),
+            "needs `cursor`",
+        ),
+        (
+            "read_session",
+            json!({"target": "local:short", "mode": "since", "cursor": "garbage!"}),
+            "cursor",
+        ),
+        ("read_session", json!({"target": "local:"}), "HOST:SESSION"),
+        (
+            "list_sessions",
+            json!({"harness": "vim"}),
+            "unknown harness",
+        ),
+        ("no_such_tool", json!({}), "unknown tool `no_such_tool`"),
+        (
+            "read_session",
+            json!({"target": "elsewhere:short"}),
+            "host `elsewhere` is not allowed through MCP",
+        ),
+        (
+            "check",
+            json!({"hosts": ["local", "elsewhere"]}),
+            "--allow-host elsewhere",
+        ),
+    ] {
+        let answer = server.call(tool, arguments.clone());
+        let error = &answer["error"];
+        assert_eq!(error["code"], -32602, "{tool} {arguments}: {answer}");
+        assert!(
+            error["message"].as_str().unwrap().contains(says),
+            "{tool} {arguments}: {answer}"
+        );
+    }
+    let answer = server.raw(r#"{"jsonrpc":"2.0","id":900,"method":"tools/call","params":"x"}"#);
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // A session that is not there is the tool's error, for the model to read.
+    let missing = server.call("read_session", json!({"target": "local:claude/0000000"}));
+    assert_eq!(missing["result"]["isError"], true, "{missing}");
+    assert!(
+        missing["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no session"),
+        "{missing}"
+    );
+    // Still serving.
+    server.ok("read_session", json!({"target": "local:short", "limit": 1}));
+    server.finish();
+}
+
+#[test]
+fn a_second_read_of_an_ssh_host_reuses_its_connection_and_a_bad_host_stops_nothing() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    // Its own user: the test drops the user's connections.
+    let user = "ck_mcp_warm";
+    sshd.add_user(user, Path::new("/bin/sh"));
+    let session = "3c900000-0000-4000-8000-00000000a11d";
+    let mut body = String::new();
+    for i in 0..30 {
+        body += &json!({"type": "user", "uuid": format!("mcp-u{i}"),
+            "timestamp": "2026-11-02T10:00:00.000Z",
+            "message": {"role": "user", "content": format!("prompt {i}")}})
+        .to_string();
+        body.push('\n');
+    }
+    sshd.put_file(
+        user,
+        format!(".claude/projects/-mcp-warm/{session}.jsonl"),
+        body.as_bytes(),
+    );
+    let alias = sshd.alias(user);
+    let home = tempfile::tempdir().unwrap();
+    let ssh_config = sshd.ssh_config().to_str().unwrap();
+    let unreachable = "ck_nobody@127.0.0.1:1";
+    let mut server = Server::start(
+        home.path(),
+        &["--ssh-config", ssh_config, "-v"],
+        &[
+            "--allow-host",
+            &alias,
+            "--allow-host",
+            unreachable,
+            "--state",
+            home.path().join("state.json").to_str().unwrap(),
+        ],
+    );
+    let target = format!("{alias}:{session}");
+    let first = server.ok(
+        "read_session",
+        json!({"target": target, "mode": "head", "limit": 10}),
+    );
+    let cursor = first["page"]["cursor"].as_str().unwrap().to_string();
+    // A host that cannot be reached fails its own call only.
+    let down = server.call("list_sessions", json!({"host": unreachable}));
+    assert_eq!(down["result"]["isError"], true, "{down}");
+    let second = server.ok(
+        "read_session",
+        json!({"target": target, "mode": "since", "cursor": cursor, "limit": 10}),
+    );
+    let refused = server.call("list_sessions", json!({"host": sshd.alias("ck_sh")}));
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not allowed through MCP"),
+        "{refused}"
+    );
+    // `check` goes on past a host that fails, on the same warm connection for the other.
+    let checked = server.ok("check", json!({"hosts": [alias, unreachable]}));
+    assert_eq!(checked["baseline"], true, "{checked}");
+    let failed = checked["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{checked}");
+    assert_eq!(failed[0]["host"], unreachable);
+    let authentications = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains(&format!("{alias}: authenticating as")))
+            .count()
+    };
+    // A warm connection the other side dropped: the call reconnects once and answers.
+    assert!(sshd.kill_connections_of(user) >= 1);
+    let again = server.ok(
+        "read_session",
+        json!({"target": target, "mode": "since", "cursor": cursor, "limit": 10}),
+    );
+    assert_eq!(again["records"], second["records"]);
+    let log = server.finish();
+    // `-v` tells each connection's story once: one authentication for two reads and a check,
+    // one more after the connection was dropped.
+    assert_eq!(authentications(&log), 2, "{log}");
+
+    let cli = cli_json(
+        home.path(),
+        &[
+            "--ssh-config",
+            ssh_config,
+            "read",
+            &target,
+            "--json",
+            "-n",
+            "10",
+            "--since",
+            &cursor,
+        ],
+    );
+    assert_eq!(second["records"].as_array().unwrap(), &records(&cli));
+    assert_eq!(second["page"], page(&cli));
+    assert_eq!(second["records"][0]["id"], "mcp-u10#0");
+}
+
+/// The MCP Inspector release the test drives (pinned: its CLI's output is what is parsed).
+const INSPECTOR: &str = "@modelcontextprotocol/inspector@0.15.0";
+
+/// Installs the MCP Inspector (npm) into a cache dir under the target directory; `None` (or a
+/// panic under CI) when it cannot be.
+fn inspector() -> Option<PathBuf> {
+    if !require_tool("npm") || !require_tool("node") {
+        return None;
+    }
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-inspector-0.15.0");
+    let bin = cache.join("node_modules/.bin/mcp-inspector");
+    if bin.exists() {
+        return Some(bin);
+    }
+    std::fs::create_dir_all(&cache).unwrap();
+    let out = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&cache)
+        .arg(INSPECTOR)
+        .output()
+        .unwrap();
+    if !out.status.success() || !bin.exists() {
+        let why = format!(
+            "cannot install @modelcontextprotocol/inspector: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        skip_or_panic(&why);
+        return None;
+    }
+    Some(bin)
+}
+
+#[test]
+fn the_mcp_inspector_lists_and_calls_every_tool() {
+    let Some(bin) = inspector() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (_, root_option) = fixture_root(dir.path());
+    let state = dir.path().join("state.json");
+    let inspect = |method: &[&str]| -> Value {
+        let out = Command::new(&bin)
+            .env("HOME", dir.path())
+            .args([
+                "--cli",
+                crate::support::BIN,
+                "--root",
+                &root_option,
+                "mcp",
+                "--state",
+            ])
+            .arg(&state)
+            .args(method)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{method:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{method:?}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    };
+    let listed = inspect(&["--method", "tools/list"]);
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 4, "{listed}");
+    let call = |tool: &str, args: &[&str]| -> Value {
+        let mut method = vec!["--method", "tools/call", "--tool-name", tool];
+        for arg in args {
+            method.extend(["--tool-arg", arg]);
+        }
+        let result = inspect(&method);
+        assert_ne!(result["isError"], true, "{tool}: {result}");
+        result
+    };
+    let sessions = call("list_sessions", &["limit=2"]);
+    assert_eq!(
+        sessions["structuredContent"]["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "{sessions}"
+    );
+    let read = call(
+        "read_session",
+        &["target=local:short", "mode=head", "limit=3"],
+    );
+    let records = read["structuredContent"]["records"].as_array().unwrap();
+    assert_eq!(records.len(), 3, "{read}");
+    assert_eq!(read["structuredContent"]["page"]["more"], true);
+    let check = call("check", &[]);
+    assert_eq!(check["structuredContent"]["baseline"], true, "{check}");
+    let resume = call("resume_command", &["target=local:short"]);
+    assert!(
+        resume["structuredContent"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("claude --resume short"),
+        "{resume}"
+    );
+}
