@@ -131,7 +131,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
             Ok(checked) => {
                 for a in &checked.activity {
                     if !a.records.is_empty() {
-                        renderer.records(&mut out, &a.records)?;
+                        renderer.records(&mut out, &a.host, &a.records)?;
                     }
                     renderer.activity(&mut out, a)?;
                 }

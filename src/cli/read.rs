@@ -271,7 +271,7 @@ struct PrintSink<'a> {
 impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
         if !self.filter.is_active() {
-            return self.renderer.records(&mut self.out, records);
+            return self.renderer.records(&mut self.out, self.info.host, records);
         }
         let kept: Vec<Record> = records
             .iter()
@@ -279,7 +279,7 @@ impl FeedSink for PrintSink<'_> {
             .cloned()
             .collect();
         self.filtered += records.len() - kept.len();
-        self.renderer.records(&mut self.out, &kept)
+        self.renderer.records(&mut self.out, self.info.host, &kept)
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {

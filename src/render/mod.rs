@@ -94,10 +94,16 @@ impl Renderer {
         }
     }
 
-    pub fn records(&mut self, out: &mut impl Write, records: &[Record]) -> io::Result<()> {
+    /// Records of one host (NDJSON names it on every record).
+    pub fn records(
+        &mut self,
+        out: &mut impl Write,
+        host: &str,
+        records: &[Record],
+    ) -> io::Result<()> {
         match self {
             Renderer::Text(printer) => printer.records(out, records),
-            Renderer::Ndjson => ndjson::records(out, records),
+            Renderer::Ndjson => ndjson::records(out, host, records),
         }
     }
 

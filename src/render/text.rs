@@ -515,6 +515,8 @@ mod tests {
             agent: None,
             sidechain: false,
             body,
+            model: None,
+            usage: None,
         }
     }
 

@@ -16,9 +16,9 @@ use serde_json::Value;
 use crate::SourceCtx;
 use crate::harness::{Format, Source};
 use crate::lines::LineOutcome;
-use crate::records::{Out, object_line, str_of};
+use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file, valid_id};
-use clankie_model::TextKind;
+use clankie_model::{TextKind, Usage};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
 
 /// Gemini CLI.
@@ -228,6 +228,18 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                     );
                 }
             }
+            let usage = entry.get("tokens").and_then(|t| {
+                Usage {
+                    input: count(t, "input"),
+                    output: count(t, "output"),
+                    cache_read: count(t, "cached"),
+                    cache_write: None,
+                    reasoning: count(t, "thoughts"),
+                }
+                .nonempty()
+            });
+            let model = Some(str_of(&entry, "model")).filter(|m| !m.is_empty());
+            stamp_model(&mut out.records, model, usage);
         }
         kind @ ("info" | "warning" | "error") => {
             let text = parts_text(entry.get("content").unwrap_or(&Value::Null));
