@@ -114,7 +114,9 @@ impl Renderer {
         page: &Page,
     ) -> io::Result<()> {
         match self {
-            Renderer::Text(printer) => text::page_end(out, page, &printer.options),
+            Renderer::Text(printer) => {
+                text::page_end(out, page, &printer.options, info.filtered)
+            }
             Renderer::Ndjson => ndjson::page(out, info, page),
         }
     }
