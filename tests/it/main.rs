@@ -23,6 +23,7 @@ mod host_keys;
 mod hostile;
 mod hosts;
 mod ls_people;
+mod ndjson_doc;
 mod odd_names;
 mod opencode_tree;
 mod pager;
