@@ -298,6 +298,15 @@ pub(super) fn split_target(target: &str) -> Result<(&str, &str), UsageError> {
     }
 }
 
+/// The session part of `HOST:*` or `HOST:HARNESS/*`: every session of the host (of one
+/// harness), for a host-wide `--follow`. `Some(None)` is every harness; `None` is one session.
+pub(super) fn whole_host(session: &str) -> Option<Option<&str>> {
+    match session {
+        "*" => Some(None),
+        _ => session.strip_suffix("/*").map(Some),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
