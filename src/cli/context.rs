@@ -476,4 +476,12 @@ mod tests {
             assert!(matches!(split_target(bad), Err(UsageError::Target { .. })));
         }
     }
+
+    #[test]
+    fn a_star_is_the_whole_host() {
+        assert_eq!(whole_host("*"), Some(None));
+        assert_eq!(whole_host("codex/*"), Some(Some("codex")));
+        assert_eq!(whole_host("3f1c2a"), None);
+        assert_eq!(whole_host("claude/3f1c2a"), None);
+    }
 }

@@ -484,3 +484,24 @@ impl From<FeedError> for Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_prefixes_have_fixed_columns() {
+        let prefix = session_prefix("3f1c2a00-aaaa", Some("/home/me/src/app/"));
+        assert_eq!(prefix, "3f1c2a00 app              │ ");
+        assert_eq!(prefix.chars().count(), SESSION_PREFIX_WIDTH);
+        let long = session_prefix("ses_1", Some(r"C:\w\a-project-with-a-long-name"));
+        assert_eq!(long, "ses_1    a-project-with-… │ ");
+        assert_eq!(long.chars().count(), SESSION_PREFIX_WIDTH);
+        assert_eq!(session_prefix("x", None), "x        -                │ ");
+        // A control in a directory name is shown, never acted on.
+        assert_eq!(
+            session_prefix("x", Some("/w/a\u{1b}[2J")),
+            "x        a\\x1b[2J         │ "
+        );
+    }
+}

@@ -4,7 +4,8 @@
 //! is retried from the last cursor with backoff (1 s, doubling, at most 30 s), so nothing is
 //! lost or given twice; any other error ends the loop. The caller brings the output
 //! ([`FeedSink`]), the clock ([`Clock`]) and the stop signal (a future), so tests run the loop
-//! on a script.
+//! on a script. [`HostFeed`] follows every session of a host at once (`HOST:*`), polling the
+//! listing at the same interval and keeping a cursor for the most recently changed sessions.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;

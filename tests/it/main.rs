@@ -17,6 +17,7 @@ mod everyday;
 mod filters;
 mod fixtures;
 mod follow;
+mod follow_host;
 mod harness_names;
 mod harnesses;
 mod host_keys;
