@@ -14,6 +14,7 @@ use crate::error::{Error, Outcome, UsageError};
 use crate::render::PageInfo;
 use crate::render::Renderer;
 use crate::render::pager::PagedStdout;
+use crate::render::progress::Progress;
 use crate::render::terminal;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
@@ -24,8 +25,8 @@ use clankie_engine::resolve::SessionQuery;
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
 use clankie_model::Record;
-use clankie_model::sanitize::sanitize_line;
 use clankie_model::limits::{MAX_LIMIT, MAX_SOURCE_BYTES};
+use clankie_model::sanitize::sanitize_line;
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
@@ -151,6 +152,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         redact: !args.no_redact,
     };
 
+    // A read still going after half a second (a database copied and queried, a large --all)
+    // shows a line on a terminal's stderr, erased before the first output to a terminal.
+    let progress = Progress::records_if_slow(&format!("reading {}", args.target));
     let opened = ctx.open(host_name)?;
     let host = opened.host;
     // One reader for the run: the database copy it keeps serves resolving, the first page and
@@ -170,6 +174,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         },
         filter: &filter,
         filtered: 0,
+        progress,
+        on_terminal,
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
     let page = if args.all && args.since.is_some() {
@@ -177,6 +183,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     } else {
         feed.page(request, &mut sink).await
     };
+    sink.progress.finish();
     // The page is whole: held output goes out, or the pager is waited for, before anything
     // else is said.
     let finished = sink.out.finish();
@@ -252,7 +259,9 @@ async fn follow_host(
         text.thinking = !args.no_thinking;
         text.cursor_line = false;
         // Each line gives up the prefix's columns.
-        text.width = text.width.map(|w| w.saturating_sub(SESSION_PREFIX_WIDTH).max(20));
+        text.width = text
+            .width
+            .map(|w| w.saturating_sub(SESSION_PREFIX_WIDTH).max(20));
     }
     let opened = ctx.open(host_name)?;
     let host = opened.host;
@@ -264,7 +273,9 @@ async fn follow_host(
         polls: None,
     };
     let mut feed = HostFeed::new(&reader, roots_for(&opened.roots, harness));
+    let progress = Progress::spinner_if_slow(&format!("finding the sessions of {host_name}"));
     let started = feed.start(&options).await;
+    progress.finish();
     if ctx.verbose() {
         super::warn(&host.take_notes());
     }
@@ -443,12 +454,29 @@ struct PrintSink<'a> {
     filter: &'a RecordFilter,
     /// Records the filter left out since the last page end.
     filtered: usize,
+    /// Counts the records given; erased before the first output when stdout is a terminal.
+    progress: Progress,
+    on_terminal: bool,
+}
+
+impl PrintSink<'_> {
+    /// Before output: the progress line goes if it shares the terminal, else counts.
+    fn progress(&self, records: usize) {
+        if self.on_terminal {
+            self.progress.finish();
+        } else {
+            self.progress.inc(records as u64);
+        }
+    }
 }
 
 impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
+        self.progress(records.len());
         if !self.filter.is_active() {
-            return self.renderer.records(&mut self.out, self.info.host, records);
+            return self
+                .renderer
+                .records(&mut self.out, self.info.host, records);
         }
         let kept: Vec<Record> = records
             .iter()
@@ -460,6 +488,7 @@ impl FeedSink for PrintSink<'_> {
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
+        self.progress(0);
         self.info.filtered = self
             .filter
             .is_active()
@@ -472,7 +501,7 @@ impl FeedSink for PrintSink<'_> {
     }
 
     fn warning(&mut self, line: &str) {
-        super::warn(&[line.to_string()]);
+        self.progress.suspend(|| super::warn(&[line.to_string()]));
     }
 }
 

@@ -343,7 +343,11 @@ impl<'a, H: Host> HostFeed<'a, H> {
     /// Lists the host and takes the end of its most recently modified sessions (at most the
     /// bound) as where to give records from; nothing is given.
     pub async fn start(&mut self, options: &FollowOptions) -> Result<(), FeedError> {
-        let (_, mut sessions) = self.reader.list_sessions(&self.roots).await.map_err(DriverError::from)?;
+        let (_, mut sessions) = self
+            .reader
+            .list_sessions(&self.roots)
+            .await
+            .map_err(DriverError::from)?;
         sessions.sort_by_key(|s| std::cmp::Reverse(s.entry.mtime));
         for (i, session) in sessions.into_iter().enumerate() {
             let key = key_of(&session);
@@ -383,7 +387,10 @@ impl<'a, H: Host> HostFeed<'a, H> {
     }
 
     async fn cwd_of(&self, session: &SessionFile) -> Option<String> {
-        let heads = self.reader.session_heads(std::slice::from_ref(session)).await;
+        let heads = self
+            .reader
+            .session_heads(std::slice::from_ref(session))
+            .await;
         heads.into_iter().next().and_then(|h| h.cwd)
     }
 
@@ -397,7 +404,11 @@ impl<'a, H: Host> HostFeed<'a, H> {
         sink: &mut impl HostFeedSink,
     ) -> Result<(), FeedError> {
         self.polls += 1;
-        let (_, mut sessions) = self.reader.list_sessions(&self.roots).await.map_err(DriverError::from)?;
+        let (_, mut sessions) = self
+            .reader
+            .list_sessions(&self.roots)
+            .await
+            .map_err(DriverError::from)?;
         sessions.sort_by_key(|s| s.entry.mtime);
         let listed: HashSet<SessionKey> = sessions.iter().map(key_of).collect();
         self.known.retain(|k, _| listed.contains(k));
@@ -409,7 +420,10 @@ impl<'a, H: Host> HostFeed<'a, H> {
             if before == Some(now) {
                 continue;
             }
-            match self.give(key.clone(), session, before.is_none(), options, sink).await {
+            match self
+                .give(key.clone(), session, before.is_none(), options, sink)
+                .await
+            {
                 Ok(()) => {}
                 Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
                     return Err(DriverError::Host(err).into());
@@ -1116,8 +1130,10 @@ mod tests {
             }
             assert_eq!(
                 sink.inner.warnings(),
-                ["mem: following the 1 most recently changed sessions at once; one quiet \
-                  longer is let go, and shows its last 10 records when it changes again"]
+                [
+                    "mem: following the 1 most recently changed sessions at once; one quiet \
+                  longer is let go, and shows its last 10 records when it changes again"
+                ]
             );
         });
     }

@@ -6,6 +6,7 @@ pub mod diff;
 pub mod ls;
 pub mod ndjson;
 pub mod pager;
+pub mod progress;
 pub mod styled;
 pub mod terminal;
 pub mod text;
@@ -114,9 +115,7 @@ impl Renderer {
         page: &Page,
     ) -> io::Result<()> {
         match self {
-            Renderer::Text(printer) => {
-                text::page_end(out, page, &printer.options, info.filtered)
-            }
+            Renderer::Text(printer) => text::page_end(out, page, &printer.options, info.filtered),
             Renderer::Ndjson => ndjson::page(out, info, page),
         }
     }

@@ -161,7 +161,10 @@ fn the_text_page_says_how_many_records_the_filter_left_out() {
     // One left out: singular. None left out: no line.
     let one = run(&home, &["f1f1f1f1", "--head", "-n", "2", "--kind", "user"]);
     let one = String::from_utf8(one.stdout).unwrap();
-    assert!(one.ends_with("\n-- 1 record left out by the filter\n"), "{one}");
+    assert!(
+        one.ends_with("\n-- 1 record left out by the filter\n"),
+        "{one}"
+    );
     let none = run(&home, &["f1f1f1f1", "--head", "-n", "1", "--kind", "user"]);
     assert!(!String::from_utf8(none.stdout).unwrap().contains("-- "));
 }

@@ -158,7 +158,11 @@ fn ndjson_names_the_session_of_every_line() {
         ]
     );
     for v in &values {
-        assert_eq!((&v["host"], &v["harness"]), (&json!("local"), &json!("claude")), "{v}");
+        assert_eq!(
+            (&v["host"], &v["harness"]),
+            (&json!("local"), &json!("claude")),
+            "{v}"
+        );
     }
     // Each session's records end with its own page line.
     let pages: Vec<&str> = values

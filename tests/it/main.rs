@@ -28,6 +28,7 @@ mod ndjson_doc;
 mod odd_names;
 mod opencode_tree;
 mod pager;
+mod progress;
 mod redaction;
 mod resume;
 mod sqlite;

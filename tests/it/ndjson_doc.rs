@@ -78,9 +78,8 @@ fn collect(prefix: &str, value: &Value, out: &mut BTreeSet<String>) {
 /// The fields each type's section of docs/ndjson.md lists: a section is a `## \`TYPE\``
 /// heading, its fields the backticked names in the first column of its tables.
 fn documented() -> BTreeMap<String, BTreeSet<String>> {
-    let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ndjson.md"))
-            .unwrap();
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ndjson.md"))
+        .unwrap();
     let mut sections: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in doc.lines() {
@@ -116,7 +115,11 @@ fn scratch_home() -> tempfile::TempDir {
         .path()
         .join(std::ffi::OsStr::from_bytes(b".claude/projects/-caf\xe9"));
     std::fs::create_dir(&odd).unwrap();
-    std::fs::write(odd.join("0d0c0000-0000-4000-8000-000000000002.jsonl"), "{}\n").unwrap();
+    std::fs::write(
+        odd.join("0d0c0000-0000-4000-8000-000000000002.jsonl"),
+        "{}\n",
+    )
+    .unwrap();
     home
 }
 
@@ -177,7 +180,14 @@ fn every_printed_field_is_in_docs_ndjson_md() {
     if let Some(sshd) = sshd_or_skip() {
         let config = sshd.ssh_config().display().to_string();
         let alias = sshd.alias("ck_noisy");
-        let args = strings(&["--ssh-config", &config, "hosts", "--check", "--json", &alias]);
+        let args = strings(&[
+            "--ssh-config",
+            &config,
+            "hosts",
+            "--check",
+            "--json",
+            &alias,
+        ]);
         let out = clankie(home.path()).args(&args).output().unwrap();
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         lines.extend(ndjson(&out));
@@ -185,7 +195,9 @@ fn every_printed_field_is_in_docs_ndjson_md() {
 
     let mut printed: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for line in &lines {
-        let ty = line["type"].as_str().unwrap_or_else(|| panic!("no type: {line}"));
+        let ty = line["type"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no type: {line}"));
         collect("", line, printed.entry(ty.to_string()).or_default());
     }
     // Every type the product prints was seen, with what a merge needs to tell lines apart.

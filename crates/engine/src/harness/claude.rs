@@ -918,7 +918,10 @@ mod tests {
         let line = r#"{"type":"assistant","uuid":"a","timestamp":"t","message":{"model":"claude-opus-4-5","role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"tool_use","id":"t1","name":"Bash","input":{}}],"usage":{"input_tokens":3,"cache_creation_input_tokens":13835,"cache_read_input_tokens":11515,"output_tokens":13,"service_tier":"standard"}}}"#;
         let got = records(line);
         assert_eq!(got.len(), 2);
-        assert!(got.iter().all(|r| r.model.as_deref() == Some("claude-opus-4-5")));
+        assert!(
+            got.iter()
+                .all(|r| r.model.as_deref() == Some("claude-opus-4-5"))
+        );
         let usage = clankie_model::Usage {
             input: Some(3),
             output: Some(13),
@@ -932,9 +935,13 @@ mod tests {
         let odd = r#"{"type":"assistant","uuid":"b","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error"}],"usage":"n/a"}}"#;
         let got = records(odd);
         assert_eq!(got.len(), 1);
-        assert_eq!((got[0].model.as_deref(), got[0].usage.as_deref()), (None, None));
+        assert_eq!(
+            (got[0].model.as_deref(), got[0].usage.as_deref()),
+            (None, None)
+        );
         // User records carry neither.
-        let user = r#"{"type":"user","uuid":"u","message":{"role":"user","content":"hi","model":"x"}}"#;
+        let user =
+            r#"{"type":"user","uuid":"u","message":{"role":"user","content":"hi","model":"x"}}"#;
         assert_eq!(records(user)[0].model, None);
     }
 

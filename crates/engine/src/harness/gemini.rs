@@ -18,8 +18,8 @@ use crate::harness::{Format, Source};
 use crate::lines::LineOutcome;
 use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file, valid_id};
-use clankie_model::{TextKind, Usage};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+use clankie_model::{TextKind, Usage};
 
 /// Gemini CLI.
 pub(super) struct Gemini;

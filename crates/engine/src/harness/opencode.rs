@@ -20,8 +20,8 @@ use crate::harness::{Format, Source};
 use crate::records::{Out, count, json_arguments, stamp_model, str_of, text_of};
 use crate::rows::{RowRecords, rfc3339_millis};
 use crate::session::{SessionFile, session_file, valid_id};
-use clankie_model::{TextKind, Usage};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+use clankie_model::{TextKind, Usage};
 
 /// OpenCode.
 pub(super) struct OpenCode;

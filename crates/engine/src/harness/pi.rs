@@ -19,8 +19,8 @@ use crate::harness::Format;
 use crate::lines::LineOutcome;
 use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file};
-use clankie_model::{TextKind, Usage};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+use clankie_model::{TextKind, Usage};
 
 /// Pi (pi-coding-agent).
 pub(super) struct Pi;
