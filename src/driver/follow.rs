@@ -298,6 +298,18 @@ fn key_of(session: &SessionFile) -> SessionKey {
     (session.harness().name(), session.id.clone())
 }
 
+/// What tells that a session changed: its size and modification time. A database's sessions
+/// share the database's size, so theirs is the row's update time alone: one session written
+/// does not wake every other of the database.
+fn change_stamp(session: &SessionFile) -> (u64, i64) {
+    let size = if session.harness().is_sqlite() {
+        0
+    } else {
+        session.entry.size
+    };
+    (size, session.entry.mtime)
+}
+
 /// Every session of a host followed at once (`HOST:*` with `--follow`), like `tail -F` over a
 /// glob: each poll lists the host, and reads each session whose size or modification time
 /// changed, from its cursor. A session created after the start is given from its start; one
@@ -351,8 +363,7 @@ impl<'a, H: Host> HostFeed<'a, H> {
         sessions.sort_by_key(|s| std::cmp::Reverse(s.entry.mtime));
         for (i, session) in sessions.into_iter().enumerate() {
             let key = key_of(&session);
-            self.known
-                .insert(key.clone(), (session.entry.size, session.entry.mtime));
+            self.known.insert(key.clone(), change_stamp(&session));
             if i >= self.most {
                 continue;
             }
@@ -415,7 +426,7 @@ impl<'a, H: Host> HostFeed<'a, H> {
         self.followed.retain(|k, _| listed.contains(k));
         for session in sessions {
             let key = key_of(&session);
-            let now = (session.entry.size, session.entry.mtime);
+            let now = change_stamp(&session);
             let before = self.known.get(&key).copied();
             if before == Some(now) {
                 continue;
