@@ -355,6 +355,26 @@ mod tests {
     }
 
     #[test]
+    fn a_gemini_message_carries_its_model_and_tokens() {
+        let got = records(
+            r#"{"id":"g1","timestamp":"t","type":"gemini","content":"listed","tokens":{"input":11855,"output":81,"cached":0,"thoughts":7,"tool":0,"total":11936},"model":"gemini-3-flash-preview","toolCalls":[{"id":"ls_1","name":"run_shell_command","args":{},"status":"success","result":[]}]}"#,
+        );
+        // Text, call, result: the model on what the model wrote, the tokens on the first.
+        let models: Vec<Option<&str>> = got.iter().map(|r| r.model.as_deref()).collect();
+        let flash = Some("gemini-3-flash-preview");
+        assert_eq!(models, [flash, flash, None]);
+        let usage = clankie_model::Usage {
+            input: Some(11855),
+            output: Some(81),
+            cache_read: Some(0),
+            cache_write: None,
+            reasoning: Some(7),
+        };
+        assert_eq!(got[0].usage.as_deref(), Some(&usage));
+        assert!(got[1..].iter().all(|r| r.usage.is_none()));
+    }
+
+    #[test]
     fn header_set_and_rewind() {
         assert!(records(r#"{"sessionId":"x","projectHash":"h","startTime":"t","lastUpdated":"t","kind":"main"}"#).is_empty());
         assert!(records(r#"{"$set":{"lastUpdated":"t"}}"#).is_empty());
