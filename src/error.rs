@@ -58,6 +58,11 @@ pub enum UsageError {
         clankie_engine::harness::supported_names()
     )]
     UnknownHarness { name: String },
+    #[error(
+        "`{target}` follows every session of the host: it needs --follow, and takes none of \
+         --head, --all, --since (to list them: clankie-read ls {host})"
+    )]
+    WholeHostWithoutFollow { target: String, host: String },
     #[error("--interval wants a positive number of seconds, got {secs}")]
     Interval { secs: f64 },
     #[error("--wait wants seconds, got {secs}")]

@@ -15,6 +15,7 @@ use super::context::{Context, GlobalArgs, positive_secs};
 use crate::check::{State, StateError, StateLock, check_host};
 use crate::driver::roots_for;
 use crate::error::{Error, Outcome, UsageError};
+use crate::render::progress::Progress;
 use clankie_host::HostError;
 
 /// Hosts checked at once.
@@ -116,7 +117,23 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
             (index, name, result)
         });
     }
-    let mut results = tasks.join_all().await;
+    // Several hosts may take a while: a line on a terminal's stderr counts them, gone before
+    // anything is printed.
+    let progress = if names.len() > 1 {
+        Progress::steps("checking hosts", names.len() as u64)
+    } else {
+        Progress::hidden()
+    };
+    let mut results = Vec::with_capacity(names.len());
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(result) => results.push(result),
+            // As `join_all` would: a task's panic is this run's.
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+        progress.inc(1);
+    }
+    progress.finish();
     results.sort_by_key(|(index, _, _)| *index);
 
     let mut state = (*previous).clone();
@@ -131,7 +148,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
             Ok(checked) => {
                 for a in &checked.activity {
                     if !a.records.is_empty() {
-                        renderer.records(&mut out, &a.records)?;
+                        renderer.records(&mut out, &a.host, &a.records)?;
                     }
                     renderer.activity(&mut out, a)?;
                 }

@@ -308,6 +308,15 @@ pub(super) fn split_target(target: &str) -> Result<(&str, &str), UsageError> {
     }
 }
 
+/// The session part of `HOST:*` or `HOST:HARNESS/*`: every session of the host (of one
+/// harness), for a host-wide `--follow`. `Some(None)` is every harness; `None` is one session.
+pub(super) fn whole_host(session: &str) -> Option<Option<&str>> {
+    match session {
+        "*" => Some(None),
+        _ => session.strip_suffix("/*").map(Some),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,5 +485,13 @@ mod tests {
         for bad in ["", ":b", "a:"] {
             assert!(matches!(split_target(bad), Err(UsageError::Target { .. })));
         }
+    }
+
+    #[test]
+    fn a_star_is_the_whole_host() {
+        assert_eq!(whole_host("*"), Some(None));
+        assert_eq!(whole_host("codex/*"), Some(Some("codex")));
+        assert_eq!(whole_host("3f1c2a"), None);
+        assert_eq!(whole_host("claude/3f1c2a"), None);
     }
 }

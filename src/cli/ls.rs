@@ -11,6 +11,7 @@ use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
 use crate::render::Renderer;
 use crate::render::ls::{LsOptions, LsRow};
+use crate::render::progress::Progress;
 use clankie_engine::filter::parse_time;
 use clankie_engine::resolve::unique_prefix_lens;
 use clankie_engine::session::SessionFile;
@@ -151,11 +152,19 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     let show_host = names.len() > 1;
     // Every host lists at once; results print in the order given.
     let verbose = ctx.verbose();
+    // Several hosts may take a while: a line on a terminal's stderr counts them, gone before
+    // anything is printed.
+    let progress = if names.len() > 1 {
+        Progress::steps("listing hosts", names.len() as u64)
+    } else {
+        Progress::hidden()
+    };
     let mut tasks = tokio::task::JoinSet::new();
     for (index, name) in names.iter().enumerate() {
         let opened = ctx.open(name);
         let name = name.clone();
         let view = view.clone();
+        let progress = progress.clone();
         tasks.spawn(async move {
             let result = match opened {
                 Ok(opened) => {
@@ -186,7 +195,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                         Err(e) => Err(Error::from(e)),
                     };
                     if verbose {
-                        super::warn(&opened.host.take_notes());
+                        progress.suspend(|| super::warn(&opened.host.take_notes()));
                     }
                     result
                 }
@@ -195,7 +204,16 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
             (index, name, result)
         });
     }
-    let mut results: Vec<_> = tasks.join_all().await;
+    let mut results = Vec::with_capacity(names.len());
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(result) => results.push(result),
+            // As `join_all` would: a task's panic is this run's.
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+        progress.inc(1);
+    }
+    progress.finish();
     results.sort_by_key(|(index, _, _)| *index);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

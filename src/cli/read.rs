@@ -5,13 +5,16 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::context::{Context, GlobalArgs, split_target};
-use crate::driver::follow::{FeedError, FeedSink, FollowOptions, SessionFeed, TokioClock};
+use super::context::{Context, GlobalArgs, split_target, whole_host};
+use crate::driver::follow::{
+    FeedError, FeedSink, FollowOptions, HostFeed, HostFeedSink, SessionFeed, TokioClock,
+};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
 use crate::render::PageInfo;
 use crate::render::Renderer;
 use crate::render::pager::PagedStdout;
+use crate::render::progress::Progress;
 use crate::render::terminal;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
@@ -23,11 +26,13 @@ use clankie_engine::session::SessionFile;
 use clankie_host::Host;
 use clankie_model::Record;
 use clankie_model::limits::{MAX_LIMIT, MAX_SOURCE_BYTES};
+use clankie_model::sanitize::sanitize_line;
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
     /// The session: `HOST:SESSION`, where SESSION is an id, a unique prefix of at least 6
-    /// characters, or `HARNESS/ID`; a bare `SESSION` is `local:SESSION`.
+    /// characters, or `HARNESS/ID`; a bare `SESSION` is `local:SESSION`. With --follow,
+    /// `HOST:*` (or `HOST:HARNESS/*`) follows every session of the host that changes.
     #[arg(value_name = "HOST:SESSION")]
     pub target: String,
     /// The newest --limit records (the default).
@@ -114,6 +119,9 @@ impl FilterArgs {
 pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, Error> {
     // Everything is validated before any I/O.
     let (host_name, session_arg) = split_target(&args.target)?;
+    if let Some(harness) = whole_host(session_arg) {
+        return follow_host(global, &args, host_name, harness).await;
+    }
     let query = SessionQuery::parse(session_arg)?;
     let filter = args.filters.parse()?;
     let mode = match (&args.since, args.head, args.all) {
@@ -122,12 +130,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         (None, _, true) => Mode::All,
         _ => Mode::Tail,
     };
-    let interval = Duration::try_from_secs_f64(args.interval)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or(UsageError::Interval {
-            secs: args.interval,
-        })?;
+    let interval = interval(&args)?;
     let ctx = Context::new(global)?;
     let mut renderer = ctx.renderer(args.json, args.full);
     let on_terminal = terminal::stdout_is_terminal();
@@ -149,6 +152,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         redact: !args.no_redact,
     };
 
+    // A read still going after half a second (a database copied and queried, a large --all)
+    // shows a line on a terminal's stderr, erased before the first output to a terminal.
+    let progress = Progress::records_if_slow(&format!("reading {}", args.target));
     let opened = ctx.open(host_name)?;
     let host = opened.host;
     // One reader for the run: the database copy it keeps serves resolving, the first page and
@@ -168,6 +174,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         },
         filter: &filter,
         filtered: 0,
+        progress,
+        on_terminal,
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
     let page = if args.all && args.since.is_some() {
@@ -175,6 +183,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     } else {
         feed.page(request, &mut sink).await
     };
+    sink.progress.finish();
     // The page is whole: held output goes out, or the pager is waited for, before anything
     // else is said.
     let finished = sink.out.finish();
@@ -208,6 +217,185 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             .await?;
     }
     Ok(Outcome::Done)
+}
+
+/// `--interval` as a duration; zero, negative or not a number is a usage error.
+fn interval(args: &ReadArgs) -> Result<Duration, UsageError> {
+    Duration::try_from_secs_f64(args.interval)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or(UsageError::Interval {
+            secs: args.interval,
+        })
+}
+
+/// `HOST:* --follow` (or `HOST:HARNESS/* --follow`): the records of every session of the host
+/// that changes, from when the follow starts, each line naming its session.
+async fn follow_host(
+    global: &GlobalArgs,
+    args: &ReadArgs,
+    host_name: &str,
+    harness: Option<&str>,
+) -> Result<Outcome, Error> {
+    if !args.follow || args.head || args.all || args.since.is_some() {
+        return Err(UsageError::WholeHostWithoutFollow {
+            target: args.target.clone(),
+            host: host_name.to_string(),
+        }
+        .into());
+    }
+    let harness = harness
+        .map(|name| {
+            harness::by_name(name).ok_or_else(|| UsageError::UnknownHarness {
+                name: name.to_string(),
+            })
+        })
+        .transpose()?;
+    let filter = args.filters.parse()?;
+    let interval = interval(args)?;
+    let ctx = Context::new(global)?;
+    let mut renderer = ctx.renderer(args.json, args.full);
+    if let Some(text) = renderer.text_options_mut() {
+        text.thinking = !args.no_thinking;
+        text.cursor_line = false;
+        // Each line gives up the prefix's columns.
+        text.width = text
+            .width
+            .map(|w| w.saturating_sub(SESSION_PREFIX_WIDTH).max(20));
+    }
+    let opened = ctx.open(host_name)?;
+    let host = opened.host;
+    let reader = Reader::new(&host);
+    let options = FollowOptions {
+        interval,
+        strict: args.strict,
+        redact: !args.no_redact,
+        polls: None,
+    };
+    let mut feed = HostFeed::new(&reader, roots_for(&opened.roots, harness));
+    let progress = Progress::spinner_if_slow(&format!("finding the sessions of {host_name}"));
+    let started = feed.start(&options).await;
+    progress.finish();
+    if ctx.verbose() {
+        super::warn(&host.take_notes());
+    }
+    started?;
+    let mut sink = HostPrintSink {
+        renderer,
+        out: PagedStdout::direct(),
+        host: host.name(),
+        filter: &filter,
+        filtered: 0,
+        harness: "",
+        session: String::new(),
+        prefix: String::new(),
+        buf: Vec::new(),
+    };
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    feed.follow(&options, &mut sink, &mut TokioClock, ctrl_c)
+        .await?;
+    sink.out.finish()?;
+    Ok(Outcome::Done)
+}
+
+/// The width of a host-wide follow's text prefix: an 8-character id, a space, the project in
+/// [`PROJECT_CHARS`] columns, ` │ `.
+const SESSION_PREFIX_WIDTH: usize = 8 + 1 + PROJECT_CHARS + 3;
+const PROJECT_CHARS: usize = 16;
+
+/// The text prefix of a session's lines in a host-wide follow: the id's first 8 characters
+/// and the project (its working directory's last component, `-` when unknown), in fixed
+/// columns.
+fn session_prefix(id: &str, cwd: Option<&str>) -> String {
+    let short: String = id.chars().take(8).collect();
+    let project = cwd
+        .map(|cwd| cwd.trim_end_matches(['/', '\\']))
+        .and_then(|cwd| cwd.rsplit(['/', '\\']).next())
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| "-".to_string(), sanitize_line);
+    let project = if project.chars().count() > PROJECT_CHARS {
+        let kept: String = project.chars().take(PROJECT_CHARS - 1).collect();
+        format!("{kept}…")
+    } else {
+        project
+    };
+    format!("{short:<8} {project:<PROJECT_CHARS$} │ ")
+}
+
+/// Prints a host-wide follow: NDJSON lines as a read prints them (each names its host, harness
+/// and session); text lines each prefixed with their session ([`session_prefix`]), and no
+/// page ends.
+struct HostPrintSink<'a> {
+    renderer: Renderer,
+    out: PagedStdout,
+    host: &'a str,
+    filter: &'a RecordFilter,
+    filtered: usize,
+    /// The session being given.
+    harness: &'static str,
+    session: String,
+    prefix: String,
+    /// Text output of one batch, before its lines are prefixed.
+    buf: Vec<u8>,
+}
+
+impl HostFeedSink for HostPrintSink<'_> {
+    fn session(&mut self, session: &SessionFile, cwd: Option<&str>) {
+        self.harness = session.harness().name();
+        self.session.clone_from(&session.id);
+        self.prefix = session_prefix(&session.id, cwd);
+    }
+}
+
+impl FeedSink for HostPrintSink<'_> {
+    fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
+        let kept: Vec<Record>;
+        let records = if self.filter.is_active() {
+            kept = records
+                .iter()
+                .filter(|r| self.filter.keeps(r))
+                .cloned()
+                .collect();
+            self.filtered += records.len() - kept.len();
+            &kept[..]
+        } else {
+            records
+        };
+        if matches!(self.renderer, Renderer::Ndjson) {
+            return self.renderer.records(&mut self.out, self.host, records);
+        }
+        self.buf.clear();
+        self.renderer.records(&mut self.buf, self.host, records)?;
+        for line in self.buf.split_inclusive(|&b| b == b'\n') {
+            self.out.write_all(self.prefix.as_bytes())?;
+            self.out.write_all(line)?;
+        }
+        Ok(())
+    }
+
+    fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
+        let filtered = std::mem::take(&mut self.filtered);
+        if !matches!(self.renderer, Renderer::Ndjson) {
+            return Ok(());
+        }
+        let info = PageInfo {
+            host: self.host,
+            harness: self.harness,
+            session: &self.session,
+            filtered: self.filter.is_active().then_some(filtered),
+        };
+        self.renderer.page_end(&mut self.out, &info, page)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
+    fn warning(&mut self, line: &str) {
+        super::warn(&[line.to_string()]);
+    }
 }
 
 /// `--all --since CURSOR`: every record after the cursor, page after page, within the bound of
@@ -266,12 +454,29 @@ struct PrintSink<'a> {
     filter: &'a RecordFilter,
     /// Records the filter left out since the last page end.
     filtered: usize,
+    /// Counts the records given; erased before the first output when stdout is a terminal.
+    progress: Progress,
+    on_terminal: bool,
+}
+
+impl PrintSink<'_> {
+    /// Before output: the progress line goes if it shares the terminal, else counts.
+    fn progress(&self, records: usize) {
+        if self.on_terminal {
+            self.progress.finish();
+        } else {
+            self.progress.inc(records as u64);
+        }
+    }
 }
 
 impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
+        self.progress(records.len());
         if !self.filter.is_active() {
-            return self.renderer.records(&mut self.out, records);
+            return self
+                .renderer
+                .records(&mut self.out, self.info.host, records);
         }
         let kept: Vec<Record> = records
             .iter()
@@ -279,10 +484,11 @@ impl FeedSink for PrintSink<'_> {
             .cloned()
             .collect();
         self.filtered += records.len() - kept.len();
-        self.renderer.records(&mut self.out, &kept)
+        self.renderer.records(&mut self.out, self.info.host, &kept)
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
+        self.progress(0);
         self.info.filtered = self
             .filter
             .is_active()
@@ -295,7 +501,7 @@ impl FeedSink for PrintSink<'_> {
     }
 
     fn warning(&mut self, line: &str) {
-        super::warn(&[line.to_string()]);
+        self.progress.suspend(|| super::warn(&[line.to_string()]));
     }
 }
 
@@ -305,5 +511,26 @@ impl From<FeedError> for Error {
             FeedError::Read(e) => Error::Driver(e),
             FeedError::Output(e) => Error::Output(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_prefixes_have_fixed_columns() {
+        let prefix = session_prefix("3f1c2a00-aaaa", Some("/home/me/src/app/"));
+        assert_eq!(prefix, "3f1c2a00 app              │ ");
+        assert_eq!(prefix.chars().count(), SESSION_PREFIX_WIDTH);
+        let long = session_prefix("ses_1", Some(r"C:\w\a-project-with-a-long-name"));
+        assert_eq!(long, "ses_1    a-project-with-… │ ");
+        assert_eq!(long.chars().count(), SESSION_PREFIX_WIDTH);
+        assert_eq!(session_prefix("x", None), "x        -                │ ");
+        // A control in a directory name is shown, never acted on.
+        assert_eq!(
+            session_prefix("x", Some("/w/a\u{1b}[2J")),
+            "x        a\\x1b[2J         │ "
+        );
     }
 }

@@ -4,9 +4,10 @@
 //! is retried from the last cursor with backoff (1 s, doubling, at most 30 s), so nothing is
 //! lost or given twice; any other error ends the loop. The caller brings the output
 //! ([`FeedSink`]), the clock ([`Clock`]) and the stop signal (a future), so tests run the loop
-//! on a script.
+//! on a script. [`HostFeed`] follows every session of a host at once (`HOST:*`), polling the
+//! listing at the same interval and keeping a cursor for the most recently changed sessions.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::io;
 use std::time::Duration;
@@ -17,8 +18,8 @@ use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::memory::MemoryHost;
 use clankie_host::{AnyHost, Host, HostError};
-use clankie_model::Record;
-use clankie_model::limits::MAX_LIMIT;
+use clankie_model::limits::{FOLLOW_WAKE_RECORDS, MAX_FOLLOWED_SESSIONS, MAX_LIMIT};
+use clankie_model::{Record, RootSpec};
 
 /// Where a feed goes: the CLI renders to stdout and warns on stderr; tests record.
 pub trait FeedSink {
@@ -210,14 +211,7 @@ impl<'a, H: Host> SessionFeed<'a, H> {
                 Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
                     host.disconnect().await;
                     let wait = outage.map_or(FIRST_RETRY, |w| (w * 2).min(MAX_RETRY));
-                    let retrying = format!("retrying in {}s", wait.as_secs());
-                    sink.warning(&match &err {
-                        // A stall is a dropped connection here: the loop does not give up.
-                        HostError::TimedOut { host, reason } => {
-                            format!("{host}: {reason}; {retrying}")
-                        }
-                        err => format!("{err}; {retrying}"),
-                    });
+                    sink.warning(&retry_line(&err, wait));
                     outage = Some(wait);
                     delay = wait;
                 }
@@ -278,9 +272,340 @@ pub fn is_transient(err: &HostError) -> bool {
     )
 }
 
+/// What a host-wide follow gives its sink besides a [`FeedSink`]'s records and page ends:
+/// which session they are of, said before each session's delivery.
+pub trait HostFeedSink: FeedSink {
+    /// The records and page end that follow are of `session`; `cwd` is its working directory
+    /// where its head says.
+    fn session(&mut self, session: &SessionFile, cwd: Option<&str>);
+}
+
+/// A session a host-wide follow keeps a cursor for.
+#[derive(Debug)]
+struct Followed {
+    session: SessionFile,
+    cwd: Option<String>,
+    cursor: Cursor,
+    seen: Option<HashSet<String>>,
+    /// The poll it last changed in: the one quiet longest is let go at the bound.
+    changed_at: u64,
+}
+
+/// A session as the last listing gave it: `(harness, id)`.
+type SessionKey = (&'static str, String);
+
+fn key_of(session: &SessionFile) -> SessionKey {
+    (session.harness().name(), session.id.clone())
+}
+
+/// What tells that a session changed: its size and modification time. A database's sessions
+/// share the database's size, so theirs is the row's update time alone: one session written
+/// does not wake every other of the database.
+fn change_stamp(session: &SessionFile) -> (u64, i64) {
+    let size = if session.harness().is_sqlite() {
+        0
+    } else {
+        session.entry.size
+    };
+    (size, session.entry.mtime)
+}
+
+/// Every session of a host followed at once (`HOST:*` with `--follow`), like `tail -F` over a
+/// glob: each poll lists the host, and reads each session whose size or modification time
+/// changed, from its cursor. A session created after the start is given from its start; one
+/// that was quiet (or let go at [`MAX_FOLLOWED_SESSIONS`]) gives its last
+/// [`FOLLOW_WAKE_RECORDS`] records first. At most [`MAX_FOLLOWED_SESSIONS`] cursors are kept:
+/// the most recently changed sessions'.
+#[derive(Debug)]
+pub struct HostFeed<'a, H: Host> {
+    reader: &'a Reader<'a, H>,
+    roots: Vec<RootSpec>,
+    /// Size and modification time of every session the last listing gave.
+    known: HashMap<SessionKey, (u64, i64)>,
+    followed: HashMap<SessionKey, Followed>,
+    most: usize,
+    polls: u64,
+    warned_bound: bool,
+}
+
+impl<'a, H: Host> HostFeed<'a, H> {
+    pub fn new(reader: &'a Reader<'a, H>, roots: Vec<RootSpec>) -> HostFeed<'a, H> {
+        HostFeed {
+            reader,
+            roots,
+            known: HashMap::new(),
+            followed: HashMap::new(),
+            most: MAX_FOLLOWED_SESSIONS,
+            polls: 0,
+            warned_bound: false,
+        }
+    }
+
+    /// Another bound than [`MAX_FOLLOWED_SESSIONS`] (tests of what meets it).
+    pub fn with_bound(mut self, most: usize) -> HostFeed<'a, H> {
+        self.most = most.max(1);
+        self
+    }
+
+    /// How many sessions have a cursor now.
+    pub fn followed(&self) -> usize {
+        self.followed.len()
+    }
+
+    /// Lists the host and takes the end of its most recently modified sessions (at most the
+    /// bound) as where to give records from; nothing is given.
+    pub async fn start(&mut self, options: &FollowOptions) -> Result<(), FeedError> {
+        let (_, mut sessions) = self
+            .reader
+            .list_sessions(&self.roots)
+            .await
+            .map_err(DriverError::from)?;
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.entry.mtime));
+        for (i, session) in sessions.into_iter().enumerate() {
+            let key = key_of(&session);
+            self.known.insert(key.clone(), change_stamp(&session));
+            if i >= self.most {
+                continue;
+            }
+            let request = PageRequest {
+                mode: Mode::Tail,
+                limit: 1,
+                strict: options.strict,
+                redact: options.redact,
+            };
+            match self.reader.read_page(&session, request, |_| {}).await {
+                Ok(page) => {
+                    let cwd = self.cwd_of(&session).await;
+                    self.followed.insert(
+                        key,
+                        Followed {
+                            session,
+                            cwd,
+                            cursor: page.cursor,
+                            seen: Some(page.records.iter().map(|r| r.id.clone()).collect()),
+                            changed_at: 0,
+                        },
+                    );
+                }
+                Err(DriverError::Host(err)) if is_transient(&err) => {
+                    return Err(DriverError::Host(err).into());
+                }
+                // A session that cannot be read now is tried again when it changes.
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    async fn cwd_of(&self, session: &SessionFile) -> Option<String> {
+        let heads = self
+            .reader
+            .session_heads(std::slice::from_ref(session))
+            .await;
+        heads.into_iter().next().and_then(|h| h.cwd)
+    }
+
+    /// One poll: lists the host and gives the sink what each changed session completed, oldest
+    /// change first. A transient host error ends the poll (the caller retries; what was given
+    /// is not given again); a session that cannot be read is one warning, and is tried again
+    /// when it changes again.
+    pub async fn poll(
+        &mut self,
+        options: &FollowOptions,
+        sink: &mut impl HostFeedSink,
+    ) -> Result<(), FeedError> {
+        self.polls += 1;
+        let (_, mut sessions) = self
+            .reader
+            .list_sessions(&self.roots)
+            .await
+            .map_err(DriverError::from)?;
+        sessions.sort_by_key(|s| s.entry.mtime);
+        let listed: HashSet<SessionKey> = sessions.iter().map(key_of).collect();
+        self.known.retain(|k, _| listed.contains(k));
+        self.followed.retain(|k, _| listed.contains(k));
+        for session in sessions {
+            let key = key_of(&session);
+            let now = change_stamp(&session);
+            let before = self.known.get(&key).copied();
+            if before == Some(now) {
+                continue;
+            }
+            match self
+                .give(key.clone(), session, before.is_none(), options, sink)
+                .await
+            {
+                Ok(()) => {}
+                Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
+                    return Err(DriverError::Host(err).into());
+                }
+                Err(FeedError::Read(err)) => sink.warning(&err.to_string()),
+                Err(err) => return Err(err),
+            }
+            // Only once given (or reported): a poll cut short reads the rest next time.
+            self.known.insert(key, now);
+        }
+        Ok(())
+    }
+
+    /// Gives what `session` completed since its cursor; without one, from its start when it is
+    /// `new`, else its last [`FOLLOW_WAKE_RECORDS`] records.
+    async fn give(
+        &mut self,
+        key: SessionKey,
+        session: SessionFile,
+        new: bool,
+        options: &FollowOptions,
+        sink: &mut impl HostFeedSink,
+    ) -> Result<(), FeedError> {
+        let mut followed = match self.followed.remove(&key) {
+            Some(mut followed) => {
+                followed.session = session;
+                followed
+            }
+            None => {
+                let cwd = self.cwd_of(&session).await;
+                let request = PageRequest {
+                    mode: if new { Mode::Head } else { Mode::Tail },
+                    limit: if new { MAX_LIMIT } else { FOLLOW_WAKE_RECORDS },
+                    strict: options.strict,
+                    redact: options.redact,
+                };
+                sink.session(&session, cwd.as_deref());
+                let reader = self.reader;
+                let mut feed = SessionFeed::new(reader, &session, true);
+                let page = feed.page(request, sink).await?;
+                let (cursor, seen) = (page.cursor, feed.seen.take());
+                self.make_room(sink);
+                Followed {
+                    session,
+                    cwd,
+                    cursor,
+                    seen,
+                    changed_at: self.polls,
+                }
+            }
+        };
+        // From the cursor to the end: a new session's first page may not have been all of it.
+        sink.session(&followed.session, followed.cwd.as_deref());
+        let mut feed = SessionFeed {
+            reader: self.reader,
+            session: &followed.session,
+            seen: followed.seen.take(),
+        };
+        let request = PageRequest {
+            mode: Mode::Since(followed.cursor.clone()),
+            limit: MAX_LIMIT,
+            strict: options.strict,
+            redact: options.redact,
+        };
+        let mut cursor = followed.cursor.clone();
+        let read = self
+            .reader
+            .read_to_end(&followed.session, request, |page: &mut Page| {
+                feed.deliver(page, false, &mut *sink)?;
+                cursor = page.cursor.clone();
+                Ok::<(), FeedError>(())
+            })
+            .await;
+        followed.seen = feed.seen.take();
+        followed.cursor = cursor;
+        followed.changed_at = self.polls;
+        self.followed.insert(key, followed);
+        read.map(|_| ())
+    }
+
+    /// At the bound, lets go of the session quiet longest (and says so, once per run).
+    fn make_room(&mut self, sink: &mut impl HostFeedSink) {
+        if self.followed.len() < self.most {
+            return;
+        }
+        let quietest = self
+            .followed
+            .iter()
+            .min_by_key(|(_, f)| f.changed_at)
+            .map(|(k, _)| k.clone());
+        if let Some(key) = quietest {
+            self.followed.remove(&key);
+        }
+        if !self.warned_bound {
+            self.warned_bound = true;
+            sink.warning(&format!(
+                "{}: following the {} most recently changed sessions at once; one quiet longer is \
+                 let go, and shows its last {FOLLOW_WAKE_RECORDS} records when it changes again",
+                self.reader.host().name(),
+                self.most
+            ));
+        }
+    }
+
+    /// Polls every `options.interval` until `stop` resolves (or `options.polls` polls ran),
+    /// retrying a transient host error as [`SessionFeed::follow`] does.
+    pub async fn follow(
+        &mut self,
+        options: &FollowOptions,
+        sink: &mut impl HostFeedSink,
+        clock: &mut impl Clock,
+        stop: impl Future<Output = ()>,
+    ) -> Result<(), FeedError>
+    where
+        H: Reconnect,
+    {
+        let host = self.reader.host();
+        let mut delay = options.interval;
+        let mut outage: Option<Duration> = None;
+        let mut polls = 0u64;
+        tokio::pin!(stop);
+        loop {
+            if options.polls.is_some_and(|most| polls >= most) {
+                return Ok(());
+            }
+            tokio::select! {
+                () = &mut stop => return Ok(()),
+                () = clock.sleep(delay) => {}
+            }
+            polls += 1;
+            let result = tokio::select! {
+                () = &mut stop => return Ok(()),
+                result = self.poll(options, &mut *sink) => result,
+            };
+            match result {
+                Ok(()) => {
+                    if outage.take().is_some() {
+                        sink.warning(&format!(
+                            "{}: reconnected; continuing from the last cursors",
+                            host.name()
+                        ));
+                    }
+                    delay = options.interval;
+                }
+                Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
+                    host.disconnect().await;
+                    let wait = outage.map_or(FIRST_RETRY, |w| (w * 2).min(MAX_RETRY));
+                    sink.warning(&retry_line(&err, wait));
+                    outage = Some(wait);
+                    delay = wait;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+}
+
+/// The warning for a transient error: the error, and when the next attempt is.
+fn retry_line(err: &HostError, wait: Duration) -> String {
+    let retrying = format!("retrying in {}s", wait.as_secs());
+    match err {
+        // A stall is a dropped connection here: the loop does not give up.
+        HostError::TimedOut { host, reason } => format!("{host}: {reason}; {retrying}"),
+        err => format!("{err}; {retrying}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::roots_for;
     use crate::driver::testing::{
         Event, Recorder, SHORT, ScriptClock, all_ids, block_on, claude_path, dropped, lines,
         prompts, resolve,
@@ -692,6 +1017,135 @@ mod tests {
                 .await
                 .unwrap();
             assert!(page.records.is_empty() && !page.more && !page.reset);
+        });
+    }
+
+    /// What a host-wide follow gave, session by session.
+    #[derive(Default)]
+    struct BySession {
+        current: String,
+        /// (session, record ids) per batch given.
+        given: Vec<(String, Vec<String>)>,
+        inner: Recorder,
+    }
+
+    impl BySession {
+        fn ids_of(&self, session: &str) -> Vec<String> {
+            self.given
+                .iter()
+                .filter(|(s, _)| s == session)
+                .flat_map(|(_, ids)| ids.clone())
+                .collect()
+        }
+    }
+
+    impl HostFeedSink for BySession {
+        fn session(&mut self, session: &SessionFile, cwd: Option<&str>) {
+            assert_eq!(cwd, Some("/home/marco/projects/spotter"));
+            self.current.clone_from(&session.id);
+        }
+    }
+
+    impl FeedSink for BySession {
+        fn records(&mut self, records: &[Record]) -> io::Result<()> {
+            let ids = records.iter().map(|r| r.id.clone()).collect();
+            self.given.push((self.current.clone(), ids));
+            self.inner.records(records)
+        }
+        fn page_end(&mut self, page: &Page) -> io::Result<()> {
+            self.inner.page_end(page)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn warning(&mut self, line: &str) {
+            self.inner.warning(line);
+        }
+    }
+
+    const OTHER: &str = "55604662-cf2a-4331-851a-ec234028f8cb";
+    const NEW: &str = "55604662-cf2a-4331-851a-ec234028f8cc";
+
+    #[test]
+    fn a_host_wide_follow_gives_what_changed_and_new_sessions_from_their_start() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(8);
+            let other = claude_path(&host, OTHER);
+            host.put(&other, all[..6].concat());
+            let (host, path, other) = (&host, &path, &other);
+            let fresh = claude_path(host, NEW);
+            let (id_before, other_before) = (
+                all_ids(host, &resolve(host, ID).await).await,
+                all_ids(host, &resolve(host, OTHER).await).await,
+            );
+            let reader = Reader::new(host);
+            let mut feed = HostFeed::new(&reader, roots_for(&[], None));
+            feed.start(&options(0)).await.unwrap();
+            assert_eq!(feed.followed(), 2);
+            let mut clock = ScriptClock::new()
+                .then(move || {
+                    host.append(path, all[8..14].concat());
+                    host.put(&fresh, all[..5].concat());
+                })
+                .then(|| {})
+                .then(move || host.append(other, all[6..10].concat()));
+            let mut sink = BySession::default();
+            feed.follow(&options(3), &mut sink, &mut clock, std::future::pending())
+                .await
+                .unwrap();
+            let id_after = all_ids(host, &resolve(host, ID).await).await;
+            let other_after = all_ids(host, &resolve(host, OTHER).await).await;
+            assert!(id_after.len() > id_before.len() && other_after.len() > other_before.len());
+            // What came after the start, once each; the new session from its start.
+            assert_eq!(sink.ids_of(ID), id_after[id_before.len()..]);
+            assert_eq!(sink.ids_of(OTHER), other_after[other_before.len()..]);
+            assert_eq!(
+                sink.ids_of(NEW),
+                all_ids(host, &resolve(host, NEW).await).await
+            );
+            // The changes in the order they came: the first poll's, then the third's.
+            let order: Vec<&str> = sink.given.iter().map(|(s, _)| s.as_str()).collect();
+            assert_eq!(order.last(), Some(&OTHER), "{order:?}");
+            assert!(sink.inner.warnings().is_empty(), "{:?}", sink.inner.events);
+        });
+    }
+
+    #[test]
+    fn a_host_wide_follow_keeps_the_most_recently_changed_sessions_at_the_bound() {
+        block_on(async {
+            let all = &lines(SHORT);
+            let (host, path) = short_host(12);
+            let other = claude_path(&host, OTHER);
+            // Newer than ID: the one followed from the start.
+            host.put(&other, all[..12].concat());
+            let (host, path, other) = (&host, &path, &other);
+            let reader = Reader::new(host);
+            let mut feed = HostFeed::new(&reader, roots_for(&[], None)).with_bound(1);
+            feed.start(&options(0)).await.unwrap();
+            assert_eq!(feed.followed(), 1);
+            let mut clock = ScriptClock::new()
+                .then(move || host.append(path, all[12..14].concat()))
+                .then(move || host.append(other, all[12..14].concat()));
+            let mut sink = BySession::default();
+            feed.follow(&options(2), &mut sink, &mut clock, std::future::pending())
+                .await
+                .unwrap();
+            assert_eq!(feed.followed(), 1);
+            // Each session, not followed when it changed, shows its last records (at most
+            // FOLLOW_WAKE_RECORDS), the new ones among them.
+            for id in [ID, OTHER] {
+                let now = all_ids(host, &resolve(host, id).await).await;
+                let wake = now.len().min(FOLLOW_WAKE_RECORDS);
+                assert_eq!(sink.ids_of(id), now[now.len() - wake..], "{id}");
+            }
+            assert_eq!(
+                sink.inner.warnings(),
+                [
+                    "mem: following the 1 most recently changed sessions at once; one quiet \
+                  longer is let go, and shows its last 10 records when it changes again"
+                ]
+            );
         });
     }
 

@@ -459,7 +459,7 @@ impl McpServer {
             filtered: filter.is_active().then_some(total - records.len()),
         };
         let mut record_lines = Vec::new();
-        crate::render::ndjson::records(&mut record_lines, &records).map_err(output)?;
+        crate::render::ndjson::records(&mut record_lines, host_name, &records).map_err(output)?;
         let mut page_line = Vec::new();
         crate::render::ndjson::page(&mut page_line, &info, &page).map_err(output)?;
         let mut records_json = parse_lines(&record_lines);
@@ -477,7 +477,9 @@ impl McpServer {
             thinking: true,
             cursor_line: true,
         });
-        renderer.records(&mut text, &records).map_err(output)?;
+        renderer
+            .records(&mut text, host_name, &records)
+            .map_err(output)?;
         renderer.page_end(&mut text, &info, &page).map_err(output)?;
         for warning in &page.warnings {
             text.extend_from_slice(format!("warning: {warning}\n").as_bytes());
@@ -730,6 +732,8 @@ mod tests {
             ts: None,
             agent: None,
             sidechain: false,
+            model: None,
+            usage: None,
             body: RecordBody::ToolCall {
                 call_id: "c".into(),
                 name: "Bash".into(),

@@ -6,6 +6,7 @@ pub mod diff;
 pub mod ls;
 pub mod ndjson;
 pub mod pager;
+pub mod progress;
 pub mod styled;
 pub mod terminal;
 pub mod text;
@@ -96,10 +97,16 @@ impl Renderer {
         }
     }
 
-    pub fn records(&mut self, out: &mut impl Write, records: &[Record]) -> io::Result<()> {
+    /// Records of one host (NDJSON names it on every record).
+    pub fn records(
+        &mut self,
+        out: &mut impl Write,
+        host: &str,
+        records: &[Record],
+    ) -> io::Result<()> {
         match self {
             Renderer::Text(printer) => printer.records(out, records),
-            Renderer::Ndjson => ndjson::records(out, records),
+            Renderer::Ndjson => ndjson::records(out, host, records),
         }
     }
 
@@ -110,7 +117,7 @@ impl Renderer {
         page: &Page,
     ) -> io::Result<()> {
         match self {
-            Renderer::Text(printer) => text::page_end(out, page, &printer.options),
+            Renderer::Text(printer) => text::page_end(out, page, &printer.options, info.filtered),
             Renderer::Ndjson => ndjson::page(out, info, page),
         }
     }

@@ -14,7 +14,7 @@ use crate::check::{Activity, SessionError};
 use crate::driver::heads::SessionHead;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
-use clankie_model::{Record, RecordBody, TextKind, display_path};
+use clankie_model::{Record, RecordBody, TextKind, Usage, display_path};
 
 #[derive(Serialize)]
 struct PageLine<'a> {
@@ -256,11 +256,14 @@ fn unicode_escape(utf8: &[u8]) -> [u8; 6] {
 /// How many bytes of record lines are gathered before one write.
 const BATCH_BYTES: usize = 64 << 10;
 
-/// Writes `record` lines, gathered into writes of about [`BATCH_BYTES`].
-pub fn records(out: &mut impl Write, records: &[Record]) -> io::Result<()> {
+/// Writes `record` lines of `host`, gathered into writes of about [`BATCH_BYTES`].
+pub fn records(out: &mut impl Write, host: &str, records: &[Record]) -> io::Result<()> {
     let mut buf = Vec::with_capacity(BATCH_BYTES);
+    // The host is the same on every line: escaped once, copied per record.
+    let mut host_json = Vec::with_capacity(host.len() + 2);
+    write_str(&mut host_json, host);
     for r in records {
-        record(&mut buf, r)?;
+        record(&mut buf, &host_json, r)?;
         if buf.len() >= BATCH_BYTES {
             out.write_all(&buf)?;
             buf.clear();
@@ -272,12 +275,15 @@ pub fn records(out: &mut impl Write, records: &[Record]) -> io::Result<()> {
 /// Appends one `record` line to `buf`. Hand-written rather than derived: `--all --json` spends
 /// most of its time writing strings, and [`write_str`] escapes them with SIMD where serde_json
 /// goes byte by byte. The output is byte-identical to [`to_writer`]'s (a test holds that).
-fn record(buf: &mut Vec<u8>, record: &Record) -> io::Result<()> {
+/// `host_json` is the host already written as a JSON string.
+fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()> {
     buf.extend_from_slice(b"{\"type\":\"record\",\"id\":");
     write_str(buf, &record.id);
     buf.extend_from_slice(b",\"kind\":\"");
     buf.extend_from_slice(record.kind().name().as_bytes());
-    buf.extend_from_slice(b"\",\"harness\":\"");
+    buf.extend_from_slice(b"\",\"host\":");
+    buf.extend_from_slice(host_json);
+    buf.extend_from_slice(b",\"harness\":\"");
     buf.extend_from_slice(record.harness.name().as_bytes());
     buf.extend_from_slice(b"\",\"session\":");
     write_str(buf, &record.session);
@@ -329,7 +335,37 @@ fn record(buf: &mut Vec<u8>, record: &Record) -> io::Result<()> {
             });
         }
     }
+    if let Some(model) = &record.model {
+        buf.extend_from_slice(b",\"model\":");
+        write_str(buf, model);
+    }
+    if let Some(usage) = &record.usage {
+        write_usage(buf, usage)?;
+    }
     buf.extend_from_slice(b"}\n");
+    Ok(())
+}
+
+/// `,"usage":{…}` with the counts the harness recorded (at least one).
+fn write_usage(buf: &mut Vec<u8>, usage: &Usage) -> io::Result<()> {
+    buf.extend_from_slice(b",\"usage\":{");
+    let counts = [
+        ("input", usage.input),
+        ("output", usage.output),
+        ("cache_read", usage.cache_read),
+        ("cache_write", usage.cache_write),
+        ("reasoning", usage.reasoning),
+    ];
+    let mut first = true;
+    for (name, count) in counts {
+        let Some(count) = count else { continue };
+        if !first {
+            buf.push(b',');
+        }
+        first = false;
+        write!(buf, "\"{name}\":{count}")?;
+    }
+    buf.push(b'}');
     Ok(())
 }
 
@@ -689,14 +725,42 @@ mod tests {
                 name: "Bash".into(),
                 input: serde_json::json!({"k": [1, "\u{1b}"]}),
             },
+            model: None,
+            usage: None,
         };
         let mut out = Vec::new();
-        record(&mut out, &base).unwrap();
+        records(&mut out, "dev\u{1b}", std::slice::from_ref(&base)).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["host"], "dev\u{1b}");
+        assert!(v.get("model").is_none() && v.get("usage").is_none(), "{v}");
         assert_eq!(v["session"], "s\"x");
         assert_eq!(v["input"]["k"][1], "\u{1b}");
         assert_eq!(v["sidechain"], true);
         assert_eq!(v["ts"], serde_json::Value::Null);
         assert_eq!(v["kind"], "tool_call");
+
+        let answer = Record {
+            body: RecordBody::Text {
+                kind: TextKind::Assistant,
+                text: "hi".into(),
+            },
+            model: Some("claude-opus-4-5".into()),
+            usage: Some(Box::new(Usage {
+                input: Some(3),
+                output: Some(13),
+                cache_read: Some(11515),
+                ..Usage::default()
+            })),
+            ..base
+        };
+        let mut out = Vec::new();
+        records(&mut out, "local", &[answer]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"type\":\"record\",\"id\":\"u#0\",\"kind\":\"assistant\",\"host\":\"local\",\
+             \"harness\":\"claude\",\"session\":\"s\\\"x\",\"ts\":null,\"agent\":\"a1\",\
+             \"sidechain\":true,\"text\":\"hi\",\"model\":\"claude-opus-4-5\",\
+             \"usage\":{\"input\":3,\"output\":13,\"cache_read\":11515}}\n"
+        );
     }
 }

@@ -362,7 +362,21 @@ fn call_lines(name: &str, input: &serde_json::Value, full: bool) -> Vec<Line> {
 
 /// The cursor line after a page, dim: only where it helps (a person at a terminal, not
 /// following); scripts use `--json`.
-pub fn page_end(out: &mut impl Write, page: &Page, options: &TextOptions) -> io::Result<()> {
+/// The end of a page: how many records a filter left out (when any did), then the cursor line
+/// when it is wanted.
+pub fn page_end(
+    out: &mut impl Write,
+    page: &Page,
+    options: &TextOptions,
+    filtered: Option<usize>,
+) -> io::Result<()> {
+    // Said whenever it is not zero: a page shorter than --limit, or empty, is otherwise a
+    // puzzle, piped or not.
+    if let Some(n @ 1..) = filtered {
+        let records = if n == 1 { "record" } else { "records" };
+        let line = format!("-- {n} {records} left out by the filter");
+        writeln!(out, "{}", paint(options, "2", &line))?;
+    }
     if !options.cursor_line {
         return Ok(());
     }
@@ -518,6 +532,8 @@ mod tests {
             agent: None,
             sidechain: false,
             body,
+            model: None,
+            usage: None,
         }
     }
 

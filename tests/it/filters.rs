@@ -140,3 +140,31 @@ fn bad_filters_exit_2_before_reading() {
         assert_eq!(stderr(&out), line);
     }
 }
+
+#[test]
+fn the_text_page_says_how_many_records_the_filter_left_out() {
+    let (_dir, home) = home();
+    let out = run(&home, &["f1f1f1f1", "--head", "-n", "6", "--kind", "user"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "── 2026-11-02 Monday (UTC)",
+            "10:00:00 user        prompt 0",
+            "10:01:00 user        prompt 1",
+            "-- 4 records left out by the filter",
+        ],
+        "{text}"
+    );
+    // One left out: singular. None left out: no line.
+    let one = run(&home, &["f1f1f1f1", "--head", "-n", "2", "--kind", "user"]);
+    let one = String::from_utf8(one.stdout).unwrap();
+    assert!(
+        one.ends_with("\n-- 1 record left out by the filter\n"),
+        "{one}"
+    );
+    let none = run(&home, &["f1f1f1f1", "--head", "-n", "1", "--kind", "user"]);
+    assert!(!String::from_utf8(none.stdout).unwrap().contains("-- "));
+}

@@ -35,6 +35,14 @@ pub fn ndjson(output: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// `records` without their `host`: the same session read locally and over SSH.
+pub fn without_host(mut records: Vec<Value>) -> Vec<Value> {
+    for r in &mut records {
+        r.as_object_mut().map(|r| r.remove("host"));
+    }
+    records
+}
+
 pub fn records(lines: &[Value]) -> Vec<Value> {
     lines
         .iter()

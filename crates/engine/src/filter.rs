@@ -213,6 +213,8 @@ mod tests {
             agent: None,
             sidechain: false,
             body,
+            model: None,
+            usage: None,
         }
     }
 

@@ -46,5 +46,7 @@ pub fn synthetic_notice(ctx: &SourceCtx, id: String, text: String) -> Record {
             kind: TextKind::Notice,
             text,
         },
+        model: None,
+        usage: None,
     }
 }

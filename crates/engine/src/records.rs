@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::SourceCtx;
 use super::lines::LineOutcome;
-use clankie_model::{Record, RecordBody, TextKind};
+use clankie_model::{Record, RecordBody, RecordKind, TextKind, Usage};
 
 /// Decodes a complete line as a JSON object. `Err` holds the outcome to return instead: a torn
 /// line is malformed; valid JSON that is not an object is a notice naming its offset.
@@ -64,6 +64,8 @@ impl<'c> Out<'c> {
             agent: self.ctx.agent.clone(),
             sidechain: self.ctx.agent.is_some(),
             body,
+            model: None,
+            usage: None,
         });
     }
 
@@ -99,6 +101,25 @@ impl<'c> Out<'c> {
     pub(crate) fn done(self) -> LineOutcome {
         LineOutcome::Records(self.records)
     }
+}
+
+/// Marks the records one model reply made: each assistant text, thinking or tool call gets
+/// `model`, and the first of them `usage` (so that summing `usage` over records counts the
+/// reply once). User records, results and notices get neither.
+pub(crate) fn stamp_model(records: &mut [Record], model: Option<&str>, usage: Option<Box<Usage>>) {
+    let mut usage = usage;
+    for record in records
+        .iter_mut()
+        .filter(|r| matches!(r.kind(), RecordKind::Assistant | RecordKind::ToolCall))
+    {
+        record.model = model.map(str::to_string);
+        record.usage = usage.take();
+    }
+}
+
+/// `value[key]` as a count, when it is a non-negative integer.
+pub(crate) fn count(value: &Value, key: &str) -> Option<u64> {
+    value.get(key).and_then(Value::as_u64)
 }
 
 /// `value[key]` as a string, or "".

@@ -205,6 +205,8 @@ mod tests {
                 kind: TextKind::User,
                 text: text.into(),
             },
+            model: None,
+            usage: None,
         }
     }
 

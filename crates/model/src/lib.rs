@@ -260,6 +260,35 @@ pub struct Record {
     pub agent: Option<String>,
     pub sidechain: bool,
     pub body: RecordBody,
+    /// The model that wrote the record (assistant text, thinking and tool calls), where the
+    /// harness records it with the message.
+    pub model: Option<String>,
+    /// The token usage of the message the record belongs to, on the message's first record
+    /// only, where the harness records it with the message. Boxed: most records have none.
+    pub usage: Option<Box<Usage>>,
+}
+
+/// Token counts of one model reply as the harness recorded them; a count the harness does not
+/// record is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Input tokens as the harness counts them: Claude and Pi leave out the cache reads,
+    /// Gemini counts them in.
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+    /// Input tokens read from the prompt cache.
+    pub cache_read: Option<u64>,
+    /// Input tokens written to the prompt cache.
+    pub cache_write: Option<u64>,
+    /// Reasoning (thinking) tokens, where counted apart from `output`.
+    pub reasoning: Option<u64>,
+}
+
+impl Usage {
+    /// `None` when no count is known.
+    pub fn nonempty(self) -> Option<Box<Usage>> {
+        (self != Usage::default()).then(|| Box::new(self))
+    }
 }
 
 impl Record {

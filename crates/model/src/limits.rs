@@ -53,3 +53,13 @@ pub const RESUME_HEAD_BYTES: u64 = 64 * 1024;
 
 /// `ls` reads this much of each shown transcript's start for its title and working directory.
 pub const LS_HEAD_BYTES: u64 = 32 * 1024;
+
+/// A host-wide `--follow` (`HOST:*`) keeps a cursor for at most this many sessions at once: the
+/// most recently changed. A session past the bound that changes takes the place of the one
+/// quiet longest (a warning says so, once per run), and shows its last
+/// [`FOLLOW_WAKE_RECORDS`] records when it comes back.
+pub const MAX_FOLLOWED_SESSIONS: usize = 64;
+
+/// Records shown of a session a host-wide follow did not follow when it changed (quiet since
+/// before the follow started, or let go at the bound), as `tail -F` shows a file's last lines.
+pub const FOLLOW_WAKE_RECORDS: usize = 10;

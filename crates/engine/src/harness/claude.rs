@@ -226,6 +226,10 @@ struct Message<'a> {
     model: Option<Cow<'a, str>>,
     #[serde(default)]
     content: Content,
+    /// Kept raw and read only on assistant lines: a shape we do not expect costs the usage,
+    /// never the line.
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
 }
 
 /// The `Visitor` methods for null, booleans and numbers of a lenient type: each reads as the
@@ -416,6 +420,21 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
     LineOutcome::Records(out.records)
 }
 
+/// Claude's `message.usage`: `input_tokens`, `output_tokens`, `cache_read_input_tokens`,
+/// `cache_creation_input_tokens`.
+fn usage_of(raw: &RawValue) -> Option<Box<clankie_model::Usage>> {
+    use crate::records::count;
+    let value: Value = serde_json::from_str(raw.get()).ok()?;
+    clankie_model::Usage {
+        input: count(&value, "input_tokens"),
+        output: count(&value, "output_tokens"),
+        cache_read: count(&value, "cache_read_input_tokens"),
+        cache_write: count(&value, "cache_creation_input_tokens"),
+        reasoning: None,
+    }
+    .nonempty()
+}
+
 fn notice(ctx: &SourceCtx, id: String, ts: Option<String>, text: String) -> Record {
     Record {
         id,
@@ -428,6 +447,8 @@ fn notice(ctx: &SourceCtx, id: String, ts: Option<String>, text: String) -> Reco
             kind: TextKind::Notice,
             text,
         },
+        model: None,
+        usage: None,
     }
 }
 
@@ -462,6 +483,8 @@ impl LineBuilder<'_, '_, '_> {
             agent,
             sidechain,
             body,
+            model: None,
+            usage: None,
         });
     }
 
@@ -561,9 +584,19 @@ impl LineBuilder<'_, '_, '_> {
     }
 
     fn assistant(&mut self) {
-        let Some(message) = self.message.take() else {
+        let Some(mut message) = self.message.take() else {
             return;
         };
+        let model = message.model.clone();
+        let usage = message.usage.take().and_then(usage_of);
+        let first = self.records.len();
+        self.assistant_blocks(message);
+        // `<synthetic>` marks text Claude Code wrote itself (an API error): no model wrote it.
+        let model = model.filter(|m| m != "<synthetic>");
+        crate::records::stamp_model(&mut self.records[first..], model.as_deref(), usage);
+    }
+
+    fn assistant_blocks(&mut self, message: Message<'_>) {
         let synthetic = message.model.as_deref() == Some("<synthetic>")
             || self.env.is_api_error_message == Some(true);
         let blocks = match message.content {
@@ -878,6 +911,38 @@ mod tests {
             LineOutcome::Records(r) => r,
             LineOutcome::Malformed(e) => panic!("malformed: {e}"),
         }
+    }
+
+    #[test]
+    fn an_assistant_line_carries_its_model_and_usage_on_its_first_record() {
+        let line = r#"{"type":"assistant","uuid":"a","timestamp":"t","message":{"model":"claude-opus-4-5","role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"tool_use","id":"t1","name":"Bash","input":{}}],"usage":{"input_tokens":3,"cache_creation_input_tokens":13835,"cache_read_input_tokens":11515,"output_tokens":13,"service_tier":"standard"}}}"#;
+        let got = records(line);
+        assert_eq!(got.len(), 2);
+        assert!(
+            got.iter()
+                .all(|r| r.model.as_deref() == Some("claude-opus-4-5"))
+        );
+        let usage = clankie_model::Usage {
+            input: Some(3),
+            output: Some(13),
+            cache_read: Some(11515),
+            cache_write: Some(13835),
+            reasoning: None,
+        };
+        assert_eq!(got[0].usage.as_deref(), Some(&usage));
+        assert_eq!(got[1].usage, None);
+        // A usage of another shape costs the usage, not the line; synthetic text has no model.
+        let odd = r#"{"type":"assistant","uuid":"b","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error"}],"usage":"n/a"}}"#;
+        let got = records(odd);
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            (got[0].model.as_deref(), got[0].usage.as_deref()),
+            (None, None)
+        );
+        // User records carry neither.
+        let user =
+            r#"{"type":"user","uuid":"u","message":{"role":"user","content":"hi","model":"x"}}"#;
+        assert_eq!(records(user)[0].model, None);
     }
 
     #[test]

@@ -26,10 +26,10 @@ use serde_json::Value;
 use crate::SourceCtx;
 use crate::harness::{Format, Source};
 use crate::lines::LineOutcome;
-use crate::records::{Out, object_line, str_of};
+use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file, valid_id};
-use clankie_model::TextKind;
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+use clankie_model::{TextKind, Usage};
 
 /// Gemini CLI.
 pub(super) struct Gemini;
@@ -259,6 +259,18 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                     out.result(result_id(call_id), call_id, output, status != "success");
                 }
             }
+            let usage = entry.get("tokens").and_then(|t| {
+                Usage {
+                    input: count(t, "input"),
+                    output: count(t, "output"),
+                    cache_read: count(t, "cached"),
+                    cache_write: None,
+                    reasoning: count(t, "thoughts"),
+                }
+                .nonempty()
+            });
+            let model = Some(str_of(&entry, "model")).filter(|m| !m.is_empty());
+            stamp_model(&mut out.records, model, usage);
         }
         kind @ ("info" | "warning" | "error") => {
             let text = parts_text(entry.get("content").unwrap_or(&Value::Null));
@@ -389,6 +401,26 @@ mod tests {
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {
         test_support::summary(&records(line))
+    }
+
+    #[test]
+    fn a_gemini_message_carries_its_model_and_tokens() {
+        let got = records(
+            r#"{"id":"g1","timestamp":"t","type":"gemini","content":"listed","tokens":{"input":11855,"output":81,"cached":0,"thoughts":7,"tool":0,"total":11936},"model":"gemini-3-flash-preview","toolCalls":[{"id":"ls_1","name":"run_shell_command","args":{},"status":"success","result":[]}]}"#,
+        );
+        // Text, call, result: the model on what the model wrote, the tokens on the first.
+        let models: Vec<Option<&str>> = got.iter().map(|r| r.model.as_deref()).collect();
+        let flash = Some("gemini-3-flash-preview");
+        assert_eq!(models, [flash, flash, None]);
+        let usage = clankie_model::Usage {
+            input: Some(11855),
+            output: Some(81),
+            cache_read: Some(0),
+            cache_write: None,
+            reasoning: Some(7),
+        };
+        assert_eq!(got[0].usage.as_deref(), Some(&usage));
+        assert!(got[1..].iter().all(|r| r.usage.is_none()));
     }
 
     #[test]

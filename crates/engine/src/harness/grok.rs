@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::SourceCtx;
 use crate::harness::Format;
 use crate::lines::LineOutcome;
-use crate::records::{Out, image_placeholder, json_arguments, object_line, str_of};
+use crate::records::{Out, image_placeholder, json_arguments, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file};
 use clankie_model::TextKind;
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
@@ -128,6 +128,9 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                     json_arguments(call.get("arguments")),
                 );
             }
+            // Grok Build records the model with the message, but no token counts.
+            let model = Some(str_of(&entry, "model_id")).filter(|m| !m.is_empty());
+            stamp_model(&mut out.records, model, None);
         }
         "reasoning" => {
             let summary = entry.get("summary").and_then(Value::as_array);
@@ -185,6 +188,16 @@ mod tests {
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {
         test_support::summary(&records(line))
+    }
+
+    #[test]
+    fn an_assistant_line_carries_its_model() {
+        let got = records(
+            r#"{"type":"assistant","content":"I'll count them.","tool_calls":[{"id":"c0","name":"run_terminal_cmd","arguments":"{}"}],"model_id":"grok-4.5"}"#,
+        );
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().all(|r| r.model.as_deref() == Some("grok-4.5")));
+        assert!(got.iter().all(|r| r.usage.is_none()));
     }
 
     #[test]

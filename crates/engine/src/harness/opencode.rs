@@ -17,11 +17,11 @@ use serde_json::Value;
 use crate::SourceCtx;
 use crate::database::{Database, QueryError, SessionRow, query_map};
 use crate::harness::{Format, Source};
-use crate::records::{Out, json_arguments, str_of, text_of};
+use crate::records::{Out, count, json_arguments, stamp_model, str_of, text_of};
 use crate::rows::{RowRecords, rfc3339_millis};
 use crate::session::{SessionFile, session_file, valid_id};
-use clankie_model::TextKind;
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+use clankie_model::{TextKind, Usage};
 
 /// OpenCode.
 pub(super) struct OpenCode;
@@ -407,6 +407,7 @@ fn records_until(
         let error = info.get("error").filter(|e| !e.is_null());
         let finished =
             role != "assistant" || info.pointer("/time/completed").is_some() || error.is_some();
+        let first = out.records.len();
         let start = parts.partition_point(|p| p.message_id < message.id);
         let end = parts.partition_point(|p| p.message_id <= message.id);
         for part in &parts[start..end] {
@@ -425,6 +426,20 @@ fn records_until(
                 out.pending = true;
                 return out;
             }
+        }
+        if role == "assistant" {
+            let usage = info.get("tokens").and_then(|t| {
+                Usage {
+                    input: count(t, "input"),
+                    output: count(t, "output"),
+                    cache_read: t.get("cache").and_then(|c| count(c, "read")),
+                    cache_write: t.get("cache").and_then(|c| count(c, "write")),
+                    reasoning: count(t, "reasoning"),
+                }
+                .nonempty()
+            });
+            let model = Some(str_of(&info, "modelID")).filter(|m| !m.is_empty());
+            stamp_model(&mut out.records[first..], model, usage);
         }
         if let Some(error) = error {
             let name = str_of(error, "name");

@@ -17,10 +17,10 @@ use serde_json::Value;
 use crate::SourceCtx;
 use crate::harness::Format;
 use crate::lines::LineOutcome;
-use crate::records::{Out, object_line, str_of};
+use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file};
-use clankie_model::TextKind;
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
+use clankie_model::{TextKind, Usage};
 
 /// Pi (pi-coding-agent).
 pub(super) struct Pi;
@@ -180,6 +180,18 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                     _ => {}
                 }
             }
+            let usage = message.get("usage").and_then(|u| {
+                Usage {
+                    input: count(u, "input"),
+                    output: count(u, "output"),
+                    cache_read: count(u, "cacheRead"),
+                    cache_write: count(u, "cacheWrite"),
+                    reasoning: count(u, "reasoning"),
+                }
+                .nonempty()
+            });
+            let model = Some(str_of(message, "model")).filter(|m| !m.is_empty());
+            stamp_model(&mut out.records, model, usage);
             if matches!(str_of(message, "stopReason"), "error" | "aborted") {
                 let reason = match str_of(message, "errorMessage") {
                     "" => str_of(message, "stopReason").to_string(),
@@ -276,6 +288,23 @@ mod tests {
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {
         test_support::summary(&records(line))
+    }
+
+    #[test]
+    fn an_assistant_message_carries_its_model_and_usage() {
+        let line = r#"{"id":"c9","message":{"content":[{"arguments":{"command":"ls"},"id":"call_1","name":"bash","type":"toolCall"},{"text":"ok","type":"text"}],"model":"fake-model","role":"assistant","usage":{"cacheRead":100,"cacheWrite":0,"cost":{"total":0.1},"input":50,"output":6,"reasoning":0,"totalTokens":156}},"timestamp":"t","type":"message"}"#;
+        let got = records(line);
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().all(|r| r.model.as_deref() == Some("fake-model")));
+        let usage = clankie_model::Usage {
+            input: Some(50),
+            output: Some(6),
+            cache_read: Some(100),
+            cache_write: Some(0),
+            reasoning: Some(0),
+        };
+        assert_eq!(got[0].usage.as_deref(), Some(&usage));
+        assert_eq!(got[1].usage, None);
     }
 
     #[test]
