@@ -136,6 +136,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         // The cursor is for a person at a terminal who may ask for the next page; between
         // polls it is noise, and scripts use --json.
         text.cursor_line = on_terminal && !args.follow;
+        text.screen = !args.follow;
     }
     let out = if on_terminal && !args.json && !args.follow && !args.no_pager {
         PagedStdout::paged()

@@ -217,6 +217,7 @@ impl ReadPlan {
                 pending_tail: false,
                 reset: false,
                 warnings: self.warnings,
+                screen: Vec::new(),
             },
             State::Forward(fwd) => {
                 let records = std::mem::take(&mut self.out);
@@ -568,6 +569,7 @@ impl Forward {
             pending_tail,
             reset,
             warnings,
+            screen: Vec::new(),
         }
     }
 }
@@ -819,6 +821,7 @@ impl Tail {
             pending_tail: self.pending_tail,
             reset: false,
             warnings,
+            screen: Vec::new(),
         }
     }
 }

@@ -14,6 +14,7 @@ mod grok;
 mod grokcli;
 mod opencode;
 mod pi;
+mod terminal;
 
 use clankie_model::{FileEntry, Harness, Layout, Record};
 
@@ -32,6 +33,7 @@ static REGISTRY: &[&dyn Format] = &[
     &gemini::Gemini,
     &opencode::OpenCode,
     &grokcli::GrokCli,
+    &terminal::Terminal,
 ];
 
 /// How a session's source is read.
@@ -140,6 +142,20 @@ pub trait Format: Sync {
     fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
         let _ = (ctx, bytes);
         Err("this source is not a document".into())
+    }
+
+    /// The records of a whole-document session with what a page says besides them: whether
+    /// the source ends in something not final yet, and a terminal's current screen.
+    fn parse_document_rows(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<RowRecords, String> {
+        Ok(RowRecords {
+            records: self.parse_document(ctx, bytes)?,
+            ..RowRecords::default()
+        })
+    }
+
+    /// Whether the harness can resume a session (a terminal recording has nothing to resume).
+    fn resumable(&self) -> bool {
+        true
     }
 
     /// The sessions of a database (its rows), queried on a private read-only copy.
@@ -287,6 +303,16 @@ pub fn databases(files: &[FileEntry]) -> impl Iterator<Item = &FileEntry> {
     files
         .iter()
         .filter(|f| f.harness.is_sqlite() && !f.rel.contains(&b'/') && !f.rel.ends_with(b"-wal"))
+}
+
+/// The records of a whole-document session, and what its page says besides them.
+pub fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<RowRecords, String> {
+    format(ctx.harness).parse_document_rows(ctx, bytes)
+}
+
+/// Whether sessions of `harness` can be resumed.
+pub fn resumable(harness: Harness) -> bool {
+    format(harness).resumable()
 }
 
 /// How a session is read.
