@@ -12,7 +12,7 @@ use crate::error::{Error, Outcome, UsageError};
 use crate::render::PageInfo;
 use crate::render::Renderer;
 use crate::render::pager::PagedStdout;
-use crate::render::terminal;
+use crate::render::tty;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
 use clankie_engine::harness::{self, Source};
@@ -130,7 +130,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         })?;
     let ctx = Context::new(global)?;
     let mut renderer = ctx.renderer(args.json, args.full);
-    let on_terminal = terminal::stdout_is_terminal();
+    let on_terminal = tty::stdout_is_terminal();
     if let Some(text) = renderer.text_options_mut() {
         text.thinking = !args.no_thinking;
         // The cursor is for a person at a terminal who may ask for the next page; between

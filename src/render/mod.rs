@@ -7,7 +7,7 @@ pub mod ls;
 pub mod ndjson;
 pub mod pager;
 pub mod styled;
-pub mod terminal;
+pub mod tty;
 pub mod text;
 pub mod tool;
 pub mod wrap;

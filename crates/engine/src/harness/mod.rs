@@ -33,7 +33,7 @@ static REGISTRY: &[&dyn Format] = &[
     &gemini::Gemini,
     &opencode::OpenCode,
     &grokcli::GrokCli,
-    &terminal::Terminal,
+    &terminal::Recordings,
 ];
 
 /// How a session's source is read.

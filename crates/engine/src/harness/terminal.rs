@@ -33,7 +33,7 @@ use clankie_model::{
 };
 
 /// Terminal recordings.
-pub(super) struct Terminal;
+pub(super) struct Recordings;
 
 static LAYOUT: Layout = Layout {
     name: "terminal",
@@ -59,7 +59,7 @@ const DEFAULT_SIZE: (usize, usize) = (80, 24);
 const SCRIPT_STARTED: &[u8] = b"Script started on ";
 const SCRIPT_DONE: &[u8] = b"Script done on ";
 
-impl Format for Terminal {
+impl Format for Recordings {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
     }
@@ -430,10 +430,13 @@ fn typescript(replay: &mut Replay, bytes: &[u8]) {
             }
             search = next;
         }
-        let (output, after) = rest.split_at(cut.unwrap_or(rest.len()));
-        feed_bytes(replay, output);
+        let (mut output, after) = rest.split_at(cut.unwrap_or(rest.len()));
         if after.starts_with(SCRIPT_DONE) {
             // `script` writes the footer after a newline of its own, which is not output.
+            output = output.strip_suffix(b"\n").unwrap_or(output);
+        }
+        feed_bytes(replay, output);
+        if after.starts_with(SCRIPT_DONE) {
             replay.finish(None);
             rest = match after.iter().position(|&b| b == b'\n') {
                 Some(eol) => &after[eol + 1..],
@@ -621,7 +624,7 @@ mod tests {
             size: 1,
             mtime: 0,
         };
-        let id = |rel: &str| Terminal.session(&entry(rel)).map(|s| s.id);
+        let id = |rel: &str| Recordings.session(&entry(rel)).map(|s| s.id);
         assert_eq!(id("casts/demo.cast").as_deref(), Some("demo"));
         assert_eq!(id("logs/a/pane-1.log").as_deref(), Some("pane-1"));
         assert_eq!(id("scripts/typescript").as_deref(), Some("typescript"));
