@@ -609,9 +609,7 @@ async fn fetch_whole<H: Host>(
             .await?;
         let chunk = result.chunks.into_iter().next().unwrap_or_default();
         bytes.extend_from_slice(&chunk);
-        if bytes.len() as u64 >= result.size || chunk.is_empty() {
-            return Ok(bytes);
-        }
+        // The bound first: the last chunk of a file just over it would otherwise complete it.
         if bytes.len() as u64 > MAX_SOURCE_BYTES {
             return Err(DriverError::Source {
                 path: path.to_string(),
@@ -620,6 +618,9 @@ async fn fetch_whole<H: Host>(
                     MAX_SOURCE_BYTES >> 20
                 ),
             });
+        }
+        if bytes.len() as u64 >= result.size || chunk.is_empty() {
+            return Ok(bytes);
         }
     }
 }
