@@ -73,6 +73,13 @@ pub struct ReadArgs {
     /// private keys (on by default, in both outputs).
     #[arg(long)]
     pub no_redact: bool,
+    /// Columns of the terminal a recording (`terminal/ID`) is replayed on when its header gives
+    /// no size (default 80).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub cols: Option<u16>,
+    /// Rows of that terminal (default 24).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub rows: Option<u16>,
     #[command(flatten)]
     pub filters: FilterArgs,
 }
@@ -154,7 +161,13 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     let host = opened.host;
     // One reader for the run: the database copy it keeps serves resolving, the first page and
     // every poll.
-    let reader = Reader::new(&host);
+    let mut reader = Reader::new(&host);
+    if args.cols.is_some() || args.rows.is_some() {
+        reader = reader.with_terminal_size(
+            usize::from(args.cols.unwrap_or(80)),
+            usize::from(args.rows.unwrap_or(24)),
+        );
+    }
     let session = reader
         .resolve_session(&roots_for(&opened.roots, query.harness), &query)
         .await?;

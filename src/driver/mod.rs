@@ -80,6 +80,8 @@ pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSp
 pub struct Reader<'h, H: Host> {
     host: &'h H,
     databases: crate::sqlite::Copies,
+    /// The size of a terminal recording whose header gives none (`--cols`/`--rows`).
+    terminal_size: Option<(usize, usize)>,
 }
 
 impl<H: Host> std::fmt::Debug for Reader<'_, H> {
@@ -96,7 +98,14 @@ impl<'h, H: Host> Reader<'h, H> {
         Reader {
             host,
             databases: crate::sqlite::Copies::default(),
+            terminal_size: None,
         }
+    }
+
+    /// This reader, replaying terminal recordings whose header gives no size at `cols`×`rows`.
+    pub fn with_terminal_size(mut self, cols: usize, rows: usize) -> Reader<'h, H> {
+        self.terminal_size = Some((cols, rows));
+        self
     }
 
     /// The host this reader reads.
@@ -335,9 +344,11 @@ impl<'h, H: Host> Reader<'h, H> {
                 self.tree_records(session, &ctx, &path).await?
             } else {
                 let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
-                harness::parse_document(&ctx, &bytes).map_err(|reason| DriverError::Source {
-                    path: path.clone(),
-                    reason,
+                harness::parse_document(&ctx, &bytes, self.terminal_size).map_err(|reason| {
+                    DriverError::Source {
+                        path: path.clone(),
+                        reason,
+                    }
                 })?
             };
             let mut page = clankie_engine::rows::page(&ctx, rows, &request).map_err(|source| {

@@ -7,9 +7,9 @@ pub mod ls;
 pub mod ndjson;
 pub mod pager;
 pub mod styled;
-pub mod tty;
 pub mod text;
 pub mod tool;
+pub mod tty;
 pub mod wrap;
 
 use std::io::{self, Write};

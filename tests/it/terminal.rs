@@ -38,7 +38,17 @@ impl Tmux {
         let tmux = Tmux {
             socket: dir.join("tmux.sock"),
         };
-        let out = tmux.run(&["new-session", "-d", "-x", "80", "-y", "24", "-s", "t", command]);
+        let out = tmux.run(&[
+            "new-session",
+            "-d",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "-s",
+            "t",
+            command,
+        ]);
         assert!(out.status.success(), "tmux: {}", stderr(&out));
         // The pane stays after its program exits, so what it shows can be compared.
         tmux.run(&["set-option", "-t", "t", "remain-on-exit", "on"]);
@@ -152,7 +162,14 @@ fn root_arg(root: &Path) -> String {
 fn read_all(home: &Path, root: &Path, id: &str) -> (Vec<Value>, Value) {
     let out = run(
         home,
-        &["--root", &root_arg(root), "read", &format!("local:{id}"), "--all", "--json"],
+        &[
+            "--root",
+            &root_arg(root),
+            "read",
+            &format!("local:{id}"),
+            "--all",
+            "--json",
+        ],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let lines = ndjson(&out);
@@ -169,7 +186,11 @@ fn texts(records: &[Value]) -> Vec<String> {
 fn screen(page: &Value) -> Vec<String> {
     page.get("screen")
         .and_then(Value::as_array)
-        .map(|rows| rows.iter().map(|r| r.as_str().unwrap().to_string()).collect())
+        .map(|rows| {
+            rows.iter()
+                .map(|r| r.as_str().unwrap().to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -276,10 +297,7 @@ fn asciinema_recording_reads_as_a_person_saw_it() {
     assert!(text.contains("│ after less\n"), "{text}");
 
     // ls lists it; resume has nothing to resume.
-    let ls = run(
-        dir.path(),
-        &["--root", &root_arg(&root), "ls", "--json"],
-    );
+    let ls = run(dir.path(), &["--root", &root_arg(&root), "ls", "--json"]);
     assert_eq!(code(&ls), 0, "{}", stderr(&ls));
     let sessions = ndjson(&ls);
     assert!(
@@ -293,7 +311,11 @@ fn asciinema_recording_reads_as_a_person_saw_it() {
         &["--root", &root_arg(&root), "resume", "local:demo"],
     );
     assert_eq!(code(&resume), 2);
-    assert!(stderr(&resume).contains("nothing to resume"), "{}", stderr(&resume));
+    assert!(
+        stderr(&resume).contains("nothing to resume"),
+        "{}",
+        stderr(&resume)
+    );
 }
 
 #[test]
@@ -342,7 +364,10 @@ fn tmux_pipe_pane_log_reads_as_a_person_saw_it() {
     // `cat` may still be writing what the pane printed last.
     let start = Instant::now();
     while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("after less\r\n")) {
-        assert!(start.elapsed() < Duration::from_secs(20), "the pipe never wrote it all");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the pipe never wrote it all"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let (recs, p) = read_all(dir.path(), &root, "pane");
@@ -397,7 +422,9 @@ fn a_second_script_recording_in_the_same_log_is_generation_two() {
 /// `count` lines of raw terminal output, coloured, each redrawn once with `\r`.
 fn raw_lines(from: usize, count: usize) -> Vec<u8> {
     (from..from + count)
-        .flat_map(|i| format!("\x1b[33mwait {i}\r\x1b[Kline {i} \x1b[1mdone\x1b[0m\r\n").into_bytes())
+        .flat_map(|i| {
+            format!("\x1b[33mwait {i}\r\x1b[Kline {i} \x1b[1mdone\x1b[0m\r\n").into_bytes()
+        })
         .collect()
 }
 
@@ -410,6 +437,26 @@ fn a_truncated_log_is_a_visible_reset() {
     assert_eq!(recs.len(), 100 - 23);
     assert_eq!(recs[5]["text"], "line 5 done");
     let cursor = p["cursor"].as_str().unwrap().to_string();
+    // A raw log gives no size: --cols/--rows give it (80×24 without them).
+    let small = run(
+        dir.path(),
+        &[
+            "--root",
+            &root_arg(&root),
+            "read",
+            "local:cut",
+            "--all",
+            "--json",
+            "--cols",
+            "20",
+            "--rows",
+            "5",
+        ],
+    );
+    let small = ndjson(&small);
+    // Four lines and the cursor's empty row are on the screen.
+    assert_eq!(records(&small).len(), 100 - 4);
+    assert_eq!(screen(&page(&small)).len(), 4);
     // The log is truncated and written again (rotated): less than the cursor had.
     std::fs::write(&log, raw_lines(1000, 40)).unwrap();
     let args = |strict: bool| {
@@ -427,9 +474,15 @@ fn a_truncated_log_is_a_visible_reset() {
         }
         a
     };
-    let strict = crate::support::clankie(dir.path()).args(args(true)).output().unwrap();
+    let strict = crate::support::clankie(dir.path())
+        .args(args(true))
+        .output()
+        .unwrap();
     assert_eq!(code(&strict), 5, "{}", stderr(&strict));
-    let out = crate::support::clankie(dir.path()).args(args(false)).output().unwrap();
+    let out = crate::support::clankie(dir.path())
+        .args(args(false))
+        .output()
+        .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let lines = ndjson(&out);
     let p = page(&lines);
@@ -437,7 +490,10 @@ fn a_truncated_log_is_a_visible_reset() {
     let recs = records(&lines);
     assert_eq!(recs[0]["kind"], "notice");
     assert!(
-        recs[0]["text"].as_str().unwrap().contains("no longer matches"),
+        recs[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no longer matches"),
         "{}",
         recs[0]
     );
@@ -449,16 +505,14 @@ fn follow_of_a_log_being_written_prints_each_line_once() {
     let (dir, root) = scratch();
     let log = root.join("logs/live.log");
     std::fs::write(&log, raw_lines(0, 30)).unwrap();
-    let args = crate::follow::follow_args(
-        &["--root", &root_arg(&root)],
-        "local:live",
-        "0.05",
-    );
+    let args = crate::follow::follow_args(&["--root", &root_arg(&root)], "local:live", "0.05");
     let (child, rx) = crate::follow::follow(&args, dir.path());
     // The first page (the lines that scrolled off so far) before anything more is written.
     let mut got = Vec::new();
     while got.len() < 30 - 23 {
-        let value = rx.recv_timeout(Duration::from_secs(20)).expect("the first page");
+        let value = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the first page");
         if value["type"] == "record" {
             got.push(value);
         }
@@ -489,7 +543,14 @@ fn a_recording_over_the_source_bound_exits_6() {
     file.set_len(65 << 20).unwrap();
     let out = run(
         dir.path(),
-        &["--root", &root_arg(&root), "read", "local:huge", "--all", "--json"],
+        &[
+            "--root",
+            &root_arg(&root),
+            "read",
+            "local:huge",
+            "--all",
+            "--json",
+        ],
     );
     assert_eq!(code(&out), 6, "{}", stderr(&out));
     assert!(stderr(&out).contains("64 MiB"), "{}", stderr(&out));
@@ -506,7 +567,10 @@ fn a_recording_over_ssh_reads_as_it_does_locally() {
     let status = Command::new("script")
         .args(["-q", "--log-out"])
         .arg(&log)
-        .args(["-c", "printf '\\033[32mgreen\\033[0m\\n'; seq 1 40; printf 'half'"])
+        .args([
+            "-c",
+            "printf '\\033[32mgreen\\033[0m\\n'; seq 1 40; printf 'half'",
+        ])
         .env("TERM", "xterm")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -522,10 +586,64 @@ fn a_recording_over_ssh_reads_as_it_does_locally() {
     let out = crate::support::clankie(dir.path())
         .args(["--ssh-config", sshd.ssh_config().to_str().unwrap()])
         .args(["--root", &root_arg(remote_root)])
-        .args(["read", &format!("{}:remote", sshd.alias(user)), "--all", "--json"])
+        .args([
+            "read",
+            &format!("{}:remote", sshd.alias(user)),
+            "--all",
+            "--json",
+        ])
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let remote = records(&ndjson(&out));
     assert_eq!(remote, local);
+}
+
+#[test]
+fn check_reports_what_a_recording_gained() {
+    let (dir, root) = scratch();
+    let log = root.join("logs/grow.log");
+    std::fs::write(&log, raw_lines(0, 30)).unwrap();
+    let hosts = dir.path().join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!(
+            "[hosts.box]\nlocal = true\nroots = {{ terminal = \"{}\" }}\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let state = dir.path().join("state.json");
+    let args = [
+        "--hosts",
+        hosts.to_str().unwrap(),
+        "check",
+        "box",
+        "--state",
+        state.to_str().unwrap(),
+        "--json",
+        "--records",
+    ];
+    let first = run(dir.path(), &args);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let lines = ndjson(&first);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "activity" && l["session"] == "grow" && l["change"] == "new"),
+        "{lines:?}"
+    );
+    let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    file.write_all(&raw_lines(30, 10)).unwrap();
+    drop(file);
+    let second = run(dir.path(), &args);
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let lines = ndjson(&second);
+    let activity: Vec<&Value> = lines.iter().filter(|l| l["type"] == "activity").collect();
+    assert_eq!(activity.len(), 1, "{lines:?}");
+    assert_eq!(activity[0]["change"], "grew");
+    assert_eq!(activity[0]["new_records"], 10);
+    let texts = texts(&records(&lines));
+    let want: Vec<String> = (7..17).map(|i| format!("line {i} done")).collect();
+    assert_eq!(texts, want);
 }

@@ -146,7 +146,14 @@ pub trait Format: Sync {
 
     /// The records of a whole-document session with what a page says besides them: whether
     /// the source ends in something not final yet, and a terminal's current screen.
-    fn parse_document_rows(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<RowRecords, String> {
+    /// `terminal_size`: the columns and rows of a terminal recording whose header gives none.
+    fn parse_document_rows(
+        &self,
+        ctx: &SourceCtx,
+        bytes: &[u8],
+        terminal_size: Option<(usize, usize)>,
+    ) -> Result<RowRecords, String> {
+        let _ = terminal_size;
         Ok(RowRecords {
             records: self.parse_document(ctx, bytes)?,
             ..RowRecords::default()
@@ -305,9 +312,14 @@ pub fn databases(files: &[FileEntry]) -> impl Iterator<Item = &FileEntry> {
         .filter(|f| f.harness.is_sqlite() && !f.rel.contains(&b'/') && !f.rel.ends_with(b"-wal"))
 }
 
-/// The records of a whole-document session, and what its page says besides them.
-pub fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<RowRecords, String> {
-    format(ctx.harness).parse_document_rows(ctx, bytes)
+/// The records of a whole-document session, and what its page says besides them;
+/// `terminal_size` is the size of a terminal recording whose header gives none.
+pub fn parse_document(
+    ctx: &SourceCtx,
+    bytes: &[u8],
+    terminal_size: Option<(usize, usize)>,
+) -> Result<RowRecords, String> {
+    format(ctx.harness).parse_document_rows(ctx, bytes, terminal_size)
 }
 
 /// Whether sessions of `harness` can be resumed.

@@ -28,8 +28,7 @@ use crate::harness::{Format, Source};
 use crate::rows::{RowRecords, rfc3339_millis};
 use crate::session::{SessionFile, session_file};
 use clankie_model::{
-    DefaultHome, FileEntry, Layout, ListSpec, Record, RecordBody, Storage, TerminalSource,
-    TextKind,
+    DefaultHome, FileEntry, Layout, ListSpec, Record, RecordBody, Storage, TerminalSource, TextKind,
 };
 
 /// Terminal recordings.
@@ -83,11 +82,16 @@ impl Format for Recordings {
     }
 
     fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
-        Ok(replay(ctx, bytes).records)
+        Ok(replay(ctx, bytes, None).records)
     }
 
-    fn parse_document_rows(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<RowRecords, String> {
-        Ok(replay(ctx, bytes))
+    fn parse_document_rows(
+        &self,
+        ctx: &SourceCtx,
+        bytes: &[u8],
+        terminal_size: Option<(usize, usize)>,
+    ) -> Result<RowRecords, String> {
+        Ok(replay(ctx, bytes, terminal_size))
     }
 
     fn resumable(&self) -> bool {
@@ -111,10 +115,16 @@ pub(crate) fn source_of(bytes: &[u8]) -> TerminalSource {
     }
 }
 
-/// The records and current screen of a whole recording.
-pub(crate) fn replay(ctx: &SourceCtx, bytes: &[u8]) -> RowRecords {
+/// The records and current screen of a whole recording; `fallback_size` is the terminal's size
+/// when the recording gives none (else 80×24).
+pub(crate) fn replay(
+    ctx: &SourceCtx,
+    bytes: &[u8],
+    fallback_size: Option<(usize, usize)>,
+) -> RowRecords {
     let source = source_of(bytes);
     let mut replay = Replay::new(ctx, source);
+    replay.fallback_size = fallback_size.filter(|&(c, r)| c > 0 && r > 0);
     match source {
         TerminalSource::Asciinema => asciinema(&mut replay, bytes),
         TerminalSource::Script | TerminalSource::Raw => typescript(&mut replay, bytes),
@@ -128,6 +138,8 @@ struct Replay<'c> {
     source: TerminalSource,
     /// The recording being replayed (0 before the first).
     generation: u32,
+    /// The size of a terminal whose recording gives none (`--cols`/`--rows`).
+    fallback_size: Option<(usize, usize)>,
     emulator: Option<(avt::Terminal, Collector)>,
     records: Vec<Record>,
     malformed: Vec<(String, String)>,
@@ -139,6 +151,7 @@ impl<'c> Replay<'c> {
             ctx,
             source,
             generation: 0,
+            fallback_size: None,
             emulator: None,
             records: Vec::new(),
             malformed: Vec::new(),
@@ -149,7 +162,8 @@ impl<'c> Replay<'c> {
     fn start(&mut self, size: Option<(usize, usize)>) {
         self.finish(None);
         self.generation += 1;
-        let (cols, rows) = terminal_size(size);
+        let given = size.filter(|&(cols, rows)| cols > 0 && rows > 0);
+        let (cols, rows) = terminal_size(given.or(self.fallback_size));
         let terminal = avt::Terminal::new(cols, rows).expect("a size of at least 1×1");
         self.emulator = Some((terminal, Collector::default()));
     }
@@ -285,7 +299,8 @@ impl Collector {
             self.push(line);
         }
         if !self.pending.is_empty() {
-            self.ready.push(std::mem::take(&mut self.pending).trim_end().to_string());
+            self.ready
+                .push(std::mem::take(&mut self.pending).trim_end().to_string());
         }
         while self.ready.len() > start && self.ready.last().is_some_and(String::is_empty) {
             self.ready.pop();
@@ -497,6 +512,38 @@ mod tests {
         crate::test_support::ctx(crate::harness::by_name("terminal").unwrap())
     }
 
+    fn replay_at(ctx: &SourceCtx, bytes: &[u8]) -> RowRecords {
+        replay(ctx, bytes, None)
+    }
+
+    #[test]
+    fn a_recording_without_a_size_takes_the_one_given_else_80_by_24() {
+        let log = "x".repeat(100);
+        assert_eq!(
+            replay_at(&ctx(), log.as_bytes()).screen,
+            ["x".repeat(80), "x".repeat(20)]
+        );
+        let narrow = replay(&ctx(), log.as_bytes(), Some((10, 3)));
+        // The rows that scrolled off are the start of one wrapped line, not finished yet.
+        assert!(narrow.records.is_empty());
+        assert_eq!(narrow.screen, vec!["x".repeat(10); 3]);
+        // A header's size wins; a header's 0 is no size.
+        let cast =
+            format!("{{\"version\": 2, \"width\": 0, \"height\": 0}}\n[0.1, \"o\", \"{log}\"]\n");
+        assert_eq!(
+            replay(&ctx(), cast.as_bytes(), Some((50, 2))).screen,
+            ["x".repeat(50), "x".repeat(50)]
+        );
+        let cast = cast.replace(
+            "\"width\": 0, \"height\": 0",
+            "\"width\": 25, \"height\": 4",
+        );
+        assert_eq!(
+            replay(&ctx(), cast.as_bytes(), Some((50, 2))).screen,
+            vec!["x".repeat(25); 4]
+        );
+    }
+
     fn texts(rows: &RowRecords) -> Vec<String> {
         rows.records
             .iter()
@@ -532,7 +579,7 @@ mod tests {
             r#"[0.7, "o", "a\r\nb\r\n$ "]"#,
             "\n",
         );
-        let rows = replay(&ctx(), cast.as_bytes());
+        let rows = replay_at(&ctx(), cast.as_bytes());
         assert_eq!(texts(&rows), ["red", "100%"]);
         assert_eq!(rows.screen, ["a", "b", "$"]);
         assert!(rows.pending);
@@ -543,7 +590,7 @@ mod tests {
         assert_eq!(rows.records[0].id, "t1.0");
         // A half-written last line waits.
         let cut = &cast.as_bytes()[..cast.len() - 5];
-        let waiting = replay(&ctx(), cut);
+        let waiting = replay_at(&ctx(), cut);
         assert!(waiting.records.is_empty());
         assert_eq!(waiting.screen, ["red", "100%"]);
     }
@@ -562,7 +609,7 @@ mod tests {
             r#"[0.1, "x", "0"]"#,
             "\n",
         );
-        let rows = replay(&ctx(), cast.as_bytes());
+        let rows = replay_at(&ctx(), cast.as_bytes());
         assert_eq!(texts(&rows), ["page one", "(END)", "$ less f", "$"]);
         assert!(rows.screen.is_empty());
     }
@@ -576,11 +623,14 @@ mod tests {
             "Script started on 2026-12-01 11:01:00+00:00 [COMMAND=\"x\" TERM=\"xterm\" TTY=\"/dev/pts/1\" COLUMNS=\"30\" LINES=\"5\"]\n",
             "three\r\nfour",
         );
-        let rows = replay(&ctx(), log.as_bytes());
+        let rows = replay_at(&ctx(), log.as_bytes());
         assert_eq!(texts(&rows), ["one", "two"]);
         assert_eq!(generations(&rows), [1, 1]);
         assert_eq!(rows.screen, ["three", "four"]);
-        assert_eq!(script_size(log.lines().next().unwrap().as_bytes()), Some((30, 5)));
+        assert_eq!(
+            script_size(log.lines().next().unwrap().as_bytes()),
+            Some((30, 5))
+        );
     }
 
     #[test]
@@ -588,7 +638,7 @@ mod tests {
         let mut log = "x\r\n".repeat(30).into_bytes();
         log.extend_from_slice("é".as_bytes());
         log.pop();
-        let rows = replay(&ctx(), &log);
+        let rows = replay_at(&ctx(), &log);
         assert_eq!(texts(&rows).len(), 30 - 23);
         assert!(rows.records.iter().all(|r| matches!(
             r.body,
@@ -608,9 +658,9 @@ mod tests {
         for i in 0..100 {
             log.extend_from_slice(format!("line {i} \x1b[32mok\x1b[0m\r\n").as_bytes());
         }
-        let whole = replay(&ctx(), &log);
+        let whole = replay_at(&ctx(), &log);
         for cut in (0..log.len()).step_by(37) {
-            let part = replay(&ctx(), &log[..cut]);
+            let part = replay_at(&ctx(), &log[..cut]);
             assert_eq!(part.records, whole.records[..part.records.len()], "{cut}");
         }
     }
