@@ -91,8 +91,9 @@ impl Tmux {
     }
 
     /// Plays the session's part of the person: quit `less` once it shows its page, and wait
-    /// for the program to end. Returns what the pane shows then (tmux's own status line left
-    /// out).
+    /// for the session's last line. Returns what the pane shows then (tmux's own line for a
+    /// program that ended left out). The recorder may still be finishing its file: see
+    /// [`wait_for_file`].
     fn quit_less_and_wait(&self) -> Vec<String> {
         self.wait_for("less's page", |l| l == "row 23");
         // A key that reaches the pty before less has set it up is dropped by less's own set-up
@@ -111,7 +112,7 @@ impl Tmux {
             }
             assert!(start.elapsed() < Duration::from_secs(20), "less never quit");
         }
-        self.wait_for("the end of the program", |l| l.starts_with("Pane is dead"));
+        self.wait_for("the session's last line", |l| l == "after less");
         let mut lines = self.capture();
         lines.retain(|l| !l.starts_with("Pane is dead"));
         while lines.last().is_some_and(String::is_empty) {
@@ -124,6 +125,20 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         self.run(&["kill-server"]);
+    }
+}
+
+/// Waits until the recording at `path` holds `needle` (its recorder wrote the end).
+fn wait_for_file(path: &Path, needle: &str) {
+    let start = Instant::now();
+    while !std::fs::read(path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
+        // Generous: asciinema 2 can take long to finish its file on a loaded machine.
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{} never held {needle:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -268,6 +283,7 @@ fn asciinema_recording_reads_as_a_person_saw_it() {
     );
     let tmux = Tmux::start(dir.path(), &command);
     let pane = tmux.quit_less_and_wait();
+    wait_for_file(&cast, "after less");
     let head = std::fs::read_to_string(&cast).unwrap();
     assert!(head.starts_with("{\"version\": 2"), "{head:.80}");
 
@@ -333,6 +349,7 @@ fn script_recording_with_timing_reads_as_a_person_saw_it() {
     );
     let tmux = Tmux::start(dir.path(), &command);
     let pane = tmux.quit_less_and_wait();
+    wait_for_file(&log, "Script done on ");
     let (recs, p) = read_all(dir.path(), &root, "build");
     assert_seen(&recs, &p, "script", &pane);
     // `Script done on …` ended the recording: its last screen became records.
@@ -362,14 +379,7 @@ fn tmux_pipe_pane_log_reads_as_a_person_saw_it() {
     std::fs::write(&go, "").unwrap();
     let pane = tmux.quit_less_and_wait();
     // `cat` may still be writing what the pane printed last.
-    let start = Instant::now();
-    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("after less\r\n")) {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the pipe never wrote it all"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_file(&log, "after less\r\n");
     let (recs, p) = read_all(dir.path(), &root, "pane");
     assert_seen(&recs, &p, "raw", &pane);
     assert_eq!(paged_ids(dir.path(), &root, "pane", "50"), ids(&recs));
