@@ -88,8 +88,8 @@ pub struct ReadArgs {
 /// unfiltered page's, and the page line counts what they left out (`"filtered": N`).
 #[derive(Debug, Args)]
 pub struct FilterArgs {
-    /// Only records of these kinds: user, assistant, tool_call, tool_result, notice, or `tools`
-    /// for both tool kinds (comma-separated, repeatable).
+    /// Only records of these kinds: user, assistant, tool_call, tool_result, notice, terminal,
+    /// or `tools` for both tool kinds (comma-separated, repeatable).
     #[arg(long, value_name = "KIND[,KIND…]")]
     pub kind: Vec<String>,
     /// Only records whose text matches REGEX (a tool call's name and input, a result's output);

@@ -657,3 +657,67 @@ fn check_reports_what_a_recording_gained() {
     let want: Vec<String> = (7..17).map(|i| format!("line {i} done")).collect();
     assert_eq!(texts, want);
 }
+
+/// An asciinema v3 recording (asciinema 3.x is not in Debian: this one is written by hand to
+/// its format): intervals between events, input and marker events that are not output, a
+/// resize, and the exit event that ends it. A secret on the screen is redacted like any other.
+#[test]
+fn an_asciinema_v3_recording_reads_to_its_exit_with_secrets_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("rec");
+    std::fs::create_dir_all(root.join("casts")).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/terminal/v3.cast");
+    std::fs::copy(&fixture, root.join("casts/v3.cast")).unwrap();
+    let (recs, p) = read_all(dir.path(), &root, "v3");
+    assert_eq!(
+        texts(&recs),
+        [
+            "$ export GH_TOKEN=[REDACTED:github]",
+            "one two",
+            "three",
+            "four",
+            "$"
+        ]
+    );
+    assert!(
+        recs.iter()
+            .all(|r| r["source"] == "asciinema" && r["generation"] == 1)
+    );
+    // The exit event ended the recording: no live screen.
+    assert!(screen(&p).is_empty() && p["pending_tail"] == false, "{p}");
+    // The header's time plus every interval up to the exit: 2.25 s.
+    assert_eq!(recs[4]["ts"], "2026-12-01T11:32:54.250Z");
+    let plain = run(
+        dir.path(),
+        &[
+            "--root",
+            &root_arg(&root),
+            "read",
+            "local:v3",
+            "--all",
+            "--json",
+            "--no-redact",
+            "--kind",
+            "terminal",
+        ],
+    );
+    let plain = records(&ndjson(&plain));
+    assert_eq!(
+        plain[0]["text"],
+        "$ export GH_TOKEN=ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"
+    );
+    let none = run(
+        dir.path(),
+        &[
+            "--root",
+            &root_arg(&root),
+            "read",
+            "local:v3",
+            "--all",
+            "--json",
+            "--kind",
+            "user",
+        ],
+    );
+    assert!(records(&ndjson(&none)).is_empty());
+}
