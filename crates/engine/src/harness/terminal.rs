@@ -237,7 +237,7 @@ impl<'c> Replay<'c> {
 
     fn into_rows(self) -> RowRecords {
         let screen = match &self.emulator {
-            Some((terminal, _)) => screen_rows(terminal),
+            Some((terminal, collector)) => screen_lines(terminal, &collector.pending),
             None => Vec::new(),
         };
         RowRecords {
@@ -258,17 +258,26 @@ fn terminal_size(size: Option<(usize, usize)>) -> (usize, usize) {
     }
 }
 
-/// The rows of the active screen, each without trailing blanks, trailing blank rows left out.
-fn screen_rows(terminal: &avt::Terminal) -> Vec<String> {
-    let mut rows: Vec<String> = terminal
-        .screen()
-        .visible_lines()
-        .map(|line| line.text().trim_end().to_string())
-        .collect();
-    while rows.last().is_some_and(String::is_empty) {
-        rows.pop();
+/// The lines of the active screen: rows wrapped onto the next joined with it (the first with
+/// `above`, the start of its line that already scrolled off), each without trailing blanks,
+/// trailing blank lines left out.
+fn screen_lines(terminal: &avt::Terminal, above: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut pending = above.to_string();
+    for line in terminal.screen().visible_lines() {
+        pending.extend(line.chars());
+        if !line.is_wrapped() {
+            lines.push(pending.trim_end().to_string());
+            pending.clear();
+        }
     }
-    rows
+    if !pending.trim_end().is_empty() {
+        lines.push(pending.trim_end().to_string());
+    }
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
 }
 
 /// Collects the lines a person saw go by: the primary screen's lines as they scroll off (a
@@ -310,7 +319,7 @@ impl Collector {
     /// A recording that ends inside a full-screen program: the screen under it, then its own.
     fn primary_then_alternate(&mut self, terminal: &avt::Terminal) {
         self.finish_primary(terminal);
-        self.ready.extend(screen_rows(terminal));
+        self.ready.extend(screen_lines(terminal, ""));
     }
 }
 
@@ -325,7 +334,7 @@ impl Observer for Collector {
         if terminal.active_screen_kind() == ScreenKind::Alternate
             && matches!(function, Function::Decrst(_) | Function::Ris)
         {
-            self.alternate = Some(screen_rows(terminal));
+            self.alternate = Some(screen_lines(terminal, ""));
         }
         if matches!(function, Function::Ris) {
             // A hard reset clears the screen: what it showed was seen.
@@ -518,30 +527,32 @@ mod tests {
 
     #[test]
     fn a_recording_without_a_size_takes_the_one_given_else_80_by_24() {
-        let log = "x".repeat(100);
-        assert_eq!(
-            replay_at(&ctx(), log.as_bytes()).screen,
-            ["x".repeat(80), "x".repeat(20)]
-        );
-        let narrow = replay(&ctx(), log.as_bytes(), Some((10, 3)));
+        // 30 lines: how many scrolled off tells the rows.
+        let log = "a\r\n".repeat(30);
+        let scrolled = |bytes: &[u8], size| replay(&ctx(), bytes, size).records.len();
+        assert_eq!(scrolled(log.as_bytes(), None), 30 - 23);
+        assert_eq!(scrolled(log.as_bytes(), Some((10, 3))), 30 - 2);
+        // A header's size wins; a header's 0 is no size.
+        let events = format!("[0.1, \"o\", \"{}\"]\n", log.replace("\r\n", "\\r\\n"));
+        let cast = |w: u32, h: u32| {
+            format!("{{\"version\": 2, \"width\": {w}, \"height\": {h}}}\n{events}")
+        };
+        assert_eq!(scrolled(cast(0, 0).as_bytes(), Some((50, 5))), 30 - 4);
+        assert_eq!(scrolled(cast(0, 0).as_bytes(), None), 30 - 23);
+        assert_eq!(scrolled(cast(25, 10).as_bytes(), Some((50, 5))), 30 - 9);
+        // Columns: a long line is joined, on the screen as in the records.
+        let long = "x".repeat(100);
+        let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)));
         // The rows that scrolled off are the start of one wrapped line, not finished yet.
         assert!(narrow.records.is_empty());
-        assert_eq!(narrow.screen, vec!["x".repeat(10); 3]);
-        // A header's size wins; a header's 0 is no size.
-        let cast =
-            format!("{{\"version\": 2, \"width\": 0, \"height\": 0}}\n[0.1, \"o\", \"{log}\"]\n");
-        assert_eq!(
-            replay(&ctx(), cast.as_bytes(), Some((50, 2))).screen,
-            ["x".repeat(50), "x".repeat(50)]
+        assert_eq!(narrow.screen, [long.clone()]);
+        let wrapped = replay(
+            &ctx(),
+            format!("{long}\r\nb\r\nc\r\n").as_bytes(),
+            Some((10, 3)),
         );
-        let cast = cast.replace(
-            "\"width\": 0, \"height\": 0",
-            "\"width\": 25, \"height\": 4",
-        );
-        assert_eq!(
-            replay(&ctx(), cast.as_bytes(), Some((50, 2))).screen,
-            vec!["x".repeat(25); 4]
-        );
+        assert_eq!(wrapped.records.len(), 1);
+        assert_eq!(texts(&wrapped), [long]);
     }
 
     fn texts(rows: &RowRecords) -> Vec<String> {
