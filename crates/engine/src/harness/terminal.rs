@@ -545,7 +545,7 @@ mod tests {
         let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)));
         // The rows that scrolled off are the start of one wrapped line, not finished yet.
         assert!(narrow.records.is_empty());
-        assert_eq!(narrow.screen, [long.clone()]);
+        assert_eq!(narrow.screen, std::slice::from_ref(&long));
         let wrapped = replay(
             &ctx(),
             format!("{long}\r\nb\r\nc\r\n").as_bytes(),
