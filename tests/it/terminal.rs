@@ -356,6 +356,17 @@ fn script_recording_with_timing_reads_as_a_person_saw_it() {
     assert_eq!(p["pending_tail"], false);
     assert!(screen(&p).is_empty(), "{p}");
     assert_eq!(paged_ids(dir.path(), &root, "build", "11"), ids(&recs));
+    // `ls --long` titles it with the command it recorded.
+    let ls = run(
+        dir.path(),
+        &["--root", &root_arg(&root), "ls", "--json", "--long"],
+    );
+    let sessions = ndjson(&ls);
+    let build = sessions
+        .iter()
+        .find(|s| s["session"] == "build")
+        .expect("listed");
+    assert_eq!(build["title"], session_command(dir.path()).as_str());
 }
 
 #[test]

@@ -412,6 +412,14 @@ fn one_line(text: &str) -> Option<String> {
     (!cut.is_empty()).then_some(cut)
 }
 
+/// The title the harness itself gave a session, from the first bytes of its file, on one line.
+pub fn native_title(harness: Harness, head: &[u8]) -> Option<String> {
+    format(harness)
+        .native_title(head)
+        .as_deref()
+        .and_then(one_line)
+}
+
 /// The title a database session's row holds, on one line.
 pub fn database_title(
     harness: Harness,

@@ -94,6 +94,34 @@ impl Format for Recordings {
         Ok(replay(ctx, bytes, terminal_size))
     }
 
+    /// The recording's title (asciinema's `title`), else the command it recorded (the cast's
+    /// `command`, the typescript's `COMMAND="…"`).
+    fn native_title(&self, head: &[u8]) -> Option<String> {
+        match source_of(head) {
+            TerminalSource::Asciinema => {
+                let start = head.iter().position(|&b| !b.is_ascii_whitespace())?;
+                let end = start + head[start..].iter().position(|&b| b == b'\n')?;
+                let header: Value = serde_json::from_slice(&head[start..end]).ok()?;
+                ["title", "command"]
+                    .iter()
+                    .find_map(|key| header.get(key)?.as_str().map(str::to_string))
+            }
+            TerminalSource::Script => {
+                let line = &head[..head.iter().position(|&b| b == b'\n')?];
+                let line = std::str::from_utf8(line).ok()?;
+                let at = line.find(" [COMMAND=\"")? + " [COMMAND=\"".len();
+                // The command is written unescaped: it ends at the next field, or the `"]`.
+                let rest = &line[at..];
+                let end = [rest.find("\" TERM=\""), rest.rfind("\"]")]
+                    .into_iter()
+                    .flatten()
+                    .min()?;
+                Some(rest[..end].to_string())
+            }
+            TerminalSource::Raw => None,
+        }
+    }
+
     fn resumable(&self) -> bool {
         false
     }
@@ -674,6 +702,33 @@ mod tests {
             let part = replay_at(&ctx(), &log[..cut]);
             assert_eq!(part.records, whole.records[..part.records.len()], "{cut}");
         }
+    }
+
+    #[test]
+    fn titles_are_the_recording_title_else_its_command() {
+        let title = |head: &str| Recordings.native_title(head.as_bytes());
+        assert_eq!(
+            title(
+                "{\"version\": 2, \"width\": 80, \"height\": 24, \"command\": \"make test\"}\n[0.1"
+            ),
+            Some("make test".into())
+        );
+        assert_eq!(
+            title("{\"version\": 3, \"term\": {}, \"title\": \"demo\", \"command\": \"sh\"}\n"),
+            Some("demo".into())
+        );
+        assert_eq!(title("{\"version\": 2, \"command\": \"cut"), None);
+        assert_eq!(
+            title(
+                "Script started on 2026-12-01 11:00:00+00:00 [COMMAND=\"sh -c \"ls\"\" TERM=\"xterm\" TTY=\"/dev/pts/1\" COLUMNS=\"80\" LINES=\"24\"]\n"
+            ),
+            Some("sh -c \"ls\"".into())
+        );
+        assert_eq!(
+            title("Script started on 2026-12-01 11:00:00+00:00 [TERM=\"xterm\"]\n"),
+            None
+        );
+        assert_eq!(title("plain bytes\n"), None);
     }
 
     #[test]
