@@ -131,10 +131,12 @@ impl Format for Recordings {
     }
 }
 
-/// Which program wrote a recording, from its first bytes.
+/// Which program wrote a recording, from its first bytes: an asciinema header is a JSON object
+/// with a `"version"` on the first line (a raw log may start with other JSON).
 pub(crate) fn source_of(bytes: &[u8]) -> TerminalSource {
     let start = bytes.trim_ascii_start();
-    if start.starts_with(b"{") {
+    let first_line = &start[..memchr::memchr(b'\n', start).unwrap_or(start.len())];
+    if start.starts_with(b"{") && memchr::memmem::find(first_line, b"\"version\"").is_some() {
         TerminalSource::Asciinema
     } else if bytes.starts_with(SCRIPT_STARTED) {
         TerminalSource::Script
@@ -209,7 +211,8 @@ impl<'c> Replay<'c> {
 
     fn resize(&mut self, cols: usize, rows: usize, ts: Option<&str>) {
         if let Some((terminal, collector)) = &mut self.emulator {
-            terminal.resize_with(cols.max(1), rows.max(1), &mut *collector);
+            let (cols, rows) = terminal_size(Some((cols.max(1), rows.max(1))));
+            terminal.resize_with(cols, rows, &mut *collector);
         }
         self.take_lines(ts);
     }
@@ -729,6 +732,24 @@ mod tests {
             None
         );
         assert_eq!(title("plain bytes\n"), None);
+    }
+
+    #[test]
+    fn raw_output_that_starts_with_json_is_raw_and_sizes_are_bounded() {
+        assert_eq!(source_of(b"{\"a\": 1}\r\nok\r\n"), TerminalSource::Raw);
+        assert_eq!(
+            source_of(b"  {\"version\": 2}\n"),
+            TerminalSource::Asciinema
+        );
+        let cast = concat!(
+            r#"{"version": 2, "width": 4000000, "height": 3}"#,
+            "\n",
+            r#"[0.1, "r", "9999999x9999999"]"#,
+            "\n",
+            r#"[0.2, "o", "fits\r\n"]"#,
+            "\n",
+        );
+        assert_eq!(replay_at(&ctx(), cast.as_bytes()).screen, ["fits"]);
     }
 
     #[test]
