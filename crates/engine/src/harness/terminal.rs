@@ -3,11 +3,13 @@
 //! root): `<root>/{casts,logs,scripts,recordings}/…` down to two directories, named
 //! `*.cast` (asciinema v2 or v3), `typescript` / `*.typescript` (util-linux `script`) or
 //! `*.log` (a `script` log, or the raw bytes tmux `pipe-pane -o 'cat >> FILE'` writes); its id
-//! is the file name's stem. Which program wrote it is told from its first bytes.
+//! is the file name's stem. Which program wrote it is told from its first bytes. (Hosts list
+//! the files below named directories of a root, not the root's own files: hence the
+//! directories.)
 //!
 //! A recording is read whole (within the 64 MiB source bound) and replayed from its start
 //! through a real terminal emulator (`avt`, asciinema's own), at the size its header gives
-//! (80×24 when it gives none or 0). Records are the lines that scrolled off the screen (a
+//! (`--cols`/`--rows` when it gives none or 0, else 80×24). Records are the lines that scrolled off the screen (a
 //! clear keeps them too), the last screen of a full-screen program when it leaves the
 //! alternate screen, and the whole screen when a recording ends (a `Script done on …`
 //! footer, an asciinema v3 exit event, or the next recording in the same file). The current
