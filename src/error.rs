@@ -70,6 +70,11 @@ pub enum UsageError {
     /// `--timeout`, `--reply-timeout`, `--run-timeout`.
     #[error("{flag} wants a positive number of seconds, got {secs}")]
     Timeout { flag: &'static str, secs: f64 },
+    /// `resume` of a source no program resumes (a terminal recording).
+    #[error(
+        "{harness}/{session} is a {harness} recording, not an agent's session: there is nothing to resume"
+    )]
+    NothingToResume { harness: String, session: String },
     #[error("no hosts to check: name some, or define them in the hosts file")]
     NoHostsToCheck,
     #[error("`script list` takes no --path")]

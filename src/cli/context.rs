@@ -207,7 +207,7 @@ impl Context {
             Renderer::text(TextOptions {
                 full,
                 color: self.color,
-                width: crate::render::terminal::stdout_width(),
+                width: crate::render::tty::stdout_width(),
                 ..TextOptions::default()
             })
         }

@@ -15,7 +15,7 @@ use crate::render::PageInfo;
 use crate::render::Renderer;
 use crate::render::pager::PagedStdout;
 use crate::render::progress::Progress;
-use crate::render::terminal;
+use crate::render::tty;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
 use clankie_engine::harness::{self, Source};
@@ -78,6 +78,13 @@ pub struct ReadArgs {
     /// private keys (on by default, in both outputs).
     #[arg(long)]
     pub no_redact: bool,
+    /// Columns of the terminal a recording (`terminal/ID`) is replayed on when its header gives
+    /// no size (default 80).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub cols: Option<u16>,
+    /// Rows of that terminal (default 24).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub rows: Option<u16>,
     #[command(flatten)]
     pub filters: FilterArgs,
 }
@@ -86,8 +93,8 @@ pub struct ReadArgs {
 /// unfiltered page's, and the page line counts what they left out (`"filtered": N`).
 #[derive(Debug, Args)]
 pub struct FilterArgs {
-    /// Only records of these kinds: user, assistant, tool_call, tool_result, notice, or `tools`
-    /// for both tool kinds (comma-separated, repeatable).
+    /// Only records of these kinds: user, assistant, tool_call, tool_result, notice, terminal,
+    /// or `tools` for both tool kinds (comma-separated, repeatable).
     #[arg(long, value_name = "KIND[,KIND…]")]
     pub kind: Vec<String>,
     /// Only records whose text matches REGEX (a tool call's name and input, a result's output);
@@ -133,12 +140,13 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     let interval = interval(&args)?;
     let ctx = Context::new(global)?;
     let mut renderer = ctx.renderer(args.json, args.full);
-    let on_terminal = terminal::stdout_is_terminal();
+    let on_terminal = tty::stdout_is_terminal();
     if let Some(text) = renderer.text_options_mut() {
         text.thinking = !args.no_thinking;
         // The cursor is for a person at a terminal who may ask for the next page; between
         // polls it is noise, and scripts use --json.
         text.cursor_line = on_terminal && !args.follow;
+        text.screen = !args.follow;
     }
     let out = if on_terminal && !args.json && !args.follow && !args.no_pager {
         PagedStdout::paged()
@@ -159,7 +167,13 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     let host = opened.host;
     // One reader for the run: the database copy it keeps serves resolving, the first page and
     // every poll.
-    let reader = Reader::new(&host);
+    let mut reader = Reader::new(&host);
+    if args.cols.is_some() || args.rows.is_some() {
+        reader = reader.with_terminal_size(
+            usize::from(args.cols.unwrap_or(80)),
+            usize::from(args.rows.unwrap_or(24)),
+        );
+    }
     let session = reader
         .resolve_session(&roots_for(&opened.roots, query.harness), &query)
         .await?;

@@ -29,6 +29,13 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome
     let session = reader
         .resolve_session(&roots_for(&opened.roots, query.harness), &query)
         .await?;
+    if !clankie_engine::harness::resumable(session.harness()) {
+        return Err(crate::error::UsageError::NothingToResume {
+            harness: session.harness().name().to_string(),
+            session: session.id.clone(),
+        }
+        .into());
+    }
     let explicit_root = opened
         .roots
         .iter()

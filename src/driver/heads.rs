@@ -49,6 +49,8 @@ impl<H: Host> Reader<'_, H> {
         let head = self.host.read(&file, &range).await.ok()?.chunks.concat();
         let title = match harness::source(session) {
             Source::Lines => harness::session_title(&source_ctx(self.host.name(), session), &head),
+            // A document's head is not whole lines: only a title the harness finds there.
+            Source::Document => harness::native_title(harness, &head),
             _ => None,
         };
         let cwd = match harness::cwd_source(harness) {

@@ -63,16 +63,17 @@ impl From<crate::sqlite::DatabaseError> for DriverError {
 const HEAD_READS_AT_ONCE: usize = 8;
 
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
-/// default; other harnesses keep theirs.
+/// default; other harnesses keep theirs, and one with no default home (terminal recordings)
+/// is listed only under a root given for it.
 pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSpec> {
     harness::all()
         .filter(|h| harness.is_none_or(|only| only == *h))
-        .map(|h| {
+        .filter_map(|h| {
             overrides
                 .iter()
                 .find(|r| r.harness == h)
                 .cloned()
-                .unwrap_or_else(|| RootSpec::default_for(h))
+                .or_else(|| h.default_home().exists().then(|| RootSpec::default_for(h)))
         })
         .collect()
 }
@@ -83,6 +84,8 @@ pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSp
 pub struct Reader<'h, H: Host> {
     host: &'h H,
     databases: crate::sqlite::Copies,
+    /// The size of a terminal recording whose header gives none (`--cols`/`--rows`).
+    terminal_size: Option<(usize, usize)>,
 }
 
 impl<H: Host> std::fmt::Debug for Reader<'_, H> {
@@ -99,7 +102,14 @@ impl<'h, H: Host> Reader<'h, H> {
         Reader {
             host,
             databases: crate::sqlite::Copies::default(),
+            terminal_size: None,
         }
+    }
+
+    /// This reader, replaying terminal recordings whose header gives no size at `cols`×`rows`.
+    pub fn with_terminal_size(mut self, cols: usize, rows: usize) -> Reader<'h, H> {
+        self.terminal_size = Some((cols, rows));
+        self
     }
 
     /// The host this reader reads.
@@ -386,11 +396,8 @@ impl<'h, H: Host> Reader<'h, H> {
                 self.tree_records(session, &ctx, &path).await?
             } else {
                 let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
-                match harness::format(ctx.harness).parse_document(&ctx, &bytes) {
-                    Ok(records) => clankie_engine::rows::RowRecords {
-                        records,
-                        ..Default::default()
-                    },
+                match harness::parse_document(&ctx, &bytes, self.terminal_size) {
+                    Ok(rows) => rows,
                     // Caught in the middle of an in-place rewrite (Gemini's legacy `.json`):
                     // nothing complete to return yet, like a line still being written.
                     Err(_)
@@ -670,6 +677,7 @@ fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
         pending_tail: true,
         reset: false,
         warnings: Vec::new(),
+        screen: Vec::new(),
     };
     match &request.mode {
         Mode::Since(cursor) => page(cursor.clone(), true),
@@ -706,9 +714,7 @@ async fn fetch_whole<H: Host>(
             .await?;
         let chunk = result.chunks.into_iter().next().unwrap_or_default();
         bytes.extend_from_slice(&chunk);
-        if bytes.len() as u64 >= result.size || chunk.is_empty() {
-            return Ok(bytes);
-        }
+        // The bound first: the last chunk of a file just over it would otherwise complete it.
         if bytes.len() as u64 > MAX_SOURCE_BYTES {
             return Err(DriverError::Source {
                 path: path.to_string(),
@@ -717,6 +723,9 @@ async fn fetch_whole<H: Host>(
                     MAX_SOURCE_BYTES >> 20
                 ),
             });
+        }
+        if bytes.len() as u64 >= result.size || chunk.is_empty() {
+            return Ok(bytes);
         }
     }
 }
@@ -911,7 +920,7 @@ mod tests {
             let host = long_session();
             let roots = roots_for(&[], None);
             let (listing, sessions) = Reader::new(&host).list_sessions(&roots).await.unwrap();
-            assert_eq!(listing.roots.len(), clankie_engine::harness::all().count());
+            assert_eq!(listing.roots.len(), roots.len());
             assert_eq!(sessions.len(), 1);
             assert_eq!(sessions[0].id, ID);
             let missing = SessionQuery::parse("claude/0000000").unwrap();

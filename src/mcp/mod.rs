@@ -476,6 +476,7 @@ impl McpServer {
             width: None,
             thinking: true,
             cursor_line: true,
+            screen: true,
         });
         renderer
             .records(&mut text, host_name, &records)

@@ -8,9 +8,9 @@ pub mod ndjson;
 pub mod pager;
 pub mod progress;
 pub mod styled;
-pub mod terminal;
 pub mod text;
 pub mod tool;
+pub mod tty;
 pub mod wrap;
 
 use std::io::{self, Write};

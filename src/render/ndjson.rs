@@ -28,6 +28,9 @@ struct PageLine<'a> {
     more: bool,
     pending_tail: bool,
     reset: bool,
+    /// A terminal recording's current screen, when the page reaches it: not records yet.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    screen: &'a [String],
     /// Present when a filter was given: the records it left out of the page.
     #[serde(skip_serializing_if = "Option::is_none")]
     filtered: Option<usize>,
@@ -304,6 +307,11 @@ fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()
             if *kind == TextKind::Thinking {
                 buf.extend_from_slice(b",\"thinking\":true");
             }
+            if let TextKind::Terminal { source, generation } = kind {
+                buf.extend_from_slice(b",\"source\":\"");
+                buf.extend_from_slice(source.name().as_bytes());
+                buf.extend_from_slice(format!("\",\"generation\":{generation}").as_bytes());
+            }
             buf.extend_from_slice(b",\"text\":");
             write_str(buf, text);
         }
@@ -412,6 +420,7 @@ pub fn page(out: &mut impl Write, info: &PageInfo<'_>, page: &Page) -> io::Resul
             more: page.more,
             pending_tail: page.pending_tail,
             reset: page.reset,
+            screen: &page.screen,
             filtered: info.filtered,
         },
     )

@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::io::{self, BufWriter, Stdout, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use super::terminal;
+use super::tty;
 
 /// The pager when neither `$CLANKIE_PAGER` nor `$PAGER` is set: quit at once when the text fits
 /// one screen (`-F`), pass colour through (`-R`), leave the text on the screen (`-X`).
@@ -75,7 +75,7 @@ impl PagedStdout {
             state: State::Holding {
                 held: Vec::new(),
                 lines: 0,
-                rows: terminal::stdout_height().unwrap_or(DEFAULT_ROWS),
+                rows: tty::stdout_height().unwrap_or(DEFAULT_ROWS),
                 command,
             },
         }

@@ -15,7 +15,7 @@ use crate::check::Activity;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::sanitize::{sanitize, sanitize_line};
-use clankie_model::{Record, RecordBody, RecordKind, TextKind, display_path};
+use clankie_model::{Record, RecordBody, RecordKind, TerminalSource, TextKind, display_path};
 
 /// Lines of a tool result, a command or thinking shown when not `--full`.
 const SHORT_LINES: usize = 6;
@@ -43,6 +43,9 @@ pub struct TextOptions {
     pub thinking: bool,
     /// Print the cursor line after a page (stdout is a terminal, and not following).
     pub cursor_line: bool,
+    /// Print a terminal recording's current screen after a page (not when following: it
+    /// would be printed again at every poll).
+    pub screen: bool,
 }
 
 impl Default for TextOptions {
@@ -53,6 +56,7 @@ impl Default for TextOptions {
             width: None,
             thinking: true,
             cursor_line: true,
+            screen: true,
         }
     }
 }
@@ -80,6 +84,7 @@ fn role_color(record: &Record) -> &'static str {
         (_, RecordKind::ToolCall) => "36",
         (_, RecordKind::ToolResult) => "2",
         (_, RecordKind::Notice) => "33",
+        (_, RecordKind::Terminal) => "35",
     }
 }
 
@@ -166,6 +171,9 @@ pub struct TextPrinter {
     pub options: TextOptions,
     day: Option<jiff::civil::Date>,
     call_names: HashMap<String, String>,
+    /// The terminal recording (source, generation) whose lines were shown last: a change is
+    /// marked with a line saying what the text is.
+    terminal: Option<(TerminalSource, u32)>,
 }
 
 impl TextPrinter {
@@ -225,6 +233,19 @@ impl TextPrinter {
         );
         if thinking && !options.thinking {
             return Ok(());
+        }
+        if let RecordBody::Text {
+            kind: TextKind::Terminal { source, generation },
+            ..
+        } = record.body
+            && self.terminal != Some((source, generation))
+        {
+            self.terminal = Some((source, generation));
+            let line = format!(
+                "── {TERMINAL_MARKER} ({} recording, generation {generation})",
+                source.name()
+            );
+            writeln!(out, "{}", paint(&options, "1;35", &sanitize(&line)))?;
         }
         let zoned = local_time(record.ts.as_deref());
         if let Some(z) = &zoned
@@ -360,16 +381,27 @@ fn call_lines(name: &str, input: &serde_json::Value, full: bool) -> Vec<Line> {
     }
 }
 
-/// The cursor line after a page, dim: only where it helps (a person at a terminal, not
-/// following); scripts use `--json`.
-/// The end of a page: how many records a filter left out (when any did), then the cursor line
-/// when it is wanted.
+/// What marks terminal text in the text output: it is what a terminal showed, never what a
+/// person or a model said.
+pub const TERMINAL_MARKER: &str = "terminal text, not a transcript";
+
+/// The end of a page: a terminal recording's current screen under a line that labels it; how
+/// many records a filter left out (when any did); then the cursor line, dim, only where it
+/// helps (a person at a terminal, not following) — scripts use `--json`.
 pub fn page_end(
     out: &mut impl Write,
     page: &Page,
     options: &TextOptions,
     filtered: Option<usize>,
 ) -> io::Result<()> {
+    if options.screen && !page.screen.is_empty() {
+        let label = format!("── live screen ({TERMINAL_MARKER}; not records yet)");
+        writeln!(out, "{}", paint(options, "1;35", &label))?;
+        for row in &page.screen {
+            writeln!(out, "│ {}", sanitize(row))?;
+        }
+        writeln!(out, "{}", paint(options, "1;35", "── end of live screen"))?;
+    }
     // Said whenever it is not zero: a page shorter than --limit, or empty, is otherwise a
     // puzzle, piped or not.
     if let Some(n @ 1..) = filtered {

@@ -121,7 +121,7 @@ fn bad_filters_exit_2_before_reading() {
     for (args, line) in [
         (
             &["--kind", "users"][..],
-            "clankie-read: error: --kind: unknown kind `users` (kinds: user, assistant, tool_call, tool_result, tools, notice)\n",
+            "clankie-read: error: --kind: unknown kind `users` (kinds: user, assistant, tool_call, tool_result, tools, notice, terminal)\n",
         ),
         (
             &["--grep", "(oops"][..],

@@ -99,6 +99,12 @@ fn every_harness_is_named_only_in_its_module_and_its_registration() {
                 if !mention.is_match(line) {
                     continue;
                 }
+                // The spec's sixth record kind is named `terminal` like the harness whose
+                // records are the only ones of that kind: the kind's name is not harness
+                // knowledge.
+                if line.trim() == r#"RecordKind::Terminal => "terminal","# {
+                    continue;
+                }
                 if *file == registration && registry_line.is_match(line) {
                     registered_lines += 1;
                     continue;

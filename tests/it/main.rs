@@ -40,5 +40,6 @@ mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;
 mod support;
+mod terminal;
 mod text_snapshots;
 mod wal;

@@ -12,7 +12,7 @@ use regex::Regex;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FilterError {
     #[error(
-        "--kind: unknown kind `{name}` (kinds: user, assistant, tool_call, tool_result, tools, notice)"
+        "--kind: unknown kind `{name}` (kinds: user, assistant, tool_call, tool_result, tools, notice, terminal)"
     )]
     UnknownKind { name: String },
     #[error("--grep: {reason}")]
@@ -139,6 +139,8 @@ fn parse_kinds(values: &[String]) -> Result<Vec<RecordKind>, FilterError> {
             "tool_result" => &[RecordKind::ToolResult],
             "tools" => &[RecordKind::ToolCall, RecordKind::ToolResult],
             "notice" => &[RecordKind::Notice],
+            // A terminal recording's lines: the kind's name, as the model spells it.
+            other if other == RecordKind::Terminal.name() => &[RecordKind::Terminal],
             _ => {
                 return Err(FilterError::UnknownKind {
                     name: name.to_string(),
@@ -300,7 +302,7 @@ mod tests {
         let err = RecordFilter::parse(&["users".into()], None, None, None, now()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "--kind: unknown kind `users` (kinds: user, assistant, tool_call, tool_result, tools, notice)"
+            "--kind: unknown kind `users` (kinds: user, assistant, tool_call, tool_result, tools, notice, terminal)"
         );
     }
 

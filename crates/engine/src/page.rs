@@ -44,6 +44,10 @@ pub struct Page {
     pub reset: bool,
     /// One line per irregularity (malformed or oversized records), for stderr.
     pub warnings: Vec<String>,
+    /// A terminal recording's current screen (its lines, wrapped rows joined, trailing blank
+    /// ones left out): what the terminal shows now, not records yet. Empty for every other source, and on a page
+    /// that does not reach the end.
+    pub screen: Vec<String>,
 }
 
 /// Irregular sources under `--strict`.

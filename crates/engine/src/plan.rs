@@ -226,6 +226,7 @@ impl ReadPlan {
                 pending_tail: false,
                 reset: false,
                 warnings: self.warnings,
+                screen: Vec::new(),
             },
             State::Forward(fwd) => {
                 let records = std::mem::take(&mut self.out);
@@ -613,6 +614,7 @@ impl Forward {
             pending_tail,
             reset,
             warnings,
+            screen: Vec::new(),
         }
     }
 }
@@ -864,6 +866,7 @@ impl Tail {
             pending_tail: self.pending_tail,
             reset: false,
             warnings,
+            screen: Vec::new(),
         }
     }
 }

@@ -24,6 +24,8 @@ pub struct RowRecords {
     pub pending: bool,
     /// Rows whose JSON did not decode: (row key, reason). Each is also a notice record.
     pub malformed: Vec<(String, String)>,
+    /// A terminal recording's current screen ([`Page::screen`]).
+    pub screen: Vec<String>,
 }
 
 /// A content hash of a record: what a cursor's prefix hash is made of. Covers everything the
@@ -138,6 +140,7 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
         pending_tail: end == n && rows.pending,
         reset,
         warnings,
+        screen: if end == n { rows.screen } else { Vec::new() },
     })
 }
 
@@ -215,6 +218,7 @@ mod tests {
             records: ids.iter().map(|id| rec(id, id)).collect(),
             pending,
             malformed: Vec::new(),
+            screen: Vec::new(),
         }
     }
 

@@ -139,6 +139,20 @@ impl fmt::Display for Harness {
     }
 }
 
+impl DefaultHome {
+    /// No default home: the harness is read only under a root the user gives.
+    pub const NONE: DefaultHome = DefaultHome {
+        env_var: None,
+        env_relative: "",
+        home_relative: "",
+    };
+
+    /// Whether there is a default home ([`DefaultHome::NONE`] is none).
+    pub fn exists(&self) -> bool {
+        *self != DefaultHome::NONE
+    }
+}
+
 /// The default home of a harness: `$<env_var>/<env_relative>` when the host sets the variable
 /// (`env_relative` empty: the variable names the home itself), else `$HOME/<home_relative>`.
 /// `env_var: None`: the harness honours no variable.

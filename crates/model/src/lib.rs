@@ -198,7 +198,8 @@ pub struct ReadResult {
     pub chunks: Vec<Vec<u8>>,
 }
 
-/// The five normalized record kinds.
+/// The normalized record kinds: the five of a transcript, and `terminal` (a line a terminal
+/// showed, never a transcript record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RecordKind {
     User,
@@ -206,6 +207,7 @@ pub enum RecordKind {
     ToolCall,
     ToolResult,
     Notice,
+    Terminal,
 }
 
 impl RecordKind {
@@ -216,6 +218,7 @@ impl RecordKind {
             RecordKind::ToolCall => "tool_call",
             RecordKind::ToolResult => "tool_result",
             RecordKind::Notice => "notice",
+            RecordKind::Terminal => "terminal",
         }
     }
 }
@@ -244,6 +247,34 @@ pub enum TextKind {
     /// Model reasoning, shown as assistant text flagged `thinking`.
     Thinking,
     Notice,
+    /// A line a terminal showed, from a recording of it: terminal text, not a transcript.
+    /// `generation` counts the recordings (processes) one file holds, from 1.
+    Terminal {
+        source: TerminalSource,
+        generation: u32,
+    },
+}
+
+/// Which program wrote a terminal recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TerminalSource {
+    /// An asciinema `.cast` (v2 or v3).
+    Asciinema,
+    /// A util-linux `script` typescript.
+    Script,
+    /// The raw bytes a terminal was sent (tmux `pipe-pane`).
+    Raw,
+}
+
+impl TerminalSource {
+    /// The name NDJSON prints (`source`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TerminalSource::Asciinema => "asciinema",
+            TerminalSource::Script => "script",
+            TerminalSource::Raw => "raw",
+        }
+    }
 }
 
 /// One normalized record.
@@ -306,6 +337,10 @@ impl Record {
                 kind: TextKind::Notice,
                 ..
             } => RecordKind::Notice,
+            RecordBody::Text {
+                kind: TextKind::Terminal { .. },
+                ..
+            } => RecordKind::Terminal,
             RecordBody::ToolCall { .. } => RecordKind::ToolCall,
             RecordBody::ToolResult { .. } => RecordKind::ToolResult,
         }

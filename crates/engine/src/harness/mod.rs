@@ -14,6 +14,7 @@ mod grok;
 mod grokcli;
 mod opencode;
 mod pi;
+mod terminal;
 
 use clankie_model::{FileEntry, Harness, Layout, Record};
 
@@ -32,6 +33,7 @@ static REGISTRY: &[&dyn Format] = &[
     &gemini::Gemini,
     &opencode::OpenCode,
     &grokcli::GrokCli,
+    &terminal::Recordings,
 ];
 
 /// How a session's source is read.
@@ -140,6 +142,27 @@ pub trait Format: Sync {
     fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
         let _ = (ctx, bytes);
         Err("this source is not a document".into())
+    }
+
+    /// The records of a whole-document session with what a page says besides them: whether
+    /// the source ends in something not final yet, and a terminal's current screen.
+    /// `terminal_size`: the columns and rows of a terminal recording whose header gives none.
+    fn parse_document_rows(
+        &self,
+        ctx: &SourceCtx,
+        bytes: &[u8],
+        terminal_size: Option<(usize, usize)>,
+    ) -> Result<RowRecords, String> {
+        let _ = terminal_size;
+        Ok(RowRecords {
+            records: self.parse_document(ctx, bytes)?,
+            ..RowRecords::default()
+        })
+    }
+
+    /// Whether the harness can resume a session (a terminal recording has nothing to resume).
+    fn resumable(&self) -> bool {
+        true
     }
 
     /// The sessions of a database (its rows), queried on a private read-only copy.
@@ -380,6 +403,21 @@ pub fn databases(files: &[FileEntry]) -> impl Iterator<Item = &FileEntry> {
         .filter(|f| f.harness.is_sqlite() && !f.rel.contains(&b'/') && !f.rel.ends_with(b"-wal"))
 }
 
+/// The records of a whole-document session, and what its page says besides them;
+/// `terminal_size` is the size of a terminal recording whose header gives none.
+pub fn parse_document(
+    ctx: &SourceCtx,
+    bytes: &[u8],
+    terminal_size: Option<(usize, usize)>,
+) -> Result<RowRecords, String> {
+    format(ctx.harness).parse_document_rows(ctx, bytes, terminal_size)
+}
+
+/// Whether sessions of `harness` can be resumed.
+pub fn resumable(harness: Harness) -> bool {
+    format(harness).resumable()
+}
+
 /// How a session is read.
 pub fn source(session: &SessionFile) -> Source {
     format(session.harness()).source(&session.entry)
@@ -463,6 +501,14 @@ fn one_line(text: &str) -> Option<String> {
     let joined = words.join(" ");
     let cut: String = joined.chars().take(TITLE_CHARS).collect();
     (!cut.is_empty()).then_some(cut)
+}
+
+/// The title the harness itself gave a session, from the first bytes of its file, on one line.
+pub fn native_title(harness: Harness, head: &[u8]) -> Option<String> {
+    format(harness)
+        .native_title(head)
+        .as_deref()
+        .and_then(one_line)
 }
 
 /// The title a database session's row holds, on one line.

@@ -1,0 +1,774 @@
+//! Terminal recordings: what a terminal showed, read as labelled terminal text (never as a
+//! transcript). A session is one recording file under a configured root (there is no default
+//! root): `<root>/{casts,logs,scripts,recordings}/…` down to two directories, named
+//! `*.cast` (asciinema v2 or v3), `typescript` / `*.typescript` (util-linux `script`) or
+//! `*.log` (a `script` log, or the raw bytes tmux `pipe-pane -o 'cat >> FILE'` writes); its id
+//! is the file name's stem. Which program wrote it is told from its first bytes. (Hosts list
+//! the files below named directories of a root, not the root's own files: hence the
+//! directories.)
+//!
+//! A recording is read whole (within the 64 MiB source bound) and replayed from its start
+//! through a real terminal emulator (`avt`, asciinema's own), at the size its header gives
+//! (`--cols`/`--rows` when it gives none or 0, else 80×24). Records are the lines that scrolled off the screen (a
+//! clear keeps them too), the last screen of a full-screen program when it leaves the
+//! alternate screen, and the whole screen when a recording ends (a `Script done on …`
+//! footer, an asciinema v3 exit event, or the next recording in the same file). The current
+//! screen is not a record: it is the page's `screen`. Records depend only on the bytes before
+//! them, so a longer recording gives the same records and more, and the row cursor stays
+//! exact; a file truncated or rewritten under a cursor is a reset.
+//!
+//! Generations: each recording one file holds (a new asciinema header, a new
+//! `Script started on …` line) counts from 1, and every record carries its own.
+
+use avt::observer::{Observation, Observer};
+use avt::parser::Function;
+use avt::{Line, Operation, ScreenKind};
+use serde_json::Value;
+
+use crate::SourceCtx;
+use crate::harness::{Format, Source};
+use crate::rows::{RowRecords, rfc3339_millis};
+use crate::session::{SessionFile, session_file};
+use clankie_model::{
+    DefaultHome, FileEntry, Layout, ListSpec, Record, RecordBody, Storage, TerminalSource, TextKind,
+};
+
+/// Terminal recordings.
+pub(super) struct Recordings;
+
+static LAYOUT: Layout = Layout {
+    name: "terminal",
+    // No default root: recordings are wherever a user keeps them (`--root terminal=DIR`).
+    default_home: DefaultHome::NONE,
+    list: ListSpec {
+        subdirs: &["casts", "logs", "scripts", "recordings"],
+        suffixes: SUFFIXES,
+        max_depth: 2,
+        top_files: &[],
+    },
+    db_env: None,
+    storage: Storage::Files,
+};
+
+/// The file names of recordings; the id is the name without the suffix (`typescript` whole).
+const SUFFIXES: &[&str] = &[".cast", ".typescript", "/typescript", ".log"];
+
+/// The size of a terminal whose recording gives none.
+const DEFAULT_SIZE: (usize, usize) = (80, 24);
+
+/// The line util-linux `script` starts a typescript with, and the one it ends it with.
+const SCRIPT_STARTED: &[u8] = b"Script started on ";
+const SCRIPT_DONE: &[u8] = b"Script done on ";
+
+impl Format for Recordings {
+    fn layout(&self) -> &'static Layout {
+        &LAYOUT
+    }
+
+    fn session(&self, entry: &FileEntry) -> Option<SessionFile> {
+        let rel = std::str::from_utf8(&entry.rel).ok()?;
+        let name = rel.rsplit('/').next()?;
+        let stem = if name == "typescript" {
+            name
+        } else {
+            SUFFIXES
+                .iter()
+                .filter(|s| !s.starts_with('/'))
+                .find_map(|s| name.strip_suffix(s))?
+        };
+        session_file(entry, stem, None)
+    }
+
+    fn source(&self, _entry: &FileEntry) -> Source {
+        Source::Document
+    }
+
+    fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
+        Ok(replay(ctx, bytes, None).records)
+    }
+
+    fn parse_document_rows(
+        &self,
+        ctx: &SourceCtx,
+        bytes: &[u8],
+        terminal_size: Option<(usize, usize)>,
+    ) -> Result<RowRecords, String> {
+        Ok(replay(ctx, bytes, terminal_size))
+    }
+
+    /// The recording's title (asciinema's `title`), else the command it recorded (the cast's
+    /// `command`, the typescript's `COMMAND="…"`).
+    fn native_title(&self, head: &[u8]) -> Option<String> {
+        match source_of(head) {
+            TerminalSource::Asciinema => {
+                let start = head.iter().position(|&b| !b.is_ascii_whitespace())?;
+                let end = start + head[start..].iter().position(|&b| b == b'\n')?;
+                let header: Value = serde_json::from_slice(&head[start..end]).ok()?;
+                ["title", "command"]
+                    .iter()
+                    .find_map(|key| header.get(key)?.as_str().map(str::to_string))
+            }
+            TerminalSource::Script => {
+                let line = &head[..head.iter().position(|&b| b == b'\n')?];
+                let line = std::str::from_utf8(line).ok()?;
+                let at = line.find(" [COMMAND=\"")? + " [COMMAND=\"".len();
+                // The command is written unescaped: it ends at the next field, or the `"]`.
+                let rest = &line[at..];
+                let end = [rest.find("\" TERM=\""), rest.rfind("\"]")]
+                    .into_iter()
+                    .flatten()
+                    .min()?;
+                Some(rest[..end].to_string())
+            }
+            TerminalSource::Raw => None,
+        }
+    }
+
+    fn resumable(&self) -> bool {
+        false
+    }
+
+    fn resume_command(&self, _id: &str, _path: &str) -> String {
+        String::new()
+    }
+}
+
+/// Which program wrote a recording, from its first bytes: an asciinema header is a JSON object
+/// with a `"version"` on the first line (a raw log may start with other JSON).
+pub(crate) fn source_of(bytes: &[u8]) -> TerminalSource {
+    let start = bytes.trim_ascii_start();
+    let first_line = &start[..memchr::memchr(b'\n', start).unwrap_or(start.len())];
+    if start.starts_with(b"{") && memchr::memmem::find(first_line, b"\"version\"").is_some() {
+        TerminalSource::Asciinema
+    } else if bytes.starts_with(SCRIPT_STARTED) {
+        TerminalSource::Script
+    } else {
+        TerminalSource::Raw
+    }
+}
+
+/// The records and current screen of a whole recording; `fallback_size` is the terminal's size
+/// when the recording gives none (else 80×24).
+pub(crate) fn replay(
+    ctx: &SourceCtx,
+    bytes: &[u8],
+    fallback_size: Option<(usize, usize)>,
+) -> RowRecords {
+    let source = source_of(bytes);
+    let mut replay = Replay::new(ctx, source);
+    replay.fallback_size = fallback_size.filter(|&(c, r)| c > 0 && r > 0);
+    match source {
+        TerminalSource::Asciinema => asciinema(&mut replay, bytes),
+        TerminalSource::Script | TerminalSource::Raw => typescript(&mut replay, bytes),
+    }
+    replay.into_rows()
+}
+
+/// One recording's emulator, and the records of all the file's recordings so far.
+struct Replay<'c> {
+    ctx: &'c SourceCtx,
+    source: TerminalSource,
+    /// The recording being replayed (0 before the first).
+    generation: u32,
+    /// The size of a terminal whose recording gives none (`--cols`/`--rows`).
+    fallback_size: Option<(usize, usize)>,
+    emulator: Option<(avt::Terminal, Collector)>,
+    records: Vec<Record>,
+    malformed: Vec<(String, String)>,
+}
+
+impl<'c> Replay<'c> {
+    fn new(ctx: &'c SourceCtx, source: TerminalSource) -> Replay<'c> {
+        Replay {
+            ctx,
+            source,
+            generation: 0,
+            fallback_size: None,
+            emulator: None,
+            records: Vec::new(),
+            malformed: Vec::new(),
+        }
+    }
+
+    /// Starts the next recording, on a fresh terminal of `size` (0 in either: the default).
+    fn start(&mut self, size: Option<(usize, usize)>) {
+        self.finish(None);
+        self.generation += 1;
+        let given = size.filter(|&(cols, rows)| cols > 0 && rows > 0);
+        let (cols, rows) = terminal_size(given.or(self.fallback_size));
+        let terminal = avt::Terminal::new(cols, rows).expect("a size of at least 1×1");
+        self.emulator = Some((terminal, Collector::default()));
+    }
+
+    /// Feeds output of the current recording (starting one when none is).
+    fn output(&mut self, text: &str, ts: Option<&str>) {
+        if self.emulator.is_none() {
+            self.start(None);
+        }
+        if let Some((terminal, collector)) = &mut self.emulator {
+            terminal.feed_with(text, &mut *collector);
+        }
+        self.take_lines(ts);
+    }
+
+    fn resize(&mut self, cols: usize, rows: usize, ts: Option<&str>) {
+        if let Some((terminal, collector)) = &mut self.emulator {
+            let (cols, rows) = terminal_size(Some((cols.max(1), rows.max(1))));
+            terminal.resize_with(cols, rows, &mut *collector);
+        }
+        self.take_lines(ts);
+    }
+
+    /// Ends the current recording: what its terminal still shows becomes records.
+    fn finish(&mut self, ts: Option<&str>) {
+        if let Some((terminal, mut collector)) = self.emulator.take() {
+            if terminal.active_screen_kind() == ScreenKind::Alternate {
+                collector.primary_then_alternate(&terminal);
+            } else {
+                collector.finish_primary(&terminal);
+            }
+            self.emulator = Some((terminal, collector));
+            self.take_lines(ts);
+            self.emulator = None;
+        }
+    }
+
+    /// Turns the lines the collector completed into records.
+    fn take_lines(&mut self, ts: Option<&str>) {
+        let Some((_, collector)) = &mut self.emulator else {
+            return;
+        };
+        for text in collector.ready.drain(..) {
+            let index = self.records.len();
+            self.records.push(Record {
+                id: format!("t{}.{index}", self.generation),
+                harness: self.ctx.harness,
+                session: self.ctx.session.clone(),
+                ts: ts.map(str::to_string),
+                agent: self.ctx.agent.clone(),
+                sidechain: self.ctx.agent.is_some(),
+                model: None,
+                usage: None,
+                body: RecordBody::Text {
+                    kind: TextKind::Terminal {
+                        source: self.source,
+                        generation: self.generation,
+                    },
+                    text,
+                },
+            });
+        }
+    }
+
+    fn malformed(&mut self, offset: usize, reason: String) {
+        let key = format!("@{offset}");
+        self.records.push(crate::lines::synthetic_notice(
+            self.ctx,
+            key.clone(),
+            format!("malformed recording line at byte {offset} skipped: {reason}"),
+        ));
+        self.malformed.push((key, reason));
+    }
+
+    fn into_rows(self) -> RowRecords {
+        let screen = match &self.emulator {
+            Some((terminal, collector)) => screen_lines(terminal, &collector.pending),
+            None => Vec::new(),
+        };
+        RowRecords {
+            pending: !screen.is_empty(),
+            records: self.records,
+            malformed: self.malformed,
+            screen,
+        }
+    }
+}
+
+/// The terminal size a header gave, or the default for a missing or zero one.
+fn terminal_size(size: Option<(usize, usize)>) -> (usize, usize) {
+    match size {
+        // A bound on what a header may ask for: an emulator of a million columns is memory.
+        Some((cols, rows)) if cols > 0 && rows > 0 => (cols.min(1000), rows.min(1000)),
+        _ => DEFAULT_SIZE,
+    }
+}
+
+/// The lines of the active screen: rows wrapped onto the next joined with it (the first with
+/// `above`, the start of its line that already scrolled off), each without trailing blanks,
+/// trailing blank lines left out.
+fn screen_lines(terminal: &avt::Terminal, above: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut pending = above.to_string();
+    for line in terminal.screen().visible_lines() {
+        pending.extend(line.chars());
+        if !line.is_wrapped() {
+            lines.push(pending.trim_end().to_string());
+            pending.clear();
+        }
+    }
+    if !pending.trim_end().is_empty() {
+        lines.push(pending.trim_end().to_string());
+    }
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// Collects the lines a person saw go by: the primary screen's lines as they scroll off (a
+/// row wrapped onto the next joined with it, as `avt`'s own transcript does), and a
+/// full-screen program's last screen as it leaves the alternate screen.
+#[derive(Default)]
+struct Collector {
+    /// The start of a wrapped line whose rows are scrolling off.
+    pending: String,
+    ready: Vec<String>,
+    /// The alternate screen, taken before an operation that may leave it.
+    alternate: Option<Vec<String>>,
+}
+
+impl Collector {
+    fn push(&mut self, line: &Line) {
+        self.pending.extend(line.chars());
+        if !line.is_wrapped() {
+            self.ready.push(self.pending.trim_end().to_string());
+            self.pending.clear();
+        }
+    }
+
+    /// Everything the primary screen holds, trailing blank lines left out.
+    fn finish_primary(&mut self, terminal: &avt::Terminal) {
+        let start = self.ready.len();
+        for line in terminal.primary_screen().all_lines() {
+            self.push(line);
+        }
+        if !self.pending.is_empty() {
+            self.ready
+                .push(std::mem::take(&mut self.pending).trim_end().to_string());
+        }
+        while self.ready.len() > start && self.ready.last().is_some_and(String::is_empty) {
+            self.ready.pop();
+        }
+    }
+
+    /// A recording that ends inside a full-screen program: the screen under it, then its own.
+    fn primary_then_alternate(&mut self, terminal: &avt::Terminal) {
+        self.finish_primary(terminal);
+        self.ready.extend(screen_lines(terminal, ""));
+    }
+}
+
+impl Observer for Collector {
+    type Output = ();
+
+    fn before(&mut self, context: &mut Observation<'_>, operation: &Operation) {
+        let terminal = context.terminal();
+        let Operation::Function(function) = operation else {
+            return;
+        };
+        if terminal.active_screen_kind() == ScreenKind::Alternate
+            && matches!(function, Function::Decrst(_) | Function::Ris)
+        {
+            self.alternate = Some(screen_lines(terminal, ""));
+        }
+        if matches!(function, Function::Ris) {
+            // A hard reset clears the screen: what it showed was seen.
+            self.finish_primary(terminal);
+        }
+    }
+
+    fn after(&mut self, context: &mut Observation<'_>, _operation: &Operation) {
+        if let Some(rows) = self.alternate.take()
+            && context.terminal().active_screen_kind() == ScreenKind::Primary
+        {
+            self.ready.extend(rows);
+        }
+    }
+
+    fn evicted(&mut self, _context: &mut Observation<'_>, line: &Line) {
+        self.push(line);
+    }
+
+    fn end(&mut self, _context: &mut Observation<'_>) {}
+}
+
+/// An asciinema recording: a header line, then one event per line. v2 events carry seconds
+/// since the start, v3 events seconds since the previous one. A header line later in the file
+/// starts the next recording. A last line without its newline may be half written: it waits.
+fn asciinema(replay: &mut Replay, bytes: &[u8]) {
+    let complete = &bytes[..bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)];
+    let mut version = 2u64;
+    let mut start_ms: Option<i64> = None;
+    let mut elapsed = 0f64;
+    let mut offset = 0usize;
+    for raw in complete.split_inclusive(|&b| b == b'\n') {
+        let at = offset;
+        offset += raw.len();
+        let line = raw.trim_ascii();
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        let value: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                replay.malformed(at, e.to_string());
+                continue;
+            }
+        };
+        if let Value::Object(header) = &value {
+            version = header.get("version").and_then(Value::as_u64).unwrap_or(2);
+            let size = |v: Option<&Value>| v.and_then(Value::as_u64).map(|n| n as usize);
+            let (cols, rows) = if version >= 3 {
+                let term = header.get("term");
+                (
+                    size(term.and_then(|t| t.get("cols"))),
+                    size(term.and_then(|t| t.get("rows"))),
+                )
+            } else {
+                (size(header.get("width")), size(header.get("height")))
+            };
+            start_ms = header
+                .get("timestamp")
+                .and_then(Value::as_f64)
+                .map(|s| (s * 1000.0) as i64);
+            elapsed = 0.0;
+            replay.start(cols.zip(rows));
+            continue;
+        }
+        let Some([time, code, data]) = value.as_array().map(Vec::as_slice) else {
+            replay.malformed(at, "not an event array of three".into());
+            continue;
+        };
+        let (Some(time), Some(code), Some(data)) = (time.as_f64(), code.as_str(), data.as_str())
+        else {
+            replay.malformed(at, "not [time, code, data]".into());
+            continue;
+        };
+        elapsed = if version >= 3 { elapsed + time } else { time };
+        let ts = start_ms.map(|ms| rfc3339_millis(ms + (elapsed * 1000.0) as i64));
+        match code {
+            "o" => replay.output(data, ts.as_deref()),
+            "r" => {
+                if let Some((cols, rows)) = data.split_once('x')
+                    && let (Ok(cols), Ok(rows)) = (cols.parse(), rows.parse())
+                {
+                    replay.resize(cols, rows, ts.as_deref());
+                }
+            }
+            "x" => replay.finish(ts.as_deref()),
+            // Input, markers: not what the terminal showed.
+            _ => {}
+        }
+    }
+}
+
+/// A `script` typescript or a raw log: bytes as the terminal got them. Each `Script started on
+/// … [… COLUMNS="80" LINES="24"]` line (at the start of a line) starts a recording at that
+/// size; a `Script done on …` line ends one; the bytes of a raw log are one recording.
+fn typescript(replay: &mut Replay, bytes: &[u8]) {
+    let mut rest = bytes;
+    loop {
+        if rest.starts_with(SCRIPT_STARTED) {
+            let Some(eol) = rest.iter().position(|&b| b == b'\n') else {
+                // The header is still being written.
+                return;
+            };
+            replay.start(script_size(&rest[..eol]));
+            rest = &rest[eol + 1..];
+            continue;
+        }
+        // Output up to the next line that starts or ends a recording.
+        let mut cut = None;
+        let mut search = 0;
+        while let Some(nl) = memchr::memchr(b'\n', &rest[search..]) {
+            let next = search + nl + 1;
+            let after = &rest[next..];
+            if after.starts_with(SCRIPT_STARTED) || after.starts_with(SCRIPT_DONE) {
+                cut = Some(next);
+                break;
+            }
+            search = next;
+        }
+        let (mut output, after) = rest.split_at(cut.unwrap_or(rest.len()));
+        if after.starts_with(SCRIPT_DONE) {
+            // `script` writes the footer after a newline of its own, which is not output.
+            output = output.strip_suffix(b"\n").unwrap_or(output);
+        }
+        feed_bytes(replay, output);
+        if after.starts_with(SCRIPT_DONE) {
+            replay.finish(None);
+            rest = match after.iter().position(|&b| b == b'\n') {
+                Some(eol) => &after[eol + 1..],
+                None => &[],
+            };
+        } else {
+            rest = after;
+        }
+        if rest.is_empty() {
+            return;
+        }
+    }
+}
+
+/// Feeds raw terminal bytes: invalid UTF-8 is shown as U+FFFD, and a character cut off at the
+/// end (still being written) waits.
+fn feed_bytes(replay: &mut Replay, mut bytes: &[u8]) {
+    let mut text = String::with_capacity(bytes.len());
+    while !bytes.is_empty() {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => {
+                text.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let (valid, after) = bytes.split_at(e.valid_up_to());
+                text.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                match e.error_len() {
+                    Some(n) => {
+                        text.push('\u{FFFD}');
+                        bytes = &after[n..];
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+    if !text.is_empty() {
+        replay.output(&text, None);
+    }
+}
+
+/// The size a `script` header gives (`COLUMNS="80" LINES="24"`, util-linux 2.35 and later).
+fn script_size(header: &[u8]) -> Option<(usize, usize)> {
+    let header = std::str::from_utf8(header).ok()?;
+    let field = |name: &str| -> Option<usize> {
+        let at = header.find(&format!(" {name}=\""))? + name.len() + 3;
+        header[at..].split('"').next()?.parse().ok()
+    };
+    Some((field("COLUMNS")?, field("LINES")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> SourceCtx {
+        crate::test_support::ctx(crate::harness::by_name("terminal").unwrap())
+    }
+
+    fn replay_at(ctx: &SourceCtx, bytes: &[u8]) -> RowRecords {
+        replay(ctx, bytes, None)
+    }
+
+    #[test]
+    fn a_recording_without_a_size_takes_the_one_given_else_80_by_24() {
+        // 30 lines: how many scrolled off tells the rows.
+        let log = "a\r\n".repeat(30);
+        let scrolled = |bytes: &[u8], size| replay(&ctx(), bytes, size).records.len();
+        assert_eq!(scrolled(log.as_bytes(), None), 30 - 23);
+        assert_eq!(scrolled(log.as_bytes(), Some((10, 3))), 30 - 2);
+        // A header's size wins; a header's 0 is no size.
+        let events = format!("[0.1, \"o\", \"{}\"]\n", log.replace("\r\n", "\\r\\n"));
+        let cast = |w: u32, h: u32| {
+            format!("{{\"version\": 2, \"width\": {w}, \"height\": {h}}}\n{events}")
+        };
+        assert_eq!(scrolled(cast(0, 0).as_bytes(), Some((50, 5))), 30 - 4);
+        assert_eq!(scrolled(cast(0, 0).as_bytes(), None), 30 - 23);
+        assert_eq!(scrolled(cast(25, 10).as_bytes(), Some((50, 5))), 30 - 9);
+        // Columns: a long line is joined, on the screen as in the records.
+        let long = "x".repeat(100);
+        let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)));
+        // The rows that scrolled off are the start of one wrapped line, not finished yet.
+        assert!(narrow.records.is_empty());
+        assert_eq!(narrow.screen, std::slice::from_ref(&long));
+        let wrapped = replay(
+            &ctx(),
+            format!("{long}\r\nb\r\nc\r\n").as_bytes(),
+            Some((10, 3)),
+        );
+        assert_eq!(wrapped.records.len(), 1);
+        assert_eq!(texts(&wrapped), [long]);
+    }
+
+    fn texts(rows: &RowRecords) -> Vec<String> {
+        rows.records
+            .iter()
+            .map(|r| match &r.body {
+                RecordBody::Text { text, .. } => text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    fn generations(rows: &RowRecords) -> Vec<u32> {
+        rows.records
+            .iter()
+            .map(|r| match &r.body {
+                RecordBody::Text {
+                    kind: TextKind::Terminal { generation, .. },
+                    ..
+                } => *generation,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lines_that_scroll_off_are_records_and_the_screen_is_not() {
+        let cast = concat!(
+            r#"{"version": 2, "width": 20, "height": 3, "timestamp": 1700000000}"#,
+            "\n",
+            r#"[0.5, "o", "\u001b[31mred\u001b[0m\r\n"]"#,
+            "\n",
+            r#"[0.6, "o", "10%\r50%\r100%\r\n"]"#,
+            "\n",
+            r#"[0.7, "o", "a\r\nb\r\n$ "]"#,
+            "\n",
+        );
+        let rows = replay_at(&ctx(), cast.as_bytes());
+        assert_eq!(texts(&rows), ["red", "100%"]);
+        assert_eq!(rows.screen, ["a", "b", "$"]);
+        assert!(rows.pending);
+        assert_eq!(
+            rows.records[0].ts.as_deref(),
+            Some("2023-11-14T22:13:20.700Z")
+        );
+        assert_eq!(rows.records[0].id, "t1.0");
+        // A half-written last line waits.
+        let cut = &cast.as_bytes()[..cast.len() - 5];
+        let waiting = replay_at(&ctx(), cut);
+        assert!(waiting.records.is_empty());
+        assert_eq!(waiting.screen, ["red", "100%"]);
+    }
+
+    #[test]
+    fn a_full_screen_program_gives_its_last_screen_when_it_leaves() {
+        let cast = concat!(
+            r#"{"version": 3, "term": {"cols": 10, "rows": 3}}"#,
+            "\n",
+            r#"[0.1, "o", "$ less f\r\n"]"#,
+            "\n",
+            r#"[0.1, "o", "\u001b[?1049h\u001b[Hpage one\r\n(END)"]"#,
+            "\n",
+            r#"[0.1, "o", "\u001b[?1049l$ "]"#,
+            "\n",
+            r#"[0.1, "x", "0"]"#,
+            "\n",
+        );
+        let rows = replay_at(&ctx(), cast.as_bytes());
+        assert_eq!(texts(&rows), ["page one", "(END)", "$ less f", "$"]);
+        assert!(rows.screen.is_empty());
+    }
+
+    #[test]
+    fn each_script_header_is_a_generation_and_a_footer_ends_one() {
+        let log = concat!(
+            "Script started on 2026-12-01 11:00:00+00:00 [COMMAND=\"x\" TERM=\"xterm\" TTY=\"/dev/pts/1\" COLUMNS=\"30\" LINES=\"5\"]\n",
+            "one\r\ntwo\r\n",
+            "\nScript done on 2026-12-01 11:00:01+00:00 [COMMAND_EXIT_CODE=\"0\"]\n",
+            "Script started on 2026-12-01 11:01:00+00:00 [COMMAND=\"x\" TERM=\"xterm\" TTY=\"/dev/pts/1\" COLUMNS=\"30\" LINES=\"5\"]\n",
+            "three\r\nfour",
+        );
+        let rows = replay_at(&ctx(), log.as_bytes());
+        assert_eq!(texts(&rows), ["one", "two"]);
+        assert_eq!(generations(&rows), [1, 1]);
+        assert_eq!(rows.screen, ["three", "four"]);
+        assert_eq!(
+            script_size(log.lines().next().unwrap().as_bytes()),
+            Some((30, 5))
+        );
+    }
+
+    #[test]
+    fn raw_bytes_keep_a_cut_character_waiting() {
+        let mut log = "x\r\n".repeat(30).into_bytes();
+        log.extend_from_slice("é".as_bytes());
+        log.pop();
+        let rows = replay_at(&ctx(), &log);
+        assert_eq!(texts(&rows).len(), 30 - 23);
+        assert!(rows.records.iter().all(|r| matches!(
+            r.body,
+            RecordBody::Text {
+                kind: TextKind::Terminal {
+                    source: TerminalSource::Raw,
+                    generation: 1
+                },
+                ..
+            }
+        )));
+    }
+
+    #[test]
+    fn more_bytes_only_add_records() {
+        let mut log = Vec::new();
+        for i in 0..100 {
+            log.extend_from_slice(format!("line {i} \x1b[32mok\x1b[0m\r\n").as_bytes());
+        }
+        let whole = replay_at(&ctx(), &log);
+        for cut in (0..log.len()).step_by(37) {
+            let part = replay_at(&ctx(), &log[..cut]);
+            assert_eq!(part.records, whole.records[..part.records.len()], "{cut}");
+        }
+    }
+
+    #[test]
+    fn titles_are_the_recording_title_else_its_command() {
+        let title = |head: &str| Recordings.native_title(head.as_bytes());
+        assert_eq!(
+            title(
+                "{\"version\": 2, \"width\": 80, \"height\": 24, \"command\": \"make test\"}\n[0.1"
+            ),
+            Some("make test".into())
+        );
+        assert_eq!(
+            title("{\"version\": 3, \"term\": {}, \"title\": \"demo\", \"command\": \"sh\"}\n"),
+            Some("demo".into())
+        );
+        assert_eq!(title("{\"version\": 2, \"command\": \"cut"), None);
+        assert_eq!(
+            title(
+                "Script started on 2026-12-01 11:00:00+00:00 [COMMAND=\"sh -c \"ls\"\" TERM=\"xterm\" TTY=\"/dev/pts/1\" COLUMNS=\"80\" LINES=\"24\"]\n"
+            ),
+            Some("sh -c \"ls\"".into())
+        );
+        assert_eq!(
+            title("Script started on 2026-12-01 11:00:00+00:00 [TERM=\"xterm\"]\n"),
+            None
+        );
+        assert_eq!(title("plain bytes\n"), None);
+    }
+
+    #[test]
+    fn raw_output_that_starts_with_json_is_raw_and_sizes_are_bounded() {
+        assert_eq!(source_of(b"{\"a\": 1}\r\nok\r\n"), TerminalSource::Raw);
+        assert_eq!(
+            source_of(b"  {\"version\": 2}\n"),
+            TerminalSource::Asciinema
+        );
+        let cast = concat!(
+            r#"{"version": 2, "width": 4000000, "height": 3}"#,
+            "\n",
+            r#"[0.1, "r", "9999999x9999999"]"#,
+            "\n",
+            r#"[0.2, "o", "fits\r\n"]"#,
+            "\n",
+        );
+        assert_eq!(replay_at(&ctx(), cast.as_bytes()).screen, ["fits"]);
+    }
+
+    #[test]
+    fn sessions_are_named_by_their_stem() {
+        let entry = |rel: &str| FileEntry {
+            harness: crate::harness::by_name("terminal").unwrap(),
+            root: b"/r".as_slice().into(),
+            rel: rel.as_bytes().to_vec(),
+            size: 1,
+            mtime: 0,
+        };
+        let id = |rel: &str| Recordings.session(&entry(rel)).map(|s| s.id);
+        assert_eq!(id("casts/demo.cast").as_deref(), Some("demo"));
+        assert_eq!(id("logs/a/pane-1.log").as_deref(), Some("pane-1"));
+        assert_eq!(id("scripts/typescript").as_deref(), Some("typescript"));
+        assert_eq!(id("scripts/build.typescript").as_deref(), Some("build"));
+    }
+}
