@@ -514,7 +514,7 @@ fn a_truncated_log_is_a_visible_reset() {
         recs[0]["text"]
             .as_str()
             .unwrap()
-            .contains("no longer matches"),
+            .contains("retained history was lost"),
         "{}",
         recs[0]
     );

@@ -26,6 +26,9 @@ pub struct RowRecords {
     pub malformed: Vec<(String, String)>,
     /// A terminal recording's current screen ([`Page::screen`]).
     pub screen: Vec<String>,
+    /// The source keeps no history of its own (a terminal log is all there is): a cursor that
+    /// no longer matches means what the reader had seen is gone, and the reset notice says so.
+    pub history_is_the_source: bool,
 }
 
 /// A content hash of a record: what a cursor's prefix hash is made of. Covers everything the
@@ -103,9 +106,15 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
                 notice = Some(synthetic_notice(
                     ctx,
                     format!("reset@{n}"),
-                    format!(
-                        "the cursor no longer matches the source ({reason}); restarting from its beginning"
-                    ),
+                    if rows.history_is_the_source {
+                        format!(
+                            "the cursor no longer matches the source ({reason}): retained history was lost (the log was truncated, rotated or rewritten); restarting from its beginning"
+                        )
+                    } else {
+                        format!(
+                            "the cursor no longer matches the source ({reason}); restarting from its beginning"
+                        )
+                    },
                 ));
                 (0, n.min(limit))
             }
@@ -217,8 +226,7 @@ mod tests {
         RowRecords {
             records: ids.iter().map(|id| rec(id, id)).collect(),
             pending,
-            malformed: Vec::new(),
-            screen: Vec::new(),
+            ..Default::default()
         }
     }
 

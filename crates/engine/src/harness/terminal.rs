@@ -280,6 +280,7 @@ impl<'c> Replay<'c> {
             records: self.records,
             malformed: self.malformed,
             screen,
+            history_is_the_source: true,
         }
     }
 }
