@@ -17,7 +17,6 @@ use std::io::{self, Write};
 
 use crate::check::{Activity, Change, SessionError};
 use clankie_engine::page::Page;
-use clankie_engine::session::SessionFile;
 use clankie_model::Record;
 
 /// What a page line needs besides the page itself.
@@ -119,21 +118,6 @@ impl Renderer {
         match self {
             Renderer::Text(printer) => text::page_end(out, page, &printer.options, info.filtered),
             Renderer::Ndjson => ndjson::page(out, info, page),
-        }
-    }
-
-    pub fn sessions(
-        &self,
-        out: &mut impl Write,
-        host: &str,
-        sessions: &[SessionFile],
-        show_host: bool,
-    ) -> io::Result<()> {
-        match self {
-            Renderer::Text(_) => text::sessions(out, host, sessions, show_host),
-            Renderer::Ndjson => sessions
-                .iter()
-                .try_for_each(|s| ndjson::session(out, host, s, None)),
         }
     }
 }

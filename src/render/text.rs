@@ -10,12 +10,11 @@ use std::io::{self, Write};
 
 use super::styled::{Line, Style};
 use super::tool::{CallView, view};
-use super::{HostReport, change_name, diff, rfc3339, wrap};
+use super::{HostReport, change_name, diff, wrap};
 use crate::check::Activity;
 use clankie_engine::page::Page;
-use clankie_engine::session::SessionFile;
-use clankie_model::sanitize::{sanitize, sanitize_line};
-use clankie_model::{Record, RecordBody, RecordKind, TerminalSource, TextKind, display_path};
+use clankie_model::sanitize::sanitize;
+use clankie_model::{Record, RecordBody, RecordKind, TerminalSource, TextKind};
 
 /// Lines of a tool result, a command or thinking shown when not `--full`.
 const SHORT_LINES: usize = 6;
@@ -427,43 +426,6 @@ pub fn page_end(
         line.push_str(&format!(" ({})", notes.join("; ")));
     }
     writeln!(out, "{}", paint(options, "2", &line))
-}
-
-pub fn sessions(
-    out: &mut impl Write,
-    host: &str,
-    sessions: &[SessionFile],
-    show_host: bool,
-) -> io::Result<()> {
-    // Columns as wide as this listing needs (ids run from 6 to ~100 characters by harness).
-    let id_width = sessions
-        .iter()
-        .map(|s| s.id.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(100);
-    let harness_width = sessions
-        .iter()
-        .map(|s| s.harness().name().len())
-        .max()
-        .unwrap_or(0);
-    for s in sessions {
-        let host_col = if show_host {
-            format!("{:<12} ", sanitize(host))
-        } else {
-            String::new()
-        };
-        writeln!(
-            out,
-            "{host_col}{:<harness_width$} {:<id_width$} {:>10} {}  {}",
-            s.harness().name(),
-            sanitize(&s.id),
-            s.entry.size,
-            &rfc3339(s.entry.mtime)[..16].replace('T', " "),
-            sanitize_line(&display_path(&s.entry.full_path())),
-        )?;
-    }
-    Ok(())
 }
 
 /// One `check` line: `host harness/session change +new_records last_ts`.
