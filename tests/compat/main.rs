@@ -14,6 +14,7 @@
 mod common;
 
 mod clis;
+mod edits;
 mod server;
 mod session;
 
