@@ -222,10 +222,14 @@ fn record(home: &tempfile::TempDir, harness: &str, copy: impl Fn(&Path, &Path)) 
     let out = PathBuf::from(dir).join(harness);
     std::fs::create_dir_all(&out).unwrap();
     copy(home.path(), &out);
+    // Absolute, and relative to `/` (OpenCode's `path` of a session outside any repository).
     let here = home.path().to_str().unwrap();
     for file in std::fs::read_dir(&out).unwrap().flatten() {
-        let text = std::fs::read_to_string(file.path()).unwrap();
-        std::fs::write(file.path(), text.replace(here, RECORDED_HOME)).unwrap();
+        let text = std::fs::read_to_string(file.path())
+            .unwrap()
+            .replace(here, RECORDED_HOME)
+            .replace(&here[1..], &RECORDED_HOME[1..]);
+        std::fs::write(file.path(), text).unwrap();
     }
 }
 
