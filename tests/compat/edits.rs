@@ -112,6 +112,7 @@ fn edit_session(cli: &Cli, pick: crate::server::ToolPicker) -> tempfile::TempDir
         // none): this session names one of them.
         let config = setup.home.join(".codex/config.toml");
         let text = std::fs::read_to_string(&config).unwrap();
+        assert!(text.contains("model = \"compat-model\""), "{text}");
         let text = text.replace(
             "model = \"compat-model\"",
             &format!("model = \"{CODEX_MODEL}\""),
