@@ -7,6 +7,10 @@
 //! and runs `cargo test --test compat -- --ignored`. A test run without `CLANKIE_COMPAT_DIR`, or
 //! with a CLI missing from it, fails. The CLIs run in parallel (one test each, each with its own
 //! model server and HOME); `docs/harnesses.md` says what each covers.
+//!
+//! `edits.rs` adds one edit per CLI whose edit tool the reader renders as a diff (Codex's
+//! `apply_patch`, OpenCode's `edit`); with `CLANKIE_COMPAT_RECORD_DIR` it records them as the
+//! fixtures of the text snapshots.
 
 #![allow(unreachable_pub)]
 
@@ -14,6 +18,7 @@
 mod common;
 
 mod clis;
+mod edits;
 mod server;
 mod session;
 

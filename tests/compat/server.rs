@@ -410,7 +410,16 @@ fn responses(step: &Step) -> (&'static str, &'static str, String) {
         ),
     ];
     if let Some(call) = call {
-        let item = json!({"type": "function_call", "id": "fc_compat", "status": "completed", "call_id": "call_compat01", "name": call.name, "arguments": call.args.to_string()});
+        // A string `args` is the input of a freeform tool (Codex's `apply_patch`): a
+        // `custom_tool_call`, whose input is the text itself.
+        let item = match &call.args {
+            Value::String(input) => {
+                json!({"type": "custom_tool_call", "id": "ctc_compat", "status": "completed", "call_id": "call_compat01", "name": call.name, "input": input})
+            }
+            args => {
+                json!({"type": "function_call", "id": "fc_compat", "status": "completed", "call_id": "call_compat01", "name": call.name, "arguments": args.to_string()})
+            }
+        };
         events.push((
             Some("response.output_item.added"),
             json!({"type": "response.output_item.added", "output_index": 1, "item": item}),

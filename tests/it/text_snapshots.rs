@@ -5,12 +5,13 @@
 //! is shown with ESC spelled `<ESC>`. Review changes with `cargo insta review` (or the
 //! `.snap.new` files).
 //!
-//! No real Codex sample carries an `apply_patch` body (the recorder of the public rollouts
-//! replaced every input with `[REDACTED_INPUT len sha]`), and the real OpenCode database has no
-//! edit (its one tool call is `bash`); so the Codex snapshot shows a left-out patch as the
-//! source has it, and the Pi session (whose `edit` takes `path`/`oldText`/`newText`, the
-//! snippet shape OpenCode's `edit` has too) shows edits as diffs. A patch and an OpenCode edit
-//! are rendered end to end by `edits_are_diffs_end_to_end` below.
+//! The public Codex rollouts carry no `apply_patch` body (their recorder replaced every input
+//! with `[REDACTED_INPUT len sha]`: that snapshot shows a left-out patch as the source has it),
+//! and the public OpenCode database has no edit (its one tool call is `bash`). So the
+//! compatibility suite had the real Codex 0.171.0 and OpenCode 1.18.33 make one edit each
+//! (`tests/compat/edits.rs`, `tests/fixtures/LAYOUT.md`): their snapshots show the patch and
+//! the `edit` as unified diffs. The Pi session (`edit` with `path`/`oldText`/`newText`) shows
+//! edits as diffs too.
 
 use std::path::Path;
 use std::process::Command;
@@ -92,18 +93,47 @@ fn codex_session_with_apply_patch() {
     );
 }
 
-#[test]
-fn opencode_session() {
+/// A home whose OpenCode database is loaded from the SQL dump `tests/fixtures/opencode/NAME`.
+fn opencode_home(dump: &str) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().join(".local/share/opencode");
     std::fs::create_dir_all(&dir).unwrap();
-    let dump =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode/opencode-1.18.33.sql");
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/opencode")
+        .join(dump);
     let conn = rusqlite::Connection::open(dir.join("opencode.db")).unwrap();
     conn.execute_batch(&std::fs::read_to_string(dump).unwrap())
         .unwrap();
     drop(conn);
+    home
+}
+
+#[test]
+fn opencode_session() {
+    let home = opencode_home("opencode-1.18.33.sql");
     snapshots("opencode", None, home.path(), "ses_f0de500f");
+}
+
+/// The real Codex 0.171.0 writing an `apply_patch` (a freeform tool: the patch is the input)
+/// that changes one line of `notes.txt` and adds one (`tests/compat/edits.rs`).
+#[test]
+fn codex_0_171_apply_patch() {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex-0.171.0-apply-patch");
+    let root = format!("codex={}", dir.display());
+    snapshots(
+        "codex_0_171_apply_patch",
+        Some(&root),
+        Path::new("/nonexistent"),
+        "01a23184",
+    );
+}
+
+/// The real OpenCode 1.18.33 writing an `edit` (`oldString` → `newString`) of the same change.
+#[test]
+fn opencode_1_18_33_edit() {
+    let home = opencode_home("opencode-1.18.33-edit.sql");
+    snapshots("opencode_1_18_33_edit", None, home.path(), "ses_dce7b61a");
 }
 
 #[test]
