@@ -146,7 +146,10 @@ fn follows_a_growing_local_file() {
 #[test]
 fn follows_over_ssh_through_a_dropped_connection() {
     let Some(sshd) = sshd_or_skip() else { return };
-    let user = "ck_clean";
+    // A user of its own: the test kills its connections (tests/it/common/sshd.rs), which
+    // would break whatever else runs as a shared user meanwhile.
+    let user = "ck_follow_drop";
+    sshd.add_user(user, std::path::Path::new("/bin/sh"));
     let home = tempfile::tempdir().unwrap();
     let session = "f0110c42-0000-4000-8000-000000000002";
     let path = sshd.put_file(
