@@ -35,4 +35,5 @@ mod ssh_transport;
 mod sshd_fixture;
 mod support;
 mod text_snapshots;
+mod toybox;
 mod wal;
