@@ -6,7 +6,10 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+#[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
+#[cfg(windows)]
+use clankie_host::windows_shims::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -606,8 +609,11 @@ mod tests {
         drop(lock);
         assert_eq!(names(), ["state.json", "state.json.lock"]);
         assert_eq!(State::load(&path).unwrap(), Some(state));
+        #[cfg(unix)]
         use std::os::unix::fs::PermissionsExt;
+        #[cfg(unix)]
         let mode = fs::metadata(&path).unwrap().permissions().mode();
+        #[cfg(unix)]
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
         // A run that waits for the lock and gives up removes nothing the holder is writing.
         let _held = StateLock::acquire(&path, Duration::ZERO).unwrap();

@@ -6,7 +6,10 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStringExt;
+#[cfg(windows)]
+use clankie_host::windows_shims::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;

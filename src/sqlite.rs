@@ -351,7 +351,10 @@ fn open_copy(
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt;
+    #[cfg(windows)]
+    use clankie_host::windows_shims::OpenOptionsExt;
     let mut file = std::fs::File::options()
         .write(true)
         .create_new(true)

@@ -6,7 +6,10 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStringExt;
+#[cfg(windows)]
+use clankie_host::windows_shims::OsStringExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
