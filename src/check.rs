@@ -206,6 +206,7 @@ impl State {
     /// fsync, rename, fsync of the directory. Call it holding the [`StateLock`]: the temporary
     /// file's name is fixed.
     pub fn save(&self, path: &Path) -> Result<(), StateError> {
+        #[cfg(unix)]
         let dir = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -228,6 +229,8 @@ impl State {
             let _ = fs::remove_file(&tmp);
             return Err(io(path)(e));
         }
+        // Windows opens no directory as a file (and its rename is not made durable this way).
+        #[cfg(unix)]
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io(path))?;

@@ -244,6 +244,7 @@ mod tests {
     use super::{command, pager_program_exists};
 
     #[test]
+    #[cfg(unix)]
     fn a_missing_pager_program_is_caught_before_sh_runs_it() {
         assert!(pager_program_exists("sh -c true"));
         assert!(pager_program_exists("/bin/sh"));
