@@ -8,8 +8,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 #[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
-#[cfg(windows)]
-use clankie_host::windows_shims::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -20,6 +18,8 @@ use clankie_engine::cursor::Cursor;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
+#[cfg(windows)]
+use clankie_host::windows_shims::OpenOptionsExt;
 use clankie_model::limits::MAX_LIMIT;
 use clankie_model::{Record, RootSpec, display_path};
 

@@ -350,11 +350,11 @@ fn open_copy(
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    #[cfg(windows)]
+    use clankie_host::windows_shims::OpenOptionsExt;
     use std::io::Write;
     #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt;
-    #[cfg(windows)]
-    use clankie_host::windows_shims::OpenOptionsExt;
     let mut file = std::fs::File::options()
         .write(true)
         .create_new(true)

@@ -130,7 +130,10 @@ impl PagedStdout {
                 let stdin = child.stdin.take().map(BufWriter::new);
                 let _interrupt = tokio::runtime::Handle::try_current().ok().and_then(|_| {
                     #[cfg(unix)]
-                    return tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+                    return tokio::signal::unix::signal(
+                        tokio::signal::unix::SignalKind::interrupt(),
+                    )
+                    .ok();
                     #[cfg(windows)]
                     return tokio::signal::windows::ctrl_c().ok();
                 });

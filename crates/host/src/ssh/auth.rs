@@ -134,7 +134,10 @@ async fn connect_agent(which: &IdentityAgent) -> Result<Agent, String> {
         IdentityAgent::Path(p) => p.clone(),
         IdentityAgent::Env => std::env::var_os("SSH_AUTH_SOCK")
             .filter(|p| !p.is_empty())
-            .map_or_else(|| PathBuf::from(r"\\.\pipe\openssh-ssh-agent"), PathBuf::from),
+            .map_or_else(
+                || PathBuf::from(r"\\.\pipe\openssh-ssh-agent"),
+                PathBuf::from,
+            ),
     };
     keys::agent::client::AgentClient::connect_named_pipe(&pipe)
         .await
