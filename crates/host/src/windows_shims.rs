@@ -97,3 +97,44 @@ pub fn without_verbatim_prefix(path: PathBuf) -> PathBuf {
         path
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drive_path_loses_its_verbatim_prefix_and_a_share_keeps_it() {
+        let plain = |p: &str| without_verbatim_prefix(PathBuf::from(p));
+        assert_eq!(
+            plain(r"\\?\C:\Users\me\.claude"),
+            PathBuf::from(r"C:\Users\me\.claude")
+        );
+        assert_eq!(plain(r"C:\Users\me"), PathBuf::from(r"C:\Users\me"));
+        let share = r"\\?\UNC\server\share\.claude";
+        assert_eq!(plain(share), PathBuf::from(share));
+        let long = format!(r"\\?\C:\{}", "a".repeat(300));
+        assert_eq!(plain(&long), PathBuf::from(&long));
+    }
+
+    #[test]
+    fn bytes_are_the_strings_own_and_mtime_is_unix_seconds() {
+        let name = OsStr::new("séance-✓.jsonl");
+        assert_eq!(name.as_bytes(), "séance-✓.jsonl".as_bytes());
+        assert_eq!(OsStr::from_bytes(name.as_bytes()), name);
+        assert_eq!(OsStr::from_bytes(b"\xff"), OsStr::new("\u{FFFD}"));
+        assert_eq!(OsString::from("ab").into_vec(), b"ab");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(file.read_at(&mut buf, 3).unwrap(), 4);
+        assert_eq!(&buf, b"3456");
+        let now = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let mtime = std::fs::metadata(&path).unwrap().mtime();
+        assert!((now - 60..=now + 60).contains(&mtime), "{mtime} vs {now}");
+    }
+}

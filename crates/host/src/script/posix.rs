@@ -530,5 +530,6 @@ fn list_word(text: &str) -> String {
     String::from_utf8(quote(text.as_bytes())).expect("quoting ASCII stays ASCII")
 }
 
-#[cfg(test)]
+// They run the scripts under real Unix shells.
+#[cfg(all(test, unix))]
 mod tests;
