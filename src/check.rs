@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+#[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,6 +18,8 @@ use clankie_engine::cursor::Cursor;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
+#[cfg(windows)]
+use clankie_host::windows_shims::OpenOptionsExt;
 use clankie_model::limits::MAX_LIMIT;
 use clankie_model::{Record, RootSpec, display_path};
 
@@ -203,6 +206,7 @@ impl State {
     /// fsync, rename, fsync of the directory. Call it holding the [`StateLock`]: the temporary
     /// file's name is fixed.
     pub fn save(&self, path: &Path) -> Result<(), StateError> {
+        #[cfg(unix)]
         let dir = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -225,6 +229,8 @@ impl State {
             let _ = fs::remove_file(&tmp);
             return Err(io(path)(e));
         }
+        // Windows opens no directory as a file (and its rename is not made durable this way).
+        #[cfg(unix)]
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io(path))?;
@@ -606,8 +612,11 @@ mod tests {
         drop(lock);
         assert_eq!(names(), ["state.json", "state.json.lock"]);
         assert_eq!(State::load(&path).unwrap(), Some(state));
+        #[cfg(unix)]
         use std::os::unix::fs::PermissionsExt;
+        #[cfg(unix)]
         let mode = fs::metadata(&path).unwrap().permissions().mode();
+        #[cfg(unix)]
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
         // A run that waits for the lock and gives up removes nothing the holder is writing.
         let _held = StateLock::acquire(&path, Duration::ZERO).unwrap();

@@ -6,12 +6,15 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, EnumAccess, VariantAccess, Visitor};
 
+#[cfg(windows)]
+use clankie_host::windows_shims::OsStringExt;
 use clankie_host::{Dialect, HostConfig, Transport};
 use clankie_model::RootSpec;
 

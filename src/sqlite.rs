@@ -350,7 +350,10 @@ fn open_copy(
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    #[cfg(windows)]
+    use clankie_host::windows_shims::OpenOptionsExt;
     use std::io::Write;
+    #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::File::options()
         .write(true)

@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,8 @@ use clankie_host::ssh::{
     ConfigSource, ConnectOptions, ConnectionLog, DEFAULT_IDLE_TIMEOUT, PassphrasePrompt,
     ReplyTimeouts,
 };
+#[cfg(windows)]
+use clankie_host::windows_shims::OsStringExt;
 use clankie_host::{AnyHost, Dialect, HostConfig, Transport};
 use clankie_model::RootSpec;
 use clankie_model::sanitize::sanitize;

@@ -356,10 +356,15 @@ fn terminal_width() -> Option<usize> {
     if !std::io::IsTerminal::is_terminal(&stdout) {
         return None;
     }
-    rustix::termios::tcgetwinsize(&stdout)
+    #[cfg(unix)]
+    return rustix::termios::tcgetwinsize(&stdout)
         .ok()
         .map(|size| usize::from(size.ws_col))
-        .filter(|&c| c > 0)
+        .filter(|&c| c > 0);
+    #[cfg(windows)]
+    return terminal_size::terminal_size_of(&stdout)
+        .map(|(width, _)| usize::from(width.0))
+        .filter(|&c| c > 0);
 }
 
 #[cfg(test)]

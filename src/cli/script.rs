@@ -85,6 +85,9 @@ pub(super) fn run(global: &GlobalArgs, args: ScriptArgs) -> Result<Outcome, Erro
             let root = match &spec.dir {
                 Some(dir) => dir.clone(),
                 None => {
+                    #[cfg(windows)]
+                    use clankie_host::windows_shims::OsStrExt;
+                    #[cfg(unix)]
                     use std::os::unix::ffi::OsStrExt;
                     let path = LocalHost::new("local").resolve_root(&spec);
                     path.as_os_str().as_bytes().to_vec()

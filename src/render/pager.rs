@@ -52,7 +52,10 @@ struct Pager {
     stdin: Option<BufWriter<ChildStdin>>,
     /// While the pager runs, Ctrl-C is the pager's (less uses it to stop a search): holding a
     /// handler keeps it from ending this program under the pager's feet, as git does.
+    #[cfg(unix)]
     _interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(windows)]
+    _interrupt: Option<tokio::signal::windows::CtrlC>,
 }
 
 impl PagedStdout {
@@ -126,7 +129,13 @@ impl PagedStdout {
             Ok(mut child) => {
                 let stdin = child.stdin.take().map(BufWriter::new);
                 let _interrupt = tokio::runtime::Handle::try_current().ok().and_then(|_| {
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok()
+                    #[cfg(unix)]
+                    return tokio::signal::unix::signal(
+                        tokio::signal::unix::SignalKind::interrupt(),
+                    )
+                    .ok();
+                    #[cfg(windows)]
+                    return tokio::signal::windows::ctrl_c().ok();
                 });
                 let mut pager = Pager {
                     child,
@@ -238,6 +247,7 @@ mod tests {
     use super::{command, pager_program_exists};
 
     #[test]
+    #[cfg(unix)]
     fn a_missing_pager_program_is_caught_before_sh_runs_it() {
         assert!(pager_program_exists("sh -c true"));
         assert!(pager_program_exists("/bin/sh"));

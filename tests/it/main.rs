@@ -42,4 +42,5 @@ mod sshd_fixture;
 mod support;
 mod terminal;
 mod text_snapshots;
+mod toybox;
 mod wal;

@@ -11,6 +11,8 @@ pub mod local;
 pub mod memory;
 pub mod script;
 pub mod ssh;
+#[cfg(windows)]
+pub mod windows_shims;
 
 pub use script::Dialect;
 

@@ -4,12 +4,16 @@
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
+#[cfg(unix)]
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{FileRef, Host, HostError, check_ranges, check_relative_path};
+#[cfg(windows)]
+use crate::windows_shims::{FileExt, MetadataExt, OsStrExt};
 use clankie_model::{
     ByteRange, FileEntry, Listing, ListingBudget, ListingOverCap, ReadResult, ResolvedRoot,
     RootSpec, display_path,
@@ -118,6 +122,8 @@ impl LocalHost {
                 });
                 continue;
             };
+            #[cfg(windows)]
+            let canonical = crate::windows_shims::without_verbatim_prefix(canonical);
             let subdirs: Vec<&str> = list_spec
                 .subdirs
                 .iter()
@@ -206,6 +212,7 @@ impl LocalHost {
     /// twice. (Checking each component with `lstat` and then opening the path by name left
     /// that window open.) A symlink anywhere below the root is refused, not only one that
     /// leads out: the listing never returns one, so the client has no business asking for it.
+    #[cfg(unix)]
     fn open_beneath(&self, root: &Path, rel: &[u8], path: &Path) -> Result<File, HostError> {
         use rustix::fs::{Mode, OFlags, openat};
         use rustix::io::Errno;
@@ -254,6 +261,28 @@ impl LocalHost {
         Ok(File::from(dir))
     }
 
+    /// Windows has no `openat`: each component below the root is checked with
+    /// `symlink_metadata` (a symlink or a junction is refused, as on Unix), then the file is
+    /// opened by its whole path. A directory swapped for a link between the check and the open
+    /// is not caught here, unlike the Unix walk (`docs/platforms.md`).
+    #[cfg(windows)]
+    fn open_beneath(&self, root: &Path, rel: &[u8], path: &Path) -> Result<File, HostError> {
+        let mut at = fs::canonicalize(root).map_err(|e| self.io_error(root, e))?;
+        let components: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
+        let last = components.len() - 1;
+        for (i, component) in components.iter().enumerate() {
+            at.push(OsStr::from_bytes(component));
+            let meta = fs::symlink_metadata(&at).map_err(|e| self.io_error(path, e))?;
+            if meta.file_type().is_symlink() {
+                return Err(self.refused(path, "symlink below the harness root"));
+            }
+            if i < last && !meta.is_dir() {
+                return Err(self.refused(path, "not a directory"));
+            }
+        }
+        File::open(&at).map_err(|e| self.io_error(path, e))
+    }
+
     fn read_sync(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
         let root = PathBuf::from(OsStr::from_bytes(&file.root));
         let path = root.join(OsStr::from_bytes(&file.rel));
@@ -300,10 +329,14 @@ impl Host for LocalHost {
     }
 }
 
-/// `$HOME`, else `/`. (A host without a home has no default harness roots worth reading.)
+/// `$HOME`, else (Windows) `%USERPROFILE%`, else `/`. (A host without a home has no default
+/// harness roots worth reading.)
 pub fn home_dir() -> PathBuf {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
+        // Windows sets USERPROFILE (`C:\Users\me`, where the harnesses keep `.claude`,
+        // `.codex`…); HOME only under MSYS or Cygwin.
+        .or_else(|| std::env::var_os("USERPROFILE").filter(|h| cfg!(windows) && !h.is_empty()))
         .map(PathBuf::from)
         .unwrap_or_else(|| "/".into())
 }
@@ -312,6 +345,7 @@ pub fn home_dir() -> PathBuf {
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
     use std::os::unix::fs::symlink;
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -353,6 +387,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn symlinks_out_of_the_root_are_neither_listed_nor_read() {
         let (tmp, spec) = setup();
         let outside = tmp.path().join("secret.jsonl");
@@ -379,7 +414,48 @@ mod tests {
         }
     }
 
+    /// Windows has no `openat`: the component check refuses the links instead (see
+    /// `open_beneath`'s Windows branch).
     #[test]
+    #[cfg(windows)]
+    fn windows_symlinks_out_of_the_root_are_neither_listed_nor_read() {
+        use std::os::windows::fs::{symlink_dir, symlink_file};
+        let (tmp, spec) = setup();
+        let outside = tmp.path().join("secret.jsonl");
+        fs::write(&outside, b"secret\n").unwrap();
+        let home = tmp.path().join("claude");
+        symlink_file(&outside, home.join("projects/-p/link.jsonl")).unwrap();
+        symlink_dir(tmp.path(), home.join("projects/escape")).unwrap();
+        let host = LocalHost::new("local");
+        let listing = block_on(host.list(std::slice::from_ref(&spec))).unwrap();
+        assert_eq!(listing.files.len(), 1, "{listing:?}");
+        let root = listing.roots[0].dir.clone();
+        assert!(!root.starts_with(br"\\?\"), "{root:?}");
+        for rel in [
+            &b"projects/-p/link.jsonl"[..],
+            b"projects/escape/secret.jsonl",
+            b"projects/../../secret.jsonl",
+        ] {
+            let file = FileRef {
+                harness: crate::test_support::harness("claude"),
+                root: root.clone(),
+                rel: rel.to_vec(),
+            };
+            let err = block_on(host.read(&file, &[ByteRange::new(0, 10)])).unwrap_err();
+            // Under wine 8 the symlink to a file that wine itself made does not stat at all
+            // (not found); Windows stats it as a link (refused). Either way nothing is read.
+            assert!(
+                matches!(
+                    err,
+                    HostError::PathRefused { .. } | HostError::NotFound { .. }
+                ),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    #[cfg(unix)]
     fn every_name_byte_but_slash_and_nul_is_listed_and_read() {
         let (tmp, spec) = setup();
         let names: [&[u8]; 5] = [
@@ -456,6 +532,7 @@ mod tests {
     /// back, as fast as it can, while reads of a file in it run: no read may ever return the
     /// outside file. (Checking each component, then opening by path, let 4 to 65 of these 50,000 through.)
     #[test]
+    #[cfg(unix)]
     fn a_directory_swapped_for_a_symlink_mid_read_never_leads_out() {
         use std::sync::Arc;
         use std::sync::atomic::{AtomicBool, Ordering};

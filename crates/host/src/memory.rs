@@ -591,6 +591,8 @@ mod tests {
     }
 
     #[test]
+    // Its tree holds names with a newline, which Windows refuses.
+    #[cfg(unix)]
     fn lists_what_the_local_host_lists_for_the_same_tree() {
         use std::os::unix::ffi::OsStrExt;
         let tree: &[&str] = &[

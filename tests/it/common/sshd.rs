@@ -1153,3 +1153,59 @@ fn host_keys_dir_counter() -> &'static std::sync::atomic::AtomicU64 {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     &COUNTER
 }
+
+/// Directory (relative to ck_toybox's home) holding only symlinks to toybox, one per applet,
+/// and `sh`, a link to the login shell `/bin/sh`: toybox 0.8.9 (Debian 12) has no shell of its
+/// own, and Android, whose userland toybox is, pairs it with mksh as `sh` the same way.
+/// ck_toybox's `~/.ssh/environment` sets PATH to it.
+pub(crate) const TOYBOX_BIN: &str = ".ck-toybox-bin";
+
+/// The toybox-only user: a PATH of toybox applets and `/bin/sh` (see [`TOYBOX_BIN`]).
+pub(crate) const TOYBOX_USER: &str = "ck_toybox";
+
+impl Sshd {
+    /// Makes (or refreshes) [`TOYBOX_USER`] and returns its alias; `None` (after saying why)
+    /// when toybox is not installed, which under `CI=true` panics instead.
+    pub(crate) fn toybox_user(&self) -> Option<String> {
+        let Some(toybox) = find_tool("toybox") else {
+            super::skip_or_panic("toybox is not installed (.ci/install-deps installs it)");
+            return None;
+        };
+        let alias = self.add_user(TOYBOX_USER, Path::new("/bin/sh"));
+        with_users_lock(|| setup_toybox_bin(&toybox)).unwrap_or_else(|e| panic!("{e}"));
+        Some(alias)
+    }
+}
+
+/// Fills ck_toybox's [`TOYBOX_BIN`] and points its PATH there. Call with the users lock held.
+fn setup_toybox_bin(toybox: &Path) -> Result<(), String> {
+    let toybox = fs::canonicalize(toybox).map_err(|e| io_err(toybox, e))?;
+    let account = lookup_user(TOYBOX_USER)?.ok_or_else(|| format!("no user {TOYBOX_USER}"))?;
+    let bin = account.home.join(TOYBOX_BIN);
+    mkdirs_owned(&account, &bin)?;
+    // `toybox` with no arguments lists its applets, space-separated.
+    let list = Command::new(&toybox)
+        .output()
+        .map_err(|e| format!("{}: {e}", toybox.display()))?;
+    let applets = String::from_utf8_lossy(&list.stdout).into_owned();
+    let links = applets
+        .split_whitespace()
+        .map(|applet| (applet, toybox.as_path()))
+        .chain([("sh", Path::new("/bin/sh"))]);
+    for (name, target) in links {
+        let link = bin.join(name);
+        if fs::read_link(&link).is_ok_and(|t| t == target) {
+            continue;
+        }
+        let _ = fs::remove_file(&link);
+        symlink(target, &link).map_err(|e| io_err(&link, e))?;
+        lchown(&link, Some(account.uid), Some(account.gid)).map_err(|e| io_err(&link, e))?;
+    }
+    let environment = format!("PATH={}\n", bin.display());
+    write_owned(
+        &account,
+        &account.home.join(".ssh/environment"),
+        environment.as_bytes(),
+        0o600,
+    )
+}

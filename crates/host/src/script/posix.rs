@@ -83,6 +83,19 @@ impl Encoder {
     }
 }
 
+/// `hx VALUE`: the value's bytes as lowercase hex on one line, with no newline after it.
+const HEX_FN: &str =
+    "hx() { printf '%s' $(printf '%s' \"$1\" | { od -An -v -tx1 || xxd -p; } 2>/dev/null); }\n";
+
+/// Where the host has no `dd` (toybox), a `dd if= bs= skip= count=` of the one form the read
+/// script uses, from `tail -c +N | head -c M`. Its variables are `dd_`-prefixed so that they
+/// cannot clobber the script's.
+const DD_FALLBACK: &str = r#"command -v dd >/dev/null 2>&1 || dd() {
+  for dd_a do case $dd_a in if=*) dd_i=${dd_a#if=} ;; bs=*) dd_b=${dd_a#bs=} ;; skip=*) dd_s=${dd_a#skip=} ;; count=*) dd_c=${dd_a#count=} ;; esac; done
+  tail -c +$((dd_s * dd_b + 1)) <"$dd_i" | head -c $((dd_c * dd_b))
+}
+"#;
+
 /// A script under construction.
 struct Script(Vec<u8>);
 
@@ -97,8 +110,12 @@ impl Script {
         // A function exported from the user's environment (bash `export -f`) must not stand in
         // for a tool.
         s.raw("unset -f cd pwd find stat ls date od tr dd base64 openssl uuencode uname sh 2>/dev/null\n");
-        // `hx` hex-encodes a value on one line (a name may hold any byte but NUL).
-        s.raw("hx() { printf '%s' \"$1\" | od -An -v -tx1 | tr -d ' \\t\\n'; }\n");
+        // `hx` hex-encodes a value on one line (a name may hold any byte but NUL). The shell's
+        // own field splitting (default IFS, `set -f`) joins `od`'s words: toybox has no `tr`.
+        // `xxd -p` stands in where there is no `od` (docs/shells.md).
+        s.raw(HEX_FN);
+        // toybox has no `dd`: reads fall back to `tail -c +N | head -c M` (docs/shells.md).
+        s.raw(DD_FALLBACK);
         s
     }
 
@@ -151,10 +168,12 @@ pub fn list_script_with(nonce: &str, roots: &[RootSpec], mode: Option<ListMode>)
     let mut s = Script::new(nonce);
     s.raw("m=");
     s.word(mode.map(ListMode::wire).unwrap_or_default().as_bytes());
+    // The probe asks for the very `%Ts` the listing uses: toybox `find` has `-printf` but
+    // spells the time `%T@`, and refuses `%Ts` with exit 1.
     s.raw(
         r#"
 if [ -z "$m" ]; then
-  if find /dev/null -prune -printf '' >/dev/null 2>&1; then m=gnu
+  if find /dev/null -prune -printf '%Ts' >/dev/null 2>&1; then m=gnu
   elif [ "$(stat -c X /dev/null 2>/dev/null)" = X ]; then m=statc
   elif [ "$(stat -f X /dev/null 2>/dev/null)" = X ]; then m=statf
   else m=ls; fi
@@ -189,7 +208,7 @@ sz() {
 }
 for f do
   case $f in
-  *"$NL"*|*"$CR"*) if sz "$f"; then printf 'FX %s ' "$s"; printf '%s' "$f" | od -An -v -tx1 | tr -d ' \t\n'; printf '\n'; fi ;;
+  *"$NL"*|*"$CR"*) if sz "$f"; then printf 'FX %s ' "$s"; printf '%s' $(printf '%s' "$f" | { od -An -v -tx1 || xxd -p; } 2>/dev/null); printf '\n'; fi ;;
   *) set -- "$@" "$f" ;;
   esac
 done
@@ -511,5 +530,6 @@ fn list_word(text: &str) -> String {
     String::from_utf8(quote(text.as_bytes())).expect("quoting ASCII stays ASCII")
 }
 
-#[cfg(test)]
+// They run the scripts under real Unix shells.
+#[cfg(all(test, unix))]
 mod tests;

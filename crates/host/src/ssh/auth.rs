@@ -121,13 +121,35 @@ async fn connect_agent(which: &IdentityAgent) -> Result<Agent, String> {
         .map_err(|e| format!("ssh-agent at {}: {e}", path.display()))
 }
 
-#[cfg(not(unix))]
+#[cfg(windows)]
+type Agent = keys::agent::client::AgentClient<tokio::net::windows::named_pipe::NamedPipeClient>;
+
+/// Windows: the agent is a named pipe. OpenSSH for Windows' own, `\\.\pipe\openssh-ssh-agent`,
+/// is asked when neither `IdentityAgent` nor `SSH_AUTH_SOCK` names another. Pageant is not
+/// asked (its own protocol; `docs/platforms.md`).
+#[cfg(windows)]
+async fn connect_agent(which: &IdentityAgent) -> Result<Agent, String> {
+    let pipe = match which {
+        IdentityAgent::None => return Err("IdentityAgent none".into()),
+        IdentityAgent::Path(p) => p.clone(),
+        IdentityAgent::Env => std::env::var_os("SSH_AUTH_SOCK")
+            .filter(|p| !p.is_empty())
+            .map_or_else(
+                || PathBuf::from(r"\\.\pipe\openssh-ssh-agent"),
+                PathBuf::from,
+            ),
+    };
+    keys::agent::client::AgentClient::connect_named_pipe(&pipe)
+        .await
+        .map_err(|e| format!("ssh-agent at {}: {e}", pipe.display()))
+}
+
+#[cfg(not(any(unix, windows)))]
 type Agent = keys::agent::client::AgentClient<tokio::io::DuplexStream>;
 
-// TODO(#ssh-windows-agent): the OpenSSH named pipe and Pageant.
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 async fn connect_agent(_which: &IdentityAgent) -> Result<Agent, String> {
-    Err("ssh-agent is not supported on this platform yet".into())
+    Err("ssh-agent is not supported on this platform".into())
 }
 
 /// Authenticates `target.user`, or returns `HostError::Auth` naming what was tried. On success,
