@@ -60,8 +60,9 @@ impl FirstRead {
 #[derive(Debug)]
 pub struct Found {
     pub listing: Listing,
-    /// The read of `listing`'s one file below a subdir, when there was exactly one.
-    pub read: Option<Result<ReadResult, HostError>>,
+    /// The file read and its first read: the one file below a subdir whose name holds the id,
+    /// else the one whose path does, when there is one.
+    pub read: Option<(clankie_model::FileEntry, Result<ReadResult, HostError>)>,
 }
 
 /// Errors a host reports. Each message is the one line a user reads.
@@ -257,17 +258,29 @@ pub async fn narrow_and_read<H: Host + ?Sized>(
     listing.files.retain(|f| {
         !below(f) || id.is_empty() || f.rel.windows(id.len()).any(|w| w == id.as_bytes())
     });
-    let hits: Vec<&clankie_model::FileEntry> = listing.files.iter().filter(|f| below(f)).collect();
-    let read = match hits.as_slice() {
-        [one] => {
-            let file = FileRef {
-                harness: one.harness,
-                root: one.root.to_vec(),
-                rel: one.rel.clone(),
-            };
-            Some(host.read(&file, &first.ranges(one.size)).await)
-        }
+    let by_path: Vec<&clankie_model::FileEntry> =
+        listing.files.iter().filter(|f| below(f)).collect();
+    let name_of = |f: &clankie_model::FileEntry| f.rel.rsplit(|&b| b == b'/').next().unwrap_or_default().to_vec();
+    let by_name: Vec<&clankie_model::FileEntry> = by_path
+        .iter()
+        .copied()
+        .filter(|f| name_of(f).windows(id.len().max(1)).any(|w| w == id.as_bytes()))
+        .collect();
+    let hit = match (by_name.as_slice(), by_path.as_slice()) {
+        ([one], _) | ([], [one]) => Some((*one).clone()),
         _ => None,
+    };
+    let read = match hit {
+        Some(entry) => {
+            let file = FileRef {
+                harness: entry.harness,
+                root: entry.root.to_vec(),
+                rel: entry.rel.clone(),
+            };
+            let result = host.read(&file, &first.ranges(entry.size)).await;
+            Some((entry, result))
+        }
+        None => None,
     };
     Found {
         listing: std::mem::take(listing),

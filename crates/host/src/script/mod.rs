@@ -725,12 +725,18 @@ pub fn decode_find_read(
     let mut lines = body_lines(frame.body);
     let listing = decode_list_lines(host, roots, &mut lines)?;
     let mut read = None;
-    if lines.peek() == Some(&&b"HIT"[..]) {
+    if let Some(line) = lines.peek().copied()
+        && split_word(line).0 == b"HIT"
+    {
         lines.next();
-        let below: Vec<_> = listing.files.iter().filter(|f| f.rel.contains(&b'/')).collect();
-        if below.len() != 1 {
-            return Err(bad(format!("HIT with {} files found", below.len())));
-        }
+        let rel = hex_decode(split_word(line).1)
+            .ok_or_else(|| bad(format!("bad HIT line {}", show(line))))?;
+        let hit = listing
+            .files
+            .iter()
+            .find(|f| f.rel == rel && f.rel.contains(&b'/'))
+            .cloned()
+            .ok_or_else(|| bad(format!("HIT names a file not listed: {}", show(line))))?;
         let result = match lines.peek() {
             Some(line) if split_word(line).0 == b"ERR" => {
                 let err = err_line(host, split_word(line).1);
@@ -749,7 +755,7 @@ pub fn decode_find_read(
                 _ => return Err(bad(format!("unexpected line {}", show(line)))),
             }
         }
-        read = Some(result);
+        read = Some((hit, result));
     }
     if let Some(extra) = lines.next() {
         return Err(bad(format!("unexpected line {}", show(extra))));

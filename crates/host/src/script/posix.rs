@@ -155,8 +155,9 @@ pub fn list_script_with(nonce: &str, roots: &[RootSpec], mode: Option<ListMode>)
 
 /// The find-and-read script ([`crate::Host::find_and_read`]): a listing of the files whose
 /// path below a root holds `id` (top files as usual), then, when exactly one file below a
-/// subdir matched and its path fits an `F` line, a `HIT` line and the read of `first` of it as
-/// [`read_many_script`] reads one file (its `FILE`/`END-FILE` lines left out).
+/// subdir has the id in its name (else exactly one below a subdir matched) and its path fits an
+/// `F` line, a `HIT <hex of path>` line and the read of `first` of it as [`read_many_script`]
+/// reads one file (its `FILE`/`END-FILE` lines left out).
 pub fn find_read_script(nonce: &str, roots: &[RootSpec], id: &str, first: &FirstRead) -> Vec<u8> {
     let mut s = Script::new(nonce);
     if !crate::is_plain_id(id) {
@@ -172,7 +173,19 @@ pub fn find_read_script(nonce: &str, roots: &[RootSpec], id: &str, first: &First
         r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
 "#,
     );
-    s.raw("if [ \"$nm\" = 1 ] && [ -n \"$hp\" ]; then\nprintf 'HIT\\n'\n(\nR=$hr D= B=$hp\ncase $hp in */*) D=${hp%/*} B=${hp##*/} ;; esac\nP=$R/$hp\n");
+    // The one match: the one file whose name holds the id, else the one path that does (a
+    // subagent's path holds its parent's id too). A name only an FX line carries (or one the
+    // shell could not carry) means no read in one go.
+    s.raw(
+        r#"if [ "$nn" = 1 ]; then hr=$nr hp=$np; elif [ "$nm" != 1 ]; then hp=; fi
+if [ -z "$fx" ] && [ -n "$hp" ]; then
+printf 'HIT '; hx "$hp"; printf '\n'
+(
+R=$hr D= B=$hp
+case $hp in */*) D=${hp%/*} B=${hp##*/} ;; esac
+P=$R/$hp
+"#,
+    );
     read_file_body(&mut s, first);
     s.raw(")\nfi\n");
     s.end("0")
@@ -189,7 +202,7 @@ fn list_body(s: &mut Script, roots: &[RootSpec], mode: Option<ListMode>, narrow:
     }
     s.raw("\nnw=");
     s.word(if narrow.is_some() { b"1" } else { b"" });
-    s.raw("\nnm=0 hr= hp=\n");
+    s.raw("\nnm=0 hr= hp= nn=0 nr= np= fx=\n");
     s.raw("m=");
     s.word(mode.map(ListMode::wire).unwrap_or_default().as_bytes());
     s.raw(
@@ -283,14 +296,17 @@ walk() {
   o=$(wf "$@"; echo X)
   # A shell that cannot carry a byte of a name drops the rest (yash, see the module doc): the
   # sentinel is gone, and the files are listed again directly, with no read in one go.
-  case $o in *X) o=${o%X} ;; *) wf "$@"; nm=2 hp=; return 0 ;; esac
+  case $o in *X) o=${o%X} ;; *) wf "$@"; fx=1; return 0 ;; esac
   printf '%s' "$o"
   oi=$IFS; IFS=$NL
   for l in $o; do
     case $l in
     'F '*) l=${l#F }; l=${l#* }; l=${l#* }; l=${l#./}
-      case $l in */*) nm=$((nm + 1)) hr=$r hp=$l ;; esac ;;
-    'FX '*) nm=$((nm + 1)) hp= ;;
+      case $l in */*)
+        nm=$((nm + 1)) hr=$r hp=$l
+        case ${l##*/} in $px) nn=$((nn + 1)) nr=$r np=$l ;; esac ;;
+      esac ;;
+    'FX '*) fx=1 ;;
     esac
   done
   IFS=$oi

@@ -894,7 +894,14 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
     let local = LocalHost::new("local");
     let all = shells(tree.path());
     // One match (a big file, a hostile name); several; none; one that only an FX line carries.
-    for (id, reads) in [("big", true), ("lead", true), ("jsonl", false), ("nothing", false)] {
+    for (id, reads) in [
+        ("big", true),
+        ("lead", true),
+        ("agent", true),
+        ("a.json", true),
+        ("jsonl", false),
+        ("nothing", false),
+    ] {
         let expected = block_on(local.find_and_read(&specs, id, &tail)).unwrap();
         assert_eq!(expected.read.is_some(), reads, "{id}");
         for shell in &all {
@@ -904,7 +911,10 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
                 .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
             assert_eq!(got.listing, expected.listing, "{} {id}", shell.name);
             match (&got.read, &expected.read) {
-                (Some(Ok(a)), Some(Ok(b))) => assert!(a == b, "{} {id}: reads differ", shell.name),
+                (Some((fa, Ok(a))), Some((fb, Ok(b)))) => {
+                    assert_eq!(fa, fb, "{} {id}", shell.name);
+                    assert!(a == b, "{} {id}: reads differ", shell.name);
+                }
                 (None, None) => {}
                 (a, b) => panic!("{} {id}: {a:?} vs {b:?}", shell.name),
             }
