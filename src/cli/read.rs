@@ -154,8 +154,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     // One reader for the run: the database copy it keeps serves resolving, the first page and
     // every poll.
     let reader = Reader::new(&host);
+    // Resolving reads the session's first range in the same round trip when it can.
     let session = reader
-        .resolve_session(&roots_for(&opened.roots, query.harness), &query)
+        .resolve_for_read(&roots_for(&opened.roots, query.harness), &query, &request)
         .await?;
     let mut sink = PrintSink {
         renderer,
