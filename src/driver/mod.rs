@@ -1067,7 +1067,11 @@ mod tests {
                 assert_eq!(after.list - before.list, 1, "{mode:?}");
                 // The page's first read was the resolution's; a tail of 20 needs no more.
                 if matches!(mode, Mode::Tail) {
-                    assert_eq!(after.read - before.read, 1 + 1, "{mode:?}: one ahead, one for the plain page");
+                    assert_eq!(
+                        after.read - before.read,
+                        1 + 1,
+                        "{mode:?}: one ahead, one for the plain page"
+                    );
                 }
             }
         });
@@ -1087,7 +1091,10 @@ mod tests {
                 .await
                 .unwrap();
             let before = host.calls().read;
-            let first = reader.read_page(&session, tail.clone(), |_| {}).await.unwrap();
+            let first = reader
+                .read_page(&session, tail.clone(), |_| {})
+                .await
+                .unwrap();
             assert_eq!(host.calls().read, before, "served from the read done ahead");
             host.append(claude_path(&host, ID), prompts(1));
             let again = reader.read_page(&session, tail, |_| {}).await.unwrap();

@@ -28,6 +28,7 @@ mod opencode_tree;
 mod pager;
 mod redaction;
 mod resume;
+mod round_trips;
 mod sqlite;
 mod ssh_config;
 mod ssh_read;

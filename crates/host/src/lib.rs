@@ -36,7 +36,11 @@ pub struct FileRef {
 pub enum FirstRead {
     Ranges(Vec<ByteRange>),
     /// `[0, head)` and `[max(0, size - back), size + ahead)`: the planner's first tail read.
-    Tail { head: u64, back: u64, ahead: u64 },
+    Tail {
+        head: u64,
+        back: u64,
+        ahead: u64,
+    },
 }
 
 impl FirstRead {
@@ -260,11 +264,21 @@ pub async fn narrow_and_read<H: Host + ?Sized>(
     });
     let by_path: Vec<&clankie_model::FileEntry> =
         listing.files.iter().filter(|f| below(f)).collect();
-    let name_of = |f: &clankie_model::FileEntry| f.rel.rsplit(|&b| b == b'/').next().unwrap_or_default().to_vec();
+    let name_of = |f: &clankie_model::FileEntry| {
+        f.rel
+            .rsplit(|&b| b == b'/')
+            .next()
+            .unwrap_or_default()
+            .to_vec()
+    };
     let by_name: Vec<&clankie_model::FileEntry> = by_path
         .iter()
         .copied()
-        .filter(|f| name_of(f).windows(id.len().max(1)).any(|w| w == id.as_bytes()))
+        .filter(|f| {
+            name_of(f)
+                .windows(id.len().max(1))
+                .any(|w| w == id.as_bytes())
+        })
         .collect();
     let hit = match (by_name.as_slice(), by_path.as_slice()) {
         ([one], _) | ([], [one]) => Some((*one).clone()),

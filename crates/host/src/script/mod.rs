@@ -719,7 +719,10 @@ pub fn decode_find_read(
 ) -> Result<crate::Found, HostError> {
     let bad = |reason: String| protocol(host, reason);
     if stdout.len() > find_read_reply_limit() {
-        return Err(too_large(host, "find-and-read reply over its bound".to_string()));
+        return Err(too_large(
+            host,
+            "find-and-read reply over its bound".to_string(),
+        ));
     }
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
@@ -761,7 +764,10 @@ pub fn decode_find_read(
         return Err(bad(format!("unexpected line {}", show(extra))));
     }
     if frame.rc != 0 {
-        return Err(bad(format!("find-and-read script exited with {}", frame.rc)));
+        return Err(bad(format!(
+            "find-and-read script exited with {}",
+            frame.rc
+        )));
     }
     Ok(crate::Found { listing, read })
 }

@@ -363,7 +363,9 @@ impl Host for SshHost {
         let (nonce, out) = self
             .run_script(
                 |d, n| match d {
-                    Dialect::Posix => posix::invocation(posix::find_read_script(n, roots, id, first)),
+                    Dialect::Posix => {
+                        posix::invocation(posix::find_read_script(n, roots, id, first))
+                    }
                     // Only the listing: the read follows in a call of its own.
                     Dialect::PowerShell => d.list(n, roots),
                 },

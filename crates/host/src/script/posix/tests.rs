@@ -841,15 +841,27 @@ fn batched_reads_answer_as_reads_one_by_one_in_every_shell() {
     let mut reads: Vec<(FileRef, Vec<ByteRange>)> = vec![
         (
             tree.file(b"projects/-p/big.jsonl"),
-            vec![ByteRange::new(0, 4096), ByteRange::new(size - 70_000, 200_000)],
+            vec![
+                ByteRange::new(0, 4096),
+                ByteRange::new(size - 70_000, 200_000),
+            ],
         ),
-        (tree.file(format!("projects/{HOSTILE_DIR}/ lead'q.jsonl").as_bytes()), ranges.clone()),
+        (
+            tree.file(format!("projects/{HOSTILE_DIR}/ lead'q.jsonl").as_bytes()),
+            ranges.clone(),
+        ),
         (tree.file(b"projects/-p/new\nline.jsonl"), ranges.clone()),
         // Refused, missing and out-of-bounds reads are each their own answer.
         (tree.file(b"projects/-p/link.jsonl"), ranges.clone()),
-        (tree.file(b"projects/../../outside/secret.jsonl"), ranges.clone()),
+        (
+            tree.file(b"projects/../../outside/secret.jsonl"),
+            ranges.clone(),
+        ),
         (tree.file(b"projects/-p/gone.jsonl"), ranges.clone()),
-        (tree.file(b"projects/-p/a.jsonl"), vec![ByteRange::new(0, 5 << 20)]),
+        (
+            tree.file(b"projects/-p/a.jsonl"),
+            vec![ByteRange::new(0, 5 << 20)],
+        ),
         (tree.file(b"projects/-p/a.jsonl"), vec![]),
     ];
     reads.extend(
@@ -869,7 +881,13 @@ fn batched_reads_answer_as_reads_one_by_one_in_every_shell() {
         .iter()
         .map(kind)
         .collect();
-    assert_eq!(expected[1], kind(&Ok(ReadResult { size: 5, chunks: vec![b"lead\n".to_vec()] })));
+    assert_eq!(
+        expected[1],
+        kind(&Ok(ReadResult {
+            size: 5,
+            chunks: vec![b"lead\n".to_vec()]
+        }))
+    );
     assert_eq!(expected[3], "refused");
     assert_eq!(expected[5], "not found");
     for shell in shells(tree.path()) {
@@ -906,7 +924,12 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
         assert_eq!(expected.read.is_some(), reads, "{id}");
         for shell in &all {
             let nonce = new_nonce();
-            let out = run(shell, &tree, &[], &find_read_script(&nonce, &specs, id, &tail));
+            let out = run(
+                shell,
+                &tree,
+                &[],
+                &find_read_script(&nonce, &specs, id, &tail),
+            );
             let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out)
                 .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
             assert_eq!(got.listing, expected.listing, "{} {id}", shell.name);
@@ -923,7 +946,12 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
     // A name that only an FX line can carry is listed and not read in one go.
     let nonce = new_nonce();
     let shell = &all[0];
-    let out = run(shell, &tree, &[], &find_read_script(&nonce, &specs, "line", &tail));
+    let out = run(
+        shell,
+        &tree,
+        &[],
+        &find_read_script(&nonce, &specs, "line", &tail),
+    );
     let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out).unwrap();
     assert_eq!(got.listing.files.len(), 1);
     assert!(got.read.is_none());
