@@ -35,7 +35,9 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     runtime.block_on(async move {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1");
         println!("port {}", listener.local_addr().unwrap().port());
         let next_id = AtomicU64::new(0);
         loop {
@@ -57,8 +59,20 @@ fn main() {
                 let up = Arc::new(AtomicU64::new(0));
                 let down = Arc::new(AtomicU64::new(0));
                 let tracer = trace.then_some((id, start));
-                let a = tokio::spawn(delayed(client_read, server_write, one_way, up.clone(), tracer.map(|t| (t, "up"))));
-                let b = tokio::spawn(delayed(server_read, client_write, one_way, down.clone(), tracer.map(|t| (t, "down"))));
+                let a = tokio::spawn(delayed(
+                    client_read,
+                    server_write,
+                    one_way,
+                    up.clone(),
+                    tracer.map(|t| (t, "up")),
+                ));
+                let b = tokio::spawn(delayed(
+                    server_read,
+                    client_write,
+                    one_way,
+                    down.clone(),
+                    tracer.map(|t| (t, "down")),
+                ));
                 let _ = tokio::join!(a, b);
                 println!(
                     "conn {id} up {} down {}",
@@ -86,7 +100,10 @@ async fn delayed(
             match from.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    if tx.send((Instant::now() + delay, buf[..n].to_vec())).is_err() {
+                    if tx
+                        .send((Instant::now() + delay, buf[..n].to_vec()))
+                        .is_err()
+                    {
                         break;
                     }
                 }
@@ -98,7 +115,11 @@ async fn delayed(
         while let Some((due, chunk)) = rx.recv().await {
             tokio::time::sleep_until(due).await;
             if let Some(((id, start), dir)) = trace {
-                println!("{id} {:.1} {dir} {}", start.elapsed().as_secs_f64() * 1000.0, chunk.len());
+                println!(
+                    "{id} {:.1} {dir} {}",
+                    start.elapsed().as_secs_f64() * 1000.0,
+                    chunk.len()
+                );
             }
             count.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             if to.write_all(&chunk).await.is_err() {

@@ -1,7 +1,8 @@
 //! Round trips over a real sshd: a session is resolved and its first range read in one exec on
 //! a fresh connection (`--tail`, `--since`), and still answers right when that one exec cannot
 //! (a shared prefix, a file moved, gone or rewritten, hostile names); `check`'s first run
-//! reads many sessions in few execs and says what reading them one by one says. Execs are
+//! reads many sessions in few execs and says what reading them one by one says, and `ls`
+//! reads the heads of the rows it shows in one batch. Execs are
 //! counted from `-v`, which prints one line per exec.
 
 use std::path::Path;
@@ -295,6 +296,16 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
         state.to_str().unwrap(),
         "--json",
     ];
+    // `ls` reads the heads of the fifty rows it shows in one batch too.
+    let ls = run(
+        sshd,
+        home.path(),
+        &["--hosts", hosts.to_str().unwrap(), "ls", "many"],
+    );
+    assert_eq!(code(&ls), 0, "{}", stderr(&ls));
+    assert_eq!(execs(&ls), 2, "{}", stderr(&ls));
+    assert!(String::from_utf8_lossy(&ls.stdout).contains("prompt 0 'q' $(not run)"));
+
     let out = run(sshd, home.path(), &args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     // One listing and one batched read (300 small files fit one 4 MiB request).
