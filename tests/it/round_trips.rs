@@ -364,3 +364,61 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
     };
     assert_eq!(strip(saved(&state)), strip(saved(&local_state)));
 }
+
+/// `script read` with several `--path` prints one batched POSIX script; run by `sh`, its reply
+/// decodes to each file's range (a missing one is its own error).
+#[test]
+fn script_read_of_several_paths_is_one_script() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let dir = home.join(".claude/projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.jsonl"), b"0123456789").unwrap();
+    std::fs::write(dir.join("it's $(b).jsonl"), b"abcdefghij").unwrap();
+    let paths = [
+        "projects/-w/a.jsonl",
+        "projects/-w/it's $(b).jsonl",
+        "projects/-w/gone.jsonl",
+    ];
+    let mut args = vec!["script", "read", "--offset", "2", "--len", "3"];
+    for p in &paths {
+        args.extend(["--path", p]);
+    }
+    let out = crate::support::clankie(home).args(&args).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = out.stdout;
+    let payload = &text[text.windows(2).position(|w| w == b"\n\n").unwrap() + 2..];
+    assert!(text.starts_with(b"sh -s\n\n"));
+    let script = String::from_utf8_lossy(payload);
+    let at = script.find("N='").unwrap() + 3;
+    let nonce = script[at..at + 32].to_string();
+    let mut child = std::process::Command::new("sh")
+        .arg("-s")
+        .env("HOME", home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload).unwrap();
+    let reply = child.wait_with_output().unwrap().stdout;
+    let root = std::fs::canonicalize(home.join(".claude")).unwrap();
+    let reads: Vec<(clankie_host::FileRef, Vec<clankie_model::ByteRange>)> = paths
+        .iter()
+        .map(|p| {
+            let file = clankie_host::FileRef {
+                harness: clankie_engine::harness::by_name("claude").unwrap(),
+                root: root.to_str().unwrap().as_bytes().to_vec(),
+                rel: p.as_bytes().to_vec(),
+            };
+            (file, vec![clankie_model::ByteRange::new(2, 3)])
+        })
+        .collect();
+    let got = clankie_host::script::decode_read_many("h", &nonce, &reads, &reply).unwrap();
+    assert_eq!(got[0].as_ref().unwrap().chunks, [b"234".to_vec()]);
+    assert_eq!(got[1].as_ref().unwrap().chunks, [b"cde".to_vec()]);
+    assert!(matches!(
+        got[2],
+        Err(clankie_host::HostError::NotFound { .. })
+    ));
+}
