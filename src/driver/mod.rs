@@ -331,6 +331,8 @@ impl<'h, H: Host> Reader<'h, H> {
         sessions: &[(&SessionFile, PageRequest)],
     ) -> Result<(), HostError> {
         let mut reads = Vec::new();
+        // Per read: the ranges the plan asks for (cut), and which asked range answers each.
+        let mut wanted: Vec<(Vec<ByteRange>, Vec<usize>)> = Vec::new();
         for (session, request) in sessions {
             if harness::source(session) != Source::Lines {
                 continue;
@@ -344,15 +346,36 @@ impl<'h, H: Host> Reader<'h, H> {
                 .iter()
                 .map(|r| ByteRange::new(r.start, r.len.min(size.saturating_sub(r.start))))
                 .collect();
-            reads.push((file_ref(&session.entry), cut));
+            // A small file's head and tail are the same whole file: asked for once.
+            let mut unique: Vec<ByteRange> = Vec::new();
+            let which: Vec<usize> = cut
+                .iter()
+                .map(|r| match unique.iter().position(|u| u == r) {
+                    Some(k) => k,
+                    None => {
+                        unique.push(*r);
+                        unique.len() - 1
+                    }
+                })
+                .collect();
+            reads.push((file_ref(&session.entry), unique));
+            wanted.push((cut, which));
         }
         if reads.is_empty() {
             return Ok(());
         }
         let results = self.host.read_many(&reads).await?;
-        for ((file, ranges), result) in reads.into_iter().zip(results) {
+        for (((file, _), (ranges, which)), result) in reads.into_iter().zip(wanted).zip(results) {
             // A file that could not be read is read again by its page, which reports why.
             if let Ok(result) = result {
+                let chunks = which
+                    .iter()
+                    .map(|&k| result.chunks.get(k).cloned().unwrap_or_default())
+                    .collect();
+                let result = clankie_model::ReadResult {
+                    size: result.size,
+                    chunks,
+                };
                 self.prefetch(file, ranges, result);
             }
         }

@@ -661,12 +661,19 @@ pub fn decode_read_many(
     }
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
-    let mut out = Vec::with_capacity(reads.len());
-    for (i, (_, ranges)) in reads.iter().enumerate() {
+    // The files come in the script's order (grouped by directory), each once.
+    let mut out: Vec<Option<Result<ReadResult, HostError>>> = Vec::new();
+    out.resize_with(reads.len(), || None);
+    for _ in 0..reads.len() {
         let line = lines.next().unwrap_or_default();
-        if line != format!("FILE {i}").as_bytes() {
-            return Err(bad(format!("expected FILE {i}, got {}", show(line))));
+        let i = match split_word(line) {
+            (b"FILE", n) => parse_u64(n)
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n < reads.len() && out[n].is_none()),
+            _ => None,
         }
+        .ok_or_else(|| bad(format!("expected a FILE line, got {}", show(line))))?;
+        let ranges = &reads[i].1;
         let result = match lines.peek() {
             Some(line) if split_word(line).0 == b"ERR" => {
                 let err = err_line(host, split_word(line).1);
@@ -689,7 +696,7 @@ pub fn decode_read_many(
         if line != format!("END-FILE {i}").as_bytes() {
             return Err(bad(format!("expected END-FILE {i}, got {}", show(line))));
         }
-        out.push(result);
+        out[i] = Some(result);
     }
     if let Some(extra) = lines.next() {
         return Err(bad(format!("unexpected line {}", show(extra))));
@@ -697,7 +704,7 @@ pub fn decode_read_many(
     if frame.rc != 0 {
         return Err(bad(format!("read script exited with {}", frame.rc)));
     }
-    Ok(out)
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// The largest reply to a find-and-read: a listing's and the first read's.

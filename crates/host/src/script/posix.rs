@@ -473,39 +473,118 @@ pub fn read_script_with(
 
 /// The batched read script ([`crate::Host::read_many`]): for each file `i`, a `FILE i` line,
 /// then what [`read_script`] prints for it (an `ERR` line, or META and its ranges, and `ERR
-/// raced` after a swap), then `END-FILE i`. Each file is read in a subshell of its own, so a
-/// refusal ends that file's section only.
+/// raced` after a swap), then `END-FILE i`. The files of one directory are read together, in
+/// the order of their first appearance (`FILE` lines are numbered, not ordered): the root and
+/// the directory are resolved and checked once (`cd -P` and `pwd -P`, as for one file), and
+/// each file then costs its own checks (shell builtins), `ls` before and after, and `dd` into
+/// the encoder. A refusal ends that file's section only.
 pub fn read_many_script(
     nonce: &str,
     reads: &[(FileRef, Vec<ByteRange>)],
     encoder: Option<Encoder>,
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
+    read_prelude(&mut s, encoder);
     s.raw(
-        r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
+        r#"fl() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; }
+ck() {
+  [ -z "$bad" ] || { fl unsafe; return 1; }
+  [ -z "$g" ] || { fl "$g"; return 1; }
+  p=./$B
+  [ -L "$p" ] && { fl symlink; return 1; }
+  [ -e "$p" ] || { fl missing; return 1; }
+  [ -f "$p" ] || { fl notfile; return 1; }
+  [ -r "$p" ] || { fl unreadable; return 1; }
+  s=$(ls -lni "$p" 2>/dev/null) || { fl nosize; return 1; }
+  set -- $s
+  i=$1 z=$6
+  case $z in '' | *[!0-9]*) fl nosize; return 1 ;; esac
+  printf 'META size=%s enc=%s\n' "$z" "$e"
+}
+af() {
+  [ -L "$p" ] && { fl raced; return 0; }
+  s=$(ls -lni "$p" 2>/dev/null) || { fl raced; return 0; }
+  set -- $s
+  [ "$1" = "$i" ] || fl raced
+}
 "#,
     );
-    read_prelude(&mut s, encoder);
     s.begin();
-    for (i, (file, ranges)) in reads.iter().enumerate() {
-        s.raw(&format!("printf 'FILE {i}\\n'\n(\nbad=\n"));
-        let mut path = file.root.clone();
-        path.push(b'/');
-        path.extend_from_slice(&file.rel);
-        s.assign("P", &path);
-        if let Some(code) = refusal(file, ranges) {
-            s.raw(&format!("fail {code}\n)\nprintf 'END-FILE {i}\\n'\n"));
-            continue;
+    // Files grouped by directory, each group in the order it first appears.
+    let mut groups: Vec<(&[u8], &[u8], Vec<usize>)> = Vec::new();
+    for (i, (file, _)) in reads.iter().enumerate() {
+        let (dir, _) = split_rel(&file.rel);
+        match groups
+            .iter_mut()
+            .find(|(root, d, _)| *root == file.root.as_slice() && *d == dir)
+        {
+            Some(group) => group.2.push(i),
+            None => groups.push((file.root.as_slice(), dir, vec![i])),
         }
-        let (dir, base) = split_rel(&file.rel);
-        s.assign("R", &file.root);
+    }
+    for (root, dir, members) in groups {
+        s.raw("bad=\n");
+        s.assign("R", root);
         s.assign("D", dir);
-        s.assign("B", base);
-        s.raw("[ -z \"${bad:-}\" ] || fail unsafe\n");
-        read_file_body(&mut s, &FirstRead::Ranges(ranges.clone()));
-        s.raw(&format!(")\nprintf 'END-FILE {i}\\n'\n"));
+        // The group's verdict (`g`, an ERR code) is every member's: the root resolved and the
+        // directory entered physically exactly below it, as `read_script` checks one file.
+        s.raw(
+            r#"g=; [ -z "$bad" ] || g=unsafe
+if [ -z "$g" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || g=noroot; fi
+if [ -z "$g" ]; then
+  rr=${rr%X}; rr=${rr%"$NL"}
+  case $rr in /) rb= ;; *) rb=$rr ;; esac
+  if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
+  else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
+fi
+if [ -z "$g" ]; then
+  h=$(pwd -P && echo X) || g=outside
+  h=${h%X}; h=${h%"$NL"}
+  [ "$h" = "$w" ] || g=outside
+fi
+"#,
+        );
+        for i in members {
+            let (file, ranges) = &reads[i];
+            let (_, base) = split_rel(&file.rel);
+            s.raw(&format!("printf 'FILE {i}\\n'\nbad=\n"));
+            assign_name(&mut s, "B", base);
+            s.raw("case $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac\n");
+            if let Some(code) = refusal(file, ranges) {
+                s.raw(&format!("fl {code}\n"));
+            } else if bad_group_value(root, dir) {
+                s.raw("fl unsafe\n");
+            } else {
+                s.raw("if ck; then\n");
+                emit_ranges(&mut s, &FirstRead::Ranges(ranges.clone()));
+                s.raw("af\nfi\n");
+            }
+            s.raw(&format!("printf 'END-FILE {i}\\n'\n"));
+        }
     }
     s.end("0")
+}
+
+/// A root or directory the script must not be handed: what `refusal` refuses for every file.
+fn bad_group_value(root: &[u8], dir: &[u8]) -> bool {
+    root.is_empty() || root.contains(&0) || dir.contains(&0)
+}
+
+/// `name=<bytes>`: a file name of plain characters (what session ids and their suffixes are
+/// made of) is written as a quoted word, which costs the shell nothing; any other goes through
+/// [`Script::assign`] (no byte of it in the script text).
+fn assign_name(s: &mut Script, name: &str, bytes: &[u8]) {
+    let plain = !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'));
+    if plain {
+        s.raw(&format!("{name}="));
+        s.word(bytes);
+        s.raw("\n");
+    } else {
+        s.assign(name, bytes);
+    }
 }
 
 /// Why the client refuses a read without asking (the same `ERR` codes a host prints).
@@ -587,6 +666,19 @@ case $z in '' | *[!0-9]*) fail nosize ;; esac
 printf 'META size=%s enc=%s\n' "$z" "$e"
 "#,
     );
+    emit_ranges(s, first);
+    // The same file, still not a symlink, after the read (see above).
+    s.raw(
+        r#"[ -L "$p" ] && fail raced
+s=$(ls -lni "$p" 2>/dev/null) || fail raced
+set -- $s
+[ "$1" = "$i" ] || fail raced
+"#,
+    );
+}
+
+/// The `rg` calls of `first`: fixed ranges, or the tail's computed from the size `$z`.
+fn emit_ranges(s: &mut Script, first: &FirstRead) {
     match first {
         FirstRead::Ranges(ranges) => {
             for (i, range) in ranges.iter().enumerate() {
@@ -618,14 +710,6 @@ printf 'META size=%s enc=%s\n' "$z" "$e"
             ));
         }
     }
-    // The same file, still not a symlink, after the read (see above).
-    s.raw(
-        r#"[ -L "$p" ] && fail raced
-s=$(ls -lni "$p" 2>/dev/null) || fail raced
-set -- $s
-[ "$1" = "$i" ] || fail raced
-"#,
-    );
 }
 
 /// A directory name that needs no quoting once split from `$es`, and is not `--`.
