@@ -32,6 +32,16 @@
 //! DATA <i>                              then the encoded block-aligned bytes of range i
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
+//! A *batched read* reply ([`posix::read_many_script`]) holds one such section per file,
+//! numbered in the order asked and sent in the script's order (grouped by directory):
+//! ```text
+//! FILE <i>                              then ERR, or META and the DATA blocks, and ERR raced
+//! END-FILE <i>                          (one file's refusal ends its section only)
+//! ```
+//! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files whose path
+//! holds the id, then, when one of them is read at once, `HIT <hex of path>` and its read
+//! section (its ranges, for a tail, computed from the META size).
+//!
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
 //! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
 //! `restricted` (PowerShell's Constrained Language Mode) (→ Io); `script` (PowerShell: an
