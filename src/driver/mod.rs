@@ -301,24 +301,43 @@ impl<'h, H: Host> Reader<'h, H> {
             return self.resolve_session(roots, query).await;
         };
         let found = self.host.find_and_read(&scoped, &query.id, &first).await?;
+        // Decided in a function of its own, so that the narrowed listing is gone before a
+        // fallback lists the whole host (a host may answer with a listing at the bounds).
+        match self.accept_found(found, query, &first) {
+            Some(session) => Ok(session),
+            None => self.resolve_session(roots, query).await,
+        }
+    }
+
+    /// The session [`resolve_for_read`] found in one call, when that call can answer alone
+    /// (see there); its first read is kept for the page.
+    ///
+    /// [`resolve_for_read`]: Reader::resolve_for_read
+    fn accept_found(
+        &self,
+        found: clankie_host::Found,
+        query: &SessionQuery,
+        first: &clankie_host::FirstRead,
+    ) -> Option<SessionFile> {
+        let (entry, read) = found.read?;
         let mut listing = found.listing;
         leave_out_non_utf8(&mut listing);
         let sessions = harness::sessions(&listing.files);
         let has_database = harness::databases(&listing.files).next().is_some();
-        if let (Ok(session), Some((entry, read))) = (resolve::resolve(&sessions, query), found.read)
-            && harness::source(session) == Source::Lines
+        let session = resolve::resolve(&sessions, query).ok()?;
+        let alone = harness::source(session) == Source::Lines
             && session.entry.rel == entry.rel
             && session.entry.root == entry.root
-            && (session.id == query.id || !has_database)
-        {
-            // A read that failed is not kept: the plan reads again and meets the error itself.
-            if let Ok(result) = read {
-                let file = file_ref(&session.entry);
-                self.prefetch(file, first.ranges(result.size), result);
-            }
-            return Ok(session.clone());
+            && (session.id == query.id || !has_database);
+        if !alone {
+            return None;
         }
-        self.resolve_session(roots, query).await
+        // A read that failed is not kept: the plan reads again and meets the error itself.
+        if let Ok(result) = read {
+            let file = file_ref(&session.entry);
+            self.prefetch(file, first.ranges(result.size), result);
+        }
+        Some(session.clone())
     }
 
     /// Reads the first range of many sessions in few round trips ([`Host::read_many`]) and
