@@ -53,6 +53,34 @@ pub struct SessionState {
 
 const SETTLE_SECS: i64 = 2;
 
+/// A session whose size and settled mtime are what the last run recorded: not read again.
+fn unchanged(old: Option<&SessionState>, session: &SessionFile) -> bool {
+    old.is_some_and(|old| {
+        old.settled && old.size == session.entry.size && old.mtime == session.entry.mtime
+    })
+}
+
+/// The first page a run reads of a session: after the cursor the last run left; for a new
+/// session on the first run (a baseline) only its newest record, which gives `last_ts`; for a
+/// new session later, from its start.
+fn first_request(old: Option<&SessionState>, baseline: bool) -> PageRequest {
+    let mode = match old.and_then(|o| Cursor::decode(&o.cursor).ok()) {
+        Some(cursor) => Mode::Since(cursor),
+        None if baseline => Mode::Tail,
+        None => Mode::Head,
+    };
+    PageRequest {
+        limit: if matches!(mode, Mode::Tail) {
+            1
+        } else {
+            MAX_LIMIT
+        },
+        mode,
+        strict: false,
+        redact: true,
+    }
+}
+
 fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -305,14 +333,27 @@ pub async fn check_host<H: Host>(
         .collect();
     let empty = HostState::default();
     let previous = previous.unwrap_or(&empty);
+    // The first read of every session to be read, batched into few round trips (the first
+    // run reads each session's newest record: one exec each would be one round trip each).
+    let to_read: Vec<(&SessionFile, PageRequest)> = sessions
+        .iter()
+        .filter_map(|session| {
+            let old = previous.sessions.get(&key(session));
+            (!unchanged(old, session)).then(|| (session, first_request(old, baseline)))
+        })
+        .collect();
+    if let Err(e) = reader.prefetch_first_reads(&to_read).await {
+        let e = DriverError::Host(e);
+        // Anything but a lost host is met again, session by session, by the reads themselves.
+        if fails_the_host(&e) {
+            return Err(e);
+        }
+    }
+    drop(to_read);
     for session in &sessions {
         let key = key(session);
         let old = previous.sessions.get(&key);
-        if let Some(old) = old
-            && old.settled
-            && old.size == session.entry.size
-            && old.mtime == session.entry.mtime
-        {
+        if let Some(old) = old.filter(|_| unchanged(old, session)) {
             next.sessions.insert(key, old.clone());
             continue;
         }
@@ -320,23 +361,7 @@ pub async fn check_host<H: Host>(
         let mut count = 0;
         let mut reset = false;
         let mut last_ts = old.and_then(|o| o.last_ts.clone());
-        let mode = match old.and_then(|o| Cursor::decode(&o.cursor).ok()) {
-            Some(cursor) => Mode::Since(cursor),
-            // A new session on the first run is a baseline: only its newest record is read.
-            None if baseline => Mode::Tail,
-            None => Mode::Head,
-        };
-        let first = PageRequest {
-            // The baseline's single newest record gives `last_ts`.
-            limit: if matches!(mode, Mode::Tail) {
-                1
-            } else {
-                MAX_LIMIT
-            },
-            mode,
-            strict: false,
-            redact: true,
-        };
+        let first = first_request(old, baseline);
         let counted = !(baseline && old.is_none());
         let read = reader
             .read_to_end(session, first, |page| {

@@ -174,8 +174,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             usize::from(args.rows.unwrap_or(24)),
         );
     }
+    // Resolving reads the session's first range in the same round trip when it can.
     let session = reader
-        .resolve_session(&roots_for(&opened.roots, query.harness), &query)
+        .resolve_for_read(&roots_for(&opened.roots, query.harness), &query, &request)
         .await?;
     let mut sink = PrintSink {
         renderer,

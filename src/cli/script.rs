@@ -11,7 +11,7 @@ use super::context::GlobalArgs;
 use crate::driver::roots_for;
 use crate::error::{Error, Outcome, UsageError};
 use clankie_host::local::LocalHost;
-use clankie_host::script::new_nonce;
+use clankie_host::script::{new_nonce, posix};
 use clankie_host::{Dialect, FileRef, check_relative_path};
 use clankie_model::limits::MAX_RANGES;
 use clankie_model::limits::MAX_READ_BYTES;
@@ -21,7 +21,8 @@ use clankie_model::{ByteRange, RootSpec};
 pub enum Primitive {
     /// The list script for the roots (`--root`, else every harness's default home).
     List,
-    /// The read script for one range of `--path` under the first `--root`.
+    /// The read script for one range of each `--path` under the first `--root` (several
+    /// paths: one batched script for POSIX, one script per file for PowerShell).
     Read,
 }
 
@@ -45,11 +46,11 @@ pub struct ScriptArgs {
     /// The remote shell dialect.
     #[arg(long, value_parser = dialect_parser(), default_value = Dialect::Posix.name())]
     pub shell: Dialect,
-    /// read: the file, relative to the root, `/`-separated (as a listing returns it). The root
-    /// is the first `--root` (spelled as the remote host spells it), else the harness's default
-    /// home as this machine resolves it.
+    /// read: the file, relative to the root, `/`-separated (as a listing returns it); repeat
+    /// it to read several files in one call. The root is the first `--root` (spelled as the
+    /// remote host spells it), else the harness's default home as this machine resolves it.
     #[arg(long, value_name = "REL", required_if_eq("primitive", "read"))]
-    pub path: Option<String>,
+    pub path: Vec<String>,
     /// read: the first byte.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub offset: u64,
@@ -65,17 +66,18 @@ pub(super) fn run(global: &GlobalArgs, args: ScriptArgs) -> Result<Outcome, Erro
     let nonce = new_nonce();
     let invocation = match args.primitive {
         Primitive::List => {
-            if args.path.is_some() {
+            if !args.path.is_empty() {
                 return Err(UsageError::ScriptListPath.into());
             }
             dialect.list(&nonce, &roots_for(&overrides, None))
         }
         Primitive::Read => {
-            let rel = args.path.unwrap_or_default();
-            check_relative_path(rel.as_bytes()).map_err(|reason| UsageError::ScriptPath {
-                path: rel.clone(),
-                reason,
-            })?;
+            for rel in &args.path {
+                check_relative_path(rel.as_bytes()).map_err(|reason| UsageError::ScriptPath {
+                    path: rel.clone(),
+                    reason,
+                })?;
+            }
             if args.len > MAX_READ_BYTES {
                 return Err(UsageError::ScriptLen.into());
             }
@@ -93,14 +95,42 @@ pub(super) fn run(global: &GlobalArgs, args: ScriptArgs) -> Result<Outcome, Erro
                     path.as_os_str().as_bytes().to_vec()
                 }
             };
-            let file = FileRef {
-                harness: spec.harness,
-                root,
-                rel: rel.into_bytes(),
-            };
-            let ranges = [ByteRange::new(args.offset, args.len)];
+            let ranges = vec![ByteRange::new(args.offset, args.len)];
             debug_assert!(ranges.len() <= MAX_RANGES);
-            dialect.read(&nonce, &file, &ranges)
+            let reads: Vec<(FileRef, Vec<ByteRange>)> = args
+                .path
+                .iter()
+                .map(|rel| {
+                    let file = FileRef {
+                        harness: spec.harness,
+                        root: root.clone(),
+                        rel: rel.clone().into_bytes(),
+                    };
+                    (file, ranges.clone())
+                })
+                .collect();
+            match (dialect, reads.as_slice()) {
+                (_, [(file, ranges)]) => dialect.read(&nonce, file, ranges),
+                (Dialect::Posix, _) => {
+                    posix::invocation(posix::read_many_script(&nonce, &reads, None))
+                }
+                // PowerShell hosts read file by file: one invocation each, one after another.
+                (Dialect::PowerShell, _) => {
+                    let stdout = std::io::stdout();
+                    let mut out = stdout.lock();
+                    for (i, (file, ranges)) in reads.iter().enumerate() {
+                        let invocation = dialect.read(&new_nonce(), file, ranges);
+                        if i > 0 {
+                            out.write_all(b"\n")?;
+                        }
+                        out.write_all(invocation.exec.as_bytes())?;
+                        out.write_all(b"\n\n")?;
+                        out.write_all(&invocation.stdin)?;
+                    }
+                    out.flush()?;
+                    return Ok(Outcome::Done);
+                }
+            }
         }
     };
     let stdout = std::io::stdout();

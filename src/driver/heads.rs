@@ -16,18 +16,48 @@ pub struct SessionHead {
 }
 
 impl<H: Host> Reader<'_, H> {
-    /// The heads of `sessions`, in their order: one read of at most [`LS_HEAD_BYTES`] per
-    /// transcript (and one of a sidecar where the harness keeps the directory there), one query
-    /// per database row. A session that cannot be read has an empty head: `ls` still lists it.
+    /// The heads of `sessions`, in their order: the first [`LS_HEAD_BYTES`] of every
+    /// transcript, read in one batch ([`Host::read_many`]: few round trips), then one read of a
+    /// sidecar where the harness keeps the directory there, one query per database row. A
+    /// session that cannot be read has an empty head: `ls` still lists it.
     pub async fn session_heads(&self, sessions: &[SessionFile]) -> Vec<SessionHead> {
+        let batched: Vec<usize> = (0..sessions.len())
+            .filter(|&i| reads_a_head(&sessions[i]))
+            .collect();
+        let reads: Vec<(FileRef, Vec<ByteRange>)> = batched
+            .iter()
+            .map(|&i| {
+                let entry = &sessions[i].entry;
+                // Cut at the listed size: a small session costs its size in the batch.
+                let range = ByteRange::new(0, LS_HEAD_BYTES.min(entry.size));
+                (super::file_ref(entry), vec![range])
+            })
+            .collect();
+        let mut firsts: Vec<Option<Vec<u8>>> = vec![None; sessions.len()];
+        // A batch that fails as a whole leaves each head to its own read below.
+        if let Ok(results) = self.host.read_many(&reads).await {
+            for ((&i, (_, ranges)), result) in batched.iter().zip(&reads).zip(results) {
+                let Ok(result) = result else { continue };
+                // A file that grew past a cut read is read again whole-head.
+                if ranges[0].len < LS_HEAD_BYTES && result.size > ranges[0].len {
+                    continue;
+                }
+                firsts[i] = Some(result.chunks.concat());
+            }
+        }
         let mut heads = Vec::with_capacity(sessions.len());
-        for session in sessions {
-            heads.push(self.session_head(session).await.unwrap_or_default());
+        for (session, first) in sessions.iter().zip(firsts) {
+            heads.push(self.session_head(session, first).await.unwrap_or_default());
         }
         heads
     }
 
-    async fn session_head(&self, session: &SessionFile) -> Option<SessionHead> {
+    /// One session's head; `first`, when given, is its transcript's first bytes, read already.
+    async fn session_head(
+        &self,
+        session: &SessionFile,
+        first: Option<Vec<u8>>,
+    ) -> Option<SessionHead> {
         let harness = session.harness();
         if harness.is_sqlite() {
             let snapshot = self.databases.load(self.host, &session.entry).await.ok()?;
@@ -46,7 +76,10 @@ impl<H: Host> Reader<'_, H> {
             rel: session.entry.rel.clone(),
         };
         let range = [ByteRange::new(0, LS_HEAD_BYTES)];
-        let head = self.host.read(&file, &range).await.ok()?.chunks.concat();
+        let head = match first {
+            Some(head) => head,
+            None => self.host.read(&file, &range).await.ok()?.chunks.concat(),
+        };
         let title = match harness::source(session) {
             Source::Lines => harness::session_title(&source_ctx(self.host.name(), session), &head),
             // A document's head is not whole lines: only a title the harness finds there.
@@ -66,4 +99,10 @@ impl<H: Host> Reader<'_, H> {
         };
         Some(SessionHead { title, cwd })
     }
+}
+
+/// Whether a session's head is the first bytes of its own file (not a database row, not a
+/// compressed transcript, whose first bytes say nothing).
+fn reads_a_head(session: &SessionFile) -> bool {
+    !session.harness().is_sqlite() && harness::source(session) != Source::ZstdLines
 }

@@ -86,6 +86,32 @@ pub struct Reader<'h, H: Host> {
     databases: crate::sqlite::Copies,
     /// The size of a terminal recording whose header gives none (`--cols`/`--rows`).
     terminal_size: Option<(usize, usize)>,
+    /// Reads done ahead (with the resolution, or batched for many sessions), each served once
+    /// to the read it answers.
+    prefetched: std::sync::Mutex<Vec<Prefetched>>,
+}
+
+/// A read done ahead of its plan: the ranges read of a file and what came back.
+#[derive(Debug)]
+struct Prefetched {
+    file: FileRef,
+    ranges: Vec<ByteRange>,
+    result: clankie_model::ReadResult,
+}
+
+impl Prefetched {
+    /// Whether this answers a read of `wanted` of `file` exactly as the host would now (the
+    /// same bytes as a fresh read, give or take what changed since): the same starts, and each
+    /// range as long as wanted or cut where the file ended anyway.
+    fn answers(&self, file: &FileRef, wanted: &[ByteRange]) -> bool {
+        self.file == *file
+            && self.ranges.len() == wanted.len()
+            && self.ranges.iter().zip(wanted).all(|(got, want)| {
+                got.start == want.start
+                    && (got.len == want.len
+                        || (got.len < want.len && self.result.size <= got.end()))
+            })
+    }
 }
 
 impl<H: Host> std::fmt::Debug for Reader<'_, H> {
@@ -103,6 +129,7 @@ impl<'h, H: Host> Reader<'h, H> {
             host,
             databases: crate::sqlite::Copies::default(),
             terminal_size: None,
+            prefetched: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -307,6 +334,162 @@ impl<'h, H: Host> Reader<'h, H> {
         }
     }
 
+    /// Resolves a session for a read of `request`, and when it can, reads its first range in
+    /// the same round trip ([`Host::find_and_read`]): the files whose path holds the id are
+    /// found, and the one among them is read at once. The full listing ([`resolve_session`])
+    /// is the fallback whenever that cannot answer alone: no match, several, a session that is
+    /// not one file of lines, a subagent id (named inside its file, not by its path), or a
+    /// prefix on a host with a database (whose rows the narrowed listing does not open).
+    ///
+    /// [`resolve_session`]: Reader::resolve_session
+    pub async fn resolve_for_read(
+        &self,
+        roots: &[RootSpec],
+        query: &SessionQuery,
+        request: &PageRequest,
+    ) -> Result<SessionFile, DriverError> {
+        // Subagent ids (`PARENT+agent-X`, `agent-X`) are named inside their files.
+        if query.id.contains('+')
+            || query.id.starts_with("agent-")
+            || !clankie_host::is_plain_id(&query.id)
+        {
+            return self.resolve_session(roots, query).await;
+        }
+        let scoped: Vec<RootSpec> = match query.harness {
+            Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
+            None => roots.to_vec(),
+        };
+        let Some(first) = first_read(&scoped, query, request) else {
+            return self.resolve_session(roots, query).await;
+        };
+        let found = self.host.find_and_read(&scoped, &query.id, &first).await?;
+        // Decided in a function of its own, so that the narrowed listing is gone before a
+        // fallback lists the whole host (a host may answer with a listing at the bounds).
+        match self.accept_found(found, query, &first) {
+            Some(session) => Ok(session),
+            None => self.resolve_session(roots, query).await,
+        }
+    }
+
+    /// The session [`resolve_for_read`] found in one call, when that call can answer alone
+    /// (see there); its first read is kept for the page.
+    ///
+    /// [`resolve_for_read`]: Reader::resolve_for_read
+    fn accept_found(
+        &self,
+        found: clankie_host::Found,
+        query: &SessionQuery,
+        first: &clankie_host::FirstRead,
+    ) -> Option<SessionFile> {
+        let (entry, read) = found.read?;
+        let mut listing = found.listing;
+        leave_out_non_utf8(&mut listing);
+        let sessions = harness::sessions(&listing.files);
+        let has_database = harness::databases(&listing.files).next().is_some();
+        let session = resolve::resolve(&sessions, query).ok()?;
+        let alone = harness::source(session) == Source::Lines
+            && session.entry.rel == entry.rel
+            && session.entry.root == entry.root
+            && (session.id == query.id || !has_database);
+        if !alone {
+            return None;
+        }
+        // A read that failed is not kept: the plan reads again and meets the error itself.
+        if let Ok(result) = read {
+            let file = file_ref(&session.entry);
+            self.prefetch(file, first.ranges(result.size), result);
+        }
+        Some(session.clone())
+    }
+
+    /// Reads the first range of many sessions in few round trips ([`Host::read_many`]) and
+    /// keeps them for their pages: the newest record of each (`check`'s first run, with
+    /// `mode` tail), or the start of each. Ranges are cut at the listed size, so that a small
+    /// session costs its size in a batch; one that grew since its listing is read again by its
+    /// page. Only files of lines are read ahead.
+    pub async fn prefetch_first_reads(
+        &self,
+        sessions: &[(&SessionFile, PageRequest)],
+    ) -> Result<(), HostError> {
+        let mut reads = Vec::new();
+        // Per read: the ranges the plan asks for (cut), and which asked range answers each.
+        let mut wanted: Vec<(Vec<ByteRange>, Vec<usize>)> = Vec::new();
+        for (session, request) in sessions {
+            if harness::source(session) != Source::Lines {
+                continue;
+            }
+            let ctx = source_ctx(self.host.name(), session);
+            let size = session.entry.size;
+            let Some(ranges) = ReadPlan::new(ctx, request.clone(), size).next_read() else {
+                continue;
+            };
+            let cut: Vec<ByteRange> = ranges
+                .iter()
+                .map(|r| ByteRange::new(r.start, r.len.min(size.saturating_sub(r.start))))
+                .collect();
+            // A small file's head and tail are the same whole file: asked for once.
+            let mut unique: Vec<ByteRange> = Vec::new();
+            let which: Vec<usize> = cut
+                .iter()
+                .map(|r| match unique.iter().position(|u| u == r) {
+                    Some(k) => k,
+                    None => {
+                        unique.push(*r);
+                        unique.len() - 1
+                    }
+                })
+                .collect();
+            reads.push((file_ref(&session.entry), unique));
+            wanted.push((cut, which));
+        }
+        if reads.is_empty() {
+            return Ok(());
+        }
+        let results = self.host.read_many(&reads).await?;
+        for (((file, _), (ranges, which)), result) in reads.into_iter().zip(wanted).zip(results) {
+            // A file that could not be read is read again by its page, which reports why.
+            if let Ok(result) = result {
+                let chunks = which
+                    .iter()
+                    .map(|&k| result.chunks.get(k).cloned().unwrap_or_default())
+                    .collect();
+                let result = clankie_model::ReadResult {
+                    size: result.size,
+                    chunks,
+                };
+                self.prefetch(file, ranges, result);
+            }
+        }
+        Ok(())
+    }
+
+    fn prefetch(&self, file: FileRef, ranges: Vec<ByteRange>, result: clankie_model::ReadResult) {
+        self.prefetched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Prefetched {
+                file,
+                ranges,
+                result,
+            });
+    }
+
+    /// The read done ahead that answers `ranges` of `file`, the first read of a page; every
+    /// read kept for `file` is dropped (each serves one page's first read, once).
+    fn take_prefetched(
+        &self,
+        file: &FileRef,
+        ranges: &[ByteRange],
+    ) -> Option<clankie_model::ReadResult> {
+        let mut kept = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
+        let at = kept.iter().position(|p| p.answers(file, ranges));
+        let found = at.map(|at| kept.swap_remove(at).result);
+        // Whatever else was read ahead of this file is stale from now on: a later page (a
+        // follow's poll) reads afresh.
+        kept.retain(|p| p.file != *file);
+        found
+    }
+
     /// What `resume` prints for a session: the harness's own command, from the session's directory
     /// as its records (or sidecar file) name it. A sidecar that cannot be read leaves the `cd` out.
     /// `explicit_root`: the session's root was given (`--root`, the hosts file), so the harness
@@ -438,10 +621,17 @@ impl<'h, H: Host> Reader<'h, H> {
                 .as_ref()
                 .map_or(session.entry.size, |d| d.len() as u64),
         );
+        let mut first_read = true;
         while let Some(ranges) = plan.next_read() {
-            let result = match &decompressed {
-                Some(data) => serve_from_memory(data, &ranges),
-                None => self.host.read(&file, &ranges).await?,
+            let ahead = match first_read && decompressed.is_none() {
+                true => self.take_prefetched(&file, &ranges),
+                false => None,
+            };
+            first_read = false;
+            let result = match (&decompressed, ahead) {
+                (Some(data), _) => serve_from_memory(data, &ranges),
+                (None, Some(result)) => result,
+                (None, None) => self.host.read(&file, &ranges).await?,
             };
             plan.feed(result.chunks, result.size)
                 .map_err(|source| DriverError::Plan {
@@ -528,6 +718,40 @@ impl<'h, H: Host> Reader<'h, H> {
                 strict,
                 redact,
             };
+        }
+    }
+}
+
+/// The first read of `request` before the session (and its size) is known: the tail's ranges
+/// counted from the end, or the plan's first ranges when they do not depend on the size (a
+/// cursor's, a head's). `None` when a row cursor is given (only databases take one).
+fn first_read(
+    roots: &[RootSpec],
+    query: &SessionQuery,
+    request: &PageRequest,
+) -> Option<clankie_host::FirstRead> {
+    use clankie_engine::cursor::HEAD_BYTES;
+    use clankie_model::limits::FIRST_CHUNK_BYTES;
+    match &request.mode {
+        Mode::Tail => Some(clankie_host::FirstRead::Tail {
+            head: HEAD_BYTES,
+            back: FIRST_CHUNK_BYTES,
+            ahead: FIRST_CHUNK_BYTES,
+        }),
+        Mode::Since(Cursor::Rows(_)) => None,
+        Mode::Since(Cursor::Lines(_)) | Mode::Head | Mode::All => {
+            // The plan's first ranges here depend on the request alone; which harness and
+            // session the context names does not change them (the page checks the binding).
+            let harness = query.harness.or_else(|| roots.first().map(|r| r.harness))?;
+            let ctx = SourceCtx {
+                host: String::new(),
+                harness,
+                session: query.id.clone(),
+                agent: None,
+            };
+            ReadPlan::new(ctx, request.clone(), 0)
+                .next_read()
+                .map(clankie_host::FirstRead::Ranges)
         }
     }
 }
@@ -938,6 +1162,87 @@ mod tests {
                 matches!(err, DriverError::Host(HostError::Unreachable { .. })),
                 "{err}"
             );
+        });
+    }
+
+    /// A read resolved and started in one call pages exactly as one resolved from the whole
+    /// listing, and its first read is the one done with the resolution.
+    #[test]
+    fn resolving_for_a_read_reads_its_first_range_once_and_pages_alike() {
+        block_on(async {
+            let host = long_session();
+            let other = "55604662-cf2a-4331-851a-ec234028f8cb";
+            host.put(claude_path(&host, other), SHORT);
+            let roots = roots_for(&[], None);
+            let session = resolve(&host, ID).await;
+            let tail = request(Mode::Tail, 20);
+            let expected = Reader::new(&host)
+                .read_page(&session, tail.clone(), |_| {})
+                .await
+                .unwrap();
+            let cursor = expected.cursor.clone();
+            for (id, mode) in [
+                (ID, Mode::Tail),
+                (ID, Mode::Head),
+                (ID, Mode::Since(cursor.clone())),
+                // Two sessions share this prefix: the whole listing decides (ambiguous).
+                ("55604662", Mode::Tail),
+            ] {
+                let before = host.calls();
+                let reader = Reader::new(&host);
+                let query = SessionQuery::parse(id).unwrap();
+                let req = request(mode.clone(), 20);
+                let found = reader.resolve_for_read(&roots, &query, &req).await;
+                if id != ID {
+                    assert!(matches!(found, Err(DriverError::Resolve(_))), "{found:?}");
+                    continue;
+                }
+                let found = found.unwrap();
+                assert_eq!(found, session);
+                let page = reader.read_page(&found, req.clone(), |_| {}).await.unwrap();
+                let plain = Reader::new(&host)
+                    .read_page(&session, req, |_| {})
+                    .await
+                    .unwrap();
+                assert_eq!(page.records, plain.records, "{mode:?}");
+                assert_eq!(page.cursor, plain.cursor, "{mode:?}");
+                let after = host.calls();
+                assert_eq!(after.list - before.list, 1, "{mode:?}");
+                // The page's first read was the resolution's; a tail of 20 needs no more.
+                if matches!(mode, Mode::Tail) {
+                    assert_eq!(
+                        after.read - before.read,
+                        1 + 1,
+                        "{mode:?}: one ahead, one for the plain page"
+                    );
+                }
+            }
+        });
+    }
+
+    /// A read kept ahead is served once, to the first read of a page of its file; a later
+    /// page of the same file reads afresh (a follow sees what was written since).
+    #[test]
+    fn reads_done_ahead_serve_one_page_and_never_a_later_one() {
+        block_on(async {
+            let host = long_session();
+            let session = resolve(&host, ID).await;
+            let reader = Reader::new(&host);
+            let tail = request(Mode::Tail, 1);
+            reader
+                .prefetch_first_reads(&[(&session, tail.clone())])
+                .await
+                .unwrap();
+            let before = host.calls().read;
+            let first = reader
+                .read_page(&session, tail.clone(), |_| {})
+                .await
+                .unwrap();
+            assert_eq!(host.calls().read, before, "served from the read done ahead");
+            host.append(claude_path(&host, ID), prompts(1));
+            let again = reader.read_page(&session, tail, |_| {}).await.unwrap();
+            assert!(host.calls().read > before);
+            assert_ne!(first.records, again.records);
         });
     }
 }

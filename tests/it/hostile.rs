@@ -447,6 +447,10 @@ mod bad_replies {
 s=$(cat)
 n=$(printf '%s\n' "$s" | sed -n "s/^N='\([0-9a-f]*\)'\$/\1/p")
 case $s in *'walk() {'*) list=1 ;; *) list= ;; esac
+# A find-and-read script (a listing that may read its one match at once) is made a plain
+# listing: it starts as if a name no line can carry had been found, so it reads nothing, and
+# the read comes as a read script of its own.
+case $s in *"printf 'HIT '"*) s=$(printf '%s\n' "$s" | sed 's/^nm=0 hr= hp= nn=0 nr= np= fx=$/nm=0 hr= hp= nn=0 nr= np= fx=1/') ;; esac
 "#;
 
     /// Opens the frame, then sends far more than any cap allows, terminal escapes included;

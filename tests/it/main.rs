@@ -34,6 +34,7 @@ mod pager;
 mod progress;
 mod redaction;
 mod resume;
+mod round_trips;
 mod sqlite;
 mod ssh_config;
 mod ssh_read;

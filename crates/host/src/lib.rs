@@ -31,6 +31,46 @@ pub struct FileRef {
     pub rel: Vec<u8>,
 }
 
+/// The ranges of a read planned before the file's size is known: fixed ranges (from a
+/// cursor), or ranges counted from the file's end (a tail), which the host computes from the
+/// size it finds and the decoder recomputes from the size the reply reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FirstRead {
+    Ranges(Vec<ByteRange>),
+    /// `[0, head)` and `[max(0, size - back), size + ahead)`: the planner's first tail read.
+    Tail {
+        head: u64,
+        back: u64,
+        ahead: u64,
+    },
+}
+
+impl FirstRead {
+    /// The ranges read from a file of `size` bytes.
+    pub fn ranges(&self, size: u64) -> Vec<ByteRange> {
+        match self {
+            FirstRead::Ranges(ranges) => ranges.clone(),
+            FirstRead::Tail { head, back, ahead } => {
+                let start = size.saturating_sub(*back);
+                vec![
+                    ByteRange::new(0, *head),
+                    ByteRange::new(start, size - start + ahead),
+                ]
+            }
+        }
+    }
+}
+
+/// What [`Host::find_and_read`] found: the files under the roots whose path holds the id,
+/// and, when exactly one transcript file matched, the first read of it (or why it failed).
+#[derive(Debug)]
+pub struct Found {
+    pub listing: Listing,
+    /// The file read and its first read: the one file below a subdir whose name holds the id,
+    /// else the one whose path does, when there is one.
+    pub read: Option<(clankie_model::FileEntry, Result<ReadResult, HostError>)>,
+}
+
 /// Errors a host reports. Each message is the one line a user reads.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -164,6 +204,113 @@ pub trait Host {
 
     /// Reads byte ranges of one file (at most `MAX_READ_BYTES` in all) and the file's true size.
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError>;
+
+    /// Reads ranges of several files, one result per file in order (one file's failure is its
+    /// own). The default reads them one by one; a host that can, batches them into few round
+    /// trips, each request within `MAX_READ_BYTES` of aligned blocks.
+    async fn read_many(
+        &self,
+        reads: &[(FileRef, Vec<ByteRange>)],
+    ) -> Result<Vec<Result<ReadResult, HostError>>, HostError> {
+        let mut out = Vec::with_capacity(reads.len());
+        for (file, ranges) in reads {
+            match self.read(file, ranges).await {
+                Err(
+                    e @ (HostError::Unreachable { .. }
+                    | HostError::Auth { .. }
+                    | HostError::TimedOut { .. }),
+                ) => return Err(e),
+                result => out.push(result),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Lists only the transcript files under `roots` whose path below the root holds `id`
+    /// (databases and other top files are listed as usual), and when exactly one file below a
+    /// subdir matched, reads `first` of it: resolving a session and reading its first range in
+    /// one round trip. `id` is a session id (letters, digits, `-`, `_`, `.`, `+`). The default
+    /// lists and reads in two calls.
+    async fn find_and_read(
+        &self,
+        roots: &[RootSpec],
+        id: &str,
+        first: &FirstRead,
+    ) -> Result<Found, HostError> {
+        default_find_and_read(self, roots, id, first).await
+    }
+}
+
+/// [`Host::find_and_read`] in two calls: list, then read the one match.
+pub async fn default_find_and_read<H: Host + ?Sized>(
+    host: &H,
+    roots: &[RootSpec],
+    id: &str,
+    first: &FirstRead,
+) -> Result<Found, HostError> {
+    let mut listing = host.list(roots).await?;
+    Ok(narrow_and_read(host, &mut listing, id, first).await)
+}
+
+/// Keeps the files of a full listing that [`Host::find_and_read`] would have found, and reads
+/// `first` of the one below a subdir, if there is exactly one.
+pub async fn narrow_and_read<H: Host + ?Sized>(
+    host: &H,
+    listing: &mut Listing,
+    id: &str,
+    first: &FirstRead,
+) -> Found {
+    let below = |f: &clankie_model::FileEntry| f.rel.contains(&b'/');
+    listing.files.retain(|f| {
+        !below(f) || id.is_empty() || f.rel.windows(id.len()).any(|w| w == id.as_bytes())
+    });
+    let by_path: Vec<&clankie_model::FileEntry> =
+        listing.files.iter().filter(|f| below(f)).collect();
+    let name_of = |f: &clankie_model::FileEntry| {
+        f.rel
+            .rsplit(|&b| b == b'/')
+            .next()
+            .unwrap_or_default()
+            .to_vec()
+    };
+    let by_name: Vec<&clankie_model::FileEntry> = by_path
+        .iter()
+        .copied()
+        .filter(|f| {
+            name_of(f)
+                .windows(id.len().max(1))
+                .any(|w| w == id.as_bytes())
+        })
+        .collect();
+    let hit = match (by_name.as_slice(), by_path.as_slice()) {
+        ([one], _) | ([], [one]) => Some((*one).clone()),
+        _ => None,
+    };
+    let read = match hit {
+        Some(entry) => {
+            let file = FileRef {
+                harness: entry.harness,
+                root: entry.root.to_vec(),
+                rel: entry.rel.clone(),
+            };
+            let result = host.read(&file, &first.ranges(entry.size)).await;
+            Some((entry, result))
+        }
+        None => None,
+    };
+    Found {
+        listing: std::mem::take(listing),
+        read,
+    }
+}
+
+/// Whether a session id may be put in a script's path pattern: what `valid_id` allows.
+pub fn is_plain_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 256
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'+'))
 }
 
 /// Every kind of host, for callers that pick one at run time.
@@ -216,6 +363,28 @@ impl Host for AnyHost {
         match self {
             AnyHost::Local(h) => h.read(file, ranges).await,
             AnyHost::Ssh(h) => h.read(file, ranges).await,
+        }
+    }
+
+    async fn read_many(
+        &self,
+        reads: &[(FileRef, Vec<ByteRange>)],
+    ) -> Result<Vec<Result<ReadResult, HostError>>, HostError> {
+        match self {
+            AnyHost::Local(h) => h.read_many(reads).await,
+            AnyHost::Ssh(h) => h.read_many(reads).await,
+        }
+    }
+
+    async fn find_and_read(
+        &self,
+        roots: &[RootSpec],
+        id: &str,
+        first: &FirstRead,
+    ) -> Result<Found, HostError> {
+        match self {
+            AnyHost::Local(h) => h.find_and_read(roots, id, first).await,
+            AnyHost::Ssh(h) => h.find_and_read(roots, id, first).await,
         }
     }
 }

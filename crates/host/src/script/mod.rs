@@ -32,6 +32,16 @@
 //! DATA <i>                              then the encoded block-aligned bytes of range i
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
+//! A *batched read* reply ([`posix::read_many_script`]) holds one such section per file,
+//! numbered in the order asked and sent in the script's order (grouped by directory):
+//! ```text
+//! FILE <i>                              then ERR, or META and the DATA blocks, and ERR raced
+//! END-FILE <i>                          (one file's refusal ends its section only)
+//! ```
+//! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files whose path
+//! holds the id, then, when one of them is read at once, `HIT <hex of path>` and its read
+//! section (its ranges, for a tail, computed from the META size).
+//!
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
 //! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
 //! `restricted` (PowerShell's Constrained Language Mode) (→ Io); `script` (PowerShell: an
@@ -321,13 +331,36 @@ pub fn decode_list(
         ));
     }
     let frame = parse_frame(host, nonce, stdout)?;
+    let mut lines = body_lines(frame.body);
+    let listing = decode_list_lines(host, roots, &mut lines)?;
+    if let Some(extra) = lines.next() {
+        return Err(bad(format!("unexpected line {}", show(extra))));
+    }
+    if frame.rc != 0 {
+        return Err(bad(format!("list script exited with {}", frame.rc)));
+    }
+    Ok(listing)
+}
+
+/// Decodes the typed lines of a listing up to a line that is not one of them (left in
+/// `lines`'s peek), files sorted by (root, rel).
+fn decode_list_lines<'a>(
+    host: &str,
+    roots: &[RootSpec],
+    lines: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
+) -> Result<Listing, HostError> {
+    let bad = |reason: String| protocol(host, reason);
     let mut listing = Listing::default();
     let mut budget = ListingBudget::default();
     let over_cap = |cap: ListingOverCap| too_large(host, cap.to_string());
     // The root the following files belong to (shared by them), with its harness's filter.
     let mut current: Option<(Harness, Arc<[u8]>, bool)> = None;
-    for line in body_lines(frame.body) {
+    while let Some(&line) = lines.peek() {
         let (tag, rest) = split_word(line);
+        if !matches!(tag, b"MODE" | b"ERR" | b"S" | b"ROOT" | b"F" | b"FX") {
+            break;
+        }
+        lines.next();
         match tag {
             b"MODE" => {}
             b"ERR" => return Err(err_line(host, rest)),
@@ -401,9 +434,6 @@ pub fn decode_list(
             _ => return Err(bad(format!("unexpected line {}", show(line)))),
         }
     }
-    if frame.rc != 0 {
-        return Err(bad(format!("list script exited with {}", frame.rc)));
-    }
     listing
         .files
         .sort_by(|a, b| (&a.root, &a.rel).cmp(&(&b.root, &b.rel)));
@@ -412,10 +442,11 @@ pub fn decode_list(
 
 /// The non-empty lines of a frame body. A trailing `\r` is dropped: PowerShell ends lines in
 /// CRLF, and no typed line of either dialect ends in one (a path holding a CR comes as `FX`).
-fn body_lines(body: &[u8]) -> impl Iterator<Item = &[u8]> {
+fn body_lines(body: &[u8]) -> std::iter::Peekable<impl Iterator<Item = &[u8]>> {
     body.split(|&b| b == b'\n')
         .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
         .filter(|line| !line.is_empty())
+        .peekable()
 }
 
 /// An absolute directory as a POSIX host (`/…`) or a Windows host (`C:\…`, `C:/…`, `\\server\…`)
@@ -513,6 +544,30 @@ pub fn decode_read(
     }
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
+    let result = decode_read_lines(host, |_| ranges.to_vec(), &mut lines)?.0;
+    if let Some(extra) = lines.next() {
+        // The script's check after the read: the file was swapped while it was read.
+        if let (b"ERR", rest) = split_word(extra) {
+            return Err(err_line(host, rest));
+        }
+        return Err(bad(format!("unexpected line {}", show(extra))));
+    }
+    if frame.rc != 0 {
+        return Err(bad(format!("read script exited with {}", frame.rc)));
+    }
+    Ok(result)
+}
+
+/// Decodes one file's read section: an `ERR` line, or `META` then each range's `DATA`/
+/// `END-DATA` block. `ranges_of` gives the ranges that were read for the size META reports
+/// (a read planned from the file's end computes them on the host). Returns the result and
+/// those ranges.
+fn decode_read_lines<'a>(
+    host: &str,
+    ranges_of: impl FnOnce(u64) -> Vec<ByteRange>,
+    lines: &mut impl Iterator<Item = &'a [u8]>,
+) -> Result<(ReadResult, Vec<ByteRange>), HostError> {
+    let bad = |reason: String| protocol(host, reason);
     let first = lines
         .next()
         .ok_or_else(|| bad("empty read reply".to_string()))?;
@@ -535,7 +590,11 @@ pub fn decode_read(
     let (Some(size), Some(encoding)) = (size, encoding) else {
         return Err(bad(format!("bad META line {}", show(first))));
     };
-    let mut chunks = Vec::with_capacity(ranges.len().min(MAX_RANGES));
+    let ranges = ranges_of(size);
+    if ranges.len() > MAX_RANGES {
+        return Err(bad(format!("{} ranges asked for", ranges.len())));
+    }
+    let mut chunks = Vec::with_capacity(ranges.len());
     for (i, range) in ranges.iter().enumerate() {
         let data = lines.next().unwrap_or_default();
         if data != format!("DATA {i}").as_bytes() {
@@ -580,17 +639,154 @@ pub fn decode_read(
         let start = wire.skip as usize;
         chunks.push(block[start..start + want as usize].to_vec());
     }
-    if let Some(extra) = lines.next() {
-        // The script's check after the read: the file was swapped while it was read.
-        if let (b"ERR", rest) = split_word(extra) {
-            return Err(err_line(host, rest));
+    Ok((ReadResult { size, chunks }, ranges))
+}
+
+/// The largest reply to a batched read: the sum of each file's bound.
+pub fn read_many_reply_limit(reads: &[(FileRef, Vec<ByteRange>)]) -> usize {
+    reads
+        .iter()
+        .map(|(_, ranges)| read_reply_limit(ranges).saturating_sub(NOISE_SLACK) + 64)
+        .fold(NOISE_SLACK, usize::saturating_add)
+}
+
+/// Decodes a batched read reply ([`posix::read_many_script`]): one result per file, in order.
+/// A file's `ERR` is its own result; a reply that breaks the format fails the whole call.
+pub fn decode_read_many(
+    host: &str,
+    nonce: &str,
+    reads: &[(FileRef, Vec<ByteRange>)],
+    stdout: &[u8],
+) -> Result<Vec<Result<ReadResult, HostError>>, HostError> {
+    let bad = |reason: String| protocol(host, reason);
+    let limit = read_many_reply_limit(reads);
+    if stdout.len() > limit {
+        return Err(too_large(
+            host,
+            format!(
+                "read reply of {} bytes is over the {limit} bytes this request allows",
+                stdout.len()
+            ),
+        ));
+    }
+    let frame = parse_frame(host, nonce, stdout)?;
+    let mut lines = body_lines(frame.body);
+    // The files come in the script's order (grouped by directory), each once.
+    let mut out: Vec<Option<Result<ReadResult, HostError>>> = Vec::new();
+    out.resize_with(reads.len(), || None);
+    for _ in 0..reads.len() {
+        let line = lines.next().unwrap_or_default();
+        let i = match split_word(line) {
+            (b"FILE", n) => parse_u64(n)
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n < reads.len() && out[n].is_none()),
+            _ => None,
         }
+        .ok_or_else(|| bad(format!("expected a FILE line, got {}", show(line))))?;
+        let ranges = &reads[i].1;
+        let result = match lines.peek() {
+            Some(line) if split_word(line).0 == b"ERR" => {
+                let err = err_line(host, split_word(line).1);
+                lines.next();
+                Err(err)
+            }
+            _ => decode_read_lines(host, |_| ranges.clone(), &mut lines).map(|(r, _)| r),
+        };
+        // A reply that breaks the format is the host's fault, whichever file it is in.
+        if let Err(e @ (HostError::Protocol { .. } | HostError::ReplyTooLarge { .. })) = result {
+            return Err(e);
+        }
+        let mut result = result;
+        let mut line = lines.next().unwrap_or_default();
+        if let (b"ERR", rest) = split_word(line) {
+            // The check after the read: the file was swapped while it was read.
+            result = Err(err_line(host, rest));
+            line = lines.next().unwrap_or_default();
+        }
+        if line != format!("END-FILE {i}").as_bytes() {
+            return Err(bad(format!("expected END-FILE {i}, got {}", show(line))));
+        }
+        out[i] = Some(result);
+    }
+    if let Some(extra) = lines.next() {
         return Err(bad(format!("unexpected line {}", show(extra))));
     }
     if frame.rc != 0 {
         return Err(bad(format!("read script exited with {}", frame.rc)));
     }
-    Ok(ReadResult { size, chunks })
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// The largest reply to a find-and-read: a listing's and the first read's.
+pub fn find_read_reply_limit() -> usize {
+    MAX_LIST_REPLY_BYTES.saturating_add(read_reply_limit(&[
+        ByteRange::new(0, MAX_READ_BYTES),
+        ByteRange::new(0, MAX_READ_BYTES),
+    ]))
+}
+
+/// Decodes a find-and-read reply ([`posix::find_read_script`]): the narrowed listing, and the
+/// read of its one file when a `HIT` line says it follows.
+pub fn decode_find_read(
+    host: &str,
+    nonce: &str,
+    roots: &[RootSpec],
+    first: &crate::FirstRead,
+    stdout: &[u8],
+) -> Result<crate::Found, HostError> {
+    let bad = |reason: String| protocol(host, reason);
+    if stdout.len() > find_read_reply_limit() {
+        return Err(too_large(
+            host,
+            "find-and-read reply over its bound".to_string(),
+        ));
+    }
+    let frame = parse_frame(host, nonce, stdout)?;
+    let mut lines = body_lines(frame.body);
+    let listing = decode_list_lines(host, roots, &mut lines)?;
+    let mut read = None;
+    if let Some(line) = lines.peek().copied()
+        && split_word(line).0 == b"HIT"
+    {
+        lines.next();
+        let rel = hex_decode(split_word(line).1)
+            .ok_or_else(|| bad(format!("bad HIT line {}", show(line))))?;
+        let hit = listing
+            .files
+            .iter()
+            .find(|f| f.rel == rel && f.rel.contains(&b'/'))
+            .cloned()
+            .ok_or_else(|| bad(format!("HIT names a file not listed: {}", show(line))))?;
+        let result = match lines.peek() {
+            Some(line) if split_word(line).0 == b"ERR" => {
+                let err = err_line(host, split_word(line).1);
+                lines.next();
+                Err(err)
+            }
+            _ => decode_read_lines(host, |size| first.ranges(size), &mut lines).map(|(r, _)| r),
+        };
+        if let Err(e @ (HostError::Protocol { .. } | HostError::ReplyTooLarge { .. })) = result {
+            return Err(e);
+        }
+        let mut result = result;
+        if let Some(line) = lines.next() {
+            match split_word(line) {
+                (b"ERR", rest) => result = Err(err_line(host, rest)),
+                _ => return Err(bad(format!("unexpected line {}", show(line)))),
+            }
+        }
+        read = Some((hit, result));
+    }
+    if let Some(extra) = lines.next() {
+        return Err(bad(format!("unexpected line {}", show(extra))));
+    }
+    if frame.rc != 0 {
+        return Err(bad(format!(
+            "find-and-read script exited with {}",
+            frame.rc
+        )));
+    }
+    Ok(crate::Found { listing, read })
 }
 
 /// Why a range's payload was refused.

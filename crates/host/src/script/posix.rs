@@ -25,7 +25,7 @@
 //!   `od -An -v -tx1`, and names it in the META line.
 
 use super::{Invocation, MAX_RANGES, aligned, quote};
-use crate::{FileRef, check_ranges, check_relative_path};
+use crate::{FileRef, FirstRead, check_ranges, check_relative_path};
 use clankie_model::{ByteRange, RootSpec};
 
 /// The exec string for every POSIX host: plain words that every login shell passes unchanged.
@@ -166,6 +166,60 @@ pub fn list_script(nonce: &str, roots: &[RootSpec]) -> Vec<u8> {
 /// [`list_script`] with the listing tool forced instead of probed (tests, `doctor`).
 pub fn list_script_with(nonce: &str, roots: &[RootSpec], mode: Option<ListMode>) -> Vec<u8> {
     let mut s = Script::new(nonce);
+    list_body(&mut s, roots, mode, None);
+    s.end("0")
+}
+
+/// The find-and-read script ([`crate::Host::find_and_read`]): a listing of the files whose
+/// path below a root holds `id` (top files as usual), then, when exactly one file below a
+/// subdir has the id in its name (else exactly one below a subdir matched) and its path fits an
+/// `F` line, a `HIT <hex of path>` line and the read of `first` of it as [`read_many_script`]
+/// reads one file (its `FILE`/`END-FILE` lines left out).
+pub fn find_read_script(nonce: &str, roots: &[RootSpec], id: &str, first: &FirstRead) -> Vec<u8> {
+    let mut s = Script::new(nonce);
+    if !crate::is_plain_id(id) {
+        // Never reached from the driver (ids are validated); refused like an unsafe value.
+        s.begin();
+        s.raw("printf 'ERR unsafe\\n'\n");
+        return s.end("1");
+    }
+    list_body(&mut s, roots, None, Some(id));
+    // After the listing: `walk` uses `$e` for itself.
+    read_prelude(&mut s, None);
+    s.raw(
+        r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
+"#,
+    );
+    // The one match: the one file whose name holds the id, else the one path that does (a
+    // subagent's path holds its parent's id too). A name only an FX line carries (or one the
+    // shell could not carry) means no read in one go.
+    s.raw(
+        r#"if [ "$nn" = 1 ]; then hr=$nr hp=$np; elif [ "$nm" != 1 ]; then hp=; fi
+if [ -z "$fx" ] && [ -n "$hp" ]; then
+printf 'HIT '; hx "$hp"; printf '\n'
+(
+R=$hr D= B=$hp
+case $hp in */*) D=${hp%/*} B=${hp##*/} ;; esac
+P=$R/$hp
+"#,
+    );
+    read_file_body(&mut s, first);
+    s.raw(")\nfi\n");
+    s.end("0")
+}
+
+/// The list script's body after [`Script::new`], up to its END: probes, `walk`, one walk per
+/// root. With `narrow`, only paths holding it are found below the subdirs, and the one match
+/// (if exactly one) is left in `$hr` (root) and `$hp` (path below it).
+fn list_body(s: &mut Script, roots: &[RootSpec], mode: Option<ListMode>, narrow: Option<&str>) {
+    s.raw("px=");
+    match narrow {
+        Some(id) => s.word(format!("*{id}*").as_bytes()),
+        None => s.word(b"*"),
+    }
+    s.raw("\nnw=");
+    s.word(if narrow.is_some() { b"1" } else { b"" });
+    s.raw("\nnm=0 hr= hp= nn=0 nr= np= fx=\n");
     s.raw("m=");
     s.word(mode.map(ListMode::wire).unwrap_or_default().as_bytes());
     // The probe asks for the very `%Ts` the listing uses: toybox `find` has `-printf` but
@@ -256,6 +310,27 @@ walk() {
     for a do set -- "$@" -o -name "$a"; done
     shift "$n"; shift
   fi
+  if [ -z "$nw" ]; then wf "$@"; return 0; fi
+  # Narrowed: the matches are kept to count them; the one below a subdir is remembered.
+  o=$(wf "$@"; echo X)
+  # A shell that cannot carry a byte of a name drops the rest (yash, see the module doc): the
+  # sentinel is gone, and the files are listed again directly, with no read in one go.
+  case $o in *X) o=${o%X} ;; *) wf "$@"; fx=1; return 0 ;; esac
+  printf '%s' "$o"
+  oi=$IFS; IFS=$NL
+  for l in $o; do
+    case $l in
+    'F '*) l=${l#F }; l=${l#* }; l=${l#* }; l=${l#./}
+      case $l in */*)
+        nm=$((nm + 1)) hr=$r hp=$l
+        case ${l##*/} in $px) nn=$((nn + 1)) nr=$r np=$l ;; esac ;;
+      esac ;;
+    'FX '*) fx=1 ;;
+    esac
+  done
+  IFS=$oi
+}
+wf() {
   (
     cd -P -- "$r" || exit 0
     oi=$IFS; IFS=$NL
@@ -270,8 +345,8 @@ walk() {
     IFS=$oi
     for sd in $es; do
     case $m in
-    gnu) find "./$sd" -path "$dp" -prune -o -type f \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts %p\n' \) ;;
-    *) find "./$sd" -path "$dp" -prune -o -type f \( "$@" \) -exec sh -c "$B" sh "$m" {} + ;;
+    gnu) find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts %p\n' \) ;;
+    *) find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -exec sh -c "$B" sh "$m" {} + ;;
     esac 2>/dev/null
     done
   )
@@ -371,7 +446,6 @@ walk() {
         s.raw(&call);
         s.raw("\n");
     }
-    s.end("0")
 }
 
 /// The read script: confinement checks (an `ERR` line on refusal), a `META` line with the
@@ -389,26 +463,14 @@ pub fn read_script_with(
     encoder: Option<Encoder>,
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
-    let (dir, base) = match file.rel.iter().rposition(|&b| b == b'/') {
-        Some(i) => (&file.rel[..i], &file.rel[i + 1..]),
-        None => (&b""[..], &file.rel[..]),
-    };
+    let (dir, base) = split_rel(&file.rel);
     let mut path = file.root.clone();
     path.push(b'/');
     path.extend_from_slice(&file.rel);
     s.assign("P", &path);
     // Refusals the client can decide alone still travel as the same ERR lines, so that every
     // caller handles one error path.
-    let refusal = if check_relative_path(&file.rel).is_err()
-        || file.root.is_empty()
-        || file.root.contains(&0)
-    {
-        Some("badpath")
-    } else if check_ranges(ranges).is_err() || ranges.len() > MAX_RANGES {
-        Some("badrange")
-    } else {
-        None
-    };
+    let refusal = refusal(file, ranges);
     s.raw(
         r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; printf '\n%s:END 1\n' "$N"; exit 0; }
 "#,
@@ -421,6 +483,151 @@ pub fn read_script_with(
     s.assign("R", &file.root);
     s.assign("D", dir);
     s.assign("B", base);
+    read_prelude(&mut s, encoder);
+    s.begin();
+    s.raw("[ -z \"${bad:-}\" ] || fail unsafe\n");
+    read_file_body(&mut s, &FirstRead::Ranges(ranges.to_vec()));
+    s.end("0")
+}
+
+/// The batched read script ([`crate::Host::read_many`]): for each file `i`, a `FILE i` line,
+/// then what [`read_script`] prints for it (an `ERR` line, or META and its ranges, and `ERR
+/// raced` after a swap), then `END-FILE i`. The files of one directory are read together, in
+/// the order of their first appearance (`FILE` lines are numbered, not ordered): the root and
+/// the directory are resolved and checked once (`cd -P` and `pwd -P`, as for one file), and
+/// each file then costs its own checks (shell builtins), `ls` before and after, and `dd` into
+/// the encoder. A refusal ends that file's section only.
+pub fn read_many_script(
+    nonce: &str,
+    reads: &[(FileRef, Vec<ByteRange>)],
+    encoder: Option<Encoder>,
+) -> Vec<u8> {
+    let mut s = Script::new(nonce);
+    read_prelude(&mut s, encoder);
+    s.raw(
+        r#"fl() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; }
+ck() {
+  [ -z "$bad" ] || { fl unsafe; return 1; }
+  [ -z "$g" ] || { fl "$g"; return 1; }
+  p=./$B
+  [ -L "$p" ] && { fl symlink; return 1; }
+  [ -e "$p" ] || { fl missing; return 1; }
+  [ -f "$p" ] || { fl notfile; return 1; }
+  [ -r "$p" ] || { fl unreadable; return 1; }
+  s=$(ls -lni "$p" 2>/dev/null) || { fl nosize; return 1; }
+  set -- $s
+  i=$1 z=$6
+  case $z in '' | *[!0-9]*) fl nosize; return 1 ;; esac
+  printf 'META size=%s enc=%s\n' "$z" "$e"
+}
+af() {
+  [ -L "$p" ] && { fl raced; return 0; }
+  s=$(ls -lni "$p" 2>/dev/null) || { fl raced; return 0; }
+  set -- $s
+  [ "$1" = "$i" ] || fl raced
+}
+"#,
+    );
+    s.begin();
+    // Files grouped by directory, each group in the order it first appears.
+    let mut groups: Vec<(&[u8], &[u8], Vec<usize>)> = Vec::new();
+    for (i, (file, _)) in reads.iter().enumerate() {
+        let (dir, _) = split_rel(&file.rel);
+        match groups
+            .iter_mut()
+            .find(|(root, d, _)| *root == file.root.as_slice() && *d == dir)
+        {
+            Some(group) => group.2.push(i),
+            None => groups.push((file.root.as_slice(), dir, vec![i])),
+        }
+    }
+    for (root, dir, members) in groups {
+        s.raw("bad=\n");
+        s.assign("R", root);
+        s.assign("D", dir);
+        // The group's verdict (`g`, an ERR code) is every member's: the root resolved and the
+        // directory entered physically exactly below it, as `read_script` checks one file.
+        s.raw(
+            r#"g=; [ -z "$bad" ] || g=unsafe
+if [ -z "$g" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || g=noroot; fi
+if [ -z "$g" ]; then
+  rr=${rr%X}; rr=${rr%"$NL"}
+  case $rr in /) rb= ;; *) rb=$rr ;; esac
+  if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
+  else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
+fi
+if [ -z "$g" ]; then
+  h=$(pwd -P && echo X) || g=outside
+  h=${h%X}; h=${h%"$NL"}
+  [ "$h" = "$w" ] || g=outside
+fi
+"#,
+        );
+        for i in members {
+            let (file, ranges) = &reads[i];
+            let (_, base) = split_rel(&file.rel);
+            s.raw(&format!("printf 'FILE {i}\\n'\nbad=\n"));
+            assign_name(&mut s, "B", base);
+            s.raw("case $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac\n");
+            if let Some(code) = refusal(file, ranges) {
+                s.raw(&format!("fl {code}\n"));
+            } else if bad_group_value(root, dir) {
+                s.raw("fl unsafe\n");
+            } else {
+                s.raw("if ck; then\n");
+                emit_ranges(&mut s, &FirstRead::Ranges(ranges.clone()));
+                s.raw("af\nfi\n");
+            }
+            s.raw(&format!("printf 'END-FILE {i}\\n'\n"));
+        }
+    }
+    s.end("0")
+}
+
+/// A root or directory the script must not be handed: what `refusal` refuses for every file.
+fn bad_group_value(root: &[u8], dir: &[u8]) -> bool {
+    root.is_empty() || root.contains(&0) || dir.contains(&0)
+}
+
+/// `name=<bytes>`: a file name of plain characters (what session ids and their suffixes are
+/// made of) is written as a quoted word, which costs the shell nothing; any other goes through
+/// [`Script::assign`] (no byte of it in the script text).
+fn assign_name(s: &mut Script, name: &str, bytes: &[u8]) {
+    let plain = !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'));
+    if plain {
+        s.raw(&format!("{name}="));
+        s.word(bytes);
+        s.raw("\n");
+    } else {
+        s.assign(name, bytes);
+    }
+}
+
+/// Why the client refuses a read without asking (the same `ERR` codes a host prints).
+fn refusal(file: &FileRef, ranges: &[ByteRange]) -> Option<&'static str> {
+    if check_relative_path(&file.rel).is_err() || file.root.is_empty() || file.root.contains(&0) {
+        Some("badpath")
+    } else if check_ranges(ranges).is_err() || ranges.len() > MAX_RANGES {
+        Some("badrange")
+    } else {
+        None
+    }
+}
+
+/// A relative path's directory and file name.
+fn split_rel(rel: &[u8]) -> (&[u8], &[u8]) {
+    match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => (&b""[..], rel),
+    }
+}
+
+/// What every read script defines before its BEGIN: the encoder (probed unless forced),
+/// `enc`, and `rg INDEX START BS SKIP COUNT`, which prints one range's block.
+fn read_prelude(s: &mut Script, encoder: Option<Encoder>) {
     s.raw("e=");
     s.word(encoder.map(Encoder::wire).unwrap_or_default().as_bytes());
     s.raw(
@@ -439,7 +646,12 @@ rg() {
 }
 "#,
     );
-    s.begin();
+}
+
+/// One file's read, after `$R` (root), `$D` (directory below it, may be empty), `$B` (file
+/// name) and `$P` (the path, for messages) are set and `fail CODE` is defined: the
+/// confinement checks, META, each range of `first`, and the check after the read.
+fn read_file_body(s: &mut Script, first: &FirstRead) {
     // The script enters the file's directory (`cd -P`, in its own shell) and checks that it is
     // physically exactly `<root>/<dir>`: that refuses `..`, a symlink anywhere below the root,
     // and anything leading outside it, like the local host. From then on the file is named
@@ -448,8 +660,7 @@ rg() {
     // runs: its inode and type are checked again after the read, and a change fails the read
     // (`ERR raced`) instead of returning what was read (docs/shells.md says what remains).
     s.raw(
-        r#"[ -z "${bad:-}" ] || fail unsafe
-rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || fail noroot
+        r#"rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || fail noroot
 rr=${rr%X}; rr=${rr%"$NL"}
 case $rr in /) rb= ;; *) rb=$rr ;; esac
 if [ -n "$D" ]; then
@@ -474,17 +685,7 @@ case $z in '' | *[!0-9]*) fail nosize ;; esac
 printf 'META size=%s enc=%s\n' "$z" "$e"
 "#,
     );
-    for (i, range) in ranges.iter().enumerate() {
-        let wire = aligned(range);
-        // Offsets past what `sh` arithmetic holds are past every end of file anyway.
-        let start = range.start.min(i64::MAX as u64);
-        s.raw("rg");
-        for n in [i as u64, start, wire.bs, wire.skip_blocks, wire.count] {
-            s.raw(" ");
-            s.word(n.to_string().as_bytes());
-        }
-        s.raw("\n");
-    }
+    emit_ranges(s, first);
     // The same file, still not a symlink, after the read (see above).
     s.raw(
         r#"[ -L "$p" ] && fail raced
@@ -493,7 +694,41 @@ set -- $s
 [ "$1" = "$i" ] || fail raced
 "#,
     );
-    s.end("0")
+}
+
+/// The `rg` calls of `first`: fixed ranges, or the tail's computed from the size `$z`.
+fn emit_ranges(s: &mut Script, first: &FirstRead) {
+    match first {
+        FirstRead::Ranges(ranges) => {
+            for (i, range) in ranges.iter().enumerate() {
+                let wire = aligned(range);
+                // Offsets past what `sh` arithmetic holds are past every end of file anyway.
+                let start = range.start.min(i64::MAX as u64);
+                s.raw("rg");
+                for n in [i as u64, start, wire.bs, wire.skip_blocks, wire.count] {
+                    s.raw(" ");
+                    s.word(n.to_string().as_bytes());
+                }
+                s.raw("\n");
+            }
+        }
+        FirstRead::Tail { head, back, ahead } => {
+            // The ranges of `FirstRead::ranges` for the size `z` just found, aligned as
+            // `aligned` does (the decoder recomputes both from the META size).
+            let head = aligned(&ByteRange::new(0, *head));
+            s.raw(&format!(
+                "rg 0 0 {} {} {}\n",
+                head.bs, head.skip_blocks, head.count
+            ));
+            s.raw(&format!(
+                "a=0; [ \"$z\" -gt {back} ] && a=$((z - {back}))\nl=$((z - a + {ahead}))\n\
+                 if [ \"$l\" -le {small} ]; then k=4096; else k=65536; fi\n\
+                 if [ \"$l\" -gt 0 ]; then c=$(( (a + l + k - 1) / k - a / k )); else c=0; fi\n\
+                 rg 1 \"$a\" \"$k\" $((a / k)) \"$c\"\n",
+                small = 256 * 1024
+            ));
+        }
+    }
 }
 
 /// A directory name that needs no quoting once split from `$es`, and is not `--`.

@@ -12,7 +12,7 @@ use super::config::SshTarget;
 use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, Dialect, Invocation, posix};
-use crate::{FileRef, Host, HostError};
+use crate::{FileRef, FirstRead, Found, Host, HostError, default_find_and_read, narrow_and_read};
 use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
 
 /// A host reached over SSH.
@@ -339,4 +339,103 @@ impl Host for SshHost {
         script::decode_read(&self.name, &nonce, ranges, &out.stdout)
             .map_err(|e| self.explain(e, &out))
     }
+
+    /// POSIX hosts: batches of files read by one script each, each batch within
+    /// `MAX_READ_BYTES` of aligned blocks. PowerShell hosts (and a host whose dialect is not
+    /// settled yet, for its first file) read file by file.
+    async fn read_many(
+        &self,
+        reads: &[(FileRef, Vec<ByteRange>)],
+    ) -> Result<Vec<Result<ReadResult, HostError>>, HostError> {
+        let mut out = Vec::with_capacity(reads.len());
+        let mut rest = reads;
+        while !rest.is_empty() {
+            if *self.dialect.lock().await != Some(Dialect::Posix) {
+                let (file, ranges) = &rest[0];
+                match self.read(file, ranges).await {
+                    Err(
+                        e @ (HostError::Unreachable { .. }
+                        | HostError::Auth { .. }
+                        | HostError::TimedOut { .. }),
+                    ) => return Err(e),
+                    result => out.push(result),
+                }
+                rest = &rest[1..];
+                continue;
+            }
+            let batch = &rest[..batch_len(rest)];
+            rest = &rest[batch.len()..];
+            let nonce = script::new_nonce();
+            let invocation = posix::invocation(posix::read_many_script(&nonce, batch, None));
+            let output = self
+                .exec(&invocation, script::read_many_reply_limit(batch))
+                .await?;
+            let results = script::decode_read_many(&self.name, &nonce, batch, &output.stdout)
+                .map_err(|e| self.explain(e, &output))?;
+            out.extend(results);
+        }
+        Ok(out)
+    }
+
+    /// POSIX hosts: one script lists the matches and reads the one file. PowerShell hosts
+    /// (and a host whose dialect is not settled yet, which may turn out to be one) list and
+    /// read in two calls.
+    async fn find_and_read(
+        &self,
+        roots: &[RootSpec],
+        id: &str,
+        first: &FirstRead,
+    ) -> Result<Found, HostError> {
+        let plain = match first {
+            FirstRead::Ranges(ranges) => crate::check_ranges(ranges).is_ok(),
+            FirstRead::Tail { .. } => true,
+        };
+        let posix = match *self.dialect.lock().await {
+            Some(dialect) => dialect == Dialect::Posix,
+            // `shell = auto`, nothing run yet: try POSIX; a Windows host answers in a way
+            // `run_script` recognises, and the two-call path takes over.
+            None => true,
+        };
+        if !posix || !plain || !crate::is_plain_id(id) {
+            return default_find_and_read(self, roots, id, first).await;
+        }
+        let (nonce, out) = self
+            .run_script(
+                |d, n| match d {
+                    Dialect::Posix => {
+                        posix::invocation(posix::find_read_script(n, roots, id, first))
+                    }
+                    // Only the listing: the read follows in a call of its own.
+                    Dialect::PowerShell => d.list(n, roots),
+                },
+                script::find_read_reply_limit(),
+            )
+            .await?;
+        if *self.dialect.lock().await == Some(Dialect::PowerShell) {
+            let mut listing = script::decode_list(&self.name, &nonce, roots, &out.stdout)
+                .map_err(|e| self.explain(e, &out))?;
+            return Ok(narrow_and_read(self, &mut listing, id, first).await);
+        }
+        script::decode_find_read(&self.name, &nonce, roots, first, &out.stdout)
+            .map_err(|e| self.explain(e, &out))
+    }
 }
+
+/// How many of `reads` (at least one) go into one batched script: as many as fit
+/// `MAX_READ_BYTES` of aligned blocks and `MAX_BATCH_FILES` files.
+fn batch_len(reads: &[(FileRef, Vec<ByteRange>)]) -> usize {
+    let mut total = 0u64;
+    let mut n = 0;
+    for (_, ranges) in reads {
+        let cost: u64 = ranges.iter().map(|r| script::aligned(r).max_bytes()).sum();
+        if n > 0 && (total + cost > clankie_model::limits::MAX_READ_BYTES || n >= MAX_BATCH_FILES) {
+            break;
+        }
+        total += cost;
+        n += 1;
+    }
+    n.max(1)
+}
+
+/// Most files one batched read script names (its text, and the forks it costs, grow with it).
+const MAX_BATCH_FILES: usize = 2000;

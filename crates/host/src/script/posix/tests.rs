@@ -832,3 +832,127 @@ fn scripts_are_ascii_and_write_nothing() {
         assert!(text.starts_with("{\n") && text.ends_with("} </dev/null\n"));
     }
 }
+
+#[test]
+fn batched_reads_answer_as_reads_one_by_one_in_every_shell() {
+    let tree = tree();
+    let ranges = vec![ByteRange::new(0, 100)];
+    let size = tree.big.len() as u64;
+    let mut reads: Vec<(FileRef, Vec<ByteRange>)> = vec![
+        (
+            tree.file(b"projects/-p/big.jsonl"),
+            vec![
+                ByteRange::new(0, 4096),
+                ByteRange::new(size - 70_000, 200_000),
+            ],
+        ),
+        (
+            tree.file(format!("projects/{HOSTILE_DIR}/ lead'q.jsonl").as_bytes()),
+            ranges.clone(),
+        ),
+        (tree.file(b"projects/-p/new\nline.jsonl"), ranges.clone()),
+        // Refused, missing and out-of-bounds reads are each their own answer.
+        (tree.file(b"projects/-p/link.jsonl"), ranges.clone()),
+        (
+            tree.file(b"projects/../../outside/secret.jsonl"),
+            ranges.clone(),
+        ),
+        (tree.file(b"projects/-p/gone.jsonl"), ranges.clone()),
+        (
+            tree.file(b"projects/-p/a.jsonl"),
+            vec![ByteRange::new(0, 5 << 20)],
+        ),
+        (tree.file(b"projects/-p/a.jsonl"), vec![]),
+    ];
+    reads.extend(
+        ODD_NAMES
+            .iter()
+            .map(|(rel, _)| (tree.file(rel), ranges.clone())),
+    );
+    let kind = |r: &Result<ReadResult, HostError>| match r {
+        Ok(result) => format!("{result:?}"),
+        Err(HostError::NotFound { .. }) => "not found".to_string(),
+        Err(HostError::PathRefused { .. }) => "refused".to_string(),
+        Err(e) => format!("{e}"),
+    };
+    let local = LocalHost::new("local");
+    let expected: Vec<String> = block_on(local.read_many(&reads))
+        .unwrap()
+        .iter()
+        .map(kind)
+        .collect();
+    assert_eq!(
+        expected[1],
+        kind(&Ok(ReadResult {
+            size: 5,
+            chunks: vec![b"lead\n".to_vec()]
+        }))
+    );
+    assert_eq!(expected[3], "refused");
+    assert_eq!(expected[5], "not found");
+    for shell in shells(tree.path()) {
+        let nonce = new_nonce();
+        let out = run(&shell, &tree, &[], &read_many_script(&nonce, &reads, None));
+        let got = super::super::decode_read_many("test", &nonce, &reads, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
+        let got: Vec<String> = got.iter().map(kind).collect();
+        assert_eq!(got, expected, "{}", shell.name);
+    }
+}
+
+#[test]
+fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
+    let tree = tree();
+    let specs = [tree.spec()];
+    let tail = FirstRead::Tail {
+        head: 4096,
+        back: 65536,
+        ahead: 65536,
+    };
+    let local = LocalHost::new("local");
+    let all = shells(tree.path());
+    // One match (a big file, a hostile name); several; none; one that only an FX line carries.
+    for (id, reads) in [
+        ("big", true),
+        ("lead", true),
+        ("agent", true),
+        ("a.json", true),
+        ("jsonl", false),
+        ("nothing", false),
+    ] {
+        let expected = block_on(local.find_and_read(&specs, id, &tail)).unwrap();
+        assert_eq!(expected.read.is_some(), reads, "{id}");
+        for shell in &all {
+            let nonce = new_nonce();
+            let out = run(
+                shell,
+                &tree,
+                &[],
+                &find_read_script(&nonce, &specs, id, &tail),
+            );
+            let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out)
+                .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
+            assert_eq!(got.listing, expected.listing, "{} {id}", shell.name);
+            match (&got.read, &expected.read) {
+                (Some((fa, Ok(a))), Some((fb, Ok(b)))) => {
+                    assert_eq!(fa, fb, "{} {id}", shell.name);
+                    assert!(a == b, "{} {id}: reads differ", shell.name);
+                }
+                (None, None) => {}
+                (a, b) => panic!("{} {id}: {a:?} vs {b:?}", shell.name),
+            }
+        }
+    }
+    // A name that only an FX line can carry is listed and not read in one go.
+    let nonce = new_nonce();
+    let shell = &all[0];
+    let out = run(
+        shell,
+        &tree,
+        &[],
+        &find_read_script(&nonce, &specs, "line", &tail),
+    );
+    let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out).unwrap();
+    assert_eq!(got.listing.files.len(), 1);
+    assert!(got.read.is_none());
+}
