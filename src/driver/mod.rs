@@ -387,7 +387,10 @@ impl<'h, H: Host> Reader<'h, H> {
         let sessions = harness::sessions(&listing.files);
         let has_database = harness::databases(&listing.files).next().is_some();
         let session = resolve::resolve(&sessions, query).ok()?;
-        let alone = harness::source(session) == Source::Lines
+        // A session whose id is written inside its file (Gemini's header) is named only by
+        // reading its head: the full path does that.
+        let alone = !harness::id_in_head(session)
+            && harness::source(session) == Source::Lines
             && session.entry.rel == entry.rel
             && session.entry.root == entry.root
             && (session.id == query.id || !has_database);
