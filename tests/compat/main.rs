@@ -6,7 +6,8 @@
 //! `scripts/compat` installs the CLIs, sets `CLANKIE_COMPAT_DIR` to the npm prefix holding them
 //! and runs `cargo test --test compat -- --ignored`. A test run without `CLANKIE_COMPAT_DIR`, or
 //! with a CLI missing from it, fails. The CLIs run in parallel (one test each, each with its own
-//! model server and HOME); `docs/harnesses.md` says what each covers.
+//! model server and HOME); `docs/harnesses.md` says what each covers. `claude_code_reads_codex_over_mcp`
+//! has Claude Code call our MCP server (`clankie-read mcp`) on a Codex session (`mcp.rs`).
 
 #![allow(unreachable_pub)]
 
@@ -14,6 +15,7 @@
 mod common;
 
 mod clis;
+mod mcp;
 mod server;
 mod session;
 
@@ -51,4 +53,10 @@ fn pi() {
 #[ignore = "needs the agent CLIs: run scripts/compat"]
 fn opencode() {
     run(&clis::OPENCODE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn claude_code_reads_codex_over_mcp() {
+    mcp::claude_reads_codex();
 }
