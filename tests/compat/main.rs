@@ -11,6 +11,9 @@
 //! `edits.rs` adds one edit per CLI whose edit tool the reader renders as a diff (Codex's
 //! `apply_patch`, OpenCode's `edit`); with `CLANKIE_COMPAT_RECORD_DIR` it records them as the
 //! fixtures of the text snapshots.
+//!
+//! `mcp.rs`: Claude Code calls our MCP server (`clankie-read mcp`) on a Codex session
+//! (`claude_code_reads_codex_over_mcp`).
 
 #![allow(unreachable_pub)]
 
@@ -19,6 +22,7 @@ mod common;
 
 mod clis;
 mod edits;
+mod mcp;
 mod server;
 mod session;
 
@@ -56,4 +60,10 @@ fn pi() {
 #[ignore = "needs the agent CLIs: run scripts/compat"]
 fn opencode() {
     run(&clis::OPENCODE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn claude_code_reads_codex_over_mcp() {
+    mcp::claude_reads_codex();
 }

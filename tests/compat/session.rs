@@ -21,7 +21,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 const TURN_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Where `scripts/compat` installed the CLIs (`CLANKIE_COMPAT_DIR`, an npm prefix).
-fn install_dir() -> PathBuf {
+pub fn install_dir() -> PathBuf {
     let dir = std::env::var_os("CLANKIE_COMPAT_DIR")
         .unwrap_or_else(|| panic!("CLANKIE_COMPAT_DIR is not set: run scripts/compat"));
     PathBuf::from(dir)
@@ -431,7 +431,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn ndjson(stdout: &[u8]) -> Vec<Value> {
+pub fn ndjson(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
         .filter(|l| !l.trim().is_empty())

@@ -182,7 +182,9 @@ impl SharedConnection {
         log: &ConnectionLog,
     ) -> Result<Option<ExecOutput>, HostError> {
         let ConnectionPath::Master(control_path) = self.path(host, timeouts, log).await else {
-            log.say(host, || "exec on a new connection".to_string());
+            log.say(host, || {
+                "exec on our own connection (no master)".to_string()
+            });
             return Ok(None);
         };
         #[cfg(unix)]

@@ -1,0 +1,189 @@
+//! An agent reads another agent's session through our MCP server: Claude Code, configured with
+//! `clankie-read mcp` (`--mcp-config`), is scripted by the model server to call
+//! `mcp__clankie__read_session` on a Codex session; Claude runs the tool, and the model request
+//! that follows must carry a tool result holding that session's records as
+//! `clankie-read read --json` gives them, redacted.
+//!
+//! The session read is the one Codex 0.171.0 wrote under this suite's own script
+//! (`tests/fixtures/codex-0.171.0`): its records hold the script's prompts and the marker's
+//! output, so the server answers the request that carries them without a further tool call, and
+//! the turn ends.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::clis::{self, Setup};
+use crate::server::{self, ModelServer, ToolCall};
+use crate::session::{install_dir, ndjson};
+
+const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
+/// How long Claude's turn may take (it starts the MCP server and lists its tools first).
+const TURN_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The Codex session read (the fixture rollout's id).
+const CODEX_SESSION: &str = "01a23153-4790-7660-8b79-1ac09239b292";
+/// Our `read_session` tool as Claude Code names it: `mcp__<server>__<tool>`.
+const READ_TOOL: &str = "mcp__clankie__read_session";
+/// The prompt; it names neither the marker's output nor the second prompt, which only the tool's
+/// result brings into the conversation.
+const PROMPT: &str = "compat mcp: read the codex session through clankie";
+
+/// Calls `read_session` on the Codex session when the request offers it.
+fn pick_read_session(tools: &[String]) -> Option<ToolCall> {
+    tools.iter().any(|t| t == READ_TOOL).then(|| ToolCall {
+        name: READ_TOOL.to_string(),
+        args: json!({"target": format!("local:{CODEX_SESSION}"), "mode": "tail"}),
+    })
+}
+
+/// The Codex home holding the session.
+fn codex_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex-0.171.0")
+}
+
+/// The reader's global options that point it at the Codex home.
+fn root_args() -> Vec<String> {
+    vec![
+        "--root".to_string(),
+        format!("codex={}", codex_root().display()),
+    ]
+}
+
+/// The text of Claude's `tool_result` for its call of [`READ_TOOL`] in an Anthropic Messages
+/// request, and whether it is marked an error; `None` when the request carries no such result.
+fn read_tool_result(body: &Value) -> Option<(String, bool)> {
+    let blocks: Vec<&Value> = body
+        .get("messages")?
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.get("content")?.as_array())
+        .flatten()
+        .collect();
+    let call_id = blocks
+        .iter()
+        .find(|b| b["type"] == "tool_use" && b["name"] == READ_TOOL)?["id"]
+        .clone();
+    let block = blocks
+        .iter()
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == call_id)?;
+    let text = match &block["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    };
+    Some((text, block["is_error"] == true))
+}
+
+pub fn claude_reads_codex() {
+    let install = install_dir();
+    let claude = &clis::CLAUDE;
+    assert!(
+        install.join("node_modules/.bin").join(claude.bin).exists(),
+        "claude is not installed in {} (CLANKIE_COMPAT_DIR): run scripts/compat",
+        install.display()
+    );
+    let server = ModelServer::start(pick_read_session);
+    let home = tempfile::Builder::new()
+        .prefix("compat-mcp-")
+        .disable_cleanup(std::env::var_os("CLANKIE_COMPAT_KEEP").is_some())
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let setup: Setup = claude.prepare(home.path(), server.port, &install);
+
+    let mut mcp_args = root_args();
+    mcp_args.push("mcp".to_string());
+    let config = home.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"clankie": {"command": BIN, "args": mcp_args}}}).to_string(),
+    )
+    .unwrap();
+
+    let fail = |what: &str| -> ! {
+        panic!(
+            "claude + clankie-read mcp: {what}\n--- model server log ---\n{}",
+            server.describe()
+        )
+    };
+
+    let mut turn = setup.command(claude.bin);
+    turn.arg("-p")
+        .arg(PROMPT)
+        .arg("--mcp-config")
+        .arg(&config)
+        .arg("--strict-mcp-config")
+        .args(["--allowedTools", READ_TOOL]);
+    let out = crate::common::run_with_stdin(&mut turn, b"", TURN_TIMEOUT);
+    if !out.status.success() {
+        fail(&format!(
+            "the turn failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let calls = server.tool_calls().len();
+    if calls != 1 {
+        fail(&format!(
+            "{calls} tool calls: Claude never offered {READ_TOOL} (the MCP server did not start?)"
+        ));
+    }
+
+    // The request after the tool call carries Claude's result of our tool.
+    let (result, is_error) = server
+        .log()
+        .iter()
+        .filter(|l| {
+            l.path
+                .split('?')
+                .next()
+                .unwrap_or_default()
+                .ends_with("/messages")
+        })
+        .filter_map(|l| serde_json::from_str::<Value>(&l.body).ok())
+        .find_map(|body| read_tool_result(&body))
+        .unwrap_or_else(|| fail("no request carries the tool's result"));
+    assert!(!is_error, "read_session failed:\n{result}");
+
+    // The same read by the CLI (`--tail`, as the call asked).
+    let mut read = setup.command(BIN);
+    read.args(root_args()).args([
+        "read",
+        &format!("local:{CODEX_SESSION}"),
+        "--tail",
+        "--json",
+    ]);
+    let read = read.output().unwrap();
+    assert!(
+        read.status.success(),
+        "clankie-read read: {}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let mut lines = ndjson(&read.stdout);
+    let page = lines.pop().expect("a page line");
+    assert_eq!(page["type"], "page", "{page}");
+    assert_eq!(lines.len(), 7, "the fixture's records: {lines:#?}");
+    // Claude Code 2.1.197 hands the model the structured result (as JSON text), not the text
+    // rendering: it must be the CLI's records and page, field for field.
+    let structured: Value = serde_json::from_str(&result)
+        .unwrap_or_else(|e| panic!("the tool result is not the structured JSON ({e}):\n{result}"));
+    assert_eq!(structured["records"], Value::Array(lines), "{result}");
+    assert_eq!(structured["page"], page, "{result}");
+    // The fixture holds the fake secrets; the model saw them redacted.
+    assert!(result.contains("[REDACTED:anthropic]"), "{result}");
+    for secret in server::SECRETS {
+        assert!(
+            !result.contains(secret),
+            "{secret} reached the model:\n{result}"
+        );
+    }
+    // And Claude went on with the answer the result brought.
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(answer.contains(server::TEXT_3), "Claude printed: {answer}");
+}
