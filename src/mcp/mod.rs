@@ -437,8 +437,9 @@ impl McpServer {
         let (session, page) = self
             .on_host(host_name, |warm| async move {
                 let reader = Reader::new(&warm.host);
+                // Found and first read in one exec where the host allows (as the CLI's read).
                 let session = reader
-                    .resolve_session(&roots_for(&warm.roots, query.harness), query)
+                    .resolve_for_read(&roots_for(&warm.roots, query.harness), query, request)
                     .await?;
                 let page = reader.read_page(&session, request.clone(), |_| {}).await?;
                 Ok((session, page))
