@@ -371,6 +371,8 @@ mod tests {
         (prompt, shown)
     }
 
+    // Needs the machine's ssh-keygen: a Windows build under wine cannot run the Linux one.
+    #[cfg(unix)]
     #[test]
     fn passphrases_are_asked_three_times_at_most_and_an_unlocked_key_is_kept() {
         let dir = tempfile::tempdir().unwrap();
