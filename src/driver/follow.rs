@@ -198,25 +198,15 @@ impl<'a, H: Host> SessionFeed<'a, H> {
             let Some(result) = result else {
                 return Ok(cursor);
             };
-            match result {
-                Ok(_) => {
-                    if outage.take().is_some() {
-                        sink.warning(&format!(
-                            "{}: reconnected; continuing from the last cursor",
-                            host.name()
-                        ));
-                    }
-                    delay = options.interval;
-                }
-                Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
-                    host.disconnect().await;
-                    let wait = outage.map_or(FIRST_RETRY, |w| (w * 2).min(MAX_RETRY));
-                    sink.warning(&retry_line(&err, wait));
-                    outage = Some(wait);
-                    delay = wait;
-                }
-                Err(err) => return Err(err),
-            }
+            delay = next_delay(
+                &mut outage,
+                result.map(|_| ()),
+                host,
+                options.interval,
+                "cursor",
+                |line| sink.warning(line),
+            )
+            .await?;
         }
     }
 
@@ -569,30 +559,53 @@ impl<'a, H: Host> HostFeed<'a, H> {
                 () = &mut stop => return Ok(()),
                 result = self.poll(options, &mut *sink) => result,
             };
-            match result {
-                Ok(()) => {
-                    if outage.take().is_some() {
-                        sink.warning(&format!(
-                            "{}: reconnected; continuing from the last cursors",
-                            host.name()
-                        ));
-                    }
-                    delay = options.interval;
-                }
-                Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
-                    host.disconnect().await;
-                    let wait = outage.map_or(FIRST_RETRY, |w| (w * 2).min(MAX_RETRY));
-                    sink.warning(&retry_line(&err, wait));
-                    outage = Some(wait);
-                    delay = wait;
-                }
-                Err(err) => return Err(err),
-            }
+            delay = next_delay(
+                &mut outage,
+                result,
+                host,
+                options.interval,
+                "cursors",
+                |line| sink.warning(line),
+            )
+            .await?;
         }
     }
 }
 
 /// The warning for a transient error: the error, and when the next attempt is.
+/// The wait before the next poll, after one that ended with `result`: the interval after a
+/// good poll (saying so once when it ends an outage); after a dropped or stalled connection, a
+/// disconnect and a doubling wait (1 s to 30 s), said at each try. Any other error ends the
+/// follow. `outage` is the wait of the last failed try, `None` while the host answers.
+async fn next_delay<H: Reconnect>(
+    outage: &mut Option<Duration>,
+    result: Result<(), FeedError>,
+    host: &H,
+    interval: Duration,
+    cursors: &str,
+    mut warn: impl FnMut(&str),
+) -> Result<Duration, FeedError> {
+    match result {
+        Ok(()) => {
+            if outage.take().is_some() {
+                warn(&format!(
+                    "{}: reconnected; continuing from the last {cursors}",
+                    host.name()
+                ));
+            }
+            Ok(interval)
+        }
+        Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
+            host.disconnect().await;
+            let wait = outage.map_or(FIRST_RETRY, |w| (w * 2).min(MAX_RETRY));
+            warn(&retry_line(&err, wait));
+            *outage = Some(wait);
+            Ok(wait)
+        }
+        Err(err) => Err(err),
+    }
+}
+
 fn retry_line(err: &HostError, wait: Duration) -> String {
     let retrying = format!("retrying in {}s", wait.as_secs());
     match err {
