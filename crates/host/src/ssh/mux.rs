@@ -354,7 +354,9 @@ mod wire {
     use tokio::net::UnixStream;
 
     use super::super::ConnectionLog;
-    use super::super::session::{ExecOutput, ReplyTimeouts, seconds};
+    use super::super::session::{
+        ExecOutput, ReplyTimeouts, output_over_cap, seconds, stalled_reason,
+    };
     use crate::HostError;
 
     const MUX_MSG_HELLO: u32 = 0x0000_0001;
@@ -620,20 +622,7 @@ mod wire {
                     () = &mut writer, if !writer_done => writer_done = true,
                     () = &mut deadline => {
                         // Dropping the control connection makes the master close the session.
-                        let reason = if tokio::time::Instant::now() >= whole {
-                            format!(
-                                "the reply was not complete after {} ({received} bytes so far)",
-                                seconds(total)
-                            )
-                        } else if received == 0 {
-                            format!("no reply for {} after the command was sent", seconds(idle))
-                        } else {
-                            format!(
-                                "the reply stopped: no byte for {} after {received} bytes",
-                                seconds(idle)
-                            )
-                        };
-                        return Err(self.timed_out(reason));
+                        return Err(self.timed_out(stalled_reason(received, idle, total, whole)));
                     }
                     read = stdout_ours.read(&mut chunk), if !stdout_done => match read {
                         Ok(0) | Err(_) => stdout_done = true,
@@ -642,12 +631,7 @@ mod wire {
                             deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
                             let new_len = out.stdout.len() + n;
                             if new_len > max_stdout {
-                                return Err(MuxFailure::Bound(HostError::ReplyTooLarge {
-                                    host: self.host.to_string(),
-                                    reason: format!(
-                                        "remote output over {max_stdout} bytes; refusing it"
-                                    ),
-                                }));
+                                return Err(MuxFailure::Bound(output_over_cap(self.host, max_stdout)));
                             }
                             out.stdout.extend_from_slice(&chunk[..n]);
                         }

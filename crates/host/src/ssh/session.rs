@@ -79,6 +79,39 @@ pub(crate) fn seconds(duration: Duration) -> String {
     format!("{} s", duration.as_secs_f64())
 }
 
+/// Why a reply's deadline passed, as a message says it: the whole reply's bound (`total`,
+/// ending at `whole`), or silence (`idle`) before any byte or after `received` of them. Shared
+/// by our own channels and the ControlMaster path, which keep the same bounds.
+pub(crate) fn stalled_reason(
+    received: usize,
+    idle: Duration,
+    total: Duration,
+    whole: tokio::time::Instant,
+) -> String {
+    if tokio::time::Instant::now() >= whole {
+        format!(
+            "the reply was not complete after {} ({received} bytes so far)",
+            seconds(total)
+        )
+    } else if received == 0 {
+        format!("no reply for {} after the command was sent", seconds(idle))
+    } else {
+        format!(
+            "the reply stopped: no byte for {} after {received} bytes",
+            seconds(idle)
+        )
+    }
+}
+
+/// A reply's stdout passed the caller's cap: refused as it passes (exit 6, not a broken wire
+/// format).
+pub(crate) fn output_over_cap(host: &str, max_stdout: usize) -> HostError {
+    HostError::ReplyTooLarge {
+        host: host.to_string(),
+        reason: format!("remote output over {max_stdout} bytes; refusing it"),
+    }
+}
+
 /// One authenticated SSH connection. `exec` takes `&self`: up to [`MAX_CHANNELS`] run at once,
 /// the rest wait.
 pub struct SshSession {
@@ -329,21 +362,7 @@ impl SshSession {
                     // The command is not waited for: its channel is closed (or, on a link so
                     // wedged that even that stalls, dropped).
                     let _ = tokio::time::timeout(CLOSE_GRACE, write.close()).await;
-                    let now = tokio::time::Instant::now();
-                    let reason = if now >= whole {
-                        format!(
-                            "the reply was not complete after {} ({received} bytes so far)",
-                            seconds(total)
-                        )
-                    } else if received == 0 {
-                        format!("no reply for {} after the command was sent", seconds(idle))
-                    } else {
-                        format!(
-                            "the reply stopped: no byte for {} after {received} bytes",
-                            seconds(idle)
-                        )
-                    };
-                    return Err(self.timed_out(reason));
+                    return Err(self.timed_out(stalled_reason(received, idle, total, whole)));
                 }
                 msg = read.wait() => match msg {
                     None | Some(ChannelMsg::Close) => break,
@@ -356,12 +375,7 @@ impl SshSession {
                         // a broken wire format.
                         if new_len > max_stdout {
                             let _ = write.close().await;
-                            return Err(HostError::ReplyTooLarge {
-                                host: self.host.clone(),
-                                reason: format!(
-                                    "remote output over {max_stdout} bytes; refusing it"
-                                ),
-                            });
+                            return Err(output_over_cap(&self.host, max_stdout));
                         }
                         if new_len > out.stdout.capacity() {
                             let want = (out.stdout.capacity() * 2).clamp(new_len, max_stdout);
