@@ -44,9 +44,7 @@ use clankie_model::{Record, RecordBody, RootSpec, display_path};
 use pool::Pool;
 use tools::ReadMode;
 
-/// Each record's text (a prompt, a reply, a tool's output or its JSON input) is cut to this many
-/// bytes in an MCP answer, so that 200 records stay within what a model's context can take.
-pub const MAX_RECORD_TEXT_BYTES: usize = 8 << 10;
+pub use clankie_model::limits::MAX_RECORD_TEXT_BYTES;
 
 /// How long the state lock of `check` is waited for (another server, or the same file).
 const CHECK_LOCK_WAIT: Duration = Duration::from_secs(10);

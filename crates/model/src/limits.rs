@@ -14,6 +14,11 @@ pub const MAX_RECORD_BYTES: u64 = 1024 * 1024;
 /// Records per page, at most (`--limit`).
 pub const MAX_LIMIT: usize = 200;
 
+/// Each record's text (a prompt, a reply, a tool's output or its JSON input) is cut to this many
+/// bytes in an MCP answer (`clankie-read mcp`), so that [`MAX_LIMIT`] records stay within what
+/// a model's context can take.
+pub const MAX_RECORD_TEXT_BYTES: usize = 8 << 10;
+
 /// The first read of a `--tail`: this many bytes from the end, grown as needed.
 pub const FIRST_CHUNK_BYTES: u64 = 64 * 1024;
 
