@@ -9,6 +9,8 @@ pub mod heads;
 #[cfg(test)]
 pub(crate) mod testing;
 
+use std::collections::HashMap;
+
 use clankie_engine::SourceCtx;
 use clankie_engine::cursor::{Cursor, CursorError, binding};
 use clankie_engine::harness::{self, Source};
@@ -57,10 +59,6 @@ impl From<crate::sqlite::DatabaseError> for DriverError {
         }
     }
 }
-
-/// How many session heads listing reads at once ([`Reader::list_sessions`] for Gemini): SSH
-/// multiplexes them on one connection, and sshd allows 10 sessions per connection by default.
-const HEAD_READS_AT_ONCE: usize = 8;
 
 /// The roots to list on a host: an explicit `--root`/hosts-file root replaces that harness's
 /// default; other harnesses keep theirs, and one with no default home (terminal recordings)
@@ -163,26 +161,23 @@ impl<'h, H: Host> Reader<'h, H> {
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = self.host.list(roots).await?;
         leave_out_non_utf8(&mut listing);
-        let mut sessions = self
-            .adopt_native_ids(harness::sessions(&listing.files))
-            .await?;
-        // Files named by what they hold (a subagent naming its parent inside): their first bytes
-        // are read, one read each. One that cannot be read is still listed, under its own name.
+        let sessions = harness::sessions(&listing.files);
+        // Files whose session id is written inside them: Gemini's header (a session of its
+        // own, renamed) and a subagent naming its parent (listed only from its head). Their
+        // first bytes are read in one batch; one that cannot be read keeps its own name.
         let named_inside: Vec<FileEntry> = harness::named_inside(&listing.files)
             .filter(|f| wanted.is_none_or(|id| harness::may_be_named_inside(f, id)))
             .cloned()
             .collect();
+        let id_in_head = sessions
+            .iter()
+            .filter(|s| harness::id_in_head(s))
+            .map(|s| &s.entry);
+        let mut heads = self.read_heads(id_in_head.chain(&named_inside)).await?;
+        let mut sessions =
+            harness::adopt_native_ids(sessions, |s| heads.remove(&head_key(&s.entry)));
         for entry in named_inside {
-            let head_range = [ByteRange::new(0, clankie_model::limits::NAMING_HEAD_BYTES)];
-            let head = match self.host.read(&file_ref(&entry), &head_range).await {
-                Ok(result) => result.chunks.concat(),
-                Err(
-                    e @ (HostError::Unreachable { .. }
-                    | HostError::Auth { .. }
-                    | HostError::TimedOut { .. }),
-                ) => return Err(e),
-                Err(_) => Vec::new(),
-            };
+            let head = heads.remove(&head_key(&entry)).unwrap_or_default();
             sessions.extend(harness::session_from_head(&entry, &head));
         }
         let mut errors = Vec::new();
@@ -237,38 +232,27 @@ impl<'h, H: Host> Reader<'h, H> {
         Ok((listing, sessions, errors))
     }
 
-    /// Sessions whose id is in their file's first line (Gemini) get that id: one small read of
-    /// each such file, [`HEAD_READS_AT_ONCE`] at a time (over SSH each is a command). A file
-    /// that cannot be read keeps its file name as its id.
-    async fn adopt_native_ids(
+    /// The first [`NAMING_HEAD_BYTES`] of each of `files`, read in one batch
+    /// ([`Host::read_many`]: few round trips). A file that cannot be read is left out; an
+    /// unreachable or stalled host fails the listing, as it would for the listing itself.
+    ///
+    /// [`NAMING_HEAD_BYTES`]: clankie_model::limits::NAMING_HEAD_BYTES
+    async fn read_heads<'f>(
         &self,
-        sessions: Vec<SessionFile>,
-    ) -> Result<Vec<SessionFile>, HostError> {
-        use futures_util::stream::{self, StreamExt};
-        let files: Vec<FileRef> = sessions
-            .iter()
-            .filter(|s| harness::id_in_head(s))
-            .map(|session| FileRef {
-                harness: session.harness(),
-                root: session.entry.root.to_vec(),
-                rel: session.entry.rel.clone(),
-            })
-            .collect();
-        let host = self.host;
-        let reads: Vec<_> = stream::iter(files)
-            .map(|file| async move {
-                let range = [ByteRange::new(0, clankie_model::limits::NAMING_HEAD_BYTES)];
-                let head = host.read(&file, &range).await;
-                ((file.root, file.rel), head)
-            })
-            .buffer_unordered(HEAD_READS_AT_ONCE)
-            .collect()
-            .await;
-        let mut heads = std::collections::HashMap::new();
-        for (key, head) in reads {
-            match head {
+        files: impl Iterator<Item = &'f FileEntry>,
+    ) -> Result<HashMap<HeadKey, Vec<u8>>, HostError> {
+        let range = vec![ByteRange::new(0, clankie_model::limits::NAMING_HEAD_BYTES)];
+        let reads: Vec<(FileRef, Vec<ByteRange>)> =
+            files.map(|f| (file_ref(f), range.clone())).collect();
+        if reads.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let results = self.host.read_many(&reads).await?;
+        let mut heads = HashMap::with_capacity(reads.len());
+        for ((file, _), result) in reads.into_iter().zip(results) {
+            match result {
                 Ok(result) => {
-                    heads.insert(key, result.chunks.concat());
+                    heads.insert((file.root.into(), file.rel), result.chunks.concat());
                 }
                 Err(
                     e @ (HostError::Unreachable { .. }
@@ -278,9 +262,7 @@ impl<'h, H: Host> Reader<'h, H> {
                 Err(_) => {}
             }
         }
-        Ok(harness::adopt_native_ids(sessions, |s| {
-            heads.remove(&(s.entry.root.to_vec(), s.entry.rel.clone()))
-        }))
+        Ok(heads)
     }
 
     /// Resolves a session argument on a host.
@@ -838,6 +820,13 @@ fn sidecar_rel(rel: &[u8], sidecar: &str) -> Vec<u8> {
 }
 
 /// The host's name for a listed file.
+/// A listed file, as [`Reader::read_heads`] keys what it read.
+type HeadKey = (std::sync::Arc<[u8]>, Vec<u8>);
+
+fn head_key(entry: &FileEntry) -> HeadKey {
+    (entry.root.clone(), entry.rel.clone())
+}
+
 fn file_ref(entry: &FileEntry) -> FileRef {
     FileRef {
         harness: entry.harness,
