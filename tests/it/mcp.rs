@@ -602,3 +602,41 @@ fn the_mcp_inspector_lists_and_calls_every_tool() {
         "{resume}"
     );
 }
+
+/// `read_session` finds the session and reads its first window in one exec, as the CLI's read
+/// does: a small session over SSH is one command on the (new) connection, not a listing and
+/// then a read.
+#[test]
+fn a_read_of_a_small_ssh_session_is_one_exec() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_mcp_one_exec";
+    sshd.add_user(user, Path::new("/bin/sh"));
+    let session = "3c900000-0000-4000-8000-00000000e7ec";
+    let line = json!({"type": "user", "uuid": "mcp-one", "timestamp": "2026-11-02T10:00:00.000Z",
+        "message": {"role": "user", "content": "one exec"}})
+    .to_string();
+    sshd.put_file(
+        user,
+        format!(".claude/projects/-mcp-one/{session}.jsonl"),
+        format!("{line}\n").as_bytes(),
+    );
+    let alias = sshd.alias(user);
+    let home = tempfile::tempdir().unwrap();
+    let ssh_config = sshd.ssh_config().to_str().unwrap();
+    let mut server = Server::start(
+        home.path(),
+        &["--ssh-config", ssh_config, "-v"],
+        &["--allow-host", &alias],
+    );
+    let read = server.ok(
+        "read_session",
+        json!({"target": format!("{alias}:{session}"), "mode": "tail"}),
+    );
+    assert_eq!(read["records"][0]["id"], "mcp-one#0", "{read}");
+    let log = server.finish();
+    let execs = log
+        .lines()
+        .filter(|l| l.contains(&format!("{alias}: exec on our own connection")))
+        .count();
+    assert_eq!(execs, 1, "{log}");
+}
