@@ -138,7 +138,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     let renderer = ctx.renderer(args.json, false);
     let ls_options = LsOptions {
         color: ctx.color(),
-        width: terminal_width(),
+        width: crate::render::tty::stdout_width(),
         now: now.as_second(),
     };
     let want_heads = !args.json || args.view.long;
@@ -340,31 +340,6 @@ fn on_host(host: &str, line: &str) -> String {
         Some(rest) if rest.starts_with(": ") => line.to_string(),
         _ => format!("{host}: {line}"),
     }
-}
-
-/// The width rows are cut to: `COLUMNS` when set, else the terminal's when stdout is one,
-/// else none.
-fn terminal_width() -> Option<usize> {
-    if let Some(columns) = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|&c| c > 0)
-    {
-        return Some(columns);
-    }
-    let stdout = std::io::stdout();
-    if !std::io::IsTerminal::is_terminal(&stdout) {
-        return None;
-    }
-    #[cfg(unix)]
-    return rustix::termios::tcgetwinsize(&stdout)
-        .ok()
-        .map(|size| usize::from(size.ws_col))
-        .filter(|&c| c > 0);
-    #[cfg(windows)]
-    return terminal_size::terminal_size_of(&stdout)
-        .map(|(width, _)| usize::from(width.0))
-        .filter(|&c| c > 0);
 }
 
 #[cfg(test)]
