@@ -203,13 +203,7 @@ impl<'h, H: Host> Reader<'h, H> {
             match found {
                 Ok(found) => sessions.extend(found),
                 // An unreachable or stalled host fails the listing as it would for files.
-                Err(DriverError::Host(
-                    e @ (HostError::Unreachable { .. }
-                    | HostError::Auth { .. }
-                    | HostError::TimedOut { .. }),
-                )) => {
-                    return Err(e);
-                }
+                Err(DriverError::Host(e)) if e.is_host_wide() => return Err(e),
                 Err(e) => {
                     listing.unreadable.push(LeftOut {
                         harness: db.harness,
@@ -254,11 +248,7 @@ impl<'h, H: Host> Reader<'h, H> {
                 Ok(result) => {
                     heads.insert((file.root.into(), file.rel), result.chunks.concat());
                 }
-                Err(
-                    e @ (HostError::Unreachable { .. }
-                    | HostError::Auth { .. }
-                    | HostError::TimedOut { .. }),
-                ) => return Err(e),
+                Err(e) if e.is_host_wide() => return Err(e),
                 Err(_) => {}
             }
         }

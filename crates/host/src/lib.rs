@@ -135,6 +135,18 @@ pub enum HostError {
     },
 }
 
+impl HostError {
+    /// Whether this error is the host's as a whole, not one file's: it could not be reached,
+    /// refused who we are, or stalled. A batch of reads (or a listing's side reads) stops at
+    /// such an error; any other is the one file's and the rest go on.
+    pub fn is_host_wide(&self) -> bool {
+        matches!(
+            self,
+            HostError::Unreachable { .. } | HostError::Auth { .. } | HostError::TimedOut { .. }
+        )
+    }
+}
+
 /// How a host is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transport {
@@ -215,11 +227,7 @@ pub trait Host {
         let mut out = Vec::with_capacity(reads.len());
         for (file, ranges) in reads {
             match self.read(file, ranges).await {
-                Err(
-                    e @ (HostError::Unreachable { .. }
-                    | HostError::Auth { .. }
-                    | HostError::TimedOut { .. }),
-                ) => return Err(e),
+                Err(e) if e.is_host_wide() => return Err(e),
                 result => out.push(result),
             }
         }

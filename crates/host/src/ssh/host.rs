@@ -353,11 +353,7 @@ impl Host for SshHost {
             if *self.dialect.lock().await != Some(Dialect::Posix) {
                 let (file, ranges) = &rest[0];
                 match self.read(file, ranges).await {
-                    Err(
-                        e @ (HostError::Unreachable { .. }
-                        | HostError::Auth { .. }
-                        | HostError::TimedOut { .. }),
-                    ) => return Err(e),
+                    Err(e) if e.is_host_wide() => return Err(e),
                     result => out.push(result),
                 }
                 rest = &rest[1..];
