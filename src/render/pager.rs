@@ -168,8 +168,12 @@ fn pager_program_exists(command: &str) -> bool {
     if program.contains('/') {
         return std::path::Path::new(program).is_file();
     }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    // Windows finds `less` as `less.exe`.
+    let found = |dir: std::path::PathBuf| {
+        dir.join(program).is_file()
+            || (cfg!(windows) && dir.join(format!("{program}.exe")).is_file())
+    };
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(found))
 }
 
 impl Write for PagedStdout {
@@ -244,11 +248,12 @@ impl Drop for PagedStdout {
 
 #[cfg(test)]
 mod tests {
-    use super::{command, pager_program_exists};
+    use super::command;
 
     #[test]
     #[cfg(unix)]
     fn a_missing_pager_program_is_caught_before_sh_runs_it() {
+        use super::pager_program_exists;
         assert!(pager_program_exists("sh -c true"));
         assert!(pager_program_exists("/bin/sh"));
         assert!(!pager_program_exists("no-such-pager-ck -R"));

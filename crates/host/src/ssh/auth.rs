@@ -346,7 +346,9 @@ pub(crate) async fn authenticate<H: client::Handler>(
     )))
 }
 
-#[cfg(test)]
+// Every test here drives the passphrase prompt with keys the machine's ssh-keygen makes: a
+// Windows build under wine cannot run the Linux one.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::sync::Mutex;
@@ -371,8 +373,6 @@ mod tests {
         (prompt, shown)
     }
 
-    // Needs the machine's ssh-keygen: a Windows build under wine cannot run the Linux one.
-    #[cfg(unix)]
     #[test]
     fn passphrases_are_asked_three_times_at_most_and_an_unlocked_key_is_kept() {
         let dir = tempfile::tempdir().unwrap();
