@@ -17,6 +17,7 @@
 //!   the same reads as MCP tools on stdio (`clankie-read mcp`).
 
 pub mod check;
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod driver;
