@@ -97,7 +97,12 @@ fn verbose_tells_the_story_of_a_good_connection() {
         ),
     ];
     for line in &exact {
-        assert!(has_line(&lines, line), "{}", said(line));
+        // A phase's line may go on with its time (`connected to … (TCP) after 1.2 ms`).
+        assert!(
+            has_line(&lines, line) || has_prefix(&lines, &format!("{line} ")),
+            "{}",
+            said(line)
+        );
     }
     let prefixes = [
         format!("{alias}: server host key: ssh-ed25519 SHA256:"),
@@ -111,6 +116,7 @@ fn verbose_tells_the_story_of_a_good_connection() {
         ),
         format!("{alias}: channel "),
         format!("{alias}: exec done: exit status 0; "),
+        format!("{alias}: version and key exchange done after "),
     ];
     for prefix in &prefixes {
         assert!(has_prefix(&lines, prefix), "{}", said(prefix));
@@ -121,6 +127,19 @@ fn verbose_tells_the_story_of_a_good_connection() {
             .any(|l| l.starts_with(&format!("{alias}: channel ")) && l.contains("exec \"sh -s\"")),
         "{}",
         said("the exec")
+    );
+    // Each phase says its time and the bytes it moved (issue 15).
+    let exec_done = lines.iter().find(|l| l.starts_with(&prefixes[4])).unwrap();
+    assert!(
+        exec_done.contains("first byte after ") && exec_done.contains(" bytes on the wire"),
+        "{exec_done}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with(&exact[7])
+            && l.contains(" after ")
+            && l.ends_with(" bytes on the wire")),
+        "{}",
+        said("authentication's time and bytes")
     );
     // The steps come in the order they happen.
     let at = |prefix: &str| lines.iter().position(|l| l.starts_with(prefix)).unwrap();

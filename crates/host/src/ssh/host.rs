@@ -144,14 +144,21 @@ impl SshHost {
         invocation: &Invocation,
         max_stdout: usize,
     ) -> Result<ExecOutput, HostError> {
+        // A POSIX script rides in the command rather than on stdin: one round trip less
+        // (`inline.rs`).
+        let inline = super::inline::inline_command(&invocation.exec, &invocation.stdin);
+        let (command, stdin) = match &inline {
+            Some(command) => (command.as_str(), &[][..]),
+            None => (invocation.exec.as_str(), &invocation.stdin[..]),
+        };
         // Connection sharing (issue 15): the user's master at ControlPath runs the command when
         // there is one; `None` is our own connection.
         if let Some(out) = self
             .shared
             .exec(
                 &self.name,
-                &invocation.exec,
-                &invocation.stdin,
+                command,
+                stdin,
                 max_stdout,
                 self.timeouts,
                 &self.options.log,
@@ -161,10 +168,7 @@ impl SshHost {
             return Ok(out);
         }
         let session = self.session().await?;
-        match session
-            .exec(&invocation.exec, &invocation.stdin, max_stdout)
-            .await
-        {
+        match session.exec(command, stdin, max_stdout).await {
             Ok(out) => Ok(out),
             Err(err) => {
                 if matches!(

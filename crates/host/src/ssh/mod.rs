@@ -12,10 +12,12 @@ use std::sync::Arc;
 mod auth;
 pub mod config;
 mod host;
+mod inline;
 pub mod known_hosts;
 mod mux;
 mod pattern;
 mod session;
+mod wire_count;
 
 pub use config::{
     ConfigSource, ControlMaster, ControlPersist, LocalAccount, SshTarget, StrictHostKeyChecking,

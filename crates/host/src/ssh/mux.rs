@@ -355,7 +355,7 @@ mod wire {
 
     use super::super::ConnectionLog;
     use super::super::session::{
-        ExecOutput, ReplyTimeouts, output_over_cap, seconds, stalled_reason,
+        ExecOutput, ReplyTimeouts, millis, output_over_cap, seconds, stalled_reason,
     };
     use crate::HostError;
 
@@ -583,10 +583,10 @@ mod wire {
             };
             self.log.say(self.host, || {
                 format!(
-                    "session {session_id} open through the master at {}; exec {command:?} ({} \
-                     bytes of script on stdin)",
+                    "session {session_id} open through the master at {} after {}; {}",
                     self.control_path.display(),
-                    stdin.len()
+                    millis(start.elapsed()),
+                    super::super::inline::shown_command(command, stdin.len())
                 )
             });
             let from_std = |s: std::os::unix::net::UnixStream| {
@@ -675,9 +675,12 @@ mod wire {
                     (None, None) => "no exit status".to_string(),
                 };
                 format!(
-                    "exec done through the master: {ended}; {} bytes on stdout, {} on stderr",
+                    "exec done through the master: {ended}; {} bytes on stdout, {} on stderr; \
+                     done after {}; up {} bytes (command and stdin)",
                     out.stdout.len(),
-                    out.stderr.len()
+                    out.stderr.len(),
+                    millis(start.elapsed()),
+                    command.len() + stdin.len()
                 )
             });
             Ok(out)

@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 use super::auth;
 use super::config::{SshTarget, resolve};
 use super::known_hosts::{Acceptance, HostKeyPolicy};
+use super::wire_count::{Counted, WireBytes};
 use super::{ConnectOptions, ConnectionLog};
 
 use crate::HostError;
@@ -72,6 +73,11 @@ impl Default for ReplyTimeouts {
             total: DEFAULT_REPLY_TIMEOUT,
         }
     }
+}
+
+/// `12.3 ms`: a phase's time as `-v` says it.
+pub(crate) fn millis(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
 }
 
 /// `30 s`, `0.5 s`: a duration as a message says it.
@@ -128,6 +134,8 @@ pub struct SshSession {
     _proxy: Option<tokio::process::Child>,
     /// Where `-v` lines go.
     log: ConnectionLog,
+    /// The connection's bytes on the wire so far, each way (for `-v`).
+    wire: Arc<WireBytes>,
 }
 
 impl std::fmt::Debug for SshSession {
@@ -305,6 +313,7 @@ impl SshSession {
         let ReplyTimeouts { idle, total } = self.timeouts;
         let start = tokio::time::Instant::now();
         let whole = start + total;
+        let (wire_up, wire_down) = (self.wire.up(), self.wire.down());
         let opening = async {
             let channel = self
                 .handle
@@ -322,9 +331,10 @@ impl SshSession {
                 let channel = opened?;
                 self.log.say(&self.host, || {
                     format!(
-                        "channel {} open; exec {command:?} ({} bytes of script on stdin)",
+                        "channel {} open after {}; {}",
                         channel.id(),
-                        stdin.len()
+                        millis(start.elapsed()),
+                        super::inline::shown_command(command, stdin.len())
                     )
                 });
                 channel
@@ -354,6 +364,7 @@ impl SshSession {
         let deadline = tokio::time::sleep_until((start + idle).min(whole));
         tokio::pin!(deadline);
         let mut received = 0usize;
+        let mut first_byte = None;
         loop {
             tokio::select! {
                 // The command may exit without reading its stdin; that is its business.
@@ -367,6 +378,7 @@ impl SshSession {
                 msg = read.wait() => match msg {
                     None | Some(ChannelMsg::Close) => break,
                     Some(ChannelMsg::Data { data }) => {
+                        first_byte.get_or_insert_with(|| start.elapsed());
                         received += data.len();
                         deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
                         let new_len = out.stdout.len() + data.len();
@@ -384,6 +396,7 @@ impl SshSession {
                         out.stdout.extend_from_slice(&data);
                     }
                     Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                        first_byte.get_or_insert_with(|| start.elapsed());
                         received += data.len();
                         deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
                         let room = MAX_STDERR.saturating_sub(out.stderr.len());
@@ -420,10 +433,17 @@ impl SshSession {
                 (None, Some(signal)) => format!("killed by signal {signal}"),
                 (None, None) => "no exit status".to_string(),
             };
+            let first = first_byte.map_or("no output".to_string(), |t| {
+                format!("first byte after {}", millis(t))
+            });
             format!(
-                "exec done: {ended}; {} bytes on stdout, {} on stderr",
+                "exec done: {ended}; {} bytes on stdout, {} on stderr; {first}, done after {}; \
+                 this exec moved up {}, down {} bytes on the wire",
                 out.stdout.len(),
-                out.stderr.len()
+                out.stderr.len(),
+                millis(start.elapsed()),
+                self.wire.up() - wire_up,
+                self.wire.down() - wire_down,
             )
         });
         Ok(out)
@@ -658,9 +678,15 @@ async fn tcp_connect(
     let mut last_error = format!("cannot resolve {host}: no address");
     for addr in addrs {
         log.say(label, || format!("connecting to {addr}"));
+        let start = std::time::Instant::now();
         match tokio::net::TcpStream::connect(addr).await {
             Ok(stream) => {
-                log.say(label, || format!("connected to {addr}"));
+                log.say(label, || {
+                    format!(
+                        "connected to {addr} (TCP) after {}",
+                        millis(start.elapsed())
+                    )
+                });
                 let _ = stream.set_nodelay(true);
                 return Ok(stream);
             }
@@ -706,6 +732,9 @@ where
         },
         ..Default::default()
     };
+    let wire = Arc::new(WireBytes::default());
+    let stream = Counted::new(stream, wire.clone());
+    let start = std::time::Instant::now();
     let mut handle = match client::connect_stream(Arc::new(config), stream, verifier).await {
         Ok(handle) => handle,
         Err(e) => {
@@ -721,10 +750,22 @@ where
             ));
         }
     };
+    options.log.say(label, || {
+        format!(
+            "version and key exchange done after {}; {}",
+            millis(start.elapsed()),
+            wire.said()
+        )
+    });
+    let start = std::time::Instant::now();
     let authenticated_with = auth::authenticate(&mut handle, label, target, options).await?;
-    options
-        .log
-        .say(label, || format!("authenticated with {authenticated_with}"));
+    options.log.say(label, || {
+        format!(
+            "authenticated with {authenticated_with} after {}; {}",
+            millis(start.elapsed()),
+            wire.said()
+        )
+    });
     Ok(SshSession {
         authenticated_with,
         host: label.to_string(),
@@ -734,6 +775,7 @@ where
         jump,
         _proxy: None,
         log: options.log.clone(),
+        wire,
     })
 }
 
