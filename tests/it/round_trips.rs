@@ -422,3 +422,79 @@ fn script_read_of_several_paths_is_one_script() {
         Err(clankie_host::HostError::NotFound { .. })
     ));
 }
+
+/// The bytes a run's execs brought back on stdout, from `-v`'s `exec done` lines.
+fn stdout_bytes(out: &Output) -> usize {
+    stderr(out)
+        .lines()
+        .filter_map(|l| {
+            l.split_once("exec done: ")?
+                .1
+                .split_once("; ")?
+                .1
+                .split_once(" bytes on stdout")
+        })
+        .map(|(n, _)| n.parse::<usize>().unwrap())
+        .sum()
+}
+
+/// A host whose OpenCode database is big (20 MiB, generated here): a Claude session's `--tail`
+/// and `--since` by its id load no database, so they move a few KiB, in one exec.
+#[test]
+fn a_claude_session_beside_a_big_opencode_db_loads_no_database() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_rtt_db";
+    let alias = sshd.add_user(user, Path::new("/bin/sh"));
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("opencode.db");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let dump = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode/opencode-1.18.33.sql");
+        conn.execute_batch(&std::fs::read_to_string(dump).unwrap())
+            .unwrap();
+        conn.execute_batch(
+            "CREATE TABLE ballast (b BLOB);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20)
+             INSERT INTO ballast SELECT randomblob(1048576) FROM n;",
+        )
+        .unwrap();
+    }
+    let db_bytes = std::fs::read(&db).unwrap();
+    assert!(db_bytes.len() > 20 << 20);
+    sshd.put_file(user, ".local/share/opencode/opencode.db", &db_bytes);
+    let id = "a5500005-0000-4000-8000-000000000005";
+    sshd.put_file(
+        user,
+        format!(".claude/projects/-rtt-db/{id}.jsonl"),
+        transcript("db", 50).as_bytes(),
+    );
+    let target = format!("{alias}:{id}");
+    let tail = run(sshd, home.path(), &[&target, "--tail", "--json", "-n", "3"]);
+    assert_eq!(ids(&tail), ["db-47", "db-48", "db-49"]);
+    assert_eq!(execs(&tail), 1, "{}", stderr(&tail));
+    assert!(stdout_bytes(&tail) < 64 << 10, "{}", stderr(&tail));
+
+    let since = run(
+        sshd,
+        home.path(),
+        &[&target, "--since", &cursor(&tail), "--json"],
+    );
+    assert!(ids(&since).is_empty());
+    assert_eq!(execs(&since), 1, "{}", stderr(&since));
+    assert!(stdout_bytes(&since) < 64 << 10, "{}", stderr(&since));
+
+    // The database is there, and read when a session of it is asked for.
+    let opencode = run(
+        sshd,
+        home.path(),
+        &[
+            &format!("{alias}:opencode/ses_f0de500f8ffeXvsiYJDOg5JtrU"),
+            "--json",
+            "-n",
+            "1",
+        ],
+    );
+    assert_eq!(ids(&opencode).len(), 1, "{}", stderr(&opencode));
+}
