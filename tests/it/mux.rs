@@ -227,6 +227,15 @@ fn a_master_runs_every_call_and_no_connection_of_ours_is_made() {
         said(&lines, "exec done through the master: exit status 0"),
         "{all}"
     );
+    // The script rides in the command (no wait for the channel's window), and the session's
+    // time is said.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("open through the master at ")
+                && l.contains(" ms; exec \"sh -s\" (script in the command, ")),
+        "{all}"
+    );
     assert!(!said(&lines, "authenticat"), "{all}");
     assert!(!said(&lines, "connecting to"), "{all}");
 

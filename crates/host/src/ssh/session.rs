@@ -124,7 +124,12 @@ pub struct SshSession {
     /// What authentication succeeded with (for `hosts --check`).
     authenticated_with: String,
     host: String,
-    handle: client::Handle<Verifier>,
+    /// Shared with the task opening the spare channel.
+    handle: Arc<client::Handle<Verifier>>,
+    /// A channel being opened (or open) ahead of the next `exec`, so that it does not wait a
+    /// round trip for its confirmation: each `exec` takes it and starts the next one.
+    spare:
+        Mutex<Option<tokio::task::JoinHandle<Result<russh::Channel<client::Msg>, russh::Error>>>>,
     channels: Semaphore,
     /// The bounds of each `exec` (the defaults until [`SshSession::set_reply_timeouts`]).
     timeouts: ReplyTimeouts,
@@ -315,11 +320,30 @@ impl SshSession {
         let whole = start + total;
         let (wire_up, wire_down) = (self.wire.up(), self.wire.down());
         let opening = async {
-            let channel = self
-                .handle
-                .channel_open_session()
-                .await
-                .map_err(|e| lost("opening a channel", e))?;
+            // The next exec's channel is asked for now: its confirmation comes back with this
+            // one's (or while this command runs), one round trip saved for every exec after
+            // the first. A spare that failed (MaxSessions) costs nothing: the next opens its own.
+            // Taken and replaced under one lock, so that no spare is ever dropped unused (a
+            // dropped channel stays open on the server, and counts against MaxSessions).
+            let spare = {
+                let mut slot = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+                let handle = Arc::clone(&self.handle);
+                slot.replace(tokio::spawn(
+                    async move { handle.channel_open_session().await },
+                ))
+            };
+            let opened = match spare {
+                Some(spare) => spare.await.ok().and_then(Result::ok),
+                None => None,
+            };
+            let channel = match opened {
+                Some(channel) => channel,
+                None => self
+                    .handle
+                    .channel_open_session()
+                    .await
+                    .map_err(|e| lost("opening a channel", e))?,
+            };
             channel
                 .exec(true, command)
                 .await
@@ -769,7 +793,8 @@ where
     Ok(SshSession {
         authenticated_with,
         host: label.to_string(),
-        handle,
+        handle: Arc::new(handle),
+        spare: Mutex::new(None),
         channels: Semaphore::new(MAX_CHANNELS),
         timeouts: ReplyTimeouts::default(),
         jump,
