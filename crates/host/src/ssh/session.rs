@@ -118,6 +118,9 @@ pub(crate) fn output_over_cap(host: &str, max_stdout: usize) -> HostError {
     }
 }
 
+/// A channel being opened ahead of the exec that will take it.
+type SpareChannel = tokio::task::JoinHandle<Result<russh::Channel<client::Msg>, russh::Error>>;
+
 /// One authenticated SSH connection. `exec` takes `&self`: up to [`MAX_CHANNELS`] run at once,
 /// the rest wait.
 pub struct SshSession {
@@ -128,8 +131,7 @@ pub struct SshSession {
     handle: Arc<client::Handle<Verifier>>,
     /// A channel being opened (or open) ahead of the next `exec`, so that it does not wait a
     /// round trip for its confirmation: each `exec` takes it and starts the next one.
-    spare:
-        Mutex<Option<tokio::task::JoinHandle<Result<russh::Channel<client::Msg>, russh::Error>>>>,
+    spare: Mutex<Option<SpareChannel>>,
     channels: Semaphore,
     /// The bounds of each `exec` (the defaults until [`SshSession::set_reply_timeouts`]).
     timeouts: ReplyTimeouts,
