@@ -1,6 +1,7 @@
 //! The SSH host: the two primitives answered by one generated POSIX-sh script per call (`sh -s`,
-//! script on stdin), over one russh connection per host per invocation, opened on first use, or
-//! through the user's own OpenSSH master when its ControlPath has one (`mux.rs`).
+//! the script in the command when it fits, `inline.rs`, else on stdin), over one russh
+//! connection per host per invocation, opened on first use, or through the user's own OpenSSH
+//! master when its ControlPath has one (`mux.rs`).
 //! Replies are decoded by `script` (framed by a per-call nonce, never trusted).
 
 use std::sync::Arc;
