@@ -307,7 +307,7 @@ impl Cache {
                 Err(e) => State::Failed(Some(job.cache_failure(&e))),
             };
         };
-        if !self.options.enabled || entry.size > self.options.max_bytes {
+        if !self.options.enabled {
             private(&mut job);
             return job;
         }
@@ -319,6 +319,12 @@ impl Cache {
                 private(&mut job);
                 return job;
             }
+        }
+        if entry.size > self.options.max_bytes {
+            // Too big to keep: what was kept of it (when it was smaller) goes.
+            self.store.remove(&key);
+            private(&mut job);
+            return job;
         }
         job.state = match self.store.load(&key, host, harness, &job.path) {
             Some((meta, data)) if entry.size >= meta.size => State::Verify { meta, data },
@@ -350,10 +356,7 @@ impl Cache {
         let mut total: u64 = entries.iter().map(|(_, _, bytes)| bytes).sum();
         // An entry without sound metadata goes first, then the least recently used.
         entries.sort_by_key(|(key, meta, _)| {
-            (
-                used_now.contains(key),
-                meta.as_ref().map_or(0, |m| m.used),
-            )
+            (used_now.contains(key), meta.as_ref().map_or(0, |m| m.used))
         });
         for (key, _, bytes) in entries {
             if total <= self.options.max_bytes {
@@ -668,9 +671,18 @@ impl Job {
                 let kept = match (sink, self.key) {
                     (Sink::Temp(temp), Some(key)) if pos > 0 && pos <= max_bytes => {
                         let meta = Meta::describe(host, harness, &self.path, &bytes, now);
-                        store.publish(&key, temp, &meta).ok().map(|()| (key, pos))
+                        let published = store.publish(&key, temp, &meta);
+                        if published.is_err() {
+                            store.remove(&key);
+                        }
+                        published.ok().map(|()| (key, pos))
                     }
-                    _ => None,
+                    // Emptied, or grown past the bound: the old entry is not the file.
+                    (_, Some(key)) => {
+                        store.remove(&key);
+                        None
+                    }
+                    (_, None) => None,
                 };
                 (bytes, kept)
             }
@@ -739,3 +751,6 @@ async fn fetch_whole<H: Host>(host: &H, entry: &FileEntry) -> Result<Fetched, Ho
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
