@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::cache::{Cache, CacheOptions, CachedFileInfo};
@@ -15,24 +15,14 @@ use clankie_model::sanitize::sanitize_line;
 
 #[derive(Debug, Args)]
 pub struct CacheArgs {
-    #[command(subcommand)]
+    /// `ls`: the cached files (host, harness, size, last use, path) and their total;
+    /// `clear`: remove them, and say what went.
+    #[arg(value_enum)]
     pub action: CacheAction,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum CacheAction {
-    /// The cached files (host, harness, size, last use, path) and their total.
-    Ls(CacheLsArgs),
-    /// Removes the cached files, of one host or all, and says what it removed.
-    Clear(CacheClearArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct CacheLsArgs {
-    /// Only this host's files.
+    /// Only this host's files [default: every host's].
     #[arg(value_name = "HOST")]
     pub host: Option<String>,
-    /// NDJSON output: one `cached` object per file.
+    /// NDJSON output: one `cached` object per file (`ls`), one `cleared` object (`clear`).
     #[arg(long)]
     pub json: bool,
     /// The cache directory [default: $XDG_CACHE_HOME/clankie-read, else
@@ -41,15 +31,12 @@ pub struct CacheLsArgs {
     pub cache_dir: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
-pub struct CacheClearArgs {
-    /// Only this host's files.
-    #[arg(value_name = "HOST")]
-    pub host: Option<String>,
-    /// The cache directory [default: $XDG_CACHE_HOME/clankie-read, else
-    /// ~/.cache/clankie-read].
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CacheAction {
+    /// The cached files and their total.
+    Ls,
+    /// Remove the cached files.
+    Clear,
 }
 
 /// A `cached` line of `cache ls --json`.
@@ -64,13 +51,24 @@ struct CachedLine<'a> {
     used: String,
 }
 
+/// The `cleared` line of `cache clear --json`.
+#[derive(Serialize)]
+struct ClearedLine<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    host: Option<&'a str>,
+    files: u64,
+    bytes: u64,
+}
+
 pub(super) fn run(args: CacheArgs) -> Result<Outcome, Error> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    let cache = open(args.cache_dir)?;
+    let host = args.host.as_deref();
     match args.action {
-        CacheAction::Ls(args) => {
-            let cache = open(args.cache_dir)?;
-            let files = cache.entries(args.host.as_deref())?;
+        CacheAction::Ls => {
+            let files = cache.entries(host)?;
             if args.json {
                 for file in &files {
                     ndjson::line(&mut out, &cached_line(file))?;
@@ -79,20 +77,27 @@ pub(super) fn run(args: CacheArgs) -> Result<Outcome, Error> {
                 ls_text(&mut out, &files)?;
             }
         }
-        CacheAction::Clear(args) => {
-            let cache = open(args.cache_dir)?;
-            let cleared = cache.clear(args.host.as_deref())?;
-            let whose = args
-                .host
-                .map_or(String::new(), |h| format!(" of {}", sanitize_line(&h)));
-            writeln!(
-                out,
-                "removed {} cached file{}{whose} ({}) from {}",
-                cleared.files,
-                if cleared.files == 1 { "" } else { "s" },
-                human_size(cleared.bytes),
-                sanitize_line(&cache.dir().display().to_string()),
-            )?;
+        CacheAction::Clear => {
+            let cleared = cache.clear(host)?;
+            if args.json {
+                let line = ClearedLine {
+                    ty: "cleared",
+                    host,
+                    files: cleared.files,
+                    bytes: cleared.bytes,
+                };
+                ndjson::line(&mut out, &line)?;
+            } else {
+                let whose = host.map_or(String::new(), |h| format!(" of {}", sanitize_line(h)));
+                writeln!(
+                    out,
+                    "removed {} cached file{}{whose} ({}) from {}",
+                    cleared.files,
+                    if cleared.files == 1 { "" } else { "s" },
+                    human_size(cleared.bytes),
+                    sanitize_line(&cache.dir().display().to_string()),
+                )?;
+            }
         }
     }
     out.flush()?;

@@ -172,10 +172,10 @@ fn a_search_again_moves_only_what_changed() {
     assert_eq!(text, "0 files, 0 B\n");
     assert!(!home.join(".cache").exists());
 
-    let text = String::from_utf8(cli(&["cache", "clear", "other-host"], true).stdout).unwrap();
-    assert!(
-        text.starts_with("removed 0 cached files of other-host (0 B)"),
-        "{text}"
+    let cleared = ndjson(&cli(&["cache", "clear", "other-host", "--json"], true));
+    assert_eq!(
+        cleared,
+        [serde_json::json!({"type": "cleared", "host": "other-host", "files": 0, "bytes": 0})]
     );
     let text = String::from_utf8(cli(&["cache", "clear", "ck-cache"], true).stdout).unwrap();
     assert!(
