@@ -445,3 +445,29 @@ fn set_used(dir: &Path, path: &[u8], used: u64) {
     meta.used = used;
     store.write_meta(&key, &meta).unwrap();
 }
+
+#[test]
+fn a_database_is_fetched_whole_and_never_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = MemoryHost::new("devbox");
+    let opencode = clankie_engine::harness::by_name("opencode").unwrap();
+    let root = host.default_root(opencode);
+    let mut path = root.clone();
+    path.extend_from_slice(b"/opencode.db");
+    let data = lines(1, 20_000);
+    host.put(&path, &data);
+    let entry = FileEntry {
+        harness: opencode,
+        root: root.into(),
+        rel: b"opencode.db".to_vec(),
+        size: 20_000,
+        mtime: 0,
+    };
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    for _ in 0..2 {
+        let got = block_on(cache.fetch_many(&host, std::slice::from_ref(&entry))).unwrap();
+        let got = got[0].as_ref().unwrap();
+        assert_eq!((content(&got.bytes), got.moved), (content(&data), 20_000));
+    }
+    assert!(cache.entries(None).unwrap().is_empty());
+}
