@@ -16,6 +16,11 @@
 //! Bytes go to disk as they arrive (appended to the data file, or into a temporary file renamed
 //! over it), and what comes back is a map of the file: a call never holds many big files in
 //! memory. `store` has the files on disk.
+//!
+//! Runs that share the directory (two processes, or two hosts' fetches of one process) never
+//! write one entry at once: a fetch holds the entry's lock file, and a fetch that finds it held
+//! reads that file into a private temporary file and keeps nothing of it. A SQLite database is
+//! never kept (its pages change anywhere in it).
 
 mod store;
 

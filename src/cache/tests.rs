@@ -471,3 +471,11 @@ fn a_database_is_fetched_whole_and_never_kept() {
     }
     assert!(cache.entries(None).unwrap().is_empty());
 }
+
+/// `grep` shares one cache between the tasks of its hosts.
+#[test]
+fn a_cache_can_be_shared_between_tasks() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Cache>();
+    shared::<Fetched>();
+}
