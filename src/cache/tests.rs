@@ -479,3 +479,70 @@ fn a_cache_can_be_shared_between_tasks() {
     shared::<Cache>();
     shared::<Fetched>();
 }
+
+/// Runs sharing a directory while the files grow: each gets a true prefix of its file (at least
+/// what it was before the run), and what the cache keeps stays sound.
+#[test]
+fn runs_sharing_a_directory_never_serve_or_keep_a_wrong_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let names = ["a", "b", "c", "d"];
+    let host = host_with(&names.map(|n| (n, lines(1, 20_000))));
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            for i in 0..200u32 {
+                let name = names[i as usize % names.len()];
+                host.append(session_path(&host, name), lines(2 + (i % 7) as u8, 3000));
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let runs: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut fetches = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) || fetches < 3 {
+                        let before = listed(&host);
+                        let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+                        let got = block_on(cache.fetch_many(&host, &before)).unwrap();
+                        for (entry, got) in before.iter().zip(got) {
+                            let got = got.unwrap();
+                            let now = block_on(host.read(
+                                &FileRef {
+                                    harness: entry.harness,
+                                    root: entry.root.to_vec(),
+                                    rel: entry.rel.clone(),
+                                },
+                                &[ByteRange::new(0, MAX_READ_BYTES)],
+                            ))
+                            .unwrap();
+                            assert!(got.bytes.len() as u64 >= entry.size);
+                            assert!(now.chunks[0].starts_with(&got.bytes), "not a prefix");
+                        }
+                        fetches += 1;
+                    }
+                })
+            })
+            .collect();
+        writer.join().unwrap();
+        for run in runs {
+            run.join().unwrap();
+        }
+    });
+    // Nothing changes now: one more run serves every file whole and right, from the windows
+    // alone when its entry was kept.
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    let got = fetch(&cache, &host);
+    for (name, (got, moved)) in names.iter().zip(got) {
+        let want = block_on(host.read(
+            &FileRef {
+                harness: clankie_engine::harness::by_name("claude").unwrap(),
+                root: b"/".to_vec(),
+                rel: session_path(&host, name)[1..].to_vec(),
+            },
+            &[ByteRange::new(0, MAX_READ_BYTES)],
+        ))
+        .unwrap();
+        assert_eq!(got, content(&want.chunks[0]));
+        assert_eq!(moved, WINDOWS);
+    }
+}
