@@ -528,11 +528,13 @@ fn runs_sharing_a_directory_never_serve_or_keep_a_wrong_byte() {
             run.join().unwrap();
         }
     });
-    // Nothing changes now: one more run serves every file whole and right, from the windows
-    // alone when its entry was kept.
+    // Nothing changes now: one more run serves every file right, from its kept entry (a true
+    // prefix: only the windows and what was appended since it was kept move).
     let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    let kept = cache.entries(None).unwrap();
+    assert_eq!(kept.len(), names.len());
     let got = fetch(&cache, &host);
-    for (name, (got, moved)) in names.iter().zip(got) {
+    for ((name, (got, moved)), kept) in names.iter().zip(got).zip(kept) {
         let want = block_on(host.read(
             &FileRef {
                 harness: clankie_engine::harness::by_name("claude").unwrap(),
@@ -543,6 +545,7 @@ fn runs_sharing_a_directory_never_serve_or_keep_a_wrong_byte() {
         ))
         .unwrap();
         assert_eq!(got, content(&want.chunks[0]));
-        assert_eq!(moved, WINDOWS);
+        assert_eq!(kept.path, session_path(&host, name));
+        assert_eq!(moved, WINDOWS + want.size - kept.bytes);
     }
 }
