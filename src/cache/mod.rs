@@ -166,6 +166,12 @@ pub struct Cache {
 /// call are in memory together until written out.
 const GROUP_BYTES: u64 = 4 * MAX_READ_BYTES;
 
+/// Files fetched at once: each holds up to two open files (its entry's lock, and its data or
+/// temporary file) until it is done, and several hosts may fetch at once within the usual
+/// limit of 1024 open files. 128 files' windows are 1 MiB: a verification of unchanged files
+/// still takes one remote command per 128 of them.
+const FILES_AT_ONCE: usize = 128;
+
 /// A file read again from its start this many times (it shrank while read) is given up.
 const MAX_RESTARTS: u32 = 3;
 
@@ -224,6 +230,27 @@ impl Cache {
             return Ok(out);
         }
         let now = now();
+        let mut out = Vec::with_capacity(files.len());
+        for chunk in files.chunks(FILES_AT_ONCE) {
+            let (fetched, added) = self.fetch_chunk(host, chunk, now).await?;
+            out.extend(fetched);
+            if self.options.enabled {
+                // Eviction is housekeeping: a failure of it leaves a cache over its bound,
+                // which the next chunk or run evicts again; the bytes fetched are good.
+                let _ = self.evict(added);
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Cache::fetch_many`] of at most [`FILES_AT_ONCE`] files: the fetched files and the
+    /// bytes this added to the cache.
+    async fn fetch_chunk<H: Host>(
+        &self,
+        host: &H,
+        files: &[FileEntry],
+        now: u64,
+    ) -> Result<(Vec<Result<Fetched, HostError>>, u64), HostError> {
         let mut jobs: Vec<Job> = files
             .iter()
             .map(|entry| self.start(host.name(), entry))
@@ -272,16 +299,11 @@ impl Cache {
                 finished.result
             })
             .collect();
-        if self.options.enabled {
-            self.used_now
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .extend(used);
-            // Eviction is housekeeping: a failure of it leaves a cache over its bound, which
-            // the next run evicts again; the bytes fetched are good.
-            let _ = self.evict(added);
-        }
-        Ok(out)
+        self.used_now
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(used);
+        Ok((out, added))
     }
 
     /// Plans the fetch of one file: from its cached entry when there is a sound one this
@@ -342,7 +364,7 @@ impl Cache {
             return job;
         }
         job.state = match self.store.load(&key, host, harness, &job.path) {
-            Some((meta, data)) if entry.size >= meta.size => State::Verify { meta, data },
+            Some(meta) if entry.size >= meta.size => State::Verify { meta },
             _ => match self.store.temp() {
                 Ok(temp) => State::Fresh {
                     sink: Sink::Temp(temp),
@@ -493,7 +515,7 @@ struct Job {
 
 enum State {
     /// A sound entry, whose windows the first read checks.
-    Verify { meta: Meta, data: File },
+    Verify { meta: Meta },
     /// Checked: the bytes from `pos` on are appended to the data file.
     Append { meta: Meta, data: File, pos: u64 },
     /// Fetched whole, from its start, into `sink`.
@@ -570,15 +592,19 @@ impl Job {
         self.moved += reply.chunks.iter().map(|c| c.len() as u64).sum::<u64>();
         let state = std::mem::replace(&mut self.state, State::Failed(None));
         self.state = match state {
-            State::Verify { meta, data } => {
+            State::Verify { meta } => {
                 let sound = reply.size >= meta.size
                     && reply.chunks.len() >= 2
                     && meta.windows_match(&reply.chunks[0], &reply.chunks[1]);
+                let key = self.key.as_deref().unwrap_or_default();
                 if sound {
                     self.target = Some(reply.size);
                     let appended = reply.chunks.get(2).map_or(&[][..], Vec::as_slice);
                     let pos = meta.size;
-                    self.write(State::Append { meta, data, pos }, appended)
+                    match store.open_data(key) {
+                        Ok(data) => self.write(State::Append { meta, data, pos }, appended),
+                        Err(e) => State::Failed(Some(self.cache_failure(&e))),
+                    }
                 } else {
                     // Rewritten or truncated: fetched again from its start, never served.
                     self.restart(store, keep)

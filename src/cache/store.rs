@@ -167,30 +167,28 @@ impl Store {
         (meta.version == META_VERSION && unhex(&meta.path).is_some()).then_some(meta)
     }
 
-    /// The entry of `key` for this file, with its data file open to append, when both are
-    /// sound; an entry that is not is removed (the caller holds its lock).
-    pub(super) fn load(
-        &self,
-        key: &str,
-        host: &str,
-        harness: &str,
-        path: &[u8],
-    ) -> Option<(Meta, File)> {
+    /// The entry's data file, open to read and append (the caller holds its lock).
+    pub(super) fn open_data(&self, key: &str) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(self.file(key, DATA))
+    }
+
+    /// The metadata of the entry of `key` for this file, when it and the data file are sound;
+    /// an entry that is not is removed (the caller holds its lock).
+    pub(super) fn load(&self, key: &str, host: &str, harness: &str, path: &[u8]) -> Option<Meta> {
         let sound = self.read_meta(key).filter(|m| {
             m.host == host && m.harness == harness && m.path_bytes() == path && m.size > 0
         });
         let loaded = sound.and_then(|meta| {
-            let data = OpenOptions::new()
-                .read(true)
-                .append(true)
-                .open(self.file(key, DATA))
-                .ok()?;
+            let data = File::open(self.file(key, DATA)).ok()?;
             let len = data.metadata().ok()?.len();
             let [head, tail] = windows(meta.size);
             let head = read_range(&data, head).ok()?;
             let tail = read_range(&data, tail).ok()?;
             // A data file longer than its metadata says is an append that did not finish.
-            (len == meta.size && meta.windows_match(&head, &tail)).then_some((meta, data))
+            (len == meta.size && meta.windows_match(&head, &tail)).then_some(meta)
         });
         if loaded.is_none() {
             self.remove(key);
