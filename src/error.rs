@@ -36,6 +36,9 @@ pub enum Error {
     /// `check`'s state file could not be locked, read or written.
     #[error(transparent)]
     State(#[from] StateError),
+    /// The local cache of session bytes (its directory or files).
+    #[error(transparent)]
+    Cache(#[from] crate::cache::CacheError),
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
     /// Writing the output failed (a closed pipe ends the run quietly, like other filters).
@@ -178,7 +181,7 @@ fn exit_code(error: &Error) -> u8 {
         Error::Arguments(e) if !e.use_stderr() => exit::OK,
         Error::Arguments(_) | Error::Usage(_) => exit::USAGE,
         Error::Output(_) if error.is_broken_pipe() => exit::OK,
-        Error::State(_) | Error::Runtime(_) | Error::Output(_) => exit::FAILURE,
+        Error::State(_) | Error::Cache(_) | Error::Runtime(_) | Error::Output(_) => exit::FAILURE,
         Error::Driver(e) => match e {
             DriverError::Cursor(_) => exit::USAGE,
             DriverError::Resolve(

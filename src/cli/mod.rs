@@ -2,6 +2,7 @@
 //! place that prints to the terminal or exits. Arguments are parsed and validated before any
 //! I/O: a bad `--limit` or cursor exits 2 before a connection is made.
 
+mod cache;
 mod check;
 mod completions;
 mod context;
@@ -72,6 +73,8 @@ pub enum Command {
     Man(man::ManArgs),
     /// Serve MCP on stdio: agents list, read and check sessions as tools (docs/mcp.md).
     Mcp(mcp::McpArgs),
+    /// The local cache of session bytes that grep searches: `cache ls|clear [HOST]`.
+    Cache(cache::CacheArgs),
 }
 
 const SUBCOMMANDS: &[&str] = &[
@@ -84,6 +87,7 @@ const SUBCOMMANDS: &[&str] = &[
     "completions",
     "man",
     "mcp",
+    "cache",
     "help",
 ];
 /// Global options that take a value (so the shorthand scan can skip their values).
@@ -152,6 +156,7 @@ pub fn main() -> ExitCode {
             Command::Completions(args) => completions::run(args),
             Command::Man(args) => man::run(args),
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
+            Command::Cache(args) => cache::run(args),
         }
     });
     finish(result, verbose)

@@ -120,7 +120,8 @@ struct RootLine<'a> {
     sessions: usize,
 }
 
-fn line(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
+/// Writes `value` as one NDJSON line (terminal-safe, as every line here).
+pub(crate) fn line(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
     to_writer(&mut *out, value)?;
     out.write_all(b"\n")
 }

@@ -1,0 +1,329 @@
+//! The cache's files on disk: one data file per (host, harness, full path), named by the blake3
+//! hex of that key (`KEY.data`), a metadata file beside it (`KEY.meta`: host, harness, path,
+//! cached size, the hashes of the verification windows, last use) and a lock file (`KEY.lock`)
+//! that one process at a time holds while it fetches into the entry. `lock` (the directory's
+//! own) is held while entries are evicted or cleared.
+//!
+//! Directories are made 0700 and files 0600 when they are created (never chmod-ed after, so no
+//! moment exists where they are wider, whatever the umask). A data file only ever grows in
+//! place (appends past what any reader mapped) or is replaced whole by a rename, so a reader's
+//! map stays valid. Nothing read back is trusted: an entry whose metadata does not parse, names
+//! another file, or whose data file's size or windows disagree with it is dropped.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::CacheError;
+use clankie_engine::cursor::{HEAD_BYTES, WINDOW_BYTES, hash16};
+use clankie_model::ByteRange;
+
+/// The metadata format; another version is dropped as corrupt.
+const META_VERSION: u32 = 1;
+const DATA: &str = "data";
+const META: &str = "meta";
+const LOCK: &str = "lock";
+/// Prefix of the temporary files (data being fetched whole, metadata being replaced).
+pub(super) const TEMP_PREFIX: &str = ".tmp-";
+
+/// What the metadata file of an entry holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Meta {
+    pub(super) version: u32,
+    pub(super) host: String,
+    pub(super) harness: String,
+    /// The file's full path on the host, hex (paths are bytes).
+    pub(super) path: String,
+    /// Bytes cached: the data file's size.
+    pub(super) size: u64,
+    /// hash16 of the head window, hex.
+    pub(super) head: String,
+    /// hash16 of the window ending at `size`, hex.
+    pub(super) tail: String,
+    /// Last use, seconds since the epoch.
+    pub(super) used: u64,
+}
+
+impl Meta {
+    /// The metadata of `bytes`, the cached content of a file.
+    pub(super) fn describe(
+        host: &str,
+        harness: &str,
+        path: &[u8],
+        bytes: &[u8],
+        used: u64,
+    ) -> Meta {
+        let size = bytes.len() as u64;
+        let [head, tail] = windows(size);
+        Meta {
+            version: META_VERSION,
+            host: host.to_string(),
+            harness: harness.to_string(),
+            path: hex(path),
+            size,
+            head: hex(&hash16(slice(bytes, head))),
+            tail: hex(&hash16(slice(bytes, tail))),
+            used,
+        }
+    }
+
+    /// The path, decoded (an undecodable one reads as empty: the entry is dropped).
+    pub(super) fn path_bytes(&self) -> Vec<u8> {
+        unhex(&self.path).unwrap_or_default()
+    }
+
+    /// Whether `head` and `tail`, the windows of a file as read now, are the cached ones.
+    pub(super) fn windows_match(&self, head: &[u8], tail: &[u8]) -> bool {
+        hex(&hash16(head)) == self.head && hex(&hash16(tail)) == self.tail
+    }
+}
+
+/// The verification windows of a file of `size` bytes: its first `HEAD_BYTES` and the last
+/// `WINDOW_BYTES` before `size` (as cursors check their prefix).
+pub(super) fn windows(size: u64) -> [ByteRange; 2] {
+    let tail = size.min(WINDOW_BYTES);
+    [
+        ByteRange::new(0, size.min(HEAD_BYTES)),
+        ByteRange::new(size - tail, tail),
+    ]
+}
+
+fn slice(bytes: &[u8], range: ByteRange) -> &[u8] {
+    &bytes[range.start as usize..range.end() as usize]
+}
+
+/// The cache directory.
+#[derive(Debug)]
+pub(super) struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// The store in `dir`, made (0700, with any missing parent) when missing.
+    pub(super) fn open(dir: PathBuf) -> Result<Store, CacheError> {
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&dir).map_err(|e| io_error(&dir, &e))?;
+        Ok(Store { dir })
+    }
+
+    /// The store in `dir`, made or not (for listing and clearing only).
+    pub(super) fn at(dir: PathBuf) -> Store {
+        Store { dir }
+    }
+
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The key of a file: hex blake3 of host, harness and full path, each length-prefixed.
+    pub(super) fn key(host: &str, harness: &str, path: &[u8]) -> String {
+        let mut hasher = blake3::Hasher::new();
+        for part in [host.as_bytes(), harness.as_bytes(), path] {
+            hasher.update(&(part.len() as u64).to_be_bytes());
+            hasher.update(part);
+        }
+        hasher.finalize().to_hex().to_string()
+    }
+
+    fn file(&self, key: &str, kind: &str) -> PathBuf {
+        self.dir.join(format!("{key}.{kind}"))
+    }
+
+    /// Takes the entry's lock without waiting: `None` when another fetch (of this process or
+    /// another) holds it.
+    pub(super) fn try_lock_entry(&self, key: &str) -> io::Result<Option<File>> {
+        let file = create_options()
+            .read(true)
+            .write(true)
+            .open(self.file(key, LOCK))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    /// Takes the directory's lock (evicting, clearing), waiting for it.
+    pub(super) fn lock_dir(&self) -> Result<File, CacheError> {
+        let path = self.dir.join(LOCK);
+        let file = create_options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_error(&path, &e))?;
+        file.lock().map_err(|e| io_error(&path, &e))?;
+        Ok(file)
+    }
+
+    /// The entry's metadata, if it parses (and names a file at all).
+    pub(super) fn read_meta(&self, key: &str) -> Option<Meta> {
+        let text = fs::read(self.file(key, META)).ok()?;
+        let meta: Meta = serde_json::from_slice(&text).ok()?;
+        (meta.version == META_VERSION && unhex(&meta.path).is_some()).then_some(meta)
+    }
+
+    /// The entry's data file, open to read and append (the caller holds its lock).
+    pub(super) fn open_data(&self, key: &str) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(self.file(key, DATA))
+    }
+
+    /// The metadata of the entry of `key` for this file, when it and the data file are sound;
+    /// an entry that is not is removed (the caller holds its lock).
+    pub(super) fn load(&self, key: &str, host: &str, harness: &str, path: &[u8]) -> Option<Meta> {
+        let sound = self.read_meta(key).filter(|m| {
+            m.host == host && m.harness == harness && m.path_bytes() == path && m.size > 0
+        });
+        let loaded = sound.and_then(|meta| {
+            let data = File::open(self.file(key, DATA)).ok()?;
+            let len = data.metadata().ok()?.len();
+            let [head, tail] = windows(meta.size);
+            let head = read_range(&data, head).ok()?;
+            let tail = read_range(&data, tail).ok()?;
+            // A data file longer than its metadata says is an append that did not finish.
+            (len == meta.size && meta.windows_match(&head, &tail)).then_some(meta)
+        });
+        if loaded.is_none() {
+            self.remove(key);
+        }
+        loaded
+    }
+
+    /// A new temporary file in the cache directory (0600), for data fetched whole; it becomes
+    /// an entry's data file by [`Store::publish`], or vanishes when dropped.
+    pub(super) fn temp(&self) -> io::Result<tempfile::NamedTempFile> {
+        tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(&self.dir)
+    }
+
+    /// Makes `data` the entry's data file and `meta` its metadata.
+    pub(super) fn publish(
+        &self,
+        key: &str,
+        data: tempfile::NamedTempFile,
+        meta: &Meta,
+    ) -> io::Result<()> {
+        // The metadata goes first: between the two renames, the old data with the new
+        // metadata fails the size or window check and is dropped, never served.
+        self.write_meta(key, meta)?;
+        data.persist(self.file(key, DATA)).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Replaces the entry's metadata (write to a temporary file, then rename).
+    pub(super) fn write_meta(&self, key: &str, meta: &Meta) -> io::Result<()> {
+        let mut temp = self.temp()?;
+        serde_json::to_writer(&mut temp, meta)?;
+        temp.write_all(b"\n")?;
+        temp.persist(self.file(key, META)).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Removes an entry's files (those that exist).
+    pub(super) fn remove(&self, key: &str) {
+        for kind in [META, DATA] {
+            let _ = fs::remove_file(self.file(key, kind));
+        }
+    }
+
+    /// Removes an entry's lock file too (its holder is the caller).
+    pub(super) fn remove_lock(&self, key: &str) {
+        let _ = fs::remove_file(self.file(key, LOCK));
+    }
+
+    /// The keys of every entry present (by its metadata, data or lock file), with its
+    /// metadata when that parses, and its data file's size.
+    pub(super) fn scan(&self) -> Result<Vec<(String, Option<Meta>, u64)>, CacheError> {
+        let mut keys = std::collections::BTreeSet::new();
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&self.dir, &e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&self.dir, &e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some((key, kind)) = name.split_once('.')
+                && is_key(key)
+                && [DATA, META, LOCK].contains(&kind)
+            {
+                keys.insert(key.to_string());
+            }
+        }
+        Ok(keys
+            .into_iter()
+            .map(|key| {
+                let meta = self.read_meta(&key);
+                let bytes = fs::metadata(self.file(&key, DATA)).map_or(0, |m| m.len());
+                (key, meta, bytes)
+            })
+            .collect())
+    }
+
+    /// Removes the temporary files left by runs that ended before renaming them.
+    pub(super) fn remove_temps(&self) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// Options that create a file 0600 (on Unix), when it is missing.
+fn create_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+}
+
+fn is_key(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Reads `range` of `file` (which must hold it).
+pub(super) fn read_range(mut file: &File, range: ByteRange) -> io::Result<Vec<u8>> {
+    let mut out = vec![0; range.len as usize];
+    file.seek(SeekFrom::Start(range.start))?;
+    file.read_exact(&mut out)?;
+    Ok(out)
+}
+
+pub(super) fn io_error(path: &Path, e: &io::Error) -> CacheError {
+    CacheError::Io {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}
+
+pub(super) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}

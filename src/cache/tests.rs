@@ -1,0 +1,551 @@
+//! The cache over in-memory hosts: what each fetch moves, what it keeps, and that a changed
+//! file is never served from the cache.
+
+use std::path::Path;
+
+use super::*;
+use clankie_engine::cursor::{HEAD_BYTES, WINDOW_BYTES};
+use clankie_host::memory::MemoryHost;
+use clankie_model::RootSpec;
+
+const WINDOWS: u64 = HEAD_BYTES + WINDOW_BYTES;
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+fn session_path(host: &MemoryHost, name: &str) -> Vec<u8> {
+    let mut path = host.default_root(clankie_engine::harness::by_name("claude").unwrap());
+    path.extend_from_slice(format!("/projects/-home-me-project/{name}.jsonl").as_bytes());
+    path
+}
+
+/// Every Claude session of the host, as a listing finds it now.
+fn listed(host: &MemoryHost) -> Vec<FileEntry> {
+    let claude = clankie_engine::harness::by_name("claude").unwrap();
+    let mut files = block_on(host.list(&[RootSpec::default_for(claude)]))
+        .unwrap()
+        .files;
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    files
+}
+
+/// `n` bytes of JSON lines, different for each `seed`.
+fn lines(seed: u8, n: usize) -> Vec<u8> {
+    let line = format!(
+        "{{\"type\":\"user\",\"seed\":{seed},\"text\":\"{}\"}}\n",
+        "x".repeat(90)
+    );
+    line.into_bytes().into_iter().cycle().take(n).collect()
+}
+
+fn open(dir: &Path, max_bytes: u64) -> Cache {
+    Cache::open(CacheOptions {
+        dir: Some(dir.to_path_buf()),
+        max_bytes,
+        enabled: true,
+    })
+    .unwrap()
+}
+
+/// Bytes as a test compares them: their length and hash (a failure prints no megabytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Content(usize, String);
+
+fn content(bytes: &[u8]) -> Content {
+    Content(bytes.len(), blake3::hash(bytes).to_hex()[..16].to_string())
+}
+
+/// Fetches every listed session: (content, moved) each.
+fn fetch(cache: &Cache, host: &MemoryHost) -> Vec<(Content, u64)> {
+    block_on(cache.fetch_many(host, &listed(host)))
+        .unwrap()
+        .into_iter()
+        .map(|f| {
+            let f = f.unwrap();
+            (content(&f.bytes), f.moved)
+        })
+        .collect()
+}
+
+fn host_with(files: &[(&str, Vec<u8>)]) -> MemoryHost {
+    let host = MemoryHost::new("devbox");
+    for (name, data) in files {
+        host.put(session_path(&host, name), data);
+    }
+    host
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_second_fetch_of_unchanged_files_moves_only_their_windows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = lines(1, 9 << 20);
+    let small = lines(2, 3000);
+    let host = host_with(&[("a", big.clone()), ("b", small.clone())]);
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    let first = fetch(&cache, &host);
+    assert_eq!(first[0], (content(&big), big.len() as u64));
+    assert_eq!(first[1], (content(&small), small.len() as u64));
+    let entries = cache.entries(None).unwrap();
+    assert_eq!(
+        entries.iter().map(|e| e.bytes).collect::<Vec<_>>(),
+        [big.len() as u64, small.len() as u64]
+    );
+    assert_eq!(entries[0].path, session_path(&host, "a"));
+    assert_eq!(
+        (entries[0].host.as_str(), entries[0].harness.as_str()),
+        ("devbox", "claude")
+    );
+
+    // Another run (a new cache over the same directory): windows only.
+    let again = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(again[0], (content(&big), WINDOWS));
+    // A file under 8 KiB: its two windows overlap, both read.
+    assert_eq!(again[1], (content(&small), 2 * 3000));
+}
+
+#[test]
+fn appended_bytes_are_all_that_moves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = lines(1, 100_000);
+    let mut b = lines(2, 200_000);
+    let host = host_with(&[("a", a.clone()), ("b", b.clone())]);
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+
+    let a_more = lines(3, 777);
+    // More than one read's worth: read on in later rounds.
+    let b_more = lines(4, 5 << 20);
+    host.append(session_path(&host, "a"), &a_more);
+    host.append(session_path(&host, "b"), &b_more);
+    a.extend_from_slice(&a_more);
+    b.extend_from_slice(&b_more);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(got[0], (content(&a), WINDOWS + 777));
+    assert_eq!(got[1], (content(&b), WINDOWS + (5 << 20)));
+
+    // Appended after the listing: found by the size the read reports.
+    let listing = listed(&host);
+    host.append(session_path(&host, "a"), b"{\"late\":1}\n");
+    a.extend_from_slice(b"{\"late\":1}\n");
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    let got = block_on(cache.fetch_many(&host, &listing)).unwrap();
+    let got = got[0].as_ref().unwrap();
+    assert_eq!(
+        (content(&got.bytes), got.moved),
+        (content(&a), WINDOWS + 11)
+    );
+    assert_eq!(cache.entries(None).unwrap()[0].bytes, a.len() as u64);
+}
+
+#[test]
+fn a_rewritten_file_of_the_same_size_is_fetched_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = host_with(&[("a", lines(1, 50_000))]);
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let new = lines(2, 50_000);
+    host.rewrite(session_path(&host, "a"), &new);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(got[0], (content(&new), WINDOWS + 50_000));
+    // And the cache now holds the new content.
+    let again = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(again[0], (content(&new), WINDOWS));
+}
+
+#[test]
+fn a_rewritten_file_that_grew_is_fetched_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = host_with(&[("a", lines(1, 50_000))]);
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let mut new = lines(2, 50_000);
+    new.extend_from_slice(&lines(3, 10_000));
+    host.rewrite(session_path(&host, "a"), &new);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    // The check (with the listed growth read ahead), then the whole file.
+    assert_eq!(got[0], (content(&new), WINDOWS + 10_000 + 60_000));
+}
+
+#[test]
+fn a_truncated_file_is_fetched_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = lines(1, 50_000);
+    let host = host_with(&[("a", data.clone())]);
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    host.truncate(session_path(&host, "a"), 20_000);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(got[0], (content(&data[..20_000]), 20_000));
+    // Emptied: nothing served, nothing kept.
+    host.truncate(session_path(&host, "a"), 0);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(got[0], (content(b""), 0));
+    assert!(
+        open(tmp.path(), DEFAULT_MAX_BYTES)
+            .entries(None)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_file_that_vanished_is_its_own_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = host_with(&[("a", lines(1, 5000)), ("b", lines(2, 5000))]);
+    let listing = listed(&host);
+    host.remove(session_path(&host, "a"));
+    let got = block_on(open(tmp.path(), DEFAULT_MAX_BYTES).fetch_many(&host, &listing)).unwrap();
+    assert!(
+        matches!(got[0], Err(HostError::NotFound { .. })),
+        "{:?}",
+        got[0]
+    );
+    assert_eq!(
+        content(&got[1].as_ref().unwrap().bytes),
+        content(&lines(2, 5000))
+    );
+}
+
+#[test]
+fn the_cache_is_private_to_its_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("xdg").join("clankie-read");
+    let host = host_with(&[("a", lines(1, 5000))]);
+    fetch(&open(&dir, DEFAULT_MAX_BYTES), &host);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&tmp.path().join("xdg")), 0o700);
+    let names = files_in(&dir);
+    assert_eq!(names.len(), 4, "{names:?}"); // the dir's lock, and the entry's data, meta, lock
+    for name in names {
+        assert_eq!(mode(&dir.join(&name)), 0o600, "{name}");
+    }
+}
+
+#[test]
+fn corrupt_entries_are_dropped_and_fetched_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = lines(1, 30_000);
+    let host = host_with(&[("a", data.clone())]);
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let named = |ext: &str| {
+        let name = files_in(tmp.path())
+            .into_iter()
+            .find(|n| n.ends_with(ext))
+            .unwrap();
+        tmp.path().join(name)
+    };
+    type Damage = fn(&Path);
+    let damages: [(&str, Damage); 4] = [
+        ("meta", |p| std::fs::write(p, b"{\"version\":1,").unwrap()),
+        ("data", |p| {
+            let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+            f.set_len(10_000).unwrap();
+        }),
+        ("data", |p| {
+            let mut bytes = std::fs::read(p).unwrap();
+            bytes[29_000] ^= 1; // in the tail window
+            std::fs::write(p, bytes).unwrap();
+        }),
+        ("data", |p| {
+            // An append that did not finish.
+            let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+            f.write_all(b"half a li").unwrap();
+        }),
+    ];
+    for (ext, damage) in damages {
+        damage(&named(ext));
+        let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+        assert_eq!(got[0], (content(&data), 30_000), "damaged {ext}");
+        let again = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+        assert_eq!(again[0], (content(&data), WINDOWS), "damaged {ext}");
+    }
+}
+
+#[test]
+fn least_recently_used_files_go_over_the_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = host_with(&[
+        ("a", lines(1, 10_000)),
+        ("b", lines(2, 10_000)),
+        ("c", lines(3, 10_000)),
+    ]);
+    let all = listed(&host);
+    let bound = 25_000;
+    let cached = |cache: &Cache| -> Vec<Vec<u8>> {
+        let mut paths: Vec<Vec<u8>> = cache
+            .entries(None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.path)
+            .collect();
+        paths.sort();
+        paths
+    };
+    let path = |name| session_path(&host, name);
+    // a, then b (each by a run of its own): both fit.
+    for i in [0, 1] {
+        block_on(open(tmp.path(), bound).fetch_many(&host, &all[i..=i])).unwrap();
+    }
+    set_used(tmp.path(), &path("a"), 1000);
+    set_used(tmp.path(), &path("b"), 2000);
+    // c: over the bound; a was used longest ago.
+    let cache = open(tmp.path(), bound);
+    block_on(cache.fetch_many(&host, &all[2..])).unwrap();
+    assert_eq!(cached(&cache), [path("b"), path("c")]);
+    // a again, by a run that has b's use older than c's: b goes, though c was never used by
+    // this run either. Then what this run used is kept over what it did not.
+    set_used(tmp.path(), &path("b"), 3000);
+    set_used(tmp.path(), &path("c"), 4000);
+    let cache = open(tmp.path(), bound);
+    block_on(cache.fetch_many(&host, &all[..1])).unwrap();
+    assert_eq!(cached(&cache), [path("a"), path("c")]);
+    set_used(tmp.path(), &path("a"), 5000);
+    set_used(tmp.path(), &path("c"), 100);
+    let cache = open(tmp.path(), bound);
+    block_on(cache.fetch_many(&host, &all[1..2])).unwrap();
+    assert_eq!(cached(&cache), [path("a"), path("b")]);
+}
+
+#[test]
+fn a_file_over_the_bound_is_served_and_not_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = lines(1, 40_000);
+    let host = host_with(&[("a", data.clone())]);
+    let cache = open(tmp.path(), 30_000);
+    assert_eq!(fetch(&cache, &host)[0], (content(&data), 40_000));
+    assert!(cache.entries(None).unwrap().is_empty());
+    // Grew past the bound after being cached: served, and the stale entry goes.
+    host.truncate(session_path(&host, "a"), 20_000);
+    fetch(&cache, &host);
+    assert_eq!(cache.entries(None).unwrap().len(), 1);
+    host.append(session_path(&host, "a"), &data[20_000..]);
+    assert_eq!(fetch(&cache, &host)[0].0, content(&data));
+    assert!(cache.entries(None).unwrap().is_empty());
+}
+
+#[test]
+fn no_cache_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    let data = lines(1, 6 << 20);
+    let host = host_with(&[("a", data.clone())]);
+    let cache = Cache::open(CacheOptions {
+        dir: Some(dir.clone()),
+        max_bytes: DEFAULT_MAX_BYTES,
+        enabled: false,
+    })
+    .unwrap();
+    for _ in 0..2 {
+        assert_eq!(fetch(&cache, &host)[0], (content(&data), 6 << 20));
+    }
+    assert!(!dir.exists());
+    assert!(cache.entries(None).unwrap().is_empty());
+    assert_eq!(cache.clear(None).unwrap(), Cleared::default());
+}
+
+#[test]
+fn the_local_host_is_read_directly_and_not_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = MemoryHost::new("local");
+    let data = lines(1, 5000);
+    host.put(session_path(&host, "a"), &data);
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    assert_eq!(fetch(&cache, &host)[0], (content(&data), 5000));
+    assert!(cache.entries(None).unwrap().is_empty());
+}
+
+#[test]
+fn an_entry_another_fetch_holds_is_served_and_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = host_with(&[("a", lines(1, 5000))]);
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    fetch(&cache, &host);
+    let key = Store::key("devbox", "claude", &session_path(&host, "a"));
+    let held = cache.store.try_lock_entry(&key).unwrap().unwrap();
+    let new = lines(2, 6000);
+    host.rewrite(session_path(&host, "a"), &new);
+    assert_eq!(fetch(&cache, &host)[0], (content(&new), 6000));
+    assert_eq!(cache.entries(None).unwrap()[0].bytes, 5000);
+    drop(held);
+    // The check, with the 1000 bytes the listing says it grew, then the whole file.
+    assert_eq!(
+        fetch(&cache, &host)[0],
+        (content(&new), WINDOWS + 1000 + 6000)
+    );
+    assert_eq!(cache.entries(None).unwrap()[0].bytes, 6000);
+}
+
+#[test]
+fn many_unchanged_files_are_checked_in_few_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = MemoryHost::new("devbox");
+    for i in 0..300 {
+        host.put(
+            session_path(&host, &format!("s{i:03}")),
+            lines(i as u8, 20_000),
+        );
+    }
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(
+        got.iter().map(|(_, moved)| moved).sum::<u64>(),
+        300 * WINDOWS
+    );
+    assert_eq!(got[7].0, content(&lines(7, 20_000)));
+}
+
+#[test]
+fn clear_removes_one_hosts_files_or_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let devbox = host_with(&[("a", lines(1, 5000)), ("b", lines(2, 7000))]);
+    let other = MemoryHost::new("other");
+    other.put(session_path(&other, "c"), lines(3, 3000));
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    fetch(&cache, &devbox);
+    fetch(&cache, &other);
+    assert_eq!(cache.entries(Some("other")).unwrap().len(), 1);
+    assert_eq!(
+        cache.clear(Some("devbox")).unwrap(),
+        Cleared {
+            files: 2,
+            bytes: 12_000
+        }
+    );
+    let left = cache.entries(None).unwrap();
+    assert_eq!((left.len(), left[0].host.as_str()), (1, "other"));
+    assert_eq!(
+        cache.clear(None).unwrap(),
+        Cleared {
+            files: 1,
+            bytes: 3000
+        }
+    );
+    // Nothing but the directory's own lock file is left.
+    assert_eq!(files_in(tmp.path()), ["lock"]);
+}
+
+/// Sets the last use of a cached file (as if an earlier run had used it then).
+fn set_used(dir: &Path, path: &[u8], used: u64) {
+    let store = Store::at(dir.to_path_buf());
+    let key = Store::key("devbox", "claude", path);
+    let mut meta = store.read_meta(&key).unwrap();
+    meta.used = used;
+    store.write_meta(&key, &meta).unwrap();
+}
+
+#[test]
+fn a_database_is_fetched_whole_and_never_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = MemoryHost::new("devbox");
+    let opencode = clankie_engine::harness::by_name("opencode").unwrap();
+    let root = host.default_root(opencode);
+    let mut path = root.clone();
+    path.extend_from_slice(b"/opencode.db");
+    let data = lines(1, 20_000);
+    host.put(&path, &data);
+    let entry = FileEntry {
+        harness: opencode,
+        root: root.into(),
+        rel: b"opencode.db".to_vec(),
+        size: 20_000,
+        mtime: 0,
+    };
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    for _ in 0..2 {
+        let got = block_on(cache.fetch_many(&host, std::slice::from_ref(&entry))).unwrap();
+        let got = got[0].as_ref().unwrap();
+        assert_eq!((content(&got.bytes), got.moved), (content(&data), 20_000));
+    }
+    assert!(cache.entries(None).unwrap().is_empty());
+}
+
+/// `grep` shares one cache between the tasks of its hosts.
+#[test]
+fn a_cache_can_be_shared_between_tasks() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Cache>();
+    shared::<Fetched>();
+}
+
+/// Runs sharing a directory while the files grow: each gets a true prefix of its file (at least
+/// what it was before the run), and what the cache keeps stays sound.
+#[test]
+fn runs_sharing_a_directory_never_serve_or_keep_a_wrong_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let names = ["a", "b", "c", "d"];
+    let host = host_with(&names.map(|n| (n, lines(1, 20_000))));
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            for i in 0..200u32 {
+                let name = names[i as usize % names.len()];
+                host.append(session_path(&host, name), lines(2 + (i % 7) as u8, 3000));
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let runs: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut fetches = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) || fetches < 3 {
+                        let before = listed(&host);
+                        let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+                        let got = block_on(cache.fetch_many(&host, &before)).unwrap();
+                        for (entry, got) in before.iter().zip(got) {
+                            let got = got.unwrap();
+                            let now = block_on(host.read(
+                                &FileRef {
+                                    harness: entry.harness,
+                                    root: entry.root.to_vec(),
+                                    rel: entry.rel.clone(),
+                                },
+                                &[ByteRange::new(0, MAX_READ_BYTES)],
+                            ))
+                            .unwrap();
+                            assert!(got.bytes.len() as u64 >= entry.size);
+                            assert!(now.chunks[0].starts_with(&got.bytes), "not a prefix");
+                        }
+                        fetches += 1;
+                    }
+                })
+            })
+            .collect();
+        writer.join().unwrap();
+        for run in runs {
+            run.join().unwrap();
+        }
+    });
+    // Nothing changes now: one more run serves every file right, from its kept entry (a true
+    // prefix: only the windows and what was appended since it was kept move).
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    let kept = cache.entries(None).unwrap();
+    assert_eq!(kept.len(), names.len());
+    let got = fetch(&cache, &host);
+    for ((name, (got, moved)), kept) in names.iter().zip(got).zip(kept) {
+        let want = block_on(host.read(
+            &FileRef {
+                harness: clankie_engine::harness::by_name("claude").unwrap(),
+                root: b"/".to_vec(),
+                rel: session_path(&host, name)[1..].to_vec(),
+            },
+            &[ByteRange::new(0, MAX_READ_BYTES)],
+        ))
+        .unwrap();
+        assert_eq!(got, content(&want.chunks[0]));
+        assert_eq!(kept.path, session_path(&host, name));
+        assert_eq!(moved, WINDOWS + want.size - kept.bytes);
+    }
+}

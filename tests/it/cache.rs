@@ -1,0 +1,194 @@
+//! The grep cache over the real test sshd, through the library (`clankie_read::cache`): the
+//! first fetch moves each byte once, a second with nothing changed moves only the
+//! verification windows, an append moves about what was appended, a rewritten file is
+//! fetched again; and `cache ls|clear` show and empty what it kept, under `$XDG_CACHE_HOME`.
+
+use std::path::Path;
+
+use clankie_host::{AnyHost, Host, HostConfig};
+use clankie_model::{FileEntry, RootSpec};
+use clankie_read::cache::{Cache, CacheOptions, DEFAULT_MAX_BYTES};
+
+use crate::common::sshd::{Sshd, sshd_or_skip};
+use crate::support::{clankie, code, ndjson, stderr};
+
+/// This module's own user.
+const USER: &str = "ck_cache";
+/// Both windows of a cached file: its first 4 KiB and the 4 KiB before its cached end.
+const WINDOWS: u64 = 8192;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `n` bytes of transcript-like lines, different for each `seed`.
+fn lines(seed: u32, n: usize) -> Vec<u8> {
+    (0u32..)
+        .flat_map(|i| {
+            format!(
+                "{{\"type\":\"user\",\"uuid\":\"{seed}-{i}\",\"message\":{{\"role\":\"user\",\"content\":\"line {i} of {seed} {}\"}}}}\n",
+                "y".repeat(120)
+            )
+            .into_bytes()
+        })
+        .take(n)
+        .collect()
+}
+
+/// The user's sessions: `(name, bytes)` written afresh, whatever an earlier run left.
+fn user_with(sshd: &Sshd, sessions: &[(&str, Vec<u8>)]) -> AnyHost {
+    let alias = sshd.add_user(USER, Path::new("/bin/sh"));
+    let _ = std::fs::remove_dir_all(sshd.home(USER).join(".claude/projects"));
+    for (name, bytes) in sessions {
+        sshd.put_file(USER, format!(".claude/projects/-cache/{name}.jsonl"), bytes);
+    }
+    clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).expect("open the host")
+}
+
+async fn listed(host: &AnyHost) -> Vec<FileEntry> {
+    let claude = clankie_engine::harness::by_name("claude").unwrap();
+    let mut files = host
+        .list(&[RootSpec::default_for(claude)])
+        .await
+        .unwrap()
+        .files;
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    files
+}
+
+/// Fetches every session through a cache in `dir` (a new one each time, as a new run would):
+/// whether each one's bytes are `expected`, and the bytes moved in all.
+async fn fetch(dir: &Path, host: &AnyHost, expected: &[&[u8]]) -> u64 {
+    let cache = Cache::open(CacheOptions {
+        dir: Some(dir.to_path_buf()),
+        max_bytes: DEFAULT_MAX_BYTES,
+        enabled: true,
+    })
+    .unwrap();
+    let fetched = cache.fetch_many(host, &listed(host).await).await.unwrap();
+    assert_eq!(fetched.len(), expected.len());
+    let mut moved = 0;
+    for (i, (got, want)) in fetched.iter().zip(expected).enumerate() {
+        let got = got.as_ref().unwrap();
+        assert!(
+            &got.bytes[..] == *want,
+            "file {i}: {} bytes, expected {}",
+            got.bytes.len(),
+            want.len()
+        );
+        moved += got.moved;
+    }
+    moved
+}
+
+#[test]
+fn a_search_again_moves_only_what_changed() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let a = lines(1, 2 << 20);
+    let mut b = lines(2, 3 << 20);
+    let c = lines(3, 300 << 10);
+    let host = user_with(
+        sshd,
+        &[("a", a.clone()), ("b", b.clone()), ("c", c.clone())],
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("xdg/clankie-read");
+    let total = (a.len() + b.len() + c.len()) as u64;
+    runtime().block_on(async {
+        // First: each byte once.
+        assert_eq!(fetch(&dir, &host, &[&a, &b, &c]).await, total);
+        // Nothing changed: the windows, under 1% of the bytes.
+        let again = fetch(&dir, &host, &[&a, &b, &c]).await;
+        assert_eq!(again, 3 * WINDOWS);
+        assert!(again * 100 <= total, "{again} of {total}");
+        // 1 MiB appended to one session: that MiB (and the windows).
+        let more = lines(4, 1 << 20);
+        let path = sshd.home(USER).join(".claude/projects/-cache/b.jsonl");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &more))
+            .unwrap();
+        b.extend_from_slice(&more);
+        assert_eq!(
+            fetch(&dir, &host, &[&a, &b, &c]).await,
+            (1 << 20) + 3 * WINDOWS
+        );
+        // Rewritten in place, same size: checked, then fetched whole; never the old bytes.
+        let new_c = lines(5, c.len());
+        sshd.put_file(USER, ".claude/projects/-cache/c.jsonl", &new_c);
+        assert_eq!(
+            fetch(&dir, &host, &[&a, &b, &new_c]).await,
+            3 * WINDOWS + new_c.len() as u64
+        );
+        assert_eq!(fetch(&dir, &host, &[&a, &b, &new_c]).await, 3 * WINDOWS);
+    });
+
+    // `cache ls` and `clear`, found through $XDG_CACHE_HOME.
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let cli = |args: &[&str], xdg: bool| {
+        let mut cmd = clankie(&home);
+        if xdg {
+            cmd.env("XDG_CACHE_HOME", tmp.path().join("xdg"));
+        }
+        let out = cmd.args(args).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        out
+    };
+    let listed = ndjson(&cli(&["cache", "ls", "--json"], true));
+    assert_eq!(listed.len(), 3);
+    let home_dir = sshd.home(USER);
+    for (line, (name, size)) in listed
+        .iter()
+        .zip([("a", a.len()), ("b", b.len()), ("c", c.len())])
+    {
+        assert_eq!(line["type"], "cached");
+        assert_eq!(line["host"], "ck-cache");
+        assert_eq!(line["harness"], "claude");
+        assert_eq!(line["bytes"], size as u64);
+        let path = home_dir.join(format!(".claude/projects/-cache/{name}.jsonl"));
+        assert_eq!(line["path"], path.to_str().unwrap());
+        assert!(line["used"].as_str().unwrap().ends_with('Z'));
+    }
+    let text = String::from_utf8(cli(&["cache", "ls", "ck-cache"], true).stdout).unwrap();
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(
+        text.lines().next().unwrap().starts_with("ck-cache  claude"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!(
+            "3 files, {:.1} MiB\n",
+            total as f64 / 1048576.0 + 1.0
+        )),
+        "{text}"
+    );
+    // Without $XDG_CACHE_HOME: ~/.cache/clankie-read, empty.
+    let text = String::from_utf8(cli(&["cache", "ls"], false).stdout).unwrap();
+    assert_eq!(text, "0 files, 0 B\n");
+    assert!(!home.join(".cache").exists());
+
+    let cleared = ndjson(&cli(&["cache", "clear", "other-host", "--json"], true));
+    assert_eq!(
+        cleared,
+        [serde_json::json!({"type": "cleared", "host": "other-host", "files": 0, "bytes": 0})]
+    );
+    let text = String::from_utf8(cli(&["cache", "clear", "ck-cache"], true).stdout).unwrap();
+    assert!(
+        text.starts_with("removed 3 cached files of ck-cache ("),
+        "{text}"
+    );
+    let text = String::from_utf8(
+        cli(
+            &["cache", "ls", "--cache-dir", dir.to_str().unwrap()],
+            false,
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(text, "0 files, 0 B\n");
+}
