@@ -84,6 +84,9 @@ pub struct Reader<'h, H: Host> {
     databases: crate::sqlite::Copies,
     /// The size of a terminal recording whose header gives none (`--cols`/`--rows`).
     terminal_size: Option<(usize, usize)>,
+    /// How far before the end a tail's first read starts, when the caller knows better than
+    /// the planner's default ([`Reader::with_tail_window`]).
+    tail_window: Option<u64>,
     /// Reads done ahead (with the resolution, or batched for many sessions), each served once
     /// to the read it answers.
     prefetched: std::sync::Mutex<Vec<Prefetched>>,
@@ -127,6 +130,7 @@ impl<'h, H: Host> Reader<'h, H> {
             host,
             databases: crate::sqlite::Copies::default(),
             terminal_size: None,
+            tail_window: None,
             prefetched: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -134,6 +138,14 @@ impl<'h, H: Host> Reader<'h, H> {
     /// This reader, replaying terminal recordings whose header gives no size at `cols`×`rows`.
     pub fn with_terminal_size(mut self, cols: usize, rows: usize) -> Reader<'h, H> {
         self.terminal_size = Some((cols, rows));
+        self
+    }
+
+    /// This reader, starting a tail's first read `bytes` before the session's end
+    /// ([`ReadPlan::with_tail_window`]): the MCP server sizes it for the page from its last
+    /// read of the session, so that a warm tail is one read.
+    pub fn with_tail_window(mut self, bytes: u64) -> Reader<'h, H> {
+        self.tail_window = Some(bytes);
         self
     }
 
@@ -596,6 +608,9 @@ impl<'h, H: Host> Reader<'h, H> {
                 .as_ref()
                 .map_or(session.entry.size, |d| d.len() as u64),
         );
+        if let Some(bytes) = self.tail_window {
+            plan = plan.with_tail_window(bytes);
+        }
         let mut first_read = true;
         while let Some(ranges) = plan.next_read() {
             let ahead = match first_read && decompressed.is_none() {

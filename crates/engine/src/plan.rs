@@ -89,6 +89,17 @@ impl ReadPlan {
         }
     }
 
+    /// This plan, with a tail's first read taking `bytes` before the listed end instead of
+    /// [`FIRST_CHUNK_BYTES`] (within one read's bound): a caller that knows how many bytes its
+    /// `limit` records take (the MCP server, from its previous read of the session) asks for
+    /// that in one read, not a fixed chunk and then a wider one. Other modes ignore it.
+    pub fn with_tail_window(mut self, bytes: u64) -> ReadPlan {
+        if let State::Tail(tail) = &mut self.state {
+            tail.first_back = bytes.clamp(HEAD_BYTES, MAX_TAIL_WINDOW);
+        }
+        self
+    }
+
     /// The ranges to read next, or `None` when the page is complete.
     pub fn next_read(&self) -> Option<Vec<ByteRange>> {
         match &self.state {
@@ -619,10 +630,16 @@ impl Forward {
     }
 }
 
+/// The widest first tail window ([`ReadPlan::with_tail_window`]): with the head and the read
+/// ahead of the listed end, one read stays within [`MAX_READ_BYTES`].
+const MAX_TAIL_WINDOW: u64 = MAX_READ_BYTES - HEAD_BYTES - FIRST_CHUNK_BYTES;
+
 /// Reading backward from the end (tail): chunks to the left of `lo`, lines found right to left.
 #[derive(Debug)]
 struct Tail {
     size_hint: u64,
+    /// How far before the listed end the first read starts.
+    first_back: u64,
     /// The true size, once known; the region read is `[lo, size)`.
     size: Option<u64>,
     lo: u64,
@@ -646,6 +663,7 @@ impl Tail {
     fn new(size_hint: u64) -> Tail {
         Tail {
             size_hint,
+            first_back: FIRST_CHUNK_BYTES,
             size: None,
             lo: 0,
             partial: Vec::new(),
@@ -670,7 +688,7 @@ impl Tail {
             // First read: the head (for the cursor) and a window around the listed end, so
             // that a file that grew a little since the listing needs no extra round trip.
             None => {
-                let start = self.size_hint.saturating_sub(FIRST_CHUNK_BYTES);
+                let start = self.size_hint.saturating_sub(self.first_back);
                 Some(vec![
                     ByteRange::new(0, HEAD_BYTES),
                     ByteRange::new(start, self.size_hint - start + FIRST_CHUNK_BYTES),
@@ -720,7 +738,10 @@ impl Tail {
             if retries > 3 {
                 return Err(PlanError::Moving { size });
             }
-            *self = Tail::new(size);
+            *self = Tail {
+                first_back: self.first_back,
+                ..Tail::new(size)
+            };
             self.retries = retries;
             return Ok(());
         }
@@ -1124,6 +1145,61 @@ mod tests {
         assert!(page.records.is_empty() && !page.pending_tail);
         let next = run(meta, Mode::Since(page.cursor), 5, true).unwrap();
         assert!(!next.reset);
+    }
+
+    #[test]
+    fn a_tail_window_sized_for_the_page_is_one_read() {
+        let file = session(400);
+        let whole = run(&file, Mode::Tail, 20, true).unwrap();
+        let size = file.len() as u64;
+        let request = PageRequest {
+            mode: Mode::Tail,
+            limit: 20,
+            strict: true,
+            redact: false,
+        };
+        // 20 records of this session are within its last 8 KiB: one read, the same page.
+        let plan = ReadPlan::new(ctx(), request.clone(), size).with_tail_window(2048 + 1);
+        let first = plan.next_read().unwrap();
+        assert_eq!(
+            first[1].start,
+            size - 4096,
+            "clamped to at least HEAD_BYTES"
+        );
+        let mut plan = ReadPlan::new(ctx(), request.clone(), size).with_tail_window(8192);
+        let ranges = plan.next_read().unwrap();
+        assert_eq!(
+            ranges[1],
+            ByteRange::new(size - 8192, 8192 + FIRST_CHUNK_BYTES)
+        );
+        let chunks = ranges
+            .iter()
+            .map(|r| file[r.start as usize..r.end().min(size) as usize].to_vec())
+            .collect();
+        plan.feed(chunks, size).unwrap();
+        assert_eq!(plan.next_read(), None, "one read");
+        let page = plan.finish();
+        assert_eq!(ids(&page), ids(&whole));
+        assert_eq!(page.cursor, whole.cursor);
+        // A window too small for the page (at least HEAD_BYTES, which 100 records are over)
+        // widens as the default one does: the same page.
+        let whole = run(&file, Mode::Tail, 100, true).unwrap();
+        let request = PageRequest {
+            limit: 100,
+            ..request
+        };
+        let mut plan = ReadPlan::new(ctx(), request, size).with_tail_window(0);
+        let mut reads = 0;
+        while let Some(ranges) = plan.next_read() {
+            reads += 1;
+            let chunks = ranges
+                .iter()
+                .map(|r| file[r.start.min(size) as usize..r.end().min(size) as usize].to_vec())
+                .collect();
+            plan.feed(chunks, size).unwrap();
+        }
+        assert!(reads > 1);
+        assert_eq!(ids(&plan.finish()), ids(&whole));
     }
 
     #[test]
