@@ -87,6 +87,9 @@ pub struct Reader<'h, H: Host> {
     /// How far before the end a tail's first read starts, when the caller knows better than
     /// the planner's default ([`Reader::with_tail_window`]).
     tail_window: Option<u64>,
+    /// The bytes the last tail page read from a file of lines spanned
+    /// ([`ReadPlan::tail_page_bytes`]).
+    last_tail_bytes: std::sync::Mutex<Option<u64>>,
     /// Reads done ahead (with the resolution, or batched for many sessions), each served once
     /// to the read it answers.
     prefetched: std::sync::Mutex<Vec<Prefetched>>,
@@ -131,6 +134,7 @@ impl<'h, H: Host> Reader<'h, H> {
             databases: crate::sqlite::Copies::default(),
             terminal_size: None,
             tail_window: None,
+            last_tail_bytes: std::sync::Mutex::new(None),
             prefetched: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -147,6 +151,15 @@ impl<'h, H: Host> Reader<'h, H> {
     pub fn with_tail_window(mut self, bytes: u64) -> Reader<'h, H> {
         self.tail_window = Some(bytes);
         self
+    }
+
+    /// How many bytes the last tail page this reader read from a file of lines spans, from its
+    /// first record's line to its end: what sizes a later tail's window.
+    pub fn last_tail_bytes(&self) -> Option<u64> {
+        *self
+            .last_tail_bytes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// The host this reader reads.
@@ -635,6 +648,10 @@ impl<'h, H: Host> Reader<'h, H> {
                 }
             }
         }
+        *self
+            .last_tail_bytes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = plan.tail_page_bytes();
         Ok(plan.finish())
     }
 

@@ -6,11 +6,8 @@
 //! cursor's hashes as for any read.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use clankie_engine::session::SessionFile;
-use clankie_host::{AnyHost, FileRef, FirstRead, Found, Host, HostError};
-use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
 
 /// Sessions kept per host; the least recently read goes first (a poller reads a few).
 const MAX_KEPT_SESSIONS: usize = 64;
@@ -20,16 +17,20 @@ const MAX_KEPT_SESSIONS: usize = 64;
 pub(crate) struct Kept {
     /// The resolution: root, path, harness, id, and the size it had (where a tail starts).
     pub session: SessionFile,
-    /// The bytes one record took in the last tail read that had to widen (an overestimate:
-    /// the planner widens by whole chunks), for the next tail's window.
+    /// The bytes one record took in the last tail page (`Reader::last_tail_bytes` over its
+    /// records), for the next tail's window.
     pub bytes_per_record: Option<u64>,
 }
 
 impl Kept {
-    /// How far before the end the next tail of `limit` records starts reading, when known.
+    /// How far before the end the next tail of `limit` records starts reading, when known:
+    /// what `limit` records took last time, a quarter more for records longer than those, and
+    /// a block. (The read also goes on past the end last seen, for records written since.)
     pub(crate) fn tail_window(&self, limit: usize) -> Option<u64> {
-        self.bytes_per_record
-            .map(|per| per.saturating_mul(limit as u64))
+        self.bytes_per_record.map(|per| {
+            let page = per.saturating_mul(limit as u64);
+            page.saturating_add(page / 4).saturating_add(4096)
+        })
     }
 }
 
@@ -66,81 +67,10 @@ impl KeptSessions {
     }
 }
 
-/// A host that counts the reads of one page and the bytes they brought back (a read answered
-/// with a session's resolution included), so that the next tail of the session can be sized.
-/// Listings and batched side reads are not counted: they are not the page's.
-#[derive(Debug)]
-pub(crate) struct Metered<'h> {
-    host: &'h AnyHost,
-    reads: AtomicU64,
-    bytes: AtomicU64,
-}
-
-impl<'h> Metered<'h> {
-    pub(crate) fn new(host: &'h AnyHost) -> Metered<'h> {
-        Metered {
-            host,
-            reads: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-        }
-    }
-
-    /// Reads done, and the bytes they brought back.
-    pub(crate) fn counted(&self) -> (u64, u64) {
-        (
-            self.reads.load(Ordering::Relaxed),
-            self.bytes.load(Ordering::Relaxed),
-        )
-    }
-
-    fn count(&self, result: &ReadResult) {
-        let bytes: usize = result.chunks.iter().map(Vec::len).sum();
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
-    }
-}
-
-impl Host for Metered<'_> {
-    fn name(&self) -> &str {
-        self.host.name()
-    }
-
-    async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
-        self.host.list(roots).await
-    }
-
-    async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
-        let result = self.host.read(file, ranges).await?;
-        self.count(&result);
-        Ok(result)
-    }
-
-    async fn read_many(
-        &self,
-        reads: &[(FileRef, Vec<ByteRange>)],
-    ) -> Result<Vec<Result<ReadResult, HostError>>, HostError> {
-        self.host.read_many(reads).await
-    }
-
-    async fn find_and_read(
-        &self,
-        roots: &[RootSpec],
-        id: &str,
-        first: &FirstRead,
-    ) -> Result<Found, HostError> {
-        let found = self.host.find_and_read(roots, id, first).await?;
-        if let Some((_, Ok(result))) = &found.read {
-            self.count(result);
-        }
-        Ok(found)
-    }
-}
-
-/// What one record of a tail page cost: the bytes its reads brought back over its records.
-/// `None` when the page says nothing about the next one's window: it read the whole file (no
-/// `older` records), or had no records.
-pub(crate) fn bytes_per_record(bytes: u64, records: usize, older: bool) -> Option<u64> {
-    (older && records > 0).then(|| bytes.div_ceil(records as u64).max(1))
+/// What one record of a tail page took: the bytes the page spans over its records (`None`
+/// for an empty page).
+pub(crate) fn bytes_per_record(page_bytes: u64, records: usize) -> Option<u64> {
+    (records > 0).then(|| page_bytes.div_ceil(records as u64).max(1))
 }
 
 #[cfg(test)]
@@ -183,9 +113,8 @@ mod tests {
 
     #[test]
     fn a_window_is_sized_by_the_limit() {
-        assert_eq!(kept("a").tail_window(50), Some(5000));
-        assert_eq!(bytes_per_record(1000, 3, true), Some(334));
-        assert_eq!(bytes_per_record(1000, 3, false), None);
-        assert_eq!(bytes_per_record(1000, 0, true), None);
+        assert_eq!(kept("a").tail_window(40), Some(4000 + 1000 + 4096));
+        assert_eq!(bytes_per_record(1000, 3), Some(334));
+        assert_eq!(bytes_per_record(1000, 0), None);
     }
 }

@@ -44,7 +44,7 @@ use clankie_engine::session::SessionFile;
 use clankie_host::{AnyHost, HostError};
 use clankie_model::limits::MAX_LIMIT;
 use clankie_model::{Record, RecordBody, RootSpec, display_path};
-use kept::{Kept, Metered};
+use kept::Kept;
 use pool::Pool;
 use tools::ReadMode;
 
@@ -666,7 +666,8 @@ impl McpServer {
 }
 
 /// A read of a session an earlier call resolved: no listing, and a tail's first read sized by
-/// `limit` from the last tail's bytes per record, so that a warm read is one exec on the host.
+/// `limit` from the bytes per record of the last tail, so that a warm read is one exec on the
+/// host.
 async fn read_kept(
     warm: &pool::WarmHost,
     key: &str,
@@ -674,8 +675,7 @@ async fn read_kept(
     request: &PageRequest,
     limit: usize,
 ) -> Result<(SessionFile, Page), DriverError> {
-    let host = Metered::new(&warm.host);
-    let mut reader = Reader::new(&host);
+    let mut reader = Reader::new(&warm.host);
     if request.mode == Mode::Tail
         && let Some(window) = kept.tail_window(limit)
     {
@@ -689,8 +689,7 @@ async fn read_kept(
         key,
         kept.session.clone(),
         kept.bytes_per_record,
-        &host,
-        request,
+        &reader,
         &page,
     );
     Ok((kept.session, page))
@@ -704,8 +703,7 @@ async fn read_resolving(
     query: &SessionQuery,
     request: &PageRequest,
 ) -> Result<(SessionFile, Page), DriverError> {
-    let host = Metered::new(&warm.host);
-    let reader = Reader::new(&host);
+    let reader = Reader::new(&warm.host);
     let session = reader
         .resolve_for_read(&roots_for(&warm.roots, query.harness), query, request)
         .await?;
@@ -713,33 +711,29 @@ async fn read_resolving(
     // Only a transcript of lines is read from its resolution alone; a database or a tree is
     // listed or loaded by every read anyway.
     if harness::source(&session) == Source::Lines {
-        keep(warm, key, session.clone(), None, &host, request, &page);
+        keep(warm, key, session.clone(), None, &reader, &page);
     }
     Ok((session, page))
 }
 
 /// Keeps `session` for the next read of `key`: the size the page saw (where the next tail
-/// starts), and the bytes per record of a tail that had to widen (its window was too small,
-/// or it was the default). A tail read in one read keeps the window that sufficed.
+/// starts), and after a tail, the bytes per record its page spanned (what sizes the next
+/// tail's window); other pages keep what the last tail said.
 fn keep(
     warm: &pool::WarmHost,
     key: &str,
     mut session: SessionFile,
     bytes_per_record: Option<u64>,
-    host: &Metered<'_>,
-    request: &PageRequest,
+    reader: &Reader<'_, AnyHost>,
     page: &Page,
 ) {
     if let Cursor::Lines(cursor) = &page.cursor {
         session.entry.size = session.entry.size.max(cursor.window_end);
     }
-    let (reads, bytes) = host.counted();
-    let bytes_per_record = match request.mode {
-        Mode::Tail if reads > 1 => {
-            kept::bytes_per_record(bytes, page.records.len(), page.older).or(bytes_per_record)
-        }
-        _ => bytes_per_record,
-    };
+    let bytes_per_record = reader
+        .last_tail_bytes()
+        .and_then(|bytes| kept::bytes_per_record(bytes, page.records.len()))
+        .or(bytes_per_record);
     warm.sessions.keep(
         key,
         Kept {

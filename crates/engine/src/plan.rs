@@ -100,6 +100,16 @@ impl ReadPlan {
         self
     }
 
+    /// How many bytes of the source the page [`ReadPlan::finish`] gives takes, from its first
+    /// record's line to its last line's end: a tail's, once read; `None` for other modes or an
+    /// empty page. What sizes a later tail's window ([`ReadPlan::with_tail_window`]).
+    pub fn tail_page_bytes(&self) -> Option<u64> {
+        match &self.state {
+            State::Tail(tail) => tail.page_bytes(self.limit.unwrap_or(MAX_LIMIT)),
+            _ => None,
+        }
+    }
+
     /// The ranges to read next, or `None` when the page is complete.
     pub fn next_read(&self) -> Option<Vec<ByteRange>> {
         match &self.state {
@@ -648,6 +658,8 @@ struct Tail {
     partial_len: u64,
     /// Records found so far, oldest first, grouped by line from the right.
     records: VecDeque<Record>,
+    /// The offset of each record's line, in step with `records`.
+    offsets: VecDeque<u64>,
     /// End of the last complete line, and the window of bytes before it.
     last_line_end: Option<u64>,
     window: Vec<u8>,
@@ -669,6 +681,7 @@ impl Tail {
             partial: Vec::new(),
             partial_len: 0,
             records: VecDeque::new(),
+            offsets: VecDeque::new(),
             last_line_end: None,
             window: Vec::new(),
             head: Vec::new(),
@@ -756,7 +769,7 @@ impl Tail {
         // into `partial` (the bytes from `lo` to the first `\n` at or after it).
         let mut right_in_partial = true;
         let mut right = data.len();
-        let mut found: Vec<Vec<Record>> = Vec::new();
+        let mut found: Vec<(u64, Vec<Record>)> = Vec::new();
         for nl in memchr::memrchr_iter(b'\n', data) {
             let seg_start = nl + 1;
             let offset = start + seg_start as u64;
@@ -777,7 +790,7 @@ impl Tail {
                 self.partial_len = 0;
             } else if right_in_partial {
                 let (bytes, len) = self.join_partial(&data[seg_start..right]);
-                found.push(sink.line(offset, bytes.as_deref(), len)?);
+                found.push((offset, sink.line(offset, bytes.as_deref(), len)?));
             } else {
                 // The segment ends with the `\n` found on the previous turn.
                 let seg = &data[seg_start..right - 1];
@@ -787,7 +800,7 @@ impl Tail {
                 } else {
                     Some(seg)
                 };
-                found.push(sink.line(offset, bytes, len)?);
+                found.push((offset, sink.line(offset, bytes, len)?));
             }
             right_in_partial = false;
             right = seg_start;
@@ -799,9 +812,10 @@ impl Tail {
         }
         self.prepend_partial(&data[..right]);
         self.lo = start;
-        for records in found {
+        for (offset, records) in found {
             for record in records.into_iter().rev() {
                 self.records.push_front(record);
+                self.offsets.push_front(offset);
             }
         }
         if self.lo == 0 {
@@ -811,6 +825,7 @@ impl Tail {
                     let (bytes, len) = self.take_partial_line();
                     for record in sink.line(0, bytes.as_deref(), len)?.into_iter().rev() {
                         self.records.push_front(record);
+                        self.offsets.push_front(0);
                     }
                 } else {
                     // No newline anywhere: the whole file is one incomplete record.
@@ -858,6 +873,23 @@ impl Tail {
             joined.extend_from_slice(&self.partial);
             self.partial = joined;
         }
+    }
+
+    /// The bytes of the page [`Tail::finish`] gives: from its first record's line to the end
+    /// of its last line.
+    fn page_bytes(&self, limit: usize) -> Option<u64> {
+        let end = self.last_line_end?;
+        // The records `finish` keeps: the first copy of each id, then the newest `limit`.
+        let mut seen = HashSet::new();
+        let kept: Vec<u64> = self
+            .records
+            .iter()
+            .zip(&self.offsets)
+            .filter(|(r, _)| seen.insert(r.id.as_str()))
+            .map(|(_, &offset)| offset)
+            .collect();
+        let first = *kept.get(kept.len().saturating_sub(limit))?;
+        Some(end.saturating_sub(first))
     }
 
     fn finish(mut self, binding: [u8; 16], limit: usize, warnings: Vec<String>) -> Page {
@@ -1178,6 +1210,12 @@ mod tests {
             .collect();
         plan.feed(chunks, size).unwrap();
         assert_eq!(plan.next_read(), None, "one read");
+        // The page's 20 records are those of the session's last 20 lines (every 4 lines hold
+        // 4 records, a metadata line among them): it spans those lines.
+        let page_bytes = plan.tail_page_bytes().unwrap();
+        let text = String::from_utf8(file.clone()).unwrap();
+        let spanned: usize = text.lines().rev().take(20).map(|l| l.len() + 1).sum();
+        assert_eq!(page_bytes, spanned as u64);
         let page = plan.finish();
         assert_eq!(ids(&page), ids(&whole));
         assert_eq!(page.cursor, whole.cursor);
