@@ -1,9 +1,9 @@
 //! What the server keeps of a session between calls, so that an agent that polls it is cheap:
 //! where the session is (its resolved file: a warm read lists nothing), and how many bytes its
 //! records take (a warm tail asks for its page in one read, sized by `limit`). A kept
-//! resolution is only a shortcut: a read through it that fails for any reason but the host's
-//! is done again from a fresh resolution, and a file rewritten in place is caught by the
-//! cursor's hashes as for any read.
+//! resolution is only a shortcut: a read through it that fails because the file is gone or is
+//! no longer one to read is done again from a fresh resolution, and a file rewritten in place
+//! is caught by the cursor's hashes as for any read.
 
 use std::sync::Mutex;
 

@@ -8,7 +8,9 @@
 //! [`MAX_RECORD_TEXT_BYTES`] with `truncated: true`). A malformed call (bad arguments, an
 //! unknown tool, a host not allowed) is a JSON-RPC error; a host that fails is a tool error
 //! (`isError`) for that call only, and its connection is dropped so the next call starts
-//! afresh. Hosts stay open between calls ([`pool`]) and close after an idle time.
+//! afresh. Hosts stay open between calls ([`pool`]) and close after an idle time; the
+//! sessions read on a host are kept resolved meanwhile ([`kept`]), so that a warm read is one
+//! command on the host.
 
 mod kept;
 mod pool;
