@@ -84,6 +84,12 @@ pub struct Reader<'h, H: Host> {
     databases: crate::sqlite::Copies,
     /// The size of a terminal recording whose header gives none (`--cols`/`--rows`).
     terminal_size: Option<(usize, usize)>,
+    /// How far before the end a tail's first read starts, when the caller knows better than
+    /// the planner's default ([`Reader::with_tail_window`]).
+    tail_window: Option<u64>,
+    /// The bytes the last tail page read from a file of lines spanned
+    /// ([`ReadPlan::tail_page_bytes`]).
+    last_tail_bytes: std::sync::Mutex<Option<u64>>,
     /// Reads done ahead (with the resolution, or batched for many sessions), each served once
     /// to the read it answers.
     prefetched: std::sync::Mutex<Vec<Prefetched>>,
@@ -127,6 +133,8 @@ impl<'h, H: Host> Reader<'h, H> {
             host,
             databases: crate::sqlite::Copies::default(),
             terminal_size: None,
+            tail_window: None,
+            last_tail_bytes: std::sync::Mutex::new(None),
             prefetched: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -135,6 +143,23 @@ impl<'h, H: Host> Reader<'h, H> {
     pub fn with_terminal_size(mut self, cols: usize, rows: usize) -> Reader<'h, H> {
         self.terminal_size = Some((cols, rows));
         self
+    }
+
+    /// This reader, starting a tail's first read `bytes` before the session's end
+    /// ([`ReadPlan::with_tail_window`]): the MCP server sizes it for the page from its last
+    /// read of the session, so that a warm tail is one read.
+    pub fn with_tail_window(mut self, bytes: u64) -> Reader<'h, H> {
+        self.tail_window = Some(bytes);
+        self
+    }
+
+    /// How many bytes the last tail page this reader read from a file of lines spans, from its
+    /// first record's line to its end: what sizes a later tail's window.
+    pub fn last_tail_bytes(&self) -> Option<u64> {
+        *self
+            .last_tail_bytes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// The host this reader reads.
@@ -596,6 +621,9 @@ impl<'h, H: Host> Reader<'h, H> {
                 .as_ref()
                 .map_or(session.entry.size, |d| d.len() as u64),
         );
+        if let Some(bytes) = self.tail_window {
+            plan = plan.with_tail_window(bytes);
+        }
         let mut first_read = true;
         while let Some(ranges) = plan.next_read() {
             let ahead = match first_read && decompressed.is_none() {
@@ -620,6 +648,10 @@ impl<'h, H: Host> Reader<'h, H> {
                 }
             }
         }
+        *self
+            .last_tail_bytes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = plan.tail_page_bytes();
         Ok(plan.finish())
     }
 

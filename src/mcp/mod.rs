@@ -8,8 +8,11 @@
 //! [`MAX_RECORD_TEXT_BYTES`] with `truncated: true`). A malformed call (bad arguments, an
 //! unknown tool, a host not allowed) is a JSON-RPC error; a host that fails is a tool error
 //! (`isError`) for that call only, and its connection is dropped so the next call starts
-//! afresh. Hosts stay open between calls ([`pool`]) and close after an idle time.
+//! afresh. Hosts stay open between calls ([`pool`]) and close after an idle time; the
+//! sessions read on a host are kept resolved meanwhile ([`kept`]), so that a warm read is one
+//! command on the host.
 
+mod kept;
 mod pool;
 mod tools;
 
@@ -35,12 +38,15 @@ use crate::render::text::TextOptions;
 use crate::render::{PageInfo, Renderer};
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::{RecordFilter, parse_time};
-use clankie_engine::page::{Mode, PageRequest};
+use clankie_engine::harness::{self, Source};
+use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::resolve::{SessionQuery, unique_prefix_lens};
 use clankie_engine::resume::Remote;
-use clankie_host::AnyHost;
+use clankie_engine::session::SessionFile;
+use clankie_host::{AnyHost, HostError};
 use clankie_model::limits::MAX_LIMIT;
 use clankie_model::{Record, RecordBody, RootSpec, display_path};
+use kept::Kept;
 use pool::Pool;
 use tools::ReadMode;
 
@@ -222,6 +228,8 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.as_ref();
         let arguments = request.arguments;
+        // One arm per tool of `tools::all` (a new tool: its arguments and schema there, its
+        // handler here).
         let answer = match name {
             "list_sessions" => match tools::decode(name, arguments) {
                 Ok(args) => self.list_sessions(args).await,
@@ -240,8 +248,8 @@ impl ServerHandler for McpServer {
                 Err(e) => Err(invalid(e)),
             },
             _ => Err(invalid(format!(
-                "unknown tool `{name}`; the tools are list_sessions, read_session, check and \
-                 resume_command"
+                "unknown tool `{name}`; the tools are {}",
+                tools::names().join(", ")
             ))),
         };
         if self.options.verbose {
@@ -434,13 +442,15 @@ impl McpServer {
         let (query, request) = (&query, &request);
         let (session, page) = self
             .on_host(host_name, |warm| async move {
-                let reader = Reader::new(&warm.host);
-                // Found and first read in one exec where the host allows (as the CLI's read).
-                let session = reader
-                    .resolve_for_read(&roots_for(&warm.roots, query.harness), query, request)
-                    .await?;
-                let page = reader.read_page(&session, request.clone(), |_| {}).await?;
-                Ok((session, page))
+                if let Some(kept) = warm.sessions.get(session_arg) {
+                    match read_kept(&warm, session_arg, kept, request, limit).await {
+                        Ok(read) => return Ok(read),
+                        Err(e) if !resolved_again_after(&e) => return Err(e),
+                        // Gone, moved or no longer what it was: found again, as the CLI would.
+                        Err(_) => warm.sessions.forget(session_arg),
+                    }
+                }
+                read_resolving(&warm, session_arg, query, request).await
             })
             .await?;
         let total = page.records.len();
@@ -655,6 +665,97 @@ impl McpServer {
             text: format!("{command}\n"),
         })
     }
+}
+
+/// A read of a session an earlier call resolved: no listing, and a tail's first read sized by
+/// `limit` from the bytes per record of the last tail, so that a warm read is one exec on the
+/// host.
+async fn read_kept(
+    warm: &pool::WarmHost,
+    key: &str,
+    kept: Kept,
+    request: &PageRequest,
+    limit: usize,
+) -> Result<(SessionFile, Page), DriverError> {
+    let mut reader = Reader::new(&warm.host);
+    if request.mode == Mode::Tail
+        && let Some(window) = kept.tail_window(limit)
+    {
+        reader = reader.with_tail_window(window);
+    }
+    let page = reader
+        .read_page(&kept.session, request.clone(), |_| {})
+        .await?;
+    keep(
+        warm,
+        key,
+        kept.session.clone(),
+        kept.bytes_per_record,
+        &reader,
+        &page,
+    );
+    Ok((kept.session, page))
+}
+
+/// A read that resolves the session first (found and first read in one exec where the host
+/// allows, as the CLI's read), keeping the resolution for the next call.
+async fn read_resolving(
+    warm: &pool::WarmHost,
+    key: &str,
+    query: &SessionQuery,
+    request: &PageRequest,
+) -> Result<(SessionFile, Page), DriverError> {
+    let reader = Reader::new(&warm.host);
+    let session = reader
+        .resolve_for_read(&roots_for(&warm.roots, query.harness), query, request)
+        .await?;
+    let page = reader.read_page(&session, request.clone(), |_| {}).await?;
+    // Only a transcript of lines is read from its resolution alone; a database or a tree is
+    // listed or loaded by every read anyway.
+    if harness::source(&session) == Source::Lines {
+        keep(warm, key, session.clone(), None, &reader, &page);
+    }
+    Ok((session, page))
+}
+
+/// Keeps `session` for the next read of `key`: the size the page saw (where the next tail
+/// starts), and after a tail, the bytes per record its page spanned (what sizes the next
+/// tail's window); other pages keep what the last tail said.
+fn keep(
+    warm: &pool::WarmHost,
+    key: &str,
+    mut session: SessionFile,
+    bytes_per_record: Option<u64>,
+    reader: &Reader<'_, AnyHost>,
+    page: &Page,
+) {
+    if let Cursor::Lines(cursor) = &page.cursor {
+        session.entry.size = session.entry.size.max(cursor.window_end);
+    }
+    let bytes_per_record = reader
+        .last_tail_bytes()
+        .and_then(|bytes| kept::bytes_per_record(bytes, page.records.len()))
+        .or(bytes_per_record);
+    warm.sessions.keep(
+        key,
+        Kept {
+            session,
+            bytes_per_record,
+        },
+    );
+}
+
+/// Whether a read through a kept resolution failed in a way a fresh resolution may not: the
+/// file is gone or is no longer one to read. The host's own failures (the caller reconnects)
+/// and a bad cursor (the call's) are not.
+fn resolved_again_after(error: &DriverError) -> bool {
+    matches!(
+        error,
+        DriverError::Host(
+            HostError::NotFound { .. } | HostError::PathRefused { .. } | HostError::Io { .. }
+        ) | DriverError::Plan { .. }
+            | DriverError::Source { .. }
+    )
 }
 
 /// `HOST:SESSION`, split at the first `:`; a bare `SESSION` is on `local` (as the CLI reads it).

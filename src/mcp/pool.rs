@@ -1,7 +1,8 @@
 //! Warm hosts: the server's opened hosts, kept by name between tool calls so that an agent that
 //! polls a session reuses one SSH connection (as `--follow` keeps its host across polls). A
 //! host that failed is forgotten (its connection dropped), so the next call connects afresh;
-//! one nobody used for the idle time is closed by [`Pool::close_idle`].
+//! one nobody used for the idle time is closed by [`Pool::close_idle`]. What a host keeps of
+//! the sessions read on it ([`super::kept`]) goes with it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,6 +12,7 @@ use clankie_host::AnyHost;
 use clankie_model::RootSpec;
 
 use super::HostSource;
+use super::kept::KeptSessions;
 use crate::error::Error;
 
 /// A host opened for the server, with its roots and when a call last used it.
@@ -18,6 +20,8 @@ use crate::error::Error;
 pub(crate) struct WarmHost {
     pub host: AnyHost,
     pub roots: Vec<RootSpec>,
+    /// The sessions read on this host, kept between calls while the host is.
+    pub sessions: KeptSessions,
     last_used: Mutex<Instant>,
 }
 
@@ -68,6 +72,7 @@ impl Pool {
         let warm = Arc::new(WarmHost {
             host,
             roots,
+            sessions: KeptSessions::default(),
             last_used: Mutex::new(Instant::now()),
         });
         hosts.insert(name.to_string(), warm.clone());

@@ -2,6 +2,11 @@
 //! typed arguments a call is decoded into (unknown fields and wrong types are refused, so a
 //! malformed call never reaches a host). Descriptions are written for a model that has not
 //! read the README: what the tool returns, what each argument means, and how to page.
+//!
+//! Adding a tool (`search`, once the CLI's `grep` can share its results): its arguments struct
+//! here, its entry in [`all`] (name, description, schema), and its arm in
+//! `McpServer::call_tool` that decodes the arguments and calls its handler; [`names`] and the
+//! unknown-tool error follow.
 
 use std::sync::Arc;
 
@@ -109,6 +114,11 @@ const KINDS: [&str; 6] = [
 const TARGET: &str = "The session as `HOST:SESSION`: HOST is `local` or a host name this server \
 allows (see list_sessions); SESSION is a session id, a unique prefix of it (at least 6 \
 characters), or `HARNESS/ID`. Take it from list_sessions: `<host>:<session>`.";
+
+/// The tools' names, in the order `tools/list` gives them.
+pub(crate) fn names() -> Vec<String> {
+    all("").into_iter().map(|t| t.name.into_owned()).collect()
+}
 
 /// The tools, in the order `tools/list` gives them.
 pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
@@ -250,6 +260,14 @@ mod tests {
                 "{kind}"
             );
         }
+    }
+
+    #[test]
+    fn the_names_are_the_tools() {
+        assert_eq!(
+            names(),
+            ["list_sessions", "read_session", "check", "resume_command"]
+        );
     }
 
     #[test]

@@ -640,3 +640,229 @@ fn a_read_of_a_small_ssh_session_is_one_exec() {
         .count();
     assert_eq!(execs, 1, "{log}");
 }
+
+/// A transcript of `n` prompts of about `text_len` bytes each.
+fn prompts(n: usize, text_len: usize, tag: &str) -> String {
+    let mut body = String::new();
+    for i in 0..n {
+        body += &json!({"type": "user", "uuid": format!("{tag}-u{i}"),
+            "timestamp": "2026-11-02T10:00:00.000Z",
+            "message": {"role": "user", "content": format!("{tag} prompt {i} {}", "x".repeat(text_len))}})
+        .to_string();
+        body.push('\n');
+    }
+    body
+}
+
+/// How many commands the server ran on its own connection to `alias`, and how many times it
+/// authenticated there, from its `-v` log.
+fn execs_and_connections(log: &str, alias: &str) -> (usize, usize) {
+    let count = |what: &str| {
+        log.lines()
+            .filter(|l| l.contains(&format!("{alias}: {what}")))
+            .count()
+    };
+    (
+        count("exec on our own connection"),
+        count("authenticating as"),
+    )
+}
+
+/// A warm `read_session` of an SSH session reads it from its kept resolution: no new
+/// connection, no listing, and a tail sized by `limit` from the last read, so one command on
+/// the host per call, where the first (cold) call needs more (its tail widens past the default
+/// first window). The pages are the CLI's.
+#[test]
+fn a_warm_read_of_an_ssh_session_is_one_exec_on_the_same_connection() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_mcp_kept";
+    sshd.add_user(user, Path::new("/bin/sh"));
+    let session = "3c900000-0000-4000-8000-0000000c0ded";
+    // 120 prompts of ~3 KiB: 50 of them are past the default first window (64 KiB).
+    sshd.put_file(
+        user,
+        format!(".claude/projects/-mcp-kept/{session}.jsonl"),
+        prompts(120, 3000, "kept").as_bytes(),
+    );
+    let alias = sshd.alias(user);
+    let home = tempfile::tempdir().unwrap();
+    let ssh_config = sshd.ssh_config().to_str().unwrap();
+    let target = format!("{alias}:{session}");
+    let tail = |limit: u64| json!({"target": target, "mode": "tail", "limit": limit});
+    let start = || {
+        Server::start(
+            home.path(),
+            &["--ssh-config", ssh_config, "-v"],
+            &["--allow-host", &alias],
+        )
+    };
+
+    // What a cold read costs, alone.
+    let mut cold = start();
+    let first = cold.ok("read_session", tail(50));
+    let (cold_execs, connections) = execs_and_connections(&cold.finish(), &alias);
+    assert_eq!(connections, 1);
+    assert!(cold_execs >= 2, "the cold tail widens: {cold_execs} execs");
+
+    // The same read, then three warm ones (the last with a smaller limit).
+    let mut server = start();
+    assert_eq!(server.ok("read_session", tail(50)), first);
+    let warm = server.ok("read_session", tail(50));
+    assert_eq!(server.ok("read_session", tail(50)), warm);
+    let small = server.ok("read_session", tail(5));
+    let log = server.finish();
+    assert_eq!(
+        execs_and_connections(&log, &alias),
+        (cold_execs + 3, 1),
+        "one exec per warm call, on the first connection: {log}"
+    );
+
+    for (read, limit) in [(&warm, "50"), (&small, "5")] {
+        let cli = cli_json(
+            home.path(),
+            &[
+                "--ssh-config",
+                ssh_config,
+                "read",
+                &target,
+                "--json",
+                "-n",
+                limit,
+            ],
+        );
+        assert_eq!(read["records"].as_array().unwrap(), &records(&cli));
+        assert_eq!(read["page"], page(&cli));
+    }
+    assert_eq!(warm["records"][49]["id"], "kept-u119#0");
+}
+
+/// A session the server keeps (its resolution) that is rewritten, moved or removed between
+/// two calls is never read stale: a rewrite in place is caught by the cursor's hashes (the
+/// page says `reset`, as the CLI's does), a moved one is found again at its new place, a
+/// removed one is not found, and one put back is read again.
+#[test]
+fn a_kept_session_rewritten_moved_or_removed_is_read_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (root, root_option) = fixture_root(home);
+    let global = ["--root", root_option.as_str()];
+    let mut server = Server::start(
+        home,
+        &global,
+        &["--state", home.join("state.json").to_str().unwrap()],
+    );
+    let session = "0b1e0000-0000-4000-8000-00000000a9a1";
+    let path = root.join(format!("projects/-mcp-kept/{session}.jsonl"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, prompts(10, 10, "before")).unwrap();
+    let target = format!("local:{}", &session[..12]);
+    let as_cli = |server: &mut Server, arguments: Value, cli_args: &[&str]| {
+        let read = server.ok("read_session", arguments.clone());
+        let cli = cli_json(
+            home,
+            &[&global[..], &["read", &target, "--json"], cli_args].concat(),
+        );
+        assert_eq!(
+            read["records"].as_array().unwrap(),
+            &records(&cli),
+            "{arguments}"
+        );
+        assert_eq!(read["page"], page(&cli), "{arguments}");
+        read
+    };
+    let first = as_cli(
+        &mut server,
+        json!({"target": target, "limit": 5}),
+        &["-n", "5"],
+    );
+    assert_eq!(first["records"][4]["id"], "before-u9#0");
+    let cursor = first["page"]["cursor"].as_str().unwrap().to_string();
+
+    // Rewritten in place (longer, so the cursor's position is still inside it).
+    std::fs::write(&path, prompts(12, 10, "after")).unwrap();
+    let since = as_cli(
+        &mut server,
+        json!({"target": target, "mode": "since", "cursor": cursor, "limit": 50}),
+        &["--since", &cursor, "-n", "50"],
+    );
+    assert_eq!(since["page"]["reset"], true, "{since}");
+    assert!(
+        since["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == "after-u0#0"),
+        "{since}"
+    );
+    let tail = as_cli(
+        &mut server,
+        json!({"target": target, "limit": 3}),
+        &["-n", "3"],
+    );
+    assert_eq!(tail["records"][2]["id"], "after-u11#0");
+
+    // Moved to another project: found again where it is now.
+    let moved = root.join(format!("projects/-mcp-moved/{session}.jsonl"));
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(&path, &moved).unwrap();
+    std::fs::remove_dir(path.parent().unwrap()).unwrap();
+    let found = as_cli(
+        &mut server,
+        json!({"target": target, "limit": 3}),
+        &["-n", "3"],
+    );
+    assert_eq!(found["records"], tail["records"]);
+
+    // Removed: not found, as the CLI says.
+    std::fs::remove_file(&moved).unwrap();
+    let gone = server.call("read_session", json!({"target": target}));
+    assert_eq!(gone["result"]["isError"], true, "{gone}");
+    assert!(
+        gone["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no session"),
+        "{gone}"
+    );
+    // Put back: read again.
+    std::fs::write(&moved, prompts(2, 10, "back")).unwrap();
+    let back = as_cli(&mut server, json!({"target": target}), &[]);
+    assert_eq!(back["records"][1]["id"], "back-u1#0");
+    server.finish();
+}
+
+/// A host no call used for `--idle-timeout` is closed; the next call connects again (and
+/// finds the session again: what was kept of it went with the host).
+#[test]
+fn an_idle_connection_is_closed_and_the_next_call_reconnects() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_mcp_idle";
+    sshd.add_user(user, Path::new("/bin/sh"));
+    let session = "3c900000-0000-4000-8000-0000000001d1";
+    sshd.put_file(
+        user,
+        format!(".claude/projects/-mcp-idle/{session}.jsonl"),
+        prompts(3, 10, "idle").as_bytes(),
+    );
+    let alias = sshd.alias(user);
+    let home = tempfile::tempdir().unwrap();
+    let ssh_config = sshd.ssh_config().to_str().unwrap();
+    let mut server = Server::start(
+        home.path(),
+        &["--ssh-config", ssh_config, "-v"],
+        &["--allow-host", &alias, "--idle-timeout", "0.3"],
+    );
+    let target = format!("{alias}:{session}");
+    let first = server.ok("read_session", json!({"target": target}));
+    // Well past the idle time (the server looks every 100 ms).
+    std::thread::sleep(Duration::from_secs(2));
+    let again = server.ok("read_session", json!({"target": target}));
+    assert_eq!(again, first);
+    let log = server.finish();
+    let (execs, connections) = execs_and_connections(&log, &alias);
+    assert_eq!(connections, 2, "{log}");
+    assert_eq!(
+        execs, 2,
+        "each call on its new connection finds and reads at once: {log}"
+    );
+}

@@ -89,6 +89,27 @@ impl ReadPlan {
         }
     }
 
+    /// This plan, with a tail's first read taking `bytes` before the listed end instead of
+    /// [`FIRST_CHUNK_BYTES`] (within one read's bound): a caller that knows how many bytes its
+    /// `limit` records take (the MCP server, from its previous read of the session) asks for
+    /// that in one read, not a fixed chunk and then a wider one. Other modes ignore it.
+    pub fn with_tail_window(mut self, bytes: u64) -> ReadPlan {
+        if let State::Tail(tail) = &mut self.state {
+            tail.first_back = bytes.clamp(HEAD_BYTES, MAX_TAIL_WINDOW);
+        }
+        self
+    }
+
+    /// How many bytes of the source the page [`ReadPlan::finish`] gives takes, from its first
+    /// record's line to its last line's end: a tail's, once read; `None` for other modes or an
+    /// empty page. What sizes a later tail's window ([`ReadPlan::with_tail_window`]).
+    pub fn tail_page_bytes(&self) -> Option<u64> {
+        match &self.state {
+            State::Tail(tail) => tail.page_bytes(self.limit.unwrap_or(MAX_LIMIT)),
+            _ => None,
+        }
+    }
+
     /// The ranges to read next, or `None` when the page is complete.
     pub fn next_read(&self) -> Option<Vec<ByteRange>> {
         match &self.state {
@@ -619,10 +640,16 @@ impl Forward {
     }
 }
 
+/// The widest first tail window ([`ReadPlan::with_tail_window`]): with the head and the read
+/// ahead of the listed end, one read stays within [`MAX_READ_BYTES`].
+const MAX_TAIL_WINDOW: u64 = MAX_READ_BYTES - HEAD_BYTES - FIRST_CHUNK_BYTES;
+
 /// Reading backward from the end (tail): chunks to the left of `lo`, lines found right to left.
 #[derive(Debug)]
 struct Tail {
     size_hint: u64,
+    /// How far before the listed end the first read starts.
+    first_back: u64,
     /// The true size, once known; the region read is `[lo, size)`.
     size: Option<u64>,
     lo: u64,
@@ -631,6 +658,8 @@ struct Tail {
     partial_len: u64,
     /// Records found so far, oldest first, grouped by line from the right.
     records: VecDeque<Record>,
+    /// The offset of each record's line, in step with `records`.
+    offsets: VecDeque<u64>,
     /// End of the last complete line, and the window of bytes before it.
     last_line_end: Option<u64>,
     window: Vec<u8>,
@@ -646,11 +675,13 @@ impl Tail {
     fn new(size_hint: u64) -> Tail {
         Tail {
             size_hint,
+            first_back: FIRST_CHUNK_BYTES,
             size: None,
             lo: 0,
             partial: Vec::new(),
             partial_len: 0,
             records: VecDeque::new(),
+            offsets: VecDeque::new(),
             last_line_end: None,
             window: Vec::new(),
             head: Vec::new(),
@@ -670,7 +701,7 @@ impl Tail {
             // First read: the head (for the cursor) and a window around the listed end, so
             // that a file that grew a little since the listing needs no extra round trip.
             None => {
-                let start = self.size_hint.saturating_sub(FIRST_CHUNK_BYTES);
+                let start = self.size_hint.saturating_sub(self.first_back);
                 Some(vec![
                     ByteRange::new(0, HEAD_BYTES),
                     ByteRange::new(start, self.size_hint - start + FIRST_CHUNK_BYTES),
@@ -720,7 +751,10 @@ impl Tail {
             if retries > 3 {
                 return Err(PlanError::Moving { size });
             }
-            *self = Tail::new(size);
+            *self = Tail {
+                first_back: self.first_back,
+                ..Tail::new(size)
+            };
             self.retries = retries;
             return Ok(());
         }
@@ -735,7 +769,7 @@ impl Tail {
         // into `partial` (the bytes from `lo` to the first `\n` at or after it).
         let mut right_in_partial = true;
         let mut right = data.len();
-        let mut found: Vec<Vec<Record>> = Vec::new();
+        let mut found: Vec<(u64, Vec<Record>)> = Vec::new();
         for nl in memchr::memrchr_iter(b'\n', data) {
             let seg_start = nl + 1;
             let offset = start + seg_start as u64;
@@ -756,7 +790,7 @@ impl Tail {
                 self.partial_len = 0;
             } else if right_in_partial {
                 let (bytes, len) = self.join_partial(&data[seg_start..right]);
-                found.push(sink.line(offset, bytes.as_deref(), len)?);
+                found.push((offset, sink.line(offset, bytes.as_deref(), len)?));
             } else {
                 // The segment ends with the `\n` found on the previous turn.
                 let seg = &data[seg_start..right - 1];
@@ -766,7 +800,7 @@ impl Tail {
                 } else {
                     Some(seg)
                 };
-                found.push(sink.line(offset, bytes, len)?);
+                found.push((offset, sink.line(offset, bytes, len)?));
             }
             right_in_partial = false;
             right = seg_start;
@@ -778,9 +812,10 @@ impl Tail {
         }
         self.prepend_partial(&data[..right]);
         self.lo = start;
-        for records in found {
+        for (offset, records) in found {
             for record in records.into_iter().rev() {
                 self.records.push_front(record);
+                self.offsets.push_front(offset);
             }
         }
         if self.lo == 0 {
@@ -790,6 +825,7 @@ impl Tail {
                     let (bytes, len) = self.take_partial_line();
                     for record in sink.line(0, bytes.as_deref(), len)?.into_iter().rev() {
                         self.records.push_front(record);
+                        self.offsets.push_front(0);
                     }
                 } else {
                     // No newline anywhere: the whole file is one incomplete record.
@@ -837,6 +873,23 @@ impl Tail {
             joined.extend_from_slice(&self.partial);
             self.partial = joined;
         }
+    }
+
+    /// The bytes of the page [`Tail::finish`] gives: from its first record's line to the end
+    /// of its last line.
+    fn page_bytes(&self, limit: usize) -> Option<u64> {
+        let end = self.last_line_end?;
+        // The records `finish` keeps: the first copy of each id, then the newest `limit`.
+        let mut seen = HashSet::new();
+        let kept: Vec<u64> = self
+            .records
+            .iter()
+            .zip(&self.offsets)
+            .filter(|(r, _)| seen.insert(r.id.as_str()))
+            .map(|(_, &offset)| offset)
+            .collect();
+        let first = *kept.get(kept.len().saturating_sub(limit))?;
+        Some(end.saturating_sub(first))
     }
 
     fn finish(mut self, binding: [u8; 16], limit: usize, warnings: Vec<String>) -> Page {
@@ -1124,6 +1177,67 @@ mod tests {
         assert!(page.records.is_empty() && !page.pending_tail);
         let next = run(meta, Mode::Since(page.cursor), 5, true).unwrap();
         assert!(!next.reset);
+    }
+
+    #[test]
+    fn a_tail_window_sized_for_the_page_is_one_read() {
+        let file = session(400);
+        let whole = run(&file, Mode::Tail, 20, true).unwrap();
+        let size = file.len() as u64;
+        let request = PageRequest {
+            mode: Mode::Tail,
+            limit: 20,
+            strict: true,
+            redact: false,
+        };
+        // 20 records of this session are within its last 8 KiB: one read, the same page.
+        let plan = ReadPlan::new(ctx(), request.clone(), size).with_tail_window(2048 + 1);
+        let first = plan.next_read().unwrap();
+        assert_eq!(
+            first[1].start,
+            size - 4096,
+            "clamped to at least HEAD_BYTES"
+        );
+        let mut plan = ReadPlan::new(ctx(), request.clone(), size).with_tail_window(8192);
+        let ranges = plan.next_read().unwrap();
+        assert_eq!(
+            ranges[1],
+            ByteRange::new(size - 8192, 8192 + FIRST_CHUNK_BYTES)
+        );
+        let chunks = ranges
+            .iter()
+            .map(|r| file[r.start as usize..r.end().min(size) as usize].to_vec())
+            .collect();
+        plan.feed(chunks, size).unwrap();
+        assert_eq!(plan.next_read(), None, "one read");
+        // The page's 20 records are those of the session's last 20 lines (every 4 lines hold
+        // 4 records, a metadata line among them): it spans those lines.
+        let page_bytes = plan.tail_page_bytes().unwrap();
+        let text = String::from_utf8(file.clone()).unwrap();
+        let spanned: usize = text.lines().rev().take(20).map(|l| l.len() + 1).sum();
+        assert_eq!(page_bytes, spanned as u64);
+        let page = plan.finish();
+        assert_eq!(ids(&page), ids(&whole));
+        assert_eq!(page.cursor, whole.cursor);
+        // A window too small for the page (at least HEAD_BYTES, which 100 records are over)
+        // widens as the default one does: the same page.
+        let whole = run(&file, Mode::Tail, 100, true).unwrap();
+        let request = PageRequest {
+            limit: 100,
+            ..request
+        };
+        let mut plan = ReadPlan::new(ctx(), request, size).with_tail_window(0);
+        let mut reads = 0;
+        while let Some(ranges) = plan.next_read() {
+            reads += 1;
+            let chunks = ranges
+                .iter()
+                .map(|r| file[r.start.min(size) as usize..r.end().min(size) as usize].to_vec())
+                .collect();
+            plan.feed(chunks, size).unwrap();
+        }
+        assert!(reads > 1);
+        assert_eq!(ids(&plan.finish()), ids(&whole));
     }
 
     #[test]
