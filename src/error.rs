@@ -38,6 +38,9 @@ pub enum Error {
     State(#[from] StateError),
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
+    /// `grep`'s cache of remote sessions could not be opened.
+    #[error("{0}")]
+    Cache(String),
     /// Writing the output failed (a closed pipe ends the run quietly, like other filters).
     #[error("cannot write output: {0}")]
     Output(#[from] std::io::Error),
@@ -86,6 +89,13 @@ pub enum UsageError {
     /// `--kind`, `--grep`, `--after`, `--before`.
     #[error(transparent)]
     Filter(#[from] clankie_engine::filter::FilterError),
+    /// `grep`'s pattern.
+    #[error(transparent)]
+    Search(#[from] clankie_engine::search::SearchError),
+    #[error("{flag} wants a size such as 512M or 2G, got `{text}`")]
+    Size { flag: &'static str, text: String },
+    #[error("no hosts to search: `--hosts-all` found none in the hosts file")]
+    NoHostsToSearch,
     /// The hosts file cannot be read or parsed.
     #[error(transparent)]
     HostsFile(#[from] ConfigError),
@@ -142,6 +152,8 @@ pub enum Outcome {
     },
     /// `check`: another run held the state file for all of `--wait`.
     Locked,
+    /// `grep`: whether anything matched, and how many hosts failed (each reported).
+    Searched { matched: bool, hosts_failed: usize },
 }
 
 /// The exit status of a run: the one place exit codes are decided (SPEC "Exit codes").
@@ -168,6 +180,11 @@ pub fn exit_status(result: &Result<Outcome, Error>) -> u8 {
         Ok(Outcome::Checked { failed: 0, .. }) => exit::SOURCE,
         Ok(Outcome::Checked { .. }) => exit::HOST,
         Ok(Outcome::Locked) => exit::LOCKED,
+        // As grep and rg: 1 when nothing matched; 3 when a host failed, whatever the others
+        // found.
+        Ok(Outcome::Searched { hosts_failed, .. }) if *hosts_failed > 0 => exit::HOST,
+        Ok(Outcome::Searched { matched: true, .. }) => exit::OK,
+        Ok(Outcome::Searched { matched: false, .. }) => exit::FAILURE,
         Err(error) => exit_code(error),
     }
 }
@@ -178,7 +195,7 @@ fn exit_code(error: &Error) -> u8 {
         Error::Arguments(e) if !e.use_stderr() => exit::OK,
         Error::Arguments(_) | Error::Usage(_) => exit::USAGE,
         Error::Output(_) if error.is_broken_pipe() => exit::OK,
-        Error::State(_) | Error::Runtime(_) | Error::Output(_) => exit::FAILURE,
+        Error::State(_) | Error::Runtime(_) | Error::Output(_) | Error::Cache(_) => exit::FAILURE,
         Error::Driver(e) => match e {
             DriverError::Cursor(_) => exit::USAGE,
             DriverError::Resolve(

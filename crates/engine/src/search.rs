@@ -404,6 +404,8 @@ pub struct Query {
     pub max_count: Option<usize>,
     /// Redact records before matching (always, but for tests of the raw path).
     pub redact: bool,
+    /// `-c`, `-l`: matches are counted, not given.
+    pub count_only: bool,
 }
 
 impl Query {
@@ -609,6 +611,10 @@ impl<'q> SessionSearch<'q> {
         let full = self.query.max_count.is_some_and(|max| self.matches >= max);
         let text = search_text(&record);
         if !full && self.query.matcher.is_match(&text) {
+            if self.query.count_only {
+                self.matches += 1;
+                return;
+            }
             let spans = self.query.matcher.spans(&text);
             let text = text.into_owned();
             // The group starts with the context kept before; records left out between it

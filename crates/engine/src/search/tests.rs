@@ -24,6 +24,7 @@ fn query(matcher: Matcher) -> Query {
         after: 0,
         max_count: None,
         redact: true,
+        count_only: false,
     }
 }
 
