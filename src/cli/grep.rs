@@ -186,9 +186,10 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
     };
     let opened: Vec<_> = names.iter().map(|name| ctx.open(name)).collect();
     // This machine's files are read where they are; only remote hosts go through the cache.
-    let remote = opened
-        .iter()
-        .any(|o| o.as_ref().is_ok_and(|o| !matches!(o.host, AnyHost::Local(_))));
+    let remote = opened.iter().any(|o| {
+        o.as_ref()
+            .is_ok_and(|o| !matches!(o.host, AnyHost::Local(_)))
+    });
     let cache = if remote {
         Some(Arc::new(
             Cache::open(CacheOptions {

@@ -83,8 +83,15 @@ pub async fn search_host<H: Host>(
             continue;
         }
         if !batch.is_empty() {
-            search_batch(host, cache.expect("batches are cached"), &batch, query, &mut searched, &mut on_session)
-                .await?;
+            search_batch(
+                host,
+                cache.expect("batches are cached"),
+                &batch,
+                query,
+                &mut searched,
+                &mut on_session,
+            )
+            .await?;
             batch.clear();
             batch_bytes = 0;
         }

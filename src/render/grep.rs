@@ -23,8 +23,9 @@ const MOST_LINES: usize = 4;
 const DEFAULT_WINDOW: usize = 160;
 /// Characters shown before the first match of a cut line.
 const BEFORE_MATCH: usize = 40;
-/// Width of `YYYY-MM-DD HH:MM:SS kind ` before the text.
-const GUTTER: usize = 20 + 12;
+/// Width of `YYYY-MM-DD HH:MM:SS kind:` before the text (`-` in place of `:` for context,
+/// as ripgrep marks its context lines).
+const GUTTER: usize = 19 + 1 + 11 + 1;
 
 /// What is printed per session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,12 +109,7 @@ impl GrepPrinter {
                     matches: s.matches,
                 },
             ),
-            (Shape::Count, false) => writeln!(
-                out,
-                "{}:{}",
-                self.name(host, &s.session),
-                s.matches
-            ),
+            (Shape::Count, false) => writeln!(out, "{}:{}", self.name(host, &s.session), s.matches),
             (Shape::Sessions, false) => writeln!(out, "{}", self.name(host, &s.session)),
             (Shape::Records, true) => {
                 for found in &s.found {
@@ -199,7 +195,7 @@ impl GrepPrinter {
                 writeln!(
                     out,
                     "{} {}",
-                    self.paint("2", &gutter(record)),
+                    self.paint("2", &format!("{}-", gutter(record))),
                     self.paint("2", &shown)
                 )
             }
@@ -212,7 +208,7 @@ impl GrepPrinter {
                 let pad = " ".repeat(GUTTER);
                 for (i, (line, line_spans)) in lines.iter().take(MOST_LINES).enumerate() {
                     let lead = if i == 0 {
-                        self.paint("32", &gutter(record))
+                        self.paint("32", &format!("{}:", gutter(record)))
                     } else {
                         pad.clone()
                     };
@@ -386,7 +382,9 @@ fn window_of(line: &str, first_match: Option<usize>, window: usize) -> (usize, u
     }
     let match_at = first_match.unwrap_or(0);
     let chars_before = line[..match_at].chars().count();
-    let start_char = chars_before.saturating_sub(BEFORE_MATCH).min(chars - window);
+    let start_char = chars_before
+        .saturating_sub(BEFORE_MATCH)
+        .min(chars - window);
     let mut indices = line.char_indices().map(|(i, _)| i).chain([line.len()]);
     let start = indices.nth(start_char).unwrap_or(0);
     let end = line[start..]

@@ -14,8 +14,9 @@
 //! joins a tool's name and input values with newlines), a non-ASCII literal under
 //! case-insensitive matching, when context records are asked for (they must be parsed), and
 //! for harnesses whose lines upsert records by id (an earlier line decides a record).
-//! Caveat: words a parser adds to a record's text that are not in the line (a notice's
-//! `conversation compacted`) are found only in lines the prefilter passes.
+//! Words the parsers write themselves (a notice's `conversation compacted`) are not in the
+//! lines: a literal inside them gets no prefilter either ([`PARSER_WORDS`]). A literal that
+//! only straddles such words and the line's own text can still be missed.
 
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
@@ -63,6 +64,57 @@ pub struct PatternOptions {
     pub fixed: bool,
     pub case: Case,
 }
+
+/// The fixed words of the notices and labels the line parsers write themselves (`harness/*.rs`,
+/// `lines.rs`): a literal inside one of them may be in a record's text without being in its
+/// line, so it gets no prefilter. A new notice wording belongs here too (a test of each
+/// harness's notices would catch a miss: `grep` finds exactly what `read` shows).
+const PARSER_WORDS: &[&str] = &[
+    "forked from session ",
+    "subagent of session ",
+    ": the records that follow begin with a copy of its history",
+    "conversation compacted",
+    "context compacted",
+    " tokens before)",
+    "; summary:\n",
+    "local command output: ",
+    "local command: ",
+    "API error ",
+    " (retry ",
+    "stop hook errors: ",
+    "system event `",
+    "monitor event: ",
+    "task notification: ",
+    "unsupported assistant block `",
+    "unsupported user block `",
+    "turn aborted",
+    "thread rolled back by ",
+    " turns",
+    "entered review mode",
+    "exited review mode",
+    "previous turn interrupted (",
+    "assistant stopped: ",
+    "branch summary: ",
+    "refusal: ",
+    "retry ",
+    "rewound: messages from ",
+    " on were removed",
+    "tool did not finish (status `",
+    "error: ",
+    "malformed record at byte ",
+    " bytes) skipped: ",
+    "malformed row ",
+    " skipped: ",
+    "record at byte ",
+    " has an unexpected shape (",
+    "); skipped",
+    " bytes, over the 1 MiB limit; not parsed",
+    "[image ",
+    ", bytes]",
+    " bytes]",
+    "[file ",
+    "[tool ",
+];
 
 /// Most literals the prefilter looks for (every JSON form of every required literal); more
 /// and the prefilter is left out.
@@ -269,6 +321,13 @@ fn needles(literals: &[String], insensitive: bool) -> Option<Vec<Vec<u8>>> {
         if insensitive && !literal.is_ascii() {
             return None;
         }
+        let lower = literal.to_lowercase();
+        if PARSER_WORDS
+            .iter()
+            .any(|words| words.to_lowercase().contains(&lower))
+        {
+            return None;
+        }
         out.extend(json_forms(literal));
         // Unicode case folding maps `k` to KELVIN SIGN and `s` to LONG S: under -i, a line
         // holding either (raw or escaped) may match a literal with those letters.
@@ -353,8 +412,10 @@ fn char_forms(c: char) -> Vec<String> {
         vec![lower, upper]
     };
     let mut forms = match c {
-        '"' => vec!["\\\"".to_string()],
-        '\\' => vec!["\\\\".to_string()],
+        // Raw too: a parser may show part of the line re-serialized as JSON text (a Codex
+        // result whose output is an object).
+        '"' => vec!["\\\"".to_string(), "\"".to_string()],
+        '\\' => vec!["\\\\".to_string(), "\\".to_string()],
         '/' => vec!["/".to_string(), "\\/".to_string()],
         '\u{8}' => vec!["\\b".to_string()],
         '\u{c}' => vec!["\\f".to_string()],
