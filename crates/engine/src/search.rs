@@ -22,7 +22,6 @@ use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
-use aho_corasick::AhoCorasick;
 use clankie_model::limits::MAX_RECORD_BYTES;
 use clankie_model::{Record, RecordBody};
 use regex::{Regex, RegexBuilder};
@@ -127,7 +126,11 @@ const MAX_FORMS: usize = 64;
 #[derive(Debug, Clone)]
 pub struct Matcher {
     regex: Regex,
-    prefilter: Option<AhoCorasick>,
+    /// The needles as one byte regex, ASCII case folded under case-insensitive matching: its
+    /// literal optimizations search many literals at once (Teddy, as ripgrep's do), case
+    /// variants included, where an Aho-Corasick automaton folding case would fall back to
+    /// byte-at-a-time.
+    prefilter: Option<regex::bytes::Regex>,
 }
 
 impl Matcher {
@@ -160,9 +163,14 @@ impl Matcher {
         let prefilter = required_literals(&hir)
             .and_then(|literals| needles(&literals, insensitive))
             .and_then(|needles| {
-                aho_corasick::AhoCorasickBuilder::new()
-                    .ascii_case_insensitive(insensitive)
-                    .build(needles)
+                let alternation: Vec<String> = needles
+                    .iter()
+                    .map(|n| regex::escape(&String::from_utf8_lossy(n)))
+                    .collect();
+                regex::bytes::RegexBuilder::new(&alternation.join("|"))
+                    .unicode(false)
+                    .case_insensitive(insensitive)
+                    .build()
                     .ok()
             });
         Ok(Matcher { regex, prefilter })
@@ -189,14 +197,13 @@ impl Matcher {
 
     /// Whether a raw line may hold a match (always true without a prefilter).
     pub fn line_may_match(&self, line: &[u8]) -> bool {
-        self.prefilter.as_ref().is_none_or(|ac| ac.is_match(line))
+        self.prefilter.as_ref().is_none_or(|re| re.is_match(line))
     }
 
     /// Where in `bytes` the first prefilter hit at or after `from` starts.
     fn next_hit(&self, bytes: &[u8], from: usize) -> Option<usize> {
-        let ac = self.prefilter.as_ref()?;
-        ac.find(aho_corasick::Input::new(bytes).span(from..bytes.len()))
-            .map(|m| m.start())
+        let re = self.prefilter.as_ref()?;
+        re.find_at(bytes, from).map(|m| m.start())
     }
 }
 

@@ -239,6 +239,13 @@ fn context_groups_are_separated_by_breaks_and_max_count_stops() {
         ]
     );
     let mut q = query(smart("hit"));
+    q.count_only = true;
+    let mut session = SessionSearch::new(ctx(harness("claude")), &q);
+    let mut out = Vec::new();
+    session.feed(lines.as_bytes(), &mut out);
+    assert!(out.is_empty(), "counted, not given");
+    assert_eq!(session.matches(), 3);
+    let mut q = query(smart("hit"));
     q.max_count = Some(2);
     assert_eq!(
         shown(&search(&q, lines.as_bytes(), 64)),
