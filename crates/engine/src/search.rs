@@ -126,11 +126,92 @@ const MAX_FORMS: usize = 64;
 #[derive(Debug, Clone)]
 pub struct Matcher {
     regex: Regex,
-    /// The needles as one byte regex, ASCII case folded under case-insensitive matching: its
-    /// literal optimizations search many literals at once (Teddy, as ripgrep's do), case
-    /// variants included, where an Aho-Corasick automaton folding case would fall back to
-    /// byte-at-a-time.
-    prefilter: Option<regex::bytes::Regex>,
+    prefilter: Option<Prefilter>,
+}
+
+/// How raw bytes are searched for the needles.
+#[derive(Debug, Clone)]
+enum Prefilter {
+    /// One needle, exactly: a SIMD substring search.
+    One(memchr::memmem::Finder<'static>),
+    /// One ASCII needle ignoring ASCII case: a SIMD scan for both cases of its rarest byte,
+    /// each candidate compared whole.
+    OneFolded {
+        needle: Vec<u8>,
+        /// Where the rarest byte is in the needle, and its two cases.
+        at: usize,
+        cases: [u8; 2],
+    },
+    /// Several needles as one byte regex (ASCII case folded when asked): its literal
+    /// optimizations search many literals at once (Teddy), case variants included.
+    Many(regex::bytes::Regex),
+}
+
+impl Prefilter {
+    fn new(needles: Vec<Vec<u8>>, insensitive: bool) -> Option<Prefilter> {
+        match needles.as_slice() {
+            [one] if !insensitive => Some(Prefilter::One(
+                memchr::memmem::Finder::new(one).into_owned(),
+            )),
+            [one] if one.is_ascii() && !one.is_empty() => {
+                let at = (0..one.len())
+                    .max_by_key(|&i| rarity(one[i]))
+                    .expect("a needle is not empty");
+                let b = one[at];
+                Some(Prefilter::OneFolded {
+                    needle: one.to_ascii_lowercase(),
+                    at,
+                    cases: [b.to_ascii_lowercase(), b.to_ascii_uppercase()],
+                })
+            }
+            _ => {
+                let alternation: Vec<String> = needles
+                    .iter()
+                    .map(|n| regex::escape(&String::from_utf8_lossy(n)))
+                    .collect();
+                regex::bytes::RegexBuilder::new(&alternation.join("|"))
+                    .unicode(false)
+                    .case_insensitive(insensitive)
+                    .build()
+                    .ok()
+                    .map(Prefilter::Many)
+            }
+        }
+    }
+
+    /// Where the first needle found at or after `from` starts.
+    fn find(&self, bytes: &[u8], from: usize) -> Option<usize> {
+        match self {
+            Prefilter::One(finder) => finder.find(&bytes[from..]).map(|i| from + i),
+            Prefilter::OneFolded { needle, at, cases } => {
+                let mut pos = from + at;
+                while pos < bytes.len() {
+                    let hit = pos + memchr::memchr2(cases[0], cases[1], &bytes[pos..])?;
+                    let start = hit - at;
+                    if bytes
+                        .get(start..start + needle.len())
+                        .is_some_and(|window| window.eq_ignore_ascii_case(needle))
+                    {
+                        return Some(start);
+                    }
+                    pos = hit + 1;
+                }
+                None
+            }
+            Prefilter::Many(re) => re.find_at(bytes, from).map(|m| m.start()),
+        }
+    }
+}
+
+/// How rare a byte is in transcripts (higher is rarer): letters by their frequency in English
+/// text, JSON's punctuation and spaces as the commonest; a rough rank, enough to pick which
+/// byte of a needle to scan for.
+fn rarity(b: u8) -> u8 {
+    const COMMON: &[u8] = b" \"etaoinsrhldcu:,mfpgwybv{}kx_-.jqz";
+    match COMMON.iter().position(|&c| c == b.to_ascii_lowercase()) {
+        Some(i) => i as u8,
+        None => 200,
+    }
 }
 
 impl Matcher {
@@ -162,17 +243,7 @@ impl Matcher {
             .map_err(|e| bad(&e))?;
         let prefilter = required_literals(&hir)
             .and_then(|literals| needles(&literals, insensitive))
-            .and_then(|needles| {
-                let alternation: Vec<String> = needles
-                    .iter()
-                    .map(|n| regex::escape(&String::from_utf8_lossy(n)))
-                    .collect();
-                regex::bytes::RegexBuilder::new(&alternation.join("|"))
-                    .unicode(false)
-                    .case_insensitive(insensitive)
-                    .build()
-                    .ok()
-            });
+            .and_then(|needles| Prefilter::new(needles, insensitive));
         Ok(Matcher { regex, prefilter })
     }
 
@@ -197,13 +268,14 @@ impl Matcher {
 
     /// Whether a raw line may hold a match (always true without a prefilter).
     pub fn line_may_match(&self, line: &[u8]) -> bool {
-        self.prefilter.as_ref().is_none_or(|re| re.is_match(line))
+        self.prefilter
+            .as_ref()
+            .is_none_or(|p| p.find(line, 0).is_some())
     }
 
     /// Where in `bytes` the first prefilter hit at or after `from` starts.
     fn next_hit(&self, bytes: &[u8], from: usize) -> Option<usize> {
-        let re = self.prefilter.as_ref()?;
-        re.find_at(bytes, from).map(|m| m.start())
+        self.prefilter.as_ref()?.find(bytes, from)
     }
 }
 

@@ -1,3 +1,6 @@
+//! The search unit tests: case rules, the prefilter's JSON forms and where it must stay off,
+//! lines across chunks, context groups, redaction before matching.
+
 use super::*;
 use crate::test_support::{ctx, harness};
 
@@ -106,6 +109,14 @@ fn regex_literals_prefilter_and_case_insensitive_literals_match_any_case() {
     assert!(m.has_prefilter());
     assert!(m.line_may_match(b"{\"t\":\"DEPLOYED to prod\"}"));
     assert!(!m.line_may_match(b"{\"t\":\"deploy to prod\"}"));
+    // One literal, any case: its rarest byte is scanned for, each candidate compared whole.
+    let m = smart("zqx-needle");
+    for hit in ["ZQX-NEEDLE", "a zQx-Needle b", "zqx-needlezqx-needle"] {
+        assert!(m.line_may_match(hit.as_bytes()), "{hit}");
+    }
+    for miss in ["zqx needle", "zq", "", "qqqqqqqqqq-needle"] {
+        assert!(!m.line_may_match(miss.as_bytes()), "{miss}");
+    }
     // No required literal at all.
     assert!(!smart(r"\w+").has_prefilter());
     assert!(!smart("a|.*").has_prefilter());
