@@ -207,7 +207,7 @@ impl Prefilter {
 /// text, JSON's punctuation and spaces as the commonest; a rough rank, enough to pick which
 /// byte of a needle to scan for.
 fn rarity(b: u8) -> u8 {
-    const COMMON: &[u8] = b" \"etaoinsrhldcu:,mfpgwybv{}kx_-.jqz";
+    const COMMON: &[u8] = b" \"e0t1a2o3i4n5s6r7h8l9dcu:,mfpgwybv{}kx_-.jqz";
     match COMMON.iter().position(|&c| c == b.to_ascii_lowercase()) {
         Some(i) => i as u8,
         None => 200,
