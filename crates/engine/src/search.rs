@@ -15,7 +15,7 @@
 //! case-insensitive matching, when context records are asked for (they must be parsed), and
 //! for harnesses whose lines upsert records by id (an earlier line decides a record).
 //! Words the parsers write themselves (a notice's `conversation compacted`) are not in the
-//! lines: a literal inside them gets no prefilter either ([`PARSER_WORDS`]). A literal that
+//! lines: a literal inside them gets no prefilter either (`PARSER_WORDS`). A literal that
 //! only straddles such words and the line's own text can still be missed.
 
 use std::borrow::Cow;
