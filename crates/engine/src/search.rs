@@ -133,7 +133,7 @@ pub struct Matcher {
 #[derive(Debug, Clone)]
 enum Prefilter {
     /// One needle, exactly: a SIMD substring search.
-    One(memchr::memmem::Finder<'static>),
+    One(Box<memchr::memmem::Finder<'static>>),
     /// One ASCII needle ignoring ASCII case: a SIMD scan for both cases of its rarest byte,
     /// each candidate compared whole.
     OneFolded {
@@ -150,9 +150,9 @@ enum Prefilter {
 impl Prefilter {
     fn new(needles: Vec<Vec<u8>>, insensitive: bool) -> Option<Prefilter> {
         match needles.as_slice() {
-            [one] if !insensitive => Some(Prefilter::One(
+            [one] if !insensitive => Some(Prefilter::One(Box::new(
                 memchr::memmem::Finder::new(one).into_owned(),
-            )),
+            ))),
             [one] if one.is_ascii() && !one.is_empty() => {
                 let at = (0..one.len())
                     .max_by_key(|&i| rarity(one[i]))
