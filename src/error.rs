@@ -89,6 +89,13 @@ pub enum UsageError {
     /// `--kind`, `--grep`, `--after`, `--before`.
     #[error(transparent)]
     Filter(#[from] clankie_engine::filter::FilterError),
+    /// `grep`'s pattern.
+    #[error(transparent)]
+    Search(#[from] clankie_engine::search::SearchError),
+    #[error("{flag} wants a size such as 512M or 2G, got `{text}`")]
+    Size { flag: &'static str, text: String },
+    #[error("no hosts to search: `--hosts-all` found none in the hosts file")]
+    NoHostsToSearch,
     /// The hosts file cannot be read or parsed.
     #[error(transparent)]
     HostsFile(#[from] ConfigError),
@@ -145,6 +152,8 @@ pub enum Outcome {
     },
     /// `check`: another run held the state file for all of `--wait`.
     Locked,
+    /// `grep`: whether anything matched, and how many hosts failed (each reported).
+    Searched { matched: bool, hosts_failed: usize },
 }
 
 /// The exit status of a run: the one place exit codes are decided (SPEC "Exit codes").
@@ -171,6 +180,11 @@ pub fn exit_status(result: &Result<Outcome, Error>) -> u8 {
         Ok(Outcome::Checked { failed: 0, .. }) => exit::SOURCE,
         Ok(Outcome::Checked { .. }) => exit::HOST,
         Ok(Outcome::Locked) => exit::LOCKED,
+        // As grep and rg: 1 when nothing matched; 3 when a host failed, whatever the others
+        // found.
+        Ok(Outcome::Searched { hosts_failed, .. }) if *hosts_failed > 0 => exit::HOST,
+        Ok(Outcome::Searched { matched: true, .. }) => exit::OK,
+        Ok(Outcome::Searched { matched: false, .. }) => exit::FAILURE,
         Err(error) => exit_code(error),
     }
 }

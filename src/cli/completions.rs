@@ -92,6 +92,7 @@ fn with_completers(cmd: clap::Command, global_words: Vec<OsString>) -> clap::Com
         .mut_subcommand("ls", |c| c.mut_arg("host_names", |a| a.add(host())))
         .mut_subcommand("hosts", |c| c.mut_arg("host_names", |a| a.add(host())))
         .mut_subcommand("check", |c| c.mut_arg("host_names", |a| a.add(host())))
+        .mut_subcommand("grep", |c| c.mut_arg("host_names", |a| a.add(host())))
 }
 
 /// The candidates for `args[index]`. Besides clap's own: the shorthand `clankie-read

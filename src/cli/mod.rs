@@ -6,6 +6,7 @@ mod cache;
 mod check;
 mod completions;
 mod context;
+mod grep;
 mod hosts;
 mod ls;
 mod man;
@@ -37,6 +38,7 @@ Examples:
                                                  the records after a page's cursor
   clankie-read check --state ~/.cache/clankie.json --json
                                                  from cron: what changed on every host
+  clankie-read grep -F 'rm -rf' devbox local     which sessions ran it, on two machines
   clankie-read hosts --check                     why a host does not answer
   clankie-read --root claude=./tests/fixtures/claude local:short --all
                                                  read a sample transcript shipped with the source";
@@ -58,6 +60,9 @@ pub enum Command {
     Read(read::ReadArgs),
     /// List sessions on hosts (default: local).
     Ls(ls::LsArgs),
+    /// Search the records of every session on hosts (default: local); exit 1 when nothing
+    /// matched.
+    Grep(grep::GrepArgs),
     /// What changed on each host since the last run (for cron): one `activity` line per
     /// changed session.
     Check(check::CheckArgs),
@@ -81,6 +86,7 @@ const SUBCOMMANDS: &[&str] = &[
     "read",
     "ls",
     "check",
+    "grep",
     "hosts",
     "resume",
     "script",
@@ -150,6 +156,7 @@ pub fn main() -> ExitCode {
             Command::Read(args) => read::run(&cli.global, args).await,
             Command::Ls(args) => ls::run(&cli.global, args).await,
             Command::Check(args) => check::run(&cli.global, args).await,
+            Command::Grep(args) => grep::run(&cli.global, args).await,
             Command::Hosts(args) => hosts::run(&cli.global, args).await,
             Command::Resume(args) => resume::run(&cli.global, args).await,
             Command::Script(args) => script::run(&cli.global, args),

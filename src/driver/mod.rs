@@ -6,6 +6,7 @@
 
 pub mod follow;
 pub mod heads;
+pub mod search;
 #[cfg(test)]
 pub(crate) mod testing;
 

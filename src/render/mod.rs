@@ -3,6 +3,7 @@
 //! stays exact (JSON escaping protects it).
 
 pub mod diff;
+pub mod grep;
 pub mod ls;
 pub mod ndjson;
 pub mod pager;

@@ -126,6 +126,12 @@ pub(crate) fn line(out: &mut impl Write, value: &impl Serialize) -> io::Result<(
     out.write_all(b"\n")
 }
 
+/// Writes `value` as one NDJSON line, escaped as every other line is (for lines other
+/// modules shape, such as `grep`'s).
+pub fn value_line(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
+    line(out, value)
+}
+
 /// Writes `value` as compact JSON, as serde_json does, with [`find_unsafe`]'s characters
 /// escaped too.
 fn to_writer(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {

@@ -19,6 +19,7 @@ mod filters;
 mod fixtures;
 mod follow;
 mod follow_host;
+mod grep;
 mod harness_names;
 mod harnesses;
 mod host_keys;

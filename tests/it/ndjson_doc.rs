@@ -13,8 +13,9 @@ use serde_json::Value;
 use crate::common::sshd::sshd_or_skip;
 use crate::support::{clankie, code, ndjson, stderr};
 
-/// Fields whose value is the source's own JSON (a tool's input): not ours to document inside.
-const OPAQUE: &[&str] = &["input"];
+/// Fields whose value is the source's own JSON (a tool's input), or an object documented as a
+/// type of its own (`grep`'s `record`, a `record` object): not documented inside.
+const OPAQUE: &[&str] = &["input", "record"];
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -193,6 +194,26 @@ fn every_printed_field_is_in_docs_ndjson_md() {
         lines.extend(ndjson(&out));
     }
 
+    // `grep`: matches with context, counts, the summary, and a host that fails.
+    lines.extend(json_lines(
+        home.path(),
+        &with_roots(&["grep", "--json", "-C", "1", "marker"]),
+    ));
+    lines.extend(json_lines(
+        home.path(),
+        &with_roots(&["grep", "--json", "-c", "marker"]),
+    ));
+    let down = {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("nobody@127.0.0.1:{}", closed.local_addr().unwrap().port())
+    };
+    let out = clankie(home.path())
+        .args(with_roots(&["grep", "--json", "marker", "local", &down]))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    lines.extend(ndjson(&out));
+
     let mut printed: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for line in &lines {
         let ty = line["type"]
@@ -204,7 +225,10 @@ fn every_printed_field_is_in_docs_ndjson_md() {
     let types: Vec<&str> = printed.keys().map(String::as_str).collect();
     assert_eq!(
         types,
-        ["activity", "error", "host", "page", "record", "session"]
+        [
+            "activity", "context", "count", "error", "host", "match", "page", "record", "session",
+            "summary"
+        ]
     );
     for ty in ["record", "page", "session", "activity", "error"] {
         for field in ["host", "harness", "session"] {

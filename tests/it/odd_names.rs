@@ -21,7 +21,7 @@ use crate::support::{code, ids, ndjson, records, stderr};
 
 /// Project directory names (Claude names them after the working directory), each holding one
 /// session. Every byte but `/` and NUL may be in a name.
-const ODD_DIRS: [&str; 8] = [
+pub(crate) const ODD_DIRS: [&str; 8] = [
     "-cr\rin the middle",
     "-lf\nin the middle",
     "-ends in lf\n",
@@ -96,7 +96,7 @@ fn session_rel(dir: &str, i: usize) -> PathBuf {
 }
 
 /// Nothing a terminal would act on, raw: C0 controls but LF, DEL, C1, bidi and separators.
-fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
+pub(crate) fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
     let bad: Vec<char> = text
         .chars()

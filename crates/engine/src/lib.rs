@@ -12,6 +12,7 @@
 //! - [`cursor`]: the versioned, validated cursor encoding.
 //! - [`filter`]: `--kind`, `--grep` and `--after`/`--before` over the records of a page.
 //! - [`redact`]: the secret rules and the redaction pass over records.
+//! - [`search`]: `grep`'s matcher, the text of a record it searches, its raw-line prefilter.
 //! - [`page`]: what a read asks for and what it gives back; [`plan`]: the sans-IO read planner
 //!   (`next_read` / `feed`) behind `--tail`, `--head`, `--all` and `--since`.
 
@@ -29,6 +30,7 @@ pub mod redact;
 pub mod resolve;
 pub mod resume;
 pub mod rows;
+pub mod search;
 pub mod session;
 pub mod wal;
 

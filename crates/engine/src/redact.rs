@@ -906,6 +906,12 @@ fn redact_named_value(key: &str, value: &mut String) -> usize {
     1
 }
 
+/// The rule names a redaction writes (`[REDACTED:<name>]`): a search whose pattern could match
+/// inside one cannot skip lines by their raw bytes (`search`'s prefilter).
+pub fn rule_names() -> impl Iterator<Item = &'static str> {
+    RULES.iter().map(|r| r.name)
+}
+
 /// Redacts every record in place: what a page does before anyone renders it.
 pub fn redact_records(records: &mut [Record]) {
     for record in records {
