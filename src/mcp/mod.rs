@@ -243,6 +243,10 @@ impl ServerHandler for McpServer {
                 Ok(args) => self.check(args).await,
                 Err(e) => Err(invalid(e)),
             },
+            "search" => match tools::decode(name, arguments) {
+                Ok(args) => self.search(args).await,
+                Err(e) => Err(invalid(e)),
+            },
             "resume_command" => match tools::decode(name, arguments) {
                 Ok(args) => self.resume_command(args).await,
                 Err(e) => Err(invalid(e)),
@@ -633,6 +637,186 @@ impl McpServer {
         })
     }
 
+    /// `search`: `grep --json`'s matches over the hosts named (or every allowed one), at most
+    /// `limit` in all, in the order of the hosts and of their listings; each record cut as
+    /// read_session cuts it.
+    async fn search(&self, args: tools::SearchArgs) -> Result<Answer, Failure> {
+        use crate::cache::{Cache, CacheOptions};
+        use crate::driver::search::{SessionFound, search_host};
+        use crate::render::grep::{GrepPrinter, Shape};
+        use clankie_engine::search::{Case, Found, Matcher, PatternOptions, Query};
+
+        let limit = tools::limit("search", args.limit).map_err(invalid)?;
+        let matcher = Matcher::new(
+            &args.pattern,
+            PatternOptions {
+                fixed: args.fixed,
+                case: if args.ignore_case {
+                    Case::Insensitive
+                } else {
+                    Case::Smart
+                },
+            },
+        )
+        .map_err(|e| invalid(format!("search: {e}")))?;
+        let filter = RecordFilter::parse(&args.kinds, None, None, None, jiff::Timestamp::now())
+            .map_err(|e| invalid(format!("search: {e}")))?;
+        let harness = match &args.harness {
+            Some(name) => Some(
+                harness::by_name(name)
+                    .ok_or_else(|| invalid(format!("search: unknown harness `{name}`")))?,
+            ),
+            None => None,
+        };
+        let names = args
+            .hosts
+            .unwrap_or_else(|| self.options.allowed.checked_by_default.clone());
+        if names.is_empty() {
+            return Err(invalid("search: `hosts` is empty".to_string()));
+        }
+        for name in &names {
+            self.options.allowed.ensure_allowed(name)?;
+        }
+        let query = Arc::new(Query {
+            matcher,
+            filter,
+            before: 0,
+            after: 0,
+            max_count: None,
+            // Redaction cannot be turned off through MCP.
+            redact: true,
+            count_only: false,
+        });
+        // Remote sessions' bytes are kept in the user's cache, as `grep` keeps them; a cache
+        // that cannot be opened costs speed, not results.
+        let cache = Arc::new(
+            Cache::open(CacheOptions::default())
+                .or_else(|_| {
+                    Cache::open(CacheOptions {
+                        enabled: false,
+                        ..CacheOptions::default()
+                    })
+                })
+                .map_err(|e| Failure::Tool(format!("search: {e}")))?,
+        );
+        let mut tasks = tokio::task::JoinSet::new();
+        for (index, name) in names.iter().enumerate() {
+            let warm = self.pool.get(name).await.map(|(warm, _)| warm);
+            let (name, query, cache) = (name.clone(), query.clone(), cache.clone());
+            tasks.spawn(async move {
+                let result = match warm {
+                    Ok(warm) => {
+                        let roots = roots_for(&warm.roots, harness);
+                        let cache = match warm.host {
+                            AnyHost::Local(_) => None,
+                            _ => Some(&*cache),
+                        };
+                        // Matches past `limit` are counted, not kept.
+                        let (mut kept, mut seen) = (Vec::<SessionFound>::new(), 0usize);
+                        search_host(&warm.host, &roots, &query, cache, |mut found| {
+                            let room = limit.saturating_sub(seen);
+                            seen += found.matches;
+                            if room > 0 {
+                                keep_matches(&mut found.found, room);
+                                kept.push(found);
+                            }
+                        })
+                        .await
+                        .map(|searched| (kept, seen, searched.unsearched))
+                        .map_err(Error::from)
+                    }
+                    Err(e) => Err(e),
+                };
+                (index, name, result)
+            });
+        }
+        let mut results = tasks.join_all().await;
+        results.sort_by_key(|(index, _, _)| *index);
+        let json_printer = GrepPrinter {
+            shape: Shape::Records,
+            json: true,
+            color: false,
+            width: None,
+        };
+        let text_printer = GrepPrinter {
+            json: false,
+            ..json_printer
+        };
+        let (mut lines, mut text, mut failed, mut errors) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut given, mut total) = (0usize, 0usize);
+        // Per match line given: whether its record or text was cut (marked as read_session
+        // marks a cut record).
+        let mut truncated = Vec::new();
+        for (_, name, result) in results {
+            match result {
+                Ok((sessions, seen, unsearched)) => {
+                    total += seen;
+                    for mut session in sessions {
+                        let room = limit - given;
+                        if room == 0 {
+                            break;
+                        }
+                        given += keep_matches(&mut session.found, room);
+                        for found in &mut session.found {
+                            if let Found::Match {
+                                record,
+                                text,
+                                spans,
+                            } = found
+                            {
+                                let cut_text = cut(text);
+                                if cut_text {
+                                    spans.retain(|[_, end]| *end <= text.len());
+                                }
+                                truncated.push(truncate_record(record) || cut_text);
+                            }
+                        }
+                        json_printer
+                            .session(&mut lines, &name, &session)
+                            .map_err(output)?;
+                        text_printer
+                            .session(&mut text, &name, &session)
+                            .map_err(output)?;
+                    }
+                    for u in unsearched {
+                        errors.push(json!({
+                            "host": name,
+                            "harness": u.harness,
+                            "session": u.session,
+                            "path": u.path,
+                            "message": u.message,
+                        }));
+                    }
+                }
+                Err(err) => {
+                    let message = err.to_string();
+                    if exit_status(&Err(err)) == exit::HOST {
+                        self.pool.forget(&name).await;
+                    }
+                    text.extend_from_slice(format!("failed: {name}: {message}\n").as_bytes());
+                    failed.push(json!({"host": name, "message": message}));
+                }
+            }
+        }
+        if total == 0 {
+            text.extend_from_slice(b"no match\n");
+        } else if total > given {
+            text.extend_from_slice(
+                format!("{} more matches not shown\n", total - given).as_bytes(),
+            );
+        }
+        Ok(Answer {
+            structured: json!({
+                "matches": mark_truncated(parse_lines(&lines), &truncated),
+                "more": total - given,
+                "errors": errors,
+                "failed": failed,
+            }),
+            text: String::from_utf8_lossy(&text).into_owned(),
+        })
+    }
+
     async fn resume_command(&self, args: tools::ResumeArgs) -> Result<Answer, Failure> {
         let (host_name, session_arg) = split_target(&args.target).map_err(invalid)?;
         let query = SessionQuery::parse(session_arg)
@@ -777,6 +961,37 @@ fn parse_lines(bytes: &[u8]) -> Vec<Value> {
         // The renderer writes JSON: a line that is not would be a bug here, not the model's.
         .filter_map(|line| serde_json::from_slice(line).ok())
         .collect()
+}
+
+/// Marks `truncated: true` on the records of the match lines whose flag says they were cut.
+fn mark_truncated(mut matches: Vec<Value>, truncated: &[bool]) -> Vec<Value> {
+    for (line, &cut) in matches.iter_mut().zip(truncated) {
+        if cut && let Some(record) = line.get_mut("record").and_then(Value::as_object_mut) {
+            record.insert("truncated".to_string(), Value::Bool(true));
+        }
+    }
+    matches
+}
+
+/// Keeps the first `room` matches of a session's search (and what is found among them);
+/// returns how many matches it kept.
+fn keep_matches(found: &mut Vec<clankie_engine::search::Found>, room: usize) -> usize {
+    use clankie_engine::search::Found;
+    let mut kept = 0;
+    let end = found
+        .iter()
+        .position(|f| {
+            if matches!(f, Found::Match { .. }) {
+                if kept == room {
+                    return true;
+                }
+                kept += 1;
+            }
+            false
+        })
+        .unwrap_or(found.len());
+    found.truncate(end);
+    kept
 }
 
 fn output(e: std::io::Error) -> Failure {

@@ -3,8 +3,7 @@
 //! malformed call never reaches a host). Descriptions are written for a model that has not
 //! read the README: what the tool returns, what each argument means, and how to page.
 //!
-//! Adding a tool (`search`, once the CLI's `grep` can share its results): its arguments struct
-//! here, its entry in [`all`] (name, description, schema), and its arm in
+//! Adding a tool: its arguments struct here, its entry in [`all`] (name, description, schema), and its arm in
 //! `McpServer::call_tool` that decodes the arguments and calls its handler; [`names`] and the
 //! unknown-tool error follow.
 
@@ -57,6 +56,22 @@ pub(crate) struct ReadSessionArgs {
 #[serde(deny_unknown_fields)]
 pub(crate) struct CheckArgs {
     pub hosts: Option<Vec<String>>,
+}
+
+/// `search`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchArgs {
+    pub pattern: String,
+    #[serde(default)]
+    pub fixed: bool,
+    #[serde(default)]
+    pub ignore_case: bool,
+    pub hosts: Option<Vec<String>>,
+    pub harness: Option<String>,
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    pub limit: Option<u32>,
 }
 
 /// `resume_command`.
@@ -200,6 +215,37 @@ pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
         .with_title("What changed since the last check")
         .with_annotations(read_only()),
         Tool::new_with_raw(
+            "search",
+            Some(format!(
+                "Search the records of every agent session (harnesses: {harnesses}) on one or \
+                 more machines for a pattern, as `clankie-read grep --json` does: `matches`, \
+                 each with `host`, `harness`, `session`, the `record` (as read_session gives \
+                 it), its searched `text` and the byte `spans` of the matches in it. The \
+                 pattern is a regular expression (Rust `regex` syntax) unless `fixed`; it is \
+                 case-insensitive when it has no uppercase letter, or with `ignore_case`. \
+                 Secrets are redacted before matching, so a match is never a secret (search \
+                 `REDACTED:github` to find where one was). Hosts that fail are in `failed`; \
+                 `more` counts matches left out past `limit`. Read a hit's surroundings with \
+                 read_session, target `<host>:<session>`. {host_note}"
+            ).into()),
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "What to find: a regular expression, or the exact text with `fixed`."},
+                    "fixed": {"type": "boolean", "default": false, "description": "Take the pattern as plain text, not a regular expression."},
+                    "ignore_case": {"type": "boolean", "default": false, "description": "Match case-insensitively even when the pattern has uppercase letters."},
+                    "hosts": {"type": "array", "items": {"type": "string"}, "description": "Machines to search; default every host this server allows."},
+                    "harness": {"type": "string", "enum": harness_names, "description": "Only sessions of this agent."},
+                    "kinds": {"type": "array", "items": {"type": "string", "enum": KINDS}, "description": "Only records of these kinds (`tools`: both tool kinds)."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "At most this many matches in all."}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            })),
+        )
+        .with_title("Search agent sessions")
+        .with_annotations(read_only()),
+        Tool::new_with_raw(
             "resume_command",
             Some(
                 "The shell command that resumes a session in its own agent CLI (with `ssh -t` \
@@ -266,7 +312,13 @@ mod tests {
     fn the_names_are_the_tools() {
         assert_eq!(
             names(),
-            ["list_sessions", "read_session", "check", "resume_command"]
+            [
+                "list_sessions",
+                "read_session",
+                "check",
+                "search",
+                "resume_command"
+            ]
         );
     }
 

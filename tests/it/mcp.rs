@@ -191,7 +191,13 @@ fn every_tool_answers_as_the_cli_does_and_bad_calls_are_errors() {
         .collect();
     assert_eq!(
         names,
-        ["list_sessions", "read_session", "check", "resume_command"]
+        [
+            "list_sessions",
+            "read_session",
+            "check",
+            "search",
+            "resume_command"
+        ]
     );
     for tool in tools["result"]["tools"].as_array().unwrap() {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
@@ -332,6 +338,62 @@ fn every_tool_answers_as_the_cli_does_and_bad_calls_are_errors() {
     assert_eq!(activity[0]["change"], "grew");
     assert_eq!(activity[0]["new_records"], 1);
 
+    // search: `grep --json`'s match lines, in its order; `limit` keeps the first and counts
+    // the rest; nothing found is an empty answer, not an error.
+    let grep_matches = |args: &[&str]| -> Vec<Value> {
+        let out = clankie(home)
+            .args(global)
+            .args(["grep", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        ndjson(&out)
+            .into_iter()
+            .filter(|line| line["type"] == "match")
+            .collect()
+    };
+    // A record over the text bound is cut as read_session cuts it (the CLI gives it whole).
+    let same_matches = |ours: &Value, cli: &[Value]| {
+        let ours = ours.as_array().unwrap();
+        assert_eq!(ours.len(), cli.len());
+        let mut cut = 0;
+        for (ours, cli) in ours.iter().zip(cli) {
+            if ours["record"]["truncated"] == true {
+                cut += 1;
+                assert_eq!(ours["record"]["id"], cli["record"]["id"]);
+                assert!(ours["text"].as_str().unwrap().len() <= 8192);
+                assert!(
+                    cli["text"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with(ours["text"].as_str().unwrap())
+                );
+            } else {
+                assert_eq!(ours, cli);
+            }
+        }
+        cut
+    };
+    let cli = grep_matches(&["README"]);
+    assert!(cli.len() >= 10, "{cli:?}");
+    let found = server.ok("search", json!({"pattern": "README", "limit": 200}));
+    assert!(same_matches(&found["matches"], &cli) < cli.len());
+    assert_eq!(found["more"], 0);
+    let first = server.ok("search", json!({"pattern": "README", "limit": 3}));
+    same_matches(&first["matches"], &cli[..3]);
+    assert_eq!(first["more"], cli.len() - 3);
+    let cli = grep_matches(&["-F", "-i", "readme.", "--kind", "tool_call"]);
+    assert!(!cli.is_empty());
+    let found = server.ok(
+        "search",
+        json!({"pattern": "readme.", "fixed": true, "ignore_case": true,
+               "kinds": ["tool_call"], "harness": "claude", "hosts": ["local"], "limit": 200}),
+    );
+    same_matches(&found["matches"], &cli);
+    let none = server.ok("search", json!({"pattern": "Xyzzy-none"}));
+    assert_eq!(none["matches"], json!([]), "{none}");
+
     // Malformed calls are JSON-RPC errors, and the server goes on.
     for (tool, arguments, says) in [
         ("read_session", json!({"target": 5}), "invalid type"),
@@ -363,6 +425,13 @@ fn every_tool_answers_as_the_cli_does_and_bad_calls_are_errors() {
             "unknown harness",
         ),
         ("no_such_tool", json!({}), "unknown tool `no_such_tool`"),
+        ("search", json!({"pattern": "("}), "bad pattern"),
+        ("search", json!({}), "missing field `pattern`"),
+        (
+            "search",
+            json!({"pattern": "x", "hosts": ["elsewhere"]}),
+            "host `elsewhere` is not allowed through MCP",
+        ),
         (
             "read_session",
             json!({"target": "elsewhere:short"}),
@@ -565,7 +634,7 @@ fn the_mcp_inspector_lists_and_calls_every_tool() {
         })
     };
     let listed = inspect(&["--method", "tools/list"]);
-    assert_eq!(listed["tools"].as_array().unwrap().len(), 4, "{listed}");
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 5, "{listed}");
     let call = |tool: &str, args: &[&str]| -> Value {
         let mut method = vec!["--method", "tools/call", "--tool-name", tool];
         for arg in args {
@@ -593,6 +662,15 @@ fn the_mcp_inspector_lists_and_calls_every_tool() {
     assert_eq!(read["structuredContent"]["page"]["more"], true);
     let check = call("check", &[]);
     assert_eq!(check["structuredContent"]["baseline"], true, "{check}");
+    let search = call("search", &["pattern=README", "limit=2"]);
+    assert_eq!(
+        search["structuredContent"]["matches"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "{search}"
+    );
     let resume = call("resume_command", &["target=local:short"]);
     assert!(
         resume["structuredContent"]["command"]

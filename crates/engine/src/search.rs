@@ -758,9 +758,10 @@ impl<'q> SessionSearch<'q> {
             let spans = self.query.matcher.spans(&text);
             let text = text.into_owned();
             // The group starts with the context kept before; records left out between it
-            // and the last group given are marked.
+            // and the last group given are marked (with context asked for, as rg marks them).
             let first = index - self.before.len() as u64;
-            if self.last_given.is_some_and(|last| first > last + 1) {
+            let context = self.query.before > 0 || self.query.after > 0;
+            if context && self.last_given.is_some_and(|last| first > last + 1) {
                 out.push(Found::Break);
             }
             for record in self.before.drain(..) {
