@@ -384,10 +384,30 @@ fn write_usage(buf: &mut Vec<u8>, usage: &Usage) -> io::Result<()> {
     Ok(())
 }
 
+/// Strings up to this long are first checked byte by byte for anything to escape.
+const SHORT: usize = 64;
+
+/// Whether `s` is short and printable ASCII with no `"` or `\`: written as it is between
+/// quotes. Ids, timestamps, names and models nearly all are, several per record, and for
+/// them the scans of [`write_str`]'s general path cost more to start than their work.
+fn is_short_plain(s: &[u8]) -> bool {
+    s.len() <= SHORT
+        && s.iter().fold(true, |plain, &b| {
+            plain & ((0x20..0x7f).contains(&b) & (b != b'"') & (b != b'\\'))
+        })
+}
+
 /// Appends `s` as a JSON string, escaped as [`to_writer`] escapes it: with SIMD, 16 or 32
 /// bytes at a time, exactly as serde_json would, and each character [`find_unsafe`] finds (in
 /// nearly no text) as `\uXXXX` between the runs. A test holds the two byte-identical.
 fn write_str(buf: &mut Vec<u8>, s: &str) {
+    if is_short_plain(s.as_bytes()) {
+        buf.reserve(s.len() + 2);
+        buf.push(b'"');
+        buf.extend_from_slice(s.as_bytes());
+        buf.push(b'"');
+        return;
+    }
     if !has_unsafe(s.as_bytes()) {
         json_escape_simd::escape_into(s, buf);
         return;
@@ -565,6 +585,12 @@ mod tests {
             format!("{c}a{c}{c}b")
         }));
         cases.push("x\"y\\z\n".repeat(37));
+        // Plain ASCII around the length up to which it is copied without the SIMD escaper,
+        // with the printable range's ends.
+        for len in 60..70 {
+            cases.push(" ~".repeat(len)[..len].to_string());
+            cases.push(format!("{}\u{7f}", "a".repeat(len)));
+        }
         // Every length around the 16- and 32-byte blocks, with a byte to escape (or a multibyte
         // character) at every place, since the escaper works a block at a time.
         for len in 0..80 {

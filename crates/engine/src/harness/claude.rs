@@ -423,16 +423,154 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
 /// Claude's `message.usage`: `input_tokens`, `output_tokens`, `cache_read_input_tokens`,
 /// `cache_creation_input_tokens`.
 fn usage_of(raw: &RawValue) -> Option<Box<clankie_model::Usage>> {
-    use crate::records::count;
-    let value: Value = serde_json::from_str(raw.get()).ok()?;
+    let counts: UsageCounts = serde_json::from_str(raw.get()).ok()?;
     clankie_model::Usage {
-        input: count(&value, "input_tokens"),
-        output: count(&value, "output_tokens"),
-        cache_read: count(&value, "cache_read_input_tokens"),
-        cache_write: count(&value, "cache_creation_input_tokens"),
+        input: counts.input,
+        output: counts.output,
+        cache_read: counts.cache_read,
+        cache_write: counts.cache_write,
         reasoning: None,
     }
     .nonempty()
+}
+
+/// The counts of a `message.usage`, read as [`crate::records::count`] reads them from a
+/// [`Value`] (a non-negative integer, else none; a repeated key keeps its last value;
+/// anything but an object has none) without building one: a map per assistant line was
+/// about 4% of `--all`.
+#[derive(Default)]
+struct UsageCounts {
+    input: Option<u64>,
+    output: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for UsageCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct UsageVisitor;
+        impl<'de> serde::de::Visitor<'de> for UsageVisitor {
+            type Value = UsageCounts;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("token usage")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<UsageCounts, A::Error> {
+                let mut counts = UsageCounts::default();
+                while let Some(key) = map.next_key::<UsageKey>()? {
+                    let slot = match key {
+                        UsageKey::Input => &mut counts.input,
+                        UsageKey::Output => &mut counts.output,
+                        UsageKey::CacheRead => &mut counts.cache_read,
+                        UsageKey::CacheWrite => &mut counts.cache_write,
+                        UsageKey::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = map.next_value::<Count>()?.0;
+                }
+                Ok(counts)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<UsageCounts, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(UsageCounts::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<UsageCounts, E> {
+                Ok(UsageCounts::default())
+            }
+            scalars_read_as_default!(UsageCounts);
+        }
+        deserializer.deserialize_any(UsageVisitor)
+    }
+}
+
+/// A key of `message.usage`, matched without allocating it.
+enum UsageKey {
+    Input,
+    Output,
+    CacheRead,
+    CacheWrite,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for UsageKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = UsageKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a usage key")
+            }
+            fn visit_str<E>(self, key: &str) -> Result<UsageKey, E> {
+                Ok(match key {
+                    "input_tokens" => UsageKey::Input,
+                    "output_tokens" => UsageKey::Output,
+                    "cache_read_input_tokens" => UsageKey::CacheRead,
+                    "cache_creation_input_tokens" => UsageKey::CacheWrite,
+                    _ => UsageKey::Other,
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// A count as [`Value::as_u64`] reads one: a non-negative integer, else `None` (a float, a
+/// negative number, a string, …), never an error.
+struct Count(Option<u64>);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+        impl<'de> serde::de::Visitor<'de> for CountVisitor {
+            type Value = Count;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a count")
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Count, E> {
+                Ok(Count(Some(n)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Count, E> {
+                Ok(Count(u64::try_from(n).ok()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Count, E> {
+                Ok(Count(None))
+            }
+            fn visit_unit<E>(self) -> Result<Count, E> {
+                Ok(Count(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+                Ok(Count(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Count, E> {
+                Ok(Count(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Count, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Count(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Count, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Count(None))
+            }
+        }
+        deserializer.deserialize_any(CountVisitor)
+    }
 }
 
 fn notice(ctx: &SourceCtx, id: String, ts: Option<String>, text: String) -> Record {
@@ -910,6 +1048,39 @@ mod tests {
         match parse_line(&ctx(), 0, line.as_bytes()) {
             LineOutcome::Records(r) => r,
             LineOutcome::Malformed(e) => panic!("malformed: {e}"),
+        }
+    }
+
+    #[test]
+    fn usage_reads_as_a_json_value_would() {
+        // What `usage_of` read before it had a type of its own: a `Value`, then `as_u64`.
+        fn via_value(raw: &str) -> Option<Box<clankie_model::Usage>> {
+            use crate::records::count;
+            let value: Value = serde_json::from_str(raw).ok()?;
+            clankie_model::Usage {
+                input: count(&value, "input_tokens"),
+                output: count(&value, "output_tokens"),
+                cache_read: count(&value, "cache_read_input_tokens"),
+                cache_write: count(&value, "cache_creation_input_tokens"),
+                reasoning: None,
+            }
+            .nonempty()
+        }
+        for raw in [
+            r#"{"input_tokens":3,"cache_creation_input_tokens":13835,"cache_read_input_tokens":11515,"output_tokens":13,"service_tier":"standard"}"#,
+            r#"{"input_tokens":3,"input_tokens":5}"#,
+            r#"{"input_tokens":-1,"output_tokens":2.0,"cache_read_input_tokens":"7","cache_creation_input_tokens":null}"#,
+            r#"{"input_tokens":-0,"output_tokens":1e3,"cache_read_input_tokens":18446744073709551615}"#,
+            r#"{"input_tokens":18446744073709551616,"output_tokens":[1],"cache_read_input_tokens":{"a":1}}"#,
+            r#"{"server_tool_use":{"web_search_requests":0},"\u0069nput_tokens":4,"output_tokens":true}"#,
+            r#"{}"#,
+            r#"[1,2]"#,
+            r#""input_tokens""#,
+            r#"42"#,
+            r#"null"#,
+        ] {
+            let parsed = RawValue::from_string(raw.to_string()).unwrap();
+            assert_eq!(usage_of(&parsed), via_value(raw), "{raw}");
         }
     }
 
