@@ -7,13 +7,13 @@ use std::io;
 #[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
 #[cfg(unix)]
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{FileRef, Host, HostError, check_ranges, check_relative_path};
 #[cfg(windows)]
-use crate::windows_shims::{FileExt, MetadataExt, OsStrExt};
+use crate::windows_shims::{MetadataExt, OsStrExt};
 use clankie_model::{
     ByteRange, FileEntry, Listing, ListingBudget, ListingOverCap, ReadResult, ResolvedRoot,
     RootSpec, display_path,
@@ -298,17 +298,16 @@ impl LocalHost {
         for range in ranges {
             let start = range.start.min(size);
             let end = range.end().min(size);
-            let mut buf = vec![0u8; (end - start) as usize];
-            let mut filled = 0usize;
-            while filled < buf.len() {
-                match handle.read_at(&mut buf[filled..], start + filled as u64) {
-                    Ok(0) => break, // truncated since fstat: return what exists
-                    Ok(n) => filled += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(self.io_error(&path, e)),
-                }
-            }
-            buf.truncate(filled);
+            // Read into spare capacity, not a zeroed buffer: zeroing 4 MiB a call was a fifth
+            // of `--all`'s time. A file truncated since fstat gives what exists (EOF ends it);
+            // one that grew gives no more than the range.
+            let mut buf = Vec::with_capacity((end - start) as usize);
+            let mut reader = &handle;
+            io::Seek::seek(&mut reader, io::SeekFrom::Start(start))
+                .and_then(|_| {
+                    io::Read::read_to_end(&mut io::Read::take(reader, end - start), &mut buf)
+                })
+                .map_err(|e| self.io_error(&path, e))?;
             chunks.push(buf);
         }
         Ok(ReadResult { size, chunks })

@@ -7,7 +7,6 @@
 //! which is every name a harness writes). See `docs/platforms.md`.
 
 use std::ffi::{OsStr, OsString};
-use std::io;
 use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
@@ -54,18 +53,6 @@ impl MetadataExt for std::fs::Metadata {
             Ok(Err(before)) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),
             Err(_) => 0,
         }
-    }
-}
-
-/// `std::os::unix::fs::FileExt`, the one method used.
-pub trait FileExt {
-    /// Like `pread`. Moves the handle's file pointer, which nothing here relies on.
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
-}
-
-impl FileExt for std::fs::File {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        std::os::windows::fs::FileExt::seek_read(self, buf, offset)
     }
 }
 
@@ -126,10 +113,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         std::fs::write(&path, b"0123456789").unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let mut buf = [0u8; 4];
-        assert_eq!(file.read_at(&mut buf, 3).unwrap(), 4);
-        assert_eq!(&buf, b"3456");
         let now = std::time::SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
