@@ -271,6 +271,13 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
                 Ok(searched) => {
                     matches += searched.matches;
                     sessions += searched.sessions;
+                    if global.verbose {
+                        // What the search cost the host: the bench's bytes-moved figure.
+                        super::warn(&[format!(
+                            "{name}: {} bytes of session files read",
+                            searched.host.bytes_moved
+                        )]);
+                    }
                     for u in &searched.host.unsearched {
                         printer.unsearched(&mut out, name, u)?;
                     }
