@@ -16,9 +16,15 @@ use clankie_model::{ByteRange, FileEntry, RootSpec};
 use super::{DriverError, Reader, source_ctx};
 use crate::cache::Cache;
 
-/// Most bytes of session files asked of the cache in one call: what a batch may hold in
-/// memory at once (a single larger file is asked for alone).
-const BATCH_BYTES: u64 = 64 << 20;
+/// Most bytes of session files asked of the cache in one call (a single larger file is asked
+/// for alone). The cache hands bytes back mapped from its files, not read into memory, so
+/// this bounds address space rather than memory; it is large so that unchanged files are
+/// verified many per remote command (a bound of 64 MiB made a tree of 32 MiB transcripts one
+/// command per file).
+const BATCH_BYTES: u64 = 1 << 30;
+
+/// Most sessions asked of the cache in one call.
+const BATCH_SESSIONS: usize = 1024;
 
 /// What one session gave: its matches and context, in order.
 #[derive(Debug)]
@@ -73,7 +79,9 @@ pub async fn search_host<H: Host>(
     for session in &sessions {
         let lines = harness::source(session) == Source::Lines;
         if lines && let Some(cache) = cache {
-            if !batch.is_empty() && batch_bytes + session.entry.size > BATCH_BYTES {
+            if !batch.is_empty()
+                && (batch_bytes + session.entry.size > BATCH_BYTES || batch.len() == BATCH_SESSIONS)
+            {
                 search_batch(host, cache, &batch, query, &mut searched, &mut on_session).await?;
                 batch.clear();
                 batch_bytes = 0;
