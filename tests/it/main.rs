@@ -36,6 +36,7 @@ mod redaction;
 mod resume;
 mod round_trips;
 mod sqlite;
+mod sqlite_vfs;
 mod ssh_config;
 mod ssh_read;
 mod ssh_transport;
