@@ -173,7 +173,10 @@ fn a_database_over_64_mib_lists_and_reads_its_newest_page_fetching_little() {
     let text = String::from_utf8_lossy(&listed.stdout);
     assert!(text.contains(SESSION) && text.contains(FILLER), "{text}");
     let moved = bytes_moved(&listed);
-    assert!(moved > 0 && moved < 1024 * 1024, "ls moved {moved} bytes of {size}");
+    assert!(
+        moved > 0 && moved < 1024 * 1024,
+        "ls moved {moved} bytes of {size}"
+    );
 
     let target = format!("{alias}:{SESSION}");
     let Some((read, peak_kib)) = run_measured(&reader(
@@ -185,15 +188,19 @@ fn a_database_over_64_mib_lists_and_reads_its_newest_page_fetching_little() {
     };
     assert_eq!(code(&read), 0, "{}", stderr(&read));
     let got = records(&ndjson(&read));
-    let newest: Vec<String> = (MESSAGES - 50..MESSAGES).map(|n| part_id(1000 + n)).collect();
+    let newest: Vec<String> = (MESSAGES - 50..MESSAGES)
+        .map(|n| part_id(1000 + n))
+        .collect();
     let got_parts: Vec<String> = ids(&got)
         .into_iter()
         .filter(|id| id.starts_with("prt_"))
         .collect();
     assert_eq!(got_parts, newest);
     let moved = bytes_moved(&read);
-    assert!(moved < 4 * 1024 * 1024, "read moved {moved} bytes of {size}");
-    eprintln!("TMPDEBUG moved {moved} peak {peak_kib} size {size}");
+    assert!(
+        moved < 4 * 1024 * 1024,
+        "read moved {moved} bytes of {size}"
+    );
     assert!(
         peak_kib < MEMORY_BOUND_KIB,
         "peak {peak_kib} KiB reading a {size}-byte database"
