@@ -93,6 +93,10 @@ struct Stamp {
 struct Pages {
     /// What the pages below are valid for; `None` before the first load.
     stamp: Option<Stamp>,
+    /// Counts the changes of what the pages show (a new stamp, new WAL commits): SQLite's
+    /// thread reads only pages of the generation it started with, since SQLite keeps pages of
+    /// its own and must not mix them with newer ones.
+    generation: u64,
     /// Pages of the database file, by page number (from 1), and their order of arrival.
     file: HashMap<u32, Arc<[u8]>>,
     arrival: VecDeque<u32>,
@@ -103,6 +107,15 @@ struct Pages {
 }
 
 impl Pages {
+    /// Drops every page: they belong to another version of the database.
+    fn reset(&mut self, stamp: Option<Stamp>) {
+        *self = Pages {
+            stamp,
+            generation: self.generation + 1,
+            ..Pages::default()
+        };
+    }
+
     fn get(&self, page: u32) -> Option<Arc<[u8]>> {
         self.wal_pages
             .get(&page)
@@ -177,6 +190,7 @@ impl Databases {
             fetched: AtomicU64::new(0),
             worker: tokio::sync::Mutex::new(None),
             failure: Mutex::new(None),
+            file_pages_read: Mutex::new(Vec::new()),
         };
         let worker = snapshot.open().await?;
         *snapshot.worker.lock().await = Some(worker);
@@ -219,6 +233,8 @@ type Job = Box<dyn FnOnce(Result<&Connection, &str>) + Send>;
 struct Worker {
     jobs: std::sync::mpsc::Sender<Job>,
     requests: tokio::sync::mpsc::UnboundedReceiver<PageWanted>,
+    /// The generation of the pages it reads (see [`Pages::generation`]).
+    generation: u64,
     /// The database's page size and size in pages, as shown to SQLite.
     page_size: usize,
     page_count: u32,
@@ -231,6 +247,8 @@ struct Worker {
 /// The database file as SQLite's thread sees it: cached pages, or a request to the async side.
 struct HostPages {
     pages: Arc<Mutex<Pages>>,
+    /// The generation of `pages` this thread's SQLite started with.
+    generation: u64,
     requests: tokio::sync::mpsc::UnboundedSender<PageWanted>,
     page_size: usize,
     page_count: u32,
@@ -238,8 +256,14 @@ struct HostPages {
 
 impl HostPages {
     fn page(&self, page: u32) -> Result<Arc<[u8]>, ()> {
-        if let Some(bytes) = lock(&self.pages).get(page) {
-            return Ok(bytes);
+        {
+            let pages = lock(&self.pages);
+            if pages.generation != self.generation {
+                return Err(());
+            }
+            if let Some(bytes) = pages.get(page) {
+                return Ok(bytes);
+            }
         }
         let (reply, answer) = std::sync::mpsc::channel();
         self.requests
@@ -346,6 +370,8 @@ pub struct Snapshot<'h, H> {
     /// What stopped a fetch during a query (the query itself then fails with an I/O error,
     /// which this explains).
     failure: Mutex<Option<DatabaseError>>,
+    /// Pages the current query read from the database file (not the cache, not the WAL).
+    file_pages_read: Mutex<Vec<u32>>,
 }
 
 impl<H> std::fmt::Debug for Snapshot<'_, H> {
@@ -433,10 +459,7 @@ impl<H: Host> Snapshot<'_, H> {
                     .as_ref()
                     .is_some_and(|wal| wal.valid_len() > headers.wal_size);
             if stale {
-                *pages = Pages {
-                    stamp: Some(stamp),
-                    ..Pages::default()
-                };
+                pages.reset(Some(stamp));
             }
             pages.wal.clone().or(headers.wal.clone())
         };
@@ -464,8 +487,13 @@ impl<H: Host> Snapshot<'_, H> {
     }
 
     /// Fetches the WAL from where `index` stopped to `wal_size` and keeps the pages of the
-    /// transactions it completes.
-    async fn read_wal(&self, index: &mut WalIndex, wal_size: u64) -> Result<(), DatabaseError> {
+    /// transactions it completes; returns their numbers.
+    async fn read_wal(
+        &self,
+        index: &mut WalIndex,
+        wal_size: u64,
+    ) -> Result<Vec<u32>, DatabaseError> {
+        let mut changed = Vec::new();
         let mut at = index.valid_len();
         // Bytes after the last completed transaction, given again with the next chunk.
         let mut carried = Vec::new();
@@ -484,7 +512,11 @@ impl<H: Host> Snapshot<'_, H> {
             carried.extend_from_slice(&chunk);
             let done = index.extend(&carried);
             let mut pages = lock(&self.pages);
+            if !done.pages.is_empty() {
+                pages.generation += 1;
+            }
             for (page, offset) in done.pages {
+                changed.push(page);
                 let bytes: Arc<[u8]> = carried[offset..offset + index.page_size()].into();
                 pages.wal_pages.insert(page, bytes);
                 if let Some(old) = pages.file.remove(&page) {
@@ -498,14 +530,16 @@ impl<H: Host> Snapshot<'_, H> {
                 break;
             }
         }
-        Ok(())
+        Ok(changed)
     }
 
     fn start(&self, page_size: usize, page_count: u32) -> Worker {
         let (requests_tx, requests) = tokio::sync::mpsc::unbounded_channel();
         let (jobs, jobs_rx) = std::sync::mpsc::channel::<Job>();
+        let generation = lock(&self.pages).generation;
         let file = HostPages {
             pages: self.pages.clone(),
+            generation,
             requests: requests_tx,
             page_size,
             page_count,
@@ -531,6 +565,7 @@ impl<H: Host> Snapshot<'_, H> {
         Worker {
             jobs,
             requests,
+            generation,
             page_size,
             page_count,
             next_in_run: 0,
@@ -548,6 +583,13 @@ impl<H: Host> Snapshot<'_, H> {
         let query = Arc::new(query);
         let mut guard = self.worker.lock().await;
         for _ in 0..MAX_ATTEMPTS {
+            if guard
+                .as_ref()
+                .is_some_and(|worker| worker.generation != lock(&self.pages).generation)
+            {
+                // Newer pages arrived since SQLite started (another load): start it afresh.
+                *guard = None;
+            }
             let worker = match &mut *guard {
                 Some(worker) => worker,
                 empty => empty.insert(self.open().await?),
@@ -561,11 +603,21 @@ impl<H: Host> Snapshot<'_, H> {
                 };
                 let _ = done_tx.send(result);
             });
-            let fetched_before = self.fetched_bytes();
+            self.file_pages_read
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
             let result = match worker.jobs.send(job) {
                 Ok(()) => self.serve(worker, done).await,
                 Err(_) => Err(QueryError("SQLite's thread did not start".to_string())),
             };
+            let generation = worker.generation;
+            if result.is_err() && lock(&self.pages).generation != generation {
+                // Another load of the database changed its pages under this query: again, on
+                // what they show now.
+                *guard = None;
+                continue;
+            }
             if let Some(failure) = self
                 .failure
                 .lock()
@@ -576,14 +628,40 @@ impl<H: Host> Snapshot<'_, H> {
                 *guard = None;
                 return Err(failure);
             }
-            if self.fetched_bytes() > fetched_before {
+            let read_file = !self
+                .file_pages_read
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_empty();
+            if read_file {
                 let headers = self.headers().await?;
                 if lock(&self.pages).stamp != Some(headers.stamp()) {
                     // Pages from before and after a change may have been mixed: start over.
-                    *lock(&self.pages) = Pages::default();
+                    lock(&self.pages).reset(None);
                     *guard = None;
                     continue;
                 }
+                // Transactions committed since the load: a page read from the file that one of
+                // them names may be newer than the rest (a checkpoint copied it meanwhile).
+                let index = lock(&self.pages).wal.clone();
+                if let Some(mut index) = index
+                    && headers.wal_size > index.valid_len()
+                {
+                    let changed = self.read_wal(&mut index, headers.wal_size).await?;
+                    lock(&self.pages).wal = Some(index);
+                    let read = self
+                        .file_pages_read
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    if changed.iter().any(|page| read.contains(page)) {
+                        *guard = None;
+                        continue;
+                    }
+                }
+            }
+            if lock(&self.pages).generation != generation {
+                // New pages arrived: the next query starts SQLite afresh on them.
+                *guard = None;
             }
             return result.map_err(|e| self.sqlite_error(e.0));
         }
@@ -705,6 +783,10 @@ impl<H: Host> Snapshot<'_, H> {
                 // SQLite would read.
                 page.resize(page_size, 0);
                 let number = start + i as u32;
+                self.file_pages_read
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(number);
                 if !pages.wal_pages.contains_key(&number) {
                     pages.insert_file_page(number, page.into());
                 }
@@ -1030,5 +1112,58 @@ mod tests {
         // The second run sees the new row.
         assert_eq!(rows(&snapshot).await, 43);
         assert!(host.on_page_read.borrow().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_commit_checkpointed_during_a_query_into_pages_it_read_runs_it_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, entry) = database(dir.path());
+        add(&writer, 40, 3000);
+        writer
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        add(&writer, 1, 3000);
+        let databases = Databases::default();
+        let host = Counting::new();
+        let snapshot = databases.load(&host, &entry).await.unwrap();
+        // While the query reads the database file, a commit lands in the WAL and a passive
+        // checkpoint copies it into the file: the WAL keeps its salts, only grows.
+        let path = dir.path().join("opencode.db");
+        // The first row is in a page the query reads from the file, not from the WAL.
+        *host.on_page_read.borrow_mut() = Some(Box::new(move || {
+            let other = Connection::open(&path).unwrap();
+            other
+                .execute("UPDATE t SET x = zeroblob(10) WHERE rowid = 1", [])
+                .unwrap();
+            other
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                .unwrap();
+        }));
+        let total = || {
+            snapshot.run(
+                |db| match db.query("SELECT sum(length(x)) FROM t", &[])?[0][0] {
+                    SqlValue::Integer(n) => Ok(n),
+                    _ => Err(QueryError("not a sum".into())),
+                },
+            )
+        };
+        assert_eq!(total().await.unwrap(), 40 * 3000 + 10);
+        assert!(host.on_page_read.borrow().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_outlived_by_a_newer_load_reads_the_newer_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, entry) = database(dir.path());
+        add(&writer, 10, 3000);
+        let databases = Databases::default();
+        let host = Counting::new();
+        let older = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&older).await, 10);
+        add(&writer, 3, 3000);
+        let newer = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&newer).await, 13);
+        // The older snapshot's SQLite may hold pages of its own from before: it starts again.
+        assert_eq!(rows(&older).await, 13);
     }
 }
