@@ -151,8 +151,11 @@ fn lock(pages: &Mutex<Pages>) -> std::sync::MutexGuard<'_, Pages> {
 /// between threads (`ls` lists hosts in tasks of their own).
 #[derive(Default)]
 pub struct Databases {
-    entries: Mutex<HashMap<(String, String), Arc<Mutex<Pages>>>>,
+    entries: Mutex<HashMap<DatabaseKey, Arc<Mutex<Pages>>>>,
 }
+
+/// A database by host name and path.
+type DatabaseKey = (String, String);
 
 impl std::fmt::Debug for Databases {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

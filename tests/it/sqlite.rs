@@ -2,7 +2,7 @@
 //! `sqlite3` CLI into a WAL-mode database reads locally and over SSH into the same records; a
 //! tool that goes pending → running → completed is returned once, completed; rows a writer
 //! commits into the WAL appear on the next `--since`, and once each while `--follow`ing (locally
-//! and over SSH, through the kept copy's WAL refresh); nothing is created or touched next to
+//! and over SSH, through the kept pages' WAL refresh); nothing is created or touched next to
 //! the database by the reader.
 
 use std::path::{Path, PathBuf};
@@ -523,7 +523,7 @@ fn add_user_row(conn: &Connection, n: u32) {
 }
 
 /// Follows `target` while `conn` commits three rows into the WAL, one per few polls: each poll
-/// refreshes the kept copy with the WAL's new frames (crate::sqlite's cache), and what they
+/// refreshes the kept pages with the WAL's new frames (crate::sqlite's cache), and what they
 /// commit is printed once, in order, as a later whole read gives it.
 fn follow_prints_wal_rows_once(home: &Path, global: &[&str], target: &str, conn: &Connection) {
     let args = crate::follow::follow_args(global, target, "0.05");
