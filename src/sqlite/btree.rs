@@ -105,10 +105,11 @@ impl<'p> Page<'p> {
         if k <= max_local { k } else { min_local }
     }
 
-    /// The rowids an index leaf's entries point to (their last column), for entries whose
-    /// payload is all on the page and that have `fields` columns, the rowid included (an entry
-    /// of another shape is not of the index it was taken for).
-    pub(crate) fn index_rowids(&self, fields: usize) -> Vec<i64> {
+    /// An index leaf's entries as (first column, rowid), the rowid being the last column, for
+    /// entries whose payload is all on the page and that have `fields` columns, the rowid
+    /// included (an entry of another shape is not of the index it was taken for). The first
+    /// column is its serial type and bytes: equal columns give equal keys.
+    pub(crate) fn index_entries(&self, fields: usize) -> Vec<(Vec<u8>, i64)> {
         if self.kind() != Some(Kind::IndexLeaf) || self.usable < 512 {
             return Vec::new();
         }
@@ -124,7 +125,7 @@ impl<'p> Page<'p> {
                     return None;
                 }
                 let payload = self.bytes.get(at + len..at + len + size)?;
-                last_integer(payload, fields)
+                first_and_last(payload, fields)
             })
             .collect()
     }
@@ -171,17 +172,19 @@ impl<'p> Page<'p> {
     }
 }
 
-/// The last column of a record of `fields` columns, when it is an integer (an index entry's
-/// rowid).
-fn last_integer(record: &[u8], fields: usize) -> Option<i64> {
+/// The first column of a record of `fields` columns (serial type and bytes) and its last, when
+/// that is an integer (an index entry's rowid).
+fn first_and_last(record: &[u8], fields: usize) -> Option<(Vec<u8>, i64)> {
     let (header_size, mut at) = varint(record, 0)?;
     let header_size = usize::try_from(header_size).ok()?;
     let mut body = header_size;
+    let mut first = None;
     let mut last = None;
     let mut count = 0;
     while at < header_size {
         count += 1;
         let (serial, len) = varint(record, at)?;
+        let serial_bytes = &record[at..at + len];
         at += len;
         let size = match serial {
             0 | 8 | 9 | 10 | 11 => 0,
@@ -193,6 +196,11 @@ fn last_integer(record: &[u8], fields: usize) -> Option<i64> {
             6 | 7 => 8,
             n => usize::try_from((n - 12) / 2).ok()?,
         };
+        if first.is_none() {
+            let mut key = serial_bytes.to_vec();
+            key.extend_from_slice(record.get(body..body + size)?);
+            first = Some(key);
+        }
         last = Some((serial, body, size));
         body += size;
     }
@@ -201,19 +209,20 @@ fn last_integer(record: &[u8], fields: usize) -> Option<i64> {
     }
     let (serial, start, size) = last?;
     let bytes = record.get(start..start + size)?;
-    match serial {
-        8 => Some(0),
-        9 => Some(1),
+    let rowid = match serial {
+        8 => 0,
+        9 => 1,
         1..=6 => {
             // Big-endian two's complement of `size` bytes.
             let mut value = i64::from(bytes[0] as i8);
             for &b in &bytes[1..] {
                 value = (value << 8) | i64::from(b);
             }
-            Some(value)
+            value
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some((first?, rowid))
 }
 
 #[cfg(test)]
@@ -267,9 +276,13 @@ mod tests {
         let leaf = page(&bytes, number);
         assert_eq!(leaf.kind(), Some(Kind::IndexLeaf));
         // One column and the rowid.
-        assert!(leaf.index_rowids(3).is_empty());
-        let rowids = leaf.index_rowids(2);
-        assert!(rowids.len() > 10);
+        assert!(leaf.index_entries(3).is_empty());
+        let entries = leaf.index_entries(2);
+        assert!(entries.len() > 10);
+        // The leftmost leaf holds the smallest keys: 'key 0' (serial type 23: 5 bytes of text).
+        assert_eq!(entries[0].0, b"\x17key 0");
+        let rowids: Vec<i64> = entries.iter().map(|&(_, rowid)| rowid).collect();
+        assert!(rowids.iter().all(|rowid| rowid % 7 == 0));
         // Each rowid's row is found by descending the table, as SQLite would.
         for &rowid in &rowids {
             let mut number = table;
@@ -301,7 +314,7 @@ mod tests {
         let junk = vec![0xffu8; 4096];
         let p = Page::new(2, &junk, 0);
         assert_eq!(p.kind(), None);
-        assert!(p.index_rowids(2).is_empty());
+        assert!(p.index_entries(2).is_empty());
         assert_eq!(p.table_child(5), None);
         assert_eq!(p.overflow(5), None);
         // An index leaf whose cell pointers point past the page.
@@ -310,10 +323,13 @@ mod tests {
         leaf[4] = 3;
         leaf[8] = 0xff;
         leaf[9] = 0xff;
-        assert!(Page::new(2, &leaf, 0).index_rowids(2).is_empty());
-        assert_eq!(last_integer(&[], 1), None);
-        assert_eq!(last_integer(&[2, 1, 7], 1), Some(7));
-        assert_eq!(last_integer(&[3, 1, 2, 0xff, 0xff, 0xfe], 2), Some(-2));
-        assert_eq!(last_integer(&[3, 1, 2, 0xff, 0xff, 0xfe], 3), None);
+        assert!(Page::new(2, &leaf, 0).index_entries(2).is_empty());
+        assert_eq!(first_and_last(&[], 1), None);
+        assert_eq!(first_and_last(&[2, 1, 7], 1), Some((vec![1, 7], 7)));
+        assert_eq!(
+            first_and_last(&[3, 1, 2, 0xff, 0xff, 0xfe], 2),
+            Some((vec![1, 0xff], -2))
+        );
+        assert_eq!(first_and_last(&[3, 1, 2, 0xff, 0xff, 0xfe], 3), None);
     }
 }

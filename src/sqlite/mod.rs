@@ -250,6 +250,9 @@ struct Tracker {
     index: Option<u32>,
     /// Index leaves whose rows were asked for already.
     asked: HashSet<u32>,
+    /// Per index, the first column of the entries whose rows were asked for last: a scan that
+    /// goes on to the next leaf goes on with the same key.
+    last_key: HashMap<u32, Vec<u8>>,
 }
 
 /// The indexes of rowid tables, from the schema: root page → (table root, columns + rowid).
@@ -345,14 +348,37 @@ impl HostPages {
         if tracker.indexes.contains_key(&page) {
             tracker.index = Some(page);
         }
-        let Some(&(table, fields)) = tracker.index.and_then(|i| tracker.indexes.get(&i)) else {
+        let Some(index) = tracker.index else {
+            return;
+        };
+        let Some(&(table, fields)) = tracker.indexes.get(&index) else {
             return;
         };
         let leaf = btree::Page::new(page, bytes, self.reserved);
         if leaf.kind() != Some(btree::Kind::IndexLeaf) || !tracker.asked.insert(page) {
             return;
         }
-        let rowids = leaf.index_rowids(fields);
+        let entries = leaf.index_entries(fields);
+        // The rows of one key: the key the last leaf's scan was on when this leaf has it (the
+        // scan goes on), else the key of most entries (a leaf's entries of its neighbours'
+        // keys are rarely read: fetching them would cost more than it saves).
+        let mut counts: HashMap<&[u8], usize> = HashMap::new();
+        for (key, _) in &entries {
+            *counts.entry(key.as_slice()).or_default() += 1;
+        }
+        let key = match tracker.last_key.get(&index) {
+            Some(last) if counts.contains_key(last.as_slice()) => last.clone(),
+            _ => match counts.into_iter().max_by_key(|&(_, count)| count) {
+                Some((key, _)) => key.to_vec(),
+                None => return,
+            },
+        };
+        let rowids: Vec<i64> = entries
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|&(_, rowid)| rowid)
+            .collect();
+        tracker.last_key.insert(index, key);
         // One row is what SQLite reads next anyway.
         if rowids.len() > 1 {
             let _ = self.requests.send(Request::Rows { table, rowids });
