@@ -2,7 +2,7 @@
 //! the file answers them from wherever it keeps its pages (here, the host's read primitive
 //! through a page cache). The one module of the crate with `unsafe`: the C callbacks SQLite
 //! calls, each with a SAFETY comment. Everything else of the VFS (temporary files, randomness,
-//! time) is the platform's default VFS, copied.
+//! time) is the platform's default VFS, copied into a VFS of its own for each connection.
 //!
 //! What SQLite sees: a database in rollback-journal mode (the reader patches the header) that
 //! no one else writes, with no journal next to it (`xAccess` says no file exists), locks that
@@ -10,11 +10,9 @@
 //! `-journal` through it.
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags, ffi};
 
@@ -28,36 +26,85 @@ pub(crate) trait PageFile: Send + Sync {
     fn size(&self) -> u64;
 }
 
-/// The VFS's name, as `sqlite3_open_v2` takes it.
-const VFS_NAME: &CStr = c"clankie-host";
-
-/// Files handed to the next `xOpen` of their name: [`open`] puts one here just before SQLite
-/// opens it, and `xOpen` takes it out.
-fn pending_files() -> &'static Mutex<HashMap<String, Arc<dyn PageFile>>> {
-    static FILES: OnceLock<Mutex<HashMap<String, Arc<dyn PageFile>>>> = OnceLock::new();
-    FILES.get_or_init(Default::default)
+/// A connection to a [`PageFile`] through a VFS of its own: registered (a copy of the default
+/// VFS with our `xOpen`, its `pAppData` the file) for as long as the connection lives, so that
+/// nothing is shared between connections or kept in a static.
+pub(crate) struct HostConnection {
+    /// `None` only while dropping: the connection closes before its VFS goes.
+    conn: Option<Connection>,
+    vfs: *mut ffi::sqlite3_vfs,
+    /// The VFS's name, which SQLite holds a pointer to while it is registered.
+    _name: CString,
 }
 
-/// Opens `file` as a read-only database through the VFS (registering it on first use).
-pub(crate) fn open(file: Arc<dyn PageFile>) -> rusqlite::Result<Connection> {
-    register()?;
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = format!("clankie-host-{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    pending_files()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(name.clone(), file);
+impl std::ops::Deref for HostConnection {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn.as_ref().expect("set until dropped")
+    }
+}
+
+impl Drop for HostConnection {
+    fn drop(&mut self) {
+        // Closing the connection closes its file (`x_close`), the last use of the VFS.
+        drop(self.conn.take());
+        // SAFETY: `vfs` was registered by `open` and is used by no connection now; after
+        // unregistering, SQLite holds no pointer to it, its name or its file.
+        unsafe {
+            ffi::sqlite3_vfs_unregister(self.vfs);
+            let vfs = Box::from_raw(self.vfs);
+            drop(Box::from_raw(vfs.pAppData.cast::<Arc<dyn PageFile>>()));
+        }
+    }
+}
+
+/// Opens `file` as a read-only database through a VFS registered for it alone.
+pub(crate) fn open(file: Arc<dyn PageFile>) -> rusqlite::Result<HostConnection> {
+    let fail = |rc: c_int| rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None);
+    // SAFETY: sqlite3_vfs_find with a null name returns the default VFS, a struct SQLite
+    // never frees; it is read once, to copy it.
+    let default = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
+    if default.is_null() {
+        return Err(fail(ffi::SQLITE_ERROR));
+    }
+    // SAFETY: `default` is a valid, initialised sqlite3_vfs (see above).
+    let mut vfs: ffi::sqlite3_vfs = unsafe { std::ptr::read(default) };
+    let app_data = Box::into_raw(Box::new(file));
+    // Unique while the file lives: its address.
+    let name = CString::new(format!("clankie-host-{app_data:p}")).expect("no NUL");
+    vfs.pNext = std::ptr::null_mut();
+    vfs.zName = name.as_ptr();
+    vfs.pAppData = app_data.cast::<c_void>();
+    // Temporary files are the default VFS's, opened in the same memory: room for either.
+    vfs.szOsFile = vfs.szOsFile.max(std::mem::size_of::<HostFile>() as c_int);
+    vfs.xOpen = Some(x_open);
+    vfs.xDelete = Some(x_delete);
+    vfs.xAccess = Some(x_access);
+    vfs.xFullPathname = Some(x_full_pathname);
+    let vfs = Box::into_raw(Box::new(vfs));
+    // SAFETY: the struct and its name live until `HostConnection::drop` unregisters it (or
+    // below, when registering failed); not the default VFS (0).
+    let rc = unsafe { ffi::sqlite3_vfs_register(vfs, 0) };
+    if rc != ffi::SQLITE_OK {
+        // SAFETY: not registered: nothing else points to them.
+        unsafe {
+            drop(Box::from_raw(vfs));
+            drop(Box::from_raw(app_data));
+        }
+        return Err(fail(rc));
+    }
+    let mut opened = HostConnection {
+        conn: None,
+        vfs,
+        _name: name,
+    };
     let conn = Connection::open_with_flags_and_vfs(
-        &name,
+        "main.db",
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        VFS_NAME,
-    );
-    // Opened or not, the name is not opened again.
-    pending_files()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&name);
-    conn
+        opened._name.as_c_str(),
+    )?;
+    opened.conn = Some(conn);
+    Ok(opened)
 }
 
 /// The open file SQLite holds: the base struct first, as SQLite expects, then ours.
@@ -66,41 +113,6 @@ struct HostFile {
     base: ffi::sqlite3_file,
     /// From `Box::into_raw`; released by `xClose`.
     file: *mut Arc<dyn PageFile>,
-}
-
-/// The platform's default VFS, whose functions the copy keeps (a pointer SQLite owns for the
-/// process's life, kept as an address so that it may be shared between threads).
-static DEFAULT_VFS: OnceLock<usize> = OnceLock::new();
-
-fn register() -> rusqlite::Result<()> {
-    static REGISTERED: OnceLock<c_int> = OnceLock::new();
-    let rc = *REGISTERED.get_or_init(|| {
-        // SAFETY: sqlite3_vfs_find with a null name returns the default VFS, a static struct
-        // SQLite never frees; we read it once to copy it.
-        let default = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
-        if default.is_null() {
-            return ffi::SQLITE_ERROR;
-        }
-        DEFAULT_VFS.get_or_init(|| default as usize);
-        // SAFETY: `default` is a valid, initialised sqlite3_vfs (see above).
-        let mut vfs: ffi::sqlite3_vfs = unsafe { std::ptr::read(default) };
-        vfs.pNext = std::ptr::null_mut();
-        vfs.zName = VFS_NAME.as_ptr();
-        // Temporary files are the default VFS's, opened in the same memory: room for either.
-        vfs.szOsFile = vfs.szOsFile.max(std::mem::size_of::<HostFile>() as c_int);
-        vfs.xOpen = Some(x_open);
-        vfs.xDelete = Some(x_delete);
-        vfs.xAccess = Some(x_access);
-        vfs.xFullPathname = Some(x_full_pathname);
-        // SAFETY: the struct is leaked, so it lives as long as the process, as SQLite requires
-        // of a registered VFS; its name is a static C string.
-        unsafe { ffi::sqlite3_vfs_register(Box::into_raw(Box::new(vfs)), 0) }
-    });
-    if rc == ffi::SQLITE_OK {
-        Ok(())
-    } else {
-        Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
-    }
 }
 
 static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
@@ -126,7 +138,7 @@ static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 };
 
 unsafe extern "C" fn x_open(
-    _vfs: *mut ffi::sqlite3_vfs,
+    vfs: *mut ffi::sqlite3_vfs,
     name: ffi::sqlite3_filename,
     file: *mut ffi::sqlite3_file,
     flags: c_int,
@@ -134,11 +146,11 @@ unsafe extern "C" fn x_open(
 ) -> c_int {
     if name.is_null() {
         // A temporary file (a sort that outgrew memory): the default VFS's, on local disk.
-        let default = *DEFAULT_VFS.get().expect("set before registering") as *mut ffi::sqlite3_vfs;
-        // SAFETY: `default` is the default VFS (see `register`); SQLite gave us `file` with
+        // SAFETY: the default VFS is a struct SQLite never frees; SQLite gave us `file` with
         // room for its files (`szOsFile` is the larger of the two).
         return unsafe {
-            match (*default).xOpen {
+            let default = ffi::sqlite3_vfs_find(std::ptr::null());
+            match default.as_ref().and_then(|d| d.xOpen) {
                 Some(open) => open(default, name, file, flags, out_flags),
                 None => ffi::SQLITE_CANTOPEN,
             }
@@ -150,16 +162,9 @@ unsafe extern "C" fn x_open(
     if flags & ffi::SQLITE_OPEN_MAIN_DB == 0 {
         return ffi::SQLITE_CANTOPEN;
     }
-    // SAFETY: a non-null name from SQLite is a NUL-terminated string (the one we gave
-    // `sqlite3_open_v2`, passed through `x_full_pathname`).
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    let Some(page_file) = pending_files()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(name.as_ref())
-    else {
-        return ffi::SQLITE_CANTOPEN;
-    };
+    // SAFETY: `vfs` is one `open` registered, whose `pAppData` is its file's Box, alive until
+    // the VFS is unregistered, after the connection (and so this file) closed.
+    let page_file = unsafe { (*(*vfs).pAppData.cast::<Arc<dyn PageFile>>()).clone() };
     let host_file = HostFile {
         base: ffi::sqlite3_file { pMethods: &METHODS },
         file: Box::into_raw(Box::new(page_file)),
@@ -297,7 +302,7 @@ unsafe extern "C" fn x_access(
     ffi::SQLITE_OK
 }
 
-/// Names are keys into [`pending_files`], not paths: returned as given.
+/// Each VFS opens one file, whatever its name: names are returned as given.
 unsafe extern "C" fn x_full_pathname(
     _vfs: *mut ffi::sqlite3_vfs,
     name: *const c_char,
@@ -350,12 +355,14 @@ mod tests {
             .unwrap();
         assert_eq!(sum, 6);
         assert!(conn.execute("INSERT INTO t VALUES (4)", []).is_err());
-        // Unknown names do not open.
+        // Each connection has a VFS of its own, unregistered when it closes.
+        let name = conn._name.clone();
+        drop(conn);
         assert!(
             Connection::open_with_flags_and_vfs(
-                "clankie-host-none",
+                "main.db",
                 OpenFlags::SQLITE_OPEN_READ_ONLY,
-                VFS_NAME
+                name.as_c_str()
             )
             .is_err()
         );
