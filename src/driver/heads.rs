@@ -62,8 +62,8 @@ impl<H: Host> Reader<'_, H> {
         if harness.is_sqlite() {
             let snapshot = self.databases.load(self.host, &session.entry).await.ok()?;
             return Some(SessionHead {
-                title: snapshot.session_title(&session.id).ok().flatten(),
-                cwd: snapshot.session_cwd(&session.id).ok().flatten(),
+                title: snapshot.session_title(&session.id).await.ok().flatten(),
+                cwd: snapshot.session_cwd(&session.id).await.ok().flatten(),
             });
         }
         // A compressed transcript's first bytes say nothing until all of it is decompressed.

@@ -51,7 +51,7 @@ pub enum DriverError {
     Database(crate::sqlite::DatabaseError),
 }
 
-/// A host error met while copying a database is a host error, with the host's exit code.
+/// A host error met while reading a database is a host error, with the host's exit code.
 impl From<crate::sqlite::DatabaseError> for DriverError {
     fn from(e: crate::sqlite::DatabaseError) -> DriverError {
         match e {
@@ -78,11 +78,11 @@ pub fn roots_for(overrides: &[RootSpec], harness: Option<Harness>) -> Vec<RootSp
 }
 
 /// Reads the sessions of one host: the driver's entry point. It holds the host and what is kept
-/// between reads of it for the run: the private copies of its databases, so that resolving a
+/// between reads of it for the run: the pages read of its databases, so that resolving a
 /// session and then reading it, or every `--follow` poll, fetches only what changed.
 pub struct Reader<'h, H: Host> {
     host: &'h H,
-    databases: crate::sqlite::Copies,
+    databases: crate::sqlite::Databases,
     /// The size of a terminal recording whose header gives none (`--cols`/`--rows`).
     terminal_size: Option<(usize, usize)>,
     /// How far before the end a tail's first read starts, when the caller knows better than
@@ -132,7 +132,7 @@ impl<'h, H: Host> Reader<'h, H> {
     pub fn new(host: &'h H) -> Reader<'h, H> {
         Reader {
             host,
-            databases: crate::sqlite::Copies::default(),
+            databases: crate::sqlite::Databases::default(),
             terminal_size: None,
             tail_window: None,
             last_tail_bytes: std::sync::Mutex::new(None),
@@ -169,7 +169,7 @@ impl<'h, H: Host> Reader<'h, H> {
     }
 
     /// Lists a host and the sessions in it. Sessions of a database are its rows (the database is
-    /// copied and queried); a database that cannot be read is one line in `listing.unreadable`.
+    /// queried, page by page); a database that cannot be read is one line in `listing.unreadable`.
     pub async fn list_sessions(
         &self,
         roots: &[RootSpec],
@@ -220,7 +220,10 @@ impl<'h, H: Host> Reader<'h, H> {
                 .find(|f| f.harness == db.harness && f.root == db.root && f.rel == wal_name)
                 .map_or(0, |wal| wal.size);
             let found = match self.databases.load(self.host, &db).await {
-                Ok(snapshot) => snapshot.sessions(&db, wal_size).map_err(DriverError::from),
+                Ok(snapshot) => snapshot
+                    .sessions(&db, wal_size)
+                    .await
+                    .map_err(DriverError::from),
                 Err(e) => Err(e.into()),
             };
             if let Ok(found) = &found {
@@ -513,7 +516,7 @@ impl<'h, H: Host> Reader<'h, H> {
             .flatten();
         if is_database {
             let snapshot = self.databases.load(self.host, &session.entry).await?;
-            let cwd = snapshot.session_cwd(&session.id)?;
+            let cwd = snapshot.session_cwd(&session.id).await?;
             let place = Place { cwd, env, remote };
             return Ok(resume::resume_line(harness, &session.id, &path, &place));
         }
@@ -569,13 +572,14 @@ impl<'h, H: Host> Reader<'h, H> {
         };
         let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
         if source.is_rows() {
-            // Sessions of a database (copied, then queried) and whole-document transcripts are
+            // Sessions of a database (queried page by page) and whole-document transcripts are
             // read whole and paged over their records, with the row cursor class.
             let rows = if source == Source::Database {
                 self.databases
                     .load(self.host, &session.entry)
                     .await?
-                    .records(&ctx)?
+                    .records(&ctx)
+                    .await?
             } else if source == Source::Tree {
                 self.tree_records(session, &ctx, &path).await?
             } else {

@@ -38,6 +38,7 @@ mod redaction;
 mod resume;
 mod round_trips;
 mod sqlite;
+mod sqlite_vfs;
 mod ssh_config;
 mod ssh_read;
 mod ssh_transport;

@@ -1,5 +1,5 @@
 //! The engine's view of an SQLite database: a read-only connection it may query, answered by
-//! the driver (which holds the private copy and links SQLite). A harness that keeps sessions in
+//! the driver (which links SQLite and reads the host's pages). A harness that keeps sessions in
 //! a database writes its queries and maps the rows here, in its own module; the engine itself
 //! does no I/O and links no SQLite.
 
@@ -18,7 +18,7 @@ pub enum SqlValue {
 #[error("{0}")]
 pub struct QueryError(pub String);
 
-/// A read-only connection to a private copy of a database.
+/// A read-only connection to a database.
 pub trait Database {
     /// Whether the schema has a table of this name.
     fn has_table(&self, name: &str) -> Result<bool, QueryError>;

@@ -5,7 +5,8 @@
 pub const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 
 /// At most this many bytes of one source are read in one run (`--all`, a whole document, a
-/// decompressed transcript), and at most this many of a database and its WAL are copied.
+/// decompressed transcript), and at most this many of a database's pages and WAL are fetched
+/// by one load of it (its own size does not matter).
 pub const MAX_SOURCE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A native record over this many bytes is not parsed; it becomes a notice.

@@ -1,6 +1,6 @@
 //! grok-cli (`grok-dev`, `~/.grok/grok.db`): rows of `messages` (Vercel AI SDK `ModelMessage`
 //! JSON, INSERT-only, ordered by `seq`) and `tool_calls` / `tool_results` to records. Pure: its
-//! queries run on the driver's private copy through [`Database`].
+//! queries run on the driver's SQLite (reading the host's pages) through [`Database`].
 //!
 //! Ids are `<seq>#<part index>`. A `tool-call` part whose `tool_calls` row is still pending or
 //! running stops the records there (`pending_tail`); `is_error` of a result comes from

@@ -1,6 +1,7 @@
 //! OpenCode (1.2+, the `session` / `message` / `part` tables of `opencode.db`): rows to records.
-//! Pure: its queries run on the driver's private copy through [`Database`]. Sessions from before
-//! 1.2 are a tree of JSON files under `storage/` (`session/<project>/<ses>.json`,
+//! Pure: its queries run on the driver's SQLite (reading the host's pages) through
+//! [`Database`]. Sessions from before 1.2 are a tree of JSON files under `storage/`
+//! (`session/<project>/<ses>.json`,
 //! `message/<ses>/<msg>.json`, `part/<msg>/<prt>.json`): each file is a row of the same shape,
 //! its id in its name (as OpenCode's own migration takes it), mapped by the same code. A session
 //! in both the database and the tree is read from the database.
