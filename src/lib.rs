@@ -16,8 +16,8 @@
 //!   holds the clap definitions and is the only place that prints or exits; [`mcp`] serves
 //!   the same reads as MCP tools on stdio (`clankie-read mcp`).
 
-pub mod check;
 pub mod cache;
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod driver;

@@ -492,15 +492,34 @@ pub fn read_script_with(
 
 /// The batched read script ([`crate::Host::read_many`]): for each file `i`, a `FILE i` line,
 /// then what [`read_script`] prints for it (an `ERR` line, or META and its ranges, and `ERR
-/// raced` after a swap), then `END-FILE i`. The files of one directory are read together, in
-/// the order of their first appearance (`FILE` lines are numbered, not ordered): the root and
-/// the directory are resolved and checked once (`cd -P` and `pwd -P`, as for one file), and
-/// each file then costs its own checks (shell builtins), `ls` before and after, and `dd` into
-/// the encoder. A refusal ends that file's section only.
+/// raced` after a swap), then `END-FILE i`; or, for the small files of a directory read whole,
+/// one `CAT` block (below). The files of one directory are read together, in the order of their
+/// first appearance (`FILE` lines are numbered, not ordered): the root and the directory are
+/// resolved and checked once (`cd -P` and `pwd -P`, as for one file). A file read by its ranges
+/// then costs its own checks (shell builtins), `ls` before and after, and `dd` into the encoder;
+/// a refusal ends that file's section only.
+///
+/// A file whose ranges start at 0 and reach its end ([`super::whole_file_cap`]: what `check`
+/// asks of a small session, whose head and tail are the whole file) is read whole with the
+/// other such files of its directory, in a constant number of processes for all of them: one
+/// `stat` of their inodes and sizes, one `cat … | encoder` of those no larger than their cap, one
+/// `stat` again. Where no `stat` answers (or it does not answer for every file) they are read one
+/// by one after all. See [`super`] for the `CAT` block, and [`read_many_script_with`].
 pub fn read_many_script(
     nonce: &str,
     reads: &[(FileRef, Vec<ByteRange>)],
     encoder: Option<Encoder>,
+) -> Vec<u8> {
+    read_many_script_with(nonce, reads, encoder, true)
+}
+
+/// [`read_many_script`], with `whole` false reading every file by its ranges (the way a batch
+/// is read again when its `CAT` block says that a file changed while it was read).
+pub fn read_many_script_with(
+    nonce: &str,
+    reads: &[(FileRef, Vec<ByteRange>)],
+    encoder: Option<Encoder>,
+    whole: bool,
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
     read_prelude(&mut s, encoder);
@@ -526,8 +545,81 @@ af() {
   set -- $s
   [ "$1" = "$i" ] || fl raced
 }
+pf() {
+  pn=$1; shift
+  printf 'FILE %s\n' "$pn"
+  case $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac
+  if ck; then
+    pk=0
+    while [ $# -ge 4 ]; do rg "$pk" "$1" "$2" "$3" "$4"; pk=$((pk + 1)); shift 4; done
+    af
+  fi
+  printf 'END-FILE %s\n' "$pn"
+}
 "#,
     );
+    let candidates: Vec<Option<u64>> = reads
+        .iter()
+        .map(|(file, ranges)| {
+            whole
+                .then(|| super::whole_file_cap(ranges))
+                .flatten()
+                .filter(|_| refusal(file, ranges).is_none())
+        })
+        .collect();
+    if candidates.iter().any(Option::is_some) {
+        // `cw INDEX CAP RANGE…` (`$B` the name): a file that passes the checks a read makes
+        // before `ls` joins the group's candidates (`$W` their indexes, `$L` the words that
+        // name them for `eval`; `f<i>`, `c<i>`, `r<i>` its path, cap and ranges), any other is
+        // read by its ranges at once, which reports why not. `ca FILE…` reads the candidates:
+        // one `stat` of all; those no larger than their cap are concatenated into the encoder
+        // and stat'ed again (the decoder compares the two and the length), the others are read
+        // by their ranges after it. Names only ever reach a command as the values of variables.
+        s.raw(
+            r#"sm=
+case $(stat -c '%i %s' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=c ;;
+*) case $(stat -f '%i %z' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=f ;; esac ;;
+esac
+st() { case $sm in c) stat -c '%i %s' "$@" ;; *) stat -f '%i %z' "$@" ;; esac 2>/dev/null; }
+cw() {
+  cj=$1 cz=$2; shift 2
+  p=./$B
+  if [ -z "$bad$g" ] && [ ! -L "$p" ] && [ -f "$p" ] && [ -r "$p" ]; then
+    eval "f$cj=\$p c$cj=\$cz r$cj=\"\$*\""
+    W="$W $cj" L="$L \"\$f$cj\""
+  else
+    pf "$cj" "$@"
+  fi
+}
+lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
+ca() {
+  s1=
+  [ -z "$sm" ] || s1=$(st "$@")
+  cn=0
+  for v in $s1; do case $v in '' | *[!0-9]*) cn=-1; break ;; esac; cn=$((cn + 1)); done
+  if [ "$cn" != $(($# * 2)) ]; then
+    for cj in $W; do eval "p=\$f$cj cr=\$r$cj"; B=${p#./} bad=; pf "$cj" $cr; done
+    return 0
+  fi
+  set -- $s1
+  kp= cq=
+  for cj in $W; do
+    eval "cz=\$c$cj"
+    if [ "$2" -le "$cz" ] 2>/dev/null; then kp="$kp \"\$f$cj\""; else cq="$cq $cj"; fi
+    shift 2
+  done
+  printf 'CAT %s%s\nSTAT\n%s\nEND-STAT\nDATA 0\n' "$e" "$W" "$s1"
+  [ -z "$kp" ] || eval "cat $kp" 2>/dev/null | enc
+  printf '\nEND-DATA 0\n'
+  s2=
+  [ -z "$kp" ] || s2=$(eval "st $kp")
+  eval "lk $kp" || s2=
+  printf 'STAT\n%s\nEND-STAT\n' "$s2"
+  for cj in $cq; do eval "p=\$f$cj cr=\$r$cj"; B=${p#./} bad=; pf "$cj" $cr; done
+}
+"#,
+        );
+    }
     s.begin();
     // Files grouped by directory, each group in the order it first appears.
     let mut groups: Vec<(&[u8], &[u8], Vec<usize>)> = Vec::new();
@@ -561,24 +653,42 @@ if [ -z "$g" ]; then
   h=${h%X}; h=${h%"$NL"}
   [ "$h" = "$w" ] || g=outside
 fi
+W= L=
 "#,
         );
-        for i in members {
+        let group_bad = bad_group_value(root, dir);
+        for &i in &members {
             let (file, ranges) = &reads[i];
             let (_, base) = split_rel(&file.rel);
-            s.raw(&format!("printf 'FILE {i}\\n'\nbad=\n"));
+            let refused = refusal(file, ranges).or(group_bad.then_some("unsafe"));
+            s.raw("bad=\n");
             assign_name(&mut s, "B", base);
-            s.raw("case $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac\n");
-            if let Some(code) = refusal(file, ranges) {
-                s.raw(&format!("fl {code}\n"));
-            } else if bad_group_value(root, dir) {
-                s.raw("fl unsafe\n");
-            } else {
-                s.raw("if ck; then\n");
-                emit_ranges(&mut s, &FirstRead::Ranges(ranges.clone()));
-                s.raw("af\nfi\n");
+            if let Some(code) = refused {
+                s.raw(&format!(
+                    "printf 'FILE {i}\\n'\ncase $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac\n\
+                     fl {code}\nprintf 'END-FILE {i}\\n'\n"
+                ));
+                continue;
             }
-            s.raw(&format!("printf 'END-FILE {i}\\n'\n"));
+            match candidates[i] {
+                Some(cap) => s.raw(&format!("cw {i} {cap}")),
+                None => s.raw(&format!("pf {i}")),
+            }
+            for range in ranges {
+                let wire = aligned(range);
+                // Offsets past what `sh` arithmetic holds are past every end of file anyway.
+                let start = range.start.min(i64::MAX as u64);
+                for n in [start, wire.bs, wire.skip_blocks, wire.count] {
+                    s.raw(&format!(" {n}"));
+                }
+            }
+            s.raw("\n");
+        }
+        if members
+            .iter()
+            .any(|&i| candidates[i].is_some() && !bad_group_value(root, dir))
+        {
+            s.raw("[ -z \"$W\" ] || eval \"ca$L\"\n");
         }
     }
     s.end("0")
