@@ -38,6 +38,17 @@
 //! FILE <i>                              then ERR, or META and the DATA blocks, and ERR raced
 //! END-FILE <i>                          (one file's refusal ends its section only)
 //! ```
+//! or, for the small files of one directory read whole ([`whole_file_cap`]), one block:
+//! ```text
+//! CAT <enc> <i> <j> …                   the files stat'ed, in this order
+//! STAT / <inode> <size> per file / END-STAT
+//! DATA 0 / the encoded concatenation of those no larger than their cap / END-DATA 0
+//! STAT / <inode> <size> per file concatenated / END-STAT   (empty: read them again)
+//! ```
+//! followed, later in the reply, by a `FILE` section for each stat'ed file larger than its cap.
+//! The decoder splits the concatenation by the first sizes, and answers only the files before
+//! the first one whose inode or size differs in the second `STAT` (and none if the length is
+//! wrong before any such file): the others are read again ([`BatchRead::Again`]).
 //! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files whose path
 //! holds the id, then, when one of them is read at once, `HIT <hex of path>` and its read
 //! section (its ranges, for a tail, computed from the META size).
@@ -1250,6 +1261,128 @@ mod tests {
 
     fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Three small files read whole (caps 10, 10, 3) and one read by its range.
+    fn cat_reads() -> Vec<(FileRef, Vec<ByteRange>)> {
+        let file = |name: &str| FileRef {
+            harness: crate::test_support::harness("claude"),
+            root: b"/r".to_vec(),
+            rel: format!("projects/-p/{name}").into_bytes(),
+        };
+        vec![
+            (file("a.jsonl"), vec![ByteRange::new(0, 10)]),
+            (
+                file("b.jsonl"),
+                vec![ByteRange::new(0, 4), ByteRange::new(0, 10)],
+            ),
+            (file("c.jsonl"), vec![ByteRange::new(0, 3)]),
+            (file("d.jsonl"), vec![ByteRange::new(2, 3)]),
+        ]
+    }
+
+    /// A batch reply: a CAT block of a, b, c (`after`: the second STAT's lines), c's own
+    /// section (larger than its cap), d's.
+    fn cat_reply(data: &[u8], after: &str) -> Vec<u8> {
+        framed(
+            &format!(
+                "CAT b64 0 1 2\nSTAT\n7 5\n8 6\n9 40\nEND-STAT\nDATA 0\n{}\nEND-DATA 0\n\
+                 STAT\n{after}END-STAT\n\
+                 FILE 2\nMETA size=40 enc=b64\nDATA 0\n{}\nEND-DATA 0\nEND-FILE 2\n\
+                 FILE 3\nMETA size=9 enc=b64\nDATA 0\n{}\nEND-DATA 0\nEND-FILE 3",
+                b64(data),
+                b64(b"cccc"),
+                b64(b"dddddddd"),
+            ),
+            0,
+        )
+    }
+
+    fn answers(reply: &[u8]) -> Vec<String> {
+        decode_read_batch("h", NONCE, &cat_reads(), reply)
+            .unwrap()
+            .into_iter()
+            .map(|a| match a {
+                BatchRead::Done(Ok(r)) => format!("{} {:?}", r.size, r.chunks),
+                BatchRead::Done(Err(e)) => format!("{e}"),
+                BatchRead::Again => "again".to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn whole_file_caps_are_reads_from_the_start_to_the_furthest_end() {
+        let r = ByteRange::new;
+        assert_eq!(whole_file_cap(&[r(0, 1291)]), Some(1291));
+        assert_eq!(whole_file_cap(&[r(0, 4096), r(0, 60_000)]), Some(60_000));
+        assert_eq!(whole_file_cap(&[r(0, 4096), r(100_000, 65_536)]), None);
+        assert_eq!(whole_file_cap(&[r(2, 3)]), None);
+        assert_eq!(whole_file_cap(&[r(0, 0)]), None);
+        assert_eq!(whole_file_cap(&[]), None);
+        assert_eq!(whole_file_cap(&[r(0, MAX_READ_BYTES + 1)]), None);
+    }
+
+    #[test]
+    fn a_cat_block_is_split_by_its_sizes_and_checked_before_it_answers() {
+        let cat = b"aaaaabbbbbb";
+        let same = "7 5\n8 6\n";
+        let d = "9 [[100, 100, 100]]";
+        let whole = vec![
+            "5 [[97, 97, 97, 97, 97]]".to_string(),
+            "6 [[98, 98, 98, 98], [98, 98, 98, 98, 98, 98]]".to_string(),
+            "40 [[99, 99, 99]]".to_string(),
+            d.to_string(),
+        ];
+        assert_eq!(answers(&cat_reply(cat, same)), whole);
+        // b changed under the `cat`: a is still right, b is read again.
+        let got = answers(&cat_reply(b"aaaaabbbbbbbb", "7 5\n8 8\n"));
+        assert_eq!(got[..2], [whole[0].clone(), "again".to_string()]);
+        // The length is wrong and no file says why: none is trusted.
+        assert_eq!(
+            answers(&cat_reply(b"aaaabbbbbb", same))[..2],
+            ["again", "again"]
+        );
+        // The second `stat` failed (or found a symlink): none is trusted.
+        assert_eq!(answers(&cat_reply(cat, ""))[..2], ["again", "again"]);
+        // Another inode in the same place: replaced.
+        assert_eq!(answers(&cat_reply(cat, "7 5\n80 6\n"))[1], "again");
+        assert_eq!(answers(&cat_reply(cat, same))[3], d);
+    }
+
+    #[test]
+    fn hostile_cat_blocks_are_refused() {
+        let reads = cat_reads();
+        let data = b64(b"aaaaabbbbbb");
+        let block = |head: &str, stat: &str| {
+            framed(
+                &format!(
+                    "{head}\nSTAT\n{stat}END-STAT\nDATA 0\n{data}\nEND-DATA 0\nSTAT\nEND-STAT"
+                ),
+                0,
+            )
+        };
+        for reply in [
+            // d is not read whole.
+            block("CAT b64 3", "1 1\n"),
+            block("CAT b64 0 0", "1 5\n1 5\n"),
+            block("CAT b64 9", "1 5\n"),
+            block("CAT rot13 0", "1 5\n"),
+            // A line per file, no more, no less, two numbers each.
+            block("CAT b64 0 1", "7 5\n"),
+            block("CAT b64 0", "7 5\n8 6\n"),
+            block("CAT b64 0", "7 x\n"),
+            // c is larger than its cap: its own section must follow (and d's).
+            framed(
+                &format!(
+                    "CAT b64 0 1 2\nSTAT\n7 5\n8 6\n9 40\nEND-STAT\nDATA 0\n{data}\n\
+                     END-DATA 0\nSTAT\n7 5\n8 6\nEND-STAT"
+                ),
+                0,
+            ),
+        ] {
+            let err = decode_read_batch("h", NONCE, &reads, &reply).unwrap_err();
+            assert!(matches!(err, HostError::Protocol { .. }), "{err}");
+        }
     }
 
     #[test]

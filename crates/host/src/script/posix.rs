@@ -23,6 +23,10 @@
 //!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
 //!   `od -An -v -tx1`, and names it in the META line.
+//! - A batch reads the small files of a directory whole in a constant number of processes
+//!   (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again) instead of a
+//!   few per file; names reach those commands only through `eval` of `"$f<i>"` words, never as
+//!   script text. Without a `stat` that answers for every file, they are read one by one.
 
 use super::{Invocation, MAX_RANGES, aligned, quote};
 use crate::{FileRef, FirstRead, check_ranges, check_relative_path};

@@ -428,29 +428,53 @@ impl Host for SshHost {
 }
 
 impl SshHost {
-    /// `reads` on a POSIX host, in batches of [`batch_len`], one exec each; `whole` lets a
-    /// batch read small files whole ([`posix::read_many_script_with`]).
+    /// `reads` on a POSIX host, in batches of [`batch_len`], one exec each, up to
+    /// [`BATCHES_AT_ONCE`] of them in flight on the connection (each its own channel); `whole`
+    /// lets a batch read small files whole ([`posix::read_many_script_with`]).
     async fn read_batches(
         &self,
         reads: &[(FileRef, Vec<ByteRange>)],
         whole: bool,
     ) -> Result<Vec<BatchRead>, HostError> {
-        let mut out = Vec::with_capacity(reads.len());
+        use futures_util::stream::{self, StreamExt};
+        let mut batches = Vec::new();
         let mut rest = reads;
         while !rest.is_empty() {
             let batch = &rest[..batch_len(rest, whole)];
             rest = &rest[batch.len()..];
-            let nonce = script::new_nonce();
-            let invocation =
-                posix::invocation(posix::read_many_script_with(&nonce, batch, None, whole));
-            let output = self
-                .exec(&invocation, script::read_many_reply_limit(batch))
-                .await?;
-            let answers = script::decode_read_batch(&self.name, &nonce, batch, &output.stdout)
-                .map_err(|e| self.explain(e, &output))?;
-            out.extend(answers);
+            batches.push(batch);
+        }
+        // The futures are made first (nothing runs until polled): a closure inside the stream
+        // would make the spawned tasks that call this not `Send` for every lifetime.
+        let mut pending = Vec::with_capacity(batches.len());
+        for batch in batches {
+            pending.push(self.read_batch(batch, whole));
+        }
+        let answered: Vec<Result<Vec<BatchRead>, HostError>> = stream::iter(pending)
+            .buffered(BATCHES_AT_ONCE)
+            .collect()
+            .await;
+        let mut out = Vec::with_capacity(reads.len());
+        for answers in answered {
+            out.extend(answers?);
         }
         Ok(out)
+    }
+
+    /// One batch, one exec.
+    async fn read_batch(
+        &self,
+        batch: &[(FileRef, Vec<ByteRange>)],
+        whole: bool,
+    ) -> Result<Vec<BatchRead>, HostError> {
+        let nonce = script::new_nonce();
+        let invocation =
+            posix::invocation(posix::read_many_script_with(&nonce, batch, None, whole));
+        let output = self
+            .exec(&invocation, script::read_many_reply_limit(batch))
+            .await?;
+        script::decode_read_batch(&self.name, &nonce, batch, &output.stdout)
+            .map_err(|e| self.explain(e, &output))
     }
 }
 
@@ -478,6 +502,11 @@ fn batch_len(reads: &[(FileRef, Vec<ByteRange>)], whole: bool) -> usize {
 /// Most files one batched read script names (its text grows with it, and a file read by its
 /// ranges costs the host's shell a few processes).
 const MAX_BATCH_FILES: usize = 2000;
+
+/// Batched reads of one host in flight at once: the link's round trips and the host's shells
+/// overlap, within the connection's channels (`session::MAX_CHANNELS`) and a few replies in
+/// memory (each at most 4 MiB of payload).
+const BATCHES_AT_ONCE: usize = 4;
 
 /// Batches that may read small files whole before the files still unanswered are read by
 /// their ranges (a file that changes under every `cat` is read the slow way, never wrongly).
