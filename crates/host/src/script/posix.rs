@@ -637,17 +637,28 @@ ca() {
             None => groups.push((file.root.as_slice(), dir, vec![i])),
         }
     }
+    let mut previous_root: Option<&[u8]> = None;
     for (root, dir, members) in groups {
+        // The root is resolved once for the groups of it that follow one another (`$gr`, its
+        // verdict; `$rr`, where it leads), each directory once.
+        if previous_root != Some(root) {
+            s.raw("bad=\n");
+            s.assign("R", root);
+            s.raw(
+                r#"gr=; [ -z "$bad" ] || gr=unsafe
+if [ -z "$gr" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || gr=noroot; fi
+if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
+"#,
+            );
+            previous_root = Some(root);
+        }
         s.raw("bad=\n");
-        s.assign("R", root);
-        s.assign("D", dir);
+        assign_name(&mut s, "D", dir);
         // The group's verdict (`g`, an ERR code) is every member's: the root resolved and the
         // directory entered physically exactly below it, as `read_script` checks one file.
         s.raw(
-            r#"g=; [ -z "$bad" ] || g=unsafe
-if [ -z "$g" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || g=noroot; fi
+            r#"g=$gr; [ -z "$bad" ] || g=unsafe
 if [ -z "$g" ]; then
-  rr=${rr%X}; rr=${rr%"$NL"}
   case $rr in /) rb= ;; *) rb=$rr ;; esac
   if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
   else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
@@ -703,14 +714,14 @@ fn bad_group_value(root: &[u8], dir: &[u8]) -> bool {
     root.is_empty() || root.contains(&0) || dir.contains(&0)
 }
 
-/// `name=<bytes>`: a file name of plain characters (what session ids and their suffixes are
-/// made of) is written as a quoted word, which costs the shell nothing; any other goes through
-/// [`Script::assign`] (no byte of it in the script text).
+/// `name=<bytes>`: a name or path of plain characters (what session ids, their suffixes and
+/// project directories are made of) is written as a quoted word, which costs the shell
+/// nothing; any other goes through [`Script::assign`] (no byte of it in the script text).
 fn assign_name(s: &mut Script, name: &str, bytes: &[u8]) {
     let plain = !bytes.is_empty()
         && bytes
             .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'));
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+' | b'/'));
     if plain {
         s.raw(&format!("{name}="));
         s.word(bytes);

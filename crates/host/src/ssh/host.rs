@@ -363,6 +363,14 @@ impl Host for SshHost {
             first += 1;
         }
         let mut pending: Vec<usize> = (first..reads.len()).collect();
+        // A batch costs the host's shell a few processes per directory: the files of one
+        // directory go into as few batches as they can.
+        let directory = |i: &usize| {
+            let (file, _) = &reads[*i];
+            let dir = file.rel.iter().rposition(|&b| b == b'/').unwrap_or(0);
+            (&file.root[..], &file.rel[..dir])
+        };
+        pending.sort_by(|a, b| directory(a).cmp(&directory(b)));
         for attempt in 0..=WHOLE_READ_ATTEMPTS {
             if pending.is_empty() {
                 break;
