@@ -85,8 +85,9 @@ pub struct Reader<'h, H: Host> {
     /// The size of a terminal recording whose header gives none (`--cols`/`--rows`).
     terminal_size: Option<(usize, usize)>,
     /// Reads done ahead (with the resolution, or batched for many sessions), each served once
-    /// to the read it answers.
-    prefetched: std::sync::Mutex<Vec<Prefetched>>,
+    /// to the read it answers; by file (root, path), as `check` keeps one for each of
+    /// thousands of sessions.
+    prefetched: std::sync::Mutex<std::collections::HashMap<(Vec<u8>, Vec<u8>), Vec<Prefetched>>>,
 }
 
 /// A read done ahead of its plan: the ranges read of a file and what came back.
@@ -127,7 +128,7 @@ impl<'h, H: Host> Reader<'h, H> {
             host,
             databases: crate::sqlite::Copies::default(),
             terminal_size: None,
-            prefetched: std::sync::Mutex::new(Vec::new()),
+            prefetched: std::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -442,6 +443,8 @@ impl<'h, H: Host> Reader<'h, H> {
         self.prefetched
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .entry((file.root.clone(), file.rel.clone()))
+            .or_default()
             .push(Prefetched {
                 file,
                 ranges,
@@ -457,12 +460,13 @@ impl<'h, H: Host> Reader<'h, H> {
         ranges: &[ByteRange],
     ) -> Option<clankie_model::ReadResult> {
         let mut kept = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
-        let at = kept.iter().position(|p| p.answers(file, ranges));
-        let found = at.map(|at| kept.swap_remove(at).result);
         // Whatever else was read ahead of this file is stale from now on: a later page (a
         // follow's poll) reads afresh.
-        kept.retain(|p| p.file != *file);
-        found
+        let of_file = kept.remove(&(file.root.clone(), file.rel.clone()))?;
+        of_file
+            .into_iter()
+            .find(|p| p.answers(file, ranges))
+            .map(|p| p.result)
     }
 
     /// What `resume` prints for a session: the harness's own command, from the session's directory

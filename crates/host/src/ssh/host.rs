@@ -509,7 +509,7 @@ fn batch_len(reads: &[(FileRef, Vec<ByteRange>)], whole: bool) -> usize {
 
 /// Most files one batched read script names (its text grows with it, and a file read by its
 /// ranges costs the host's shell a few processes).
-const MAX_BATCH_FILES: usize = 2000;
+const MAX_BATCH_FILES: usize = 3000;
 
 /// Batched reads of one host in flight at once: the link's round trips and the host's shells
 /// overlap, within the connection's channels (`session::MAX_CHANNELS`) and a few replies in
