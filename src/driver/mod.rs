@@ -87,8 +87,11 @@ pub struct Reader<'h, H: Host> {
     /// Reads done ahead (with the resolution, or batched for many sessions), each served once
     /// to the read it answers; by file (root, path), as `check` keeps one for each of
     /// thousands of sessions.
-    prefetched: std::sync::Mutex<std::collections::HashMap<(Vec<u8>, Vec<u8>), Vec<Prefetched>>>,
+    prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
 }
+
+/// A file's root and path below it: what reads done ahead are kept by.
+type FileKey = (Vec<u8>, Vec<u8>);
 
 /// A read done ahead of its plan: the ranges read of a file and what came back.
 #[derive(Debug)]
