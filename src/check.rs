@@ -306,6 +306,16 @@ pub struct HostCheck {
     pub skipped_names: u64,
 }
 
+/// Hosts checked at once in one process (`check`, and the MCP server's `check` tool). Each
+/// holds, while it runs, one connection (a socket; three more descriptors while a command runs
+/// through a ControlMaster), its listing (at most `MAX_LIST_ENTRIES` files) and one batched read
+/// reply (at most 4 MiB of payload, about 5.5 MiB as base64). The others wait for a slot
+/// before they connect, so 1,000 hosts cost 32 hosts' descriptors and memory at a time.
+pub const CONCURRENT_HOSTS: usize = 32;
+
+/// The slots of [`CONCURRENT_HOSTS`]: every [`check_host`] holds one while it runs.
+static HOST_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCURRENT_HOSTS);
+
 /// Checks one host against its previous state. `baseline` is the first run (no history is
 /// read). A session that cannot be read keeps its old state and is one of the result's
 /// `errors`; only what [`fails_the_host`] fails the host.
@@ -316,6 +326,8 @@ pub async fn check_host<H: Host>(
     baseline: bool,
     keep_records: bool,
 ) -> Result<HostCheck, DriverError> {
+    // Never closed: waiting for a slot cannot fail.
+    let _slot = HOST_SLOTS.acquire().await;
     let reader = Reader::new(host);
     let (listing, sessions) = reader.list_sessions(roots).await?;
     let mut next = HostState::default();
@@ -528,6 +540,72 @@ mod tests {
 
     fn ids_of(host: &MemoryHost, id: &str) -> Vec<String> {
         block_on(async { all_ids(host, &resolve(host, id).await).await })
+    }
+
+    /// A host whose listing counts the checks under way (`now`, the most in `most`) and waits
+    /// until a whole wave of [`CONCURRENT_HOSTS`] of them is.
+    struct Gated {
+        inner: MemoryHost,
+        wave: std::sync::Arc<tokio::sync::Barrier>,
+        now: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        most: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Host for Gated {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        async fn list(
+            &self,
+            roots: &[RootSpec],
+        ) -> Result<clankie_model::Listing, clankie_host::HostError> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let now = self.now.fetch_add(1, SeqCst) + 1;
+            self.most.fetch_max(now, SeqCst);
+            self.wave.wait().await;
+            self.now.fetch_sub(1, SeqCst);
+            self.inner.list(roots).await
+        }
+
+        async fn read(
+            &self,
+            file: &clankie_host::FileRef,
+            ranges: &[clankie_model::ByteRange],
+        ) -> Result<clankie_model::ReadResult, clankie_host::HostError> {
+            self.inner.read(file, ranges).await
+        }
+    }
+
+    #[test]
+    fn no_more_than_concurrent_hosts_are_checked_at_once() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicUsize;
+        let wave = Arc::new(tokio::sync::Barrier::new(CONCURRENT_HOSTS));
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        // Three waves: without the bound all of them would be listing at once (and the
+        // barrier would let them all through); with a smaller one the first wave never fills.
+        let checked = block_on(async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..3 * CONCURRENT_HOSTS {
+                let host = Gated {
+                    inner: host(),
+                    wave: wave.clone(),
+                    now: now.clone(),
+                    most: most.clone(),
+                };
+                tasks.spawn(async move {
+                    let roots = roots_for(&[], None);
+                    check_host(&host, &roots, None, true, false).await.is_ok()
+                });
+            }
+            tasks.join_all().await
+        });
+        assert!(checked.into_iter().all(|ok| ok));
+        assert_eq!(
+            most.load(std::sync::atomic::Ordering::SeqCst),
+            CONCURRENT_HOSTS
+        );
     }
 
     #[test]

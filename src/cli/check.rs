@@ -18,8 +18,6 @@ use crate::error::{Error, Outcome, UsageError};
 use crate::render::progress::Progress;
 use clankie_host::HostError;
 
-/// Hosts checked at once.
-const CONCURRENT_HOSTS: usize = 8;
 /// `--run-timeout` by default.
 const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -79,15 +77,13 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
     let previous = State::load(&args.state)?;
     let baseline = previous.is_none();
     let previous = Arc::new(previous.unwrap_or_default());
-    let limit = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_HOSTS));
     let mut tasks = tokio::task::JoinSet::new();
     for (index, name) in names.iter().enumerate() {
         let opened = ctx.open(name);
-        let (name, previous, limit, keep) =
-            (name.clone(), previous.clone(), limit.clone(), args.records);
+        let (name, previous, keep) = (name.clone(), previous.clone(), args.records);
         tasks.spawn(async move {
+            // At most `check::CONCURRENT_HOSTS` at once: `check_host` waits for a slot.
             let checked = async {
-                let _permit = limit.acquire_owned().await;
                 let opened = opened?;
                 let roots = roots_for(&opened.roots, None);
                 check_host(

@@ -92,9 +92,13 @@ pub struct Reader<'h, H: Host> {
     /// ([`ReadPlan::tail_page_bytes`]).
     last_tail_bytes: std::sync::Mutex<Option<u64>>,
     /// Reads done ahead (with the resolution, or batched for many sessions), each served once
-    /// to the read it answers.
-    prefetched: std::sync::Mutex<Vec<Prefetched>>,
+    /// to the read it answers; by file (root, path), as `check` keeps one for each of
+    /// thousands of sessions.
+    prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
 }
+
+/// A file's root and path below it: what reads done ahead are kept by.
+type FileKey = (Vec<u8>, Vec<u8>);
 
 /// A read done ahead of its plan: the ranges read of a file and what came back.
 #[derive(Debug)]
@@ -136,7 +140,7 @@ impl<'h, H: Host> Reader<'h, H> {
             terminal_size: None,
             tail_window: None,
             last_tail_bytes: std::sync::Mutex::new(None),
-            prefetched: std::sync::Mutex::new(Vec::new()),
+            prefetched: std::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -471,6 +475,8 @@ impl<'h, H: Host> Reader<'h, H> {
         self.prefetched
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .entry((file.root.clone(), file.rel.clone()))
+            .or_default()
             .push(Prefetched {
                 file,
                 ranges,
@@ -486,12 +492,13 @@ impl<'h, H: Host> Reader<'h, H> {
         ranges: &[ByteRange],
     ) -> Option<clankie_model::ReadResult> {
         let mut kept = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
-        let at = kept.iter().position(|p| p.answers(file, ranges));
-        let found = at.map(|at| kept.swap_remove(at).result);
         // Whatever else was read ahead of this file is stale from now on: a later page (a
         // follow's poll) reads afresh.
-        kept.retain(|p| p.file != *file);
-        found
+        let of_file = kept.remove(&(file.root.clone(), file.rel.clone()))?;
+        of_file
+            .into_iter()
+            .find(|p| p.answers(file, ranges))
+            .map(|p| p.result)
     }
 
     /// What `resume` prints for a session: the harness's own command, from the session's directory

@@ -6,6 +6,7 @@
 #![allow(unreachable_pub)]
 
 mod architecture;
+mod batch_reads;
 mod cache;
 mod check;
 mod cli_local;

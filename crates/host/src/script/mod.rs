@@ -38,6 +38,17 @@
 //! FILE <i>                              then ERR, or META and the DATA blocks, and ERR raced
 //! END-FILE <i>                          (one file's refusal ends its section only)
 //! ```
+//! or, for the small files of one directory read whole ([`whole_file_cap`]), one block:
+//! ```text
+//! CAT <enc> <i> <j> …                   the files stat'ed, in this order
+//! STAT / <inode> <size> per file / END-STAT
+//! DATA 0 / the encoded concatenation of those no larger than their cap / END-DATA 0
+//! STAT / <inode> <size> per file concatenated / END-STAT   (empty: read them again)
+//! ```
+//! followed, later in the reply, by a `FILE` section for each stat'ed file larger than its cap.
+//! The decoder splits the concatenation by the first sizes, and answers only the files before
+//! the first one whose inode or size differs in the second `STAT` (and none if the length is
+//! wrong before any such file): the others are read again ([`BatchRead::Again`]).
 //! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files whose path
 //! holds the id, then, when one of them is read at once, `HIT <hex of path>` and its read
 //! section (its ranges, for a tail, computed from the META size).
@@ -650,14 +661,66 @@ pub fn read_many_reply_limit(reads: &[(FileRef, Vec<ByteRange>)]) -> usize {
         .fold(NOISE_SLACK, usize::saturating_add)
 }
 
-/// Decodes a batched read reply ([`posix::read_many_script`]): one result per file, in order.
-/// A file's `ERR` is its own result; a reply that breaks the format fails the whole call.
+/// The length from a file's start that `ranges` cover, when one of them starts at 0 and reaches
+/// as far as any (and the read is one the script makes at all): a batch reads such a file whole
+/// (`cat`) when its size is at most this, and the ranges are cut from what it read. This is what
+/// `check` asks of a small session (its head and its tail window are the whole file).
+pub fn whole_file_cap(ranges: &[ByteRange]) -> Option<u64> {
+    if ranges.is_empty() || ranges.len() > MAX_RANGES || super::check_ranges(ranges).is_err() {
+        return None;
+    }
+    let end = ranges.iter().map(|r| r.start.saturating_add(r.len)).max()?;
+    let from_start = ranges.iter().any(|r| r.start == 0 && r.len == end);
+    (from_start && end > 0 && end <= MAX_READ_BYTES).then_some(end)
+}
+
+/// One file's answer in a batched read reply.
+#[derive(Debug)]
+pub enum BatchRead {
+    /// Read, or refused or failed for this file alone.
+    Done(Result<ReadResult, HostError>),
+    /// Read whole with others, and that file or one read before it changed while they were
+    /// read: read it again (the bytes that came are not trusted to be its own).
+    Again,
+}
+
+/// Decodes a batched read reply ([`posix::read_many_script`]): one result per file, in order,
+/// a file that must be read again ([`BatchRead::Again`]) as an error saying so.
 pub fn decode_read_many(
     host: &str,
     nonce: &str,
     reads: &[(FileRef, Vec<ByteRange>)],
     stdout: &[u8],
 ) -> Result<Vec<Result<ReadResult, HostError>>, HostError> {
+    let answers = decode_read_batch(host, nonce, reads, stdout)?;
+    Ok(answers
+        .into_iter()
+        .zip(reads)
+        .map(|(answer, (file, _))| match answer {
+            BatchRead::Done(result) => result,
+            BatchRead::Again => Err(HostError::Io {
+                host: host.to_string(),
+                path: display_path(&[&file.root[..], b"/", &file.rel[..]].concat()),
+                reason: "changed while it was read; read it again".to_string(),
+            }),
+        })
+        .collect())
+}
+
+/// Decodes a batched read reply ([`posix::read_many_script`]): one answer per file, in order.
+/// A file's `ERR` is its own result; a reply that breaks the format fails the whole call.
+///
+/// A `CAT` block is checked before any of its bytes are given to a file: both `STAT` blocks
+/// must list the same inode and size for a file, and the concatenation must be exactly as long
+/// as the sizes say. Files before the first one that changed are answered; that one and every
+/// file after it in the block are [`BatchRead::Again`], as is every file of a block whose
+/// length is wrong.
+pub fn decode_read_batch(
+    host: &str,
+    nonce: &str,
+    reads: &[(FileRef, Vec<ByteRange>)],
+    stdout: &[u8],
+) -> Result<Vec<BatchRead>, HostError> {
     let bad = |reason: String| protocol(host, reason);
     let limit = read_many_reply_limit(reads);
     if stdout.len() > limit {
@@ -672,10 +735,19 @@ pub fn decode_read_many(
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
     // The files come in the script's order (grouped by directory), each once.
-    let mut out: Vec<Option<Result<ReadResult, HostError>>> = Vec::new();
+    let mut out: Vec<Option<BatchRead>> = Vec::new();
     out.resize_with(reads.len(), || None);
-    for _ in 0..reads.len() {
+    let mut answered = 0;
+    while answered < reads.len() {
         let line = lines.next().unwrap_or_default();
+        if let (b"CAT", rest) = split_word(line) {
+            let block = decode_cat_block(host, reads, &out, rest, &mut lines)?;
+            for (i, answer) in block {
+                out[i] = Some(answer);
+                answered += 1;
+            }
+            continue;
+        }
         let i = match split_word(line) {
             (b"FILE", n) => parse_u64(n)
                 .and_then(|n| usize::try_from(n).ok())
@@ -706,7 +778,8 @@ pub fn decode_read_many(
         if line != format!("END-FILE {i}").as_bytes() {
             return Err(bad(format!("expected END-FILE {i}, got {}", show(line))));
         }
-        out[i] = Some(result);
+        out[i] = Some(BatchRead::Done(result));
+        answered += 1;
     }
     if let Some(extra) = lines.next() {
         return Err(bad(format!("unexpected line {}", show(extra))));
@@ -715,6 +788,147 @@ pub fn decode_read_many(
         return Err(bad(format!("read script exited with {}", frame.rc)));
     }
     Ok(out.into_iter().flatten().collect())
+}
+
+/// Decodes a `CAT` block after its `CAT` word (`rest`: the encoder and the indexes of the
+/// files stat'ed): the answers of the files concatenated (those no larger than their
+/// [`whole_file_cap`]); the others come later in `FILE` sections of their own.
+fn decode_cat_block<'a>(
+    host: &str,
+    reads: &[(FileRef, Vec<ByteRange>)],
+    answered: &[Option<BatchRead>],
+    rest: &[u8],
+    lines: &mut impl Iterator<Item = &'a [u8]>,
+) -> Result<Vec<(usize, BatchRead)>, HostError> {
+    let bad = |reason: String| protocol(host, reason);
+    let (enc, indexes) = split_word(rest);
+    let encoding = Encoding::from_wire(enc).ok_or_else(|| bad("bad CAT line".to_string()))?;
+    let mut members: Vec<(usize, u64)> = Vec::new();
+    for word in indexes.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
+        let i = parse_u64(word)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n < reads.len() && answered[n].is_none())
+            .filter(|n| members.iter().all(|(m, _)| m != n))
+            .ok_or_else(|| bad(format!("bad index in a CAT line: {}", show(word))))?;
+        let cap = whole_file_cap(&reads[i].1)
+            .ok_or_else(|| bad(format!("CAT names file {i}, which is not read whole")))?;
+        members.push((i, cap));
+    }
+    let before = stat_block(host, lines, members.len())?.ok_or_else(|| {
+        bad(format!(
+            "expected {} lines of inode and size",
+            members.len()
+        ))
+    })?;
+    // The files concatenated: those no larger than their cap, in order (as the script chose).
+    let concatenated: Vec<(usize, (u64, u64))> = members
+        .iter()
+        .zip(&before)
+        .filter(|((_, cap), (_, size))| size <= cap)
+        .map(|((i, _), stat)| (*i, *stat))
+        .collect();
+    let total: u64 = concatenated
+        .iter()
+        .map(|(_, (_, size))| *size)
+        .fold(0, u64::saturating_add);
+    if lines.next() != Some(b"DATA 0") {
+        return Err(bad("expected DATA 0 in a CAT block".to_string()));
+    }
+    let mut payload: Vec<&[u8]> = Vec::new();
+    loop {
+        let line = lines
+            .next()
+            .ok_or_else(|| bad("payload of a CAT block is cut off".to_string()))?;
+        if line == b"END-DATA 0" {
+            break;
+        }
+        payload.push(line);
+    }
+    // A file that grew under the `cat` sends more than the sizes say; the reply's own bound
+    // keeps that in check.
+    let data = match decode_payload(encoding, &payload, total.saturating_add(MAX_READ_BYTES)) {
+        Ok(data) => Some(data),
+        Err(PayloadError::TooLarge(_)) => None,
+        Err(PayloadError::Malformed(reason)) => return Err(bad(format!("CAT block: {reason}"))),
+    };
+    let after = stat_block(host, lines, concatenated.len())?;
+    // The first file whose inode or size is not what it was before the `cat` (the first of
+    // all when the second `stat` failed or found a symlink). The files before it were read at
+    // the sizes the first `stat` gave, so their bytes are where those sizes say, provided the
+    // concatenation holds them all; with a wrong length and no change seen, none is trusted.
+    let length = data.as_ref().map(|d| d.len() as u64);
+    let first_changed = match &after {
+        None => 0,
+        Some(after) => concatenated
+            .iter()
+            .zip(after)
+            .position(|((_, stat), again)| stat != again)
+            .unwrap_or(concatenated.len()),
+    };
+    let prefix: u64 = concatenated[..first_changed]
+        .iter()
+        .map(|(_, (_, size))| *size)
+        .sum();
+    let first_changed = match length {
+        Some(length) if length == total => first_changed,
+        Some(length) if first_changed < concatenated.len() && length >= prefix => first_changed,
+        _ => 0,
+    };
+    let data = data.unwrap_or_default();
+    let mut answers = Vec::with_capacity(concatenated.len());
+    let mut at = 0usize;
+    for (k, (i, (_, size))) in concatenated.into_iter().enumerate() {
+        if k >= first_changed {
+            answers.push((i, BatchRead::Again));
+            continue;
+        }
+        // Within `data`: the sizes before `first_changed` sum to at most its length.
+        let len = size as usize;
+        let content = &data[at..at + len];
+        at += len;
+        let chunks = reads[i]
+            .1
+            .iter()
+            .map(|range| {
+                let start = range.start.min(size) as usize;
+                let end = range.start.saturating_add(range.len).min(size) as usize;
+                content[start..end.max(start)].to_vec()
+            })
+            .collect();
+        answers.push((i, BatchRead::Done(Ok(ReadResult { size, chunks }))));
+    }
+    Ok(answers)
+}
+
+/// A `STAT` block of `count` lines of inode and size; `None` when it holds another number of
+/// lines (a `stat` that failed for a file).
+fn stat_block<'a>(
+    host: &str,
+    lines: &mut impl Iterator<Item = &'a [u8]>,
+    count: usize,
+) -> Result<Option<Vec<(u64, u64)>>, HostError> {
+    let bad = |reason: String| protocol(host, reason);
+    if lines.next() != Some(b"STAT") {
+        return Err(bad("expected STAT in a CAT block".to_string()));
+    }
+    let mut stats = Vec::new();
+    loop {
+        let line = lines
+            .next()
+            .ok_or_else(|| bad("STAT block cut off".to_string()))?;
+        if line == b"END-STAT" {
+            break;
+        }
+        let (inode, size) = split_word(line);
+        let stat = parse_u64(inode)
+            .zip(parse_u64(size))
+            .ok_or_else(|| bad(format!("bad STAT line {}", show(line))))?;
+        if stats.len() == count {
+            return Err(bad("more STAT lines than files".to_string()));
+        }
+        stats.push(stat);
+    }
+    Ok((stats.len() == count).then_some(stats))
 }
 
 /// The largest reply to a find-and-read: a listing's and the first read's.
@@ -1047,6 +1261,128 @@ mod tests {
 
     fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Three small files read whole (caps 10, 10, 3) and one read by its range.
+    fn cat_reads() -> Vec<(FileRef, Vec<ByteRange>)> {
+        let file = |name: &str| FileRef {
+            harness: crate::test_support::harness("claude"),
+            root: b"/r".to_vec(),
+            rel: format!("projects/-p/{name}").into_bytes(),
+        };
+        vec![
+            (file("a.jsonl"), vec![ByteRange::new(0, 10)]),
+            (
+                file("b.jsonl"),
+                vec![ByteRange::new(0, 4), ByteRange::new(0, 10)],
+            ),
+            (file("c.jsonl"), vec![ByteRange::new(0, 3)]),
+            (file("d.jsonl"), vec![ByteRange::new(2, 3)]),
+        ]
+    }
+
+    /// A batch reply: a CAT block of a, b, c (`after`: the second STAT's lines), c's own
+    /// section (larger than its cap), d's.
+    fn cat_reply(data: &[u8], after: &str) -> Vec<u8> {
+        framed(
+            &format!(
+                "CAT b64 0 1 2\nSTAT\n7 5\n8 6\n9 40\nEND-STAT\nDATA 0\n{}\nEND-DATA 0\n\
+                 STAT\n{after}END-STAT\n\
+                 FILE 2\nMETA size=40 enc=b64\nDATA 0\n{}\nEND-DATA 0\nEND-FILE 2\n\
+                 FILE 3\nMETA size=9 enc=b64\nDATA 0\n{}\nEND-DATA 0\nEND-FILE 3",
+                b64(data),
+                b64(b"cccc"),
+                b64(b"dddddddd"),
+            ),
+            0,
+        )
+    }
+
+    fn answers(reply: &[u8]) -> Vec<String> {
+        decode_read_batch("h", NONCE, &cat_reads(), reply)
+            .unwrap()
+            .into_iter()
+            .map(|a| match a {
+                BatchRead::Done(Ok(r)) => format!("{} {:?}", r.size, r.chunks),
+                BatchRead::Done(Err(e)) => format!("{e}"),
+                BatchRead::Again => "again".to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn whole_file_caps_are_reads_from_the_start_to_the_furthest_end() {
+        let r = ByteRange::new;
+        assert_eq!(whole_file_cap(&[r(0, 1291)]), Some(1291));
+        assert_eq!(whole_file_cap(&[r(0, 4096), r(0, 60_000)]), Some(60_000));
+        assert_eq!(whole_file_cap(&[r(0, 4096), r(100_000, 65_536)]), None);
+        assert_eq!(whole_file_cap(&[r(2, 3)]), None);
+        assert_eq!(whole_file_cap(&[r(0, 0)]), None);
+        assert_eq!(whole_file_cap(&[]), None);
+        assert_eq!(whole_file_cap(&[r(0, MAX_READ_BYTES + 1)]), None);
+    }
+
+    #[test]
+    fn a_cat_block_is_split_by_its_sizes_and_checked_before_it_answers() {
+        let cat = b"aaaaabbbbbb";
+        let same = "7 5\n8 6\n";
+        let d = "9 [[100, 100, 100]]";
+        let whole = vec![
+            "5 [[97, 97, 97, 97, 97]]".to_string(),
+            "6 [[98, 98, 98, 98], [98, 98, 98, 98, 98, 98]]".to_string(),
+            "40 [[99, 99, 99]]".to_string(),
+            d.to_string(),
+        ];
+        assert_eq!(answers(&cat_reply(cat, same)), whole);
+        // b changed under the `cat`: a is still right, b is read again.
+        let got = answers(&cat_reply(b"aaaaabbbbbbbb", "7 5\n8 8\n"));
+        assert_eq!(got[..2], [whole[0].clone(), "again".to_string()]);
+        // The length is wrong and no file says why: none is trusted.
+        assert_eq!(
+            answers(&cat_reply(b"aaaabbbbbb", same))[..2],
+            ["again", "again"]
+        );
+        // The second `stat` failed (or found a symlink): none is trusted.
+        assert_eq!(answers(&cat_reply(cat, ""))[..2], ["again", "again"]);
+        // Another inode in the same place: replaced.
+        assert_eq!(answers(&cat_reply(cat, "7 5\n80 6\n"))[1], "again");
+        assert_eq!(answers(&cat_reply(cat, same))[3], d);
+    }
+
+    #[test]
+    fn hostile_cat_blocks_are_refused() {
+        let reads = cat_reads();
+        let data = b64(b"aaaaabbbbbb");
+        let block = |head: &str, stat: &str| {
+            framed(
+                &format!(
+                    "{head}\nSTAT\n{stat}END-STAT\nDATA 0\n{data}\nEND-DATA 0\nSTAT\nEND-STAT"
+                ),
+                0,
+            )
+        };
+        for reply in [
+            // d is not read whole.
+            block("CAT b64 3", "1 1\n"),
+            block("CAT b64 0 0", "1 5\n1 5\n"),
+            block("CAT b64 9", "1 5\n"),
+            block("CAT rot13 0", "1 5\n"),
+            // A line per file, no more, no less, two numbers each.
+            block("CAT b64 0 1", "7 5\n"),
+            block("CAT b64 0", "7 5\n8 6\n"),
+            block("CAT b64 0", "7 x\n"),
+            // c is larger than its cap: its own section must follow (and d's).
+            framed(
+                &format!(
+                    "CAT b64 0 1 2\nSTAT\n7 5\n8 6\n9 40\nEND-STAT\nDATA 0\n{data}\n\
+                     END-DATA 0\nSTAT\n7 5\n8 6\nEND-STAT"
+                ),
+                0,
+            ),
+        ] {
+            let err = decode_read_batch("h", NONCE, &reads, &reply).unwrap_err();
+            assert!(matches!(err, HostError::Protocol { .. }), "{err}");
+        }
     }
 
     #[test]

@@ -23,6 +23,10 @@
 //!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
 //!   `od -An -v -tx1`, and names it in the META line.
+//! - A batch reads the small files of a directory whole in a constant number of processes
+//!   (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again) instead of a
+//!   few per file; names reach those commands only through `eval` of `"$f<i>"` words, never as
+//!   script text. Without a `stat` that answers for every file, they are read one by one.
 
 use super::{Invocation, MAX_RANGES, aligned, quote};
 use crate::{FileRef, FirstRead, check_ranges, check_relative_path};
@@ -492,15 +496,34 @@ pub fn read_script_with(
 
 /// The batched read script ([`crate::Host::read_many`]): for each file `i`, a `FILE i` line,
 /// then what [`read_script`] prints for it (an `ERR` line, or META and its ranges, and `ERR
-/// raced` after a swap), then `END-FILE i`. The files of one directory are read together, in
-/// the order of their first appearance (`FILE` lines are numbered, not ordered): the root and
-/// the directory are resolved and checked once (`cd -P` and `pwd -P`, as for one file), and
-/// each file then costs its own checks (shell builtins), `ls` before and after, and `dd` into
-/// the encoder. A refusal ends that file's section only.
+/// raced` after a swap), then `END-FILE i`; or, for the small files of a directory read whole,
+/// one `CAT` block (below). The files of one directory are read together, in the order of their
+/// first appearance (`FILE` lines are numbered, not ordered): the root and the directory are
+/// resolved and checked once (`cd -P` and `pwd -P`, as for one file). A file read by its ranges
+/// then costs its own checks (shell builtins), `ls` before and after, and `dd` into the encoder;
+/// a refusal ends that file's section only.
+///
+/// A file whose ranges start at 0 and reach its end ([`super::whole_file_cap`]: what `check`
+/// asks of a small session, whose head and tail are the whole file) is read whole with the
+/// other such files of its directory, in a constant number of processes for all of them: one
+/// `stat` of their inodes and sizes, one `cat … | encoder` of those no larger than their cap, one
+/// `stat` again. Where no `stat` answers (or it does not answer for every file) they are read one
+/// by one after all. See [`super`] for the `CAT` block, and [`read_many_script_with`].
 pub fn read_many_script(
     nonce: &str,
     reads: &[(FileRef, Vec<ByteRange>)],
     encoder: Option<Encoder>,
+) -> Vec<u8> {
+    read_many_script_with(nonce, reads, encoder, true)
+}
+
+/// [`read_many_script`], with `whole` false reading every file by its ranges (the way a batch
+/// is read again when its `CAT` block says that a file changed while it was read).
+pub fn read_many_script_with(
+    nonce: &str,
+    reads: &[(FileRef, Vec<ByteRange>)],
+    encoder: Option<Encoder>,
+    whole: bool,
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
     read_prelude(&mut s, encoder);
@@ -526,8 +549,81 @@ af() {
   set -- $s
   [ "$1" = "$i" ] || fl raced
 }
+pf() {
+  pn=$1; shift
+  printf 'FILE %s\n' "$pn"
+  case $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac
+  if ck; then
+    pk=0
+    while [ $# -ge 4 ]; do rg "$pk" "$1" "$2" "$3" "$4"; pk=$((pk + 1)); shift 4; done
+    af
+  fi
+  printf 'END-FILE %s\n' "$pn"
+}
 "#,
     );
+    let candidates: Vec<Option<u64>> = reads
+        .iter()
+        .map(|(file, ranges)| {
+            whole
+                .then(|| super::whole_file_cap(ranges))
+                .flatten()
+                .filter(|_| refusal(file, ranges).is_none())
+        })
+        .collect();
+    if candidates.iter().any(Option::is_some) {
+        // `cw INDEX CAP RANGE…` (`$B` the name): a file that passes the checks a read makes
+        // before `ls` joins the group's candidates (`$W` their indexes, `$L` the words that
+        // name them for `eval`; `f<i>`, `c<i>`, `r<i>` its path, cap and ranges), any other is
+        // read by its ranges at once, which reports why not. `ca FILE…` reads the candidates:
+        // one `stat` of all; those no larger than their cap are concatenated into the encoder
+        // and stat'ed again (the decoder compares the two and the length), the others are read
+        // by their ranges after it. Names only ever reach a command as the values of variables.
+        s.raw(
+            r#"sm=
+case $(stat -c '%i %s' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=c ;;
+*) case $(stat -f '%i %z' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=f ;; esac ;;
+esac
+st() { case $sm in c) stat -c '%i %s' "$@" ;; *) stat -f '%i %z' "$@" ;; esac 2>/dev/null; }
+cw() {
+  cj=$1 cz=$2; shift 2
+  p=./$B
+  if [ -z "$bad$g" ] && [ ! -L "$p" ] && [ -f "$p" ] && [ -r "$p" ]; then
+    eval "f$cj=\$p c$cj=\$cz r$cj=\"\$*\""
+    W="$W $cj" L="$L \"\$f$cj\""
+  else
+    pf "$cj" "$@"
+  fi
+}
+lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
+ca() {
+  s1=
+  [ -z "$sm" ] || s1=$(st "$@")
+  cn=0
+  for v in $s1; do case $v in '' | *[!0-9]*) cn=-1; break ;; esac; cn=$((cn + 1)); done
+  if [ "$cn" != $(($# * 2)) ]; then
+    for cj in $W; do eval "p=\$f$cj cr=\$r$cj"; B=${p#./} bad=; pf "$cj" $cr; done
+    return 0
+  fi
+  set -- $s1
+  kp= cq=
+  for cj in $W; do
+    eval "cz=\$c$cj"
+    if [ "$2" -le "$cz" ] 2>/dev/null; then kp="$kp \"\$f$cj\""; else cq="$cq $cj"; fi
+    shift 2
+  done
+  printf 'CAT %s%s\nSTAT\n%s\nEND-STAT\nDATA 0\n' "$e" "$W" "$s1"
+  [ -z "$kp" ] || eval "cat $kp" 2>/dev/null | enc
+  printf '\nEND-DATA 0\n'
+  s2=
+  [ -z "$kp" ] || s2=$(eval "st $kp")
+  eval "lk $kp" || s2=
+  printf 'STAT\n%s\nEND-STAT\n' "$s2"
+  for cj in $cq; do eval "p=\$f$cj cr=\$r$cj"; B=${p#./} bad=; pf "$cj" $cr; done
+}
+"#,
+        );
+    }
     s.begin();
     // Files grouped by directory, each group in the order it first appears.
     let mut groups: Vec<(&[u8], &[u8], Vec<usize>)> = Vec::new();
@@ -541,17 +637,28 @@ af() {
             None => groups.push((file.root.as_slice(), dir, vec![i])),
         }
     }
+    let mut previous_root: Option<&[u8]> = None;
     for (root, dir, members) in groups {
+        // The root is resolved once for the groups of it that follow one another (`$gr`, its
+        // verdict; `$rr`, where it leads), each directory once.
+        if previous_root != Some(root) {
+            s.raw("bad=\n");
+            s.assign("R", root);
+            s.raw(
+                r#"gr=; [ -z "$bad" ] || gr=unsafe
+if [ -z "$gr" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || gr=noroot; fi
+if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
+"#,
+            );
+            previous_root = Some(root);
+        }
         s.raw("bad=\n");
-        s.assign("R", root);
-        s.assign("D", dir);
+        assign_name(&mut s, "D", dir);
         // The group's verdict (`g`, an ERR code) is every member's: the root resolved and the
         // directory entered physically exactly below it, as `read_script` checks one file.
         s.raw(
-            r#"g=; [ -z "$bad" ] || g=unsafe
-if [ -z "$g" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || g=noroot; fi
+            r#"g=$gr; [ -z "$bad" ] || g=unsafe
 if [ -z "$g" ]; then
-  rr=${rr%X}; rr=${rr%"$NL"}
   case $rr in /) rb= ;; *) rb=$rr ;; esac
   if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
   else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
@@ -561,24 +668,42 @@ if [ -z "$g" ]; then
   h=${h%X}; h=${h%"$NL"}
   [ "$h" = "$w" ] || g=outside
 fi
+W= L=
 "#,
         );
-        for i in members {
+        let group_bad = bad_group_value(root, dir);
+        for &i in &members {
             let (file, ranges) = &reads[i];
             let (_, base) = split_rel(&file.rel);
-            s.raw(&format!("printf 'FILE {i}\\n'\nbad=\n"));
+            let refused = refusal(file, ranges).or(group_bad.then_some("unsafe"));
+            s.raw("bad=\n");
             assign_name(&mut s, "B", base);
-            s.raw("case $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac\n");
-            if let Some(code) = refusal(file, ranges) {
-                s.raw(&format!("fl {code}\n"));
-            } else if bad_group_value(root, dir) {
-                s.raw("fl unsafe\n");
-            } else {
-                s.raw("if ck; then\n");
-                emit_ranges(&mut s, &FirstRead::Ranges(ranges.clone()));
-                s.raw("af\nfi\n");
+            if let Some(code) = refused {
+                s.raw(&format!(
+                    "printf 'FILE {i}\\n'\ncase $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac\n\
+                     fl {code}\nprintf 'END-FILE {i}\\n'\n"
+                ));
+                continue;
             }
-            s.raw(&format!("printf 'END-FILE {i}\\n'\n"));
+            match candidates[i] {
+                Some(cap) => s.raw(&format!("cw {i} {cap}")),
+                None => s.raw(&format!("pf {i}")),
+            }
+            for range in ranges {
+                let wire = aligned(range);
+                // Offsets past what `sh` arithmetic holds are past every end of file anyway.
+                let start = range.start.min(i64::MAX as u64);
+                for n in [start, wire.bs, wire.skip_blocks, wire.count] {
+                    s.raw(&format!(" {n}"));
+                }
+            }
+            s.raw("\n");
+        }
+        if members
+            .iter()
+            .any(|&i| candidates[i].is_some() && !bad_group_value(root, dir))
+        {
+            s.raw("[ -z \"$W\" ] || eval \"ca$L\"\n");
         }
     }
     s.end("0")
@@ -589,14 +714,14 @@ fn bad_group_value(root: &[u8], dir: &[u8]) -> bool {
     root.is_empty() || root.contains(&0) || dir.contains(&0)
 }
 
-/// `name=<bytes>`: a file name of plain characters (what session ids and their suffixes are
-/// made of) is written as a quoted word, which costs the shell nothing; any other goes through
-/// [`Script::assign`] (no byte of it in the script text).
+/// `name=<bytes>`: a name or path of plain characters (what session ids, their suffixes and
+/// project directories are made of) is written as a quoted word, which costs the shell
+/// nothing; any other goes through [`Script::assign`] (no byte of it in the script text).
 fn assign_name(s: &mut Script, name: &str, bytes: &[u8]) {
     let plain = !bytes.is_empty()
         && bytes
             .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'));
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+' | b'/'));
     if plain {
         s.raw(&format!("{name}="));
         s.word(bytes);

@@ -12,7 +12,7 @@ use super::ConnectOptions;
 use super::config::SshTarget;
 use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
-use crate::script::{self, Dialect, Invocation, posix};
+use crate::script::{self, BatchRead, Dialect, Invocation, posix};
 use crate::{FileRef, FirstRead, Found, Host, HostError, default_find_and_read, narrow_and_read};
 use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
 
@@ -346,36 +346,54 @@ impl Host for SshHost {
     }
 
     /// POSIX hosts: batches of files read by one script each, each batch within
-    /// `MAX_READ_BYTES` of aligned blocks. PowerShell hosts (and a host whose dialect is not
-    /// settled yet, for its first file) read file by file.
+    /// `MAX_READ_BYTES` (a small file read whole counts its size, any other its aligned blocks).
+    /// A file a batch answers [`BatchRead::Again`] (it changed while a `cat` read it with
+    /// others) goes into a batch of its own kind once more, then into one that reads every file
+    /// by its ranges. PowerShell hosts (and a host whose dialect is not settled yet, for its
+    /// first file) read file by file.
     async fn read_many(
         &self,
         reads: &[(FileRef, Vec<ByteRange>)],
     ) -> Result<Vec<Result<ReadResult, HostError>>, HostError> {
-        let mut out = Vec::with_capacity(reads.len());
-        let mut rest = reads;
-        while !rest.is_empty() {
-            if *self.dialect.lock().await != Some(Dialect::Posix) {
-                let (file, ranges) = &rest[0];
-                match self.read(file, ranges).await {
-                    Err(e) if e.is_host_wide() => return Err(e),
-                    result => out.push(result),
-                }
-                rest = &rest[1..];
-                continue;
+        let mut out: Vec<Option<Result<ReadResult, HostError>>> = Vec::new();
+        out.resize_with(reads.len(), || None);
+        let mut first = 0;
+        // Only the dialect's first call goes one by one (it may turn out to be PowerShell).
+        while first < reads.len() && *self.dialect.lock().await != Some(Dialect::Posix) {
+            let (file, ranges) = &reads[first];
+            match self.read(file, ranges).await {
+                Err(e) if e.is_host_wide() => return Err(e),
+                result => out[first] = Some(result),
             }
-            let batch = &rest[..batch_len(rest)];
-            rest = &rest[batch.len()..];
-            let nonce = script::new_nonce();
-            let invocation = posix::invocation(posix::read_many_script(&nonce, batch, None));
-            let output = self
-                .exec(&invocation, script::read_many_reply_limit(batch))
-                .await?;
-            let results = script::decode_read_many(&self.name, &nonce, batch, &output.stdout)
-                .map_err(|e| self.explain(e, &output))?;
-            out.extend(results);
+            first += 1;
         }
-        Ok(out)
+        let mut pending: Vec<usize> = (first..reads.len()).collect();
+        // A batch costs the host's shell a few processes per directory: the files of one
+        // directory go into as few batches as they can.
+        let directory = |i: &usize| {
+            let (file, _) = &reads[*i];
+            let dir = file.rel.iter().rposition(|&b| b == b'/').unwrap_or(0);
+            (&file.root[..], &file.rel[..dir])
+        };
+        pending.sort_by(|a, b| directory(a).cmp(&directory(b)));
+        for attempt in 0..=WHOLE_READ_ATTEMPTS {
+            if pending.is_empty() {
+                break;
+            }
+            let whole = attempt < WHOLE_READ_ATTEMPTS;
+            let wanted: Vec<(FileRef, Vec<ByteRange>)> =
+                pending.iter().map(|&i| reads[i].clone()).collect();
+            let answers = self.read_batches(&wanted, whole).await?;
+            let mut again = Vec::new();
+            for (i, answer) in pending.into_iter().zip(answers) {
+                match answer {
+                    BatchRead::Done(result) => out[i] = Some(result),
+                    BatchRead::Again => again.push(i),
+                }
+            }
+            pending = again;
+        }
+        Ok(out.into_iter().flatten().collect())
     }
 
     /// POSIX hosts: one script lists the matches and reads the one file. PowerShell hosts
@@ -422,13 +440,69 @@ impl Host for SshHost {
     }
 }
 
+impl SshHost {
+    /// `reads` on a POSIX host, in batches of [`batch_len`], one exec each, up to
+    /// [`BATCHES_AT_ONCE`] of them in flight on the connection (each its own channel); `whole`
+    /// lets a batch read small files whole ([`posix::read_many_script_with`]).
+    async fn read_batches(
+        &self,
+        reads: &[(FileRef, Vec<ByteRange>)],
+        whole: bool,
+    ) -> Result<Vec<BatchRead>, HostError> {
+        use futures_util::stream::{self, StreamExt};
+        let mut batches = Vec::new();
+        let mut rest = reads;
+        while !rest.is_empty() {
+            let batch = &rest[..batch_len(rest, whole)];
+            rest = &rest[batch.len()..];
+            batches.push(batch);
+        }
+        // The futures are made first (nothing runs until polled): a closure inside the stream
+        // would make the spawned tasks that call this not `Send` for every lifetime.
+        let mut pending = Vec::with_capacity(batches.len());
+        for batch in batches {
+            pending.push(self.read_batch(batch, whole));
+        }
+        let answered: Vec<Result<Vec<BatchRead>, HostError>> = stream::iter(pending)
+            .buffered(BATCHES_AT_ONCE)
+            .collect()
+            .await;
+        let mut out = Vec::with_capacity(reads.len());
+        for answers in answered {
+            out.extend(answers?);
+        }
+        Ok(out)
+    }
+
+    /// One batch, one exec.
+    async fn read_batch(
+        &self,
+        batch: &[(FileRef, Vec<ByteRange>)],
+        whole: bool,
+    ) -> Result<Vec<BatchRead>, HostError> {
+        let nonce = script::new_nonce();
+        let invocation =
+            posix::invocation(posix::read_many_script_with(&nonce, batch, None, whole));
+        let output = self
+            .exec(&invocation, script::read_many_reply_limit(batch))
+            .await?;
+        script::decode_read_batch(&self.name, &nonce, batch, &output.stdout)
+            .map_err(|e| self.explain(e, &output))
+    }
+}
+
 /// How many of `reads` (at least one) go into one batched script: as many as fit
-/// `MAX_READ_BYTES` of aligned blocks and `MAX_BATCH_FILES` files.
-fn batch_len(reads: &[(FileRef, Vec<ByteRange>)]) -> usize {
+/// `MAX_READ_BYTES` and `MAX_BATCH_FILES` files. A file a batch may read whole (`whole`)
+/// counts the bytes it may send, its [`script::whole_file_cap`] (what it was listed at); any
+/// other its aligned blocks.
+fn batch_len(reads: &[(FileRef, Vec<ByteRange>)], whole: bool) -> usize {
     let mut total = 0u64;
     let mut n = 0;
     for (_, ranges) in reads {
-        let cost: u64 = ranges.iter().map(|r| script::aligned(r).max_bytes()).sum();
+        let cost: u64 = match script::whole_file_cap(ranges).filter(|_| whole) {
+            Some(cap) => cap,
+            None => ranges.iter().map(|r| script::aligned(r).max_bytes()).sum(),
+        };
         if n > 0 && (total + cost > clankie_model::limits::MAX_READ_BYTES || n >= MAX_BATCH_FILES) {
             break;
         }
@@ -438,5 +512,15 @@ fn batch_len(reads: &[(FileRef, Vec<ByteRange>)]) -> usize {
     n.max(1)
 }
 
-/// Most files one batched read script names (its text, and the forks it costs, grow with it).
-const MAX_BATCH_FILES: usize = 2000;
+/// Most files one batched read script names (its text grows with it, and a file read by its
+/// ranges costs the host's shell a few processes).
+const MAX_BATCH_FILES: usize = 3000;
+
+/// Batched reads of one host in flight at once: the link's round trips and the host's shells
+/// overlap, within the connection's channels (`session::MAX_CHANNELS`) and a few replies in
+/// memory (each at most 4 MiB of payload).
+const BATCHES_AT_ONCE: usize = 4;
+
+/// Batches that may read small files whole before the files still unanswered are read by
+/// their ranges (a file that changes under every `cat` is read the slow way, never wrongly).
+const WHOLE_READ_ATTEMPTS: usize = 2;

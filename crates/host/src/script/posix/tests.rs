@@ -956,3 +956,247 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
     assert_eq!(got.listing.files.len(), 1);
     assert!(got.read.is_none());
 }
+
+/// What `check` asks of a listed session: its head and the window at its end, cut at the listed
+/// size (for a small session, the whole file, once).
+fn check_ranges_of(listed: u64) -> Vec<ByteRange> {
+    if listed <= 4096 {
+        vec![ByteRange::new(0, listed)]
+    } else {
+        vec![ByteRange::new(0, 4096), ByteRange::new(0, listed)]
+    }
+}
+
+/// The reads of a batch of small sessions in two directories (one of them with hostile names)
+/// beside the tree's odd names, a file larger than its listed size, a symlink, a missing file
+/// and an empty one: each read as `check` reads it.
+fn small_sessions(tree: &Tree) -> Vec<(FileRef, Vec<ByteRange>)> {
+    let p = tree.home().join("projects");
+    let mut rels: Vec<Vec<u8>> = Vec::new();
+    for i in 0..40u32 {
+        let rel = format!("projects/-many/{i:08x}-0000-4000-8000-000000000000.jsonl");
+        let body: Vec<u8> = (0..(i * 97 % 6000))
+            .map(|k| b'a' + (k % 26) as u8)
+            .collect();
+        write(tree.home().join(&rel), &body);
+        rels.push(rel.into_bytes());
+    }
+    for name in ["s p a c e.jsonl", "-x.jsonl", " lead'q.jsonl"] {
+        rels.push(format!("projects/{HOSTILE_DIR}/{name}").into_bytes());
+    }
+    write(
+        p.join(HOSTILE_DIR).join("$(touch pwned)\n`x`.jsonl"),
+        b"nl\n",
+    );
+    rels.push(format!("projects/{HOSTILE_DIR}/$(touch pwned)\n`x`.jsonl").into_bytes());
+    rels.extend(ODD_NAMES.iter().map(|(rel, _)| rel.to_vec()));
+    rels.push(b"projects/-p/new\nline.jsonl".to_vec());
+    let mut reads: Vec<(FileRef, Vec<ByteRange>)> = rels
+        .iter()
+        .map(|rel| {
+            let size = fs::metadata(tree.home().join(bytes_path(rel)))
+                .unwrap()
+                .len();
+            (tree.file(rel), check_ranges_of(size))
+        })
+        .collect();
+    // Listed smaller than it is now (it grew): read by its ranges in the same batch.
+    reads.push((tree.file(b"projects/-p/big.jsonl"), check_ranges_of(3000)));
+    reads.push((tree.file(b"projects/-p/link.jsonl"), check_ranges_of(7)));
+    reads.push((tree.file(b"projects/-p/gone.jsonl"), check_ranges_of(7)));
+    write(p.join("-many/empty.jsonl"), b"");
+    reads.push((tree.file(b"projects/-many/empty.jsonl"), check_ranges_of(0)));
+    reads
+}
+
+/// How a read came out, for comparing hosts: the result, or the kind of error.
+fn outcome(r: &Result<ReadResult, HostError>) -> String {
+    match r {
+        Ok(result) => format!("{result:?}"),
+        Err(HostError::NotFound { .. }) => "not found".to_string(),
+        Err(HostError::PathRefused { .. }) => "refused".to_string(),
+        Err(e) => format!("{e}"),
+    }
+}
+
+fn batch_answers(out: &[u8], nonce: &str, reads: &[(FileRef, Vec<ByteRange>)]) -> Vec<String> {
+    super::super::decode_read_batch("test", nonce, reads, out)
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.escape_ascii()))
+        .iter()
+        .map(|answer| match answer {
+            super::super::BatchRead::Done(r) => outcome(r),
+            super::super::BatchRead::Again => "again".to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn small_files_read_whole_in_one_cat_agree_with_reads_one_by_one_in_every_shell() {
+    let tree = tree();
+    let reads = small_sessions(&tree);
+    let local = LocalHost::new("local");
+    let expected: Vec<String> = block_on(local.read_many(&reads))
+        .unwrap()
+        .iter()
+        .map(outcome)
+        .collect();
+    assert!(expected[0].starts_with("ReadResult"), "{}", expected[0]);
+    let big = reads.len() - 4;
+    assert!(
+        expected[big].contains("size: 10000000"),
+        "{}",
+        expected[big]
+    );
+    assert_eq!(expected[big + 1..big + 3], ["refused", "not found"]);
+    let shells = shells(tree.path());
+    for shell in &shells {
+        let nonce = new_nonce();
+        let out = run(shell, &tree, &[], &read_many_script(&nonce, &reads, None));
+        assert_eq!(
+            batch_answers(&out, &nonce, &reads),
+            expected,
+            "{}",
+            shell.name
+        );
+        // The small files of each directory went through one `cat`; the others one by one.
+        let text = out.escape_ascii().to_string();
+        let cats = text.matches("\\nCAT ").count();
+        assert!(cats >= 3, "{}: {cats} CAT blocks\n{text}", shell.name);
+        let one_by_one = text.matches("\\nFILE ").count();
+        assert!(
+            one_by_one < 8,
+            "{}: {one_by_one} files one by one",
+            shell.name
+        );
+        // The same reads, file by file: the same answers.
+        let nonce = new_nonce();
+        let script = read_many_script_with(&nonce, &reads, None, false);
+        let out = run(shell, &tree, &[], &script);
+        assert!(!out.windows(5).any(|w| w == b"\nCAT "), "{}", shell.name);
+        assert_eq!(
+            batch_answers(&out, &nonce, &reads),
+            expected,
+            "{}",
+            shell.name
+        );
+    }
+    // Every encoder carries a CAT block (uuencode: busybox's applet).
+    for shell in &shells {
+        let encoders: &[Encoder] = if shell.clean_env.is_some() {
+            &[Encoder::Uuencode, Encoder::Od]
+        } else if shell.name == "dash" {
+            &[Encoder::Openssl, Encoder::Od]
+        } else {
+            &[]
+        };
+        for &encoder in encoders {
+            if encoder == Encoder::Openssl && on_path("openssl").is_none() {
+                missing("openssl");
+                continue;
+            }
+            let nonce = new_nonce();
+            let out = run(
+                shell,
+                &tree,
+                &[],
+                &read_many_script(&nonce, &reads, Some(encoder)),
+            );
+            assert_eq!(batch_answers(&out, &nonce, &reads), expected, "{encoder:?}");
+        }
+    }
+}
+
+#[test]
+fn a_file_that_grows_under_the_cat_is_read_again_never_wrongly() {
+    let tree = tree();
+    let mut reads = small_sessions(&tree);
+    // A `stat` that appends to the 5th session of `-many` each time it runs: the file grows
+    // between the sizes the batch reads and its `cat`, and again before the second `stat`.
+    let grows = tree
+        .home()
+        .join("projects/-many/00000004-0000-4000-8000-000000000000.jsonl");
+    let bin = tree.path().join("growing-stat");
+    let real = on_path("stat").expect("stat");
+    write(
+        bin.join("stat"),
+        format!(
+            "#!/bin/sh\n'{}' \"$@\"; rc=$?\nprintf 'grown\\n' >> '{}'\nexit $rc\n",
+            real.display(),
+            grows.display()
+        )
+        .as_bytes(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(bin.join("stat"), fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let index = |rel: &str| {
+        reads
+            .iter()
+            .position(|(f, _)| f.rel == rel.as_bytes())
+            .unwrap()
+    };
+    let grown = index("projects/-many/00000004-0000-4000-8000-000000000000.jsonl");
+    // Its cap leaves room for the growth before the first `stat` (the probe's): it is read
+    // whole, and grows again under the `cat`.
+    reads[grown].1 = vec![ByteRange::new(0, 100_000)];
+    for shell in shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+    {
+        let before = fs::read(&grows).unwrap();
+        let nonce = new_nonce();
+        let out = run(
+            &shell,
+            &tree,
+            &[("PATH", Path::new(&path))],
+            &read_many_script(&nonce, &reads, None),
+        );
+        let answers = super::super::decode_read_batch("test", &nonce, &reads, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
+        // The files of `-many` before it in the `cat` are answered and right; it and the ones
+        // after it are to be read again; the other directories are not concerned.
+        for (i, answer) in answers.iter().enumerate() {
+            let rel = &reads[i].0.rel;
+            let in_many = rel.starts_with(b"projects/-many/") && !rel.ends_with(b"empty.jsonl");
+            match answer {
+                super::super::BatchRead::Again => {
+                    assert!(in_many && i >= grown, "{}: {i} again", shell.name);
+                }
+                super::super::BatchRead::Done(Ok(result)) => {
+                    assert!(
+                        !in_many || i < grown,
+                        "{}: {i} answered\n{}",
+                        shell.name,
+                        out.escape_ascii()
+                    );
+                    let now = fs::read(tree.home().join(bytes_path(rel))).unwrap();
+                    let data = &now[..result.size as usize];
+                    assert_eq!(
+                        result.chunks,
+                        expected_chunks(data, &reads[i].1),
+                        "{}: {i}",
+                        shell.name
+                    );
+                }
+                super::super::BatchRead::Done(Err(_)) => {}
+            }
+        }
+        assert!(matches!(answers[grown], super::super::BatchRead::Again));
+        // Read again by its ranges, it is what the file holds.
+        let nonce = new_nonce();
+        let script = read_many_script_with(&nonce, &reads[grown..grown + 1], None, false);
+        let out = run(&shell, &tree, &[("PATH", Path::new(&path))], &script);
+        let again = super::super::decode_read_batch("test", &nonce, &reads[grown..grown + 1], &out)
+            .unwrap();
+        let super::super::BatchRead::Done(Ok(result)) = &again[0] else {
+            panic!("{}: {again:?}", shell.name);
+        };
+        let now = fs::read(&grows).unwrap();
+        assert!(now.len() > before.len());
+        assert!(result.size as usize >= before.len());
+        assert_eq!(
+            result.chunks,
+            expected_chunks(&now[..result.size as usize], &reads[grown].1)
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! Batched reads over the real sshd (issue 15): the small sessions `check` reads whole, many
+//! to a `cat`, give byte for byte what reads one by one and a local read give, under every
+//! test user's shell (the script runs under `/bin/sh`, busybox's or toybox's), hostile names
+//! included; and a session that grows while the batch reads it is read again, never wrongly.
+
+use std::path::Path;
+
+use clankie_host::{FileRef, Host, HostConfig, HostError};
+use clankie_model::{ByteRange, ReadResult, RootSpec};
+
+use crate::common::sshd::{Sshd, sshd_or_skip};
+
+/// Names a batch must carry as they are: quotes, `$(…)`, backquotes, a leading dash, spaces, a
+/// newline and a carriage return, glob characters.
+const HOSTILE_NAMES: &[&str] = &[
+    "it's \"q\" $(touch pwned) `touch pwned2`.jsonl",
+    "-x.jsonl",
+    " lead space.jsonl",
+    "new\nline.jsonl",
+    "car\rriage.jsonl",
+    "*[a]?.jsonl",
+];
+
+/// What `check` asks of a session listed at `size`: its head and the window at its end, cut at
+/// the size (a small session: the whole file, once).
+fn check_ranges(size: u64) -> Vec<ByteRange> {
+    if size <= 4096 {
+        vec![ByteRange::new(0, size)]
+    } else {
+        vec![
+            ByteRange::new(0, 4096),
+            ByteRange::new(size.saturating_sub(65536), size.min(65536)),
+        ]
+    }
+}
+
+/// A session of about `len` bytes of JSON lines, different for every `seed`.
+fn session(seed: usize, len: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    while out.len() < len {
+        out.extend(
+            format!(
+                "{{\"type\":\"user\",\"uuid\":\"{seed}-{k}\",\"message\":{{\"content\":\"{}\"}}}}\n",
+                "x".repeat((seed * 7 + k * 13) % 300)
+            )
+            .bytes(),
+        );
+        k += 1;
+    }
+    out
+}
+
+/// Puts the sessions of the test under `~/.claude/projects/<project>-*` of `user`: two plain
+/// directories of small sessions, one of hostile names, and a session past the 64 KiB window.
+/// Returns their paths below the root.
+fn put_sessions(sshd: &Sshd, user: &str, project: &str) -> Vec<String> {
+    let mut rels = Vec::new();
+    for i in 0..30 {
+        let dir = if i % 2 == 0 { "a" } else { "b" };
+        rels.push(format!(
+            "projects/{project}-{dir}/{i:08x}-0000-4000-8000-000000000000.jsonl"
+        ));
+    }
+    for name in HOSTILE_NAMES {
+        rels.push(format!("projects/{project}-$(touch pwned) 'q'/{name}"));
+    }
+    rels.push(format!("projects/{project}-a/big.jsonl"));
+    for (i, rel) in rels.iter().enumerate() {
+        let len = match i {
+            _ if rel.ends_with("big.jsonl") => 300_000,
+            // A few around check's 4 KiB head, one at its 64 KiB window.
+            3 => 4096,
+            5 => 4097,
+            7 => 65_000,
+            _ => 200 + i * 131,
+        };
+        sshd.put_file(user, Path::new(".claude").join(rel), &session(i, len));
+    }
+    rels
+}
+
+fn outcome(r: &Result<ReadResult, HostError>) -> String {
+    match r {
+        Ok(result) => format!("{} {:?}", result.size, result.chunks),
+        // The kind of error: the messages name different hosts.
+        Err(e) => format!("{e:?}")
+            .split([' ', '{'])
+            .next()
+            .unwrap()
+            .to_string(),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The reads of `rels` as `check` makes them, against the root the host resolves.
+async fn reads_of(host: &impl Host, rels: &[String]) -> (Vec<(FileRef, Vec<ByteRange>)>, Vec<u8>) {
+    let claude = clankie_engine::harness::by_name("claude").unwrap();
+    let listing = host.list(&[RootSpec::default_for(claude)]).await.unwrap();
+    let root = listing.roots[0].dir.clone();
+    let reads = rels
+        .iter()
+        .map(|rel| {
+            let size = listing
+                .files
+                .iter()
+                .find(|f| f.rel == rel.as_bytes())
+                .unwrap_or_else(|| panic!("{rel:?} is not listed"))
+                .size;
+            let file = FileRef {
+                harness: claude,
+                root: root.clone(),
+                rel: rel.as_bytes().to_vec(),
+            };
+            (file, check_ranges(size))
+        })
+        .collect();
+    (reads, root)
+}
+
+#[test]
+fn a_batch_of_small_sessions_reads_as_one_by_one_under_every_login_shell() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let mut users: Vec<String> = sshd.users().iter().map(|u| u.to_string()).collect();
+    if sshd.toybox_user().is_some() {
+        users.push(crate::common::sshd::TOYBOX_USER.to_string());
+    }
+    let local = clankie_host::local::LocalHost::new("local");
+    for user in &users {
+        let rels = put_sessions(sshd, user, "-batch-reads");
+        let host = clankie_host::open(&HostConfig::ssh(&sshd.alias(user)), Some(sshd.ssh_config()))
+            .unwrap();
+        runtime().block_on(async {
+            let (mut reads, root) = reads_of(&host, &rels).await;
+            // A missing session and a symlink out of the root, inside the batch: each its own
+            // answer.
+            let claude = reads[0].0.harness;
+            let link = sshd
+                .home(user)
+                .join(".claude/projects/-batch-reads-a/link.jsonl");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
+            for rel in [
+                "projects/-batch-reads-a/gone.jsonl",
+                "projects/-batch-reads-a/link.jsonl",
+            ] {
+                let file = FileRef {
+                    harness: claude,
+                    root: root.clone(),
+                    rel: rel.as_bytes().to_vec(),
+                };
+                reads.push((file, check_ranges(100)));
+            }
+            let batched = host.read_many(&reads).await.unwrap();
+            let expected = local.read_many(&reads).await.unwrap();
+            assert_eq!(batched.len(), reads.len());
+            for (i, (got, want)) in batched.iter().zip(&expected).enumerate() {
+                assert_eq!(outcome(got), outcome(want), "{user}: {:?}", rels.get(i));
+            }
+            let n = reads.len();
+            assert!(
+                matches!(batched[n - 2], Err(HostError::NotFound { .. })),
+                "{user}"
+            );
+            assert!(
+                matches!(batched[n - 1], Err(HostError::PathRefused { .. })),
+                "{user}"
+            );
+            assert!(batched[..n - 2].iter().all(Result::is_ok), "{user}");
+            // Reads one by one (one exec each) agree, for the hostile names and a few others.
+            for i in (0..n - 2).filter(|i| i % 5 == 0 || *i >= 30) {
+                let (file, ranges) = &reads[i];
+                let one = host.read(file, ranges).await;
+                assert_eq!(outcome(&one), outcome(&batched[i]), "{user}: {:?}", rels[i]);
+            }
+        });
+        assert!(
+            !sshd.home(user).join("pwned").exists() && !sshd.home(user).join("pwned2").exists(),
+            "{user}: a name was run"
+        );
+    }
+}
+
+/// The login shell of `ck_batch_grow`: `/bin/sh` with [`GROWING_STAT`] first on PATH.
+const GROWING_STAT_SHELL: &str =
+    "#!/bin/sh\nPATH=$HOME/.ck-growing-bin:$PATH\nexport PATH\nexec /bin/sh \"$@\"\n";
+
+/// A `stat` that appends a line to `~/.claude/projects/-batch-grow/grows.jsonl` each time it
+/// runs (`{}` is the real one). A batch reads sizes with `stat`, then `cat`s, then `stat`s
+/// again: the file grows between each.
+const GROWING_STAT: &str = "#!/bin/sh\n'{}' \"$@\"; rc=$?\n\
+    printf '{\"type\":\"user\",\"grown\":1}\\n' >> \"$HOME/.claude/projects/-batch-grow/grows.jsonl\"\n\
+    exit $rc\n";
+
+#[test]
+fn a_session_growing_under_the_batch_is_read_again_and_right() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_batch_grow";
+    let alias = sshd.add_script_user(user, GROWING_STAT_SHELL);
+    let real = crate::common::find_tool("stat").expect("stat");
+    let wrapper = sshd.put_file(
+        user,
+        ".ck-growing-bin/stat",
+        GROWING_STAT
+            .replacen("{}", real.to_str().unwrap(), 1)
+            .as_bytes(),
+    );
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut rels = Vec::new();
+    for i in 0..12 {
+        let rel = format!("projects/-batch-grow/{i:08x}-0000-4000-8000-000000000000.jsonl");
+        sshd.put_file(
+            user,
+            Path::new(".claude").join(&rel),
+            &session(i, 500 + i * 40),
+        );
+        rels.push(rel);
+        if i == 3 {
+            let rel = "projects/-batch-grow/grows.jsonl".to_string();
+            sshd.put_file(user, Path::new(".claude").join(&rel), &session(99, 800));
+            rels.push(rel);
+        }
+    }
+    let grows = sshd
+        .home(user)
+        .join(".claude/projects/-batch-grow/grows.jsonl");
+    let host = clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).unwrap();
+    let local = clankie_host::local::LocalHost::new("local");
+    runtime().block_on(async {
+        let (mut reads, _) = reads_of(&host, &rels).await;
+        let grown = rels
+            .iter()
+            .position(|r| r.ends_with("grows.jsonl"))
+            .unwrap();
+        // Listed a little larger than it is, as if it had grown a line since its listing was
+        // taken: still read whole, and it grows under the `cat`.
+        let listed = reads[grown].1[0].len;
+        reads[grown].1 = vec![ByteRange::new(0, listed + 2048)];
+        let before = std::fs::metadata(&grows).unwrap().len();
+        let batched = host.read_many(&reads).await.unwrap();
+        let now = std::fs::read(&grows).unwrap();
+        // Two batches read it whole (a `stat` probe, and a `stat` before and after the `cat`,
+        // each a line), and each saw it change: then it was read by its ranges.
+        let grown_lines = now[before as usize..]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        assert_eq!(grown_lines, 6, "the growing stat ran {grown_lines} times");
+        for (i, result) in batched.iter().enumerate() {
+            let result = result
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{}: {e}", rels[i]));
+            if i == grown {
+                // Whatever size the read saw, the bytes are the file's at that size.
+                assert!(result.size >= before, "{} < {before}", result.size);
+                let at_size = &now[..result.size as usize];
+                let want: Vec<Vec<u8>> = reads[i]
+                    .1
+                    .iter()
+                    .map(|r| {
+                        at_size[r.start as usize..(r.end() as usize).min(at_size.len())].to_vec()
+                    })
+                    .collect();
+                assert_eq!(result.chunks, want);
+            } else {
+                let want = local.read(&reads[i].0, &reads[i].1).await.unwrap();
+                assert_eq!(result, &want, "{}", rels[i]);
+            }
+        }
+    });
+}
