@@ -76,6 +76,25 @@ pub enum Encoder {
     Od,
 }
 
+/// The encoder a read reply's first `META … enc=NAME` line names (what the host's probe
+/// found), so that later reads can force it.
+pub fn encoder_named_in(stdout: &[u8]) -> Option<Encoder> {
+    const META: &[u8] = b"\nMETA size=";
+    let at = stdout.windows(META.len()).position(|w| w == META)?;
+    let line = stdout[at + 1..].split(|&b| b == b'\n').next()?;
+    let name = line
+        .split(|&b| b == b' ')
+        .find_map(|w| w.strip_prefix(b"enc="))?;
+    [
+        Encoder::Base64,
+        Encoder::Openssl,
+        Encoder::Uuencode,
+        Encoder::Od,
+    ]
+    .into_iter()
+    .find(|e| e.wire().as_bytes() == name)
+}
+
 impl Encoder {
     fn wire(self) -> &'static str {
         match self {
@@ -149,6 +168,12 @@ impl Script {
 
     fn begin(&mut self) {
         self.raw("printf '\\n%s:BEGIN %s\\n' \"$N\" \"$(uname -s 2>/dev/null)\"\n");
+    }
+
+    /// BEGIN without `uname` (a subshell and a process): for scripts sent once the host's
+    /// dialect is settled, where nothing reads it.
+    fn begin_settled(&mut self) {
+        self.raw("printf '\\n%s:BEGIN -\\n' \"$N\"\n");
     }
 
     /// Prints END and closes the group (stdin of everything in it: `/dev/null`).
@@ -488,7 +513,11 @@ pub fn read_script_with(
     s.assign("D", dir);
     s.assign("B", base);
     read_prelude(&mut s, encoder);
-    s.begin();
+    // An encoder is forced by a host that has read before: its dialect is settled.
+    match encoder {
+        Some(_) => s.begin_settled(),
+        None => s.begin(),
+    }
     s.raw("[ -z \"${bad:-}\" ] || fail unsafe\n");
     read_file_body(&mut s, &FirstRead::Ranges(ranges.to_vec()));
     s.end("0")

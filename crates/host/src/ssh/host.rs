@@ -32,6 +32,10 @@ pub struct SshHost {
     options: ConnectOptions,
     /// The user's OpenSSH master for this host, when its ControlPath has one (`mux.rs`).
     shared: SharedConnection,
+    /// The encoder a POSIX read reply named (its META line): later reads use it instead of
+    /// probing for one, and skip `uname` (the dialect is settled by then), two process
+    /// spawns fewer on the host per read (issue 19's warm read).
+    encoder: std::sync::Mutex<Option<posix::Encoder>>,
 }
 
 impl std::fmt::Debug for SshHost {
@@ -66,6 +70,7 @@ impl SshHost {
             dialect: Mutex::new(shell),
             notes: std::sync::Mutex::new(Vec::new()),
             options: ConnectOptions::default(),
+            encoder: std::sync::Mutex::new(None),
         }
     }
 
@@ -338,11 +343,25 @@ impl Host for SshHost {
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
         let limit = script::read_reply_limit(ranges);
+        let known = *self.encoder.lock().unwrap_or_else(|e| e.into_inner());
         let (nonce, out) = self
-            .run_script(|d, n| d.read(n, file, ranges), limit)
+            .run_script(
+                |d, n| match (d, known) {
+                    (Dialect::Posix, Some(encoder)) => {
+                        posix::invocation(posix::read_script_with(n, file, ranges, Some(encoder)))
+                    }
+                    _ => d.read(n, file, ranges),
+                },
+                limit,
+            )
             .await?;
-        script::decode_read(&self.name, &nonce, ranges, &out.stdout)
-            .map_err(|e| self.explain(e, &out))
+        let result = script::decode_read(&self.name, &nonce, ranges, &out.stdout)
+            .map_err(|e| self.explain(e, &out))?;
+        if known.is_none() && *self.dialect.lock().await == Some(Dialect::Posix) {
+            *self.encoder.lock().unwrap_or_else(|e| e.into_inner()) =
+                posix::encoder_named_in(&out.stdout);
+        }
+        Ok(result)
     }
 
     /// POSIX hosts: batches of files read by one script each, each batch within

@@ -1200,3 +1200,28 @@ fn a_file_that_grows_under_the_cat_is_read_again_never_wrongly() {
         );
     }
 }
+
+#[test]
+fn the_encoder_a_reply_named_is_found_and_a_forced_one_skips_uname() {
+    let reply = b"motd\n\nabc:BEGIN Linux\nMETA size=40 enc=ossl\nDATA 0\n";
+    assert_eq!(encoder_named_in(reply), Some(Encoder::Openssl));
+    assert_eq!(
+        encoder_named_in(b"\nMETA size=1 enc=hex\n"),
+        Some(Encoder::Od)
+    );
+    assert_eq!(encoder_named_in(b"\nMETA size=1 enc=zip\n"), None);
+    assert_eq!(encoder_named_in(b"\nERR noroot 2f\n"), None);
+    let file = FileRef {
+        harness: crate::test_support::harness("claude"),
+        root: b"/r".to_vec(),
+        rel: b"a.jsonl".to_vec(),
+    };
+    let ranges = [ByteRange::new(0, 10)];
+    let probed = String::from_utf8(read_script_with("n", &file, &ranges, None)).unwrap();
+    let forced =
+        String::from_utf8(read_script_with("n", &file, &ranges, Some(Encoder::Base64))).unwrap();
+    assert!(probed.contains("uname") && probed.contains("base64 2>/dev/null)\" = aGk="));
+    let after_unset = forced.split_once("2>/dev/null\n").unwrap().1;
+    assert!(!after_unset.contains("$(uname"), "{forced}");
+    assert!(forced.contains(":BEGIN -"));
+}
