@@ -429,15 +429,11 @@ mod bad_replies {
     use clankie_model::{FileEntry, ResolvedRoot};
 
     use super::{SLACK, clankie, line, stderr_of};
-    use crate::common::run_with_stdin;
     use crate::common::sshd::{Sshd, sshd_or_skip};
     use crate::support::{code, stderr};
 
     /// Peak resident memory a run may reach, in KiB (`%M`'s unit).
     pub(super) const MEMORY_BOUND_KIB: u64 = 256 * 1024;
-
-    /// GNU time (the `time` package), by absolute path: a shell's `time` keyword has no `-f`.
-    const GNU_TIME: &str = "/usr/bin/time";
 
     /// Every hostile shell starts here: it reads the script on stdin, takes its nonce (the
     /// script's line `N='…'`) and tells a list script (the one defining `walk`) from a read.
@@ -485,38 +481,9 @@ printf '\n%s:BEGIN Linux\nMETA size=@SIZE@ enc=b64\nDATA 0\n@PAYLOAD@\nEND-DATA 
         root.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    /// Runs `cmd` under GNU time; returns its output and its peak resident memory in KiB, or
-    /// `None` (the test skips) when GNU time is missing outside CI.
+    /// Runs `cmd` under GNU time within `bound` (and slack): its output and peak memory.
     fn run_measured(cmd: &Command, bound: Duration) -> Option<(Output, u64)> {
-        if !crate::common::require_tool(GNU_TIME) {
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let report = dir.path().join("time");
-        let mut timed = Command::new(GNU_TIME);
-        // `clankie` clears the environment and sets what it needs: the same here.
-        timed.env_clear();
-        for (key, value) in cmd.get_envs() {
-            if let Some(value) = value {
-                timed.env(key, value);
-            }
-        }
-        timed
-            .arg("-f")
-            .arg("%M")
-            .arg("-o")
-            .arg(&report)
-            .arg(cmd.get_program())
-            .args(cmd.get_args());
-        let out = run_with_stdin(&mut timed, b"", bound + 2 * SLACK);
-        // A failing command adds a "Command exited with non-zero status" line before the figure.
-        let text = std::fs::read_to_string(&report).unwrap();
-        let kib = text
-            .lines()
-            .last()
-            .and_then(|l| l.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no peak memory from {GNU_TIME}: {text:?}"));
-        Some((out, kib))
+        crate::common::run_measured(cmd, bound + 2 * SLACK)
     }
 
     /// The run ended with one line naming `says`, exit `want`, nothing on stdout, no raw

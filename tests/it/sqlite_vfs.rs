@@ -120,35 +120,7 @@ fn bytes_moved(out: &Output) -> u64 {
 /// Runs `cmd` under GNU time: its output and its peak resident memory in KiB, or `None` (the
 /// test skips) when GNU time is missing outside CI.
 fn run_measured(cmd: &Command) -> Option<(Output, u64)> {
-    const GNU_TIME: &str = "/usr/bin/time";
-    if !crate::common::require_tool(GNU_TIME) {
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("time");
-    let mut timed = Command::new(GNU_TIME);
-    // `clankie` clears the environment and sets what it needs: the same here.
-    timed.env_clear();
-    for (key, value) in cmd.get_envs() {
-        if let Some(value) = value {
-            timed.env(key, value);
-        }
-    }
-    timed
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(&report)
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    let out = timed.output().unwrap();
-    let text = std::fs::read_to_string(&report).unwrap();
-    let kib = text
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak memory from {GNU_TIME}: {text:?}"));
-    Some((out, kib))
+    crate::common::run_measured(cmd, std::time::Duration::from_secs(300))
 }
 
 fn reader(sshd: &Sshd, home: &Path, args: &[&str]) -> Command {

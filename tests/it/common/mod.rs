@@ -103,3 +103,39 @@ fn drain(mut from: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
         buf
     })
 }
+
+/// Runs `cmd` (empty stdin, killed after `timeout`) under GNU time; returns its output and its
+/// peak resident memory in KiB, or `None` (the test skips) when GNU time is missing outside CI.
+pub(crate) fn run_measured(cmd: &Command, timeout: Duration) -> Option<(Output, u64)> {
+    // GNU time (the `time` package), by absolute path: a shell's `time` keyword has no `-f`.
+    const GNU_TIME: &str = "/usr/bin/time";
+    if !require_tool(GNU_TIME) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("time");
+    let mut timed = Command::new(GNU_TIME);
+    // `clankie` clears the environment and sets what it needs: the same here.
+    timed.env_clear();
+    for (key, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            timed.env(key, value);
+        }
+    }
+    timed
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&report)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    let out = run_with_stdin(&mut timed, b"", timeout);
+    // A failing command adds a "Command exited with non-zero status" line before the figure.
+    let text = std::fs::read_to_string(&report).unwrap();
+    let kib = text
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak memory from {GNU_TIME}: {text:?}"));
+    Some((out, kib))
+}
