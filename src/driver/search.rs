@@ -196,20 +196,39 @@ async fn search_local_lines<H: Host>(
     };
     let mut search = SessionSearch::new(source_ctx(host.name(), session), query);
     let mut found = Vec::new();
+    // The first read gives the size the search stops at (what is appended later is the next
+    // search's); each later chunk is read while the one before it is searched. (Reading a
+    // chunk in two halves at once was slower here: the copies contend.)
+    let first = host
+        .read(&file, &[ByteRange::new(0, MAX_READ_BYTES)])
+        .await?;
+    let size = first.size;
+    let mut chunk = first.chunks.into_iter().next().unwrap_or_default();
     let mut offset = 0u64;
-    let mut end: Option<u64> = None;
-    while !search.is_done() && end.is_none_or(|end| offset < end) {
-        let len = end.map_or(MAX_READ_BYTES, |end| (end - offset).min(MAX_READ_BYTES));
-        let result = host.read(&file, &[ByteRange::new(offset, len)]).await?;
-        let size = *end.get_or_insert(result.size);
-        let chunk = result.chunks.into_iter().next().unwrap_or_default();
-        if chunk.is_empty() {
+    while !chunk.is_empty() && !search.is_done() {
+        chunk.truncate(chunk.len().min(size.saturating_sub(offset) as usize));
+        let next_offset = offset + chunk.len() as u64;
+        let next = async {
+            if next_offset >= size {
+                return Ok(Vec::new());
+            }
+            let len = (size - next_offset).min(MAX_READ_BYTES);
+            let result = host
+                .read(&file, &[ByteRange::new(next_offset, len)])
+                .await?;
+            Ok::<_, DriverError>(result.chunks.into_iter().next().unwrap_or_default())
+        };
+        // `biased`: the read is polled first, so that a host that reads on another thread
+        // (the local one, for big reads) has started before the search takes this chunk.
+        let (next, ()) = tokio::join!(biased; next, async {
+            *bytes_read += chunk.len() as u64;
+            search.feed(&chunk, &mut found);
+        });
+        if search.is_done() {
             break;
         }
-        let chunk = &chunk[..chunk.len().min((size.saturating_sub(offset)) as usize)];
-        offset += chunk.len() as u64;
-        *bytes_read += chunk.len() as u64;
-        search.feed(chunk, &mut found);
+        chunk = next?;
+        offset = next_offset;
     }
     Ok(finish(session, &search, found))
 }

@@ -21,6 +21,9 @@ use clankie_model::{
 
 /// Reads transcripts on this machine. Roots default to the harnesses' own variables in this
 /// process's environment, else `$HOME`.
+/// Reads asking this many bytes or more run on the blocking pool (see [`LocalHost`]'s `read`).
+const OFFLOAD_READ_BYTES: u64 = 1 << 20;
+
 #[derive(Debug, Clone)]
 pub struct LocalHost {
     name: String,
@@ -324,7 +327,19 @@ impl Host for LocalHost {
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
-        self.read_sync(file, ranges)
+        // A big read goes to the runtime's blocking pool, so that a caller that reads its next
+        // chunk while it works on this one (grep) has the copy out of the page cache run on
+        // the other core; a small one (the thousands of heads of a listing) stays inline,
+        // where a thread handoff would cost more than the read.
+        let asked: u64 = ranges.iter().map(|r| r.len).sum();
+        if asked < OFFLOAD_READ_BYTES || tokio::runtime::Handle::try_current().is_err() {
+            return self.read_sync(file, ranges);
+        }
+        let (host, file, ranges) = (self.clone(), file.clone(), ranges.to_vec());
+        match tokio::task::spawn_blocking(move || host.read_sync(&file, &ranges)).await {
+            Ok(result) => result,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
     }
 }
 
