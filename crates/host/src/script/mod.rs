@@ -543,16 +543,7 @@ pub fn decode_read(
     stdout: &[u8],
 ) -> Result<ReadResult, HostError> {
     let bad = |reason: String| protocol(host, reason);
-    let limit = read_reply_limit(ranges);
-    if stdout.len() > limit {
-        return Err(too_large(
-            host,
-            format!(
-                "read reply of {} bytes is over the {limit} bytes this request allows",
-                stdout.len()
-            ),
-        ));
-    }
+    within_read_limit(host, stdout, read_reply_limit(ranges))?;
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
     let result = decode_read_lines(host, |_| ranges.to_vec(), &mut lines)?.0;
@@ -707,6 +698,20 @@ pub fn decode_read_many(
         .collect())
 }
 
+/// A read reply over what its request allows is refused unread (exit 6), whatever it holds.
+fn within_read_limit(host: &str, stdout: &[u8], limit: usize) -> Result<(), HostError> {
+    if stdout.len() <= limit {
+        return Ok(());
+    }
+    Err(too_large(
+        host,
+        format!(
+            "read reply of {} bytes is over the {limit} bytes this request allows",
+            stdout.len()
+        ),
+    ))
+}
+
 /// Decodes a batched read reply ([`posix::read_many_script`]): one answer per file, in order.
 /// A file's `ERR` is its own result; a reply that breaks the format fails the whole call.
 ///
@@ -722,16 +727,7 @@ pub fn decode_read_batch(
     stdout: &[u8],
 ) -> Result<Vec<BatchRead>, HostError> {
     let bad = |reason: String| protocol(host, reason);
-    let limit = read_many_reply_limit(reads);
-    if stdout.len() > limit {
-        return Err(too_large(
-            host,
-            format!(
-                "read reply of {} bytes is over the {limit} bytes this request allows",
-                stdout.len()
-            ),
-        ));
-    }
+    within_read_limit(host, stdout, read_many_reply_limit(reads))?;
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
     // The files come in the script's order (grouped by directory), each once.
