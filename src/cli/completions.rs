@@ -220,37 +220,12 @@ fn host_names(global_words: &[OsString]) -> Vec<String> {
         .clone()
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".ssh/config")));
     if let Some(text) = ssh_config.and_then(|path| std::fs::read(path).ok()) {
-        names.extend(ssh_config_hosts(&String::from_utf8_lossy(&text)));
+        names.extend(clankie_host::ssh::config::plain_host_aliases(
+            &String::from_utf8_lossy(&text),
+        ));
     }
     let mut seen = std::collections::HashSet::new();
     names.retain(|name| seen.insert(name.clone()));
-    names
-}
-
-/// The `Host` names of an SSH config that name one host: no pattern (`*`, `?`), no negation
-/// (`!`). `Include`d files are not followed.
-fn ssh_config_hosts(text: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        let (keyword, rest) = match line.find(|c: char| c.is_whitespace() || c == '=') {
-            Some(at) => (&line[..at], &line[at..]),
-            None => continue,
-        };
-        if !keyword.eq_ignore_ascii_case("host") {
-            continue;
-        }
-        let rest = rest.trim_start().trim_start_matches('=');
-        for pattern in rest.split_whitespace() {
-            let pattern = pattern.trim_matches('"');
-            if pattern.starts_with('#') {
-                break;
-            }
-            if !pattern.is_empty() && !pattern.contains(['*', '?', '!']) {
-                names.push(pattern.to_string());
-            }
-        }
-    }
     names
 }
 
@@ -549,23 +524,6 @@ pub(super) fn run(args: CompletionsArgs) -> Result<Outcome, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ssh_config_hosts_are_the_names_without_patterns() {
-        let config = "\
-Host devbox gpu-1 *.internal !bastion
-  HostName 10.0.0.2
-host=build
-Host \"quoted\" # a comment
-Match host foo
-Host *
-HostName notahost
-";
-        assert_eq!(
-            ssh_config_hosts(config),
-            ["devbox", "gpu-1", "build", "quoted"]
-        );
-    }
 
     #[test]
     fn the_first_positional_skips_global_options_and_their_values() {

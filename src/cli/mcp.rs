@@ -14,6 +14,7 @@ use crate::check::StateError;
 use crate::error::{Error, Outcome};
 use crate::mcp::{Allowed, HostSource, ServerOptions};
 use clankie_engine::resume::Remote;
+use clankie_host::ssh::config::plain_host_aliases;
 use clankie_host::{AnyHost, Dialect, Transport};
 use clankie_model::RootSpec;
 
@@ -50,7 +51,7 @@ pub(super) async fn run(global: &GlobalArgs, args: McpArgs) -> Result<Outcome, E
         if let Some(file) = file {
             // A missing config allows nothing more; one that cannot be read is said once.
             match std::fs::read_to_string(&file) {
-                Ok(text) => names.extend(host_aliases(&text)),
+                Ok(text) => names.extend(plain_host_aliases(&text)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => super::warn(&[format!("{}: {e}", file.display())]),
             }
@@ -122,40 +123,4 @@ fn default_state() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| home().map(|h| h.join(".local/state")))?;
     Some(dir.join("clankie/mcp-check.json"))
-}
-
-/// The names an SSH config's `Host` lines give (`Host a b`, `Host=a`): every pattern without a
-/// wildcard or negation. `Include`d files are not followed.
-fn host_aliases(config: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    for line in config.lines() {
-        let line = line.trim();
-        let (keyword, rest) = match line.find(|c: char| c.is_whitespace() || c == '=') {
-            Some(at) => (&line[..at], &line[at..]),
-            None => continue,
-        };
-        if !keyword.eq_ignore_ascii_case("host") {
-            continue;
-        }
-        let rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '=');
-        names.extend(
-            rest.split_whitespace()
-                .map(|p| p.trim_matches('"'))
-                .take_while(|p| !p.starts_with('#'))
-                .filter(|p| !p.is_empty() && !p.contains(['*', '?', '!']))
-                .map(String::from),
-        );
-    }
-    names
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_plain_host_aliases_are_names() {
-        let config = "Host devbox build\n  HostName 10.0.0.5\nhost=\"pc\"\nHost *.lan !x ok # c\nMatch host y\nHostName z\n";
-        assert_eq!(host_aliases(config), ["devbox", "build", "pc", "ok"]);
-    }
 }

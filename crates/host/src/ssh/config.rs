@@ -1064,9 +1064,58 @@ impl LocalAccount {
     }
 }
 
+/// The names an SSH config's `Host` lines give (`Host a b`, `Host=a`): every pattern without a
+/// wildcard or negation, the hosts a user can address by name (MCP's `--allow-ssh-config`,
+/// completions). `Include`d files are not followed.
+pub fn plain_host_aliases(config: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in config.lines() {
+        let line = line.trim();
+        let (keyword, rest) = match line.find(|c: char| c.is_whitespace() || c == '=') {
+            Some(at) => (&line[..at], &line[at..]),
+            None => continue,
+        };
+        if !keyword.eq_ignore_ascii_case("host") {
+            continue;
+        }
+        let rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '=');
+        names.extend(
+            rest.split_whitespace()
+                .map(|p| p.trim_matches('"'))
+                .take_while(|p| !p.starts_with('#'))
+                .filter(|p| !p.is_empty() && !p.contains(['*', '?', '!']))
+                .map(String::from),
+        );
+    }
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_plain_host_aliases_are_names() {
+        let config = "Host devbox build\n  HostName 10.0.0.5\nhost=\"pc\"\nHost *.lan !x ok # c\nMatch host y\nHostName z\n";
+        assert_eq!(plain_host_aliases(config), ["devbox", "build", "pc", "ok"]);
+    }
+
+    #[test]
+    fn plain_host_aliases_leave_out_patterns_and_comments() {
+        let config = "\
+Host devbox gpu-1 *.internal !bastion
+  HostName 10.0.0.2
+host=build
+Host \"quoted\" # a comment
+Match host foo
+Host *
+HostName notahost
+";
+        assert_eq!(
+            plain_host_aliases(config),
+            ["devbox", "gpu-1", "build", "quoted"]
+        );
+    }
 
     const CONFIG: &str = "\
 Host dev
