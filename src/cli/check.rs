@@ -120,16 +120,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
     } else {
         Progress::hidden()
     };
-    let mut results = Vec::with_capacity(names.len());
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(result) => results.push(result),
-            // As `join_all` would: a task's panic is this run's.
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
-        progress.inc(1);
-    }
-    progress.finish();
+    let mut results = super::join_each(&mut tasks, &progress).await;
     results.sort_by_key(|(index, _, _)| *index);
 
     let mut state = (*previous).clone();

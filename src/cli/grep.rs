@@ -312,12 +312,8 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
             }
         }
     }
-    while let Some(joined) = tasks.join_next().await {
-        if let Err(e) = joined {
-            // As `join_all` would: a task's panic is this run's.
-            std::panic::resume_unwind(e.into_panic());
-        }
-    }
+    // Their results came through the channel; a task's panic is still this run's.
+    super::join_each(&mut tasks, &crate::render::progress::Progress::hidden()).await;
     printer.summary(&mut out, matches, sessions, failed)?;
     out.flush()?;
     Ok(Outcome::Searched {

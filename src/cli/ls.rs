@@ -204,16 +204,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
             (index, name, result)
         });
     }
-    let mut results = Vec::with_capacity(names.len());
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(result) => results.push(result),
-            // As `join_all` would: a task's panic is this run's.
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
-        progress.inc(1);
-    }
-    progress.finish();
+    let mut results = super::join_each(&mut tasks, &progress).await;
     results.sort_by_key(|(index, _, _)| *index);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -186,6 +186,25 @@ fn finish(result: Result<Outcome, Error>, verbose: bool) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Waits for every task of one run over several hosts, a step of `progress` as each ends,
+/// and returns their results in the order they ended. A task's panic is this run's (as
+/// `join_all` would).
+pub(crate) async fn join_each<T: 'static>(
+    tasks: &mut tokio::task::JoinSet<T>,
+    progress: &crate::render::progress::Progress,
+) -> Vec<T> {
+    let mut results = Vec::with_capacity(tasks.len());
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(result) => results.push(result),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+        progress.inc(1);
+    }
+    progress.finish();
+    results
+}
+
 /// Prints warnings (one sanitised line each) to stderr.
 pub(crate) fn warn(lines: &[String]) {
     let mut stderr = std::io::stderr().lock();
