@@ -249,6 +249,11 @@ fn context_groups_are_separated_by_breaks_and_max_count_stops() {
             "c:r0#0", "m:r1#0", "--", "c:r3#0", "c:r4#0", "c:r5#0", "m:r6#0", "m:r7#0"
         ]
     );
+    // Without context, matches far apart are not separated (rg prints `--` only with context).
+    assert_eq!(
+        shown(&search(&query(smart("hit")), lines.as_bytes(), 64)),
+        ["m:r1#0", "m:r6#0", "m:r7#0"]
+    );
     let mut q = query(smart("hit"));
     q.count_only = true;
     let mut session = SessionSearch::new(ctx(harness("claude")), &q);
