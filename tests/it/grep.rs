@@ -3,7 +3,8 @@
 //! (this machine, an SSH test user) and a failing one leaves the others' matches printed with
 //! exit 3; secrets are redacted before matching and printing; case, `-F`, JSON-escaped
 //! literals, `-l`/`-c`/`-A`/`-B`/`--json` shapes; exit 1 with nothing printed when nothing
-//! matches; hostile session names over SSH never reach a shell.
+//! matches; hostile session names over SSH never reach a shell; over SSH a search again reads
+//! only what changed (the cache), and a cache that cannot be opened costs speed, not results.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -518,6 +519,85 @@ fn hostile_session_names_over_ssh_are_searched_and_never_run() {
             "a name was run in {place:?}"
         );
     }
+    let _ = std::fs::remove_dir_all(sshd.home(user).join(&base));
+}
+
+/// grep over SSH goes through the cache: a second search reads only the verification windows,
+/// one after an append reads the appended bytes (and finds the new match), and a cache that
+/// cannot be opened is searched without, with a warning and the same matches.
+#[test]
+fn searches_over_ssh_read_only_what_changed_and_a_broken_cache_costs_only_speed() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let (local, file) = scratch();
+    let mut body = std::fs::read(&file).unwrap();
+    for i in 0..200 {
+        body.extend_from_slice(user_line(&format!("f{i}"), 9, &"filler ".repeat(60)).as_bytes());
+    }
+    let user = "ck_dash";
+    let base = format!("grep-{}-cache", std::process::id());
+    let remote = sshd.put_file(
+        user,
+        Path::new(&base).join(format!(".claude/projects/-g/{SESSION}.jsonl")),
+        &body,
+    );
+    let root = format!(
+        "claude={}",
+        sshd.home(user).join(&base).join(".claude").display()
+    );
+    let alias = sshd.alias(user);
+    let config = sshd.ssh_config().display().to_string();
+    // -> (output, the bytes of session files `-v` says the search read)
+    let search = |cache: &Path| {
+        let out = clankie(local.path())
+            .env("XDG_CACHE_HOME", cache)
+            .args(["-v", "--ssh-config", &config, "--root", &root])
+            .args(["grep", "-c", "deploy", &alias])
+            .output()
+            .unwrap();
+        let read = stderr(&out)
+            .lines()
+            .find_map(|l| l.strip_suffix(" bytes of session files read"))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap_or_else(|| panic!("no bytes line: {}", stderr(&out)))
+            .parse::<u64>()
+            .unwrap();
+        (out, read)
+    };
+    let cache = local.path().join("cache");
+    let size = body.len() as u64;
+    let (out, first) = search(&cache);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("{alias}:{SESSION}:2\n"));
+    assert_eq!(first, size);
+    let (out, second) = search(&cache);
+    assert_eq!(stdout(&out), format!("{alias}:{SESSION}:2\n"));
+    assert!(second <= 8192 && second < size / 4, "{second} of {size}");
+    let more = user_line("u9", 10, "deploy once more");
+    let mut appended = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&remote)
+        .unwrap();
+    std::io::Write::write_all(&mut appended, more.as_bytes()).unwrap();
+    drop(appended);
+    let (out, third) = search(&cache);
+    assert_eq!(stdout(&out), format!("{alias}:{SESSION}:3\n"));
+    assert!(
+        third >= more.len() as u64 && third <= more.len() as u64 + 8192,
+        "{third} for {} appended",
+        more.len()
+    );
+    // A cache directory that cannot be made (its parent is a file): searched without it.
+    let blocked = local.path().join("not-a-dir");
+    std::fs::write(&blocked, b"").unwrap();
+    let (out, read) = search(&blocked);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("searching without the cache"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), format!("{alias}:{SESSION}:3\n"));
+    assert_eq!(read, size + more.len() as u64);
     let _ = std::fs::remove_dir_all(sshd.home(user).join(&base));
 }
 
