@@ -1,7 +1,7 @@
 //! A read-only SQLite VFS whose database files are [`PageFile`]s: SQLite asks for byte ranges,
 //! the file answers them from wherever it keeps its pages (here, the host's read primitive
-//! through a page cache). The one module of the crate with `unsafe`: the C callbacks SQLite
-//! calls, each with a SAFETY comment. Everything else of the VFS (temporary files, randomness,
+//! through a page cache). With one mapping in `src/cache`, the root crate's only `unsafe`: the
+//! C callbacks SQLite calls, each with a SAFETY comment. Everything else of the VFS (temporary files, randomness,
 //! time) is the platform's default VFS, copied into a VFS of its own for each connection.
 //!
 //! What SQLite sees: a database in rollback-journal mode (the reader patches the header) that
