@@ -5,16 +5,21 @@
 //! database, a whole document, a compressed transcript, a tree, a terminal recording) is read
 //! through the [`Reader`] as `read --all` reads it, and its records matched.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use clankie_engine::SourceCtx;
 use clankie_engine::harness::{self, Source};
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::search::{Found, Query, SessionSearch};
 use clankie_engine::session::SessionFile;
-use clankie_host::{FileRef, Host};
+use clankie_host::{FileRef, Host, LocalFile};
 use clankie_model::limits::{MAX_LIMIT, MAX_READ_BYTES};
 use clankie_model::{ByteRange, FileEntry, RootSpec};
 
 use super::{DriverError, Reader, source_ctx};
 use crate::cache::Cache;
+use tokio::task::JoinHandle;
 
 /// Most bytes of session files asked of the cache in one call (a single larger file is asked
 /// for alone). The cache hands bytes back mapped from its files, not read into memory, so
@@ -76,8 +81,33 @@ pub async fn search_host<H: Host>(
     // Sessions of lines wait in a batch for the cache; the order of output is the listing's.
     let mut batch: Vec<&SessionFile> = Vec::new();
     let mut batch_bytes = 0u64;
+    // This machine's sessions of lines are searched on the blocking pool, several at once.
+    let mut in_flight = InFlight::default();
     for session in &sessions {
         let lines = harness::source(session) == Source::Lines;
+        if lines && cache.is_none() {
+            match host.open_local(&file_ref(session)).await {
+                Ok(Some(opened)) => {
+                    in_flight
+                        .start(
+                            host.name(),
+                            session,
+                            query,
+                            opened,
+                            &mut searched,
+                            &mut on_session,
+                        )
+                        .await?;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    unsearched(session, e.into(), &mut searched)?;
+                    continue;
+                }
+            }
+        }
+        in_flight.finish(0, &mut searched, &mut on_session).await?;
         if lines && let Some(cache) = cache {
             if !batch.is_empty()
                 && (batch_bytes + session.entry.size > BATCH_BYTES || batch.len() == BATCH_SESSIONS)
@@ -113,10 +143,138 @@ pub async fn search_host<H: Host>(
             Err(e) => unsearched(session, e, &mut searched)?,
         }
     }
+    in_flight.finish(0, &mut searched, &mut on_session).await?;
     if let (false, Some(cache)) = (batch.is_empty(), cache) {
         search_batch(host, cache, &batch, query, &mut searched, &mut on_session).await?;
     }
     Ok(searched)
+}
+
+/// How many bytes of a file of this machine are read at once: a buffer that stays in the
+/// core's cache, reused for the whole file (a fresh 4 MiB chunk per read spent more time
+/// faulting in and copying to cold memory than the search spent matching).
+const LOCAL_CHUNK_BYTES: usize = 256 << 10;
+
+/// Searches of this machine's files under way on the blocking pool, in the listing's order.
+#[derive(Default)]
+struct InFlight<'s> {
+    searches: VecDeque<(
+        &'s SessionFile,
+        JoinHandle<Result<LocalSearched, DriverError>>,
+    )>,
+    /// One per core, as rg searches (set on first use).
+    at_once: usize,
+    query: Option<Arc<Query>>,
+}
+
+/// What the search of one file of this machine gave.
+struct LocalSearched {
+    found: Vec<Found>,
+    matches: usize,
+    bytes_read: u64,
+}
+
+impl<'s> InFlight<'s> {
+    /// Starts the search of `session` (opened as `opened`), after handing on the oldest one
+    /// under way if as many run as there are cores.
+    async fn start(
+        &mut self,
+        host: &str,
+        session: &'s SessionFile,
+        query: &Query,
+        opened: LocalFile,
+        searched: &mut HostSearched,
+        on_session: &mut impl FnMut(SessionFound),
+    ) -> Result<(), DriverError> {
+        if self.at_once == 0 {
+            self.at_once = std::thread::available_parallelism().map_or(1, |n| n.get());
+        }
+        self.finish(self.at_once - 1, searched, on_session).await?;
+        let query = Arc::clone(self.query.get_or_insert_with(|| Arc::new(query.clone())));
+        let ctx = source_ctx(host, session);
+        let path = clankie_model::display_path(&session.entry.full_path());
+        let task =
+            tokio::task::spawn_blocking(move || search_local_file(ctx, &query, opened, path));
+        self.searches.push_back((session, task));
+        Ok(())
+    }
+
+    /// Hands on the searches under way, oldest first, until at most `left` remain.
+    async fn finish(
+        &mut self,
+        left: usize,
+        searched: &mut HostSearched,
+        on_session: &mut impl FnMut(SessionFound),
+    ) -> Result<(), DriverError> {
+        while self.searches.len() > left {
+            let (session, task) = self.searches.pop_front().expect("more than `left`");
+            let result = match task.await {
+                Ok(result) => result,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            };
+            match result {
+                Ok(done) => {
+                    searched.bytes_moved += done.bytes_read;
+                    hand_on(
+                        SessionFound {
+                            harness: session.harness().name(),
+                            session: session.id.clone(),
+                            found: done.found,
+                            matches: done.matches,
+                        },
+                        on_session,
+                    );
+                }
+                Err(e) => unsearched(session, e, searched)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Searches a file of this machine up to its size when it was opened (what is appended
+/// meanwhile is for the next search), [`LOCAL_CHUNK_BYTES`] at a time. Runs on the blocking
+/// pool.
+fn search_local_file(
+    ctx: SourceCtx,
+    query: &Query,
+    opened: LocalFile,
+    path: String,
+) -> Result<LocalSearched, DriverError> {
+    use std::io::Read;
+    let mut search = SessionSearch::new(ctx, query);
+    let mut found = Vec::new();
+    let mut reader = opened.file.take(opened.size);
+    let mut buf = vec![0u8; LOCAL_CHUNK_BYTES];
+    let mut bytes_read = 0u64;
+    while !search.is_done() {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(DriverError::Source {
+                    path,
+                    reason: e.to_string(),
+                });
+            }
+        };
+        bytes_read += n as u64;
+        search.feed(&buf[..n], &mut found);
+    }
+    Ok(LocalSearched {
+        matches: search.matches(),
+        found,
+        bytes_read,
+    })
+}
+
+fn file_ref(session: &SessionFile) -> FileRef {
+    FileRef {
+        harness: session.harness(),
+        root: session.entry.root.to_vec(),
+        rel: session.entry.rel.clone(),
+    }
 }
 
 fn hand_on(found: SessionFound, on_session: &mut impl FnMut(SessionFound)) {
@@ -189,11 +347,7 @@ async fn search_local_lines<H: Host>(
     query: &Query,
     bytes_read: &mut u64,
 ) -> Result<SessionFound, DriverError> {
-    let file = FileRef {
-        harness: session.harness(),
-        root: session.entry.root.to_vec(),
-        rel: session.entry.rel.clone(),
-    };
+    let file = file_ref(session);
     let mut search = SessionSearch::new(source_ctx(host.name(), session), query);
     let mut found = Vec::new();
     // The first read gives the size the search stops at (what is appended later is the next

@@ -604,3 +604,64 @@ fn searches_over_ssh_read_only_what_changed_and_a_broken_cache_costs_only_speed(
 fn matched_count(out: &Output) -> usize {
     ndjson(out).iter().filter(|l| l["type"] == "match").count()
 }
+
+/// This machine's sessions are searched several at once (one per core) in buffers smaller
+/// than their records: every match is counted once, a record that straddles two reads is
+/// whole, a last line still being written is not searched, and the sessions come out in the
+/// listing's order (by session id), however long each one's search takes.
+#[test]
+fn local_sessions_searched_at_once_keep_the_listing_order_and_every_record() {
+    let home = tempfile::tempdir().unwrap();
+    let mut expected = std::collections::BTreeMap::new();
+    for i in 0..10u32 {
+        let dir = home.path().join(format!(".claude/projects/-p{}", i % 3));
+        std::fs::create_dir_all(&dir).unwrap();
+        let id = format!("9e9e0000-0000-4000-8000-{i:012}");
+        let mut body = String::new();
+        let mut planted = 0;
+        // Records of 1 KiB to 600 KiB, so that the reads (256 KiB) cut through some of them.
+        for n in 0..(8 + i * 3) {
+            let kib = if n == 4 {
+                300
+            } else {
+                1 + (n * 37 + i * 101) % 40
+            };
+            let filler = "x".repeat(kib as usize * 1024);
+            let text = if n % 3 == 1 {
+                planted += 1;
+                format!("{filler} the needle {n} {filler}")
+            } else {
+                filler
+            };
+            body += &user_line(&format!("u{n}"), n % 60, &text);
+        }
+        // A last line without its newline is still being written: not searched.
+        body += user_line("partial", 59, "needle not yet whole").trim_end();
+        std::fs::write(dir.join(format!("{id}.jsonl")), body).unwrap();
+        expected.insert(id, planted);
+    }
+    // Sessions of 0.8 to 1.5 MiB in three directories, the largest last: a search that handed
+    // them on as they finished would print them in another order.
+    let out = grep(home.path(), &["-c", "needle"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let want: Vec<String> = expected
+        .iter()
+        .map(|(id, planted)| format!("local:{id}:{planted}"))
+        .collect();
+    assert_eq!(stdout(&out).lines().collect::<Vec<_>>(), want);
+    // The matches themselves are the planted records, whole.
+    let out = grep(home.path(), &["--json", "-F", "the needle"]);
+    let matches: Vec<Value> = ndjson(&out)
+        .into_iter()
+        .filter(|l| l["type"] == "match")
+        .collect();
+    assert_eq!(matches.len(), expected.values().sum::<u32>() as usize);
+    for m in &matches {
+        let text = m["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("xxx") && text.ends_with("xxx"),
+            "{}",
+            &text[..80]
+        );
+    }
+}

@@ -11,7 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileRef, Host, HostError, check_ranges, check_relative_path};
+use super::{FileRef, Host, HostError, LocalFile, check_ranges, check_relative_path};
 #[cfg(windows)]
 use crate::windows_shims::{MetadataExt, OsStrExt};
 use clankie_model::{
@@ -19,11 +19,11 @@ use clankie_model::{
     RootSpec, display_path,
 };
 
-/// Reads transcripts on this machine. Roots default to the harnesses' own variables in this
-/// process's environment, else `$HOME`.
 /// Reads asking this many bytes or more run on the blocking pool (see [`LocalHost`]'s `read`).
 const OFFLOAD_READ_BYTES: u64 = 1 << 20;
 
+/// Reads transcripts on this machine. Roots default to the harnesses' own variables in this
+/// process's environment, else `$HOME`.
 #[derive(Debug, Clone)]
 pub struct LocalHost {
     name: String,
@@ -286,17 +286,27 @@ impl LocalHost {
         File::open(&at).map_err(|e| self.io_error(path, e))
     }
 
-    fn read_sync(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+    /// Opens a file below its root (confined as [`Self::open_beneath`] says) and checks that it
+    /// is a regular file.
+    fn open_sync(&self, file: &FileRef) -> Result<LocalFile, HostError> {
         let root = PathBuf::from(OsStr::from_bytes(&file.root));
         let path = root.join(OsStr::from_bytes(&file.rel));
         check_relative_path(&file.rel).map_err(|reason| self.refused(&path, reason))?;
-        check_ranges(ranges).map_err(|reason| self.refused(&path, reason))?;
         let handle = self.open_beneath(&root, &file.rel, &path)?;
         let meta = handle.metadata().map_err(|e| self.io_error(&path, e))?;
         if !meta.is_file() {
             return Err(self.refused(&path, "not a regular file"));
         }
-        let size = meta.len();
+        Ok(LocalFile {
+            file: handle,
+            size: meta.len(),
+        })
+    }
+
+    fn read_sync(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+        let path = PathBuf::from(OsStr::from_bytes(&file.root)).join(OsStr::from_bytes(&file.rel));
+        check_ranges(ranges).map_err(|reason| self.refused(&path, reason))?;
+        let LocalFile { file: handle, size } = self.open_sync(file)?;
         let mut chunks = Vec::with_capacity(ranges.len());
         for range in ranges {
             let start = range.start.min(size);
@@ -340,6 +350,10 @@ impl Host for LocalHost {
             Ok(result) => result,
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
+    }
+
+    async fn open_local(&self, file: &FileRef) -> Result<Option<LocalFile>, HostError> {
+        self.open_sync(file).map(Some)
     }
 }
 
