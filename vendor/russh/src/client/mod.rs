@@ -103,6 +103,9 @@ pub struct Session {
     server_sig_algs: Option<Vec<Algorithm>>,
     /// Number of EXT_INFO messages received (RFC 8308 allows at most two).
     ext_info_count: u8,
+    /// The first authentication request went out before the server's SERVICE_ACCEPT came in
+    /// ([`Config::pipeline_auth_request`]): that answer is still to be read.
+    service_accept_pending: bool,
 }
 
 impl Drop for Session {
@@ -1335,6 +1338,7 @@ impl Session {
             open_global_requests: VecDeque::new(),
             server_sig_algs: None,
             ext_info_count: 0,
+            service_accept_pending: false,
         }
     }
 
@@ -2757,6 +2761,15 @@ pub struct Config {
     /// user to confirm each signature) are still offered with a query first. Disabled by
     /// default.
     pub sign_publickey_at_once: bool,
+    /// If active, the first authentication request is sent right behind the `ssh-userauth`
+    /// service request instead of once the server's `SSH_MSG_SERVICE_ACCEPT` is in; that
+    /// answer is still expected (and checked) ahead of the answer to the request. This saves
+    /// one round trip per connection. RFC 4253, section 10, asks the client to wait only
+    /// "after a key exchange with implicit server authentication"; every key exchange of this
+    /// crate has the server sign the exchange hash (explicit server authentication). A
+    /// server that refuses the service disconnects, and the request is never read. Disabled
+    /// by default.
+    pub pipeline_auth_request: bool,
 }
 
 impl Default for Config {
@@ -2780,6 +2793,7 @@ impl Default for Config {
             gex: Default::default(),
             nodelay: false,
             sign_publickey_at_once: false,
+            pipeline_auth_request: false,
         }
     }
 }
