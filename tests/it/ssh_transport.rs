@@ -303,6 +303,76 @@ async fn rsa_key_logs_in() {
     assert_eq!(out.stdout, b"rsa\n");
 }
 
+/// `SHA256:…` of the public key beside `key` (as sshd's log names it).
+fn fingerprint(key: &Path) -> String {
+    let out = Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(key)
+        .output()
+        .expect("ssh-keygen -l");
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.split_whitespace().nth(1).unwrap().to_string()
+}
+
+/// A key file is offered signed at once (our russh's `sign_publickey_at_once`): sshd never
+/// answers a query with USERAUTH_PK_OK (it logs such a key "Postponed"), and a key it refuses
+/// still falls through to the next file, RSA and ed25519 alike.
+#[tokio::test]
+async fn refused_key_files_fall_through_to_the_next_signed_at_once() {
+    let Some(sshd) = TestSshd::start() else {
+        return;
+    };
+    sshd.authorize_rsa();
+    keygen(&sshd.path("id_rsa_wrong"), "rsa", "");
+    let mut target = sshd.target();
+
+    // ed25519 refused, RSA refused, RSA accepted.
+    target.identity_files = vec![
+        sshd.path("id_wrong"),
+        sshd.path("id_rsa_wrong"),
+        sshd.path("id_rsa"),
+    ];
+    let session = connect(&sshd, &target).await.unwrap();
+    assert_eq!(
+        session.authenticated_with(),
+        format!("identity file {}", sshd.path("id_rsa").display())
+    );
+    assert_eq!(
+        session.exec("echo rsa", b"", 64).await.unwrap().stdout,
+        b"rsa\n"
+    );
+    session.close().await;
+
+    // RSA refused, ed25519 accepted.
+    target.identity_files = vec![sshd.path("id_rsa_wrong"), sshd.path("id_ed25519")];
+    let session = connect(&sshd, &target).await.unwrap();
+    assert_eq!(
+        session.authenticated_with(),
+        format!("identity file {}", sshd.path("id_ed25519").display())
+    );
+    assert_eq!(
+        session.exec("echo ed25519", b"", 64).await.unwrap().stdout,
+        b"ed25519\n"
+    );
+    session.close().await;
+
+    let log = sshd.log();
+    let lines = |verdict: &str, key: &str| {
+        let fingerprint = fingerprint(&sshd.path(&format!("{key}.pub")));
+        log.lines()
+            .filter(|l| l.contains(&format!("{verdict} publickey for root")))
+            .filter(|l| l.contains(&fingerprint))
+            .count()
+    };
+    assert_eq!(lines("Failed", "id_wrong"), 1, "{log}");
+    assert_eq!(lines("Failed", "id_rsa_wrong"), 2, "{log}");
+    assert_eq!(lines("Accepted", "id_rsa"), 1, "{log}");
+    assert_eq!(lines("Accepted", "id_ed25519"), 1, "{log}");
+    // A query sshd would accept is answered USERAUTH_PK_OK and logged "Postponed": none was
+    // sent, the accepted keys came signed in their first request.
+    assert!(!log.contains("Postponed publickey"), "{log}");
+}
+
 #[tokio::test]
 async fn unknown_host_key_is_refused() {
     let Some(sshd) = TestSshd::start() else {

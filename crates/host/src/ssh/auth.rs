@@ -3,6 +3,12 @@
 //! files skipped). Stops at the first success: sshd's MaxAuthTries (6) counts every key offered.
 //! An encrypted identity file is unlocked by asking for its passphrase when the caller gave a
 //! [`PassphrasePrompt`] (a terminal is there), and is otherwise a clear error naming `ssh-add`.
+//!
+//! An identity file's key is offered signed, without asking first whether the server would take
+//! it (one round trip less per key; `sign_publickey_at_once` in session.rs, our russh patch): a
+//! refused key is answered as a refused query is, and the next one is tried. An agent key is
+//! asked about first, as `ssh` does: the agent may make its user confirm or touch for each
+//! signature, which a key the server refuses must not cost.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -90,7 +96,12 @@ fn identity_files(target: &SshTarget) -> Vec<IdentityFile> {
         .collect()
 }
 
-/// The RSA signature hash to use for `key` (`None` for other key types).
+/// The RSA signature hash to use for `key` (`None` for other key types): the best one the
+/// server's `server-sig-algs` (RFC 8308) names. A key file's request goes out signed at once, so
+/// no query could correct a wrong choice; none is guessed either: OpenSSH (7.2 and later) sends
+/// its ext-info right behind its NEWKEYS, in the flight that ends the key exchange, so it is in
+/// when this asks (russh waits up to 1 s for it otherwise). A server that sends none gets
+/// `ssh-rsa` (SHA-1), which the query would have named as well.
 async fn rsa_hash<H: client::Handler>(
     handle: &Handle<H>,
     key: &PublicKey,

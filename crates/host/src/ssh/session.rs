@@ -749,6 +749,13 @@ where
         keepalive_interval: Some(Duration::from_secs(15)),
         keepalive_max: 3,
         inactivity_timeout: None,
+        // Our patched russh (vendor/russh/PATCHES.md): authentication costs one round trip
+        // instead of three. The first request goes right behind the service request, and a
+        // key file's request goes signed, without asking first whether the key would do (a
+        // refused key is answered USERAUTH_FAILURE all the same and the next one is tried).
+        // Agent keys still ask first: the agent may make its user confirm each signature.
+        sign_publickey_at_once: true,
+        pipeline_auth_request: true,
         preferred: Preferred {
             key: Cow::Owned(preferred_host_key_algorithms(target)),
             host_key_certificates: Cow::Owned(
