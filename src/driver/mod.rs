@@ -582,11 +582,16 @@ impl<'h, H: Host> Reader<'h, H> {
             // Sessions of a database (queried page by page) and whole-document transcripts are
             // read whole and paged over their records, with the row cursor class.
             let rows = if source == Source::Database {
-                self.databases
-                    .load(self.host, &session.entry)
-                    .await?
-                    .records(&ctx)
-                    .await?
+                let snapshot = self.databases.load(self.host, &session.entry).await?;
+                match request.mode {
+                    // The newest rows only, where the harness can (a tail page's cursor is then
+                    // anchored at its last record).
+                    Mode::Tail => {
+                        let limit = request.limit.clamp(1, clankie_model::limits::MAX_LIMIT);
+                        snapshot.newest_records(&ctx, limit).await?
+                    }
+                    _ => snapshot.records(&ctx).await?,
+                }
             } else if source == Source::Tree {
                 self.tree_records(session, &ctx, &path).await?
             } else {

@@ -1,6 +1,7 @@
 //! Just enough of SQLite's B-tree page format to guess the pages a query reads next, so that
 //! they are fetched together rather than one round trip each: the rowids an index leaf points
-//! to, the child of a table interior page that holds a rowid, and the overflow pages of a row.
+//! to, the child of a table interior page that holds a rowid, the overflow pages of a row, and
+//! the cells of an index page (its children and entries) to descend an index for known keys.
 //! Pure: page bytes in, page numbers out; a page it does not understand yields nothing (a guess
 //! missed costs a round trip, never a wrong answer: SQLite reads every page it needs itself).
 //! Format: <https://www.sqlite.org/fileformat2.html#b_tree_pages>.
@@ -172,6 +173,90 @@ impl<'p> Page<'p> {
     }
 }
 
+/// An index entry's first column, as far as comparing it with a text key needs: SQLite sorts
+/// NULL and numbers before text, blobs after, text by its bytes (the BINARY collation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FirstColumn {
+    BeforeText,
+    Text(Vec<u8>),
+    AfterText,
+}
+
+impl FirstColumn {
+    /// From [`first_and_last`]'s first column (serial type varint, then the value's bytes).
+    fn of(first: &[u8]) -> Option<FirstColumn> {
+        let (serial, len) = varint(first, 0)?;
+        Some(match serial {
+            0..=11 => FirstColumn::BeforeText,
+            n if n % 2 == 1 => FirstColumn::Text(first[len..].to_vec()),
+            _ => FirstColumn::AfterText,
+        })
+    }
+
+    /// How this column compares with the text `key`.
+    pub(crate) fn cmp_key(&self, key: &[u8]) -> std::cmp::Ordering {
+        match self {
+            FirstColumn::BeforeText => std::cmp::Ordering::Less,
+            FirstColumn::Text(text) => text.as_slice().cmp(key),
+            FirstColumn::AfterText => std::cmp::Ordering::Greater,
+        }
+    }
+}
+
+/// A cell of an index page: the child left of it (interior pages) and its entry's first
+/// column and rowid (`None` when the entry is not all on the page or not of the index's shape).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexCell {
+    pub(crate) child: Option<u32>,
+    pub(crate) first: Option<FirstColumn>,
+    pub(crate) rowid: Option<i64>,
+}
+
+impl Page<'_> {
+    /// An index page's cells in key order, and its right-most child (interior pages); `None`
+    /// for a page that is not an index page. An interior page's entries are entries of the
+    /// index too, between its children's.
+    pub(crate) fn index_cells(&self, fields: usize) -> Option<(Vec<IndexCell>, Option<u32>)> {
+        let interior = match self.kind()? {
+            Kind::IndexInterior => true,
+            Kind::IndexLeaf => false,
+            _ => return None,
+        };
+        if self.usable < 512 {
+            return None;
+        }
+        let cells = self
+            .cells()?
+            .into_iter()
+            .map(|at| {
+                let (child, at) = match interior {
+                    true => (u32_at(self.bytes, at), at + 4),
+                    false => (None, at),
+                };
+                let entry = varint(self.bytes, at).and_then(|(size, len)| {
+                    let size = usize::try_from(size).ok()?;
+                    if self.local_payload(size, false) != size {
+                        return None;
+                    }
+                    let (first, rowid) =
+                        first_and_last(self.bytes.get(at + len..at + len + size)?, fields)?;
+                    Some((FirstColumn::of(&first)?, rowid))
+                });
+                IndexCell {
+                    child,
+                    first: entry.as_ref().map(|(first, _)| first.clone()),
+                    rowid: entry.map(|(_, rowid)| rowid),
+                }
+            })
+            .collect();
+        let right = match interior {
+            true => Some(u32_at(self.bytes, self.header + 8)?),
+            false => None,
+        };
+        Some((cells, right))
+    }
+}
+
 /// The first column of a record of `fields` columns (serial type and bytes) and its last, when
 /// that is an integer (an index entry's rowid).
 fn first_and_last(record: &[u8], fields: usize) -> Option<(Vec<u8>, i64)> {
@@ -310,6 +395,55 @@ mod tests {
     }
 
     #[test]
+    fn an_index_descended_for_a_key_by_its_cells_finds_every_entry_of_the_key() {
+        let (bytes, conn, _dir) = database(
+            "PRAGMA page_size = 4096;
+             CREATE TABLE t (k TEXT, v TEXT);
+             CREATE INDEX t_k ON t (k);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+             INSERT INTO t SELECT printf('key %05d', i % 997), 'v' FROM n;",
+        );
+        let key = b"key 00042";
+        let mut level = vec![root(&conn, "t_k")];
+        let mut rowids = Vec::new();
+        let mut depth = 0;
+        while !level.is_empty() {
+            depth += 1;
+            let mut next = Vec::new();
+            for number in level {
+                let (cells, right) = page(&bytes, number).index_cells(2).unwrap();
+                let mut low: Option<&FirstColumn> = None;
+                for cell in &cells {
+                    let first = cell.first.as_ref().unwrap();
+                    let above_low = low.is_none_or(|low| low.cmp_key(key).is_le());
+                    if let Some(child) = cell.child
+                        && above_low
+                        && first.cmp_key(key).is_ge()
+                    {
+                        next.push(child);
+                    }
+                    if first.cmp_key(key).is_eq() {
+                        rowids.push(cell.rowid.unwrap());
+                    }
+                    low = Some(first);
+                }
+                if let Some(right) = right
+                    && low.is_none_or(|low| low.cmp_key(key).is_le())
+                {
+                    next.push(right);
+                }
+            }
+            level = next;
+        }
+        assert!(depth >= 2, "{depth}");
+        rowids.sort_unstable();
+        let want: Vec<i64> = (1..=20000).filter(|i| i % 997 == 42).collect();
+        assert_eq!(rowids, want);
+        assert_eq!(FirstColumn::of(&[1, 5]), Some(FirstColumn::BeforeText));
+        assert_eq!(FirstColumn::of(&[12]), Some(FirstColumn::AfterText));
+    }
+
+    #[test]
     fn pages_it_does_not_understand_yield_nothing() {
         let junk = vec![0xffu8; 4096];
         let p = Page::new(2, &junk, 0);
@@ -317,6 +451,7 @@ mod tests {
         assert!(p.index_entries(2).is_empty());
         assert_eq!(p.table_child(5), None);
         assert_eq!(p.overflow(5), None);
+        assert_eq!(p.index_cells(2), None);
         // An index leaf whose cell pointers point past the page.
         let mut leaf = vec![0u8; 4096];
         leaf[0] = 0x0a;

@@ -239,6 +239,23 @@ enum Request {
         table: u32,
         rowids: Vec<i64>,
     },
+    /// A query is about to read rows through an index for known keys ([`Database::will_read`]):
+    /// the index is descended for them a level at a time, then their rows; `done` is told
+    /// when the pages are in the cache (or the guess gave up).
+    Hint {
+        hint: IndexHint,
+        done: std::sync::mpsc::Sender<()>,
+    },
+}
+
+/// The rows a query is about to read through an index: the entries whose first column is one
+/// of `keys`, only the last `last` of them in index order when given.
+struct IndexHint {
+    index: u32,
+    table: u32,
+    fields: usize,
+    keys: Vec<Vec<u8>>,
+    last: Option<usize>,
 }
 
 /// Which B-tree SQLite reads, from the pages it asks for, to guess the pages it reads next.
@@ -253,10 +270,17 @@ struct Tracker {
     /// Per index, the first column of the entries whose rows were asked for last: a scan that
     /// goes on to the next leaf goes on with the same key.
     last_key: HashMap<u32, Vec<u8>>,
+    /// Index name → root page, for hints.
+    names: HashMap<String, u32>,
+    /// The current query said what it reads ([`Database::will_read`]): no guessing for it.
+    hinted: bool,
 }
 
-/// The indexes of rowid tables, from the schema: root page → (table root, columns + rowid).
-fn index_roots(conn: &Connection) -> rusqlite::Result<HashMap<u32, (u32, usize)>> {
+/// An index's root page → (its table's root page, its columns with the rowid).
+type IndexRoots = HashMap<u32, (u32, usize)>;
+
+/// The indexes of rowid tables, from the schema, by root page and by name.
+fn index_roots(conn: &Connection) -> rusqlite::Result<(IndexRoots, HashMap<String, u32>)> {
     let mut stmt = conn.prepare(
         "SELECT i.name, i.rootpage, t.rootpage FROM sqlite_master i \
          JOIN sqlite_master t ON t.type = 'table' AND t.name = i.tbl_name \
@@ -273,18 +297,21 @@ fn index_roots(conn: &Connection) -> rusqlite::Result<HashMap<u32, (u32, usize)>
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut roots = HashMap::new();
+    let mut names = HashMap::new();
     for (name, root, table) in rows {
         let columns: u32 =
             conn.query_row("SELECT count(*) FROM pragma_index_info(?1)", [&name], |r| {
                 r.get(0)
             })?;
         roots.insert(root, (table, columns as usize + 1));
+        names.insert(name, root);
     }
-    Ok(roots)
+    Ok((roots, names))
 }
 
-/// A query for SQLite's thread: the connection, or why it did not open.
-type Job = Box<dyn FnOnce(Result<&Connection, &str>) + Send>;
+/// A query for SQLite's thread: the connection (or why it did not open), and the file it
+/// reads (to send hints).
+type Job = Box<dyn FnOnce(Result<&Connection, &str>, &HostPages) + Send>;
 
 /// SQLite's thread for one opened snapshot of a database, and what it asks for.
 struct Worker {
@@ -345,6 +372,9 @@ impl HostPages {
     /// whose root it read last.
     fn guess_next(&self, page: u32, bytes: &[u8]) {
         let mut tracker = self.tracker.lock().unwrap_or_else(|e| e.into_inner());
+        if tracker.hinted {
+            return;
+        }
         if tracker.indexes.contains_key(&page) {
             tracker.index = Some(page);
         }
@@ -673,17 +703,20 @@ impl<H: Host> Snapshot<'_, H> {
                     Ok(conn)
                 });
                 if let Ok(conn) = &conn
-                    && let Ok(roots) = index_roots(conn)
+                    && let Ok((roots, names)) = index_roots(conn)
                 {
+                    let mut tracker = file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+                    tracker.indexes = roots;
+                    tracker.names = names;
+                }
+                for job in jobs_rx {
                     file.tracker
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .indexes = roots;
-                }
-                for job in jobs_rx {
+                        .hinted = false;
                     match &conn {
-                        Ok(conn) => job(Ok(conn)),
-                        Err(e) => job(Err(&e.to_string())),
+                        Ok(conn) => job(Ok(conn), &file),
+                        Err(e) => job(Err(&e.to_string()), &file),
                     }
                 }
             });
@@ -724,9 +757,9 @@ impl<H: Host> Snapshot<'_, H> {
             };
             let (done_tx, done) = tokio::sync::oneshot::channel();
             let job_query = query.clone();
-            let job: Job = Box::new(move |conn| {
+            let job: Job = Box::new(move |conn, file| {
                 let result = match conn {
-                    Ok(conn) => job_query(&Queries(conn)),
+                    Ok(conn) => job_query(&Queries { conn, file }),
                     Err(e) => Err(QueryError(e.to_string())),
                 };
                 let _ = done_tx.send(result);
@@ -815,13 +848,19 @@ impl<H: Host> Snapshot<'_, H> {
                 Some(first) = worker.requests.recv() => {
                     let mut wanted = Vec::new();
                     let mut rows = Vec::new();
+                    let mut hints = Vec::new();
                     for request in std::iter::once(first)
                         .chain(std::iter::from_fn(|| worker.requests.try_recv().ok()))
                     {
                         match request {
                             Request::Page(page) => wanted.push(page),
                             Request::Rows { table, rowids } => rows.push((table, rowids)),
+                            Request::Hint { hint, done } => hints.push((hint, done)),
                         }
+                    }
+                    for (hint, done) in hints {
+                        self.prefetch_index(worker, hint).await;
+                        let _ = done.send(());
                     }
                     // The rows first: the page asked for next is likely among them.
                     for (table, rowids) in rows {
@@ -923,6 +962,86 @@ impl<H: Host> Snapshot<'_, H> {
         }
         self.fetch_quietly(overflow.into_iter(), worker, max_pages)
             .await;
+    }
+
+    /// Fetches the pages down `hint.index` to the entries of its keys, a level at a time (one
+    /// read per level, the table's root with the index's), then the rows they point to
+    /// ([`Self::fetch_rows`]). With `last`, only the rightmost few pages of each level are
+    /// followed, enough for that many entries. A guess, like `fetch_rows`: pages it misses
+    /// SQLite reads itself.
+    async fn prefetch_index(&self, worker: &Worker, hint: IndexHint) {
+        /// Entries an index page holds at the least, for keys as short as ids (a guess).
+        const ENTRIES_PER_PAGE: usize = 16;
+        let max_pages = (MAX_READ_BYTES / worker.page_size as u64) as usize;
+        // Pages of a level in index order, each with its place in that order.
+        let mut level: Vec<(u32, Vec<usize>)> = vec![(hint.index, Vec::new())];
+        let mut found: Vec<(Vec<usize>, i64)> = Vec::new();
+        let mut extra = Some(hint.table);
+        let may_hold = |low: Option<&btree::FirstColumn>, high: Option<&btree::FirstColumn>| {
+            hint.keys.iter().any(|key| {
+                low.is_none_or(|low| low.cmp_key(key).is_le())
+                    && high.is_none_or(|high| high.cmp_key(key).is_ge())
+            })
+        };
+        for _ in 0..10 {
+            if level.is_empty() {
+                break;
+            }
+            let numbers = level.iter().map(|&(number, _)| number).chain(extra.take());
+            if !self.fetch_quietly(numbers, worker, max_pages).await {
+                return;
+            }
+            let mut next = Vec::new();
+            let pages = lock(&self.pages);
+            for (number, place) in &level {
+                let Some(bytes) = pages.get(*number) else {
+                    continue;
+                };
+                let page = btree::Page::new(*number, &bytes, worker.reserved);
+                let Some((cells, right)) = page.index_cells(hint.fields) else {
+                    continue;
+                };
+                let at = |i: usize| {
+                    let mut place = place.clone();
+                    place.push(i);
+                    place
+                };
+                // An entry not understood bounds nothing: the children on both sides of it.
+                let mut low: Option<Option<&btree::FirstColumn>> = Some(None);
+                for (i, cell) in cells.iter().enumerate() {
+                    if let Some(child) = cell.child
+                        && low.is_none_or(|low| may_hold(low, cell.first.as_ref()))
+                    {
+                        next.push((child, at(2 * i)));
+                    }
+                    if let (Some(first), Some(rowid)) = (&cell.first, cell.rowid)
+                        && hint.keys.iter().any(|key| first.cmp_key(key).is_eq())
+                    {
+                        found.push((at(2 * i + 1), rowid));
+                    }
+                    low = cell.first.as_ref().map(Some);
+                }
+                if let Some(right) = right
+                    && low.is_none_or(|low| may_hold(low, None))
+                {
+                    next.push((right, at(2 * cells.len())));
+                }
+            }
+            drop(pages);
+            if let Some(last) = hint.last {
+                let keep = 2 + last / ENTRIES_PER_PAGE;
+                next.drain(..next.len().saturating_sub(keep));
+            }
+            level = next;
+        }
+        found.sort();
+        if let Some(last) = hint.last {
+            found.drain(..found.len().saturating_sub(last));
+        }
+        let rowids: Vec<i64> = found.into_iter().map(|(_, rowid)| rowid).collect();
+        if !rowids.is_empty() {
+            self.fetch_rows(worker, hint.table, rowids).await;
+        }
     }
 
     /// Fetches those of `numbers` (in the database) not cached, in reads of at most
@@ -1055,6 +1174,19 @@ impl<H: Host> Snapshot<'_, H> {
             .await
     }
 
+    /// The newest records of one session, at least `limit` when it has as many, read from its
+    /// newest rows where its harness can (see [`RowRecords::older_omitted`]).
+    pub async fn newest_records(
+        &self,
+        ctx: &SourceCtx,
+        limit: usize,
+    ) -> Result<RowRecords, DatabaseError> {
+        let harness = self.harness;
+        let ctx = ctx.clone();
+        self.run(move |db| harness::format(harness).database_newest_records(db, &ctx, limit))
+            .await
+    }
+
     /// The records of one session, mapped by its harness.
     pub async fn records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
         let harness = self.harness;
@@ -1064,8 +1196,11 @@ impl<H: Host> Snapshot<'_, H> {
     }
 }
 
-/// The harnesses' queries, run on SQLite's thread.
-struct Queries<'c>(&'c Connection);
+/// The harnesses' queries, run on SQLite's thread, and the file it reads (for hints).
+struct Queries<'c> {
+    conn: &'c Connection,
+    file: &'c HostPages,
+}
 
 impl Queries<'_> {
     fn fail(e: rusqlite::Error) -> QueryError {
@@ -1075,7 +1210,7 @@ impl Queries<'_> {
 
 impl Database for Queries<'_> {
     fn has_table(&self, name: &str) -> Result<bool, QueryError> {
-        self.0
+        self.conn
             .query_row(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
                 [name],
@@ -1087,7 +1222,7 @@ impl Database for Queries<'_> {
     }
 
     fn query(&self, sql: &str, params: &[&str]) -> Result<Vec<Vec<SqlValue>>, QueryError> {
-        let mut stmt = self.0.prepare(sql).map_err(Self::fail)?;
+        let mut stmt = self.conn.prepare(sql).map_err(Self::fail)?;
         let columns = stmt.column_count();
         let rows = stmt
             .query_map(rusqlite::params_from_iter(params), |row| {
@@ -1107,6 +1242,37 @@ impl Database for Queries<'_> {
             })
             .map_err(Self::fail)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(Self::fail)
+    }
+
+    /// Sends the hint to the async side and waits until it fetched what it guessed; an index
+    /// not in the schema (or not of a rowid table) is no hint.
+    fn will_read(&self, index: &str, keys: &[&str], last: Option<usize>) -> Result<(), QueryError> {
+        let hint = {
+            let mut tracker = self.file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(&root) = tracker.names.get(index) else {
+                return Ok(());
+            };
+            let Some(&(table, fields)) = tracker.indexes.get(&root) else {
+                return Ok(());
+            };
+            tracker.hinted = true;
+            IndexHint {
+                index: root,
+                table,
+                fields,
+                keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+                last,
+            }
+        };
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let (done, wait) = std::sync::mpsc::channel();
+        if self.file.requests.send(Request::Hint { hint, done }).is_ok() {
+            // Gone: the query's own reads will say why.
+            let _ = wait.recv();
+        }
+        Ok(())
     }
 }
 

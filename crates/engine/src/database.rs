@@ -26,6 +26,15 @@ pub trait Database {
     /// Runs one query with text parameters (`?1`, `?2`, …) and returns every row.
     fn query(&self, sql: &str, params: &[&str]) -> Result<Vec<Vec<SqlValue>>, QueryError>;
 
+    /// Says which rows the next query reads, so that a connection over a slow link can fetch
+    /// their pages together rather than one round trip each: the rows of `index`'s table whose
+    /// index entries have one of `keys` (text) as their first column; with `last`, only the last
+    /// that many such entries in index order. Only a hint: the query reads what it reads.
+    fn will_read(&self, index: &str, keys: &[&str], last: Option<usize>) -> Result<(), QueryError> {
+        let _ = (index, keys, last);
+        Ok(())
+    }
+
     /// Whether a query with text parameters returns at least one row.
     fn exists(&self, sql: &str, params: &[&str]) -> Result<bool, QueryError> {
         Ok(!self.query(sql, params)?.is_empty())
