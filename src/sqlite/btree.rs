@@ -213,6 +213,20 @@ pub(crate) struct IndexCell {
 }
 
 impl Page<'_> {
+    /// An interior page's children in key order, the right-most last; `None` for a leaf.
+    pub(crate) fn children(&self) -> Option<Vec<u32>> {
+        if !matches!(self.kind()?, Kind::IndexInterior | Kind::TableInterior) {
+            return None;
+        }
+        let mut children = self
+            .cells()?
+            .into_iter()
+            .map(|at| u32_at(self.bytes, at))
+            .collect::<Option<Vec<u32>>>()?;
+        children.push(u32_at(self.bytes, self.header + 8)?);
+        Some(children)
+    }
+
     /// An index page's cells in key order, and its right-most child (interior pages); `None`
     /// for a page that is not an index page. An interior page's entries are entries of the
     /// index too, between its children's.

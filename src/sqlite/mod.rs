@@ -227,6 +227,8 @@ fn file_ref(entry: &FileEntry, suffix: &[u8]) -> FileRef {
 /// A page SQLite's thread waits for, and where to send it.
 struct PageWanted {
     page: u32,
+    /// Pages likely read next, fetched with it ([`Siblings`]).
+    also: Vec<u32>,
     reply: std::sync::mpsc::Sender<Result<Arc<[u8]>, ()>>,
 }
 
@@ -246,6 +248,13 @@ enum Request {
         hint: IndexHint,
         done: std::sync::mpsc::Sender<()>,
     },
+    /// A query is about to read every row of a table ([`Database::will_scan`]): its pages are
+    /// fetched a level at a time, all of each level at once (with `roots`, as for a hint).
+    Scan {
+        table: u32,
+        roots: Vec<u32>,
+        done: std::sync::mpsc::Sender<()>,
+    },
 }
 
 /// The rows a query is about to read through an index: the entries whose first column is one
@@ -256,6 +265,9 @@ struct IndexHint {
     fields: usize,
     keys: Vec<Vec<u8>>,
     last: Option<usize>,
+    /// The root pages of the schema's other B-trees, with the first hint of a snapshot: the
+    /// next hints need theirs, and they cost nothing in the same read.
+    roots: Vec<u32>,
 }
 
 /// Which B-tree SQLite reads, from the pages it asks for, to guess the pages it reads next.
@@ -270,17 +282,83 @@ struct Tracker {
     /// Per index, the first column of the entries whose rows were asked for last: a scan that
     /// goes on to the next leaf goes on with the same key.
     last_key: HashMap<u32, Vec<u8>>,
-    /// Index name → root page, for hints.
+    /// Index name → root page, and table name → root page, for hints.
     names: HashMap<String, u32>,
+    tables: HashMap<String, u32>,
+    /// The roots of every B-tree went with a hint already.
+    roots_sent: bool,
     /// The current query said what it reads ([`Database::will_read`]): no guessing for it.
     hinted: bool,
+    siblings: Siblings,
+}
+
+/// The children of the interior pages SQLite read, to tell a scan: SQLite reading the next
+/// child of the same parent goes on through that parent's children (a table scan, a range of
+/// an index), so those that follow are fetched with it, a window that doubles per parent up
+/// to [`MAX_READ_AHEAD_PAGES`]. A seek reads one child of each parent: nothing more.
+#[derive(Default)]
+struct Siblings {
+    /// Interior page → its children in key order (the right-most last).
+    children: HashMap<u32, Vec<u32>>,
+    /// Page → (its parent, its place among the parent's children).
+    parent: HashMap<u32, (u32, usize)>,
+    /// Parent → the place of the child SQLite read last, and the window.
+    last: HashMap<u32, (usize, u32)>,
+}
+
+impl Siblings {
+    /// Notes what SQLite read: an interior page's children, and which child of its parent.
+    fn read(&mut self, number: u32, page: &btree::Page<'_>) {
+        if let Some(&(parent, place)) = self.parent.get(&number) {
+            let window = self.last.get(&parent).map_or(0, |&(_, window)| window);
+            self.last.insert(parent, (place, window));
+        }
+        if self.children.contains_key(&number) {
+            return;
+        }
+        if let Some(children) = page.children() {
+            for (place, &child) in children.iter().enumerate() {
+                self.parent.insert(child, (number, place));
+            }
+            self.children.insert(number, children);
+        }
+    }
+
+    /// The siblings to fetch with `number`, when SQLite read the one before it last.
+    fn ahead_of(&mut self, number: u32) -> Vec<u32> {
+        let Some(&(parent, place)) = self.parent.get(&number) else {
+            return Vec::new();
+        };
+        let Some(&(last, window)) = self.last.get(&parent) else {
+            return Vec::new();
+        };
+        if place != last + 1 {
+            return Vec::new();
+        }
+        let window = (window * 2).clamp(8, MAX_READ_AHEAD_PAGES);
+        self.last.insert(parent, (last, window));
+        self.children[&parent]
+            .iter()
+            .skip(place + 1)
+            .take(window as usize)
+            .copied()
+            .collect()
+    }
 }
 
 /// An index's root page → (its table's root page, its columns with the rowid).
 type IndexRoots = HashMap<u32, (u32, usize)>;
 
-/// The indexes of rowid tables, from the schema, by root page and by name.
-fn index_roots(conn: &Connection) -> rusqlite::Result<(IndexRoots, HashMap<String, u32>)> {
+/// The indexes of rowid tables, from the schema, by root page and by name; and the tables'
+/// root pages by name.
+type Schema = (IndexRoots, HashMap<String, u32>, HashMap<String, u32>);
+
+/// The schema's B-trees ([`Schema`]).
+fn index_roots(conn: &Connection) -> rusqlite::Result<Schema> {
+    let tables = conn
+        .prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table' AND rootpage > 0")?
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))?
+        .collect::<rusqlite::Result<HashMap<_, _>>>()?;
     let mut stmt = conn.prepare(
         "SELECT i.name, i.rootpage, t.rootpage FROM sqlite_master i \
          JOIN sqlite_master t ON t.type = 'table' AND t.name = i.tbl_name \
@@ -306,7 +384,7 @@ fn index_roots(conn: &Connection) -> rusqlite::Result<(IndexRoots, HashMap<Strin
         roots.insert(root, (table, columns as usize + 1));
         names.insert(name, root);
     }
-    Ok((roots, names))
+    Ok((roots, names, tables))
 }
 
 /// A query for SQLite's thread: the connection (or why it did not open), and the file it
@@ -345,12 +423,22 @@ struct HostPages {
 
 impl HostPages {
     fn page(&self, page: u32) -> Result<Arc<[u8]>, ()> {
-        let bytes = self.cached_or_fetched(page)?;
+        let bytes = self.cached_or_fetched(page, |tracker| tracker.siblings.ahead_of(page))?;
+        self.tracker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .siblings
+            .read(page, &btree::Page::new(page, &bytes, self.reserved));
         self.guess_next(page, &bytes);
         Ok(bytes)
     }
 
-    fn cached_or_fetched(&self, page: u32) -> Result<Arc<[u8]>, ()> {
+    /// The page from the cache, else fetched with the pages `also` guesses (asked only then).
+    fn cached_or_fetched(
+        &self,
+        page: u32,
+        also: impl FnOnce(&mut Tracker) -> Vec<u32>,
+    ) -> Result<Arc<[u8]>, ()> {
         {
             let pages = lock(&self.pages);
             if pages.generation != self.generation {
@@ -360,9 +448,10 @@ impl HostPages {
                 return Ok(bytes);
             }
         }
+        let also = also(&mut self.tracker.lock().unwrap_or_else(|e| e.into_inner()));
         let (reply, answer) = std::sync::mpsc::channel();
         self.requests
-            .send(Request::Page(PageWanted { page, reply }))
+            .send(Request::Page(PageWanted { page, also, reply }))
             .map_err(|_| ())?;
         // The async side answers every request it takes; when it is gone, so is `reply`.
         answer.recv().map_err(|_| ())?
@@ -703,11 +792,12 @@ impl<H: Host> Snapshot<'_, H> {
                     Ok(conn)
                 });
                 if let Ok(conn) = &conn
-                    && let Ok((roots, names)) = index_roots(conn)
+                    && let Ok((roots, names, tables)) = index_roots(conn)
                 {
                     let mut tracker = file.tracker.lock().unwrap_or_else(|e| e.into_inner());
                     tracker.indexes = roots;
                     tracker.names = names;
+                    tracker.tables = tables;
                 }
                 for job in jobs_rx {
                     file.tracker
@@ -849,6 +939,7 @@ impl<H: Host> Snapshot<'_, H> {
                     let mut wanted = Vec::new();
                     let mut rows = Vec::new();
                     let mut hints = Vec::new();
+                    let mut scans = Vec::new();
                     for request in std::iter::once(first)
                         .chain(std::iter::from_fn(|| worker.requests.try_recv().ok()))
                     {
@@ -856,7 +947,14 @@ impl<H: Host> Snapshot<'_, H> {
                             Request::Page(page) => wanted.push(page),
                             Request::Rows { table, rowids } => rows.push((table, rowids)),
                             Request::Hint { hint, done } => hints.push((hint, done)),
+                            Request::Scan { table, roots, done } => {
+                                scans.push((table, roots, done))
+                            }
                         }
+                    }
+                    for (table, roots, done) in scans {
+                        self.prefetch_table(worker, table, roots).await;
+                        let _ = done.send(());
                     }
                     for (hint, done) in hints {
                         self.prefetch_index(worker, hint).await;
@@ -902,6 +1000,16 @@ impl<H: Host> Snapshot<'_, H> {
                     want.insert(page);
                 }
                 worker.next_in_run = want.last().map_or(0, |&last| last + 1);
+            }
+            for wanted in &batch {
+                for &page in &wanted.also {
+                    if want.len() >= max_pages {
+                        break;
+                    }
+                    if page >= 1 && page <= worker.page_count && pages.get(page).is_none() {
+                        want.insert(page);
+                    }
+                }
             }
         }
         if !want.is_empty() {
@@ -976,7 +1084,7 @@ impl<H: Host> Snapshot<'_, H> {
         // Pages of a level in index order, each with its place in that order.
         let mut level: Vec<(u32, Vec<usize>)> = vec![(hint.index, Vec::new())];
         let mut found: Vec<(Vec<usize>, i64)> = Vec::new();
-        let mut extra = Some(hint.table);
+        let mut extra: Vec<u32> = std::iter::once(hint.table).chain(hint.roots).collect();
         let may_hold = |low: Option<&btree::FirstColumn>, high: Option<&btree::FirstColumn>| {
             hint.keys.iter().any(|key| {
                 low.is_none_or(|low| low.cmp_key(key).is_le())
@@ -987,7 +1095,10 @@ impl<H: Host> Snapshot<'_, H> {
             if level.is_empty() {
                 break;
             }
-            let numbers = level.iter().map(|&(number, _)| number).chain(extra.take());
+            let numbers = level
+                .iter()
+                .map(|&(number, _)| number)
+                .chain(std::mem::take(&mut extra));
             if !self.fetch_quietly(numbers, worker, max_pages).await {
                 return;
             }
@@ -1041,6 +1152,33 @@ impl<H: Host> Snapshot<'_, H> {
         let rowids: Vec<i64> = found.into_iter().map(|(_, rowid)| rowid).collect();
         if !rowids.is_empty() {
             self.fetch_rows(worker, hint.table, rowids).await;
+        }
+    }
+
+    /// Fetches every page of `table`'s B-tree, a level at a time (one read per level, `roots`
+    /// with the first), for a query that reads all its rows. Overflow pages are left to the
+    /// query. A guess: it stops quietly at the bound or at a failed read.
+    async fn prefetch_table(&self, worker: &Worker, table: u32, roots: Vec<u32>) {
+        let max_pages = (MAX_READ_BYTES / worker.page_size as u64) as usize;
+        let mut level = vec![table];
+        let mut extra = roots;
+        for _ in 0..10 {
+            if level.is_empty() {
+                break;
+            }
+            let numbers = level.iter().copied().chain(std::mem::take(&mut extra));
+            if !self.fetch_quietly(numbers, worker, max_pages).await {
+                return;
+            }
+            let pages = lock(&self.pages);
+            level = level
+                .iter()
+                .filter_map(|&number| {
+                    let bytes = pages.get(number)?;
+                    btree::Page::new(number, &bytes, worker.reserved).children()
+                })
+                .flatten()
+                .collect();
         }
     }
 
@@ -1262,6 +1400,7 @@ impl Database for Queries<'_> {
                 fields,
                 keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
                 last,
+                roots: all_roots(&mut tracker),
             }
         };
         if keys.is_empty() {
@@ -1274,6 +1413,44 @@ impl Database for Queries<'_> {
         }
         Ok(())
     }
+
+    /// Sends the scan to the async side and waits until it fetched the table's pages.
+    fn will_scan(&self, table: &str) -> Result<(), QueryError> {
+        let (table, roots) = {
+            let mut tracker = self.file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(&root) = tracker.tables.get(table) else {
+                return Ok(());
+            };
+            tracker.hinted = true;
+            (root, all_roots(&mut tracker))
+        };
+        let (done, wait) = std::sync::mpsc::channel();
+        if self
+            .file
+            .requests
+            .send(Request::Scan { table, roots, done })
+            .is_ok()
+        {
+            let _ = wait.recv();
+        }
+        Ok(())
+    }
+}
+
+/// The root pages of every table and index, the first time a hint asks (then none).
+fn all_roots(tracker: &mut Tracker) -> Vec<u32> {
+    if std::mem::replace(&mut tracker.roots_sent, true) {
+        return Vec::new();
+    }
+    let mut roots: Vec<u32> = tracker
+        .tables
+        .values()
+        .chain(tracker.names.values())
+        .copied()
+        .collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots
 }
 
 #[cfg(test)]

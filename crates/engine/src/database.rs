@@ -35,6 +35,12 @@ pub trait Database {
         Ok(())
     }
 
+    /// Says that the next query reads every row of `table` (a hint, as [`Database::will_read`]).
+    fn will_scan(&self, table: &str) -> Result<(), QueryError> {
+        let _ = table;
+        Ok(())
+    }
+
     /// Whether a query with text parameters returns at least one row.
     fn exists(&self, sql: &str, params: &[&str]) -> Result<bool, QueryError> {
         Ok(!self.query(sql, params)?.is_empty())

@@ -97,6 +97,7 @@ impl Format for OpenCode {
             if !db.has_table(table)? {
                 continue;
             }
+            db.will_scan(table)?;
             let sql = format!("SELECT id, parent_id, time_updated / 1000 FROM {table}");
             for row in query_map(db, &sql, &[], SessionRow::from_row)? {
                 if seen.insert(row.id.clone()) {
@@ -191,7 +192,7 @@ impl Format for OpenCode {
                     db,
                     &format!(
                         "SELECT id, message_id, time_created, data FROM part \
-                         WHERE message_id IN ({placeholders}) AND session_id = ?1 \
+                         WHERE message_id IN ({placeholders}) AND +session_id = ?1 \
                          ORDER BY message_id, id"
                     ),
                     &params,
