@@ -173,43 +173,93 @@ impl<'p> Page<'p> {
     }
 }
 
-/// An index entry's first column, as far as comparing it with a text key needs: SQLite sorts
+/// A column of an index entry, as far as comparing it with a text key needs: SQLite sorts
 /// NULL and numbers before text, blobs after, text by its bytes (the BINARY collation).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum FirstColumn {
+pub(crate) enum KeyColumn {
     BeforeText,
     Text(Vec<u8>),
     AfterText,
 }
 
-impl FirstColumn {
-    /// From [`first_and_last`]'s first column (serial type varint, then the value's bytes).
-    fn of(first: &[u8]) -> Option<FirstColumn> {
-        let (serial, len) = varint(first, 0)?;
-        Some(match serial {
-            0..=11 => FirstColumn::BeforeText,
-            n if n % 2 == 1 => FirstColumn::Text(first[len..].to_vec()),
-            _ => FirstColumn::AfterText,
-        })
-    }
-
+impl KeyColumn {
     /// How this column compares with the text `key`.
     pub(crate) fn cmp_key(&self, key: &[u8]) -> std::cmp::Ordering {
         match self {
-            FirstColumn::BeforeText => std::cmp::Ordering::Less,
-            FirstColumn::Text(text) => text.as_slice().cmp(key),
-            FirstColumn::AfterText => std::cmp::Ordering::Greater,
+            KeyColumn::BeforeText => std::cmp::Ordering::Less,
+            KeyColumn::Text(text) => text.as_slice().cmp(key),
+            KeyColumn::AfterText => std::cmp::Ordering::Greater,
         }
     }
 }
 
-/// A cell of an index page: the child left of it (interior pages) and its entry's first
-/// column and rowid (`None` when the entry is not all on the page or not of the index's shape).
+/// An index entry: its columns before the rowid, and the rowid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexEntry {
+    pub(crate) columns: Vec<KeyColumn>,
+    pub(crate) rowid: i64,
+}
+
+impl IndexEntry {
+    pub(crate) fn first(&self) -> Option<&KeyColumn> {
+        self.columns.first()
+    }
+}
+
+/// A cell of an index page: the child left of it (interior pages) and its entry (`None` when
+/// the entry is not all on the page or not of the index's shape).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct IndexCell {
     pub(crate) child: Option<u32>,
-    pub(crate) first: Option<FirstColumn>,
-    pub(crate) rowid: Option<i64>,
+    pub(crate) entry: Option<IndexEntry>,
+}
+
+impl IndexCell {
+    pub(crate) fn first(&self) -> Option<&KeyColumn> {
+        self.entry.as_ref().and_then(IndexEntry::first)
+    }
+}
+
+/// An index entry's record of `fields` columns, the last an integer rowid.
+fn index_entry(record: &[u8], fields: usize) -> Option<IndexEntry> {
+    let (header_size, mut at) = varint(record, 0)?;
+    let header_size = usize::try_from(header_size).ok()?;
+    let mut body = header_size;
+    let mut columns = Vec::with_capacity(fields);
+    while at < header_size {
+        let (serial, len) = varint(record, at)?;
+        at += len;
+        let size = match serial {
+            0 | 8 | 9 | 10 | 11 => 0,
+            1..=4 => serial as usize,
+            5 => 6,
+            6 | 7 => 8,
+            n => usize::try_from((n - 12) / 2).ok()?,
+        };
+        let bytes = record.get(body..body + size)?;
+        body += size;
+        if columns.len() + 1 == fields {
+            let rowid = match serial {
+                8 => 0,
+                9 => 1,
+                1..=6 => {
+                    let mut value = i64::from(bytes[0] as i8);
+                    for &b in &bytes[1..] {
+                        value = (value << 8) | i64::from(b);
+                    }
+                    value
+                }
+                _ => return None,
+            };
+            return (at == header_size).then_some(IndexEntry { columns, rowid });
+        }
+        columns.push(match serial {
+            0..=11 => KeyColumn::BeforeText,
+            n if n % 2 == 1 => KeyColumn::Text(bytes.to_vec()),
+            _ => KeyColumn::AfterText,
+        });
+    }
+    None
 }
 
 impl Page<'_> {
@@ -252,15 +302,9 @@ impl Page<'_> {
                     if self.local_payload(size, false) != size {
                         return None;
                     }
-                    let (first, rowid) =
-                        first_and_last(self.bytes.get(at + len..at + len + size)?, fields)?;
-                    Some((FirstColumn::of(&first)?, rowid))
+                    index_entry(self.bytes.get(at + len..at + len + size)?, fields)
                 });
-                IndexCell {
-                    child,
-                    first: entry.as_ref().map(|(first, _)| first.clone()),
-                    rowid: entry.map(|(_, rowid)| rowid),
-                }
+                IndexCell { child, entry }
             })
             .collect();
         let right = match interior {
@@ -426,9 +470,9 @@ mod tests {
             let mut next = Vec::new();
             for number in level {
                 let (cells, right) = page(&bytes, number).index_cells(2).unwrap();
-                let mut low: Option<&FirstColumn> = None;
+                let mut low: Option<&KeyColumn> = None;
                 for cell in &cells {
-                    let first = cell.first.as_ref().unwrap();
+                    let first = cell.first().unwrap();
                     let above_low = low.is_none_or(|low| low.cmp_key(key).is_le());
                     if let Some(child) = cell.child
                         && above_low
@@ -437,7 +481,7 @@ mod tests {
                         next.push(child);
                     }
                     if first.cmp_key(key).is_eq() {
-                        rowids.push(cell.rowid.unwrap());
+                        rowids.push(cell.entry.as_ref().unwrap().rowid);
                     }
                     low = Some(first);
                 }
@@ -453,8 +497,18 @@ mod tests {
         rowids.sort_unstable();
         let want: Vec<i64> = (1..=20000).filter(|i| i % 997 == 42).collect();
         assert_eq!(rowids, want);
-        assert_eq!(FirstColumn::of(&[1, 5]), Some(FirstColumn::BeforeText));
-        assert_eq!(FirstColumn::of(&[12]), Some(FirstColumn::AfterText));
+        assert_eq!(
+            index_entry(&[4, 1, 0x11, 1, 5, b'a', b'b', 7], 3),
+            Some(IndexEntry {
+                columns: vec![KeyColumn::BeforeText, KeyColumn::Text(b"ab".to_vec())],
+                rowid: 7
+            })
+        );
+        assert_eq!(
+            index_entry(&[3, 12, 1, 7], 2).unwrap().columns,
+            [KeyColumn::AfterText]
+        );
+        assert_eq!(index_entry(&[3, 1, 1, 5, 7], 3), None);
     }
 
     #[test]

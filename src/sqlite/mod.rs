@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use clankie_engine::database::{Database, QueryError, SqlValue};
+use clankie_engine::database::{Database, IndexRead, QueryError, SqlValue};
 use clankie_engine::session::{self, SessionFile};
 use clankie_engine::wal::WalIndex;
 use clankie_engine::{SourceCtx, harness, rows::RowRecords};
@@ -61,6 +61,9 @@ pub const CACHE_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_READ_AHEAD_PAGES: u32 = 64;
 /// The database header's size: what a load reads of the file before any page.
 const DB_HEADER: u64 = 100;
+/// What a load reads of the file when page 1 is not cached: page 1 at SQLite's default page
+/// size (the pages within it at a smaller one).
+const FIRST_READ: u64 = 4096;
 
 /// Why a database could not be read (besides host errors).
 #[derive(Debug, thiserror::Error)]
@@ -257,17 +260,218 @@ enum Request {
     },
 }
 
-/// The rows a query is about to read through an index: the entries whose first column is one
-/// of `keys`, only the last `last` of them in index order when given.
+/// The rows queries are about to read through an index ([`IndexRead`]), in pages: the index's
+/// root, its table's, and its columns with the rowid.
 struct IndexHint {
     index: u32,
     table: u32,
     fields: usize,
     keys: Vec<Vec<u8>>,
     last: Option<usize>,
+    /// The next index, whose keys are this column of the entries found.
+    then: Option<(Box<IndexHint>, usize)>,
     /// The root pages of the schema's other B-trees, with the first hint of a snapshot: the
     /// next hints need theirs, and they cost nothing in the same read.
     roots: Vec<u32>,
+}
+
+/// Entries an index page holds at the least, for keys as short as ids (a guess): how many
+/// pages of a level an [`IndexRead::last`] follows.
+const ENTRIES_PER_PAGE: usize = 16;
+
+/// A page of an index on a walk down to some keys: its place in index order (the child or
+/// cell indexes from the root), and which of the keys it may hold.
+struct IndexStep {
+    page: u32,
+    place: Vec<usize>,
+    keys: Vec<usize>,
+}
+
+/// One descent of [`Snapshot::prefetch`] in progress.
+enum Walk {
+    /// Down an index to the entries of its keys; `found`: the entries so far, by place.
+    Index {
+        hint: IndexHint,
+        level: Vec<IndexStep>,
+        found: Vec<(Vec<usize>, btree::IndexEntry)>,
+    },
+    /// Down a table to rows: the pages of the level, each with the rowids below it.
+    Rows { level: BTreeMap<u32, Vec<i64>> },
+    /// Pages with nothing below them (overflow pages).
+    Pages(Vec<u32>),
+}
+
+impl Walk {
+    fn index(hint: IndexHint) -> Walk {
+        let step = IndexStep {
+            page: hint.index,
+            place: Vec::new(),
+            keys: (0..hint.keys.len()).collect(),
+        };
+        Walk::Index {
+            hint,
+            level: vec![step],
+            found: Vec::new(),
+        }
+    }
+
+    /// The pages of its current level.
+    fn pages(&self) -> Vec<u32> {
+        match self {
+            Walk::Index { level, .. } => level.iter().map(|step| step.page).collect(),
+            Walk::Rows { level } => level.keys().copied().collect(),
+            Walk::Pages(pages) => pages.clone(),
+        }
+    }
+
+    /// Goes one level down from the pages read: pushes what goes on (itself, the rows its
+    /// entries point to, the next index) onto `out`.
+    fn step(self, pages: &Pages, reserved: usize, out: &mut Vec<Walk>) {
+        match self {
+            Walk::Index {
+                hint,
+                level,
+                mut found,
+            } => {
+                let mut next = Vec::new();
+                for step in level {
+                    let Some(bytes) = pages.get(step.page) else {
+                        continue;
+                    };
+                    let page = btree::Page::new(step.page, &bytes, reserved);
+                    let Some((cells, right)) = page.index_cells(hint.fields) else {
+                        continue;
+                    };
+                    index_step(&hint, &step, &cells, right, &mut next, &mut found);
+                }
+                if let Some(last) = hint.last {
+                    let keep = 2 + last / ENTRIES_PER_PAGE;
+                    next.drain(..next.len().saturating_sub(keep));
+                }
+                if !next.is_empty() {
+                    out.push(Walk::Index {
+                        hint,
+                        level: next,
+                        found,
+                    });
+                    return;
+                }
+                found.sort_by(|a, b| a.0.cmp(&b.0));
+                if let Some(last) = hint.last {
+                    found.drain(..found.len().saturating_sub(last));
+                }
+                if !found.is_empty() {
+                    let rowids = found.iter().map(|(_, entry)| entry.rowid).collect();
+                    out.push(Walk::Rows {
+                        level: BTreeMap::from([(hint.table, rowids)]),
+                    });
+                }
+                if let Some((mut then, column)) = hint.then {
+                    then.keys = found
+                        .iter()
+                        .filter_map(|(_, entry)| match entry.columns.get(column) {
+                            Some(btree::KeyColumn::Text(text)) => Some(text.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    then.keys.sort();
+                    then.keys.dedup();
+                    if !then.keys.is_empty() {
+                        out.push(Walk::index(*then));
+                    }
+                }
+            }
+            Walk::Rows { level } => {
+                let mut next: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+                let mut overflow = BTreeSet::new();
+                for (number, rowids) in level {
+                    let Some(bytes) = pages.get(number) else {
+                        continue;
+                    };
+                    let page = btree::Page::new(number, &bytes, reserved);
+                    for rowid in rowids {
+                        if let Some(child) = page.table_child(rowid) {
+                            next.entry(child).or_default().push(rowid);
+                        } else if let Some((first, count)) = page.overflow(rowid) {
+                            overflow.extend((first..first.saturating_add(count)).take(64));
+                        }
+                    }
+                }
+                if !next.is_empty() {
+                    out.push(Walk::Rows { level: next });
+                }
+                if !overflow.is_empty() {
+                    out.push(Walk::Pages(overflow.into_iter().collect()));
+                }
+            }
+            Walk::Pages(_) => {}
+        }
+    }
+}
+
+/// One index page of a walk: the children that may hold the step's keys go to `next` (each
+/// with the keys it may hold), the entries of its keys to `found`. An entry not understood
+/// bounds nothing: the children on both sides of it may hold any key.
+fn index_step(
+    hint: &IndexHint,
+    step: &IndexStep,
+    cells: &[btree::IndexCell],
+    right: Option<u32>,
+    next: &mut Vec<IndexStep>,
+    found: &mut Vec<(Vec<usize>, btree::IndexEntry)>,
+) {
+    let at = |i: usize| {
+        let mut place = step.place.clone();
+        place.push(i);
+        place
+    };
+    // The keys between two bounds (`None`: unbounded on that side).
+    let between = |low: Option<&btree::KeyColumn>, high: Option<&btree::KeyColumn>| {
+        step.keys
+            .iter()
+            .copied()
+            .filter(|&k| {
+                let key = &hint.keys[k];
+                low.is_none_or(|low| low.cmp_key(key).is_le())
+                    && high.is_none_or(|high| high.cmp_key(key).is_ge())
+            })
+            .collect::<Vec<usize>>()
+    };
+    let mut low: Option<&btree::KeyColumn> = None;
+    let mut low_known = true;
+    for (i, cell) in cells.iter().enumerate() {
+        let first = cell.first();
+        if let Some(child) = cell.child {
+            let keys = between(low.filter(|_| low_known), first);
+            if !keys.is_empty() {
+                next.push(IndexStep {
+                    page: child,
+                    place: at(2 * i),
+                    keys,
+                });
+            }
+        }
+        if let (Some(first), Some(entry)) = (first, &cell.entry)
+            && step
+                .keys
+                .iter()
+                .any(|&k| first.cmp_key(&hint.keys[k]).is_eq())
+        {
+            found.push((at(2 * i + 1), entry.clone()));
+        }
+        low = first;
+        low_known = first.is_some();
+    }
+    if let Some(right) = right {
+        let keys = between(low.filter(|_| low_known), None);
+        if !keys.is_empty() {
+            next.push(IndexStep {
+                page: right,
+                place: at(2 * cells.len()),
+                keys,
+            });
+        }
+    }
 }
 
 /// Which B-tree SQLite reads, from the pages it asks for, to guess the pages it reads next.
@@ -639,8 +843,14 @@ impl<H: Host> Snapshot<'_, H> {
 
     /// Both headers in one call; the database must exist, the WAL need not.
     async fn headers(&self) -> Result<Headers, DatabaseError> {
+        // Without page 1 cached, the first page of the usual size comes with the header: SQLite
+        // reads it first thing, and it would cost a round trip of its own.
+        let db_len = match lock(&self.pages).get(1) {
+            Some(_) => DB_HEADER,
+            None => FIRST_READ,
+        };
         let reads = [
-            (self.db_ref.clone(), vec![ByteRange::new(0, DB_HEADER)]),
+            (self.db_ref.clone(), vec![ByteRange::new(0, db_len)]),
             (
                 self.wal_ref.clone(),
                 vec![ByteRange::new(0, clankie_engine::wal::HEADER as u64)],
@@ -713,7 +923,17 @@ impl<H: Host> Snapshot<'_, H> {
             .as_ref()
             .and_then(WalIndex::db_pages)
             .unwrap_or(header_pages);
-        lock(&self.pages).wal = wal;
+        {
+            let mut pages = lock(&self.pages);
+            pages.wal = wal;
+            // The pages read with the header are of the version it describes.
+            for (i, bytes) in headers.db.chunks_exact(page_size).enumerate() {
+                let number = i as u32 + 1;
+                if !pages.wal_pages.contains_key(&number) && pages.get(number).is_none() {
+                    pages.insert_file_page(number, bytes.into());
+                }
+            }
+        }
         let reserved = headers.db.get(20).map_or(0, |&r| usize::from(r));
         Ok(self.start(page_size, page_count, reserved))
     }
@@ -956,8 +1176,9 @@ impl<H: Host> Snapshot<'_, H> {
                         self.prefetch_table(worker, table, roots).await;
                         let _ = done.send(());
                     }
-                    for (hint, done) in hints {
-                        self.prefetch_index(worker, hint).await;
+                    for (mut hint, done) in hints {
+                        let roots = std::mem::take(&mut hint.roots);
+                        self.prefetch(worker, Walk::index(hint), roots).await;
                         let _ = done.send(());
                     }
                     // The rows first: the page asked for next is likely among them.
@@ -1031,127 +1252,45 @@ impl<H: Host> Snapshot<'_, H> {
     }
 
     /// Fetches the pages down `table`'s B-tree to each of `rowids` and their rows' overflow
-    /// pages, a level at a time (one read per level), as far as the pages say. A guess: it
-    /// stops quietly at the bound, at a page it does not understand, or at a host error (the
-    /// read SQLite makes next will meet it again and report it).
+    /// pages, a level at a time (one read per level), as far as the pages say.
     async fn fetch_rows(&self, worker: &Worker, table: u32, rowids: Vec<i64>) {
-        let page_size = worker.page_size;
-        let max_pages = (MAX_READ_BYTES / page_size as u64) as usize;
-        let mut level: BTreeMap<u32, Vec<i64>> = BTreeMap::from([(table, rowids)]);
-        let mut overflow = BTreeSet::new();
-        // A B-tree deeper than this is not one SQLite writes below 2^64 rows.
-        for _ in 0..10 {
-            if level.is_empty() {
+        let walk = Walk::Rows {
+            level: BTreeMap::from([(table, rowids)]),
+        };
+        self.prefetch(worker, walk, Vec::new()).await;
+    }
+
+    /// Runs `first` and the walks it leads to together, one read per level of all of them
+    /// (`roots` with the first): what a level of one needs is read with the others'. A guess:
+    /// it stops quietly at the bound, at a page it does not understand, or at a host error
+    /// (the read SQLite makes next will meet it again and report it).
+    async fn prefetch(&self, worker: &Worker, first: Walk, roots: Vec<u32>) {
+        let max_pages = (MAX_READ_BYTES / worker.page_size as u64) as usize;
+        let mut walks = vec![first];
+        let mut extra = roots;
+        // A B-tree deeper than 10 is not one SQLite writes below 2^64 rows; two indexes, a
+        // table each and the overflow pages stay well within this.
+        for _ in 0..40 {
+            if walks.is_empty() {
                 break;
             }
+            let numbers: Vec<u32> = walks
+                .iter()
+                .flat_map(Walk::pages)
+                .chain(std::mem::take(&mut extra))
+                .collect();
             if !self
-                .fetch_quietly(level.keys().copied(), worker, max_pages)
+                .fetch_quietly(numbers.into_iter(), worker, max_pages)
                 .await
             {
                 return;
             }
-            let mut next: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
             let pages = lock(&self.pages);
-            for (number, rowids) in level {
-                let Some(bytes) = pages.get(number) else {
-                    continue;
-                };
-                let page = btree::Page::new(number, &bytes, worker.reserved);
-                for rowid in rowids {
-                    if let Some(child) = page.table_child(rowid) {
-                        next.entry(child).or_default().push(rowid);
-                    } else if let Some((first, count)) = page.overflow(rowid) {
-                        overflow.extend((first..first.saturating_add(count)).take(64));
-                    }
-                }
-            }
-            drop(pages);
-            level = next;
-        }
-        self.fetch_quietly(overflow.into_iter(), worker, max_pages)
-            .await;
-    }
-
-    /// Fetches the pages down `hint.index` to the entries of its keys, a level at a time (one
-    /// read per level, the table's root with the index's), then the rows they point to
-    /// ([`Self::fetch_rows`]). With `last`, only the rightmost few pages of each level are
-    /// followed, enough for that many entries. A guess, like `fetch_rows`: pages it misses
-    /// SQLite reads itself.
-    async fn prefetch_index(&self, worker: &Worker, hint: IndexHint) {
-        /// Entries an index page holds at the least, for keys as short as ids (a guess).
-        const ENTRIES_PER_PAGE: usize = 16;
-        let max_pages = (MAX_READ_BYTES / worker.page_size as u64) as usize;
-        // Pages of a level in index order, each with its place in that order.
-        let mut level: Vec<(u32, Vec<usize>)> = vec![(hint.index, Vec::new())];
-        let mut found: Vec<(Vec<usize>, i64)> = Vec::new();
-        let mut extra: Vec<u32> = std::iter::once(hint.table).chain(hint.roots).collect();
-        let may_hold = |low: Option<&btree::FirstColumn>, high: Option<&btree::FirstColumn>| {
-            hint.keys.iter().any(|key| {
-                low.is_none_or(|low| low.cmp_key(key).is_le())
-                    && high.is_none_or(|high| high.cmp_key(key).is_ge())
-            })
-        };
-        for _ in 0..10 {
-            if level.is_empty() {
-                break;
-            }
-            let numbers = level
-                .iter()
-                .map(|&(number, _)| number)
-                .chain(std::mem::take(&mut extra));
-            if !self.fetch_quietly(numbers, worker, max_pages).await {
-                return;
-            }
             let mut next = Vec::new();
-            let pages = lock(&self.pages);
-            for (number, place) in &level {
-                let Some(bytes) = pages.get(*number) else {
-                    continue;
-                };
-                let page = btree::Page::new(*number, &bytes, worker.reserved);
-                let Some((cells, right)) = page.index_cells(hint.fields) else {
-                    continue;
-                };
-                let at = |i: usize| {
-                    let mut place = place.clone();
-                    place.push(i);
-                    place
-                };
-                // An entry not understood bounds nothing: the children on both sides of it.
-                let mut low: Option<Option<&btree::FirstColumn>> = Some(None);
-                for (i, cell) in cells.iter().enumerate() {
-                    if let Some(child) = cell.child
-                        && low.is_none_or(|low| may_hold(low, cell.first.as_ref()))
-                    {
-                        next.push((child, at(2 * i)));
-                    }
-                    if let (Some(first), Some(rowid)) = (&cell.first, cell.rowid)
-                        && hint.keys.iter().any(|key| first.cmp_key(key).is_eq())
-                    {
-                        found.push((at(2 * i + 1), rowid));
-                    }
-                    low = cell.first.as_ref().map(Some);
-                }
-                if let Some(right) = right
-                    && low.is_none_or(|low| may_hold(low, None))
-                {
-                    next.push((right, at(2 * cells.len())));
-                }
+            for walk in walks {
+                walk.step(&pages, worker.reserved, &mut next);
             }
-            drop(pages);
-            if let Some(last) = hint.last {
-                let keep = 2 + last / ENTRIES_PER_PAGE;
-                next.drain(..next.len().saturating_sub(keep));
-            }
-            level = next;
-        }
-        found.sort();
-        if let Some(last) = hint.last {
-            found.drain(..found.len().saturating_sub(last));
-        }
-        let rowids: Vec<i64> = found.into_iter().map(|(_, rowid)| rowid).collect();
-        if !rowids.is_empty() {
-            self.fetch_rows(worker, hint.table, rowids).await;
+            walks = next;
         }
     }
 
@@ -1384,30 +1523,43 @@ impl Database for Queries<'_> {
 
     /// Sends the hint to the async side and waits until it fetched what it guessed; an index
     /// not in the schema (or not of a rowid table) is no hint.
-    fn will_read(&self, index: &str, keys: &[&str], last: Option<usize>) -> Result<(), QueryError> {
+    fn will_read(&self, read: &IndexRead<'_>) -> Result<(), QueryError> {
         let hint = {
             let mut tracker = self.file.tracker.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(&root) = tracker.names.get(index) else {
+            let resolve = |tracker: &Tracker, index: &str, keys: &[&str]| {
+                let root = *tracker.names.get(index)?;
+                let &(table, fields) = tracker.indexes.get(&root)?;
+                Some(IndexHint {
+                    index: root,
+                    table,
+                    fields,
+                    keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+                    last: None,
+                    then: None,
+                    roots: Vec::new(),
+                })
+            };
+            let Some(mut hint) = resolve(&tracker, read.index, &read.keys) else {
                 return Ok(());
             };
-            let Some(&(table, fields)) = tracker.indexes.get(&root) else {
-                return Ok(());
-            };
+            hint.last = read.last;
+            hint.then = read.then.and_then(|(index, column)| {
+                Some((Box::new(resolve(&tracker, index, &[])?), column))
+            });
             tracker.hinted = true;
-            IndexHint {
-                index: root,
-                table,
-                fields,
-                keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
-                last,
-                roots: all_roots(&mut tracker),
-            }
+            hint.roots = all_roots(&mut tracker);
+            hint
         };
-        if keys.is_empty() {
+        if hint.keys.is_empty() {
             return Ok(());
         }
         let (done, wait) = std::sync::mpsc::channel();
-        if self.file.requests.send(Request::Hint { hint, done }).is_ok() {
+        if self
+            .file
+            .requests
+            .send(Request::Hint { hint, done })
+            .is_ok()
+        {
             // Gone: the query's own reads will say why.
             let _ = wait.recv();
         }
@@ -1680,6 +1832,119 @@ mod tests {
         // Without the guess, a read (a round trip) per row and per overflow page.
         let calls = host.calls.get();
         assert!(calls < 30, "{calls} reads");
+    }
+
+    /// OpenCode's tables and indexes (as `tests/fixtures/opencode/` creates them) with
+    /// `messages` messages of `ses_read` among nine times as many of other sessions, each with
+    /// two parts of about 5 KB (each on a leaf of its own, with an overflow page), the newest
+    /// message an assistant's still being written.
+    fn opencode_database(dir: &std::path::Path, messages: usize) -> (Connection, FileEntry) {
+        let (writer, entry) = database(dir);
+        writer
+            .execute_batch(
+                "CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,
+                   time_created integer NOT NULL, time_updated integer NOT NULL,
+                   data text NOT NULL);
+                 CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL,
+                   session_id text NOT NULL, time_created integer NOT NULL,
+                   time_updated integer NOT NULL, data text NOT NULL);
+                 CREATE INDEX message_session_time_created_id_idx
+                   ON message (session_id, time_created, id);
+                 CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+                 CREATE INDEX part_session_idx ON part (session_id);",
+            )
+            .unwrap();
+        writer.execute_batch("BEGIN").unwrap();
+        for n in 0..messages * 10 {
+            let session = if n % 10 == 3 { "ses_read" } else { "ses_other" };
+            let message = format!("msg_{n:08}");
+            let role = if n % 20 == 3 { "user" } else { "assistant" };
+            let done = if n + 10 >= messages * 10 {
+                ""
+            } else {
+                ",\"completed\":2"
+            };
+            writer
+                .execute(
+                    "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+                    (
+                        &message,
+                        session,
+                        1000 + n as i64,
+                        format!("{{\"role\":\"{role}\",\"time\":{{\"created\":1{done}}}}}"),
+                    ),
+                )
+                .unwrap();
+            for k in 0..2 {
+                let text = format!("{n} {k} {}", "y".repeat(5000));
+                let data = if k == 1 && role == "assistant" && n % 40 == 13 {
+                    // A tool part: two records.
+                    serde_json::json!({"type": "tool", "tool": "bash", "callID": format!("c{n}"),
+                        "state": {"status": "completed", "input": {"command": "ls"},
+                        "output": text}})
+                } else {
+                    serde_json::json!({"type": "text", "text": text, "time": {"end": 1}})
+                };
+                writer
+                    .execute(
+                        "INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                        (
+                            format!("prt_{n:08}{k}"),
+                            &message,
+                            session,
+                            1000 + n as i64,
+                            data.to_string(),
+                        ),
+                    )
+                    .unwrap();
+            }
+        }
+        writer
+            .execute_batch("COMMIT; PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+        (writer, entry)
+    }
+
+    #[tokio::test]
+    async fn the_newest_records_from_the_newest_rows_are_the_newest_of_all_for_few_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_writer, entry) = opencode_database(dir.path(), 120);
+        let ctx = SourceCtx {
+            host: "local".into(),
+            harness: entry.harness,
+            session: "ses_read".into(),
+            agent: None,
+        };
+        let databases = Databases::default();
+        let host = Counting::new();
+        let all = databases
+            .load(&host, &entry)
+            .await
+            .unwrap()
+            .records(&ctx)
+            .await
+            .unwrap();
+        assert!(!all.older_omitted && all.pending);
+        let full_bytes = host.take();
+        for limit in [1, 2, 7, 50, 400] {
+            // A reader of its own: nothing cached.
+            let databases = Databases::default();
+            let host = Counting::new();
+            let snapshot = databases.load(&host, &entry).await.unwrap();
+            let newest = snapshot.newest_records(&ctx, limit).await.unwrap();
+            let n = newest.records.len();
+            assert!(n >= limit.min(all.records.len()), "{limit}: {n}");
+            assert_eq!(newest.records[..], all.records[all.records.len() - n..]);
+            assert_eq!(newest.pending, all.pending);
+            assert_eq!(newest.older_omitted, n < all.records.len(), "{limit}");
+            if limit <= 50 {
+                // Each level of each B-tree in one read, not a read per row.
+                let calls = host.calls.get();
+                assert!(calls <= 16, "{limit}: {calls} reads");
+                let bytes = host.take();
+                assert!(bytes < full_bytes / 2, "{limit}: {bytes} of {full_bytes}");
+            }
+        }
     }
 
     #[tokio::test]

@@ -92,7 +92,14 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
     let mut reset = false;
     let mut notice = None;
     if rows.older_omitted && matches!(request.mode, Mode::Tail) {
-        return Ok(newest_page(rows, &hashes, limit, binding, warnings, request.redact));
+        return Ok(newest_page(
+            rows,
+            &hashes,
+            limit,
+            binding,
+            warnings,
+            request.redact,
+        ));
     }
     let (start, end) = match &request.mode {
         Mode::Tail => (n.saturating_sub(limit), n),
@@ -183,7 +190,11 @@ fn newest_page(
                 .zip(&hashes[page.clone()])
                 .map(|(r, h)| (r.id.as_str(), h)),
         ),
-        key: rows.records.last().map(|r| r.id.clone()).unwrap_or_default(),
+        key: rows
+            .records
+            .last()
+            .map(|r| r.id.clone())
+            .unwrap_or_default(),
         anchored: true,
     };
     let mut records = rows.records[page].to_vec();

@@ -16,7 +16,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::database::{Database, QueryError, SessionRow, query_map};
+use crate::database::{Database, IndexRead, QueryError, SessionRow, query_map};
 use crate::harness::{Format, Source};
 use crate::records::{Out, count, json_arguments, stamp_model, str_of, text_of};
 use crate::rows::{RowRecords, rfc3339_millis};
@@ -165,7 +165,13 @@ impl Format for OpenCode {
         }
         let mut wanted = limit.max(1);
         loop {
-            db.will_read(MESSAGE_INDEX, &[id], Some(wanted))?;
+            // The index's third column is the message's id: its parts' key.
+            db.will_read(&IndexRead {
+                index: MESSAGE_INDEX,
+                keys: vec![id],
+                last: Some(wanted),
+                then: Some((PART_INDEX, 2)),
+            })?;
             let mut messages = query_map(
                 db,
                 &format!(
@@ -178,7 +184,12 @@ impl Format for OpenCode {
             messages.reverse();
             let all = messages.len() < wanted;
             let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-            db.will_read(PART_INDEX, &ids, None)?;
+            db.will_read(&IndexRead {
+                index: PART_INDEX,
+                keys: ids.clone(),
+                last: None,
+                then: None,
+            })?;
             let mut parts = Vec::new();
             // A few hundred parameters a query, well within SQLite's limit.
             for chunk in ids.chunks(500) {
