@@ -178,6 +178,26 @@ fn a_database_over_64_mib_lists_and_reads_its_newest_page_fetching_little() {
         peak_kib < MEMORY_BOUND_KIB,
         "peak {peak_kib} KiB reading a {size}-byte database"
     );
+
+    // --since the page's cursor reads the newest rows again, not all: nothing new, then the
+    // one row committed since.
+    let cursor = page(&ndjson(&read))["cursor"].as_str().unwrap().to_string();
+    let since = || {
+        let out = reader(
+            sshd,
+            home.path(),
+            &["read", &target, "--json", "--since", &cursor],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let moved = bytes_moved(&out);
+        assert!(moved < 4 * 1024 * 1024, "--since moved {moved} bytes");
+        ids(&records(&ndjson(&out)))
+    };
+    assert!(since().is_empty());
+    add_row(&conn, SESSION, 1000 + MESSAGES, "new");
+    assert_eq!(since(), [part_id(1000 + MESSAGES)]);
     drop(conn);
 }
 

@@ -91,15 +91,33 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
     }
     let mut reset = false;
     let mut notice = None;
-    if rows.older_omitted && matches!(request.mode, Mode::Tail) {
-        return Ok(newest_page(
-            rows,
-            &hashes,
-            limit,
-            binding,
-            warnings,
-            request.redact,
-        ));
+    if rows.older_omitted {
+        match &request.mode {
+            Mode::Tail => {
+                return Ok(newest_page(
+                    rows,
+                    &hashes,
+                    limit,
+                    binding,
+                    warnings,
+                    request.redact,
+                ));
+            }
+            Mode::Since(Cursor::Rows(cursor))
+                if cursor.anchored && anchored_fit(&rows, cursor) == Some(true) =>
+            {
+                return Ok(newest_since_page(
+                    rows,
+                    &hashes,
+                    cursor,
+                    limit,
+                    warnings,
+                    request.redact,
+                ));
+            }
+            // The driver reads all rows for anything else.
+            _ => {}
+        }
     }
     let (start, end) = match &request.mode {
         Mode::Tail => (n.saturating_sub(limit), n),
@@ -211,6 +229,76 @@ fn newest_page(
         warnings,
         screen: Vec::new(),
     }
+}
+
+/// The page after an anchored cursor's key, from records that are the source's newest only
+/// and hold the cursor's records ([`anchored_fit`]): its cursor is anchored again, at the
+/// page's last record (or is the one given, for a page of nothing new).
+fn newest_since_page(
+    rows: RowRecords,
+    hashes: &[[u8; 16]],
+    given: &RowCursor,
+    limit: usize,
+    warnings: Vec<String>,
+    redact: bool,
+) -> Page {
+    let n = rows.records.len();
+    let start = key_end(&rows.records, &given.key).unwrap_or(n);
+    let end = n.min(start + limit);
+    let cursor = if end > start {
+        RowCursor {
+            binding: given.binding,
+            position: (end - start) as u64,
+            prefix_hash: prefix_hash(
+                rows.records[start..end]
+                    .iter()
+                    .zip(&hashes[start..end])
+                    .map(|(r, h)| (r.id.as_str(), h)),
+            ),
+            key: rows.records[end - 1].id.clone(),
+            anchored: true,
+        }
+    } else {
+        given.clone()
+    };
+    let mut records = rows.records[start..end].to_vec();
+    if redact {
+        super::redact::redact_records(&mut records);
+    }
+    Page {
+        records,
+        cursor: Cursor::Rows(cursor),
+        older: true,
+        more: end < n,
+        pending_tail: end == n && rows.pending,
+        reset: false,
+        warnings,
+        screen: Vec::new(),
+    }
+}
+
+/// Whether records that may be the source's newest only hold an anchored cursor's records:
+/// `Some(true)` when they do, unchanged; `Some(false)` when they do and one changed, or when
+/// they are all the source's and the key is gone (the cursor is stale); `None` when older
+/// records are needed to tell.
+pub fn anchored_fit(rows: &RowRecords, cursor: &RowCursor) -> Option<bool> {
+    let hashed = usize::try_from(cursor.position).unwrap_or(usize::MAX);
+    let end = match key_end(&rows.records, &cursor.key) {
+        Some(end) if end >= hashed => end,
+        _ if rows.older_omitted => return None,
+        _ => return Some(false),
+    };
+    let hashes: Vec<[u8; 16]> = rows.records[end - hashed..end]
+        .iter()
+        .map(content_hash)
+        .collect();
+    let hash = prefix_hash(
+        rows.records[end - hashed..end]
+            .iter()
+            .zip(&hashes)
+            .map(|(r, h)| (r.id.as_str(), h)),
+    );
+    Some(hash == cursor.prefix_hash)
 }
 
 /// Where the records after an anchored cursor's key start: just after its last occurrence.
@@ -363,6 +451,59 @@ mod tests {
         let mut before = all;
         before.records[0] = rec("a", "changed");
         assert!(!since(before).reset);
+    }
+
+    #[test]
+    fn since_an_anchored_cursor_the_newest_records_that_hold_it_give_the_next_page() {
+        let newest = |ids: &[&str]| RowRecords {
+            older_omitted: true,
+            ..rows(ids, false)
+        };
+        let tail = page(&ctx(), newest(&["c", "d"]), &req(Mode::Tail, 2, false)).unwrap();
+        let Cursor::Rows(anchored) = tail.cursor.clone() else {
+            panic!("not a row cursor");
+        };
+        // Too few to hold the cursor's records, or a record of them changed.
+        assert_eq!(anchored_fit(&newest(&["d", "e"]), &anchored), None);
+        assert_eq!(
+            anchored_fit(&newest(&["b", "c", "d", "e"]), &anchored),
+            Some(true)
+        );
+        let mut edited = newest(&["c", "d", "e"]);
+        edited.records[1] = rec("d", "changed");
+        assert_eq!(anchored_fit(&edited, &anchored), Some(false));
+        assert_eq!(
+            anchored_fit(&rows(&["a", "b"], false), &anchored),
+            Some(false)
+        );
+        let since = |records: RowRecords, limit: usize| {
+            page(
+                &ctx(),
+                records,
+                &req(Mode::Since(tail.cursor.clone()), limit, false),
+            )
+            .unwrap()
+        };
+        let none = since(newest(&["b", "c", "d"]), 5);
+        assert!(none.records.is_empty() && !none.more && !none.reset);
+        assert_eq!(none.cursor, tail.cursor);
+        let first = since(newest(&["c", "d", "e", "f", "g"]), 2);
+        assert_eq!(
+            (ids(&first), first.more, first.older),
+            (vec!["e", "f"], true, true)
+        );
+        // Its cursor goes on, from the newest records or from all of them alike.
+        let after = |records: RowRecords| {
+            page(
+                &ctx(),
+                records,
+                &req(Mode::Since(first.cursor.clone()), 5, false),
+            )
+            .unwrap()
+        };
+        assert_eq!(ids(&after(newest(&["e", "f", "g"]))), ["g"]);
+        let all = after(rows(&["a", "b", "c", "d", "e", "f", "g"], false));
+        assert_eq!((ids(&all), all.reset), (vec!["g"], false));
     }
 
     #[test]
