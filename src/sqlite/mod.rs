@@ -9,9 +9,17 @@
 //!   does not have sends the page number over a channel and waits; the async side (the
 //!   snapshot's methods, awaiting the query) answers by reading the host, with the pages
 //!   queued meanwhile and, when SQLite reads a run of adjacent pages (a table scan, an
-//!   overflow chain), a read-ahead window that doubles up to [`MAX_READ_AHEAD_PAGES`]. So any
-//!   tokio runtime works, the current-thread one too. The host's files are never opened by
-//!   SQLite, so no `-shm`, journal or lock ever appears next to them.
+//!   overflow chain) or the next children of an interior page ([`Siblings`]), a read-ahead
+//!   window that doubles up to [`MAX_READ_AHEAD_PAGES`]. So any tokio runtime works, the
+//!   current-thread one too. The host's files are never opened by SQLite, so no `-shm`,
+//!   journal or lock ever appears next to them.
+//! - Round trips: pages that depend on each other (a B-tree's levels) cost a read each, so
+//!   what can be known ahead is fetched a level at a time, all of a level in one read: the
+//!   harness says what its next queries read ([`Database::will_read`]: an index and its keys,
+//!   then a second index keyed by the entries found; [`Database::will_scan`]), and the async
+//!   side walks those B-trees itself ([`Walk`], [`btree`]) before SQLite runs the query on
+//!   cached pages; without a hint, an index leaf SQLite reads has its rows fetched so
+//!   (`guess_next`).
 //! - WAL: its header and then its frames, whole (their checksums cover the pages, and a frame
 //!   caught half written can only be told by them), from where the last load stopped; the
 //!   newest committed version of each page is served from them ([`clankie_engine::wal`]). SQLite
@@ -1546,13 +1554,13 @@ impl Database for Queries<'_> {
             hint.then = read.then.and_then(|(index, column)| {
                 Some((Box::new(resolve(&tracker, index, &[])?), column))
             });
+            if hint.keys.is_empty() {
+                return Ok(());
+            }
             tracker.hinted = true;
             hint.roots = all_roots(&mut tracker);
             hint
         };
-        if hint.keys.is_empty() {
-            return Ok(());
-        }
         let (done, wait) = std::sync::mpsc::channel();
         if self
             .file
