@@ -215,7 +215,8 @@ impl Format for OpenCode {
                 rows.older_omitted = !all;
                 return Ok(rows);
             }
-            wanted = wanted.saturating_mul(4);
+            // Within what SQLite's LIMIT takes; a session has far fewer messages.
+            wanted = wanted.saturating_mul(4).min(i64::MAX as usize);
         }
     }
 
