@@ -582,11 +582,33 @@ impl<'h, H: Host> Reader<'h, H> {
             // Sessions of a database (queried page by page) and whole-document transcripts are
             // read whole and paged over their records, with the row cursor class.
             let rows = if source == Source::Database {
-                self.databases
-                    .load(self.host, &session.entry)
-                    .await?
-                    .records(&ctx)
-                    .await?
+                let snapshot = self.databases.load(self.host, &session.entry).await?;
+                match &request.mode {
+                    // The newest rows only, where the harness can (a tail page's cursor is then
+                    // anchored at its last record).
+                    Mode::Tail => {
+                        let limit = request.limit.clamp(1, clankie_model::limits::MAX_LIMIT);
+                        snapshot.newest_records(&ctx, limit).await?
+                    }
+                    // After such a page: the newest rows again, as many as hold the cursor's
+                    // records and a page after them; all rows when it is stale (the page
+                    // starts again at the beginning).
+                    Mode::Since(Cursor::Rows(cursor)) if cursor.anchored => {
+                        let limit = request.limit.clamp(1, clankie_model::limits::MAX_LIMIT);
+                        let hashed = cursor.position.min(u64::from(u32::MAX)) as usize;
+                        let mut wanted = limit.saturating_add(hashed);
+                        loop {
+                            let rows = snapshot.newest_records(&ctx, wanted).await?;
+                            match clankie_engine::rows::anchored_fit(&rows, cursor) {
+                                _ if !rows.older_omitted => break rows,
+                                Some(true) => break rows,
+                                Some(false) => break snapshot.records(&ctx).await?,
+                                None => wanted = wanted.saturating_mul(4),
+                            }
+                        }
+                    }
+                    _ => snapshot.records(&ctx).await?,
+                }
             } else if source == Source::Tree {
                 self.tree_records(session, &ctx, &path).await?
             } else {

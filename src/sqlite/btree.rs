@@ -1,6 +1,7 @@
 //! Just enough of SQLite's B-tree page format to guess the pages a query reads next, so that
 //! they are fetched together rather than one round trip each: the rowids an index leaf points
-//! to, the child of a table interior page that holds a rowid, and the overflow pages of a row.
+//! to, the child of a table interior page that holds a rowid, the overflow pages of a row, and
+//! the cells of an index page (its children and entries) to descend an index for known keys.
 //! Pure: page bytes in, page numbers out; a page it does not understand yields nothing (a guess
 //! missed costs a round trip, never a wrong answer: SQLite reads every page it needs itself).
 //! Format: <https://www.sqlite.org/fileformat2.html#b_tree_pages>.
@@ -172,6 +173,148 @@ impl<'p> Page<'p> {
     }
 }
 
+/// A column of an index entry, as far as comparing it with a text key needs: SQLite sorts
+/// NULL and numbers before text, blobs after, text by its bytes (the BINARY collation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeyColumn {
+    BeforeText,
+    Text(Vec<u8>),
+    AfterText,
+}
+
+impl KeyColumn {
+    /// How this column compares with the text `key`.
+    pub(crate) fn cmp_key(&self, key: &[u8]) -> std::cmp::Ordering {
+        match self {
+            KeyColumn::BeforeText => std::cmp::Ordering::Less,
+            KeyColumn::Text(text) => text.as_slice().cmp(key),
+            KeyColumn::AfterText => std::cmp::Ordering::Greater,
+        }
+    }
+}
+
+/// An index entry: its columns before the rowid, and the rowid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexEntry {
+    pub(crate) columns: Vec<KeyColumn>,
+    pub(crate) rowid: i64,
+}
+
+impl IndexEntry {
+    pub(crate) fn first(&self) -> Option<&KeyColumn> {
+        self.columns.first()
+    }
+}
+
+/// A cell of an index page: the child left of it (interior pages) and its entry (`None` when
+/// the entry is not all on the page or not of the index's shape).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexCell {
+    pub(crate) child: Option<u32>,
+    pub(crate) entry: Option<IndexEntry>,
+}
+
+impl IndexCell {
+    pub(crate) fn first(&self) -> Option<&KeyColumn> {
+        self.entry.as_ref().and_then(IndexEntry::first)
+    }
+}
+
+/// An index entry's record of `fields` columns, the last an integer rowid.
+fn index_entry(record: &[u8], fields: usize) -> Option<IndexEntry> {
+    let (header_size, mut at) = varint(record, 0)?;
+    let header_size = usize::try_from(header_size).ok()?;
+    let mut body = header_size;
+    let mut columns = Vec::with_capacity(fields);
+    while at < header_size {
+        let (serial, len) = varint(record, at)?;
+        at += len;
+        let size = match serial {
+            0 | 8 | 9 | 10 | 11 => 0,
+            1..=4 => serial as usize,
+            5 => 6,
+            6 | 7 => 8,
+            n => usize::try_from((n - 12) / 2).ok()?,
+        };
+        let bytes = record.get(body..body + size)?;
+        body += size;
+        if columns.len() + 1 == fields {
+            let rowid = match serial {
+                8 => 0,
+                9 => 1,
+                1..=6 => {
+                    let mut value = i64::from(bytes[0] as i8);
+                    for &b in &bytes[1..] {
+                        value = (value << 8) | i64::from(b);
+                    }
+                    value
+                }
+                _ => return None,
+            };
+            return (at == header_size).then_some(IndexEntry { columns, rowid });
+        }
+        columns.push(match serial {
+            0..=11 => KeyColumn::BeforeText,
+            n if n % 2 == 1 => KeyColumn::Text(bytes.to_vec()),
+            _ => KeyColumn::AfterText,
+        });
+    }
+    None
+}
+
+impl Page<'_> {
+    /// An interior page's children in key order, the right-most last; `None` for a leaf.
+    pub(crate) fn children(&self) -> Option<Vec<u32>> {
+        if !matches!(self.kind()?, Kind::IndexInterior | Kind::TableInterior) {
+            return None;
+        }
+        let mut children = self
+            .cells()?
+            .into_iter()
+            .map(|at| u32_at(self.bytes, at))
+            .collect::<Option<Vec<u32>>>()?;
+        children.push(u32_at(self.bytes, self.header + 8)?);
+        Some(children)
+    }
+
+    /// An index page's cells in key order, and its right-most child (interior pages); `None`
+    /// for a page that is not an index page. An interior page's entries are entries of the
+    /// index too, between its children's.
+    pub(crate) fn index_cells(&self, fields: usize) -> Option<(Vec<IndexCell>, Option<u32>)> {
+        let interior = match self.kind()? {
+            Kind::IndexInterior => true,
+            Kind::IndexLeaf => false,
+            _ => return None,
+        };
+        if self.usable < 512 {
+            return None;
+        }
+        let cells = self
+            .cells()?
+            .into_iter()
+            .map(|at| {
+                let (child, at) = match interior {
+                    true => (u32_at(self.bytes, at), at + 4),
+                    false => (None, at),
+                };
+                let entry = varint(self.bytes, at).and_then(|(size, len)| {
+                    let size = usize::try_from(size).ok()?;
+                    if self.local_payload(size, false) != size {
+                        return None;
+                    }
+                    index_entry(self.bytes.get(at + len..at + len + size)?, fields)
+                });
+                IndexCell { child, entry }
+            })
+            .collect();
+        let right = match interior {
+            true => Some(u32_at(self.bytes, self.header + 8)?),
+            false => None,
+        };
+        Some((cells, right))
+    }
+}
+
 /// The first column of a record of `fields` columns (serial type and bytes) and its last, when
 /// that is an integer (an index entry's rowid).
 fn first_and_last(record: &[u8], fields: usize) -> Option<(Vec<u8>, i64)> {
@@ -310,6 +453,65 @@ mod tests {
     }
 
     #[test]
+    fn an_index_descended_for_a_key_by_its_cells_finds_every_entry_of_the_key() {
+        let (bytes, conn, _dir) = database(
+            "PRAGMA page_size = 4096;
+             CREATE TABLE t (k TEXT, v TEXT);
+             CREATE INDEX t_k ON t (k);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+             INSERT INTO t SELECT printf('key %05d', i % 997), 'v' FROM n;",
+        );
+        let key = b"key 00042";
+        let mut level = vec![root(&conn, "t_k")];
+        let mut rowids = Vec::new();
+        let mut depth = 0;
+        while !level.is_empty() {
+            depth += 1;
+            let mut next = Vec::new();
+            for number in level {
+                let (cells, right) = page(&bytes, number).index_cells(2).unwrap();
+                let mut low: Option<&KeyColumn> = None;
+                for cell in &cells {
+                    let first = cell.first().unwrap();
+                    let above_low = low.is_none_or(|low| low.cmp_key(key).is_le());
+                    if let Some(child) = cell.child
+                        && above_low
+                        && first.cmp_key(key).is_ge()
+                    {
+                        next.push(child);
+                    }
+                    if first.cmp_key(key).is_eq() {
+                        rowids.push(cell.entry.as_ref().unwrap().rowid);
+                    }
+                    low = Some(first);
+                }
+                if let Some(right) = right
+                    && low.is_none_or(|low| low.cmp_key(key).is_le())
+                {
+                    next.push(right);
+                }
+            }
+            level = next;
+        }
+        assert!(depth >= 2, "{depth}");
+        rowids.sort_unstable();
+        let want: Vec<i64> = (1..=20000).filter(|i| i % 997 == 42).collect();
+        assert_eq!(rowids, want);
+        assert_eq!(
+            index_entry(&[4, 1, 0x11, 1, 5, b'a', b'b', 7], 3),
+            Some(IndexEntry {
+                columns: vec![KeyColumn::BeforeText, KeyColumn::Text(b"ab".to_vec())],
+                rowid: 7
+            })
+        );
+        assert_eq!(
+            index_entry(&[3, 12, 1, 7], 2).unwrap().columns,
+            [KeyColumn::AfterText]
+        );
+        assert_eq!(index_entry(&[3, 1, 1, 5, 7], 3), None);
+    }
+
+    #[test]
     fn pages_it_does_not_understand_yield_nothing() {
         let junk = vec![0xffu8; 4096];
         let p = Page::new(2, &junk, 0);
@@ -317,6 +519,7 @@ mod tests {
         assert!(p.index_entries(2).is_empty());
         assert_eq!(p.table_child(5), None);
         assert_eq!(p.overflow(5), None);
+        assert_eq!(p.index_cells(2), None);
         // An index leaf whose cell pointers point past the page.
         let mut leaf = vec![0u8; 4096];
         leaf[0] = 0x0a;

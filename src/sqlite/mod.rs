@@ -9,9 +9,17 @@
 //!   does not have sends the page number over a channel and waits; the async side (the
 //!   snapshot's methods, awaiting the query) answers by reading the host, with the pages
 //!   queued meanwhile and, when SQLite reads a run of adjacent pages (a table scan, an
-//!   overflow chain), a read-ahead window that doubles up to [`MAX_READ_AHEAD_PAGES`]. So any
-//!   tokio runtime works, the current-thread one too. The host's files are never opened by
-//!   SQLite, so no `-shm`, journal or lock ever appears next to them.
+//!   overflow chain) or the next children of an interior page ([`Siblings`]), a read-ahead
+//!   window that doubles up to [`MAX_READ_AHEAD_PAGES`]. So any tokio runtime works, the
+//!   current-thread one too. The host's files are never opened by SQLite, so no `-shm`,
+//!   journal or lock ever appears next to them.
+//! - Round trips: pages that depend on each other (a B-tree's levels) cost a read each, so
+//!   what can be known ahead is fetched a level at a time, all of a level in one read: the
+//!   harness says what its next queries read ([`Database::will_read`]: an index and its keys,
+//!   then a second index keyed by the entries found; [`Database::will_scan`]), and the async
+//!   side walks those B-trees itself ([`Walk`], [`btree`]) before SQLite runs the query on
+//!   cached pages; without a hint, an index leaf SQLite reads has its rows fetched so
+//!   (`guess_next`).
 //! - WAL: its header and then its frames, whole (their checksums cover the pages, and a frame
 //!   caught half written can only be told by them), from where the last load stopped; the
 //!   newest committed version of each page is served from them ([`clankie_engine::wal`]). SQLite
@@ -44,7 +52,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use clankie_engine::database::{Database, QueryError, SqlValue};
+use clankie_engine::database::{Database, IndexRead, QueryError, SqlValue};
 use clankie_engine::session::{self, SessionFile};
 use clankie_engine::wal::WalIndex;
 use clankie_engine::{SourceCtx, harness, rows::RowRecords};
@@ -61,6 +69,9 @@ pub const CACHE_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_READ_AHEAD_PAGES: u32 = 64;
 /// The database header's size: what a load reads of the file before any page.
 const DB_HEADER: u64 = 100;
+/// What a load reads of the file when page 1 is not cached: page 1 at SQLite's default page
+/// size (the pages within it at a smaller one).
+const FIRST_READ: u64 = 4096;
 
 /// Why a database could not be read (besides host errors).
 #[derive(Debug, thiserror::Error)]
@@ -227,6 +238,8 @@ fn file_ref(entry: &FileEntry, suffix: &[u8]) -> FileRef {
 /// A page SQLite's thread waits for, and where to send it.
 struct PageWanted {
     page: u32,
+    /// Pages likely read next, fetched with it ([`Siblings`]).
+    also: Vec<u32>,
     reply: std::sync::mpsc::Sender<Result<Arc<[u8]>, ()>>,
 }
 
@@ -239,6 +252,234 @@ enum Request {
         table: u32,
         rowids: Vec<i64>,
     },
+    /// A query is about to read rows through an index for known keys ([`Database::will_read`]):
+    /// the index is descended for them a level at a time, then their rows; `done` is told
+    /// when the pages are in the cache (or the guess gave up).
+    Hint {
+        hint: IndexHint,
+        done: std::sync::mpsc::Sender<()>,
+    },
+    /// A query is about to read every row of a table ([`Database::will_scan`]): its pages are
+    /// fetched a level at a time, all of each level at once (with `roots`, as for a hint).
+    Scan {
+        table: u32,
+        roots: Vec<u32>,
+        done: std::sync::mpsc::Sender<()>,
+    },
+}
+
+/// The rows queries are about to read through an index ([`IndexRead`]), in pages: the index's
+/// root, its table's, and its columns with the rowid.
+struct IndexHint {
+    index: u32,
+    table: u32,
+    fields: usize,
+    keys: Vec<Vec<u8>>,
+    last: Option<usize>,
+    /// The next index, whose keys are this column of the entries found.
+    then: Option<(Box<IndexHint>, usize)>,
+    /// The root pages of the schema's other B-trees, with the first hint of a snapshot: the
+    /// next hints need theirs, and they cost nothing in the same read.
+    roots: Vec<u32>,
+}
+
+/// Entries an index page holds at the least, for keys as short as ids (a guess): how many
+/// pages of a level an [`IndexRead::last`] follows.
+const ENTRIES_PER_PAGE: usize = 16;
+
+/// A page of an index on a walk down to some keys: its place in index order (the child or
+/// cell indexes from the root), and which of the keys it may hold.
+struct IndexStep {
+    page: u32,
+    place: Vec<usize>,
+    keys: Vec<usize>,
+}
+
+/// One descent of [`Snapshot::prefetch`] in progress.
+enum Walk {
+    /// Down an index to the entries of its keys; `found`: the entries so far, by place.
+    Index {
+        hint: IndexHint,
+        level: Vec<IndexStep>,
+        found: Vec<(Vec<usize>, btree::IndexEntry)>,
+    },
+    /// Down a table to rows: the pages of the level, each with the rowids below it.
+    Rows { level: BTreeMap<u32, Vec<i64>> },
+    /// Pages with nothing below them (overflow pages).
+    Pages(Vec<u32>),
+}
+
+impl Walk {
+    fn index(hint: IndexHint) -> Walk {
+        let step = IndexStep {
+            page: hint.index,
+            place: Vec::new(),
+            keys: (0..hint.keys.len()).collect(),
+        };
+        Walk::Index {
+            hint,
+            level: vec![step],
+            found: Vec::new(),
+        }
+    }
+
+    /// The pages of its current level.
+    fn pages(&self) -> Vec<u32> {
+        match self {
+            Walk::Index { level, .. } => level.iter().map(|step| step.page).collect(),
+            Walk::Rows { level } => level.keys().copied().collect(),
+            Walk::Pages(pages) => pages.clone(),
+        }
+    }
+
+    /// Goes one level down from the pages read: pushes what goes on (itself, the rows its
+    /// entries point to, the next index) onto `out`.
+    fn step(self, pages: &Pages, reserved: usize, out: &mut Vec<Walk>) {
+        match self {
+            Walk::Index {
+                hint,
+                level,
+                mut found,
+            } => {
+                let mut next = Vec::new();
+                for step in level {
+                    let Some(bytes) = pages.get(step.page) else {
+                        continue;
+                    };
+                    let page = btree::Page::new(step.page, &bytes, reserved);
+                    let Some((cells, right)) = page.index_cells(hint.fields) else {
+                        continue;
+                    };
+                    index_step(&hint, &step, &cells, right, &mut next, &mut found);
+                }
+                if let Some(last) = hint.last {
+                    let keep = 2 + last / ENTRIES_PER_PAGE;
+                    next.drain(..next.len().saturating_sub(keep));
+                }
+                if !next.is_empty() {
+                    out.push(Walk::Index {
+                        hint,
+                        level: next,
+                        found,
+                    });
+                    return;
+                }
+                found.sort_by(|a, b| a.0.cmp(&b.0));
+                if let Some(last) = hint.last {
+                    found.drain(..found.len().saturating_sub(last));
+                }
+                if !found.is_empty() {
+                    let rowids = found.iter().map(|(_, entry)| entry.rowid).collect();
+                    out.push(Walk::Rows {
+                        level: BTreeMap::from([(hint.table, rowids)]),
+                    });
+                }
+                if let Some((mut then, column)) = hint.then {
+                    then.keys = found
+                        .iter()
+                        .filter_map(|(_, entry)| match entry.columns.get(column) {
+                            Some(btree::KeyColumn::Text(text)) => Some(text.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    then.keys.sort();
+                    then.keys.dedup();
+                    if !then.keys.is_empty() {
+                        out.push(Walk::index(*then));
+                    }
+                }
+            }
+            Walk::Rows { level } => {
+                let mut next: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+                let mut overflow = BTreeSet::new();
+                for (number, rowids) in level {
+                    let Some(bytes) = pages.get(number) else {
+                        continue;
+                    };
+                    let page = btree::Page::new(number, &bytes, reserved);
+                    for rowid in rowids {
+                        if let Some(child) = page.table_child(rowid) {
+                            next.entry(child).or_default().push(rowid);
+                        } else if let Some((first, count)) = page.overflow(rowid) {
+                            overflow.extend((first..first.saturating_add(count)).take(64));
+                        }
+                    }
+                }
+                if !next.is_empty() {
+                    out.push(Walk::Rows { level: next });
+                }
+                if !overflow.is_empty() {
+                    out.push(Walk::Pages(overflow.into_iter().collect()));
+                }
+            }
+            Walk::Pages(_) => {}
+        }
+    }
+}
+
+/// One index page of a walk: the children that may hold the step's keys go to `next` (each
+/// with the keys it may hold), the entries of its keys to `found`. An entry not understood
+/// bounds nothing: the children on both sides of it may hold any key.
+fn index_step(
+    hint: &IndexHint,
+    step: &IndexStep,
+    cells: &[btree::IndexCell],
+    right: Option<u32>,
+    next: &mut Vec<IndexStep>,
+    found: &mut Vec<(Vec<usize>, btree::IndexEntry)>,
+) {
+    let at = |i: usize| {
+        let mut place = step.place.clone();
+        place.push(i);
+        place
+    };
+    // The keys between two bounds (`None`: unbounded on that side).
+    let between = |low: Option<&btree::KeyColumn>, high: Option<&btree::KeyColumn>| {
+        step.keys
+            .iter()
+            .copied()
+            .filter(|&k| {
+                let key = &hint.keys[k];
+                low.is_none_or(|low| low.cmp_key(key).is_le())
+                    && high.is_none_or(|high| high.cmp_key(key).is_ge())
+            })
+            .collect::<Vec<usize>>()
+    };
+    let mut low: Option<&btree::KeyColumn> = None;
+    let mut low_known = true;
+    for (i, cell) in cells.iter().enumerate() {
+        let first = cell.first();
+        if let Some(child) = cell.child {
+            let keys = between(low.filter(|_| low_known), first);
+            if !keys.is_empty() {
+                next.push(IndexStep {
+                    page: child,
+                    place: at(2 * i),
+                    keys,
+                });
+            }
+        }
+        if let (Some(first), Some(entry)) = (first, &cell.entry)
+            && step
+                .keys
+                .iter()
+                .any(|&k| first.cmp_key(&hint.keys[k]).is_eq())
+        {
+            found.push((at(2 * i + 1), entry.clone()));
+        }
+        low = first;
+        low_known = first.is_some();
+    }
+    if let Some(right) = right {
+        let keys = between(low.filter(|_| low_known), None);
+        if !keys.is_empty() {
+            next.push(IndexStep {
+                page: right,
+                place: at(2 * cells.len()),
+                keys,
+            });
+        }
+    }
 }
 
 /// Which B-tree SQLite reads, from the pages it asks for, to guess the pages it reads next.
@@ -253,10 +494,83 @@ struct Tracker {
     /// Per index, the first column of the entries whose rows were asked for last: a scan that
     /// goes on to the next leaf goes on with the same key.
     last_key: HashMap<u32, Vec<u8>>,
+    /// Index name → root page, and table name → root page, for hints.
+    names: HashMap<String, u32>,
+    tables: HashMap<String, u32>,
+    /// The roots of every B-tree went with a hint already.
+    roots_sent: bool,
+    /// The current query said what it reads ([`Database::will_read`]): no guessing for it.
+    hinted: bool,
+    siblings: Siblings,
 }
 
-/// The indexes of rowid tables, from the schema: root page → (table root, columns + rowid).
-fn index_roots(conn: &Connection) -> rusqlite::Result<HashMap<u32, (u32, usize)>> {
+/// The children of the interior pages SQLite read, to tell a scan: SQLite reading the next
+/// child of the same parent goes on through that parent's children (a table scan, a range of
+/// an index), so those that follow are fetched with it, a window that doubles per parent up
+/// to [`MAX_READ_AHEAD_PAGES`]. A seek reads one child of each parent: nothing more.
+#[derive(Default)]
+struct Siblings {
+    /// Interior page → its children in key order (the right-most last).
+    children: HashMap<u32, Vec<u32>>,
+    /// Page → (its parent, its place among the parent's children).
+    parent: HashMap<u32, (u32, usize)>,
+    /// Parent → the place of the child SQLite read last, and the window.
+    last: HashMap<u32, (usize, u32)>,
+}
+
+impl Siblings {
+    /// Notes what SQLite read: an interior page's children, and which child of its parent.
+    fn read(&mut self, number: u32, page: &btree::Page<'_>) {
+        if let Some(&(parent, place)) = self.parent.get(&number) {
+            let window = self.last.get(&parent).map_or(0, |&(_, window)| window);
+            self.last.insert(parent, (place, window));
+        }
+        if self.children.contains_key(&number) {
+            return;
+        }
+        if let Some(children) = page.children() {
+            for (place, &child) in children.iter().enumerate() {
+                self.parent.insert(child, (number, place));
+            }
+            self.children.insert(number, children);
+        }
+    }
+
+    /// The siblings to fetch with `number`, when SQLite read the one before it last.
+    fn ahead_of(&mut self, number: u32) -> Vec<u32> {
+        let Some(&(parent, place)) = self.parent.get(&number) else {
+            return Vec::new();
+        };
+        let Some(&(last, window)) = self.last.get(&parent) else {
+            return Vec::new();
+        };
+        if place != last + 1 {
+            return Vec::new();
+        }
+        let window = (window * 2).clamp(8, MAX_READ_AHEAD_PAGES);
+        self.last.insert(parent, (last, window));
+        self.children[&parent]
+            .iter()
+            .skip(place + 1)
+            .take(window as usize)
+            .copied()
+            .collect()
+    }
+}
+
+/// An index's root page → (its table's root page, its columns with the rowid).
+type IndexRoots = HashMap<u32, (u32, usize)>;
+
+/// The indexes of rowid tables, from the schema, by root page and by name; and the tables'
+/// root pages by name.
+type Schema = (IndexRoots, HashMap<String, u32>, HashMap<String, u32>);
+
+/// The schema's B-trees ([`Schema`]).
+fn index_roots(conn: &Connection) -> rusqlite::Result<Schema> {
+    let tables = conn
+        .prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table' AND rootpage > 0")?
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))?
+        .collect::<rusqlite::Result<HashMap<_, _>>>()?;
     let mut stmt = conn.prepare(
         "SELECT i.name, i.rootpage, t.rootpage FROM sqlite_master i \
          JOIN sqlite_master t ON t.type = 'table' AND t.name = i.tbl_name \
@@ -273,18 +587,21 @@ fn index_roots(conn: &Connection) -> rusqlite::Result<HashMap<u32, (u32, usize)>
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut roots = HashMap::new();
+    let mut names = HashMap::new();
     for (name, root, table) in rows {
         let columns: u32 =
             conn.query_row("SELECT count(*) FROM pragma_index_info(?1)", [&name], |r| {
                 r.get(0)
             })?;
         roots.insert(root, (table, columns as usize + 1));
+        names.insert(name, root);
     }
-    Ok(roots)
+    Ok((roots, names, tables))
 }
 
-/// A query for SQLite's thread: the connection, or why it did not open.
-type Job = Box<dyn FnOnce(Result<&Connection, &str>) + Send>;
+/// A query for SQLite's thread: the connection (or why it did not open), and the file it
+/// reads (to send hints).
+type Job = Box<dyn FnOnce(Result<&Connection, &str>, &HostPages) + Send>;
 
 /// SQLite's thread for one opened snapshot of a database, and what it asks for.
 struct Worker {
@@ -318,12 +635,22 @@ struct HostPages {
 
 impl HostPages {
     fn page(&self, page: u32) -> Result<Arc<[u8]>, ()> {
-        let bytes = self.cached_or_fetched(page)?;
+        let bytes = self.cached_or_fetched(page, |tracker| tracker.siblings.ahead_of(page))?;
+        self.tracker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .siblings
+            .read(page, &btree::Page::new(page, &bytes, self.reserved));
         self.guess_next(page, &bytes);
         Ok(bytes)
     }
 
-    fn cached_or_fetched(&self, page: u32) -> Result<Arc<[u8]>, ()> {
+    /// The page from the cache, else fetched with the pages `also` guesses (asked only then).
+    fn cached_or_fetched(
+        &self,
+        page: u32,
+        also: impl FnOnce(&mut Tracker) -> Vec<u32>,
+    ) -> Result<Arc<[u8]>, ()> {
         {
             let pages = lock(&self.pages);
             if pages.generation != self.generation {
@@ -333,9 +660,10 @@ impl HostPages {
                 return Ok(bytes);
             }
         }
+        let also = also(&mut self.tracker.lock().unwrap_or_else(|e| e.into_inner()));
         let (reply, answer) = std::sync::mpsc::channel();
         self.requests
-            .send(Request::Page(PageWanted { page, reply }))
+            .send(Request::Page(PageWanted { page, also, reply }))
             .map_err(|_| ())?;
         // The async side answers every request it takes; when it is gone, so is `reply`.
         answer.recv().map_err(|_| ())?
@@ -345,6 +673,9 @@ impl HostPages {
     /// whose root it read last.
     fn guess_next(&self, page: u32, bytes: &[u8]) {
         let mut tracker = self.tracker.lock().unwrap_or_else(|e| e.into_inner());
+        if tracker.hinted {
+            return;
+        }
         if tracker.indexes.contains_key(&page) {
             tracker.index = Some(page);
         }
@@ -520,8 +851,14 @@ impl<H: Host> Snapshot<'_, H> {
 
     /// Both headers in one call; the database must exist, the WAL need not.
     async fn headers(&self) -> Result<Headers, DatabaseError> {
+        // Without page 1 cached, the first page of the usual size comes with the header: SQLite
+        // reads it first thing, and it would cost a round trip of its own.
+        let db_len = match lock(&self.pages).get(1) {
+            Some(_) => DB_HEADER,
+            None => FIRST_READ,
+        };
         let reads = [
-            (self.db_ref.clone(), vec![ByteRange::new(0, DB_HEADER)]),
+            (self.db_ref.clone(), vec![ByteRange::new(0, db_len)]),
             (
                 self.wal_ref.clone(),
                 vec![ByteRange::new(0, clankie_engine::wal::HEADER as u64)],
@@ -594,7 +931,17 @@ impl<H: Host> Snapshot<'_, H> {
             .as_ref()
             .and_then(WalIndex::db_pages)
             .unwrap_or(header_pages);
-        lock(&self.pages).wal = wal;
+        {
+            let mut pages = lock(&self.pages);
+            pages.wal = wal;
+            // The pages read with the header are of the version it describes.
+            for (i, bytes) in headers.db.chunks_exact(page_size).enumerate() {
+                let number = i as u32 + 1;
+                if !pages.wal_pages.contains_key(&number) && pages.get(number).is_none() {
+                    pages.insert_file_page(number, bytes.into());
+                }
+            }
+        }
         let reserved = headers.db.get(20).map_or(0, |&r| usize::from(r));
         Ok(self.start(page_size, page_count, reserved))
     }
@@ -673,17 +1020,21 @@ impl<H: Host> Snapshot<'_, H> {
                     Ok(conn)
                 });
                 if let Ok(conn) = &conn
-                    && let Ok(roots) = index_roots(conn)
+                    && let Ok((roots, names, tables)) = index_roots(conn)
                 {
+                    let mut tracker = file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+                    tracker.indexes = roots;
+                    tracker.names = names;
+                    tracker.tables = tables;
+                }
+                for job in jobs_rx {
                     file.tracker
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .indexes = roots;
-                }
-                for job in jobs_rx {
+                        .hinted = false;
                     match &conn {
-                        Ok(conn) => job(Ok(conn)),
-                        Err(e) => job(Err(&e.to_string())),
+                        Ok(conn) => job(Ok(conn), &file),
+                        Err(e) => job(Err(&e.to_string()), &file),
                     }
                 }
             });
@@ -724,9 +1075,9 @@ impl<H: Host> Snapshot<'_, H> {
             };
             let (done_tx, done) = tokio::sync::oneshot::channel();
             let job_query = query.clone();
-            let job: Job = Box::new(move |conn| {
+            let job: Job = Box::new(move |conn, file| {
                 let result = match conn {
-                    Ok(conn) => job_query(&Queries(conn)),
+                    Ok(conn) => job_query(&Queries { conn, file }),
                     Err(e) => Err(QueryError(e.to_string())),
                 };
                 let _ = done_tx.send(result);
@@ -815,13 +1166,28 @@ impl<H: Host> Snapshot<'_, H> {
                 Some(first) = worker.requests.recv() => {
                     let mut wanted = Vec::new();
                     let mut rows = Vec::new();
+                    let mut hints = Vec::new();
+                    let mut scans = Vec::new();
                     for request in std::iter::once(first)
                         .chain(std::iter::from_fn(|| worker.requests.try_recv().ok()))
                     {
                         match request {
                             Request::Page(page) => wanted.push(page),
                             Request::Rows { table, rowids } => rows.push((table, rowids)),
+                            Request::Hint { hint, done } => hints.push((hint, done)),
+                            Request::Scan { table, roots, done } => {
+                                scans.push((table, roots, done))
+                            }
                         }
+                    }
+                    for (table, roots, done) in scans {
+                        self.prefetch_table(worker, table, roots).await;
+                        let _ = done.send(());
+                    }
+                    for (mut hint, done) in hints {
+                        let roots = std::mem::take(&mut hint.roots);
+                        self.prefetch(worker, Walk::index(hint), roots).await;
+                        let _ = done.send(());
                     }
                     // The rows first: the page asked for next is likely among them.
                     for (table, rowids) in rows {
@@ -864,6 +1230,16 @@ impl<H: Host> Snapshot<'_, H> {
                 }
                 worker.next_in_run = want.last().map_or(0, |&last| last + 1);
             }
+            for wanted in &batch {
+                for &page in &wanted.also {
+                    if want.len() >= max_pages {
+                        break;
+                    }
+                    if page >= 1 && page <= worker.page_count && pages.get(page).is_none() {
+                        want.insert(page);
+                    }
+                }
+            }
         }
         if !want.is_empty() {
             let outcome = self.fetch_pages(&want, page_size).await;
@@ -884,45 +1260,73 @@ impl<H: Host> Snapshot<'_, H> {
     }
 
     /// Fetches the pages down `table`'s B-tree to each of `rowids` and their rows' overflow
-    /// pages, a level at a time (one read per level), as far as the pages say. A guess: it
-    /// stops quietly at the bound, at a page it does not understand, or at a host error (the
-    /// read SQLite makes next will meet it again and report it).
+    /// pages, a level at a time (one read per level), as far as the pages say.
     async fn fetch_rows(&self, worker: &Worker, table: u32, rowids: Vec<i64>) {
-        let page_size = worker.page_size;
-        let max_pages = (MAX_READ_BYTES / page_size as u64) as usize;
-        let mut level: BTreeMap<u32, Vec<i64>> = BTreeMap::from([(table, rowids)]);
-        let mut overflow = BTreeSet::new();
-        // A B-tree deeper than this is not one SQLite writes below 2^64 rows.
-        for _ in 0..10 {
-            if level.is_empty() {
+        let walk = Walk::Rows {
+            level: BTreeMap::from([(table, rowids)]),
+        };
+        self.prefetch(worker, walk, Vec::new()).await;
+    }
+
+    /// Runs `first` and the walks it leads to together, one read per level of all of them
+    /// (`roots` with the first): what a level of one needs is read with the others'. A guess:
+    /// it stops quietly at the bound, at a page it does not understand, or at a host error
+    /// (the read SQLite makes next will meet it again and report it).
+    async fn prefetch(&self, worker: &Worker, first: Walk, roots: Vec<u32>) {
+        let max_pages = (MAX_READ_BYTES / worker.page_size as u64) as usize;
+        let mut walks = vec![first];
+        let mut extra = roots;
+        // A B-tree deeper than 10 is not one SQLite writes below 2^64 rows; two indexes, a
+        // table each and the overflow pages stay well within this.
+        for _ in 0..40 {
+            if walks.is_empty() {
                 break;
             }
+            let numbers: Vec<u32> = walks
+                .iter()
+                .flat_map(Walk::pages)
+                .chain(std::mem::take(&mut extra))
+                .collect();
             if !self
-                .fetch_quietly(level.keys().copied(), worker, max_pages)
+                .fetch_quietly(numbers.into_iter(), worker, max_pages)
                 .await
             {
                 return;
             }
-            let mut next: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
             let pages = lock(&self.pages);
-            for (number, rowids) in level {
-                let Some(bytes) = pages.get(number) else {
-                    continue;
-                };
-                let page = btree::Page::new(number, &bytes, worker.reserved);
-                for rowid in rowids {
-                    if let Some(child) = page.table_child(rowid) {
-                        next.entry(child).or_default().push(rowid);
-                    } else if let Some((first, count)) = page.overflow(rowid) {
-                        overflow.extend((first..first.saturating_add(count)).take(64));
-                    }
-                }
+            let mut next = Vec::new();
+            for walk in walks {
+                walk.step(&pages, worker.reserved, &mut next);
             }
-            drop(pages);
-            level = next;
+            walks = next;
         }
-        self.fetch_quietly(overflow.into_iter(), worker, max_pages)
-            .await;
+    }
+
+    /// Fetches every page of `table`'s B-tree, a level at a time (one read per level, `roots`
+    /// with the first), for a query that reads all its rows. Overflow pages are left to the
+    /// query. A guess: it stops quietly at the bound or at a failed read.
+    async fn prefetch_table(&self, worker: &Worker, table: u32, roots: Vec<u32>) {
+        let max_pages = (MAX_READ_BYTES / worker.page_size as u64) as usize;
+        let mut level = vec![table];
+        let mut extra = roots;
+        for _ in 0..10 {
+            if level.is_empty() {
+                break;
+            }
+            let numbers = level.iter().copied().chain(std::mem::take(&mut extra));
+            if !self.fetch_quietly(numbers, worker, max_pages).await {
+                return;
+            }
+            let pages = lock(&self.pages);
+            level = level
+                .iter()
+                .filter_map(|&number| {
+                    let bytes = pages.get(number)?;
+                    btree::Page::new(number, &bytes, worker.reserved).children()
+                })
+                .flatten()
+                .collect();
+        }
     }
 
     /// Fetches those of `numbers` (in the database) not cached, in reads of at most
@@ -1055,6 +1459,19 @@ impl<H: Host> Snapshot<'_, H> {
             .await
     }
 
+    /// The newest records of one session, at least `limit` when it has as many, read from its
+    /// newest rows where its harness can (see [`RowRecords::older_omitted`]).
+    pub async fn newest_records(
+        &self,
+        ctx: &SourceCtx,
+        limit: usize,
+    ) -> Result<RowRecords, DatabaseError> {
+        let harness = self.harness;
+        let ctx = ctx.clone();
+        self.run(move |db| harness::format(harness).database_newest_records(db, &ctx, limit))
+            .await
+    }
+
     /// The records of one session, mapped by its harness.
     pub async fn records(&self, ctx: &SourceCtx) -> Result<RowRecords, DatabaseError> {
         let harness = self.harness;
@@ -1064,8 +1481,11 @@ impl<H: Host> Snapshot<'_, H> {
     }
 }
 
-/// The harnesses' queries, run on SQLite's thread.
-struct Queries<'c>(&'c Connection);
+/// The harnesses' queries, run on SQLite's thread, and the file it reads (for hints).
+struct Queries<'c> {
+    conn: &'c Connection,
+    file: &'c HostPages,
+}
 
 impl Queries<'_> {
     fn fail(e: rusqlite::Error) -> QueryError {
@@ -1075,7 +1495,7 @@ impl Queries<'_> {
 
 impl Database for Queries<'_> {
     fn has_table(&self, name: &str) -> Result<bool, QueryError> {
-        self.0
+        self.conn
             .query_row(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
                 [name],
@@ -1087,7 +1507,7 @@ impl Database for Queries<'_> {
     }
 
     fn query(&self, sql: &str, params: &[&str]) -> Result<Vec<Vec<SqlValue>>, QueryError> {
-        let mut stmt = self.0.prepare(sql).map_err(Self::fail)?;
+        let mut stmt = self.conn.prepare(sql).map_err(Self::fail)?;
         let columns = stmt.column_count();
         let rows = stmt
             .query_map(rusqlite::params_from_iter(params), |row| {
@@ -1108,6 +1528,89 @@ impl Database for Queries<'_> {
             .map_err(Self::fail)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(Self::fail)
     }
+
+    /// Sends the hint to the async side and waits until it fetched what it guessed; an index
+    /// not in the schema (or not of a rowid table) is no hint.
+    fn will_read(&self, read: &IndexRead<'_>) -> Result<(), QueryError> {
+        let hint = {
+            let mut tracker = self.file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+            let resolve = |tracker: &Tracker, index: &str, keys: &[&str]| {
+                let root = *tracker.names.get(index)?;
+                let &(table, fields) = tracker.indexes.get(&root)?;
+                Some(IndexHint {
+                    index: root,
+                    table,
+                    fields,
+                    keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+                    last: None,
+                    then: None,
+                    roots: Vec::new(),
+                })
+            };
+            let Some(mut hint) = resolve(&tracker, read.index, &read.keys) else {
+                return Ok(());
+            };
+            hint.last = read.last;
+            hint.then = read.then.and_then(|(index, column)| {
+                Some((Box::new(resolve(&tracker, index, &[])?), column))
+            });
+            if hint.keys.is_empty() {
+                return Ok(());
+            }
+            tracker.hinted = true;
+            hint.roots = all_roots(&mut tracker);
+            hint
+        };
+        let (done, wait) = std::sync::mpsc::channel();
+        if self
+            .file
+            .requests
+            .send(Request::Hint { hint, done })
+            .is_ok()
+        {
+            // Gone: the query's own reads will say why.
+            let _ = wait.recv();
+        }
+        Ok(())
+    }
+
+    /// Sends the scan to the async side and waits until it fetched the table's pages.
+    fn will_scan(&self, table: &str) -> Result<(), QueryError> {
+        let (table, roots) = {
+            let mut tracker = self.file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(&root) = tracker.tables.get(table) else {
+                return Ok(());
+            };
+            tracker.hinted = true;
+            (root, all_roots(&mut tracker))
+        };
+        let (done, wait) = std::sync::mpsc::channel();
+        if self
+            .file
+            .requests
+            .send(Request::Scan { table, roots, done })
+            .is_ok()
+        {
+            let _ = wait.recv();
+        }
+        Ok(())
+    }
+}
+
+/// The root pages of every table and index, the first time a hint asks (then none).
+fn all_roots(tracker: &mut Tracker) -> Vec<u32> {
+    if std::mem::replace(&mut tracker.roots_sent, true) {
+        return Vec::new();
+    }
+    let mut roots: Vec<u32> = tracker
+        .tables
+        .values()
+        .chain(tracker.names.values())
+        .copied()
+        .collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots
 }
 
 #[cfg(test)]
@@ -1232,10 +1735,11 @@ mod tests {
         let databases = Databases::default();
         let host = Counting::new();
 
-        // The first load reads the headers and the WAL, where all the pages are so far.
+        // The first load reads the headers (page 1 of the file with the database's) and the
+        // WAL, where all the other pages are so far.
         let first = databases.load(&host, &entry).await.unwrap();
         assert_eq!(rows(&first).await, 20);
-        assert_eq!(host.take(), HEADERS + size("-wal") - 32);
+        assert_eq!(host.take(), size("").min(FIRST_READ) + size("-wal"));
         drop(first);
 
         // Nothing changed: the headers only.
@@ -1337,6 +1841,119 @@ mod tests {
         // Without the guess, a read (a round trip) per row and per overflow page.
         let calls = host.calls.get();
         assert!(calls < 30, "{calls} reads");
+    }
+
+    /// OpenCode's tables and indexes (as `tests/fixtures/opencode/` creates them) with
+    /// `messages` messages of `ses_read` among nine times as many of other sessions, each with
+    /// two parts of about 5 KB (each on a leaf of its own, with an overflow page), the newest
+    /// message an assistant's still being written.
+    fn opencode_database(dir: &std::path::Path, messages: usize) -> (Connection, FileEntry) {
+        let (writer, entry) = database(dir);
+        writer
+            .execute_batch(
+                "CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,
+                   time_created integer NOT NULL, time_updated integer NOT NULL,
+                   data text NOT NULL);
+                 CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL,
+                   session_id text NOT NULL, time_created integer NOT NULL,
+                   time_updated integer NOT NULL, data text NOT NULL);
+                 CREATE INDEX message_session_time_created_id_idx
+                   ON message (session_id, time_created, id);
+                 CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+                 CREATE INDEX part_session_idx ON part (session_id);",
+            )
+            .unwrap();
+        writer.execute_batch("BEGIN").unwrap();
+        for n in 0..messages * 10 {
+            let session = if n % 10 == 3 { "ses_read" } else { "ses_other" };
+            let message = format!("msg_{n:08}");
+            let role = if n % 20 == 3 { "user" } else { "assistant" };
+            let done = if n + 10 >= messages * 10 {
+                ""
+            } else {
+                ",\"completed\":2"
+            };
+            writer
+                .execute(
+                    "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+                    (
+                        &message,
+                        session,
+                        1000 + n as i64,
+                        format!("{{\"role\":\"{role}\",\"time\":{{\"created\":1{done}}}}}"),
+                    ),
+                )
+                .unwrap();
+            for k in 0..2 {
+                let text = format!("{n} {k} {}", "y".repeat(5000));
+                let data = if k == 1 && role == "assistant" && n % 40 == 13 {
+                    // A tool part: two records.
+                    serde_json::json!({"type": "tool", "tool": "bash", "callID": format!("c{n}"),
+                        "state": {"status": "completed", "input": {"command": "ls"},
+                        "output": text}})
+                } else {
+                    serde_json::json!({"type": "text", "text": text, "time": {"end": 1}})
+                };
+                writer
+                    .execute(
+                        "INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                        (
+                            format!("prt_{n:08}{k}"),
+                            &message,
+                            session,
+                            1000 + n as i64,
+                            data.to_string(),
+                        ),
+                    )
+                    .unwrap();
+            }
+        }
+        writer
+            .execute_batch("COMMIT; PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+        (writer, entry)
+    }
+
+    #[tokio::test]
+    async fn the_newest_records_from_the_newest_rows_are_the_newest_of_all_for_few_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_writer, entry) = opencode_database(dir.path(), 120);
+        let ctx = SourceCtx {
+            host: "local".into(),
+            harness: entry.harness,
+            session: "ses_read".into(),
+            agent: None,
+        };
+        let databases = Databases::default();
+        let host = Counting::new();
+        let all = databases
+            .load(&host, &entry)
+            .await
+            .unwrap()
+            .records(&ctx)
+            .await
+            .unwrap();
+        assert!(!all.older_omitted && all.pending);
+        let full_bytes = host.take();
+        for limit in [1, 2, 7, 50, 400] {
+            // A reader of its own: nothing cached.
+            let databases = Databases::default();
+            let host = Counting::new();
+            let snapshot = databases.load(&host, &entry).await.unwrap();
+            let newest = snapshot.newest_records(&ctx, limit).await.unwrap();
+            let n = newest.records.len();
+            assert!(n >= limit.min(all.records.len()), "{limit}: {n}");
+            assert_eq!(newest.records[..], all.records[all.records.len() - n..]);
+            assert_eq!(newest.pending, all.pending);
+            assert_eq!(newest.older_omitted, n < all.records.len(), "{limit}");
+            if limit <= 50 {
+                // Each level of each B-tree in one read, not a read per row.
+                let calls = host.calls.get();
+                assert!(calls <= 16, "{limit}: {calls} reads");
+                let bytes = host.take();
+                assert!(bytes < full_bytes / 2, "{limit}: {bytes} of {full_bytes}");
+            }
+        }
     }
 
     #[tokio::test]

@@ -2,7 +2,8 @@
 //! than the 64 MiB bound lists its sessions and reads the newest page of one, moving a small
 //! part of it over the wire (the bytes of every exec's stdout, from `-v`) with bounded memory
 //! (GNU time's `%M`); `--follow` prints rows committed into the WAL, and goes on past a
-//! checkpoint that restarts the WAL.
+//! checkpoint that restarts the WAL. A `--tail` page, read from the newest rows only, holds the
+//! same records as the last of a read of all, and `--since` its cursor goes on after them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,7 +12,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use crate::common::sshd::{Sshd, sshd_or_skip};
-use crate::support::{clankie, code, ids, ndjson, records, stderr};
+use crate::support::{clankie, code, ids, ndjson, page, records, run, stderr};
 
 /// This module's own user: its database is its own.
 const USER: &str = "ck_vfs";
@@ -177,6 +178,26 @@ fn a_database_over_64_mib_lists_and_reads_its_newest_page_fetching_little() {
         peak_kib < MEMORY_BOUND_KIB,
         "peak {peak_kib} KiB reading a {size}-byte database"
     );
+
+    // --since the page's cursor reads the newest rows again, not all: nothing new, then the
+    // one row committed since.
+    let cursor = page(&ndjson(&read))["cursor"].as_str().unwrap().to_string();
+    let since = || {
+        let out = reader(
+            sshd,
+            home.path(),
+            &["read", &target, "--json", "--since", &cursor],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let moved = bytes_moved(&out);
+        assert!(moved < 4 * 1024 * 1024, "--since moved {moved} bytes");
+        ids(&records(&ndjson(&out)))
+    };
+    assert!(since().is_empty());
+    add_row(&conn, SESSION, 1000 + MESSAGES, "new");
+    assert_eq!(since(), [part_id(1000 + MESSAGES)]);
     drop(conn);
 }
 
@@ -226,4 +247,94 @@ fn follow_prints_rows_committed_into_the_wal_across_a_checkpoint() {
     // The follow starts at the newest page (row 0), then prints each new row once.
     assert_eq!(parts, want, "{err}");
     drop(conn);
+}
+
+/// The real OpenCode 1.18.33 dump (`tests/fixtures/opencode/`), its session's three messages
+/// and seven parts (a user prompt, a tool call with its step parts, an answer) copied `rounds`
+/// times after it, each round later than the last: `$HOME/.local/share/opencode/opencode.db`.
+fn real_database_grown(home: &Path, rounds: usize) -> (Connection, PathBuf) {
+    let dir = home.join(".local/share/opencode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("opencode.db");
+    let dump =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode/opencode-1.18.33.sql");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(&std::fs::read_to_string(dump).unwrap())
+        .unwrap();
+    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;")
+        .unwrap();
+    for round in 1..=rounds {
+        add_round(&conn, round);
+    }
+    (conn, path)
+}
+
+/// One more copy of the dump's session's messages and parts, `round` hours after it.
+fn add_round(conn: &Connection, round: usize) {
+    let later = round as i64 * 3_600_000;
+    let suffix = format!("{round:04}");
+    conn.execute(
+        "INSERT INTO message SELECT id || ?1, session_id, time_created + ?2, \
+         time_updated + ?2, data FROM message WHERE length(id) = 30",
+        (&suffix, later),
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO part SELECT id || ?1, message_id || ?1, session_id, time_created + ?2, \
+         time_updated + ?2, data FROM part WHERE length(id) = 30",
+        (&suffix, later),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_tail_from_the_newest_rows_is_the_end_of_a_read_of_all_and_since_goes_on() {
+    const REAL_SESSION: &str = "ses_f0de500f8ffeXvsiYJDOg5JtrU";
+    let home = tempfile::tempdir().unwrap();
+    let (conn, _path) = real_database_grown(home.path(), 40);
+    let target = format!("local:{REAL_SESSION}");
+    let read = |args: &[&str]| {
+        let mut all_args = vec!["read", &target, "--json"];
+        all_args.extend_from_slice(args);
+        let out = run(home.path(), &all_args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let lines = ndjson(&out);
+        (records(&lines), page(&lines))
+    };
+    let (all, _) = read(&["--all"]);
+    // Four records a round (the step parts give none), the dump's own round first.
+    assert_eq!(all.len(), 4 * 41);
+    for limit in [1, 2, 3, 4, 5, 9, 50, 163, 164, 200] {
+        let (tail, p) = read(&["--tail", "--limit", &limit.to_string()]);
+        let want = &all[all.len() - limit.min(all.len())..];
+        assert_eq!(ids(&tail), ids(want), "--tail --limit {limit}");
+        assert_eq!(tail, want, "--tail --limit {limit}");
+        assert_eq!(p["older"], limit < all.len(), "--limit {limit}");
+        assert_eq!(
+            (&p["more"], &p["pending_tail"]),
+            (&false.into(), &false.into())
+        );
+    }
+    // The default page, and --since its cursor: nothing new, then the next round.
+    let (tail, p) = read(&["--tail"]);
+    assert_eq!(tail, all[all.len() - tail.len()..]);
+    let cursor = p["cursor"].as_str().unwrap().to_string();
+    let (none, p) = read(&["--since", &cursor]);
+    assert!(none.is_empty(), "{none:?}");
+    assert_eq!(p["reset"], false);
+    add_round(&conn, 41);
+    let (next, p) = read(&["--since", &cursor]);
+    assert_eq!(p["reset"], false);
+    let (grown, _) = read(&["--all"]);
+    assert_eq!(next, grown[all.len()..]);
+    assert_eq!(next.len(), 4);
+    // A record of the tail page changed under its cursor: the read starts again.
+    conn.execute(
+        "UPDATE part SET data = json_set(data, '$.text', 'edited') \
+         WHERE id = 'prt_0f21b0337001GtX6vvuhLhelY70040'",
+        [],
+    )
+    .unwrap();
+    let (_, p) = read(&["--since", &cursor]);
+    assert_eq!(p["reset"], true);
 }

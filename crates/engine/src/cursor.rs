@@ -20,6 +20,8 @@ use clankie_model::limits::MAX_RECORD_BYTES;
 const VERSION: u8 = 1;
 const KIND_LINES: u8 = 1;
 const KIND_ROWS: u8 = 2;
+/// A row cursor anchored at its key rather than at a position ([`RowCursor::anchored`]).
+const KIND_ROWS_ANCHORED: u8 = 3;
 /// Longest record key a row cursor carries.
 pub const MAX_KEY_BYTES: usize = 512;
 const ENCODED_LEN: usize = 1 + 1 + 16 + 8 + 4 + 8 + 4 + 16 + 4 + 16 + 1 + 4;
@@ -51,7 +53,7 @@ impl Cursor {
         let buf = decode_checked(text)?;
         match buf[1] {
             KIND_LINES => LineCursor::from_body(&buf).map(Cursor::Lines),
-            KIND_ROWS => RowCursor::from_body(&buf).map(Cursor::Rows),
+            KIND_ROWS | KIND_ROWS_ANCHORED => RowCursor::from_body(&buf).map(Cursor::Rows),
             _ => Err(CursorError::Invalid("unknown cursor class")),
         }
     }
@@ -74,16 +76,23 @@ impl Cursor {
 /// how many records precede and include it, and a hash of those records' ids and contents (the
 /// normalized prefix). A record changed or deleted before the key changes the hash: `reset`.
 ///
-/// Wire form: `version(1) kind(1)=2 binding(16) position(8) prefix_hash(16) key_len(2) key
-/// checksum(4)`.
+/// An anchored cursor (a `--tail` page of a database session read from its newest rows only,
+/// which does not know how many records precede it) counts and hashes only the records of its
+/// page, ending at the key: `--since` finds the key, checks those records, and goes on after it.
+///
+/// Wire form: `version(1) kind(1)=2 (3: anchored) binding(16) position(8) prefix_hash(16)
+/// key_len(2) key checksum(4)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowCursor {
     pub binding: [u8; 16],
-    /// Records up to and including the key (0: nothing returned yet, `key` empty).
+    /// Records up to and including the key (0: nothing returned yet, `key` empty); anchored:
+    /// the records hashed, the key's and those just before it.
     pub position: u64,
     pub prefix_hash: [u8; 16],
     /// The last returned record's id.
     pub key: String,
+    /// The records hashed end at the key but need not start at the source's start.
+    pub anchored: bool,
 }
 
 impl RowCursor {
@@ -91,7 +100,11 @@ impl RowCursor {
         let key = self.key.as_bytes();
         let mut buf = Vec::with_capacity(1 + 1 + 16 + 8 + 16 + 2 + key.len() + 4);
         buf.push(VERSION);
-        buf.push(KIND_ROWS);
+        buf.push(if self.anchored {
+            KIND_ROWS_ANCHORED
+        } else {
+            KIND_ROWS
+        });
         buf.extend_from_slice(&self.binding);
         buf.extend_from_slice(&self.position.to_be_bytes());
         buf.extend_from_slice(&self.prefix_hash);
@@ -126,6 +139,7 @@ impl RowCursor {
             position,
             prefix_hash,
             key,
+            anchored: body[1] == KIND_ROWS_ANCHORED,
         })
     }
 }
@@ -339,6 +353,7 @@ mod tests {
             position: 3,
             prefix_hash: hash16(b"p"),
             key: "prt_0f21b02d5001NcGUD0hmNfrPyr:result".into(),
+            anchored: false,
         });
         let text = c.encode();
         assert!(text.len() <= MAX_CURSOR_CHARS);
@@ -349,9 +364,18 @@ mod tests {
             position: 1,
             prefix_hash: [0; 16],
             key: "k".repeat(MAX_KEY_BYTES),
+            anchored: false,
         });
         assert!(long.encode().len() <= MAX_CURSOR_CHARS);
         assert_eq!(Cursor::decode(&long.encode()).unwrap(), long);
+        let anchored = Cursor::Rows(RowCursor {
+            binding: [1; 16],
+            position: 50,
+            prefix_hash: [2; 16],
+            key: "prt_1".into(),
+            anchored: true,
+        });
+        assert_eq!(Cursor::decode(&anchored.encode()).unwrap(), anchored);
     }
 
     #[test]

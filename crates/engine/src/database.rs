@@ -26,10 +26,37 @@ pub trait Database {
     /// Runs one query with text parameters (`?1`, `?2`, …) and returns every row.
     fn query(&self, sql: &str, params: &[&str]) -> Result<Vec<Vec<SqlValue>>, QueryError>;
 
+    /// Says which rows the next queries read, so that a connection over a slow link can fetch
+    /// their pages together rather than one round trip each ([`IndexRead`]). Only a hint: the
+    /// queries read what they read.
+    fn will_read(&self, read: &IndexRead<'_>) -> Result<(), QueryError> {
+        let _ = read;
+        Ok(())
+    }
+
+    /// Says that the next query reads every row of `table` (a hint, as [`Database::will_read`]).
+    fn will_scan(&self, table: &str) -> Result<(), QueryError> {
+        let _ = table;
+        Ok(())
+    }
+
     /// Whether a query with text parameters returns at least one row.
     fn exists(&self, sql: &str, params: &[&str]) -> Result<bool, QueryError> {
         Ok(!self.query(sql, params)?.is_empty())
     }
+}
+
+/// Rows about to be read through an index: those of `index`'s table whose entries have one of
+/// `keys` (text) as their first column; with `last`, only the last that many such entries in
+/// index order (`ORDER BY … DESC LIMIT`). With `then`, the rows of a second index are read
+/// next, those whose first column is the given column of the entries found (0: the first), as
+/// when the ids the first query returns are the keys of the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexRead<'a> {
+    pub index: &'a str,
+    pub keys: Vec<&'a str>,
+    pub last: Option<usize>,
+    pub then: Option<(&'a str, usize)>,
 }
 
 /// A session that is a row of a database: its id, its parent's (a subagent's), and when it

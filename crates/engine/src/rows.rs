@@ -29,6 +29,9 @@ pub struct RowRecords {
     /// The source keeps no history of its own (a terminal log is all there is): a cursor that
     /// no longer matches means what the reader had seen is gone, and the reset notice says so.
     pub history_is_the_source: bool,
+    /// The records are the source's newest only (a database session read for a `--tail`
+    /// page from its newest rows): more precede them, and a tail page's cursor is anchored.
+    pub older_omitted: bool,
 }
 
 /// A content hash of a record: what a cursor's prefix hash is made of. Covers everything the
@@ -88,6 +91,34 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
     }
     let mut reset = false;
     let mut notice = None;
+    if rows.older_omitted {
+        match &request.mode {
+            Mode::Tail => {
+                return Ok(newest_page(
+                    rows,
+                    &hashes,
+                    limit,
+                    binding,
+                    warnings,
+                    request.redact,
+                ));
+            }
+            Mode::Since(Cursor::Rows(cursor))
+                if cursor.anchored && anchored_fit(&rows, cursor) == Some(true) =>
+            {
+                return Ok(newest_since_page(
+                    rows,
+                    &hashes,
+                    cursor,
+                    limit,
+                    warnings,
+                    request.redact,
+                ));
+            }
+            // The driver reads all rows for anything else.
+            _ => {}
+        }
+    }
     let (start, end) = match &request.mode {
         Mode::Tail => (n.saturating_sub(limit), n),
         Mode::Head => (0, n.min(limit)),
@@ -95,6 +126,7 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
         Mode::Since(cursor) => match stale_reason(cursor, &rows.records, &hashes) {
             None => {
                 let start = match cursor {
+                    Cursor::Rows(c) if c.anchored => key_end(&rows.records, &c.key).unwrap_or(0),
                     Cursor::Rows(c) => c.position as usize,
                     Cursor::Lines(_) => 0,
                 };
@@ -134,6 +166,7 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
         } else {
             rows.records[end - 1].id.clone()
         },
+        anchored: false,
     };
     let mut records: Vec<Record> = notice.into_iter().collect();
     records.extend(rows.records[start..end].iter().cloned());
@@ -153,11 +186,148 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
     })
 }
 
+/// The tail page of records that are the source's newest only: its cursor is anchored at its
+/// last record and hashes the page's records.
+fn newest_page(
+    rows: RowRecords,
+    hashes: &[[u8; 16]],
+    limit: usize,
+    binding: [u8; 16],
+    warnings: Vec<String>,
+    redact: bool,
+) -> Page {
+    let n = rows.records.len();
+    let start = n.saturating_sub(limit);
+    let page = start..n;
+    let cursor = RowCursor {
+        binding,
+        position: page.len() as u64,
+        prefix_hash: prefix_hash(
+            rows.records[page.clone()]
+                .iter()
+                .zip(&hashes[page.clone()])
+                .map(|(r, h)| (r.id.as_str(), h)),
+        ),
+        key: rows
+            .records
+            .last()
+            .map(|r| r.id.clone())
+            .unwrap_or_default(),
+        anchored: true,
+    };
+    let mut records = rows.records[page].to_vec();
+    if redact {
+        super::redact::redact_records(&mut records);
+    }
+    Page {
+        records,
+        cursor: Cursor::Rows(cursor),
+        older: true,
+        more: false,
+        pending_tail: rows.pending,
+        reset: false,
+        warnings,
+        screen: Vec::new(),
+    }
+}
+
+/// The page after an anchored cursor's key, from records that are the source's newest only
+/// and hold the cursor's records ([`anchored_fit`]): its cursor is anchored again, at the
+/// page's last record (or is the one given, for a page of nothing new).
+fn newest_since_page(
+    rows: RowRecords,
+    hashes: &[[u8; 16]],
+    given: &RowCursor,
+    limit: usize,
+    warnings: Vec<String>,
+    redact: bool,
+) -> Page {
+    let n = rows.records.len();
+    let start = key_end(&rows.records, &given.key).unwrap_or(n);
+    let end = n.min(start + limit);
+    let cursor = if end > start {
+        RowCursor {
+            binding: given.binding,
+            position: (end - start) as u64,
+            prefix_hash: prefix_hash(
+                rows.records[start..end]
+                    .iter()
+                    .zip(&hashes[start..end])
+                    .map(|(r, h)| (r.id.as_str(), h)),
+            ),
+            key: rows.records[end - 1].id.clone(),
+            anchored: true,
+        }
+    } else {
+        given.clone()
+    };
+    let mut records = rows.records[start..end].to_vec();
+    if redact {
+        super::redact::redact_records(&mut records);
+    }
+    Page {
+        records,
+        cursor: Cursor::Rows(cursor),
+        older: true,
+        more: end < n,
+        pending_tail: end == n && rows.pending,
+        reset: false,
+        warnings,
+        screen: Vec::new(),
+    }
+}
+
+/// Whether records that may be the source's newest only hold an anchored cursor's records:
+/// `Some(true)` when they do, unchanged; `Some(false)` when they do and one changed, or when
+/// they are all the source's and the key is gone (the cursor is stale); `None` when older
+/// records are needed to tell.
+pub fn anchored_fit(rows: &RowRecords, cursor: &RowCursor) -> Option<bool> {
+    let hashed = usize::try_from(cursor.position).unwrap_or(usize::MAX);
+    let end = match key_end(&rows.records, &cursor.key) {
+        Some(end) if end >= hashed => end,
+        _ if rows.older_omitted => return None,
+        _ => return Some(false),
+    };
+    let hashes: Vec<[u8; 16]> = rows.records[end - hashed..end]
+        .iter()
+        .map(content_hash)
+        .collect();
+    let hash = prefix_hash(
+        rows.records[end - hashed..end]
+            .iter()
+            .zip(&hashes)
+            .map(|(r, h)| (r.id.as_str(), h)),
+    );
+    Some(hash == cursor.prefix_hash)
+}
+
+/// Where the records after an anchored cursor's key start: just after its last occurrence.
+fn key_end(records: &[Record], key: &str) -> Option<usize> {
+    records.iter().rposition(|r| r.id == key).map(|i| i + 1)
+}
+
 /// Why a cursor does not fit the records, or `None` when it does.
 fn stale_reason(cursor: &Cursor, records: &[Record], hashes: &[[u8; 16]]) -> Option<&'static str> {
     let Cursor::Rows(cursor) = cursor else {
         return Some("a file cursor given for a database session");
     };
+    if cursor.anchored {
+        // The records hashed end at the key: they must still be there, unchanged.
+        let Some(end) = key_end(records, &cursor.key) else {
+            return Some("the row at the cursor changed or was deleted");
+        };
+        let hashed = usize::try_from(cursor.position).unwrap_or(usize::MAX);
+        let Some(start) = end.checked_sub(hashed) else {
+            return Some("rows before the cursor were deleted");
+        };
+        let hash = prefix_hash(
+            records[start..end]
+                .iter()
+                .zip(&hashes[start..end])
+                .map(|(r, h)| (r.id.as_str(), h)),
+        );
+        return (hash != cursor.prefix_hash).then_some("rows before the cursor changed");
+    }
     let Ok(position) = usize::try_from(cursor.position) else {
         return Some("the cursor is past the end of the session");
     };
@@ -241,6 +411,99 @@ mod tests {
 
     fn ids(page: &Page) -> Vec<&str> {
         page.records.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_tail_of_the_newest_records_only_continues_like_a_tail_of_all() {
+        let all = rows(&["a", "b", "c", "d"], false);
+        let newest = RowRecords {
+            older_omitted: true,
+            ..rows(&["b", "c", "d"], false)
+        };
+        let full = page(&ctx(), all.clone(), &req(Mode::Tail, 2, false)).unwrap();
+        let tail = page(&ctx(), newest, &req(Mode::Tail, 2, false)).unwrap();
+        assert_eq!(ids(&tail), ids(&full));
+        assert!(tail.older && !tail.more && !tail.pending_tail);
+        let Cursor::Rows(anchored) = Cursor::decode(&tail.cursor.encode()).unwrap() else {
+            panic!("not a row cursor");
+        };
+        assert!(anchored.anchored);
+        // Nothing new, then new records: read whole, from just after the key.
+        let since = |records: RowRecords| {
+            page(
+                &ctx(),
+                records,
+                &req(Mode::Since(Cursor::Rows(anchored.clone())), 10, false),
+            )
+            .unwrap()
+        };
+        let same = since(all.clone());
+        assert!(same.records.is_empty() && !same.reset);
+        assert_eq!(same.cursor, full.cursor);
+        let grown = since(rows(&["a", "b", "c", "d", "e"], false));
+        assert_eq!((ids(&grown), grown.reset), (vec!["e"], false));
+        // A record of the page changed, or the key gone: reset.
+        let mut edited = all.clone();
+        edited.records[2] = rec("c", "changed");
+        assert!(since(edited).reset);
+        assert!(since(rows(&["a", "b", "c"], false)).reset);
+        // A record before the page changed: not seen by an anchored cursor.
+        let mut before = all;
+        before.records[0] = rec("a", "changed");
+        assert!(!since(before).reset);
+    }
+
+    #[test]
+    fn since_an_anchored_cursor_the_newest_records_that_hold_it_give_the_next_page() {
+        let newest = |ids: &[&str]| RowRecords {
+            older_omitted: true,
+            ..rows(ids, false)
+        };
+        let tail = page(&ctx(), newest(&["c", "d"]), &req(Mode::Tail, 2, false)).unwrap();
+        let Cursor::Rows(anchored) = tail.cursor.clone() else {
+            panic!("not a row cursor");
+        };
+        // Too few to hold the cursor's records, or a record of them changed.
+        assert_eq!(anchored_fit(&newest(&["d", "e"]), &anchored), None);
+        assert_eq!(
+            anchored_fit(&newest(&["b", "c", "d", "e"]), &anchored),
+            Some(true)
+        );
+        let mut edited = newest(&["c", "d", "e"]);
+        edited.records[1] = rec("d", "changed");
+        assert_eq!(anchored_fit(&edited, &anchored), Some(false));
+        assert_eq!(
+            anchored_fit(&rows(&["a", "b"], false), &anchored),
+            Some(false)
+        );
+        let since = |records: RowRecords, limit: usize| {
+            page(
+                &ctx(),
+                records,
+                &req(Mode::Since(tail.cursor.clone()), limit, false),
+            )
+            .unwrap()
+        };
+        let none = since(newest(&["b", "c", "d"]), 5);
+        assert!(none.records.is_empty() && !none.more && !none.reset);
+        assert_eq!(none.cursor, tail.cursor);
+        let first = since(newest(&["c", "d", "e", "f", "g"]), 2);
+        assert_eq!(
+            (ids(&first), first.more, first.older),
+            (vec!["e", "f"], true, true)
+        );
+        // Its cursor goes on, from the newest records or from all of them alike.
+        let after = |records: RowRecords| {
+            page(
+                &ctx(),
+                records,
+                &req(Mode::Since(first.cursor.clone()), 5, false),
+            )
+            .unwrap()
+        };
+        assert_eq!(ids(&after(newest(&["e", "f", "g"]))), ["g"]);
+        let all = after(rows(&["a", "b", "c", "d", "e", "f", "g"], false));
+        assert_eq!((ids(&all), all.reset), (vec!["g"], false));
     }
 
     #[test]

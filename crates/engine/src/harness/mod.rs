@@ -181,6 +181,19 @@ pub trait Format: Sync {
         Ok(RowRecords::default())
     }
 
+    /// The newest records of one session of a database, at least `limit` of them when it has
+    /// as many, read from its newest rows only where the harness can ([`RowRecords::older_omitted`]
+    /// says so); else all of them, as [`Format::database_records`].
+    fn database_newest_records(
+        &self,
+        db: &dyn Database,
+        ctx: &SourceCtx,
+        limit: usize,
+    ) -> Result<RowRecords, QueryError> {
+        let _ = limit;
+        self.database_records(db, ctx)
+    }
+
     /// The working directory a database session ran in, for `resume`.
     fn database_cwd(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
         let _ = (db, id);

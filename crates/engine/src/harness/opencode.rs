@@ -16,7 +16,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::database::{Database, QueryError, SessionRow, query_map};
+use crate::database::{Database, IndexRead, QueryError, SessionRow, query_map};
 use crate::harness::{Format, Source};
 use crate::records::{Out, count, json_arguments, stamp_model, str_of, text_of};
 use crate::rows::{RowRecords, rfc3339_millis};
@@ -97,6 +97,7 @@ impl Format for OpenCode {
             if !db.has_table(table)? {
                 continue;
             }
+            db.will_scan(table)?;
             let sql = format!("SELECT id, parent_id, time_updated / 1000 FROM {table}");
             for row in query_map(db, &sql, &[], SessionRow::from_row)? {
                 if seen.insert(row.id.clone()) {
@@ -135,29 +136,88 @@ impl Format for OpenCode {
             "SELECT id, time_created, data FROM message WHERE session_id = ?1 \
              ORDER BY time_created, id",
             &[id],
-            |r| {
-                Ok(MessageRow {
-                    id: r.text(0)?,
-                    time_created: r.int(1)?,
-                    data: r.text(2)?,
-                })
-            },
+            message_row,
         )?;
         let parts = query_map(
             db,
             "SELECT id, message_id, time_created, data FROM part WHERE session_id = ?1 \
              ORDER BY message_id, id",
             &[id],
-            |r| {
-                Ok(PartRow {
-                    id: r.text(0)?,
-                    message_id: r.text(1)?,
-                    time_created: r.int(2)?,
-                    data: r.text(3)?,
-                })
-            },
+            part_row,
         )?;
         Ok(records(ctx, &messages, &parts))
+    }
+
+    /// The newest messages and their parts: `limit` messages, four times as many while they
+    /// give fewer than `limit` records, all of them at most. A message's records depend on it
+    /// and its parts only, so those of the newest messages are the newest records; one thing
+    /// differs from a read of all: a message left unfinished before them (OpenCode stopped
+    /// mid-answer) does not hold back the records after it here.
+    fn database_newest_records(
+        &self,
+        db: &dyn Database,
+        ctx: &SourceCtx,
+        limit: usize,
+    ) -> Result<RowRecords, QueryError> {
+        let id = ctx.session.as_str();
+        if is_v2(db, id)? {
+            return self.database_records(db, ctx);
+        }
+        let mut wanted = limit.max(1);
+        loop {
+            // The index's third column is the message's id: its parts' key.
+            db.will_read(&IndexRead {
+                index: MESSAGE_INDEX,
+                keys: vec![id],
+                last: Some(wanted),
+                then: Some((PART_INDEX, 2)),
+            })?;
+            let mut messages = query_map(
+                db,
+                &format!(
+                    "SELECT id, time_created, data FROM message WHERE session_id = ?1 \
+                     ORDER BY time_created DESC, id DESC LIMIT {wanted}"
+                ),
+                &[id],
+                message_row,
+            )?;
+            messages.reverse();
+            let all = messages.len() < wanted;
+            let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+            db.will_read(&IndexRead {
+                index: PART_INDEX,
+                keys: ids.clone(),
+                last: None,
+                then: None,
+            })?;
+            let mut parts = Vec::new();
+            // A few hundred parameters a query, well within SQLite's limit.
+            for chunk in ids.chunks(500) {
+                let placeholders = (2..chunk.len() + 2)
+                    .map(|n| format!("?{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let mut params = vec![id];
+                params.extend_from_slice(chunk);
+                parts.extend(query_map(
+                    db,
+                    &format!(
+                        "SELECT id, message_id, time_created, data FROM part \
+                         WHERE message_id IN ({placeholders}) AND +session_id = ?1 \
+                         ORDER BY message_id, id"
+                    ),
+                    &params,
+                    part_row,
+                )?);
+            }
+            let mut rows = records(ctx, &messages, &parts);
+            if all || rows.records.len() >= limit {
+                rows.older_omitted = !all;
+                return Ok(rows);
+            }
+            // Within what SQLite's LIMIT takes; a session has far fewer messages.
+            wanted = wanted.saturating_mul(4).min(i64::MAX as usize);
+        }
     }
 
     fn database_cwd(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
@@ -351,6 +411,30 @@ fn is_v2(db: &dyn Database, id: &str) -> Result<bool, QueryError> {
         &[id],
     )? && !(db.has_table("message")?
         && db.exists("SELECT 1 FROM message WHERE session_id = ?1 LIMIT 1", &[id])?))
+}
+
+/// OpenCode's index of messages by session, in order (`message_session_time_created_id_idx`).
+const MESSAGE_INDEX: &str = "message_session_time_created_id_idx";
+/// OpenCode's index of parts by message (`part_message_id_id_idx`).
+const PART_INDEX: &str = "part_message_id_id_idx";
+
+/// A row of `SELECT id, time_created, data FROM message`.
+fn message_row(r: &crate::database::Row<'_>) -> Result<MessageRow, QueryError> {
+    Ok(MessageRow {
+        id: r.text(0)?,
+        time_created: r.int(1)?,
+        data: r.text(2)?,
+    })
+}
+
+/// A row of `SELECT id, message_id, time_created, data FROM part`.
+fn part_row(r: &crate::database::Row<'_>) -> Result<PartRow, QueryError> {
+    Ok(PartRow {
+        id: r.text(0)?,
+        message_id: r.text(1)?,
+        time_created: r.int(2)?,
+        data: r.text(3)?,
+    })
 }
 
 /// A `message` row.

@@ -281,6 +281,7 @@ impl<'c> Replay<'c> {
             malformed: self.malformed,
             screen,
             history_is_the_source: true,
+            older_omitted: false,
         }
     }
 }
