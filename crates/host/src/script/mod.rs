@@ -28,7 +28,7 @@
 //! Typed lines of a *read* reply:
 //! ```text
 //! ERR <code> <hex of path>              refusal or failure; the frame ends (rc 1)
-//! META size=<true size> enc=<b64|ossl|uu|hex>
+//! META size=<true size> enc=<b64|ossl|uu|hex|gz>
 //! DATA <i>                              then the encoded block-aligned bytes of range i
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
@@ -52,6 +52,17 @@
 //! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files whose path
 //! holds the id, then, when one of them is read at once, `HIT <hex of path>` and its read
 //! section (its ranges, for a tail, computed from the META size).
+//!
+//! Compression: a batched read on a host with `gzip` (probed by the script) names `enc=gz`
+//! (META) or `CAT gz`: each payload is one gzip stream of the block, base64-encoded. A listing
+//! on such a host may carry its `ROOT`/`F`/`FX` lines as one block, after its `MODE` line:
+//! ```text
+//! GZ                                    then base64 of one gzip stream of the lines
+//! END-GZ
+//! ```
+//! Decompressed output is held to the same bounds as the plain one (a reply never decodes to
+//! more than an uncompressed reply could hold), gzip's CRC is checked, and nothing may follow
+//! the stream.
 //!
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
 //! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
@@ -343,7 +354,39 @@ pub fn decode_list(
     }
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
-    let listing = decode_list_lines(host, roots, &mut lines)?;
+    let mut listing = decode_list_lines(host, roots, &mut lines)?;
+    if lines.peek() == Some(&&b"GZ"[..]) {
+        // The lines compressed (after MODE, or an ERR that ended the listing before them).
+        if !listing.roots.is_empty() || !listing.files.is_empty() {
+            return Err(bad("a GZ block after the listing's lines".to_string()));
+        }
+        lines.next();
+        let mut payload: Vec<&[u8]> = Vec::new();
+        loop {
+            let line = lines
+                .next()
+                .ok_or_else(|| bad("GZ block cut off".to_string()))?;
+            if line == b"END-GZ" {
+                break;
+            }
+            payload.push(line);
+        }
+        let text =
+            decode_payload(Encoding::Gzip, &payload, MAX_LIST_REPLY_BYTES as u64).map_err(|e| {
+                match e {
+                    PayloadError::Malformed(reason) => bad(format!("GZ block: {reason}")),
+                    PayloadError::TooLarge(max) => too_large(
+                        host,
+                        format!("list reply decompresses to over {max} bytes; refusing it"),
+                    ),
+                }
+            })?;
+        let mut inner = body_lines(&text);
+        listing = decode_list_lines(host, roots, &mut inner)?;
+        if let Some(extra) = inner.next() {
+            return Err(bad(format!("unexpected line {}", show(extra))));
+        }
+    }
     if let Some(extra) = lines.next() {
         return Err(bad(format!("unexpected line {}", show(extra))));
     }
@@ -522,6 +565,8 @@ pub enum Encoding {
     Uu,
     /// `od -An -v -tx1`: two hex digits per byte, whitespace-separated.
     Hex,
+    /// `gzip -1 -c | base64`: one gzip stream, base64 with line breaks.
+    Gzip,
 }
 
 impl Encoding {
@@ -530,6 +575,7 @@ impl Encoding {
             b"b64" | b"ossl" => Some(Encoding::Base64),
             b"uu" => Some(Encoding::Uu),
             b"hex" => Some(Encoding::Hex),
+            b"gz" => Some(Encoding::Gzip),
             _ => None,
         }
     }
@@ -1022,6 +1068,11 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
         return Ok(Vec::new());
     }
     match encoding {
+        Encoding::Gzip => {
+            // gzip adds at most a few bytes per 16 KiB block it cannot shrink, and its header.
+            let compressed = decode_base64_lines(lines, max.saturating_add(max / 512 + 1024))?;
+            gunzip(&compressed, max)
+        }
         Encoding::Base64 | Encoding::Uu => {
             let mut lines = lines;
             if encoding == Encoding::Uu {
@@ -1039,22 +1090,7 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
                 }
                 lines = rest;
             }
-            let total: usize = lines.iter().map(|l| l.len()).sum();
-            // Four characters per three bytes: refuse before decoding anything oversized.
-            if total / 4 * 3 > max + 3 {
-                return Err(PayloadError::TooLarge(max));
-            }
-            let mut text = Vec::with_capacity(total);
-            for line in lines {
-                text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
-            }
-            let decoded = base64::engine::general_purpose::STANDARD
-                .decode(&text)
-                .map_err(|e| PayloadError::Malformed(format!("bad base64: {e}")))?;
-            if decoded.len() > max {
-                return Err(PayloadError::TooLarge(max));
-            }
-            Ok(decoded)
+            decode_base64_lines(lines, max)
         }
         Encoding::Hex => {
             let mut out = Vec::new();
@@ -1077,6 +1113,46 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
             Ok(out)
         }
     }
+}
+
+/// Base64 with line breaks, refusing more than `max` decoded bytes before decoding any.
+fn decode_base64_lines(lines: &[&[u8]], max: usize) -> Result<Vec<u8>, PayloadError> {
+    let total: usize = lines.iter().map(|l| l.len()).sum();
+    // Four characters per three bytes: refuse before decoding anything oversized.
+    if total / 4 * 3 > max.saturating_add(3) {
+        return Err(PayloadError::TooLarge(max));
+    }
+    let mut text = Vec::with_capacity(total);
+    for line in lines {
+        text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(&text)
+        .map_err(|e| PayloadError::Malformed(format!("bad base64: {e}")))?;
+    if decoded.len() > max {
+        return Err(PayloadError::TooLarge(max));
+    }
+    Ok(decoded)
+}
+
+/// One gzip stream and nothing after it, decompressed to at most `max` bytes (a stream that
+/// inflates to more is refused as soon as it does: a small reply cannot make us hold a large
+/// one). The stream's CRC and length are checked.
+fn gunzip(compressed: &[u8], max: usize) -> Result<Vec<u8>, PayloadError> {
+    use std::io::Read as _;
+    let mut out = Vec::with_capacity(compressed.len().saturating_mul(4).min(max));
+    let mut stream = flate2::bufread::GzDecoder::new(compressed);
+    (&mut stream)
+        .take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| PayloadError::Malformed(format!("bad gzip stream: {e}")))?;
+    if out.len() > max {
+        return Err(PayloadError::TooLarge(max));
+    }
+    if !stream.into_inner().is_empty() {
+        return Err("bytes after the gzip stream".into());
+    }
+    Ok(out)
 }
 
 /// Maps an `ERR <code> <hex path>` line to the error a user reads.

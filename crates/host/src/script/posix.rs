@@ -22,7 +22,9 @@
 //!   them out, so only such paths cost an `od`), and `pwd -P` is compared with its own newline
 //!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
-//!   `od -An -v -tx1`, and names it in the META line.
+//!   `od -An -v -tx1`, and names it in the META line. A batched read first tries `gzip -1 -c |
+//!   base64` (`gz`), and a listing sends its lines through it when both answer: fewer bytes on
+//!   the link for a few processes more on the host.
 //! - A batch reads the small files of a directory whole in a constant number of processes
 //!   (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again) instead of a
 //!   few per file; names reach those commands only through `eval` of `"$f<i>"` words, never as
@@ -74,6 +76,9 @@ pub enum Encoder {
     Openssl,
     Uuencode,
     Od,
+    /// `gzip -1 -c | base64`: what a batched read uses where both answer (transcripts are
+    /// JSON, which shrinks five to ten times; the link moves that much less).
+    Gzip,
 }
 
 /// The encoder a read reply's first `META … enc=NAME` line names (what the host's probe
@@ -90,6 +95,7 @@ pub fn encoder_named_in(stdout: &[u8]) -> Option<Encoder> {
         Encoder::Openssl,
         Encoder::Uuencode,
         Encoder::Od,
+        Encoder::Gzip,
     ]
     .into_iter()
     .find(|e| e.wire().as_bytes() == name)
@@ -102,6 +108,7 @@ impl Encoder {
             Encoder::Openssl => "ossl",
             Encoder::Uuencode => "uu",
             Encoder::Od => "hex",
+            Encoder::Gzip => "gz",
         }
     }
 }
@@ -109,6 +116,11 @@ impl Encoder {
 /// `hx VALUE`: the value's bytes as lowercase hex on one line, with no newline after it.
 const HEX_FN: &str =
     "hx() { printf '%s' $(printf '%s' \"$1\" | { od -An -v -tx1 || xxd -p; } 2>/dev/null); }\n";
+
+/// Sets `e=gz` when `gzip -1 -c | base64` answers as it should (a gzip stream of `hi` is
+/// `H4sI…` in base64, whatever its header's time and OS bytes).
+const GZIP_PROBE: &str =
+    "case $(printf hi | gzip -1 -c 2>/dev/null | base64 2>/dev/null) in H4sI*) e=gz ;; esac\n";
 
 /// Where the host has no `dd` (toybox), a `dd if= bs= skip= count=` of the one form the read
 /// script uses, from `tail -c +N | head -c M`. Its variables are `dd_`-prefixed so that they
@@ -214,7 +226,7 @@ pub fn find_read_script(nonce: &str, roots: &[RootSpec], id: &str, first: &First
     }
     list_body(&mut s, roots, None, Some(id));
     // After the listing: `walk` uses `$e` for itself.
-    read_prelude(&mut s, None);
+    read_prelude(&mut s, None, false);
     s.raw(
         r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
 "#,
@@ -471,9 +483,23 @@ wf() {
     s.begin();
     s.raw("[ -z \"${bad:-}\" ] || { printf 'ERR unsafe\\n\\n%s:END 1\\n' \"$N\"; exit 0; }\n");
     s.raw("printf 'MODE %s\\n' \"$m\"\n");
+    // A full listing goes through gzip where it answers (one GZ block: about 80 bytes a session
+    // shrink several times). A narrowed one stays plain: it is small, and `walk` must set the
+    // match's variables in this shell, not in a pipeline's subshell.
+    let compress = narrow.is_none() && !calls.is_empty();
+    if compress {
+        s.raw("la() {\n");
+    }
     for call in calls {
         s.raw(&call);
         s.raw("\n");
+    }
+    if compress {
+        s.raw("}\ne=\n");
+        s.raw(GZIP_PROBE);
+        s.raw(
+            "if [ \"$e\" = gz ]; then printf 'GZ\\n'; la | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
+        );
     }
 }
 
@@ -512,7 +538,7 @@ pub fn read_script_with(
     s.assign("R", &file.root);
     s.assign("D", dir);
     s.assign("B", base);
-    read_prelude(&mut s, encoder);
+    read_prelude(&mut s, encoder, false);
     // An encoder is forced by a host that has read before: its dialect is settled.
     match encoder {
         Some(_) => s.begin_settled(),
@@ -555,7 +581,7 @@ pub fn read_many_script_with(
     whole: bool,
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
-    read_prelude(&mut s, encoder);
+    read_prelude(&mut s, encoder, true);
     s.raw(
         r#"fl() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; }
 ck() {
@@ -780,10 +806,14 @@ fn split_rel(rel: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// What every read script defines before its BEGIN: the encoder (probed unless forced),
-/// `enc`, and `rg INDEX START BS SKIP COUNT`, which prints one range's block.
-fn read_prelude(s: &mut Script, encoder: Option<Encoder>) {
+/// `enc`, and `rg INDEX START BS SKIP COUNT`, which prints one range's block. With `compress`
+/// the probe tries [`Encoder::Gzip`] first.
+fn read_prelude(s: &mut Script, encoder: Option<Encoder>, compress: bool) {
     s.raw("e=");
     s.word(encoder.map(Encoder::wire).unwrap_or_default().as_bytes());
+    if compress {
+        s.raw(&format!("\n[ -n \"$e\" ] || {}", GZIP_PROBE));
+    }
     s.raw(
         r#"
 if [ -z "$e" ]; then
@@ -792,7 +822,7 @@ if [ -z "$e" ]; then
   else case $(printf hi | uuencode -m x 2>/dev/null) in *aGk=*) e=uu ;; *) e=hex ;; esac
   fi
 fi
-enc() { case $e in b64) base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
+enc() { case $e in b64) base64 ;; gz) gzip -1 -c | base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
 rg() {
   printf 'DATA %s\n' "$1"
   if [ "$5" -gt 0 ] && [ "$2" -lt "$z" ]; then dd if="$p" bs="$3" skip="$4" count="$5" 2>/dev/null | enc; fi
