@@ -1615,6 +1615,96 @@ mod tests {
         }
     }
 
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        gz_at(bytes, flate2::Compression::fast())
+    }
+
+    fn gz_best(bytes: &[u8]) -> Vec<u8> {
+        gz_at(bytes, flate2::Compression::best())
+    }
+
+    fn gz_at(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn gzip_payloads_decode_and_hostile_ones_are_refused() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let ranges = [ByteRange::new(4100, 10)];
+        let reply = |payload: &[u8]| {
+            framed(
+                &format!(
+                    "META size=10000 enc=gz\nDATA 0\n{}\nEND-DATA 0\n",
+                    b64(payload)
+                ),
+                0,
+            )
+        };
+        let got = decode_read("h", NONCE, &ranges, &reply(&gz(&data[4096..8192]))).unwrap();
+        assert_eq!(got.chunks, vec![data[4100..4110].to_vec()]);
+        // A stream that inflates past what the aligned read can return (4 KiB here): refused
+        // as too large, without inflating all of it.
+        let bomb = gz_best(&vec![b'x'; 16 << 20]);
+        assert!(bomb.len() < 100_000);
+        let err = decode_read("h", NONCE, &ranges, &reply(&bomb)).unwrap_err();
+        assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err}");
+        // A wrong CRC, a cut-off stream, bytes after the stream: the wire format is broken.
+        let mut bad_crc = gz(&data[4096..8192]);
+        let n = bad_crc.len();
+        bad_crc[n - 6] ^= 1;
+        let whole = gz(&data[4096..8192]);
+        let cut = &whole[..whole.len() - 3];
+        let trailing = [&whole[..], b"junk"].concat();
+        for payload in [&bad_crc[..], cut, &trailing, b"not gzip at all"] {
+            let err = decode_read("h", NONCE, &ranges, &reply(payload)).unwrap_err();
+            assert!(matches!(err, HostError::Protocol { .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_compressed_listing_decodes_as_the_plain_one() {
+        let plain = format!(
+            "ROOT claude 1 {}\nF 10 20 ./projects/-a/x.jsonl\nFX 11 21 {}\n",
+            hex_encode(b"/home/u/.claude"),
+            hex_encode(b"./projects/-a/new\nline.jsonl")
+        );
+        let roots = crate::test_support::roots();
+        let want = decode_list(
+            "h",
+            NONCE,
+            &roots,
+            &framed(&format!("MODE gnu\n{plain}"), 0),
+        )
+        .unwrap();
+        assert_eq!(want.files.len(), 2);
+        let compressed = format!("MODE gnu\nGZ\n{}\nEND-GZ\n", b64(&gz(plain.as_bytes())));
+        assert_eq!(
+            decode_list("h", NONCE, &roots, &framed(&compressed, 0)).unwrap(),
+            want
+        );
+        // Lines after the block, lines before it, a block cut off, a listing that inflates
+        // past the listing's bound.
+        let big = gz_best(&vec![b'\n'; MAX_LIST_REPLY_BYTES + 1]);
+        for body in [
+            format!("{compressed}F 1 2 projects/a.jsonl\n"),
+            format!(
+                "MODE gnu\n{plain}GZ\n{}\nEND-GZ\n",
+                b64(&gz(plain.as_bytes()))
+            ),
+            format!("MODE gnu\nGZ\n{}\n", b64(&gz(plain.as_bytes()))),
+            format!("MODE gnu\nGZ\n{}\nEND-GZ\n", b64(&gz(b"HELLO\n"))),
+        ] {
+            let err = decode_list("h", NONCE, &roots, &framed(&body, 0)).unwrap_err();
+            assert!(matches!(err, HostError::Protocol { .. }), "{body}: {err}");
+        }
+        let body = format!("MODE gnu\nGZ\n{}\nEND-GZ\n", b64(&big));
+        let err = decode_list("h", NONCE, &roots, &framed(&body, 0)).unwrap_err();
+        assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err}");
+    }
+
     #[test]
     fn err_lines_map_to_host_errors() {
         let path = "/r/projects/x.jsonl";

@@ -626,14 +626,38 @@ pf() {
                 .filter(|_| refusal(file, ranges).is_none())
         })
         .collect();
+    // `gd` enters directory `$D` of the current root and checks that it is physically exactly
+    // `<root>/<dir>` (`$g`: the verdict, an ERR code; empty when it is), as `read_script` checks
+    // one file's directory.
+    s.raw(
+        r#"gd() {
+  g=$gr
+  if [ -z "$g" ]; then
+    case $rr in /) rb= ;; *) rb=$rr ;; esac
+    if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
+    else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
+  fi
+  if [ -z "$g" ]; then
+    h=$(pwd -P && echo X) || g=outside
+    h=${h%X}; h=${h%"$NL"}
+    [ "$h" = "$w" ] || g=outside
+  fi
+}
+"#,
+    );
     if candidates.iter().any(Option::is_some) {
-        // `cw INDEX CAP RANGE…` (`$B` the name): a file that passes the checks a read makes
-        // before `ls` joins the group's candidates (`$W` their indexes, `$L` the words that
-        // name them for `eval`; `f<i>`, `c<i>`, `r<i>` its path, cap and ranges), any other is
-        // read by its ranges at once, which reports why not. `ca FILE…` reads the candidates:
-        // one `stat` of all; those no larger than their cap are concatenated into the encoder
-        // and stat'ed again (the decoder compares the two and the length), the others are read
-        // by their ranges after it. Names only ever reach a command as the values of variables.
+        // `cw INDEX CAP RANGE…` (`$D` the directory, checked and entered by `gd`; `$B` the
+        // name): a file that passes the checks a read makes before `ls` joins the root's
+        // candidates (`$W` their indexes, `$L` the words that name them for `eval`; `f<i>`,
+        // `d<i>`, `c<i>`, `r<i>` its path below the root, directory, cap and ranges), any other
+        // is read by its ranges at once, which reports why not. `ca FILE…` reads the candidates
+        // of every directory of the root at once, from the root: one `stat` of all; those no
+        // larger than their cap are concatenated into the encoder and stat'ed again (the decoder
+        // compares the two and the length), and every directory (`$G`, the groups' numbers;
+        // `q<k>`, each one's directory) is checked again with `gd` after the read: one moved
+        // meanwhile empties the second `STAT`, and every file is read again. The others are
+        // read by their ranges after it, each from its own directory. Names only ever reach a
+        // command as the values of variables.
         s.raw(
             r#"sm=
 case $(stat -c '%i %s' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=c ;;
@@ -644,20 +668,23 @@ cw() {
   cj=$1 cz=$2; shift 2
   p=./$B
   if [ -z "$bad$g" ] && [ ! -L "$p" ] && [ -f "$p" ] && [ -r "$p" ]; then
-    eval "f$cj=\$p c$cj=\$cz r$cj=\"\$*\""
+    case $D in '') ;; *) p=./$D/$B ;; esac
+    eval "f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
     W="$W $cj" L="$L \"\$f$cj\""
   else
     pf "$cj" "$@"
   fi
 }
 lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
+po() { eval "p=\$f$cj cr=\$r$cj D=\$d$cj"; B=${p##*/} bad=; gd; pf "$cj" $cr; }
 ca() {
   s1=
-  [ -z "$sm" ] || s1=$(st "$@")
+  D=; gd
+  [ -n "$g" ] || [ -z "$sm" ] || s1=$(st "$@")
   cn=0
   for v in $s1; do case $v in '' | *[!0-9]*) cn=-1; break ;; esac; cn=$((cn + 1)); done
   if [ "$cn" != $(($# * 2)) ]; then
-    for cj in $W; do eval "p=\$f$cj cr=\$r$cj"; B=${p#./} bad=; pf "$cj" $cr; done
+    for cj in $W; do po; done
     return 0
   fi
   set -- $s1
@@ -673,8 +700,9 @@ ca() {
   s2=
   [ -z "$kp" ] || s2=$(eval "st $kp")
   eval "lk $kp" || s2=
+  for k in $G; do eval "D=\$q$k"; gd; [ -z "$g" ] || s2=; done
   printf 'STAT\n%s\nEND-STAT\n' "$s2"
-  for cj in $cq; do eval "p=\$f$cj cr=\$r$cj"; B=${p#./} bad=; pf "$cj" $cr; done
+  for cj in $cq; do po; done
 }
 "#,
         );
@@ -692,17 +720,28 @@ ca() {
             None => groups.push((file.root.as_slice(), dir, vec![i])),
         }
     }
+    // The candidates of a root are read by one `ca` once its last directory is done (the
+    // processes of a read whole are paid once per root, not per directory).
+    let flush = |s: &mut Script, any: bool| {
+        if any {
+            s.raw("[ -z \"$W\" ] || eval \"ca$L\"\n");
+        }
+    };
     let mut previous_root: Option<&[u8]> = None;
-    for (root, dir, members) in groups {
+    let mut root_has_candidates = false;
+    for (k, (root, dir, members)) in groups.into_iter().enumerate() {
         // The root is resolved once for the groups of it that follow one another (`$gr`, its
         // verdict; `$rr`, where it leads), each directory once.
         if previous_root != Some(root) {
+            flush(&mut s, root_has_candidates);
+            root_has_candidates = false;
             s.raw("bad=\n");
             s.assign("R", root);
             s.raw(
                 r#"gr=; [ -z "$bad" ] || gr=unsafe
 if [ -z "$gr" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || gr=noroot; fi
 if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
+W= L= G=
 "#,
             );
             previous_root = Some(root);
@@ -710,23 +749,17 @@ if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
         s.raw("bad=\n");
         assign_name(&mut s, "D", dir);
         // The group's verdict (`g`, an ERR code) is every member's: the root resolved and the
-        // directory entered physically exactly below it, as `read_script` checks one file.
-        s.raw(
-            r#"g=$gr; [ -z "$bad" ] || g=unsafe
-if [ -z "$g" ]; then
-  case $rr in /) rb= ;; *) rb=$rr ;; esac
-  if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
-  else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
-fi
-if [ -z "$g" ]; then
-  h=$(pwd -P && echo X) || g=outside
-  h=${h%X}; h=${h%"$NL"}
-  [ "$h" = "$w" ] || g=outside
-fi
-W= L=
-"#,
-        );
+        // directory entered physically exactly below it.
+        s.raw("gd; [ -z \"$bad\" ] || g=unsafe\n");
         let group_bad = bad_group_value(root, dir);
+        let reads_whole = members
+            .iter()
+            .any(|&i| candidates[i].is_some() && !group_bad);
+        if reads_whole {
+            // Only a directory that passed is checked again after the read.
+            s.raw(&format!("[ -n \"$g\" ] || q{k}=$D G=\"$G {k}\"\n"));
+            root_has_candidates = true;
+        }
         for &i in &members {
             let (file, ranges) = &reads[i];
             let (_, base) = split_rel(&file.rel);
@@ -754,13 +787,8 @@ W= L=
             }
             s.raw("\n");
         }
-        if members
-            .iter()
-            .any(|&i| candidates[i].is_some() && !bad_group_value(root, dir))
-        {
-            s.raw("[ -z \"$W\" ] || eval \"ca$L\"\n");
-        }
     }
+    flush(&mut s, root_has_candidates);
     s.end("0")
 }
 
