@@ -38,7 +38,7 @@
 //! FILE <i>                              then ERR, or META and the DATA blocks, and ERR raced
 //! END-FILE <i>                          (one file's refusal ends its section only)
 //! ```
-//! or, for the small files of one directory read whole ([`whole_file_cap`]), one block:
+//! or, for the small files of one root read whole ([`whole_file_cap`]), one block:
 //! ```text
 //! CAT <enc> <i> <j> …                   the files stat'ed, in this order
 //! STAT / <inode> <size> per file / END-STAT

@@ -25,10 +25,11 @@
 //!   `od -An -v -tx1`, and names it in the META line. A batched read first tries `gzip -1 -c |
 //!   base64` (`gz`), and a listing sends its lines through it when both answer: fewer bytes on
 //!   the link for a few processes more on the host.
-//! - A batch reads the small files of a directory whole in a constant number of processes
-//!   (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again) instead of a
-//!   few per file; names reach those commands only through `eval` of `"$f<i>"` words, never as
-//!   script text. Without a `stat` that answers for every file, they are read one by one.
+//! - A batch reads the small files of all the directories of a root whole in a constant number
+//!   of processes (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again)
+//!   instead of a few per file or per directory; names reach those commands only through `eval`
+//!   of `"$f<i>"` words, never as script text. Without a `stat` that answers for every file,
+//!   they are read one by one.
 
 use super::{Invocation, MAX_RANGES, aligned, quote};
 use crate::{FileRef, FirstRead, check_ranges, check_relative_path};
@@ -560,10 +561,15 @@ pub fn read_script_with(
 ///
 /// A file whose ranges start at 0 and reach its end ([`super::whole_file_cap`]: what `check`
 /// asks of a small session, whose head and tail are the whole file) is read whole with the
-/// other such files of its directory, in a constant number of processes for all of them: one
-/// `stat` of their inodes and sizes, one `cat … | encoder` of those no larger than their cap, one
-/// `stat` again. Where no `stat` answers (or it does not answer for every file) they are read one
-/// by one after all. See [`super`] for the `CAT` block, and [`read_many_script_with`].
+/// other such files of its root (every directory of it in the batch), in a constant number of
+/// processes for all of them: one `stat` of their inodes and sizes, one `cat … | encoder` of
+/// those no larger than their cap, one `stat` again, all from the root by their paths below it.
+/// Each directory is checked (physically exactly below the root) when its files join, and again
+/// after the read: a directory moved in between makes every file of the block be read again,
+/// each from inside its own directory. (A directory swapped for a link and back while `cat`
+/// runs is not seen, as a file's own name swapped and back while `dd` runs is not: see
+/// docs/shells.md.) Where no `stat` answers (or it does not answer for every file) they are read
+/// one by one after all. See [`super`] for the `CAT` block, and [`read_many_script_with`].
 pub fn read_many_script(
     nonce: &str,
     reads: &[(FileRef, Vec<ByteRange>)],
@@ -648,16 +654,20 @@ pf() {
     if candidates.iter().any(Option::is_some) {
         // `cw INDEX CAP RANGE…` (`$D` the directory, checked and entered by `gd`; `$B` the
         // name): a file that passes the checks a read makes before `ls` joins the root's
-        // candidates (`$W` their indexes, `$L` the words that name them for `eval`; `f<i>`,
-        // `d<i>`, `c<i>`, `r<i>` its path below the root, directory, cap and ranges), any other
-        // is read by its ranges at once, which reports why not. `ca FILE…` reads the candidates
-        // of every directory of the root at once, from the root: one `stat` of all; those no
-        // larger than their cap are concatenated into the encoder and stat'ed again (the decoder
-        // compares the two and the length), and every directory (`$G`, the groups' numbers;
-        // `q<k>`, each one's directory) is checked again with `gd` after the read: one moved
-        // meanwhile empties the second `STAT`, and every file is read again. The others are
-        // read by their ranges after it, each from its own directory. Names only ever reach a
-        // command as the values of variables.
+        // candidates (`$W` their indexes; `$LD` the words that name the directory's ones for
+        // `eval`; `f<i>`, `n<i>`, `d<i>`, `c<i>`, `r<i>` its path below the root and in its
+        // directory, its directory, cap and ranges), any other is read by its ranges at once,
+        // which reports why not. `ds` stats the directory's candidates from inside it (one
+        // `stat`, the sizes and inodes the decoder holds the read to; `$sf` when it did not
+        // answer for each). `ca` reads the candidates of every directory of the root at
+        // once, from the root: those no larger than their cap are concatenated into the encoder
+        // and stat'ed again, and every directory (`$G`, the groups' numbers; `q<k>`, each one's
+        // directory) is checked again with `gd`: one moved meanwhile empties the second `STAT`,
+        // and every file is read again. A file whose path led elsewhere during the `cat` gives
+        // another inode or size in the second `stat`, or another length (the decoder answers
+        // none of the files from a wrong length). The others are read by their ranges after it,
+        // each from inside its own directory. Names only ever reach a command as the values of
+        // variables.
         s.raw(
             r#"sm=
 case $(stat -c '%i %s' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=c ;;
@@ -668,33 +678,39 @@ cw() {
   cj=$1 cz=$2; shift 2
   p=./$B
   if [ -z "$bad$g" ] && [ ! -L "$p" ] && [ -f "$p" ] && [ -r "$p" ]; then
+    eval "n$cj=\$p"
     case $D in '') ;; *) p=./$D/$B ;; esac
     eval "f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
-    W="$W $cj" L="$L \"\$f$cj\""
+    W="$W $cj" LD="$LD \"\$n$cj\"" WD="$WD $cj"
   else
     pf "$cj" "$@"
   fi
 }
+ds() {
+  sd=
+  [ -z "$sm" ] || sd=$(eval "st$LD")
+  cn=0
+  for v in $sd; do case $v in '' | *[!0-9]*) cn=-1; break ;; esac; cn=$((cn + 1)); done
+  set -- $WD
+  [ "$cn" = $(($# * 2)) ] || sf=1
+  S1="$S1$sd$NL" LD= WD=
+}
 lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
 po() { eval "p=\$f$cj cr=\$r$cj D=\$d$cj"; B=${p##*/} bad=; gd; pf "$cj" $cr; }
 ca() {
-  s1=
   D=; gd
-  [ -n "$g" ] || [ -z "$sm" ] || s1=$(st "$@")
-  cn=0
-  for v in $s1; do case $v in '' | *[!0-9]*) cn=-1; break ;; esac; cn=$((cn + 1)); done
-  if [ "$cn" != $(($# * 2)) ]; then
+  if [ -n "$g$sf" ]; then
     for cj in $W; do po; done
     return 0
   fi
-  set -- $s1
+  set -- $S1
   kp= cq=
   for cj in $W; do
     eval "cz=\$c$cj"
     if [ "$2" -le "$cz" ] 2>/dev/null; then kp="$kp \"\$f$cj\""; else cq="$cq $cj"; fi
     shift 2
   done
-  printf 'CAT %s%s\nSTAT\n%s\nEND-STAT\nDATA 0\n' "$e" "$W" "$s1"
+  printf 'CAT %s%s\nSTAT\n%s\nEND-STAT\nDATA 0\n' "$e" "$W" "$S1"
   [ -z "$kp" ] || eval "cat $kp" 2>/dev/null | enc
   printf '\nEND-DATA 0\n'
   s2=
@@ -724,7 +740,7 @@ ca() {
     // processes of a read whole are paid once per root, not per directory).
     let flush = |s: &mut Script, any: bool| {
         if any {
-            s.raw("[ -z \"$W\" ] || eval \"ca$L\"\n");
+            s.raw("[ -z \"$W\" ] || ca\n");
         }
     };
     let mut previous_root: Option<&[u8]> = None;
@@ -741,7 +757,7 @@ ca() {
                 r#"gr=; [ -z "$bad" ] || gr=unsafe
 if [ -z "$gr" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || gr=noroot; fi
 if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
-W= L= G=
+W= G= LD= WD= S1= sf=
 "#,
             );
             previous_root = Some(root);
@@ -786,6 +802,9 @@ W= L= G=
                 }
             }
             s.raw("\n");
+        }
+        if reads_whole {
+            s.raw("[ -z \"$WD\" ] || ds\n");
         }
     }
     flush(&mut s, root_has_candidates);
