@@ -46,6 +46,49 @@ pub fn invocation(script: Vec<u8>) -> Invocation {
     }
 }
 
+/// The exec string of a script sent gzip-compressed on stdin ([`compressed_invocation`]).
+pub const POSIX_GZIP_EXEC: &str = "sh -c 'gzip -dc|sh -s'";
+
+/// The longest exec string [`compressed_invocation`] carries a script in (as the inline
+/// command does, `ssh::inline`: Linux refuses one argument over 128 KiB).
+const MAX_COMPRESSED_COMMAND: usize = 64 * 1024;
+
+/// The invocation of a POSIX script for a host whose listing came compressed (so `gzip` and
+/// `base64 -d` answer there): the script gzip-compressed, in the command as base64 when that
+/// fits (`sh -c 'printf "…"|base64 -d|gzip -dc|sh -s'`: base64 holds no byte that printf or any
+/// login shell's single quotes would read), else on stdin (`sh -c 'gzip -dc|sh -s'`). A batch
+/// of thousands of files names each one: its script shrinks several times, and one in the
+/// command waits no round trip for the channel's window. A stream cut short (an rc file that
+/// ate stdin) leaves `sh` a script whose group never closes, which it refuses to run.
+pub fn compressed_invocation(script: &[u8]) -> Invocation {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder
+        .write_all(script)
+        .expect("writing into memory cannot fail");
+    let compressed = encoder.finish().expect("writing into memory cannot fail");
+    let text = base64::engine::general_purpose::STANDARD.encode(&compressed);
+    let command = format!("sh -c 'printf \"{text}\"|base64 -d|gzip -dc|sh -s'");
+    if command.len() <= MAX_COMPRESSED_COMMAND {
+        return Invocation {
+            exec: command,
+            stdin: Vec::new(),
+        };
+    }
+    Invocation {
+        exec: POSIX_GZIP_EXEC.to_string(),
+        stdin: compressed,
+    }
+}
+
+/// Whether a list reply came compressed (a `GZ` line in its frame): the host's `gzip` and
+/// `base64` answered both ways, so [`compressed_invocation`] may be sent to it.
+pub fn listing_was_compressed(nonce: &str, stdout: &[u8]) -> bool {
+    super::parse_frame("", nonce, stdout)
+        .is_ok_and(|frame| frame.body.split(|&b| b == b'\n').any(|l| l == b"GZ"))
+}
+
 /// How a listing gets each file's size and mtime. Probed on the host unless forced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListMode {
@@ -122,6 +165,10 @@ const HEX_FN: &str =
 /// `H4sI…` in base64, whatever its header's time and OS bytes).
 const GZIP_PROBE: &str =
     "case $(printf hi | gzip -1 -c 2>/dev/null | base64 2>/dev/null) in H4sI*) e=gz ;; esac\n";
+
+/// The listing's probe: [`GZIP_PROBE`]'s pipeline, and back through `base64 -d` and `gzip -dc`
+/// (a compressed listing tells the client that [`compressed_invocation`] works here too).
+const LIST_GZIP_PROBE: &str = "case $(printf hi | gzip -1 -c 2>/dev/null | base64 2>/dev/null | base64 -d 2>/dev/null | gzip -dc 2>/dev/null) in hi) e=gz ;; esac\n";
 
 /// Where the host has no `dd` (toybox), a `dd if= bs= skip= count=` of the one form the read
 /// script uses, from `tail -c +N | head -c M`. Its variables are `dd_`-prefixed so that they
@@ -497,7 +544,7 @@ wf() {
     }
     if compress {
         s.raw("}\ne=\n");
-        s.raw(GZIP_PROBE);
+        s.raw(LIST_GZIP_PROBE);
         s.raw(
             "if [ \"$e\" = gz ]; then printf 'GZ\\n'; la | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
         );

@@ -34,6 +34,7 @@ const ODD_NAMES: [(&[u8], &[u8]); 7] = [
 ];
 
 /// One way to run `sh -s`.
+#[derive(Clone)]
 struct Shell {
     name: &'static str,
     argv: Vec<String>,
@@ -1157,6 +1158,45 @@ fn without_gzip_batches_and_listings_fall_back_to_plain_encoders() {
         assert_eq!(answers[0], answers[1], "{}", shell.name);
         assert_eq!(listings[0], listings[1], "{}", shell.name);
         assert_eq!(listings[0], local_listing(&specs), "{}", shell.name);
+    }
+}
+
+#[test]
+fn a_compressed_batch_script_runs_as_the_plain_one_from_every_shell() {
+    let tree = tree();
+    let reads = small_sessions(&tree);
+    // A comment of incompressible bytes after the script keeps it over the command's bound:
+    // the stdin form.
+    let mut noise = Vec::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..120_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.push(b'a' + (x % 26) as u8);
+    }
+    for shell in shells(tree.path()) {
+        let nonce = new_nonce();
+        let script = read_many_script(&nonce, &reads, None);
+        let plain = batch_answers(&run(&shell, &tree, &[], &script), &nonce, &reads);
+        let long = [&script[..], b"# ", &noise, b"\n"].concat();
+        for (script, inline) in [(script.clone(), true), (long, false)] {
+            let invocation = compressed_invocation(&script);
+            assert_eq!(invocation.stdin.is_empty(), inline, "{}", shell.name);
+            assert!(invocation.exec.len() <= 64 * 1024);
+            // As sshd runs a command: the login shell's `-c`.
+            let mut login = shell.clone();
+            login.argv.retain(|a| a != "-s");
+            login.argv.push("-c".into());
+            login.argv.push(invocation.exec.clone());
+            let out = run(&login, &tree, &[], &invocation.stdin);
+            assert_eq!(
+                batch_answers(&out, &nonce, &reads),
+                plain,
+                "{} (inline: {inline})",
+                shell.name
+            );
+        }
     }
 }
 
