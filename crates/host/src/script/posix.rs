@@ -700,20 +700,22 @@ pf() {
     );
     if candidates.iter().any(Option::is_some) {
         // `cw INDEX CAP RANGE…` (`$D` the directory, checked and entered by `gd`; `$B` the
-        // name): a file that passes the checks a read makes before `ls` joins the root's
-        // candidates (`$W` their indexes; `$LD` the words that name the directory's ones for
-        // `eval`; `f<i>`, `n<i>`, `d<i>`, `c<i>`, `r<i>` its path below the root and in its
-        // directory, its directory, cap and ranges), any other is read by its ranges at once,
-        // which reports why not. `ds` stats the directory's candidates from inside it (one
-        // `stat`, the sizes and inodes the decoder holds the read to; `$sf` when it did not
-        // answer for each). `ca` reads the candidates of every directory of the root at
-        // once, from the root: those no larger than their cap are concatenated into the encoder
-        // and stat'ed again, and every directory (`$G`, the groups' numbers; `q<k>`, each one's
+        // name): a file that passes the checks a read makes before `ls` joins its directory's
+        // candidates (`$WD` their indexes, `$LD` the words that name them for `eval`; `f<i>`,
+        // `n<i>`, `d<i>`, `c<i>`, `r<i>` its path below the root and in its directory, its
+        // directory, cap and ranges), any other is read by its ranges at once, which reports
+        // why not. `ds` stats the directory's candidates from inside it (one `stat`: the sizes
+        // and inodes the decoder holds the read to; `$sf` when it did not answer for each) and
+        // adds them to the root's (`$W`, `$S1`; `$KP` the words of those no larger than their
+        // cap, `$CQ` the others). Lists grow a directory at a time: a string grown a file at a
+        // time costs sh time in the square of its length. `ca` reads the candidates of every
+        // directory of the root at once, from the root: `$KP` concatenated into the encoder and
+        // stat'ed again; then every directory (`$G`, the groups' numbers; `q<k>`, each one's
         // directory) is checked again with `gd`: one moved meanwhile empties the second `STAT`,
         // and every file is read again. A file whose path led elsewhere during the `cat` gives
         // another inode or size in the second `stat`, or another length (the decoder answers
-        // none of the files from a wrong length). The others are read by their ranges after it,
-        // each from inside its own directory. Names only ever reach a command as the values of
+        // none of the files from a wrong length). `$CQ` are read by their ranges after it, each
+        // from inside its own directory. Names only ever reach a command as the values of
         // variables.
         s.raw(
             r#"sm=
@@ -728,7 +730,7 @@ cw() {
     eval "n$cj=\$p"
     case $D in '') ;; *) p=./$D/$B ;; esac
     eval "f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
-    W="$W $cj" LD="$LD \"\$n$cj\"" WD="$WD $cj"
+    WD="$WD $cj" LD="$LD \"\$n$cj\""
   else
     pf "$cj" "$@"
   fi
@@ -740,7 +742,17 @@ ds() {
   for v in $sd; do case $v in '' | *[!0-9]*) cn=-1; break ;; esac; cn=$((cn + 1)); done
   set -- $WD
   [ "$cn" = $(($# * 2)) ] || sf=1
-  S1="$S1$sd$NL" LD= WD=
+  if [ -z "$sf" ]; then
+    set -- $sd
+    kd=
+    for cj in $WD; do
+      eval "cz=\$c$cj"
+      if [ "$2" -le "$cz" ] 2>/dev/null; then kd="$kd \"\$f$cj\""; else CQ="$CQ $cj"; fi
+      shift 2
+    done
+    KP="$KP$kd"
+  fi
+  W="$W$WD" S1="$S1$sd$NL" LD= WD=
 }
 lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
 po() { eval "p=\$f$cj cr=\$r$cj D=\$d$cj"; B=${p##*/} bad=; gd; pf "$cj" $cr; }
@@ -750,22 +762,15 @@ ca() {
     for cj in $W; do po; done
     return 0
   fi
-  set -- $S1
-  kp= cq=
-  for cj in $W; do
-    eval "cz=\$c$cj"
-    if [ "$2" -le "$cz" ] 2>/dev/null; then kp="$kp \"\$f$cj\""; else cq="$cq $cj"; fi
-    shift 2
-  done
   printf 'CAT %s%s\nSTAT\n%s\nEND-STAT\nDATA 0\n' "$e" "$W" "$S1"
-  [ -z "$kp" ] || eval "cat $kp" 2>/dev/null | enc
+  [ -z "$KP" ] || eval "cat $KP" 2>/dev/null | enc
   printf '\nEND-DATA 0\n'
   s2=
-  [ -z "$kp" ] || s2=$(eval "st $kp")
-  eval "lk $kp" || s2=
+  [ -z "$KP" ] || s2=$(eval "st $KP")
+  eval "lk $KP" || s2=
   for k in $G; do eval "D=\$q$k"; gd; [ -z "$g" ] || s2=; done
   printf 'STAT\n%s\nEND-STAT\n' "$s2"
-  for cj in $cq; do po; done
+  for cj in $CQ; do po; done
 }
 "#,
         );
@@ -804,7 +809,7 @@ ca() {
                 r#"gr=; [ -z "$bad" ] || gr=unsafe
 if [ -z "$gr" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || gr=noroot; fi
 if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
-W= G= LD= WD= S1= sf=
+W= G= LD= WD= S1= sf= KP= CQ=
 "#,
             );
             previous_root = Some(root);
