@@ -49,6 +49,9 @@ pub fn invocation(script: Vec<u8>) -> Invocation {
 /// The exec string of a script sent gzip-compressed on stdin ([`compressed_invocation`]).
 pub const POSIX_GZIP_EXEC: &str = "sh -c 'gzip -dc|sh -s'";
 
+/// What ends a command that carries a compressed script ([`compressed_invocation`]).
+pub const COMPRESSED_TAIL: &str = "\"|base64 -d|gzip -dc|sh -s'";
+
 /// The longest exec string [`compressed_invocation`] carries a script in (as the inline
 /// command does, `ssh::inline`: Linux refuses one argument over 128 KiB).
 const MAX_COMPRESSED_COMMAND: usize = 64 * 1024;
@@ -69,7 +72,7 @@ pub fn compressed_invocation(script: &[u8]) -> Invocation {
         .expect("writing into memory cannot fail");
     let compressed = encoder.finish().expect("writing into memory cannot fail");
     let text = base64::engine::general_purpose::STANDARD.encode(&compressed);
-    let command = format!("sh -c 'printf \"{text}\"|base64 -d|gzip -dc|sh -s'");
+    let command = format!("sh -c 'printf \"{text}{COMPRESSED_TAIL}");
     if command.len() <= MAX_COMPRESSED_COMMAND {
         return Invocation {
             exec: command,
@@ -727,9 +730,8 @@ cw() {
   cj=$1 cz=$2; shift 2
   p=./$B
   if [ -z "$bad$g" ] && [ ! -L "$p" ] && [ -f "$p" ] && [ -r "$p" ]; then
-    eval "n$cj=\$p"
     case $D in '') ;; *) p=./$D/$B ;; esac
-    eval "f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
+    eval "n$cj=./\$B f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
     WD="$WD $cj" LD="$LD \"\$n$cj\""
   else
     pf "$cj" "$@"
@@ -738,21 +740,17 @@ cw() {
 ds() {
   sd=
   [ -z "$sm" ] || sd=$(eval "st$LD")
-  cn=0
-  for v in $sd; do case $v in '' | *[!0-9]*) cn=-1; break ;; esac; cn=$((cn + 1)); done
-  set -- $WD
-  [ "$cn" = $(($# * 2)) ] || sf=1
-  if [ -z "$sf" ]; then
-    set -- $sd
-    kd=
-    for cj in $WD; do
-      eval "cz=\$c$cj"
-      if [ "$2" -le "$cz" ] 2>/dev/null; then kd="$kd \"\$f$cj\""; else CQ="$CQ $cj"; fi
-      shift 2
-    done
-    KP="$KP$kd"
-  fi
-  W="$W$WD" S1="$S1$sd$NL" LD= WD=
+  set -- $sd
+  kd=
+  for cj in $WD; do
+    [ $# -ge 2 ] || { sf=1; break; }
+    case $1$2 in *[!0-9]*) sf=1; break ;; esac
+    eval "cz=\$c$cj"
+    if [ "$2" -le "$cz" ]; then kd="$kd \"\$f$cj\""; else CQ="$CQ $cj"; fi
+    shift 2
+  done
+  [ $# = 0 ] || sf=1
+  KP="$KP$kd" W="$W$WD" S1="$S1$sd$NL" LD= WD=
 }
 lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
 po() { eval "p=\$f$cj cr=\$r$cj D=\$d$cj"; B=${p##*/} bad=; gd; pf "$cj" $cr; }
