@@ -684,7 +684,9 @@ pf() {
         .collect();
     // `gd` enters directory `$D` of the current root and checks that it is physically exactly
     // `<root>/<dir>` (`$g`: the verdict, an ERR code; empty when it is), as `read_script` checks
-    // one file's directory.
+    // one file's directory. `cd -P` sets `$PWD` to the physical directory it entered (POSIX;
+    // dash, bash, busybox, mksh, posh, yash and zsh do, newline-ended names included): the
+    // `$(pwd -P)` subshell of `read_script` would cost a process per directory, twice.
     s.raw(
         r#"gd() {
   g=$gr
@@ -693,11 +695,7 @@ pf() {
     if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
     else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
   fi
-  if [ -z "$g" ]; then
-    h=$(pwd -P && echo X) || g=outside
-    h=${h%X}; h=${h%"$NL"}
-    [ "$h" = "$w" ] || g=outside
-  fi
+  [ -n "$g" ] || [ "$PWD" = "$w" ] || g=outside
 }
 "#,
     );

@@ -1005,6 +1005,15 @@ fn small_sessions(tree: &Tree) -> Vec<(FileRef, Vec<ByteRange>)> {
     reads.push((tree.file(b"projects/-p/big.jsonl"), check_ranges_of(3000)));
     reads.push((tree.file(b"projects/-p/link.jsonl"), check_ranges_of(7)));
     reads.push((tree.file(b"projects/-p/gone.jsonl"), check_ranges_of(7)));
+    // Through a directory that is a symlink, out of the root and within it: refused.
+    reads.push((
+        tree.file(b"projects/escape/secret.jsonl"),
+        check_ranges_of(7),
+    ));
+    reads.push((
+        tree.file(b"projects/inner-link/a.jsonl"),
+        check_ranges_of(8),
+    ));
     write(p.join("-many/empty.jsonl"), b"");
     reads.push((tree.file(b"projects/-many/empty.jsonl"), check_ranges_of(0)));
     reads
@@ -1042,13 +1051,16 @@ fn small_files_read_whole_in_one_cat_agree_with_reads_one_by_one_in_every_shell(
         .map(outcome)
         .collect();
     assert!(expected[0].starts_with("ReadResult"), "{}", expected[0]);
-    let big = reads.len() - 4;
+    let big = reads.len() - 6;
     assert!(
         expected[big].contains("size: 10000000"),
         "{}",
         expected[big]
     );
-    assert_eq!(expected[big + 1..big + 3], ["refused", "not found"]);
+    assert_eq!(
+        expected[big + 1..big + 5],
+        ["refused", "not found", "refused", "refused"]
+    );
     let shells = shells(tree.path());
     for shell in &shells {
         let nonce = new_nonce();
