@@ -609,12 +609,23 @@ pub fn decode_read(
 /// Decodes one file's read section: an `ERR` line, or `META` then each range's `DATA`/
 /// `END-DATA` block. `ranges_of` gives the ranges that were read for the size META reports
 /// (a read planned from the file's end computes them on the host). Returns the result and
-/// those ranges.
+/// those ranges; a block shorter than the META size says is a broken reply.
 fn decode_read_lines<'a>(
     host: &str,
     ranges_of: impl FnOnce(u64) -> Vec<ByteRange>,
     lines: &mut impl Iterator<Item = &'a [u8]>,
 ) -> Result<(ReadResult, Vec<ByteRange>), HostError> {
+    decode_read_section(host, ranges_of, lines)?.map_err(|reason| protocol(host, reason))
+}
+
+/// [`decode_read_lines`], with a block shorter than the META size says (the file shrank, or
+/// was replaced by a smaller one, after its size was taken) as the inner `Err`, its reason,
+/// once the whole section is consumed: in a batch that is the one file's, not the reply's.
+fn decode_read_section<'a>(
+    host: &str,
+    ranges_of: impl FnOnce(u64) -> Vec<ByteRange>,
+    lines: &mut impl Iterator<Item = &'a [u8]>,
+) -> Result<Result<(ReadResult, Vec<ByteRange>), String>, HostError> {
     let bad = |reason: String| protocol(host, reason);
     let first = lines
         .next()
@@ -643,6 +654,7 @@ fn decode_read_lines<'a>(
         return Err(bad(format!("{} ranges asked for", ranges.len())));
     }
     let mut chunks = Vec::with_capacity(ranges.len());
+    let mut short = None;
     for (i, range) in ranges.iter().enumerate() {
         let data = lines.next().unwrap_or_default();
         if data != format!("DATA {i}").as_bytes() {
@@ -679,15 +691,20 @@ fn decode_read_lines<'a>(
         // Both fit in usize: `block` exists in memory and `want` is at most its length here.
         let need = wire.skip.saturating_add(want);
         if (block.len() as u64) < need {
-            return Err(bad(format!(
+            short.get_or_insert(format!(
                 "range {i}: got {} bytes, expected at least {need} (file shrank, or dd failed)",
                 block.len()
-            )));
+            ));
+            chunks.push(Vec::new());
+            continue;
         }
         let start = wire.skip as usize;
         chunks.push(block[start..start + want as usize].to_vec());
     }
-    Ok((ReadResult { size, chunks }, ranges))
+    Ok(match short {
+        Some(reason) => Err(reason),
+        None => Ok((ReadResult { size, chunks }, ranges)),
+    })
 }
 
 /// The largest reply to a batched read: the sum of each file's bound.
@@ -804,7 +821,17 @@ pub fn decode_read_batch(
                 lines.next();
                 Err(err)
             }
-            _ => decode_read_lines(host, |_| ranges.clone(), &mut lines).map(|(r, _)| r),
+            // A file that shrank (or was replaced) after its size was taken is its own
+            // failure: the check after the read usually says `raced` as well (below).
+            _ => match decode_read_section(host, |_| ranges.clone(), &mut lines) {
+                Ok(Ok((result, _))) => Ok(result),
+                Ok(Err(reason)) => Err(HostError::Io {
+                    host: host.to_string(),
+                    path: display_path(&[&reads[i].0.root[..], b"/", &reads[i].0.rel[..]].concat()),
+                    reason: format!("changed while it was read: {reason}"),
+                }),
+                Err(e) => Err(e),
+            },
         };
         // A reply that breaks the format is the host's fault, whichever file it is in.
         if let Err(e @ (HostError::Protocol { .. } | HostError::ReplyTooLarge { .. })) = result {
@@ -1703,6 +1730,44 @@ mod tests {
         let body = format!("MODE gnu\nGZ\n{}\nEND-GZ\n", b64(&big));
         let err = decode_list("h", NONCE, &roots, &framed(&body, 0)).unwrap_err();
         assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_shrank_under_its_read_fails_alone_in_a_batch() {
+        let reads = cat_reads();
+        // `d` (3 bytes from offset 2) was listed at 40 bytes and is 1 when `dd` runs: a short
+        // block, then the check after the read (another file now). `a` is read as usual.
+        let body = format!(
+            "FILE 3\nMETA size=40 enc=b64\nDATA 0\n{}\nEND-DATA 0\nERR raced {}\nEND-FILE 3\n\
+             FILE 0\nMETA size=10 enc=b64\nDATA 0\n{}\nEND-DATA 0\nEND-FILE 0\n\
+             FILE 1\nERR missing {}\nEND-FILE 1\nFILE 2\nERR missing {}\nEND-FILE 2\n",
+            b64(b"x"),
+            hex_encode(b"/r/projects/-p/d.jsonl"),
+            b64(b"0123456789"),
+            hex_encode(b"/r/projects/-p/b.jsonl"),
+            hex_encode(b"/r/projects/-p/c.jsonl"),
+        );
+        let answers = decode_read_many("h", NONCE, &reads, &framed(&body, 0)).unwrap();
+        assert_eq!(
+            answers[0].as_ref().unwrap().chunks,
+            vec![b"0123456789".to_vec()]
+        );
+        assert!(
+            matches!(answers[3], Err(HostError::PathRefused { .. })),
+            "{:?}",
+            answers[3]
+        );
+        // Without the check's word (it shrank in place): the file's own failure all the same.
+        let body = body.replace(
+            &format!("ERR raced {}\n", hex_encode(b"/r/projects/-p/d.jsonl")),
+            "",
+        );
+        let answers = decode_read_many("h", NONCE, &reads, &framed(&body, 0)).unwrap();
+        let Err(HostError::Io { reason, .. }) = &answers[3] else {
+            panic!("{:?}", answers[3]);
+        };
+        assert!(reason.contains("changed while it was read"), "{reason}");
+        assert!(answers[0].is_ok());
     }
 
     #[test]
