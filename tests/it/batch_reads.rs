@@ -433,9 +433,13 @@ fn a_directory_swapped_under_a_batch_never_leads_out() {
     });
 }
 
-/// A thread replaces a session with one of two other versions of it (`rename` over it, as an
-/// editor saves) while batches read it with others: every answer is one version's bytes,
-/// whole, at that version's size.
+/// A thread replaces a session with the other of two versions of it (`rename` over it, as an
+/// editor saves) every 100 ms while batches read it with others: every answer is one
+/// version's bytes, whole, at that version's size (a change seen under the `cat` reads it
+/// again, one under a ranged read is `raced`). Each version keeps a name of its own (a hard
+/// link), so that no inode is freed and given to the next file. What is not held: a file
+/// replaced and put back within one ranged read (between its `ls` before and after `dd`), as
+/// docs/shells.md says.
 #[test]
 fn a_session_replaced_under_a_batch_is_one_version_or_the_other() {
     use std::sync::Arc;
@@ -456,16 +460,19 @@ fn a_session_replaced_under_a_batch_is_one_version_or_the_other() {
     let swapped = 4;
     let versions = [session(40, 900), session(41, 1700)];
     let path = sshd.home(user).join(".claude").join(&rels[swapped]);
-    let staged: Vec<std::path::PathBuf> = (0..2)
+    let kept: Vec<std::path::PathBuf> = (0..2)
         .map(|k| {
             sshd.put_file(
                 user,
-                format!(".claude/projects/-swap-batch/v{k}.tmp"),
+                format!(".claude/projects/-swap-batch/v{k}.kept"),
                 &versions[k],
             )
         })
         .collect();
-    std::fs::write(&path, &versions[0]).unwrap();
+    let staged = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&staged);
+    std::fs::hard_link(&kept[0], &staged).unwrap();
+    std::fs::rename(&staged, &path).unwrap();
     let host =
         clankie_host::open(&HostConfig::ssh(&sshd.alias(user)), Some(sshd.ssh_config())).unwrap();
     let local = clankie_host::local::LocalHost::new("local");
@@ -477,14 +484,16 @@ fn a_session_replaced_under_a_batch_is_one_version_or_the_other() {
         let stop = Arc::new(AtomicBool::new(false));
         let swapper = {
             let stop = Arc::clone(&stop);
-            let (path, staged, versions) = (path.clone(), staged.clone(), versions.clone());
+            let (path, staged, kept) = (path.clone(), staged.clone(), kept.clone());
             std::thread::spawn(move || {
                 let mut swaps = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let k = (swaps % 2) as usize;
-                    std::fs::write(&staged[k], &versions[k]).unwrap();
-                    std::fs::rename(&staged[k], &path).unwrap();
-                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    // The other version than the one in place (a rename onto the same inode
+                    // does nothing).
+                    let k = 1 - (swaps % 2) as usize;
+                    std::fs::hard_link(&kept[k], &staged).unwrap();
+                    std::fs::rename(&staged, &path).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(100));
                     swaps += 1;
                 }
                 swaps
@@ -509,7 +518,7 @@ fn a_session_replaced_under_a_batch_is_one_version_or_the_other() {
         }
         stop.store(true, Ordering::Relaxed);
         let swaps = swapper.join().unwrap();
-        assert!(swaps > 20, "only {swaps} swaps");
-        assert!(seen[0] + seen[1] > 0, "{seen:?}");
+        assert!(swaps > 5, "only {swaps} swaps");
+        assert!(seen[0] > 0 && seen[1] > 0, "{seen:?}");
     });
 }
