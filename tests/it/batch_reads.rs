@@ -279,3 +279,246 @@ fn a_session_growing_under_the_batch_is_read_again_and_right() {
         }
     });
 }
+
+/// A login shell that puts `~/.ck-gzip-bin` first on PATH (a `gzip` of the test's own).
+const GZIP_BIN_SHELL: &str =
+    "#!/bin/sh\nPATH=$HOME/.ck-gzip-bin:$PATH\nexport PATH\nexec /bin/sh \"$@\"\n";
+
+/// A `gzip` that logs each run to `~/gzip.log`, then is the real one (`{}`).
+const LOGGING_GZIP: &str = "#!/bin/sh\necho \"$*\" >> \"$HOME/gzip.log\"\nexec '{}' \"$@\"\n";
+
+/// A `gzip` that is not there, as far as a script can tell.
+const MISSING_GZIP: &str = "#!/bin/sh\necho 'gzip: not found' >&2\nexit 127\n";
+
+/// A user whose `gzip` is `body` (its `{}` the real one's path). Returns its alias.
+fn user_with_gzip(sshd: &Sshd, user: &str, body: &str) -> String {
+    let alias = sshd.add_script_user(user, GZIP_BIN_SHELL);
+    let real = crate::common::find_tool("gzip").expect("gzip");
+    let gzip = sshd.put_file(
+        user,
+        ".ck-gzip-bin/gzip",
+        body.replacen("{}", real.to_str().unwrap(), 1).as_bytes(),
+    );
+    std::fs::set_permissions(&gzip, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    alias
+}
+
+/// The listing and the batched reads (scripts sent compressed, replies compressed) give what
+/// the local host gives; on a host whose `gzip` does not work, the plain ones give the same.
+#[test]
+fn listings_and_batches_compressed_or_not_read_as_the_local_host() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let local = clankie_host::local::LocalHost::new("local");
+    let claude = clankie_engine::harness::by_name("claude").unwrap();
+    for (user, gzip, compressed) in [
+        ("ck_gzip_yes", LOGGING_GZIP, true),
+        ("ck_gzip_no", MISSING_GZIP, false),
+    ] {
+        let alias = user_with_gzip(sshd, user, gzip);
+        let rels = put_sessions(sshd, user, "-gzip");
+        let log = sshd.home(user).join("gzip.log");
+        let _ = std::fs::remove_file(&log);
+        let host = clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).unwrap();
+        runtime().block_on(async {
+            let (reads, root) = reads_of(&host, &rels).await;
+            // The listing: as the local host lists the same root.
+            let spec = RootSpec {
+                harness: claude,
+                dir: Some(root.clone()),
+            };
+            let remote = host.list(std::slice::from_ref(&spec)).await.unwrap();
+            let here = local.list(std::slice::from_ref(&spec)).await.unwrap();
+            let files = |l: &clankie_model::Listing| {
+                l.files
+                    .iter()
+                    .map(|f| (f.rel.clone(), f.size, f.mtime))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(files(&remote), files(&here), "{user}");
+            let batched = host.read_many(&reads).await.unwrap();
+            let expected = local.read_many(&reads).await.unwrap();
+            for (i, (got, want)) in batched.iter().zip(&expected).enumerate() {
+                assert_eq!(outcome(got), outcome(want), "{user}: {}", rels[i]);
+            }
+            assert!(batched.iter().all(Result::is_ok), "{user}");
+        });
+        let runs = std::fs::read_to_string(&log).unwrap_or_default();
+        if compressed {
+            // Compressing the listing and the replies, decompressing the scripts.
+            assert!(runs.contains("-1 -c"), "{user}: {runs:?}");
+            // The probe's, and at least the batch's script.
+            assert!(runs.matches("-dc").count() >= 2, "{user}: {runs:?}");
+        } else {
+            assert!(!runs.contains("-dc"), "{user}: {runs:?}");
+        }
+    }
+}
+
+/// A thread swaps a directory below the root for a symlink to a directory outside it (whose
+/// files have the same names, and other sizes), and back, while batches read its small files
+/// whole over SSH: no answer is an outside file's. A batch that meets the swap reads the files
+/// again, or fails them; the others are the inside files byte for byte.
+#[test]
+fn a_directory_swapped_under_a_batch_never_leads_out() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_dash";
+    let mut rels = Vec::new();
+    for i in 0..20 {
+        let rel = format!("projects/-race-batch/{i:08x}-0000-4000-8000-000000000000.jsonl");
+        let name = rel.rsplit('/').next().unwrap().to_string();
+        sshd.put_file(user, Path::new(".claude").join(&rel), &session(i, 300 + i));
+        sshd.put_file(
+            user,
+            Path::new("race-batch-outside/-race-batch").join(&name),
+            format!("OUTSIDE {i}\n").as_bytes(),
+        );
+        rels.push(rel);
+    }
+    // One in another directory: not concerned by the swap.
+    let other = "projects/-race-batch-other/00000099-0000-4000-8000-000000000000.jsonl";
+    sshd.put_file(user, Path::new(".claude").join(other), &session(99, 500));
+    rels.push(other.to_string());
+    let inside = sshd.home(user).join(".claude/projects/-race-batch");
+    let outside = sshd.home(user).join("race-batch-outside/-race-batch");
+    let parked = inside.with_extension("real");
+    let host =
+        clankie_host::open(&HostConfig::ssh(&sshd.alias(user)), Some(sshd.ssh_config())).unwrap();
+    let local = clankie_host::local::LocalHost::new("local");
+    runtime().block_on(async {
+        let (reads, _) = reads_of(&host, &rels).await;
+        let expected = local.read_many(&reads).await.unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flipper = {
+            let stop = Arc::clone(&stop);
+            let (inside, parked, outside) = (inside.clone(), parked.clone(), outside.clone());
+            std::thread::spawn(move || {
+                let mut flips = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    std::fs::rename(&inside, &parked).unwrap();
+                    std::os::unix::fs::symlink(&outside, &inside).unwrap();
+                    std::thread::sleep(std::time::Duration::from_micros(300));
+                    std::fs::remove_file(&inside).unwrap();
+                    std::fs::rename(&parked, &inside).unwrap();
+                    std::thread::sleep(std::time::Duration::from_micros(300));
+                    flips += 1;
+                }
+                flips
+            })
+        };
+        let (mut right, mut failed) = (0, 0);
+        for _ in 0..40 {
+            let batched = host.read_many(&reads).await.unwrap();
+            for (i, (got, want)) in batched.iter().zip(&expected).enumerate() {
+                match got {
+                    Ok(result) => {
+                        assert!(
+                            !result.chunks.iter().any(|c| c.starts_with(b"OUTSIDE")),
+                            "{}: an outside file was read",
+                            rels[i]
+                        );
+                        assert_eq!(result, want.as_ref().unwrap(), "{}", rels[i]);
+                        right += 1;
+                    }
+                    Err(_) => failed += 1,
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let flips = flipper.join().unwrap();
+        assert!(flips > 20, "only {flips} swaps");
+        assert!(right > 0, "right {right}, failed {failed}");
+    });
+}
+
+/// A thread replaces a session with the other of two versions of it (`rename` over it, as an
+/// editor saves) every 100 ms while batches read it with others: every answer is one
+/// version's bytes, whole, at that version's size (a change seen under the `cat` reads it
+/// again, one under a ranged read is `raced`). Each version keeps a name of its own (a hard
+/// link), so that no inode is freed and given to the next file. What is not held: a file
+/// replaced and put back within one ranged read (between its `ls` before and after `dd`), as
+/// docs/shells.md says.
+#[test]
+fn a_session_replaced_under_a_batch_is_one_version_or_the_other() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_dash";
+    let mut rels = Vec::new();
+    for i in 0..10 {
+        let rel = format!("projects/-swap-batch/{i:08x}-0000-4000-8000-000000000000.jsonl");
+        sshd.put_file(
+            user,
+            Path::new(".claude").join(&rel),
+            &session(i, 400 + i * 50),
+        );
+        rels.push(rel);
+    }
+    let swapped = 4;
+    let versions = [session(40, 900), session(41, 1700)];
+    let path = sshd.home(user).join(".claude").join(&rels[swapped]);
+    let kept: Vec<std::path::PathBuf> = (0..2)
+        .map(|k| {
+            sshd.put_file(
+                user,
+                format!(".claude/projects/-swap-batch/v{k}.kept"),
+                &versions[k],
+            )
+        })
+        .collect();
+    let staged = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&staged);
+    std::fs::hard_link(&kept[0], &staged).unwrap();
+    std::fs::rename(&staged, &path).unwrap();
+    let host =
+        clankie_host::open(&HostConfig::ssh(&sshd.alias(user)), Some(sshd.ssh_config())).unwrap();
+    let local = clankie_host::local::LocalHost::new("local");
+    runtime().block_on(async {
+        let (mut reads, _) = reads_of(&host, &rels).await;
+        // Listed at the larger version's size: read whole whichever it is.
+        reads[swapped].1 = check_ranges(versions[1].len() as u64);
+        let expected = local.read_many(&reads).await.unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let stop = Arc::clone(&stop);
+            let (path, staged, kept) = (path.clone(), staged.clone(), kept.clone());
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // The other version than the one in place (a rename onto the same inode
+                    // does nothing).
+                    let k = 1 - (swaps % 2) as usize;
+                    std::fs::hard_link(&kept[k], &staged).unwrap();
+                    std::fs::rename(&staged, &path).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        let mut seen = [0; 2];
+        for _ in 0..30 {
+            let batched = host.read_many(&reads).await.unwrap();
+            for (i, got) in batched.iter().enumerate() {
+                if i != swapped {
+                    assert_eq!(outcome(got), outcome(&expected[i]), "{}", rels[i]);
+                    continue;
+                }
+                let Ok(result) = got else { continue };
+                let k = versions
+                    .iter()
+                    .position(|v| v.len() as u64 == result.size)
+                    .unwrap_or_else(|| panic!("a size of neither version: {}", result.size));
+                assert_eq!(result.chunks, vec![versions[k].clone()], "version {k}");
+                seen[k] += 1;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        assert!(swaps > 5, "only {swaps} swaps");
+        assert!(seen[0] > 0 && seen[1] > 0, "{seen:?}");
+    });
+}

@@ -28,7 +28,7 @@
 //! Typed lines of a *read* reply:
 //! ```text
 //! ERR <code> <hex of path>              refusal or failure; the frame ends (rc 1)
-//! META size=<true size> enc=<b64|ossl|uu|hex>
+//! META size=<true size> enc=<b64|ossl|uu|hex|gz>
 //! DATA <i>                              then the encoded block-aligned bytes of range i
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
@@ -38,7 +38,7 @@
 //! FILE <i>                              then ERR, or META and the DATA blocks, and ERR raced
 //! END-FILE <i>                          (one file's refusal ends its section only)
 //! ```
-//! or, for the small files of one directory read whole ([`whole_file_cap`]), one block:
+//! or, for the small files of one root read whole ([`whole_file_cap`]), one block:
 //! ```text
 //! CAT <enc> <i> <j> …                   the files stat'ed, in this order
 //! STAT / <inode> <size> per file / END-STAT
@@ -52,6 +52,17 @@
 //! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files whose path
 //! holds the id, then, when one of them is read at once, `HIT <hex of path>` and its read
 //! section (its ranges, for a tail, computed from the META size).
+//!
+//! Compression: a batched read on a host with `gzip` (probed by the script) names `enc=gz`
+//! (META) or `CAT gz`: each payload is one gzip stream of the block, base64-encoded. A listing
+//! on such a host may carry its `ROOT`/`F`/`FX` lines as one block, after its `MODE` line:
+//! ```text
+//! GZ                                    then base64 of one gzip stream of the lines
+//! END-GZ
+//! ```
+//! Decompressed output is held to the same bounds as the plain one (a reply never decodes to
+//! more than an uncompressed reply could hold), gzip's CRC is checked, and nothing may follow
+//! the stream.
 //!
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
 //! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
@@ -343,7 +354,39 @@ pub fn decode_list(
     }
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
-    let listing = decode_list_lines(host, roots, &mut lines)?;
+    let mut listing = decode_list_lines(host, roots, &mut lines)?;
+    if lines.peek() == Some(&&b"GZ"[..]) {
+        // The lines compressed (after MODE, or an ERR that ended the listing before them).
+        if !listing.roots.is_empty() || !listing.files.is_empty() {
+            return Err(bad("a GZ block after the listing's lines".to_string()));
+        }
+        lines.next();
+        let mut payload: Vec<&[u8]> = Vec::new();
+        loop {
+            let line = lines
+                .next()
+                .ok_or_else(|| bad("GZ block cut off".to_string()))?;
+            if line == b"END-GZ" {
+                break;
+            }
+            payload.push(line);
+        }
+        let text =
+            decode_payload(Encoding::Gzip, &payload, MAX_LIST_REPLY_BYTES as u64).map_err(|e| {
+                match e {
+                    PayloadError::Malformed(reason) => bad(format!("GZ block: {reason}")),
+                    PayloadError::TooLarge(max) => too_large(
+                        host,
+                        format!("list reply decompresses to over {max} bytes; refusing it"),
+                    ),
+                }
+            })?;
+        let mut inner = body_lines(&text);
+        listing = decode_list_lines(host, roots, &mut inner)?;
+        if let Some(extra) = inner.next() {
+            return Err(bad(format!("unexpected line {}", show(extra))));
+        }
+    }
     if let Some(extra) = lines.next() {
         return Err(bad(format!("unexpected line {}", show(extra))));
     }
@@ -522,6 +565,8 @@ pub enum Encoding {
     Uu,
     /// `od -An -v -tx1`: two hex digits per byte, whitespace-separated.
     Hex,
+    /// `gzip -1 -c | base64`: one gzip stream, base64 with line breaks.
+    Gzip,
 }
 
 impl Encoding {
@@ -530,6 +575,7 @@ impl Encoding {
             b"b64" | b"ossl" => Some(Encoding::Base64),
             b"uu" => Some(Encoding::Uu),
             b"hex" => Some(Encoding::Hex),
+            b"gz" => Some(Encoding::Gzip),
             _ => None,
         }
     }
@@ -563,12 +609,23 @@ pub fn decode_read(
 /// Decodes one file's read section: an `ERR` line, or `META` then each range's `DATA`/
 /// `END-DATA` block. `ranges_of` gives the ranges that were read for the size META reports
 /// (a read planned from the file's end computes them on the host). Returns the result and
-/// those ranges.
+/// those ranges; a block shorter than the META size says is a broken reply.
 fn decode_read_lines<'a>(
     host: &str,
     ranges_of: impl FnOnce(u64) -> Vec<ByteRange>,
     lines: &mut impl Iterator<Item = &'a [u8]>,
 ) -> Result<(ReadResult, Vec<ByteRange>), HostError> {
+    decode_read_section(host, ranges_of, lines)?.map_err(|reason| protocol(host, reason))
+}
+
+/// [`decode_read_lines`], with a block shorter than the META size says (the file shrank, or
+/// was replaced by a smaller one, after its size was taken) as the inner `Err`, its reason,
+/// once the whole section is consumed: in a batch that is the one file's, not the reply's.
+fn decode_read_section<'a>(
+    host: &str,
+    ranges_of: impl FnOnce(u64) -> Vec<ByteRange>,
+    lines: &mut impl Iterator<Item = &'a [u8]>,
+) -> Result<Result<(ReadResult, Vec<ByteRange>), String>, HostError> {
     let bad = |reason: String| protocol(host, reason);
     let first = lines
         .next()
@@ -597,6 +654,7 @@ fn decode_read_lines<'a>(
         return Err(bad(format!("{} ranges asked for", ranges.len())));
     }
     let mut chunks = Vec::with_capacity(ranges.len());
+    let mut short = None;
     for (i, range) in ranges.iter().enumerate() {
         let data = lines.next().unwrap_or_default();
         if data != format!("DATA {i}").as_bytes() {
@@ -633,15 +691,20 @@ fn decode_read_lines<'a>(
         // Both fit in usize: `block` exists in memory and `want` is at most its length here.
         let need = wire.skip.saturating_add(want);
         if (block.len() as u64) < need {
-            return Err(bad(format!(
+            short.get_or_insert(format!(
                 "range {i}: got {} bytes, expected at least {need} (file shrank, or dd failed)",
                 block.len()
-            )));
+            ));
+            chunks.push(Vec::new());
+            continue;
         }
         let start = wire.skip as usize;
         chunks.push(block[start..start + want as usize].to_vec());
     }
-    Ok((ReadResult { size, chunks }, ranges))
+    Ok(match short {
+        Some(reason) => Err(reason),
+        None => Ok((ReadResult { size, chunks }, ranges)),
+    })
 }
 
 /// The largest reply to a batched read: the sum of each file's bound.
@@ -758,7 +821,17 @@ pub fn decode_read_batch(
                 lines.next();
                 Err(err)
             }
-            _ => decode_read_lines(host, |_| ranges.clone(), &mut lines).map(|(r, _)| r),
+            // A file that shrank (or was replaced) after its size was taken is its own
+            // failure: the check after the read usually says `raced` as well (below).
+            _ => match decode_read_section(host, |_| ranges.clone(), &mut lines) {
+                Ok(Ok((result, _))) => Ok(result),
+                Ok(Err(reason)) => Err(HostError::Io {
+                    host: host.to_string(),
+                    path: display_path(&[&reads[i].0.root[..], b"/", &reads[i].0.rel[..]].concat()),
+                    reason: format!("changed while it was read: {reason}"),
+                }),
+                Err(e) => Err(e),
+            },
         };
         // A reply that breaks the format is the host's fault, whichever file it is in.
         if let Err(e @ (HostError::Protocol { .. } | HostError::ReplyTooLarge { .. })) = result {
@@ -1022,6 +1095,11 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
         return Ok(Vec::new());
     }
     match encoding {
+        Encoding::Gzip => {
+            // gzip adds at most a few bytes per 16 KiB block it cannot shrink, and its header.
+            let compressed = decode_base64_lines(lines, max.saturating_add(max / 512 + 1024))?;
+            gunzip(&compressed, max)
+        }
         Encoding::Base64 | Encoding::Uu => {
             let mut lines = lines;
             if encoding == Encoding::Uu {
@@ -1039,22 +1117,7 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
                 }
                 lines = rest;
             }
-            let total: usize = lines.iter().map(|l| l.len()).sum();
-            // Four characters per three bytes: refuse before decoding anything oversized.
-            if total / 4 * 3 > max + 3 {
-                return Err(PayloadError::TooLarge(max));
-            }
-            let mut text = Vec::with_capacity(total);
-            for line in lines {
-                text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
-            }
-            let decoded = base64::engine::general_purpose::STANDARD
-                .decode(&text)
-                .map_err(|e| PayloadError::Malformed(format!("bad base64: {e}")))?;
-            if decoded.len() > max {
-                return Err(PayloadError::TooLarge(max));
-            }
-            Ok(decoded)
+            decode_base64_lines(lines, max)
         }
         Encoding::Hex => {
             let mut out = Vec::new();
@@ -1077,6 +1140,46 @@ fn decode_payload(encoding: Encoding, lines: &[&[u8]], max: u64) -> Result<Vec<u
             Ok(out)
         }
     }
+}
+
+/// Base64 with line breaks, refusing more than `max` decoded bytes before decoding any.
+fn decode_base64_lines(lines: &[&[u8]], max: usize) -> Result<Vec<u8>, PayloadError> {
+    let total: usize = lines.iter().map(|l| l.len()).sum();
+    // Four characters per three bytes: refuse before decoding anything oversized.
+    if total / 4 * 3 > max.saturating_add(3) {
+        return Err(PayloadError::TooLarge(max));
+    }
+    let mut text = Vec::with_capacity(total);
+    for line in lines {
+        text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(&text)
+        .map_err(|e| PayloadError::Malformed(format!("bad base64: {e}")))?;
+    if decoded.len() > max {
+        return Err(PayloadError::TooLarge(max));
+    }
+    Ok(decoded)
+}
+
+/// One gzip stream and nothing after it, decompressed to at most `max` bytes (a stream that
+/// inflates to more is refused as soon as it does: a small reply cannot make us hold a large
+/// one). The stream's CRC and length are checked.
+fn gunzip(compressed: &[u8], max: usize) -> Result<Vec<u8>, PayloadError> {
+    use std::io::Read as _;
+    let mut out = Vec::with_capacity(compressed.len().saturating_mul(4).min(max));
+    let mut stream = flate2::bufread::GzDecoder::new(compressed);
+    (&mut stream)
+        .take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| PayloadError::Malformed(format!("bad gzip stream: {e}")))?;
+    if out.len() > max {
+        return Err(PayloadError::TooLarge(max));
+    }
+    if !stream.into_inner().is_empty() {
+        return Err("bytes after the gzip stream".into());
+    }
+    Ok(out)
 }
 
 /// Maps an `ERR <code> <hex path>` line to the error a user reads.
@@ -1537,6 +1640,134 @@ mod tests {
                 vec![data[4100..4110].to_vec(), data[9_995..].to_vec()]
             );
         }
+    }
+
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        gz_at(bytes, flate2::Compression::fast())
+    }
+
+    fn gz_best(bytes: &[u8]) -> Vec<u8> {
+        gz_at(bytes, flate2::Compression::best())
+    }
+
+    fn gz_at(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn gzip_payloads_decode_and_hostile_ones_are_refused() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let ranges = [ByteRange::new(4100, 10)];
+        let reply = |payload: &[u8]| {
+            framed(
+                &format!(
+                    "META size=10000 enc=gz\nDATA 0\n{}\nEND-DATA 0\n",
+                    b64(payload)
+                ),
+                0,
+            )
+        };
+        let got = decode_read("h", NONCE, &ranges, &reply(&gz(&data[4096..8192]))).unwrap();
+        assert_eq!(got.chunks, vec![data[4100..4110].to_vec()]);
+        // A stream that inflates past what the aligned read can return (4 KiB here): refused
+        // as too large, without inflating all of it.
+        let bomb = gz_best(&vec![b'x'; 16 << 20]);
+        assert!(bomb.len() < 100_000);
+        let err = decode_read("h", NONCE, &ranges, &reply(&bomb)).unwrap_err();
+        assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err}");
+        // A wrong CRC, a cut-off stream, bytes after the stream: the wire format is broken.
+        let mut bad_crc = gz(&data[4096..8192]);
+        let n = bad_crc.len();
+        bad_crc[n - 6] ^= 1;
+        let whole = gz(&data[4096..8192]);
+        let cut = &whole[..whole.len() - 3];
+        let trailing = [&whole[..], b"junk"].concat();
+        for payload in [&bad_crc[..], cut, &trailing, b"not gzip at all"] {
+            let err = decode_read("h", NONCE, &ranges, &reply(payload)).unwrap_err();
+            assert!(matches!(err, HostError::Protocol { .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_compressed_listing_decodes_as_the_plain_one() {
+        let plain = format!(
+            "ROOT claude 1 {}\nF 10 20 ./projects/-a/x.jsonl\nFX 11 21 {}\n",
+            hex_encode(b"/home/u/.claude"),
+            hex_encode(b"./projects/-a/new\nline.jsonl")
+        );
+        let roots = crate::test_support::roots();
+        let want = decode_list(
+            "h",
+            NONCE,
+            &roots,
+            &framed(&format!("MODE gnu\n{plain}"), 0),
+        )
+        .unwrap();
+        assert_eq!(want.files.len(), 2);
+        let compressed = format!("MODE gnu\nGZ\n{}\nEND-GZ\n", b64(&gz(plain.as_bytes())));
+        assert_eq!(
+            decode_list("h", NONCE, &roots, &framed(&compressed, 0)).unwrap(),
+            want
+        );
+        // Lines after the block, lines before it, a block cut off, a listing that inflates
+        // past the listing's bound.
+        let big = gz_best(&vec![b'\n'; MAX_LIST_REPLY_BYTES + 1]);
+        for body in [
+            format!("{compressed}F 1 2 projects/a.jsonl\n"),
+            format!(
+                "MODE gnu\n{plain}GZ\n{}\nEND-GZ\n",
+                b64(&gz(plain.as_bytes()))
+            ),
+            format!("MODE gnu\nGZ\n{}\n", b64(&gz(plain.as_bytes()))),
+            format!("MODE gnu\nGZ\n{}\nEND-GZ\n", b64(&gz(b"HELLO\n"))),
+        ] {
+            let err = decode_list("h", NONCE, &roots, &framed(&body, 0)).unwrap_err();
+            assert!(matches!(err, HostError::Protocol { .. }), "{body}: {err}");
+        }
+        let body = format!("MODE gnu\nGZ\n{}\nEND-GZ\n", b64(&big));
+        let err = decode_list("h", NONCE, &roots, &framed(&body, 0)).unwrap_err();
+        assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_shrank_under_its_read_fails_alone_in_a_batch() {
+        let reads = cat_reads();
+        // `d` (3 bytes from offset 2) was listed at 40 bytes and is 1 when `dd` runs: a short
+        // block, then the check after the read (another file now). `a` is read as usual.
+        let body = format!(
+            "FILE 3\nMETA size=40 enc=b64\nDATA 0\n{}\nEND-DATA 0\nERR raced {}\nEND-FILE 3\n\
+             FILE 0\nMETA size=10 enc=b64\nDATA 0\n{}\nEND-DATA 0\nEND-FILE 0\n\
+             FILE 1\nERR missing {}\nEND-FILE 1\nFILE 2\nERR missing {}\nEND-FILE 2\n",
+            b64(b"x"),
+            hex_encode(b"/r/projects/-p/d.jsonl"),
+            b64(b"0123456789"),
+            hex_encode(b"/r/projects/-p/b.jsonl"),
+            hex_encode(b"/r/projects/-p/c.jsonl"),
+        );
+        let answers = decode_read_many("h", NONCE, &reads, &framed(&body, 0)).unwrap();
+        assert_eq!(
+            answers[0].as_ref().unwrap().chunks,
+            vec![b"0123456789".to_vec()]
+        );
+        assert!(
+            matches!(answers[3], Err(HostError::PathRefused { .. })),
+            "{:?}",
+            answers[3]
+        );
+        // Without the check's word (it shrank in place): the file's own failure all the same.
+        let body = body.replace(
+            &format!("ERR raced {}\n", hex_encode(b"/r/projects/-p/d.jsonl")),
+            "",
+        );
+        let answers = decode_read_many("h", NONCE, &reads, &framed(&body, 0)).unwrap();
+        let Err(HostError::Io { reason, .. }) = &answers[3] else {
+            panic!("{:?}", answers[3]);
+        };
+        assert!(reason.contains("changed while it was read"), "{reason}");
+        assert!(answers[0].is_ok());
     }
 
     #[test]

@@ -22,11 +22,14 @@
 //!   them out, so only such paths cost an `od`), and `pwd -P` is compared with its own newline
 //!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
-//!   `od -An -v -tx1`, and names it in the META line.
-//! - A batch reads the small files of a directory whole in a constant number of processes
-//!   (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again) instead of a
-//!   few per file; names reach those commands only through `eval` of `"$f<i>"` words, never as
-//!   script text. Without a `stat` that answers for every file, they are read one by one.
+//!   `od -An -v -tx1`, and names it in the META line. A batched read first tries `gzip -1 -c |
+//!   base64` (`gz`), and a listing sends its lines through it when both answer: fewer bytes on
+//!   the link for a few processes more on the host.
+//! - A batch reads the small files of all the directories of a root whole in a constant number
+//!   of processes (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again)
+//!   instead of a few per file or per directory; names reach those commands only through `eval`
+//!   of `"$f<i>"` words, never as script text. Without a `stat` that answers for every file,
+//!   they are read one by one.
 
 use super::{Invocation, MAX_RANGES, aligned, quote};
 use crate::{FileRef, FirstRead, check_ranges, check_relative_path};
@@ -41,6 +44,52 @@ pub fn invocation(script: Vec<u8>) -> Invocation {
         exec: POSIX_EXEC.to_string(),
         stdin: script,
     }
+}
+
+/// The exec string of a script sent gzip-compressed on stdin ([`compressed_invocation`]).
+pub const POSIX_GZIP_EXEC: &str = "sh -c 'gzip -dc|sh -s'";
+
+/// What ends a command that carries a compressed script ([`compressed_invocation`]).
+pub const COMPRESSED_TAIL: &str = "\"|base64 -d|gzip -dc|sh -s'";
+
+/// The longest exec string [`compressed_invocation`] carries a script in (as the inline
+/// command does, `ssh::inline`: Linux refuses one argument over 128 KiB).
+const MAX_COMPRESSED_COMMAND: usize = 64 * 1024;
+
+/// The invocation of a POSIX script for a host whose listing came compressed (so `gzip` and
+/// `base64 -d` answer there): the script gzip-compressed, in the command as base64 when that
+/// fits (`sh -c 'printf "…"|base64 -d|gzip -dc|sh -s'`: base64 holds no byte that printf or any
+/// login shell's single quotes would read), else on stdin (`sh -c 'gzip -dc|sh -s'`). A batch
+/// of thousands of files names each one: its script shrinks several times, and one in the
+/// command waits no round trip for the channel's window. A stream cut short (an rc file that
+/// ate stdin) leaves `sh` a script whose group never closes, which it refuses to run.
+pub fn compressed_invocation(script: &[u8]) -> Invocation {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder
+        .write_all(script)
+        .expect("writing into memory cannot fail");
+    let compressed = encoder.finish().expect("writing into memory cannot fail");
+    let text = base64::engine::general_purpose::STANDARD.encode(&compressed);
+    let command = format!("sh -c 'printf \"{text}{COMPRESSED_TAIL}");
+    if command.len() <= MAX_COMPRESSED_COMMAND {
+        return Invocation {
+            exec: command,
+            stdin: Vec::new(),
+        };
+    }
+    Invocation {
+        exec: POSIX_GZIP_EXEC.to_string(),
+        stdin: compressed,
+    }
+}
+
+/// Whether a list reply came compressed (a `GZ` line in its frame): the host's `gzip` and
+/// `base64` answered both ways, so [`compressed_invocation`] may be sent to it.
+pub fn listing_was_compressed(nonce: &str, stdout: &[u8]) -> bool {
+    super::parse_frame("", nonce, stdout)
+        .is_ok_and(|frame| frame.body.split(|&b| b == b'\n').any(|l| l == b"GZ"))
 }
 
 /// How a listing gets each file's size and mtime. Probed on the host unless forced.
@@ -74,6 +123,9 @@ pub enum Encoder {
     Openssl,
     Uuencode,
     Od,
+    /// `gzip -1 -c | base64`: what a batched read uses where both answer (transcripts are
+    /// JSON, which shrinks five to ten times; the link moves that much less).
+    Gzip,
 }
 
 /// The encoder a read reply's first `META … enc=NAME` line names (what the host's probe
@@ -90,6 +142,7 @@ pub fn encoder_named_in(stdout: &[u8]) -> Option<Encoder> {
         Encoder::Openssl,
         Encoder::Uuencode,
         Encoder::Od,
+        Encoder::Gzip,
     ]
     .into_iter()
     .find(|e| e.wire().as_bytes() == name)
@@ -102,6 +155,7 @@ impl Encoder {
             Encoder::Openssl => "ossl",
             Encoder::Uuencode => "uu",
             Encoder::Od => "hex",
+            Encoder::Gzip => "gz",
         }
     }
 }
@@ -109,6 +163,15 @@ impl Encoder {
 /// `hx VALUE`: the value's bytes as lowercase hex on one line, with no newline after it.
 const HEX_FN: &str =
     "hx() { printf '%s' $(printf '%s' \"$1\" | { od -An -v -tx1 || xxd -p; } 2>/dev/null); }\n";
+
+/// Sets `e=gz` when `gzip -1 -c | base64` answers as it should (a gzip stream of `hi` is
+/// `H4sI…` in base64, whatever its header's time and OS bytes).
+const GZIP_PROBE: &str =
+    "case $(printf hi | gzip -1 -c 2>/dev/null | base64 2>/dev/null) in H4sI*) e=gz ;; esac\n";
+
+/// The listing's probe: [`GZIP_PROBE`]'s pipeline, and back through `base64 -d` and `gzip -dc`
+/// (a compressed listing tells the client that [`compressed_invocation`] works here too).
+const LIST_GZIP_PROBE: &str = "case $(printf hi | gzip -1 -c 2>/dev/null | base64 2>/dev/null | base64 -d 2>/dev/null | gzip -dc 2>/dev/null) in hi) e=gz ;; esac\n";
 
 /// Where the host has no `dd` (toybox), a `dd if= bs= skip= count=` of the one form the read
 /// script uses, from `tail -c +N | head -c M`. Its variables are `dd_`-prefixed so that they
@@ -214,7 +277,7 @@ pub fn find_read_script(nonce: &str, roots: &[RootSpec], id: &str, first: &First
     }
     list_body(&mut s, roots, None, Some(id));
     // After the listing: `walk` uses `$e` for itself.
-    read_prelude(&mut s, None);
+    read_prelude(&mut s, None, false);
     s.raw(
         r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
 "#,
@@ -471,9 +534,23 @@ wf() {
     s.begin();
     s.raw("[ -z \"${bad:-}\" ] || { printf 'ERR unsafe\\n\\n%s:END 1\\n' \"$N\"; exit 0; }\n");
     s.raw("printf 'MODE %s\\n' \"$m\"\n");
+    // A full listing goes through gzip where it answers (one GZ block: about 80 bytes a session
+    // shrink several times). A narrowed one stays plain: it is small, and `walk` must set the
+    // match's variables in this shell, not in a pipeline's subshell.
+    let compress = narrow.is_none() && !calls.is_empty();
+    if compress {
+        s.raw("la() {\n");
+    }
     for call in calls {
         s.raw(&call);
         s.raw("\n");
+    }
+    if compress {
+        s.raw("}\ne=\n");
+        s.raw(LIST_GZIP_PROBE);
+        s.raw(
+            "if [ \"$e\" = gz ]; then printf 'GZ\\n'; la | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
+        );
     }
 }
 
@@ -512,7 +589,7 @@ pub fn read_script_with(
     s.assign("R", &file.root);
     s.assign("D", dir);
     s.assign("B", base);
-    read_prelude(&mut s, encoder);
+    read_prelude(&mut s, encoder, false);
     // An encoder is forced by a host that has read before: its dialect is settled.
     match encoder {
         Some(_) => s.begin_settled(),
@@ -534,10 +611,15 @@ pub fn read_script_with(
 ///
 /// A file whose ranges start at 0 and reach its end ([`super::whole_file_cap`]: what `check`
 /// asks of a small session, whose head and tail are the whole file) is read whole with the
-/// other such files of its directory, in a constant number of processes for all of them: one
-/// `stat` of their inodes and sizes, one `cat … | encoder` of those no larger than their cap, one
-/// `stat` again. Where no `stat` answers (or it does not answer for every file) they are read one
-/// by one after all. See [`super`] for the `CAT` block, and [`read_many_script_with`].
+/// other such files of its root (every directory of it in the batch), in a constant number of
+/// processes for all of them: one `stat` of their inodes and sizes, one `cat … | encoder` of
+/// those no larger than their cap, one `stat` again, all from the root by their paths below it.
+/// Each directory is checked (physically exactly below the root) when its files join, and again
+/// after the read: a directory moved in between makes every file of the block be read again,
+/// each from inside its own directory. (A directory swapped for a link and back while `cat`
+/// runs is not seen, as a file's own name swapped and back while `dd` runs is not: see
+/// docs/shells.md.) Where no `stat` answers (or it does not answer for every file) they are read
+/// one by one after all. See [`super`] for the `CAT` block, and [`read_many_script_with`].
 pub fn read_many_script(
     nonce: &str,
     reads: &[(FileRef, Vec<ByteRange>)],
@@ -555,7 +637,7 @@ pub fn read_many_script_with(
     whole: bool,
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
-    read_prelude(&mut s, encoder);
+    read_prelude(&mut s, encoder, true);
     s.raw(
         r#"fl() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; }
 ck() {
@@ -600,14 +682,42 @@ pf() {
                 .filter(|_| refusal(file, ranges).is_none())
         })
         .collect();
+    // `gd` enters directory `$D` of the current root and checks that it is physically exactly
+    // `<root>/<dir>` (`$g`: the verdict, an ERR code; empty when it is), as `read_script` checks
+    // one file's directory. `cd -P` sets `$PWD` to the physical directory it entered (POSIX;
+    // dash, bash, busybox, mksh, posh, yash and zsh do, newline-ended names included): the
+    // `$(pwd -P)` subshell of `read_script` would cost a process per directory, twice.
+    s.raw(
+        r#"gd() {
+  g=$gr
+  if [ -z "$g" ]; then
+    case $rr in /) rb= ;; *) rb=$rr ;; esac
+    if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
+    else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
+  fi
+  [ -n "$g" ] || [ "$PWD" = "$w" ] || g=outside
+}
+"#,
+    );
     if candidates.iter().any(Option::is_some) {
-        // `cw INDEX CAP RANGE…` (`$B` the name): a file that passes the checks a read makes
-        // before `ls` joins the group's candidates (`$W` their indexes, `$L` the words that
-        // name them for `eval`; `f<i>`, `c<i>`, `r<i>` its path, cap and ranges), any other is
-        // read by its ranges at once, which reports why not. `ca FILE…` reads the candidates:
-        // one `stat` of all; those no larger than their cap are concatenated into the encoder
-        // and stat'ed again (the decoder compares the two and the length), the others are read
-        // by their ranges after it. Names only ever reach a command as the values of variables.
+        // `cw INDEX CAP RANGE…` (`$D` the directory, checked and entered by `gd`; `$B` the
+        // name): a file that passes the checks a read makes before `ls` joins its directory's
+        // candidates (`$WD` their indexes, `$LD` the words that name them for `eval`; `f<i>`,
+        // `n<i>`, `d<i>`, `c<i>`, `r<i>` its path below the root and in its directory, its
+        // directory, cap and ranges), any other is read by its ranges at once, which reports
+        // why not. `ds` stats the directory's candidates from inside it (one `stat`: the sizes
+        // and inodes the decoder holds the read to; `$sf` when it did not answer for each) and
+        // adds them to the root's (`$W`, `$S1`; `$KP` the words of those no larger than their
+        // cap, `$CQ` the others). Lists grow a directory at a time: a string grown a file at a
+        // time costs sh time in the square of its length. `ca` reads the candidates of every
+        // directory of the root at once, from the root: `$KP` concatenated into the encoder and
+        // stat'ed again; then every directory (`$G`, the groups' numbers; `q<k>`, each one's
+        // directory) is checked again with `gd`: one moved meanwhile empties the second `STAT`,
+        // and every file is read again. A file whose path led elsewhere during the `cat` gives
+        // another inode or size in the second `stat`, or another length (the decoder answers
+        // none of the files from a wrong length). `$CQ` are read by their ranges after it, each
+        // from inside its own directory. Names only ever reach a command as the values of
+        // variables.
         s.raw(
             r#"sm=
 case $(stat -c '%i %s' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=c ;;
@@ -618,37 +728,45 @@ cw() {
   cj=$1 cz=$2; shift 2
   p=./$B
   if [ -z "$bad$g" ] && [ ! -L "$p" ] && [ -f "$p" ] && [ -r "$p" ]; then
-    eval "f$cj=\$p c$cj=\$cz r$cj=\"\$*\""
-    W="$W $cj" L="$L \"\$f$cj\""
+    case $D in '') ;; *) p=./$D/$B ;; esac
+    eval "n$cj=./\$B f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
+    WD="$WD $cj" LD="$LD \"\$n$cj\""
   else
     pf "$cj" "$@"
   fi
 }
-lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
-ca() {
-  s1=
-  [ -z "$sm" ] || s1=$(st "$@")
-  cn=0
-  for v in $s1; do case $v in '' | *[!0-9]*) cn=-1; break ;; esac; cn=$((cn + 1)); done
-  if [ "$cn" != $(($# * 2)) ]; then
-    for cj in $W; do eval "p=\$f$cj cr=\$r$cj"; B=${p#./} bad=; pf "$cj" $cr; done
-    return 0
-  fi
-  set -- $s1
-  kp= cq=
-  for cj in $W; do
+ds() {
+  sd=
+  [ -z "$sm" ] || sd=$(eval "st$LD")
+  set -- $sd
+  kd=
+  for cj in $WD; do
+    [ $# -ge 2 ] || { sf=1; break; }
+    case $1$2 in *[!0-9]*) sf=1; break ;; esac
     eval "cz=\$c$cj"
-    if [ "$2" -le "$cz" ] 2>/dev/null; then kp="$kp \"\$f$cj\""; else cq="$cq $cj"; fi
+    if [ "$2" -le "$cz" ]; then kd="$kd \"\$f$cj\""; else CQ="$CQ $cj"; fi
     shift 2
   done
-  printf 'CAT %s%s\nSTAT\n%s\nEND-STAT\nDATA 0\n' "$e" "$W" "$s1"
-  [ -z "$kp" ] || eval "cat $kp" 2>/dev/null | enc
+  [ $# = 0 ] || sf=1
+  KP="$KP$kd" W="$W$WD" S1="$S1$sd$NL" LD= WD=
+}
+lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
+po() { eval "p=\$f$cj cr=\$r$cj D=\$d$cj"; B=${p##*/} bad=; gd; pf "$cj" $cr; }
+ca() {
+  D=; gd
+  if [ -n "$g$sf" ]; then
+    for cj in $W; do po; done
+    return 0
+  fi
+  printf 'CAT %s%s\nSTAT\n%s\nEND-STAT\nDATA 0\n' "$e" "$W" "$S1"
+  [ -z "$KP" ] || eval "cat $KP" 2>/dev/null | enc
   printf '\nEND-DATA 0\n'
   s2=
-  [ -z "$kp" ] || s2=$(eval "st $kp")
-  eval "lk $kp" || s2=
+  [ -z "$KP" ] || s2=$(eval "st $KP")
+  eval "lk $KP" || s2=
+  for k in $G; do eval "D=\$q$k"; gd; [ -z "$g" ] || s2=; done
   printf 'STAT\n%s\nEND-STAT\n' "$s2"
-  for cj in $cq; do eval "p=\$f$cj cr=\$r$cj"; B=${p#./} bad=; pf "$cj" $cr; done
+  for cj in $CQ; do po; done
 }
 "#,
         );
@@ -666,17 +784,28 @@ ca() {
             None => groups.push((file.root.as_slice(), dir, vec![i])),
         }
     }
+    // The candidates of a root are read by one `ca` once its last directory is done (the
+    // processes of a read whole are paid once per root, not per directory).
+    let flush = |s: &mut Script, any: bool| {
+        if any {
+            s.raw("[ -z \"$W\" ] || ca\n");
+        }
+    };
     let mut previous_root: Option<&[u8]> = None;
-    for (root, dir, members) in groups {
+    let mut root_has_candidates = false;
+    for (k, (root, dir, members)) in groups.into_iter().enumerate() {
         // The root is resolved once for the groups of it that follow one another (`$gr`, its
         // verdict; `$rr`, where it leads), each directory once.
         if previous_root != Some(root) {
+            flush(&mut s, root_has_candidates);
+            root_has_candidates = false;
             s.raw("bad=\n");
             s.assign("R", root);
             s.raw(
                 r#"gr=; [ -z "$bad" ] || gr=unsafe
 if [ -z "$gr" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || gr=noroot; fi
 if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
+W= G= LD= WD= S1= sf= KP= CQ=
 "#,
             );
             previous_root = Some(root);
@@ -684,23 +813,17 @@ if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
         s.raw("bad=\n");
         assign_name(&mut s, "D", dir);
         // The group's verdict (`g`, an ERR code) is every member's: the root resolved and the
-        // directory entered physically exactly below it, as `read_script` checks one file.
-        s.raw(
-            r#"g=$gr; [ -z "$bad" ] || g=unsafe
-if [ -z "$g" ]; then
-  case $rr in /) rb= ;; *) rb=$rr ;; esac
-  if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
-  else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
-fi
-if [ -z "$g" ]; then
-  h=$(pwd -P && echo X) || g=outside
-  h=${h%X}; h=${h%"$NL"}
-  [ "$h" = "$w" ] || g=outside
-fi
-W= L=
-"#,
-        );
+        // directory entered physically exactly below it.
+        s.raw("gd; [ -z \"$bad\" ] || g=unsafe\n");
         let group_bad = bad_group_value(root, dir);
+        let reads_whole = members
+            .iter()
+            .any(|&i| candidates[i].is_some() && !group_bad);
+        if reads_whole {
+            // Only a directory that passed is checked again after the read.
+            s.raw(&format!("[ -n \"$g\" ] || q{k}=$D G=\"$G {k}\"\n"));
+            root_has_candidates = true;
+        }
         for &i in &members {
             let (file, ranges) = &reads[i];
             let (_, base) = split_rel(&file.rel);
@@ -728,13 +851,11 @@ W= L=
             }
             s.raw("\n");
         }
-        if members
-            .iter()
-            .any(|&i| candidates[i].is_some() && !bad_group_value(root, dir))
-        {
-            s.raw("[ -z \"$W\" ] || eval \"ca$L\"\n");
+        if reads_whole {
+            s.raw("[ -z \"$WD\" ] || ds\n");
         }
     }
+    flush(&mut s, root_has_candidates);
     s.end("0")
 }
 
@@ -780,10 +901,14 @@ fn split_rel(rel: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// What every read script defines before its BEGIN: the encoder (probed unless forced),
-/// `enc`, and `rg INDEX START BS SKIP COUNT`, which prints one range's block.
-fn read_prelude(s: &mut Script, encoder: Option<Encoder>) {
+/// `enc`, and `rg INDEX START BS SKIP COUNT`, which prints one range's block. With `compress`
+/// the probe tries [`Encoder::Gzip`] first.
+fn read_prelude(s: &mut Script, encoder: Option<Encoder>, compress: bool) {
     s.raw("e=");
     s.word(encoder.map(Encoder::wire).unwrap_or_default().as_bytes());
+    if compress {
+        s.raw(&format!("\n[ -n \"$e\" ] || {}", GZIP_PROBE));
+    }
     s.raw(
         r#"
 if [ -z "$e" ]; then
@@ -792,7 +917,7 @@ if [ -z "$e" ]; then
   else case $(printf hi | uuencode -m x 2>/dev/null) in *aGk=*) e=uu ;; *) e=hex ;; esac
   fi
 fi
-enc() { case $e in b64) base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
+enc() { case $e in b64) base64 ;; gz) gzip -1 -c | base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
 rg() {
   printf 'DATA %s\n' "$1"
   if [ "$5" -gt 0 ] && [ "$2" -lt "$z" ]; then dd if="$p" bs="$3" skip="$4" count="$5" 2>/dev/null | enc; fi

@@ -36,6 +36,9 @@ pub struct SshHost {
     /// probing for one, and skip `uname` (the dialect is settled by then), two process
     /// spawns fewer on the host per read (issue 19's warm read).
     encoder: std::sync::Mutex<Option<posix::Encoder>>,
+    /// A POSIX listing came compressed: `gzip` and `base64 -d` answer on the host, and batched
+    /// read scripts go to it compressed ([`posix::compressed_invocation`]).
+    gzip: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SshHost {
@@ -71,6 +74,7 @@ impl SshHost {
             notes: std::sync::Mutex::new(Vec::new()),
             options: ConnectOptions::default(),
             encoder: std::sync::Mutex::new(None),
+            gzip: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -337,8 +341,14 @@ impl Host for SshHost {
                 clankie_model::limits::MAX_LIST_REPLY_BYTES,
             )
             .await?;
-        script::decode_list(&self.name, &nonce, roots, &out.stdout)
-            .map_err(|e| self.explain(e, &out))
+        let listing = script::decode_list(&self.name, &nonce, roots, &out.stdout)
+            .map_err(|e| self.explain(e, &out))?;
+        if *self.dialect.lock().await == Some(Dialect::Posix)
+            && posix::listing_was_compressed(&nonce, &out.stdout)
+        {
+            self.gzip.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(listing)
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
@@ -500,8 +510,12 @@ impl SshHost {
         whole: bool,
     ) -> Result<Vec<BatchRead>, HostError> {
         let nonce = script::new_nonce();
-        let invocation =
-            posix::invocation(posix::read_many_script_with(&nonce, batch, None, whole));
+        let script = posix::read_many_script_with(&nonce, batch, None, whole);
+        let invocation = if self.gzip.load(std::sync::atomic::Ordering::Relaxed) {
+            posix::compressed_invocation(&script)
+        } else {
+            posix::invocation(script)
+        };
         let output = self
             .exec(&invocation, script::read_many_reply_limit(batch))
             .await?;

@@ -16,7 +16,7 @@
 //! is a three-digit octal escape `\ooo`, and `%` is `%%`; `printf` turns them back into the
 //! script's own bytes, which `sh -s` reads from the pipe exactly as it would from the channel.
 
-use crate::script::posix::POSIX_EXEC;
+use crate::script::posix::{COMPRESSED_TAIL, POSIX_EXEC};
 
 /// The longest exec string that carries a script. Linux refuses a single argument over
 /// 128 KiB (`MAX_ARG_STRLEN`), and the login shell gets the command as one; a script whose
@@ -55,12 +55,18 @@ fn push_octal(command: &mut String, byte: u8) {
     command.push_str(&format!("\\{byte:03o}"));
 }
 
-/// How `-v` names a command: an inline script as `"sh -s"` and its size (the escaped script
-/// would fill the terminal), anything else as it is, with what goes on stdin.
+/// How `-v` names a command: an inline script (plain, or compressed by
+/// `posix::compressed_invocation`) as `"sh -s"` and its size (the escaped script would fill the
+/// terminal), anything else as it is, with what goes on stdin.
 pub(crate) fn shown_command(command: &str, stdin_len: usize) -> String {
     if command.starts_with(HEAD) && command.ends_with(TAIL) {
         format!(
             "exec {POSIX_EXEC:?} (script in the command, {} bytes)",
+            command.len()
+        )
+    } else if command.starts_with(HEAD) && command.ends_with(COMPRESSED_TAIL) {
+        format!(
+            "exec {POSIX_EXEC:?} (gzip-compressed script in the command, {} bytes)",
             command.len()
         )
     } else {

@@ -34,6 +34,7 @@ const ODD_NAMES: [(&[u8], &[u8]); 7] = [
 ];
 
 /// One way to run `sh -s`.
+#[derive(Clone)]
 struct Shell {
     name: &'static str,
     argv: Vec<String>,
@@ -1004,6 +1005,15 @@ fn small_sessions(tree: &Tree) -> Vec<(FileRef, Vec<ByteRange>)> {
     reads.push((tree.file(b"projects/-p/big.jsonl"), check_ranges_of(3000)));
     reads.push((tree.file(b"projects/-p/link.jsonl"), check_ranges_of(7)));
     reads.push((tree.file(b"projects/-p/gone.jsonl"), check_ranges_of(7)));
+    // Through a directory that is a symlink, out of the root and within it: refused.
+    reads.push((
+        tree.file(b"projects/escape/secret.jsonl"),
+        check_ranges_of(7),
+    ));
+    reads.push((
+        tree.file(b"projects/inner-link/a.jsonl"),
+        check_ranges_of(8),
+    ));
     write(p.join("-many/empty.jsonl"), b"");
     reads.push((tree.file(b"projects/-many/empty.jsonl"), check_ranges_of(0)));
     reads
@@ -1041,13 +1051,16 @@ fn small_files_read_whole_in_one_cat_agree_with_reads_one_by_one_in_every_shell(
         .map(outcome)
         .collect();
     assert!(expected[0].starts_with("ReadResult"), "{}", expected[0]);
-    let big = reads.len() - 4;
+    let big = reads.len() - 6;
     assert!(
         expected[big].contains("size: 10000000"),
         "{}",
         expected[big]
     );
-    assert_eq!(expected[big + 1..big + 3], ["refused", "not found"]);
+    assert_eq!(
+        expected[big + 1..big + 5],
+        ["refused", "not found", "refused", "refused"]
+    );
     let shells = shells(tree.path());
     for shell in &shells {
         let nonce = new_nonce();
@@ -1058,10 +1071,16 @@ fn small_files_read_whole_in_one_cat_agree_with_reads_one_by_one_in_every_shell(
             "{}",
             shell.name
         );
-        // The small files of each directory went through one `cat`; the others one by one.
+        // The small files of every directory of the root went through one `cat`; the others
+        // one by one. gzip compressed them (busybox's applet too).
         let text = out.escape_ascii().to_string();
+        assert!(
+            text.contains("\\nCAT gz "),
+            "{}: not compressed",
+            shell.name
+        );
         let cats = text.matches("\\nCAT ").count();
-        assert!(cats >= 3, "{}: {cats} CAT blocks\n{text}", shell.name);
+        assert_eq!(cats, 1, "{}: {cats} CAT blocks\n{text}", shell.name);
         let one_by_one = text.matches("\\nFILE ").count();
         assert!(
             one_by_one < 8,
@@ -1102,6 +1121,93 @@ fn small_files_read_whole_in_one_cat_agree_with_reads_one_by_one_in_every_shell(
                 &read_many_script(&nonce, &reads, Some(encoder)),
             );
             assert_eq!(batch_answers(&out, &nonce, &reads), expected, "{encoder:?}");
+        }
+    }
+}
+
+#[test]
+fn without_gzip_batches_and_listings_fall_back_to_plain_encoders() {
+    let tree = tree();
+    let reads = small_sessions(&tree);
+    let specs = [tree.spec()];
+    // A `gzip` that is there but does not work (a stub, as on a host that lacks it).
+    let bin = tree.path().join("no-gzip");
+    write(
+        bin.join("gzip"),
+        b"#!/bin/sh\necho 'gzip: not found' >&2\nexit 127\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(bin.join("gzip"), fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let without = [("PATH", Path::new(&path))];
+    for shell in shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+    {
+        let mut answers = Vec::new();
+        let mut listings = Vec::new();
+        for envs in [&[][..], &without[..]] {
+            let nonce = new_nonce();
+            let out = run(&shell, &tree, envs, &read_many_script(&nonce, &reads, None));
+            let text = out.escape_ascii().to_string();
+            let compressed = envs.is_empty();
+            assert_eq!(text.contains("\\nCAT gz "), compressed, "{}", shell.name);
+            assert_eq!(text.contains("\\nCAT b64 "), !compressed, "{}", shell.name);
+            answers.push(batch_answers(&out, &nonce, &reads));
+            let nonce = new_nonce();
+            let out = run(&shell, &tree, envs, &list_script(&nonce, &specs));
+            assert_eq!(
+                out.windows(4).any(|w| w == b"\nGZ\n"),
+                compressed,
+                "{}",
+                shell.name
+            );
+            listings.push(
+                super::super::decode_list("test", &nonce, &specs, &out)
+                    .unwrap_or_else(|e| panic!("{}: {e}", shell.name)),
+            );
+        }
+        assert_eq!(answers[0], answers[1], "{}", shell.name);
+        assert_eq!(listings[0], listings[1], "{}", shell.name);
+        assert_eq!(listings[0], local_listing(&specs), "{}", shell.name);
+    }
+}
+
+#[test]
+fn a_compressed_batch_script_runs_as_the_plain_one_from_every_shell() {
+    let tree = tree();
+    let reads = small_sessions(&tree);
+    // A comment of incompressible bytes after the script keeps it over the command's bound:
+    // the stdin form.
+    let mut noise = Vec::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..120_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.push(b'a' + (x % 26) as u8);
+    }
+    for shell in shells(tree.path()) {
+        let nonce = new_nonce();
+        let script = read_many_script(&nonce, &reads, None);
+        let plain = batch_answers(&run(&shell, &tree, &[], &script), &nonce, &reads);
+        let long = [&script[..], b"# ", &noise, b"\n"].concat();
+        for (script, inline) in [(script.clone(), true), (long, false)] {
+            let invocation = compressed_invocation(&script);
+            assert_eq!(invocation.stdin.is_empty(), inline, "{}", shell.name);
+            assert!(invocation.exec.len() <= 64 * 1024);
+            // As sshd runs a command: the login shell's `-c`.
+            let mut login = shell.clone();
+            login.argv.retain(|a| a != "-s");
+            login.argv.push("-c".into());
+            login.argv.push(invocation.exec.clone());
+            let out = run(&login, &tree, &[], &invocation.stdin);
+            assert_eq!(
+                batch_answers(&out, &nonce, &reads),
+                plain,
+                "{} (inline: {inline})",
+                shell.name
+            );
         }
     }
 }
@@ -1153,22 +1259,41 @@ fn a_file_that_grows_under_the_cat_is_read_again_never_wrongly() {
         );
         let answers = super::super::decode_read_batch("test", &nonce, &reads, &out)
             .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
-        // The files of `-many` before it in the `cat` are answered and right; it and the ones
-        // after it are to be read again; the other directories are not concerned.
+        // The files before it in the `cat` (of every directory of the root) are answered and
+        // right; it and the ones after it are to be read again; the files read one by one are
+        // not concerned.
+        let cat_order: Vec<usize> = {
+            let text = String::from_utf8_lossy(&out);
+            let line = text.lines().find(|l| l.starts_with("CAT ")).unwrap();
+            line.split(' ')
+                .skip(2)
+                .map(|w| w.parse().unwrap())
+                .collect()
+        };
+        // A file stat'ed with the others but larger than its cap is read by its ranges.
+        let in_cat = |i: usize| {
+            let alone = format!("\nFILE {i}\n");
+            let alone = out.windows(alone.len()).any(|w| w == alone.as_bytes());
+            cat_order.iter().position(|&j| j == i).filter(|_| !alone)
+        };
+        let grown_at = in_cat(grown).unwrap();
         for (i, answer) in answers.iter().enumerate() {
-            let rel = &reads[i].0.rel;
-            let in_many = rel.starts_with(b"projects/-many/") && !rel.ends_with(b"empty.jsonl");
             match answer {
                 super::super::BatchRead::Again => {
-                    assert!(in_many && i >= grown, "{}: {i} again", shell.name);
+                    assert!(
+                        in_cat(i).is_some_and(|k| k >= grown_at),
+                        "{}: {i} again",
+                        shell.name
+                    );
                 }
                 super::super::BatchRead::Done(Ok(result)) => {
                     assert!(
-                        !in_many || i < grown,
+                        in_cat(i).is_none_or(|k| k < grown_at),
                         "{}: {i} answered\n{}",
                         shell.name,
                         out.escape_ascii()
                     );
+                    let rel = &reads[i].0.rel;
                     let now = fs::read(tree.home().join(bytes_path(rel))).unwrap();
                     let data = &now[..result.size as usize];
                     assert_eq!(
