@@ -367,7 +367,10 @@ impl<'h, H: Host> Reader<'h, H> {
         let Some(first) = first_read(&scoped, query, request) else {
             return self.resolve_session(roots, query).await;
         };
-        let found = self.host.find_and_read(&scoped, &query.id, &first).await?;
+        let found = self
+            .host
+            .find_and_read(&scoped, &query.id, &first, None)
+            .await?;
         // Decided in a function of its own, so that the narrowed listing is gone before a
         // fallback lists the whole host (a host may answer with a listing at the bounds).
         match self.accept_found(found, query, &first) {

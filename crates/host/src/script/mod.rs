@@ -49,8 +49,9 @@
 //! The decoder splits the concatenation by the first sizes, and answers only the files before
 //! the first one whose inode or size differs in the second `STAT` (and none if the length is
 //! wrong before any such file): the others are read again ([`BatchRead::Again`]).
-//! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files whose path
-//! holds the id, then, when one of them is read at once, `HIT <hex of path>` and its read
+//! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files that may be
+//! the session (found by the harness's id globs, or a walk for the paths that hold the id), then,
+//! when one of them is read at once, `HIT <path>` (spelled as on its `F` line) and its read
 //! section (its ranges, for a tail, computed from the META size).
 //!
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
@@ -959,8 +960,9 @@ pub fn decode_find_read(
         && split_word(line).0 == b"HIT"
     {
         lines.next();
-        let rel = hex_decode(split_word(line).1)
-            .ok_or_else(|| bad(format!("bad HIT line {}", show(line))))?;
+        // The path as its F line spells it (an F line holds no LF or CR), below the root.
+        let rel = split_word(line).1;
+        let rel = rel.strip_prefix(b"./").unwrap_or(rel).to_vec();
         let hit = listing
             .files
             .iter()

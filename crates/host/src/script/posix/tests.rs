@@ -900,8 +900,111 @@ fn batched_reads_answer_as_reads_one_by_one_in_every_shell() {
     }
 }
 
+/// What the find-and-read by globs should find of the tree for `id`: the files of the full
+/// listing that Claude's id glob matches, not below a symlink, and those with LF or CR in
+/// their path left out (`true`: one was, and nothing is read in one go).
+fn globbed(listing: &Listing, id: &str) -> (Listing, bool) {
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: true,
+    };
+    let harness = crate::test_support::harness("claude");
+    let patterns: Vec<glob::Pattern> = harness
+        .layout()
+        .id_globs
+        .iter()
+        .map(|g| glob::Pattern::new(&glob_escape_id(g, id)).unwrap())
+        .collect();
+    let mut narrowed = listing.clone();
+    let mut odd = false;
+    narrowed.files.retain(|f| {
+        let rel = String::from_utf8_lossy(&f.rel);
+        let hit = patterns.iter().any(|p| p.matches_with(&rel, options));
+        if hit && (f.rel.contains(&b'\n') || f.rel.contains(&b'\r')) {
+            odd = true;
+            return false;
+        }
+        hit
+    });
+    (narrowed, odd)
+}
+
+/// An id glob with its mark replaced by `id`, the id's glob characters escaped.
+fn glob_escape_id(glob: &str, id: &str) -> String {
+    glob.replace(ID_MARK, &glob::Pattern::escape(id))
+}
+
 #[test]
-fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
+fn find_and_read_by_globs_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
+    let tree = tree();
+    let specs = [tree.spec()];
+    let tail = FirstRead::Tail {
+        head: 4096,
+        back: 65536,
+        ahead: 65536,
+    };
+    let local = LocalHost::new("local");
+    let full = block_on(local.list(&specs)).unwrap();
+    let all = shells(tree.path());
+    // One match (a big file, also reachable through a symlinked directory, which is not
+    // followed; a name with spaces; a hostile directory); several; none (a directory, a
+    // symlink, one only a symlinked directory holds, too deep); one whose name holds LF or CR.
+    for (id, reads) in [
+        ("big", true),
+        ("s", true),
+        ("-x", true),
+        ("a", false),
+        ("b", false),
+        ("dir", false),
+        ("link", false),
+        ("secret", false),
+        ("ok", false),
+        ("new", false),
+        ("car", false),
+        ("nothing", false),
+    ] {
+        let (expected, odd) = globbed(&full, id);
+        let hit = (expected.files.len() == 1 && !odd).then(|| expected.files[0].clone());
+        assert_eq!(hit.is_some(), reads, "{id}: {:?}", expected.files);
+        let expected_read = hit.as_ref().map(|entry| {
+            let file = FileRef {
+                harness: entry.harness,
+                root: entry.root.to_vec(),
+                rel: entry.rel.clone(),
+            };
+            block_on(local.read(&file, &tail.ranges(entry.size))).unwrap()
+        });
+        for shell in &all {
+            let nonce = new_nonce();
+            let script = find_read_script(&nonce, &specs, id, &tail, None);
+            let out = run(shell, &tree, &[], &script);
+            let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out)
+                .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
+            if shell.name == "yash" {
+                // It cannot carry every name (see `find_read_by_globs`): no read in one go.
+                assert!(got.read.is_none(), "yash {id}");
+                continue;
+            }
+            assert_eq!(got.listing, expected, "{} {id}", shell.name);
+            match (&got.read, &hit, &expected_read) {
+                (Some((fa, Ok(a))), Some(fb), Some(b)) => {
+                    assert_eq!(fa, fb, "{} {id}", shell.name);
+                    assert!(a == b, "{} {id}: reads differ", shell.name);
+                }
+                (None, None, None) => {}
+                (a, b, _) => panic!("{} {id}: {a:?} vs {b:?}", shell.name),
+            }
+            // No walk, and `base64` taken when `command -v` finds it.
+            let text = String::from_utf8_lossy(&script);
+            assert!(!text.contains("find \"./$sd\"") && !text.contains("walk "));
+            assert!(text.contains("command -v base64 >/dev/null 2>&1 && e=b64"));
+        }
+    }
+}
+
+#[test]
+fn find_and_read_by_walking_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
     let tree = tree();
     let specs = [tree.spec()];
     let tail = FirstRead::Tail {
@@ -920,7 +1023,7 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
         ("jsonl", false),
         ("nothing", false),
     ] {
-        let expected = block_on(local.find_and_read(&specs, id, &tail)).unwrap();
+        let expected = block_on(local.find_and_read(&specs, id, &tail, None)).unwrap();
         assert_eq!(expected.read.is_some(), reads, "{id}");
         for shell in &all {
             let nonce = new_nonce();
@@ -928,7 +1031,7 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
                 shell,
                 &tree,
                 &[],
-                &find_read_script(&nonce, &specs, id, &tail),
+                &find_read_by_walk(&nonce, &specs, id, &tail),
             );
             let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out)
                 .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
@@ -950,7 +1053,7 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
         shell,
         &tree,
         &[],
-        &find_read_script(&nonce, &specs, "line", &tail),
+        &find_read_by_walk(&nonce, &specs, "line", &tail),
     );
     let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out).unwrap();
     assert_eq!(got.listing.files.len(), 1);
