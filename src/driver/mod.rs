@@ -364,7 +364,7 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let Some(first) = first_read(&scoped, query, request) else {
+        let Some(first) = first_read(&scoped, query, request, self.tail_window) else {
             return self.resolve_session(roots, query).await;
         };
         let found = self
@@ -751,13 +751,15 @@ fn first_read(
     roots: &[RootSpec],
     query: &SessionQuery,
     request: &PageRequest,
+    tail_window: Option<u64>,
 ) -> Option<clankie_host::FirstRead> {
     use clankie_engine::cursor::HEAD_BYTES;
     use clankie_model::limits::FIRST_CHUNK_BYTES;
     match &request.mode {
+        // As the page's plan will ask ([`Reader::with_tail_window`]).
         Mode::Tail => Some(clankie_host::FirstRead::Tail {
             head: HEAD_BYTES,
-            back: FIRST_CHUNK_BYTES,
+            back: tail_window.map_or(FIRST_CHUNK_BYTES, clankie_engine::plan::tail_window),
             ahead: FIRST_CHUNK_BYTES,
         }),
         Mode::Since(Cursor::Rows(_)) => None,
