@@ -337,6 +337,9 @@ gl() {
   if [ -n "$es" ] && [ -n "$hn" ] && [ -f "$hn" ] && [ ! -L "$hn" ] && ! sl "$hn"; then
     gm=$NL./$hn
   elif [ -n "$es" ]; then
+    # yash cannot carry a name byte that is invalid in its locale (see the module doc): its
+    # globs leave such names out unseen, so a match it saw may not be the only one.
+    [ -z "${YASH_VERSION-}" ] || fx=1
     for gp do
       set +f
       for f in $gp; do
@@ -366,10 +369,7 @@ gl() {
 nm=0 fx= hp=
 "#,
     );
-    // yash cannot carry a name byte that is invalid in its locale (see the module doc): its
-    // globs leave such names out unseen, so it never reads in one go (a match it saw may not
-    // be the only one).
-    s.raw("[ -z \"${YASH_VERSION-}\" ] || fx=1\n");
+
     // Per root: `gl HARNESS INDEX HINT SUBDIR… -- TOP-FILE… -- PATTERN…`.
     let mut calls = Vec::new();
     for (i, spec) in roots.iter().enumerate() {

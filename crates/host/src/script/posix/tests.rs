@@ -982,7 +982,8 @@ fn find_and_read_by_globs_reads_the_one_match_as_a_listing_and_a_read_would_in_e
             let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out)
                 .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
             if shell.name == "yash" {
-                // It cannot carry every name (see `find_read_by_globs`): no read in one go.
+                // It cannot carry every name (see `find_read_by_globs`): no read in one go by
+                // globbing.
                 assert!(got.read.is_none(), "yash {id}");
                 continue;
             }
@@ -1001,6 +1002,96 @@ fn find_and_read_by_globs_reads_the_one_match_as_a_listing_and_a_read_would_in_e
             assert!(text.contains("command -v base64 >/dev/null 2>&1 && e=b64"));
         }
     }
+}
+
+#[test]
+fn a_path_hint_is_read_when_it_is_there_and_confined_or_left_out_when_not() {
+    let tree = tree();
+    let specs = [tree.spec()];
+    let first = FirstRead::Ranges(vec![ByteRange::new(0, 64)]);
+    let p = tree.home().join("projects");
+    // The id in two projects: globbing finds both (no read in one go), the hint names one.
+    write(p.join("-q/dupe.jsonl"), b"{\"q\":1}\n");
+    write(p.join("-r/dupe.jsonl"), b"{\"r\":1}\n");
+    // A symlinked project directory that holds the id too, and one file with it outside.
+    write(tree.path().join("outside/dupe.jsonl"), b"outside\n");
+    symlink(tree.path().join("outside"), p.join("-s")).unwrap();
+    let claude = crate::test_support::harness("claude");
+    let hint = |rel: &[u8]| PathHint {
+        harness: claude,
+        rel: rel.to_vec(),
+    };
+    let all = shells(tree.path());
+    let run_with = |shell: &Shell, hint: Option<&PathHint>| {
+        let nonce = new_nonce();
+        let script = find_read_script(&nonce, &specs, "dupe", &first, hint);
+        let out = run(shell, &tree, &[], &script);
+        let found = super::super::decode_find_read("test", &nonce, &specs, &first, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", shell.name, out.escape_ascii()));
+        (String::from_utf8_lossy(&script).into_owned(), found)
+    };
+    for shell in &all {
+        let (_, none) = run_with(shell, None);
+        assert!(none.read.is_none(), "{}", shell.name);
+        if shell.name != "yash" {
+            assert_eq!(none.listing.files.len(), 2, "{}", shell.name);
+        }
+        let (script, hinted) = run_with(shell, Some(&hint(b"projects/-r/dupe.jsonl")));
+        let (entry, read) = hinted
+            .read
+            .unwrap_or_else(|| panic!("{}: {:?}\n{script}", shell.name, hinted.listing));
+        assert_eq!(entry.rel, b"projects/-r/dupe.jsonl", "{}", shell.name);
+        assert_eq!(
+            read.unwrap().chunks,
+            [b"{\"r\":1}\n".to_vec()],
+            "{}",
+            shell.name
+        );
+        assert_eq!(hinted.listing.files.len(), 1, "{}", shell.name);
+        // Gone: found as without the hint.
+        let (_, gone) = run_with(shell, Some(&hint(b"projects/-gone/dupe.jsonl")));
+        assert!(gone.read.is_none(), "{}", shell.name);
+        // Through a symlinked directory: not followed, found as without the hint.
+        let (_, linked) = run_with(shell, Some(&hint(b"projects/-s/dupe.jsonl")));
+        assert!(linked.read.is_none(), "{}", shell.name);
+        assert!(
+            linked
+                .listing
+                .files
+                .iter()
+                .all(|f| !f.rel.starts_with(b"projects/-s/")),
+            "{}",
+            shell.name
+        );
+    }
+    // What a cursor's hint cannot be: never in the script, found as without it.
+    for bad in [
+        &b"../claude/projects/-r/dupe.jsonl"[..],
+        b"projects/-r/../-q/dupe.jsonl",
+        b"/etc/passwd",
+        b"projects/it's/dupe.jsonl",
+        b"projects/$(touch pwned)/dupe.jsonl",
+        b"projects/-r/dupe\n.jsonl",
+        b"projects/-r/other.jsonl",
+        b"projects/-r/x/dupe.jsonl",
+        b"",
+    ] {
+        let (script, found) = run_with(&all[0], Some(&hint(bad)));
+        assert!(
+            !script.contains(&*String::from_utf8_lossy(bad)) || bad.is_empty(),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+        assert!(found.read.is_none());
+        assert_eq!(found.listing.files.len(), 2);
+    }
+    // A hint for another harness is not this root's.
+    let other = PathHint {
+        harness: crate::test_support::harness("codex"),
+        rel: b"projects/-r/dupe.jsonl".to_vec(),
+    };
+    assert!(run_with(&all[0], Some(&other)).1.read.is_none());
+    assert!(!tree.path().join("cwd/pwned").exists());
 }
 
 #[test]
