@@ -251,7 +251,11 @@ fn a_since_reads_where_its_cursor_says_and_a_tampered_or_old_cursor_still_answer
     assert!(old.len() < since.len());
     let looked_for = run(sshd, home.path(), &[&target, "--since", &old, "--json"]);
     assert_ne!(code(&looked_for), 0);
-    assert!(stderr(&looked_for).contains("ambiguous"), "{}", stderr(&looked_for));
+    assert!(
+        stderr(&looked_for).contains("ambiguous"),
+        "{}",
+        stderr(&looked_for)
+    );
     std::fs::remove_dir_all(sshd.home(USER).join(".claude/projects/-rtt-cp-b")).unwrap();
 
     // An old cursor (no hint) still answers in one exec, the session found by its id.

@@ -14,6 +14,8 @@
 //! ```text
 //! MODE <gnu|statc|statf|ls|ps>          how the host listed (informational)
 //! ROOT <harness> <0|1> <hex of dir>     resolved (physical) home, and whether one of its subdirs exists
+//! ROOTP <harness> <0|1> <dir>           the same, the dir as it is (one without LF or CR; what the
+//!                                        find-and-read by globs prints, which needs no `od` then)
 //! F <size> <mtime> <path>               path = the rest of the line, relative to the root,
 //!                                       optionally prefixed with `./`
 //! FX <size> <mtime> <hex of path>       the same, path hex-encoded
@@ -369,7 +371,10 @@ fn decode_list_lines<'a>(
     let mut current: Option<(Harness, Arc<[u8]>, bool)> = None;
     while let Some(&line) = lines.peek() {
         let (tag, rest) = split_word(line);
-        if !matches!(tag, b"MODE" | b"ERR" | b"S" | b"ROOT" | b"F" | b"FX") {
+        if !matches!(
+            tag,
+            b"MODE" | b"ERR" | b"S" | b"ROOT" | b"ROOTP" | b"F" | b"FX"
+        ) {
             break;
         }
         lines.next();
@@ -379,9 +384,9 @@ fn decode_list_lines<'a>(
             b"S" if rest.is_empty() => {
                 listing.skipped_names += 1;
             }
-            b"ROOT" => {
+            b"ROOT" | b"ROOTP" => {
                 let (harness, rest) = split_word(rest);
-                let (exists, hex) = split_word(rest);
+                let (exists, dir) = split_word(rest);
                 let harness = roots
                     .iter()
                     .map(|r| r.harness)
@@ -392,8 +397,11 @@ fn decode_list_lines<'a>(
                     b"1" => true,
                     _ => return Err(bad(format!("bad ROOT line {}", show(line)))),
                 };
-                let dir =
-                    hex_decode(hex).ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
+                let dir = match tag {
+                    b"ROOTP" => Some(dir.to_vec()),
+                    _ => hex_decode(dir),
+                }
+                .ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
                 if dir.contains(&0) || (exists && !is_absolute(&dir)) {
                     return Err(bad(format!("bad root directory in {}", show(line))));
                 }

@@ -278,8 +278,8 @@ fn usable_hint<'h>(hint: Option<&'h PathHint>, harness: Harness, id: &str) -> Op
         .then_some(&hint.rel[..])
 }
 
-/// [`find_read_script`] by globs: the roots' directories are resolved, hex-encoded for their
-/// `ROOT` lines by one `od`, and below each the harness's id globs (or the hint) name the
+/// [`find_read_script`] by globs: the roots' directories are resolved and named on `ROOTP`
+/// lines as they are (no `od`), and below each the harness's id globs (or the hint) name the
 /// candidates: regular files, no symlink on the way, no LF or CR in the name (such a name
 /// means no read in one go). One `stat` lists them and the top files with their inodes; the
 /// one match is read with the size and inode that `stat` gave (checked again after the read).
@@ -315,7 +315,7 @@ fs() {
 }
 gl() {
   h=$1 x=$2 hn=$3; shift 3
-  eval "r=\$R$x hv=\$X$x"
+  eval "r=\$R$x rv=\${R$x:-\$D$x}"
   case $r in /) rs= ;; *) rs=$r ;; esac
   es=
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -329,9 +329,13 @@ gl() {
     shift
   done
   shift
-  if [ -z "$r" ]; then printf 'ROOT %s 0 %s\n' "$h" "$hv"; return 0; fi
   if [ -n "$es$et" ]; then ex=1; else ex=0; fi
-  printf 'ROOT %s %s %s\n' "$h" "$ex" "$hv"
+  [ -n "$r" ] || ex=0
+  case $rv in
+  *"$NL"*|*"$CR"*) printf 'ROOT %s %s ' "$h" "$ex"; hx "$rv"; printf '\n' ;;
+  *) printf 'ROOTP %s %s %s\n' "$h" "$ex" "$rv" ;;
+  esac
+  [ -n "$r" ] || return 0
   [ "$ex" = 1 ] && cd -P -- "$r" 2>/dev/null || return 0
   gm=
   if [ -n "$es" ] && [ -n "$hn" ] && [ -f "$hn" ] && [ ! -L "$hn" ] && ! sl "$hn"; then
@@ -420,26 +424,13 @@ nm=0 fx= hp=
             format!("{head}{tops}{tail}")
         });
     }
-    // Each root resolved (a subshell only for one that exists), then every ROOT line's
-    // directory hex-encoded by one `od`: the values end with a NUL, which no path holds.
+    // Each root resolved, a subshell only for one that exists; its ROOT line then names it
+    // as it is (`ROOTP`) unless it holds LF or CR (then hex-encoded, by `od`).
     for i in 0..roots.len() {
         s.raw(&format!(
             "R{i}=; if [ -d \"$D{i}\" ]; then R{i}=$(cd -P -- \"$D{i}\" 2>/dev/null && pwd -P && echo X) && R{i}=${{R{i}%X}} && R{i}=${{R{i}%\"$NL\"}} || R{i}=; fi\n"
         ));
     }
-    let values: Vec<String> = (0..roots.len())
-        .map(|i| format!("\"${{R{i}:-$D{i}}}\""))
-        .collect();
-    s.raw(&format!(
-        "hv= k=0\nfor w in $(printf '%s\\000' {} | {{ od -An -v -tx1 || xxd -p; }} 2>/dev/null); do\n  case $w in 00) eval \"X$k=\\$hv\"; k=$((k + 1)); hv= ;; *) hv=$hv$w ;; esac\ndone\n",
-        values.join(" ")
-    ));
-    // Without `od` (`xxd -p` joins the bytes), each value on its own.
-    s.raw(&format!("if [ \"$k\" != {} ]; then\n", roots.len()));
-    for i in 0..roots.len() {
-        s.raw(&format!("X{i}=$(hx \"${{R{i}:-$D{i}}}\")\n"));
-    }
-    s.raw("fi\n");
     s.begin_lean();
     s.raw("[ -z \"${bad:-}\" ] || { printf 'ERR unsafe\\n\\n%s:END 1\\n' \"$N\"; exit 0; }\n");
     for call in calls {

@@ -1095,6 +1095,41 @@ fn a_path_hint_is_read_when_it_is_there_and_confined_or_left_out_when_not() {
 }
 
 #[test]
+fn a_root_whose_name_holds_a_newline_is_named_hex_encoded_and_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("a\nroot $(x)\r");
+    write(root.join("projects/-p/nl.jsonl"), b"{}\n");
+    let specs = [RootSpec {
+        harness: crate::test_support::harness("claude"),
+        dir: Some(root.as_os_str().as_bytes().to_vec()),
+    }];
+    let first = FirstRead::Ranges(vec![ByteRange::new(0, 64)]);
+    let tree = tree();
+    for shell in shells(tree.path()) {
+        let nonce = new_nonce();
+        let out = run(
+            &shell,
+            &tree,
+            &[],
+            &find_read_script(&nonce, &specs, "nl", &first, None),
+        );
+        let found = super::super::decode_find_read("test", &nonce, &specs, &first, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
+        assert_eq!(
+            found.listing.roots[0].dir,
+            root.as_os_str().as_bytes(),
+            "{}",
+            shell.name
+        );
+        if shell.name != "yash" {
+            let (entry, read) = found.read.expect("read in one go");
+            assert_eq!(entry.rel, b"projects/-p/nl.jsonl");
+            assert_eq!(read.unwrap().chunks, [b"{}\n".to_vec()], "{}", shell.name);
+        }
+    }
+}
+
+#[test]
 fn find_and_read_by_walking_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
     let tree = tree();
     let specs = [tree.spec()];
