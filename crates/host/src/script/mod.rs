@@ -34,6 +34,9 @@
 //! DATA <i>                              then the encoded block-aligned bytes of range i
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
+//! or, for ranges i to the last at once (one encoder for all: the find-and-read by globs),
+//! `DATA <i>-<last>` / their blocks' bytes in order / `END-DATA <i>-<last>`, where every block
+//! but the last lies whole below the META size (so each has its aligned length).
 //! A *batched read* reply ([`posix::read_many_script`]) holds one such section per file,
 //! numbered in the order asked and sent in the script's order (grouped by directory):
 //! ```text
@@ -606,12 +609,25 @@ fn decode_read_lines<'a>(
         return Err(bad(format!("{} ranges asked for", ranges.len())));
     }
     let mut chunks = Vec::with_capacity(ranges.len());
-    for (i, range) in ranges.iter().enumerate() {
+    while chunks.len() < ranges.len() {
+        let i = chunks.len();
         let data = lines.next().unwrap_or_default();
-        if data != format!("DATA {i}").as_bytes() {
-            return Err(bad(format!("expected DATA {i}, got {}", show(data))));
-        }
-        let end_marker = format!("END-DATA {i}").into_bytes();
+        // `DATA i`, or `DATA i-j` for ranges i to j (the last) encoded as one stream.
+        let label = data
+            .strip_prefix(b"DATA ")
+            .filter(|label| {
+                *label == i.to_string().as_bytes()
+                    || (ranges.len() > i + 1
+                        && *label == format!("{i}-{}", ranges.len() - 1).as_bytes())
+            })
+            .ok_or_else(|| bad(format!("expected DATA {i}, got {}", show(data))))?;
+        let group = if label.contains(&b'-') {
+            &ranges[i..]
+        } else {
+            &ranges[i..=i]
+        };
+        let mut end_marker = b"END-DATA ".to_vec();
+        end_marker.extend_from_slice(label);
         let mut payload: Vec<&[u8]> = Vec::new();
         loop {
             let line = lines
@@ -622,33 +638,60 @@ fn decode_read_lines<'a>(
             }
             payload.push(line);
         }
-        let wire = aligned(range);
-        let block = decode_payload(encoding, &payload, wire.max_bytes()).map_err(|e| match e {
+        let wires: Vec<Aligned> = group.iter().map(aligned).collect();
+        let max = wires
+            .iter()
+            .map(Aligned::max_bytes)
+            .fold(0, u64::saturating_add);
+        let stream = decode_payload(encoding, &payload, max).map_err(|e| match e {
             PayloadError::Malformed(reason) => bad(format!("range {i}: {reason}")),
             PayloadError::TooLarge(max) => {
                 too_large(host, format!("range {i}: more than {max} bytes of payload"))
             }
         })?;
-        let want = if range.start >= size {
-            0
-        } else {
-            range.len.min(size - range.start)
-        };
-        if want == 0 {
-            // Nothing of the range exists: the script runs no `dd` at all.
-            chunks.push(Vec::new());
-            continue;
+        let mut rest = stream.as_slice();
+        for (k, (range, wire)) in group.iter().zip(&wires).enumerate() {
+            let i = i + k;
+            // Every block of a stream but the last lies below the file's end, so it is whole
+            // (the script encodes them together only then).
+            let block = if k + 1 == group.len() {
+                std::mem::take(&mut rest)
+            } else {
+                let end = wire
+                    .skip_blocks
+                    .saturating_add(wire.count)
+                    .saturating_mul(wire.bs);
+                let len = usize::try_from(wire.max_bytes()).unwrap_or(usize::MAX);
+                if end > size || rest.len() < len {
+                    return Err(bad(format!(
+                        "range {i}: a block of a stream that is not whole below the file's end"
+                    )));
+                }
+                let (block, after) = rest.split_at(len);
+                rest = after;
+                block
+            };
+            let want = if range.start >= size {
+                0
+            } else {
+                range.len.min(size - range.start)
+            };
+            if want == 0 {
+                // Nothing of the range exists: the script runs no `dd` at all.
+                chunks.push(Vec::new());
+                continue;
+            }
+            // Both fit in usize: `block` exists in memory and `want` is at most its length here.
+            let need = wire.skip.saturating_add(want);
+            if (block.len() as u64) < need {
+                return Err(bad(format!(
+                    "range {i}: got {} bytes, expected at least {need} (file shrank, or dd failed)",
+                    block.len()
+                )));
+            }
+            let start = wire.skip as usize;
+            chunks.push(block[start..start + want as usize].to_vec());
         }
-        // Both fit in usize: `block` exists in memory and `want` is at most its length here.
-        let need = wire.skip.saturating_add(want);
-        if (block.len() as u64) < need {
-            return Err(bad(format!(
-                "range {i}: got {} bytes, expected at least {need} (file shrank, or dd failed)",
-                block.len()
-            )));
-        }
-        let start = wire.skip as usize;
-        chunks.push(block[start..start + want as usize].to_vec());
     }
     Ok((ReadResult { size, chunks }, ranges))
 }
@@ -1546,6 +1589,34 @@ mod tests {
                 got.chunks,
                 vec![data[4100..4110].to_vec(), data[9_995..].to_vec()]
             );
+            // Both blocks as one stream: the first has its aligned length.
+            let merged = format!(
+                "META size=10000 enc={enc}\nDATA 0-1\n{}\nEND-DATA 0-1\n",
+                encode(&[blocks[0], blocks[1]].concat())
+            );
+            let got = decode_read("h", NONCE, &ranges, &framed(&merged, 0)).unwrap();
+            assert_eq!(
+                got.chunks,
+                vec![data[4100..4110].to_vec(), data[9_995..].to_vec()]
+            );
+        }
+        // A stream whose first block is cut short, or would reach past the end, or that names
+        // other ranges than the rest: the host's fault.
+        let stream = |size: usize, bytes: &[u8], label: &str| {
+            format!(
+                "META size={size} enc=b64\nDATA {label}\n{}\nEND-DATA {label}\n",
+                b64(bytes)
+            )
+        };
+        for (body, want) in [
+            (stream(10_000, &data[4096..6000], "0-1"), "not whole"),
+            (stream(8000, &data[4096..], "0-1"), "not whole"),
+            (stream(10_000, &data[4096..], "1-1"), "expected DATA 0"),
+            (stream(10_000, &data[4096..], "0-2"), "expected DATA 0"),
+        ] {
+            let err = decode_read("h", NONCE, &ranges, &framed(&body, 0)).unwrap_err();
+            assert!(err.to_string().contains(want), "{want}: {err}");
+            assert_eq!(variant(&err), "Protocol", "{err}");
         }
     }
 

@@ -1123,7 +1123,7 @@ i=$1 z=$6
 printf 'META size=%s enc=%s\n' "$z" "$e"
 "#,
     );
-    emit_ranges(s, first);
+    emit_ranges(s, first, listed);
     // The same file, still not a symlink, after the read (see above).
     s.raw(
         r#"[ -L "$p" ] && fail raced
@@ -1134,36 +1134,86 @@ set -- $s
     );
 }
 
-/// The `rg` calls of `first`: fixed ranges, or the tail's computed from the size `$z`.
-fn emit_ranges(s: &mut Script, first: &FirstRead) {
+/// The `rg` calls of `first`: fixed ranges, or the tail's computed from the size `$z`. With
+/// `merge`, when every range but the last lies whole below the end of the file, they are
+/// encoded as one stream (`DATA 0-<last>`: one encoder for all, see [`super`]), else one by one.
+fn emit_ranges(s: &mut Script, first: &FirstRead, merge: bool) {
+    let dd = |bs: u64, skip: u64, count: u64| {
+        format!("dd if=\"$p\" bs={bs} skip={skip} count={count} 2>/dev/null")
+    };
     match first {
         FirstRead::Ranges(ranges) => {
+            let mut one_by_one = String::new();
             for (i, range) in ranges.iter().enumerate() {
                 let wire = aligned(range);
                 // Offsets past what `sh` arithmetic holds are past every end of file anyway.
                 let start = range.start.min(i64::MAX as u64);
-                s.raw("rg");
-                for n in [i as u64, start, wire.bs, wire.skip_blocks, wire.count] {
-                    s.raw(" ");
-                    s.word(n.to_string().as_bytes());
-                }
-                s.raw("\n");
+                one_by_one.push_str(&format!(
+                    "rg {i} {start} {} {} {}\n",
+                    wire.bs, wire.skip_blocks, wire.count
+                ));
             }
+            let Some((last, before)) = ranges.split_last().filter(|_| merge && ranges.len() > 1)
+            else {
+                s.raw(&one_by_one);
+                return;
+            };
+            let mut whole = Vec::new();
+            let mut stream = String::from("{ :");
+            for range in before {
+                let wire = aligned(range);
+                let end = wire
+                    .skip_blocks
+                    .saturating_add(wire.count)
+                    .saturating_mul(wire.bs);
+                whole.push(format!("[ \"$z\" -ge {} ]", end.min(i64::MAX as u64)));
+                if wire.count > 0 {
+                    stream.push_str("; ");
+                    stream.push_str(&dd(wire.bs, wire.skip_blocks, wire.count));
+                }
+            }
+            let wire = aligned(last);
+            if wire.count > 0 {
+                stream.push_str(&format!(
+                    "; if [ {} -lt \"$z\" ]; then {}; fi",
+                    last.start.min(i64::MAX as u64),
+                    dd(wire.bs, wire.skip_blocks, wire.count)
+                ));
+            }
+            stream.push_str("; } | enc");
+            let label = format!("0-{}", ranges.len() - 1);
+            s.raw(&format!(
+                "if {}; then\nprintf 'DATA {label}\\n'\n{stream}\nprintf '\\nEND-DATA {label}\\n'\nelse\n{one_by_one}fi\n",
+                whole.join(" && ")
+            ));
         }
         FirstRead::Tail { head, back, ahead } => {
             // The ranges of `FirstRead::ranges` for the size `z` just found, aligned as
             // `aligned` does (the decoder recomputes both from the META size).
             let head = aligned(&ByteRange::new(0, *head));
             s.raw(&format!(
-                "rg 0 0 {} {} {}\n",
-                head.bs, head.skip_blocks, head.count
-            ));
-            s.raw(&format!(
                 "a=0; [ \"$z\" -gt {back} ] && a=$((z - {back}))\nl=$((z - a + {ahead}))\n\
                  if [ \"$l\" -le {small} ]; then k=4096; else k=65536; fi\n\
-                 if [ \"$l\" -gt 0 ]; then c=$(( (a + l + k - 1) / k - a / k )); else c=0; fi\n\
-                 rg 1 \"$a\" \"$k\" $((a / k)) \"$c\"\n",
+                 if [ \"$l\" -gt 0 ]; then c=$(( (a + l + k - 1) / k - a / k )); else c=0; fi\n",
                 small = 256 * 1024
+            ));
+            let one_by_one = format!(
+                "rg 0 0 {} {} {}\nrg 1 \"$a\" \"$k\" $((a / k)) \"$c\"\n",
+                head.bs, head.skip_blocks, head.count
+            );
+            if !merge {
+                s.raw(&one_by_one);
+                return;
+            }
+            let head_end = head
+                .skip_blocks
+                .saturating_add(head.count)
+                .saturating_mul(head.bs);
+            s.raw(&format!(
+                "if [ \"$z\" -ge {head_end} ]; then\nprintf 'DATA 0-1\\n'\n\
+                 {{ {}; if [ \"$c\" -gt 0 ] && [ \"$a\" -lt \"$z\" ]; then dd if=\"$p\" bs=\"$k\" skip=$((a / k)) count=\"$c\" 2>/dev/null; fi; }} | enc\n\
+                 printf '\\nEND-DATA 0-1\\n'\nelse\n{one_by_one}fi\n",
+                dd(head.bs, head.skip_blocks, head.count)
             ));
         }
     }
