@@ -22,7 +22,12 @@
 //!   them out, so only such paths cost an `od`), and `pwd -P` is compared with its own newline
 //!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
-//!   `od -An -v -tx1`, and names it in the META line.
+//!   `od -An -v -tx1`, and names it in the META line (the find-and-read takes `base64` without
+//!   a probe when `command -v` finds it).
+//! - The find-and-read finds a session by the globs its harness gives (`Layout::id_globs`), not
+//!   by a walk: names reach the shell only as the expansion of those patterns (the id is a
+//!   plain word) or of a cursor's hint that one of them matches, and go on only as quoted
+//!   variables.
 //! - A batch reads the small files of a directory whole in a constant number of processes
 //!   (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again) instead of a
 //!   few per file; names reach those commands only through `eval` of `"$f<i>"` words, never as
@@ -293,10 +298,13 @@ fn find_read_by_globs(
     hint: Option<&PathHint>,
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
-    s.raw("CR=$(printf '\\r')\n");
+    // A carriage return as it is (inside quotes it is a plain character): no subshell.
+    s.raw("CR='\r'\n");
     lean_encoder(&mut s);
+    // The read is the script's last part and runs in its shell (no subshell): a refusal ends
+    // the frame itself.
     s.raw(
-        r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
+        r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n\n%s:END 0\n' "$N"; exit 0; }
 sl() { q=$1; while :; do case $q in */*) q=${q%/*}; [ -L "$q" ] && return 0 ;; *) return 1 ;; esac; done; }
 fs() {
   o=$(stat -c '%i F %s %Y %n' "$@" 2>/dev/null)
@@ -424,11 +432,14 @@ nm=0 fx= hp=
             format!("{head}{tops}{tail}")
         });
     }
-    // Each root resolved, a subshell only for one that exists; its ROOT line then names it
-    // as it is (`ROOTP`) unless it holds LF or CR (then hex-encoded, by `od`).
+    // Each root resolved: after `cd -P`, `$PWD` is the physical directory (POSIX; no subshell
+    // for `pwd -P`), and the shell goes back where it started for the next (a root may be
+    // relative). Its ROOT line then names it as it is (`ROOTP`) unless it holds LF or CR (then
+    // hex-encoded, by `od`).
+    s.raw("W0=$PWD\n");
     for i in 0..roots.len() {
         s.raw(&format!(
-            "R{i}=; if [ -d \"$D{i}\" ]; then R{i}=$(cd -P -- \"$D{i}\" 2>/dev/null && pwd -P && echo X) && R{i}=${{R{i}%X}} && R{i}=${{R{i}%\"$NL\"}} || R{i}=; fi\n"
+            "R{i}=; if [ -d \"$D{i}\" ] && cd -P -- \"$D{i}\" 2>/dev/null; then R{i}=$PWD; cd -- \"$W0\" 2>/dev/null; fi\n"
         ));
     }
     s.begin_lean();
@@ -440,14 +451,13 @@ nm=0 fx= hp=
     s.raw(
         r#"if [ "$nm" = 1 ] && [ -z "$fx" ]; then
 printf 'HIT %s\n' "$hp"
-(
 R=$hr D= B=$hp i=$hi z=$hz
 case $hp in */*) D=${hp%/*} B=${hp##*/} ;; esac
 P=$R/$hp
 "#,
     );
     read_file_body(&mut s, first, true);
-    s.raw(")\nfi\n");
+    s.raw("fi\n");
     s.end("0")
 }
 
@@ -1073,7 +1083,9 @@ fn lean_encoder(s: &mut Script) {
 /// name) and `$P` (the path, for messages) are set and `fail CODE` is defined: the
 /// confinement checks, META, each range of `first`, and the check after the read. `listed`:
 /// `$R` is physical already and `$i` and `$z` hold the inode and size a `stat` of the file
-/// just gave (the find-and-read's listing), so neither is looked up again.
+/// just gave (the find-and-read's listing), so neither is looked up again; the directory is
+/// checked with the `$PWD` that `cd -P` sets (no subshell), and the ranges below the end go
+/// through one encoder.
 fn read_file_body(s: &mut Script, first: &FirstRead, listed: bool) {
     // The script enters the file's directory (`cd -P`, in its own shell) and checks that it is
     // physically exactly `<root>/<dir>`: that refuses `..`, a symlink anywhere below the root,
@@ -1100,9 +1112,20 @@ else
   cd -P -- "$rr" 2>/dev/null || fail noroot
   w=$rr
 fi
-h=$(pwd -P && echo X) || fail outside
+"#,
+    );
+    if listed {
+        // `cd -P` set `$PWD` to the physical directory, as `pwd -P` would print it.
+        s.raw("h=$PWD\n");
+    } else {
+        s.raw(
+            r#"h=$(pwd -P && echo X) || fail outside
 h=${h%X}; h=${h%"$NL"}
-[ "$h" = "$w" ] || fail outside
+"#,
+        );
+    }
+    s.raw(
+        r#"[ "$h" = "$w" ] || fail outside
 p=./$B
 [ -L "$p" ] && fail symlink
 [ -e "$p" ] || fail missing

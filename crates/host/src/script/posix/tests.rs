@@ -1151,6 +1151,31 @@ fn a_root_whose_name_holds_a_newline_is_named_hex_encoded_and_read() {
     }
 }
 
+/// A refusal of the one match's read (here forced: as root every file is readable) ends the
+/// frame as the decoder expects, in every shell.
+#[test]
+fn a_refused_read_of_the_one_match_ends_the_frame() {
+    let tree = tree();
+    let specs = [tree.spec()];
+    let first = FirstRead::Ranges(vec![ByteRange::new(0, 64)]);
+    // yash reads nothing in one go by globs (see above).
+    for shell in shells(tree.path()).into_iter().filter(|s| s.name != "yash") {
+        let nonce = new_nonce();
+        let script = String::from_utf8(find_read_script(&nonce, &specs, "big", &first, None))
+            .unwrap()
+            .replace("[ -r \"$p\" ] || fail unreadable\n", "fail unreadable\n");
+        let out = run(&shell, &tree, &[], script.as_bytes());
+        let found = super::super::decode_find_read("test", &nonce, &specs, &first, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
+        let (_, read) = found.read.expect("the one match");
+        assert!(
+            matches!(read, Err(HostError::Io { .. })),
+            "{}: {read:?}",
+            shell.name
+        );
+    }
+}
+
 #[test]
 fn find_and_read_by_walking_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
     let tree = tree();
