@@ -25,7 +25,7 @@ use clankie_engine::resolve::SessionQuery;
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
 use clankie_model::Record;
-use clankie_model::limits::{MAX_LIMIT, MAX_SOURCE_BYTES};
+use clankie_model::limits::{FIRST_TAIL_WINDOW_BYTES, MAX_LIMIT, MAX_SOURCE_BYTES};
 use clankie_model::sanitize::sanitize_line;
 
 #[derive(Debug, Args)]
@@ -168,6 +168,11 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     // One reader for the run: the database copy it keeps serves resolving, the first page and
     // every poll.
     let mut reader = Reader::new(&host);
+    if matches!(request.mode, Mode::Tail) {
+        // One read for a page of a few KiB a record (over SSH: one exec for the session's
+        // resolution and its page).
+        reader = reader.with_tail_window(FIRST_TAIL_WINDOW_BYTES);
+    }
     if args.cols.is_some() || args.rows.is_some() {
         reader = reader.with_terminal_size(
             usize::from(args.cols.unwrap_or(80)),

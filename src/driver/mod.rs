@@ -13,7 +13,7 @@ pub(crate) mod testing;
 use std::collections::HashMap;
 
 use clankie_engine::SourceCtx;
-use clankie_engine::cursor::{Cursor, CursorError, binding};
+use clankie_engine::cursor::{Cursor, CursorError, PathHint, binding};
 use clankie_engine::harness::{self, Source};
 use clankie_engine::page::{Mode, Page, PageRequest, PlanError};
 use clankie_engine::plan::ReadPlan;
@@ -364,10 +364,23 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let Some(first) = first_read(&scoped, query, request) else {
+        let Some(first) = first_read(&scoped, query, request, self.tail_window) else {
             return self.resolve_session(roots, query).await;
         };
-        let found = self.host.find_and_read(&scoped, &query.id, &first).await?;
+        // A cursor names the file it was made from: the host tries it before looking.
+        let hint = match &request.mode {
+            Mode::Since(Cursor::Lines(cursor)) => cursor.hint.as_ref().and_then(|hint| {
+                Some(clankie_host::PathHint {
+                    harness: harness::by_name(&hint.harness)?,
+                    rel: hint.rel.clone(),
+                })
+            }),
+            _ => None,
+        };
+        let found = self
+            .host
+            .find_and_read(&scoped, &query.id, &first, hint.as_ref())
+            .await?;
         // Decided in a function of its own, so that the narrowed listing is gone before a
         // fallback lists the whole host (a host may answer with a listing at the bounds).
         match self.accept_found(found, query, &first) {
@@ -686,7 +699,16 @@ impl<'h, H: Host> Reader<'h, H> {
             .last_tail_bytes
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = plan.tail_page_bytes();
-        Ok(plan.finish())
+        let mut page = plan.finish();
+        // The cursor says where the file is, so that a `--since` with it finds the file
+        // without looking for it (`resolve_for_read`).
+        if let Cursor::Lines(cursor) = page.cursor {
+            page.cursor = Cursor::Lines(cursor.with_hint(PathHint {
+                harness: session.harness().name().to_string(),
+                rel: session.entry.rel.clone(),
+            }));
+        }
+        Ok(page)
     }
 
     /// The records of a session that is several files of a tree (OpenCode before 1.2): its
@@ -770,13 +792,15 @@ fn first_read(
     roots: &[RootSpec],
     query: &SessionQuery,
     request: &PageRequest,
+    tail_window: Option<u64>,
 ) -> Option<clankie_host::FirstRead> {
     use clankie_engine::cursor::HEAD_BYTES;
     use clankie_model::limits::FIRST_CHUNK_BYTES;
     match &request.mode {
+        // As the page's plan will ask ([`Reader::with_tail_window`]).
         Mode::Tail => Some(clankie_host::FirstRead::Tail {
             head: HEAD_BYTES,
-            back: FIRST_CHUNK_BYTES,
+            back: tail_window.map_or(FIRST_CHUNK_BYTES, clankie_engine::plan::tail_window),
             ahead: FIRST_CHUNK_BYTES,
         }),
         Mode::Since(Cursor::Rows(_)) => None,

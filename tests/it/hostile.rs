@@ -444,11 +444,11 @@ mod bad_replies {
 # printf is run without its pipe, else on stdin.
 t="|sh -s'"; case $2 in *"$t") s=$(eval "${2%"$t"}'") ;; *) s=$(cat) ;; esac
 n=$(printf '%s\n' "$s" | sed -n "s/^N='\([0-9a-f]*\)'\$/\1/p")
-case $s in *'walk() {'*) list=1 ;; *) list= ;; esac
-# A find-and-read script (a listing that may read its one match at once) is made a plain
-# listing: it starts as if a name no line can carry had been found, so it reads nothing, and
-# the read comes as a read script of its own.
-case $s in *"printf 'HIT '"*) s=$(printf '%s\n' "$s" | sed 's/^nm=0 hr= hp= nn=0 nr= np= fx=$/nm=0 hr= hp= nn=0 nr= np= fx=1/') ;; esac
+case $s in *'walk() {'*|*'gl() {'*) list=1 ;; *) list= ;; esac
+# A find-and-read script (a listing that may read its one match at once, by a walk or by
+# globs) is made a plain listing: it starts as if a name no line can carry had been found, so
+# it reads nothing, and the read comes as a read script of its own.
+case $s in *"printf 'HIT "*) s=$(printf '%s\n' "$s" | sed 's/^nm=0 hr= hp= nn=0 nr= np= fx=$/nm=0 hr= hp= nn=0 nr= np= fx=1/; s/^nm=0 fx= hp=$/nm=0 fx=1 hp=/') ;; esac
 "#;
 
     /// Opens the frame, then sends far more than any cap allows, terminal escapes included;
@@ -678,7 +678,7 @@ mod moving_sizes {
 # The script: in the command (`sh -c 'printf "…"|sh -s'`, crates/host/src/ssh/inline.rs), whose
 # printf is run without its pipe, else on stdin.
 t="|sh -s'"; case $2 in *"$t") s=$(eval "${2%"$t"}'") ;; *) s=$(cat) ;; esac
-case $s in *'walk() {'*) printf '%s\n' "$s" | /bin/sh -s; exit ;; esac
+case $s in *'walk() {'*|*'gl() {'*) printf '%s\n' "$s" | /bin/sh -s; exit ;; esac
 c=$(cat "$HOME/reads" 2>/dev/null || echo 0)
 echo $((c + 1)) >"$HOME/reads"
 case $((c % 4)) in 0) z=2000000 ;; 1) z=3000000 ;; 2) z=4000000 ;; *) z=1000 ;; esac

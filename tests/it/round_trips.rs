@@ -192,6 +192,112 @@ fn a_cursor_whose_file_moved_vanished_or_changed_still_answers_right() {
     assert!(stderr(&gone).contains("no session"), "{}", stderr(&gone));
 }
 
+/// `cursor` with its path hint replaced (`None`: the kind-1 cursor an earlier version wrote).
+fn with_hint(cursor: &str, rel: Option<&[u8]>) -> String {
+    use clankie_engine::cursor::{Cursor, PathHint};
+    let Ok(Cursor::Lines(mut lines)) = Cursor::decode(cursor) else {
+        panic!("a line cursor: {cursor}")
+    };
+    lines.hint = rel.map(|rel| PathHint {
+        harness: "claude".into(),
+        rel: rel.to_vec(),
+    });
+    lines.encode()
+}
+
+#[test]
+fn a_since_reads_where_its_cursor_says_and_a_tampered_or_old_cursor_still_answers_right() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let alias = user(sshd, "-rtt-cp");
+    let home = tempfile::tempdir().unwrap();
+    let id = "a4400004-0000-4000-8000-000000000004";
+    let body = transcript("hint", 30);
+    sshd.put_file(
+        USER,
+        format!(".claude/projects/-rtt-cp-a/{id}.jsonl"),
+        body.as_bytes(),
+    );
+    let target = format!("{alias}:{id}");
+    let tail = run(sshd, home.path(), &[&target, "--json", "-n", "2"]);
+    let since = cursor(&tail);
+    let rel = format!("projects/-rtt-cp-a/{id}.jsonl");
+    let Ok(clankie_engine::cursor::Cursor::Lines(decoded)) =
+        clankie_engine::cursor::Cursor::decode(&since)
+    else {
+        panic!("a line cursor")
+    };
+    assert_eq!(
+        decoded.hint.map(|h| (h.harness, h.rel)),
+        Some(("claude".to_string(), rel.clone().into_bytes()))
+    );
+
+    // A copy of the session in another project: looking for it finds two (the listing says
+    // which), the cursor's path names the one it was made from, read in one exec.
+    sshd.put_file(
+        USER,
+        format!(".claude/projects/-rtt-cp-b/{id}.jsonl"),
+        transcript("copy", 31).as_bytes(),
+    );
+    let grown = body.clone() + &line("hint-new", "appended");
+    sshd.put_file(
+        USER,
+        format!(".claude/projects/-rtt-cp-a/{id}.jsonl"),
+        grown.as_bytes(),
+    );
+    let hinted = run(sshd, home.path(), &[&target, "--since", &since, "--json"]);
+    assert_eq!(ids(&hinted), ["hint-new"]);
+    assert_eq!(execs(&hinted), 1, "{}", stderr(&hinted));
+    let old = with_hint(&since, None);
+    assert!(old.len() < since.len());
+    let looked_for = run(sshd, home.path(), &[&target, "--since", &old, "--json"]);
+    assert_ne!(code(&looked_for), 0);
+    assert!(
+        stderr(&looked_for).contains("ambiguous"),
+        "{}",
+        stderr(&looked_for)
+    );
+    std::fs::remove_dir_all(sshd.home(USER).join(".claude/projects/-rtt-cp-b")).unwrap();
+
+    // An old cursor (no hint) still answers in one exec, the session found by its id.
+    let got = run(sshd, home.path(), &[&target, "--since", &old, "--json"]);
+    assert_eq!(ids(&got), ["hint-new"]);
+    assert_eq!(execs(&got), 1, "{}", stderr(&got));
+
+    // A symlinked project directory beside it, holding a file of the same name outside the
+    // root: a hint through it is not followed.
+    sshd.put_file(
+        USER,
+        format!("outside-rtt-cp/{id}.jsonl"),
+        transcript("outside", 40).as_bytes(),
+    );
+    let link = sshd.home(USER).join(".claude/projects/-rtt-cp-link");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(sshd.home(USER).join("outside-rtt-cp"), &link).unwrap();
+
+    // Tampered hints (anyone can write a cursor with a good checksum): refused or confined,
+    // never run; the session is found as without a hint, in one exec.
+    let tampered: [&[u8]; 8] = [
+        b"../../../../etc/passwd",
+        b"/etc/passwd",
+        b"projects/-rtt-cp-a/../../../outside-rtt-cp/a4400004-0000-4000-8000-000000000004.jsonl",
+        b"projects/x'$(touch pwned)'/a4400004-0000-4000-8000-000000000004.jsonl",
+        b"projects/`touch pwned2`/a4400004-0000-4000-8000-000000000004.jsonl",
+        b"projects/-rtt-cp-a/\na4400004-0000-4000-8000-000000000004.jsonl",
+        b"projects/-rtt-cp-link/a4400004-0000-4000-8000-000000000004.jsonl",
+        b"projects/-rtt-cp-a/a4400004-0000-4000-8000-000000000004.jsonl\"; touch pwned; \"",
+    ];
+    for hint in tampered {
+        let bad = with_hint(&since, Some(hint));
+        let got = run(sshd, home.path(), &[&target, "--since", &bad, "--json"]);
+        assert_eq!(ids(&got), ["hint-new"], "{}", String::from_utf8_lossy(hint));
+        assert_eq!(execs(&got), 1, "{}", stderr(&got));
+    }
+    for pwned in ["pwned", "pwned2", ".claude/pwned", ".claude/projects/pwned"] {
+        assert!(!sshd.home(USER).join(pwned).exists(), "{pwned}");
+    }
+    std::fs::remove_file(&link).unwrap();
+}
+
 #[test]
 fn shared_prefixes_and_hostile_names_fall_back_to_the_listing() {
     let Some(sshd) = sshd_or_skip() else { return };

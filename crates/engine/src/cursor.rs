@@ -11,6 +11,9 @@
 //! Wire form: URL-safe base64 without padding (`[A-Za-z0-9_-]`) of
 //! `version(1) kind(1) binding(16) resume(8) skip(4) window_end(8) window_len(4)
 //! window_hash(16) head_len(4) head_hash(16) flags(1) checksum(4)`, integers big-endian.
+//! Kind 4 is the same with a [`PathHint`] before the checksum: `harness_len(1) harness
+//! rel_len(2) rel`, where the session's file was (kind 1 is what a cursor without one, or one
+//! too long for [`MAX_CURSOR_CHARS`] with it, is written as; both are read).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -22,6 +25,8 @@ const KIND_LINES: u8 = 1;
 const KIND_ROWS: u8 = 2;
 /// A row cursor anchored at its key rather than at a position ([`RowCursor::anchored`]).
 const KIND_ROWS_ANCHORED: u8 = 3;
+/// A line cursor that also names its file below the root ([`LineCursor::hint`]).
+const KIND_LINES_HINTED: u8 = 4;
 /// Longest record key a row cursor carries.
 pub const MAX_KEY_BYTES: usize = 512;
 const ENCODED_LEN: usize = 1 + 1 + 16 + 8 + 4 + 8 + 4 + 16 + 4 + 16 + 1 + 4;
@@ -52,7 +57,7 @@ impl Cursor {
     pub fn decode(text: &str) -> Result<Cursor, CursorError> {
         let buf = decode_checked(text)?;
         match buf[1] {
-            KIND_LINES => LineCursor::from_body(&buf).map(Cursor::Lines),
+            KIND_LINES | KIND_LINES_HINTED => LineCursor::from_body(&buf).map(Cursor::Lines),
             KIND_ROWS | KIND_ROWS_ANCHORED => RowCursor::from_body(&buf).map(Cursor::Rows),
             _ => Err(CursorError::Invalid("unknown cursor class")),
         }
@@ -202,6 +207,18 @@ pub struct LineCursor {
     pub head_hash: [u8; 16],
     /// Whether any record came before this position.
     pub records_before: bool,
+    /// Where the source's file was when the cursor was made: not part of what it verifies.
+    pub hint: Option<PathHint>,
+}
+
+/// Where a line cursor's file was: its harness and its path below the harness's root. Only a
+/// hint, never filesystem authority: a host that is handed it confines it as any path
+/// (docs/cursors.md), and the cursor's hashes verify what is read there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathHint {
+    /// The harness's name.
+    pub harness: String,
+    pub rel: Vec<u8>,
 }
 
 /// Why a cursor string was refused (exit 2).
@@ -255,13 +272,43 @@ impl LineCursor {
             head_len: head.len() as u32,
             head_hash: hash16(head),
             records_before,
+            hint: None,
         }
     }
 
+    /// This cursor, with the path where its file is.
+    pub fn with_hint(mut self, hint: PathHint) -> LineCursor {
+        self.hint = Some(hint);
+        self
+    }
+
+    /// The cursor string: kind 4 with its hint, kind 1 without one or when the hint would
+    /// make it longer than [`MAX_CURSOR_CHARS`].
     pub fn encode(&self) -> String {
+        if let Some(hint) = &self.hint
+            && let (Ok(harness_len), Ok(rel_len)) = (
+                u8::try_from(hint.harness.len()),
+                u16::try_from(hint.rel.len()),
+            )
+        {
+            let mut buf = self.body(KIND_LINES_HINTED);
+            buf.push(harness_len);
+            buf.extend_from_slice(hint.harness.as_bytes());
+            buf.extend_from_slice(&rel_len.to_be_bytes());
+            buf.extend_from_slice(&hint.rel);
+            let text = checksummed(buf);
+            if text.len() <= MAX_CURSOR_CHARS {
+                return text;
+            }
+        }
+        checksummed(self.body(KIND_LINES))
+    }
+
+    /// The fields both kinds share, after the version and `kind`.
+    fn body(&self, kind: u8) -> Vec<u8> {
         let mut buf = Vec::with_capacity(ENCODED_LEN);
         buf.push(VERSION);
-        buf.push(KIND_LINES);
+        buf.push(kind);
         buf.extend_from_slice(&self.binding);
         buf.extend_from_slice(&self.resume.to_be_bytes());
         buf.extend_from_slice(&self.skip.to_be_bytes());
@@ -275,15 +322,18 @@ impl LineCursor {
         } else {
             0
         });
-        let check = blake3::hash(&buf);
-        buf.extend_from_slice(&check.as_bytes()[..4]);
-        URL_SAFE_NO_PAD.encode(buf)
+        buf
     }
 
     fn from_body(body: &[u8]) -> Result<LineCursor, CursorError> {
-        if body.len() != ENCODED_LEN - 4 {
-            return Err(CursorError::Invalid("wrong length"));
-        }
+        const FIXED: usize = ENCODED_LEN - 4;
+        let (body, hint) = match body[1] {
+            KIND_LINES_HINTED if body.len() > FIXED => {
+                (&body[..FIXED], Some(hint_of(&body[FIXED..])?))
+            }
+            KIND_LINES if body.len() == FIXED => (body, None),
+            _ => return Err(CursorError::Invalid("wrong length")),
+        };
         let mut r = Reader { buf: &body[2..] };
         let cursor = LineCursor {
             binding: r.array(),
@@ -295,6 +345,7 @@ impl LineCursor {
             head_len: r.u32(),
             head_hash: r.array(),
             records_before: r.buf[0] & FLAG_RECORDS_BEFORE != 0,
+            hint,
         };
         let consistent = cursor.resume <= cursor.window_end
             && cursor.window_end - cursor.resume <= MAX_RECORD_BYTES + 1
@@ -306,6 +357,32 @@ impl LineCursor {
         }
         Ok(cursor)
     }
+}
+
+/// A hint's bytes: `harness_len(1) harness rel_len(2) rel`, nothing after. What the path may
+/// hold is not checked here: every host confines it as any path it is given.
+fn hint_of(bytes: &[u8]) -> Result<PathHint, CursorError> {
+    let bad = CursorError::Invalid("bad path hint");
+    let (&harness_len, rest) = bytes.split_first().ok_or(bad.clone())?;
+    let harness = rest.get(..usize::from(harness_len)).ok_or(bad.clone())?;
+    let rest = &rest[harness.len()..];
+    let rel_len = rest.get(..2).ok_or(bad.clone())?;
+    let rel = &rest[2..];
+    if usize::from(u16::from_be_bytes([rel_len[0], rel_len[1]])) != rel.len() || rel.is_empty() {
+        return Err(bad);
+    }
+    let harness = std::str::from_utf8(harness).map_err(|_| bad.clone())?;
+    Ok(PathHint {
+        harness: harness.to_string(),
+        rel: rel.to_vec(),
+    })
+}
+
+/// `buf` with its checksum, as the cursor string.
+fn checksummed(mut buf: Vec<u8>) -> String {
+    let check = blake3::hash(&buf);
+    buf.extend_from_slice(&check.as_bytes()[..4]);
+    URL_SAFE_NO_PAD.encode(buf)
 }
 
 struct Reader<'a> {
@@ -424,5 +501,64 @@ mod tests {
             c.check_binding(&binding("local", "claude", "abd")),
             Err(CursorError::Foreign)
         );
+    }
+
+    /// A cursor an earlier version wrote (kind 1, no hint), as `read --tail --json` printed it.
+    const OLD_CURSOR: &str = "AQE9BXxro2NkIZI8PiWJmMyYAAAAAEAAEUYAAAAAAAAAAEAAEUYAABAAKqwN1zi63bPxQMhgtCLQjgAAEADioo61XNaOHyhjdjsjGoIxAefQSHI";
+
+    #[test]
+    fn a_path_hint_round_trips_and_cursors_without_one_are_read_as_before() {
+        let Cursor::Lines(plain) = sample() else {
+            unreachable!()
+        };
+        let hint = PathHint {
+            harness: "claude".into(),
+            rel: b"projects/-w-app/abc.jsonl".to_vec(),
+        };
+        let hinted = plain.clone().with_hint(hint.clone());
+        let text = hinted.encode();
+        assert!(text.len() <= MAX_CURSOR_CHARS);
+        assert_eq!(
+            Cursor::decode(&text).unwrap(),
+            Cursor::Lines(hinted.clone())
+        );
+        // Without a hint the string is what it always was (kind 1).
+        assert!(plain.encode().len() < text.len());
+        assert_eq!(
+            URL_SAFE_NO_PAD.decode(plain.encode()).unwrap()[1],
+            KIND_LINES
+        );
+        let Cursor::Lines(old) = Cursor::decode(OLD_CURSOR).unwrap() else {
+            panic!("an old cursor is a line cursor")
+        };
+        assert_eq!(old.hint, None);
+        assert_eq!(old.encode(), OLD_CURSOR);
+        // A hint that would make the cursor too long is left out.
+        let long = plain.clone().with_hint(PathHint {
+            harness: "claude".into(),
+            rel: vec![b'a'; 900],
+        });
+        let Cursor::Lines(decoded) = Cursor::decode(&long.encode()).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(decoded.hint, None);
+        assert_eq!(decoded, plain);
+        // Edits are refused by the checksum; well-formed hint bytes are required even with a
+        // good one.
+        let mut chars: Vec<char> = text.chars().collect();
+        let at = chars.len() - 10;
+        chars[at] = if chars[at] == 'A' { 'B' } else { 'A' };
+        assert!(Cursor::decode(&chars.into_iter().collect::<String>()).is_err());
+        let body = plain.body(KIND_LINES_HINTED);
+        for tail in [
+            &[][..],
+            &[6, b'c'],
+            &[1, b'c', 0, 5, b'x'],
+            &[1, b'c', 0, 0],
+        ] {
+            let mut bytes = body.clone();
+            bytes.extend_from_slice(tail);
+            assert!(Cursor::decode(&checksummed(bytes)).is_err(), "{tail:?}");
+        }
     }
 }

@@ -95,7 +95,7 @@ impl ReadPlan {
     /// that in one read, not a fixed chunk and then a wider one. Other modes ignore it.
     pub fn with_tail_window(mut self, bytes: u64) -> ReadPlan {
         if let State::Tail(tail) = &mut self.state {
-            tail.first_back = bytes.clamp(HEAD_BYTES, MAX_TAIL_WINDOW);
+            tail.first_back = tail_window(bytes);
         }
         self
     }
@@ -687,6 +687,13 @@ impl Forward {
 /// The widest first tail window ([`ReadPlan::with_tail_window`]): with the head and the read
 /// ahead of the listed end, one read stays within [`MAX_READ_BYTES`].
 const MAX_TAIL_WINDOW: u64 = MAX_READ_BYTES - HEAD_BYTES - FIRST_CHUNK_BYTES;
+
+/// How far before the listed end a tail's first read starts when asked for `bytes`
+/// ([`ReadPlan::with_tail_window`]): what a caller that reads that range ahead of the plan
+/// must ask for too.
+pub fn tail_window(bytes: u64) -> u64 {
+    bytes.clamp(HEAD_BYTES, MAX_TAIL_WINDOW)
+}
 
 /// Reading backward from the end (tail): chunks to the left of `lo`, lines found right to left.
 #[derive(Debug)]

@@ -61,6 +61,16 @@ impl FirstRead {
     }
 }
 
+/// Where a session's file was when it was last read: its harness and its path below the root
+/// (what a cursor carries, docs/cursors.md). Only a hint: a host that uses it confines it like
+/// any path it is given, and the caller verifies what it reads (a cursor's hashes); when the
+/// file is not there, the session is found as without it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathHint {
+    pub harness: Harness,
+    pub rel: Vec<u8>,
+}
+
 /// What [`Host::find_and_read`] found: the files under the roots whose path holds the id,
 /// and, when exactly one transcript file matched, the first read of it (or why it failed).
 #[derive(Debug)]
@@ -237,14 +247,17 @@ pub trait Host {
     /// Lists only the transcript files under `roots` whose path below the root holds `id`
     /// (databases and other top files are listed as usual), and when exactly one file below a
     /// subdir matched, reads `first` of it: resolving a session and reading its first range in
-    /// one round trip. `id` is a session id (letters, digits, `-`, `_`, `.`, `+`). The default
-    /// lists and reads in two calls.
+    /// one round trip. `id` is a session id (letters, digits, `-`, `_`, `.`, `+`). A `hint`
+    /// (where the session's file was) lets a host skip looking for it when the file is still
+    /// there; the listing is then that file alone. The default lists and reads in two calls.
     async fn find_and_read(
         &self,
         roots: &[RootSpec],
         id: &str,
         first: &FirstRead,
+        hint: Option<&PathHint>,
     ) -> Result<Found, HostError> {
+        let _ = hint;
         default_find_and_read(self, roots, id, first).await
     }
 
@@ -407,10 +420,11 @@ impl Host for AnyHost {
         roots: &[RootSpec],
         id: &str,
         first: &FirstRead,
+        hint: Option<&PathHint>,
     ) -> Result<Found, HostError> {
         match self {
-            AnyHost::Local(h) => h.find_and_read(roots, id, first).await,
-            AnyHost::Ssh(h) => h.find_and_read(roots, id, first).await,
+            AnyHost::Local(h) => h.find_and_read(roots, id, first, hint).await,
+            AnyHost::Ssh(h) => h.find_and_read(roots, id, first, hint).await,
         }
     }
 

@@ -22,7 +22,18 @@ pub struct Layout {
     /// is the root and the database and its `-wal` are its only top files.
     pub db_env: Option<&'static str>,
     pub storage: Storage,
+    /// Where a session named by an id lives: shell glob patterns below the home, each with one
+    /// [`ID_MARK`] that stands for the id (or a prefix of it). Every file whose session id
+    /// (not a subagent's, whose id holds a `+`) starts with a given prefix matches one of them
+    /// with the mark replaced by that prefix, as the harness names its files; so a host finds a
+    /// session by globbing these instead of walking the home (`find_and_read`). Only `*` and
+    /// the characters of plain names. Empty: not known, the home is walked; a harness with no
+    /// subdirs needs none (its top files are listed as they are).
+    pub id_globs: &'static [&'static str],
 }
+
+/// What stands for the id in a [`Layout::id_globs`] pattern.
+pub const ID_MARK: &str = "{id}";
 
 /// How a harness stores sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

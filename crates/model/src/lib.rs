@@ -371,6 +371,7 @@ mod tests {
         },
         db_env: None,
         storage: Storage::Files,
+        id_globs: &[],
     };
     const TEST_HARNESS: Harness = Harness::new(0, &TEST_LAYOUT);
 

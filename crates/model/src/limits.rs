@@ -23,6 +23,12 @@ pub const MAX_RECORD_TEXT_BYTES: usize = 8 << 10;
 /// The first read of a `--tail`: this many bytes from the end, grown as needed.
 pub const FIRST_CHUNK_BYTES: u64 = 64 * 1024;
 
+/// The first read of a `--tail` of one session (the `read` command): this many bytes before
+/// its end, so that a page of records of a few KiB each comes in one read (one exec over SSH,
+/// where each further read costs a round trip). Reads of many sessions (`check`) keep
+/// [`FIRST_CHUNK_BYTES`], and the MCP server sizes its own from its last read.
+pub const FIRST_TAIL_WINDOW_BYTES: u64 = 256 * 1024;
+
 /// A `list` reply over this many bytes is refused (a host that does not stop talking).
 pub const MAX_LIST_REPLY_BYTES: usize = 64 * 1024 * 1024;
 

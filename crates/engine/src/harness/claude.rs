@@ -45,6 +45,7 @@ static LAYOUT: Layout = Layout {
     },
     db_env: None,
     storage: Storage::Files,
+    id_globs: &["projects/*/{id}*.jsonl"],
 };
 
 impl Format for Claude {

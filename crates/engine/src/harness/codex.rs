@@ -49,6 +49,18 @@ static LAYOUT: Layout = Layout {
     },
     db_env: None,
     storage: Storage::Files,
+    id_globs: &[
+        "sessions/*{id}*.jsonl",
+        "sessions/*/*{id}*.jsonl",
+        "sessions/*/*/*{id}*.jsonl",
+        "sessions/*/*/*/*{id}*.jsonl",
+        "archived_sessions/*{id}*.jsonl",
+        "sessions/*{id}*.jsonl.zst",
+        "sessions/*/*{id}*.jsonl.zst",
+        "sessions/*/*/*{id}*.jsonl.zst",
+        "sessions/*/*/*/*{id}*.jsonl.zst",
+        "archived_sessions/*{id}*.jsonl.zst",
+    ],
 };
 
 impl Format for Codex {

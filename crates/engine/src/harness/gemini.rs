@@ -52,6 +52,7 @@ static LAYOUT: Layout = Layout {
     },
     db_env: None,
     storage: Storage::Files,
+    id_globs: &["tmp/*/chats/{id}*.jsonl", "tmp/*/chats/{id}*.json"],
 };
 
 impl Format for Gemini {

@@ -35,6 +35,7 @@ static LAYOUT: Layout = Layout {
     },
     db_env: None,
     storage: Storage::Files,
+    id_globs: &["sessions/*/{id}*/chat_history.jsonl"],
 };
 
 impl Format for Grok {

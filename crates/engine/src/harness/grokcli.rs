@@ -38,6 +38,7 @@ static LAYOUT: Layout = Layout {
     },
     db_env: None,
     storage: Storage::Database,
+    id_globs: &[],
 };
 
 impl Format for GrokCli {

@@ -559,6 +559,8 @@ pub fn resume_line(harness: Harness, id: &str, path: &str, place: &crate::resume
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clankie_model::harness::ID_MARK;
+    use std::sync::Arc;
 
     #[test]
     fn names_are_unique_and_tags_follow_the_registry() {
@@ -681,5 +683,115 @@ mod tests {
             resume_command(named("codex"), "019a", "/p", Some("/w")),
             "cd /w && codex resume 019a"
         );
+    }
+
+    /// Whether `path` matches `pattern`, a [`Layout::id_globs`] pattern with its mark replaced:
+    /// `*` is any run of characters but `/`, as a shell glob's.
+    fn glob_matches(pattern: &str, path: &str) -> bool {
+        fn part(p: &[u8], s: &[u8]) -> bool {
+            match p.split_first() {
+                None => s.is_empty(),
+                Some((b'*', rest)) => (0..=s.len()).any(|i| part(rest, &s[i..])),
+                Some((c, rest)) => s.first() == Some(c) && part(rest, &s[1..]),
+            }
+        }
+        let (ps, ss): (Vec<&str>, Vec<&str>) =
+            (pattern.split('/').collect(), path.split('/').collect());
+        ps.len() == ss.len()
+            && ps
+                .iter()
+                .zip(&ss)
+                .all(|(p, s)| part(p.as_bytes(), s.as_bytes()))
+    }
+
+    /// Every session as a harness names its files (not a subagent's) is found by the harness's
+    /// id globs, with its whole id and with any prefix of it: a host that globs instead of
+    /// walking finds every session a prefix could resolve to.
+    #[test]
+    fn id_globs_find_every_session_by_its_id_and_its_prefixes() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "claude",
+                "projects/-home-me-app/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
+            ),
+            (
+                "codex",
+                "sessions/2026/11/02/rollout-2026-11-02T10-00-00-0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
+            ),
+            (
+                "codex",
+                "sessions/2026/11/02/rollout-2026-11-02T10-00-00-0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl.zst",
+            ),
+            (
+                "codex",
+                "sessions/rollout-2026-11-02T10-00-00-0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
+            ),
+            (
+                "codex",
+                "archived_sessions/rollout-2026-11-02T10-00-00-0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
+            ),
+            ("codex", "sessions/2026/11/plain-name.jsonl"),
+            (
+                "pi",
+                "sessions/--home-me-app--/2026-11-02T10-00-00-000Z_0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
+            ),
+            ("pi", "sessions/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl"),
+            (
+                "grok",
+                "sessions/%2Fhome%2Fme/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/chat_history.jsonl",
+            ),
+            (
+                "gemini",
+                "tmp/abc123/chats/session-2026-11-02T10-00-0199a8f2.jsonl",
+            ),
+            (
+                "gemini",
+                "tmp/abc123/chats/session-2026-11-02T10-00-0199a8f2.json",
+            ),
+            (
+                "opencode",
+                "storage/session/global/ses_0199a8f21c3d7e4f.json",
+            ),
+        ];
+        for (name, rel) in cases {
+            let harness = named(name);
+            let entry = FileEntry {
+                harness,
+                root: Arc::from(&b"/h"[..]),
+                rel: rel.as_bytes().to_vec(),
+                size: 1,
+                mtime: 0,
+            };
+            let found = sessions(&[entry]);
+            let [session] = found.as_slice() else {
+                panic!("{name} {rel}: {found:?}")
+            };
+            assert!(
+                session.agent.is_none() && !session.id.contains('+'),
+                "{rel}"
+            );
+            let id = &session.id;
+            for prefix in [id.as_str(), &id[..id.len().min(8)], &id[..id.len() / 2]] {
+                let globs = harness.layout().id_globs;
+                assert!(
+                    globs
+                        .iter()
+                        .any(|g| glob_matches(&g.replace(ID_MARK, prefix), rel)),
+                    "{name}: {rel} (id {id}) not found by {globs:?} with {prefix}"
+                );
+            }
+        }
+        // Only plain characters, one mark each; a harness with subdirs and no globs is walked.
+        for harness in all() {
+            for glob in harness.layout().id_globs {
+                assert_eq!(glob.matches(ID_MARK).count(), 1, "{glob}");
+                assert!(
+                    glob.replace(ID_MARK, "")
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"*/._-".contains(&b)),
+                    "{glob}"
+                );
+            }
+        }
     }
 }

@@ -47,6 +47,7 @@ static LAYOUT: Layout = Layout {
     },
     db_env: Some("OPENCODE_DB"),
     storage: Storage::DatabaseAndTree,
+    id_globs: &["storage/session/*/{id}*.json"],
 };
 
 /// What a file of the JSON tree is: `storage/<kind>/<dir>/<id>.json`.

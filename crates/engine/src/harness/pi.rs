@@ -41,6 +41,7 @@ static LAYOUT: Layout = Layout {
     },
     db_env: None,
     storage: Storage::Files,
+    id_globs: &["sessions/*{id}*.jsonl", "sessions/*/*{id}*.jsonl"],
 };
 
 impl Format for Pi {

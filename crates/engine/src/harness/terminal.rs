@@ -48,6 +48,7 @@ static LAYOUT: Layout = Layout {
     },
     db_env: None,
     storage: Storage::Files,
+    id_globs: &[],
 };
 
 /// The file names of recordings; the id is the name without the suffix (`typescript` whole).

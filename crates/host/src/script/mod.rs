@@ -14,6 +14,8 @@
 //! ```text
 //! MODE <gnu|statc|statf|ls|ps>          how the host listed (informational)
 //! ROOT <harness> <0|1> <hex of dir>     resolved (physical) home, and whether one of its subdirs exists
+//! ROOTP <harness> <0|1> <dir>           the same, the dir as it is (one without LF or CR; what the
+//!                                        find-and-read by globs prints, which needs no `od` then)
 //! F <size> <mtime> <path>               path = the rest of the line, relative to the root,
 //!                                       optionally prefixed with `./`
 //! FX <size> <mtime> <hex of path>       the same, path hex-encoded
@@ -32,6 +34,9 @@
 //! DATA <i>                              then the encoded block-aligned bytes of range i
 //! END-DATA <i>                          (a line no encoder can produce)
 //! ```
+//! or, for ranges i to the last at once (one encoder for all: the find-and-read by globs),
+//! `DATA <i>-<last>` / their blocks' bytes in order / `END-DATA <i>-<last>`, where every block
+//! but the last lies whole below the META size (so each has its aligned length).
 //! A *batched read* reply ([`posix::read_many_script`]) holds one such section per file,
 //! numbered in the order asked and sent in the script's order (grouped by directory):
 //! ```text
@@ -49,8 +54,9 @@
 //! The decoder splits the concatenation by the first sizes, and answers only the files before
 //! the first one whose inode or size differs in the second `STAT` (and none if the length is
 //! wrong before any such file): the others are read again ([`BatchRead::Again`]).
-//! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files whose path
-//! holds the id, then, when one of them is read at once, `HIT <hex of path>` and its read
+//! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files that may be
+//! the session (found by the harness's id globs, or a walk for the paths that hold the id), then,
+//! when one of them is read at once, `HIT <path>` (spelled as on its `F` line) and its read
 //! section (its ranges, for a tail, computed from the META size).
 //!
 //! Compression: a batched read on a host with `gzip` (probed by the script) names `enc=gz`
@@ -411,7 +417,10 @@ fn decode_list_lines<'a>(
     let mut current: Option<(Harness, Arc<[u8]>, bool)> = None;
     while let Some(&line) = lines.peek() {
         let (tag, rest) = split_word(line);
-        if !matches!(tag, b"MODE" | b"ERR" | b"S" | b"ROOT" | b"F" | b"FX") {
+        if !matches!(
+            tag,
+            b"MODE" | b"ERR" | b"S" | b"ROOT" | b"ROOTP" | b"F" | b"FX"
+        ) {
             break;
         }
         lines.next();
@@ -421,9 +430,9 @@ fn decode_list_lines<'a>(
             b"S" if rest.is_empty() => {
                 listing.skipped_names += 1;
             }
-            b"ROOT" => {
+            b"ROOT" | b"ROOTP" => {
                 let (harness, rest) = split_word(rest);
-                let (exists, hex) = split_word(rest);
+                let (exists, dir) = split_word(rest);
                 let harness = roots
                     .iter()
                     .map(|r| r.harness)
@@ -434,8 +443,11 @@ fn decode_list_lines<'a>(
                     b"1" => true,
                     _ => return Err(bad(format!("bad ROOT line {}", show(line)))),
                 };
-                let dir =
-                    hex_decode(hex).ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
+                let dir = match tag {
+                    b"ROOTP" => Some(dir.to_vec()),
+                    _ => hex_decode(dir),
+                }
+                .ok_or_else(|| bad(format!("bad ROOT line {}", show(line))))?;
                 if dir.contains(&0) || (exists && !is_absolute(&dir)) {
                     return Err(bad(format!("bad root directory in {}", show(line))));
                 }
@@ -655,12 +667,25 @@ fn decode_read_section<'a>(
     }
     let mut chunks = Vec::with_capacity(ranges.len());
     let mut short = None;
-    for (i, range) in ranges.iter().enumerate() {
+    while chunks.len() < ranges.len() {
+        let i = chunks.len();
         let data = lines.next().unwrap_or_default();
-        if data != format!("DATA {i}").as_bytes() {
-            return Err(bad(format!("expected DATA {i}, got {}", show(data))));
-        }
-        let end_marker = format!("END-DATA {i}").into_bytes();
+        // `DATA i`, or `DATA i-j` for ranges i to j (the last) encoded as one stream.
+        let label = data
+            .strip_prefix(b"DATA ")
+            .filter(|label| {
+                *label == i.to_string().as_bytes()
+                    || (ranges.len() > i + 1
+                        && *label == format!("{i}-{}", ranges.len() - 1).as_bytes())
+            })
+            .ok_or_else(|| bad(format!("expected DATA {i}, got {}", show(data))))?;
+        let group = if label.contains(&b'-') {
+            &ranges[i..]
+        } else {
+            &ranges[i..=i]
+        };
+        let mut end_marker = b"END-DATA ".to_vec();
+        end_marker.extend_from_slice(label);
         let mut payload: Vec<&[u8]> = Vec::new();
         loop {
             let line = lines
@@ -671,35 +696,72 @@ fn decode_read_section<'a>(
             }
             payload.push(line);
         }
-        let wire = aligned(range);
-        let block = decode_payload(encoding, &payload, wire.max_bytes()).map_err(|e| match e {
+        let wires: Vec<Aligned> = group.iter().map(aligned).collect();
+        let max = wires
+            .iter()
+            .map(Aligned::max_bytes)
+            .fold(0, u64::saturating_add);
+        let stream = decode_payload(encoding, &payload, max).map_err(|e| match e {
             PayloadError::Malformed(reason) => bad(format!("range {i}: {reason}")),
             PayloadError::TooLarge(max) => {
                 too_large(host, format!("range {i}: more than {max} bytes of payload"))
             }
         })?;
-        let want = if range.start >= size {
-            0
-        } else {
-            range.len.min(size - range.start)
-        };
-        if want == 0 {
-            // Nothing of the range exists: the script runs no `dd` at all.
-            chunks.push(Vec::new());
-            continue;
+        let mut rest = stream.as_slice();
+        for (k, (range, wire)) in group.iter().zip(&wires).enumerate() {
+            let i = i + k;
+            // Every block of a stream but the last lies below the file's end, so it is whole
+            // (the script encodes them together only then).
+            let block = if k + 1 == group.len() {
+                std::mem::take(&mut rest)
+            } else {
+                let end = wire
+                    .skip_blocks
+                    .saturating_add(wire.count)
+                    .saturating_mul(wire.bs);
+                let len = usize::try_from(wire.max_bytes()).unwrap_or(usize::MAX);
+                if end > size {
+                    return Err(bad(format!(
+                        "range {i}: a block of a stream that is not whole below the file's end"
+                    )));
+                }
+                if rest.len() < len {
+                    // The file shrank while the stream was read: none of its ranges is
+                    // trusted, the section is still consumed.
+                    short.get_or_insert(format!(
+                        "range {i}: the stream ended {} bytes into a block of {len} (file shrank)",
+                        rest.len()
+                    ));
+                    chunks.extend(std::iter::repeat_with(Vec::new).take(group.len() - k));
+                    break;
+                }
+                let (block, after) = rest.split_at(len);
+                rest = after;
+                block
+            };
+            let want = if range.start >= size {
+                0
+            } else {
+                range.len.min(size - range.start)
+            };
+            if want == 0 {
+                // Nothing of the range exists: the script runs no `dd` at all.
+                chunks.push(Vec::new());
+                continue;
+            }
+            // Both fit in usize: `block` exists in memory and `want` is at most its length here.
+            let need = wire.skip.saturating_add(want);
+            if (block.len() as u64) < need {
+                short.get_or_insert(format!(
+                    "range {i}: got {} bytes, expected at least {need} (file shrank, or dd failed)",
+                    block.len()
+                ));
+                chunks.push(Vec::new());
+                continue;
+            }
+            let start = wire.skip as usize;
+            chunks.push(block[start..start + want as usize].to_vec());
         }
-        // Both fit in usize: `block` exists in memory and `want` is at most its length here.
-        let need = wire.skip.saturating_add(want);
-        if (block.len() as u64) < need {
-            short.get_or_insert(format!(
-                "range {i}: got {} bytes, expected at least {need} (file shrank, or dd failed)",
-                block.len()
-            ));
-            chunks.push(Vec::new());
-            continue;
-        }
-        let start = wire.skip as usize;
-        chunks.push(block[start..start + want as usize].to_vec());
     }
     Ok(match short {
         Some(reason) => Err(reason),
@@ -1032,8 +1094,9 @@ pub fn decode_find_read(
         && split_word(line).0 == b"HIT"
     {
         lines.next();
-        let rel = hex_decode(split_word(line).1)
-            .ok_or_else(|| bad(format!("bad HIT line {}", show(line))))?;
+        // The path as its F line spells it (an F line holds no LF or CR), below the root.
+        let rel = split_word(line).1;
+        let rel = rel.strip_prefix(b"./").unwrap_or(rel).to_vec();
         let hit = listing
             .files
             .iter()
@@ -1639,6 +1702,34 @@ mod tests {
                 got.chunks,
                 vec![data[4100..4110].to_vec(), data[9_995..].to_vec()]
             );
+            // Both blocks as one stream: the first has its aligned length.
+            let merged = format!(
+                "META size=10000 enc={enc}\nDATA 0-1\n{}\nEND-DATA 0-1\n",
+                encode(&[blocks[0], blocks[1]].concat())
+            );
+            let got = decode_read("h", NONCE, &ranges, &framed(&merged, 0)).unwrap();
+            assert_eq!(
+                got.chunks,
+                vec![data[4100..4110].to_vec(), data[9_995..].to_vec()]
+            );
+        }
+        // A stream whose first block is cut short, or would reach past the end, or that names
+        // other ranges than the rest: the host's fault.
+        let stream = |size: usize, bytes: &[u8], label: &str| {
+            format!(
+                "META size={size} enc=b64\nDATA {label}\n{}\nEND-DATA {label}\n",
+                b64(bytes)
+            )
+        };
+        for (body, want) in [
+            (stream(10_000, &data[4096..6000], "0-1"), "not whole"),
+            (stream(8000, &data[4096..], "0-1"), "not whole"),
+            (stream(10_000, &data[4096..], "1-1"), "expected DATA 0"),
+            (stream(10_000, &data[4096..], "0-2"), "expected DATA 0"),
+        ] {
+            let err = decode_read("h", NONCE, &ranges, &framed(&body, 0)).unwrap_err();
+            assert!(err.to_string().contains(want), "{want}: {err}");
+            assert_eq!(variant(&err), "Protocol", "{err}");
         }
     }
 

@@ -22,9 +22,14 @@
 //!   them out, so only such paths cost an `od`), and `pwd -P` is compared with its own newline
 //!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
-//!   `od -An -v -tx1`, and names it in the META line. A batched read first tries `gzip -1 -c |
-//!   base64` (`gz`), and a listing sends its lines through it when both answer: fewer bytes on
-//!   the link for a few processes more on the host.
+//!   `od -An -v -tx1`, and names it in the META line (the find-and-read takes `base64` without
+//!   a probe when `command -v` finds it). A batched read first tries `gzip -1 -c | base64`
+//!   (`gz`), and a listing sends its lines through it when both answer: fewer bytes on the link
+//!   for a few processes more on the host.
+//! - The find-and-read finds a session by the globs its harness gives (`Layout::id_globs`), not
+//!   by a walk: names reach the shell only as the expansion of those patterns (the id is a
+//!   plain word) or of a cursor's hint that one of them matches, and go on only as quoted
+//!   variables.
 //! - A batch reads the small files of all the directories of a root whole in a constant number
 //!   of processes (`stat -c` or `stat -f` of all, `cat` of all into one encoder, `stat` again)
 //!   instead of a few per file or per directory; names reach those commands only through `eval`
@@ -32,8 +37,9 @@
 //!   they are read one by one.
 
 use super::{Invocation, MAX_RANGES, aligned, quote};
-use crate::{FileRef, FirstRead, check_ranges, check_relative_path};
-use clankie_model::{ByteRange, RootSpec};
+use crate::{FileRef, FirstRead, PathHint, check_ranges, check_relative_path};
+use clankie_model::harness::ID_MARK;
+use clankie_model::{ByteRange, Harness, RootSpec};
 
 /// The exec string for every POSIX host: plain words that every login shell passes unchanged.
 pub const POSIX_EXEC: &str = "sh -s";
@@ -233,6 +239,17 @@ impl Script {
         self.raw("printf '\\n%s:BEGIN %s\\n' \"$N\" \"$(uname -s 2>/dev/null)\"\n");
     }
 
+    /// BEGIN with `uname` only where the shell may be a Windows one (Git for Windows, MSYS2 and
+    /// Cygwin run bash, which sets `OSTYPE`; see [`super::detect_dialect_switch`]): a shell
+    /// that says Linux, or sets neither `OSTYPE` nor `MSYSTEM` (dash, busybox, mksh), costs no
+    /// process and prints `-`.
+    fn begin_lean(&mut self) {
+        self.raw(
+            "case ${OSTYPE-}${MSYSTEM-} in ''|linux*) u=- ;; *) u=$(uname -s 2>/dev/null) ;; esac\n\
+             printf '\\n%s:BEGIN %s\\n' \"$N\" \"$u\"\n",
+        );
+    }
+
     /// BEGIN without `uname` (a subshell and a process): for scripts sent once the host's
     /// dialect is settled, where nothing reads it.
     fn begin_settled(&mut self) {
@@ -262,19 +279,257 @@ pub fn list_script_with(nonce: &str, roots: &[RootSpec], mode: Option<ListMode>)
     s.end("0")
 }
 
-/// The find-and-read script ([`crate::Host::find_and_read`]): a listing of the files whose
-/// path below a root holds `id` (top files as usual), then, when exactly one file below a
-/// subdir has the id in its name (else exactly one below a subdir matched) and its path fits an
-/// `F` line, a `HIT <hex of path>` line and the read of `first` of it as [`read_many_script`]
-/// reads one file (its `FILE`/`END-FILE` lines left out).
-pub fn find_read_script(nonce: &str, roots: &[RootSpec], id: &str, first: &FirstRead) -> Vec<u8> {
-    let mut s = Script::new(nonce);
+/// The find-and-read script ([`crate::Host::find_and_read`]): a listing of the files that may
+/// be the session `id` names (top files as usual), then, when exactly one such file below a
+/// subdir was found and its path fits an `F` line, a `HIT <path>` line and the read of `first`
+/// of it as [`read_many_script`] reads one file (its `FILE`/`END-FILE` lines left out).
+///
+/// Where every root's harness says where a session named by an id lives
+/// ([`clankie_model::Layout::id_globs`]), the files are found by globbing those patterns
+/// (no walk of the root; see [`find_read_by_globs`]); a `hint` (a cursor's path of the
+/// session's file) that is such a match is tried first. Otherwise every root is walked for the
+/// paths that hold the id ([`find_read_by_walk`]).
+pub fn find_read_script(
+    nonce: &str,
+    roots: &[RootSpec],
+    id: &str,
+    first: &FirstRead,
+    hint: Option<&PathHint>,
+) -> Vec<u8> {
     if !crate::is_plain_id(id) {
         // Never reached from the driver (ids are validated); refused like an unsafe value.
+        let mut s = Script::new(nonce);
         s.begin();
         s.raw("printf 'ERR unsafe\\n'\n");
         return s.end("1");
     }
+    let globbed = roots.iter().all(|r| {
+        let layout = r.harness.layout();
+        layout.list.subdirs.is_empty() || !layout.id_globs.is_empty()
+    });
+    if globbed {
+        find_read_by_globs(nonce, roots, id, first, hint)
+    } else {
+        find_read_by_walk(nonce, roots, id, first)
+    }
+}
+
+/// The usable part of a cursor's path hint for a root of `harness` and the session `id`: a
+/// relative path of plain characters that one of the harness's id globs matches (so exactly a
+/// file the glob would have found), else nothing. A hint is data from a cursor, which anyone
+/// can write: this keeps `..`, absolute paths, quotes, `$`, newlines and anything the globs
+/// would not find out of the script.
+fn usable_hint<'h>(hint: Option<&'h PathHint>, harness: Harness, id: &str) -> Option<&'h [u8]> {
+    let hint = hint.filter(|h| h.harness == harness)?;
+    let rel = std::str::from_utf8(&hint.rel).ok()?;
+    let plain = rel.bytes().all(|b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'.' | b'_' | b'-' | b'+' | b'/' | b'%' | b'@' | b'=' | b',' | b':'
+            )
+    });
+    if !plain || check_relative_path(&hint.rel).is_err() || rel.starts_with('-') {
+        return None;
+    }
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: true,
+    };
+    harness
+        .layout()
+        .id_globs
+        .iter()
+        .filter_map(|g| glob::Pattern::new(&g.replace(ID_MARK, id)).ok())
+        .any(|p| p.matches_with(rel, options))
+        .then_some(&hint.rel[..])
+}
+
+/// [`find_read_script`] by globs: the roots' directories are resolved and named on `ROOTP`
+/// lines as they are (no `od`), and below each the harness's id globs (or the hint) name the
+/// candidates: regular files, no symlink on the way, no LF or CR in the name (such a name
+/// means no read in one go). One `stat` lists them and the top files with their inodes; the
+/// one match is read with the size and inode that `stat` gave (checked again after the read).
+/// No tool is probed that the host usually has: `stat -c`, else `stat -f`, else `find
+/// -printf`, else `ls`; `base64` when `command -v` finds it, else the probes of the read.
+fn find_read_by_globs(
+    nonce: &str,
+    roots: &[RootSpec],
+    id: &str,
+    first: &FirstRead,
+    hint: Option<&PathHint>,
+) -> Vec<u8> {
+    let mut s = Script::new(nonce);
+    // A carriage return as it is (inside quotes it is a plain character): no subshell.
+    s.raw("CR='\r'\n");
+    lean_encoder(&mut s);
+    // The read is the script's last part and runs in its shell (no subshell): a refusal ends
+    // the frame itself.
+    s.raw(
+        r#"fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n\n%s:END 0\n' "$N"; exit 0; }
+sl() { q=$1; while :; do case $q in */*) q=${q%/*}; [ -L "$q" ] && return 0 ;; *) return 1 ;; esac; done; }
+fs() {
+  o=$(stat -c '%i F %s %Y %n' "$@" 2>/dev/null)
+  case $o in [0-9]*' F '[0-9]*) return 0 ;; esac
+  o=$(stat -f '%i F %z %m %N' "$@" 2>/dev/null)
+  case $o in [0-9]*' F '[0-9]*) return 0 ;; esac
+  o=$(find "$@" -prune -printf '%i F %s %Ts %p\n' 2>/dev/null)
+  case $o in [0-9]*' F '[0-9]*) return 0 ;; esac
+  o=
+  for f do
+    s=$(ls -lni "$f" 2>/dev/null) && t=$(date -r "$f" +%s 2>/dev/null) || continue
+    set -- $s
+    case $6 in ''|*[!0-9]*) continue ;; esac
+    o="$o${o:+$NL}$1 F $6 $t $f"
+  done
+}
+gl() {
+  h=$1 x=$2 hn=$3; shift 3
+  eval "r=\$R$x rv=\${R$x:-\$D$x}"
+  case $r in /) rs= ;; *) rs=$r ;; esac
+  es=
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    if [ -n "$r" ] && [ -d "$rs/$1" ] && [ ! -L "$rs/$1" ]; then es=1; fi
+    shift
+  done
+  shift
+  et=
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    if [ -n "$r" ] && [ -f "$rs/$1" ] && [ ! -L "$rs/$1" ]; then et="$et$NL./$1"; fi
+    shift
+  done
+  shift
+  if [ -n "$es$et" ]; then ex=1; else ex=0; fi
+  [ -n "$r" ] || ex=0
+  case $rv in
+  *"$NL"*|*"$CR"*) printf 'ROOT %s %s ' "$h" "$ex"; hx "$rv"; printf '\n' ;;
+  *) printf 'ROOTP %s %s %s\n' "$h" "$ex" "$rv" ;;
+  esac
+  [ -n "$r" ] || return 0
+  [ "$ex" = 1 ] && cd -P -- "$r" 2>/dev/null || return 0
+  gm=
+  if [ -n "$es" ] && [ -n "$hn" ] && [ -f "$hn" ] && [ ! -L "$hn" ] && ! sl "$hn"; then
+    gm=$NL./$hn
+  elif [ -n "$es" ]; then
+    # yash cannot carry a name byte that is invalid in its locale (see the module doc): its
+    # globs leave such names out unseen, so a match it saw may not be the only one.
+    [ -z "${YASH_VERSION-}" ] || fx=1
+    for gp do
+      set +f
+      for f in $gp; do
+        [ -f "$f" ] && [ ! -L "$f" ] || continue
+        sl "$f" && continue
+        case $f in *"$NL"*|*"$CR"*) fx=1; continue ;; esac
+        gm=$gm$NL./$f
+      done
+      set -f
+    done
+  fi
+  [ -n "$gm$et" ] || return 0
+  oi=$IFS; IFS=$NL
+  set -- $et $gm
+  IFS=$oi
+  fs "$@"
+  oi=$IFS; IFS=$NL
+  for l in $o; do
+    case $l in [0-9]*' F '[0-9]*) ;; *) continue ;; esac
+    li=${l%% *} l=${l#* }
+    printf '%s\n' "$l"
+    l=${l#F }; lz=${l%% *}; l=${l#* }; l=${l#* }
+    case $gm$NL in *"$NL$l$NL"*) nm=$((nm + 1)) hr=$r hp=${l#./} hi=$li hz=$lz ;; esac
+  done
+  IFS=$oi
+}
+nm=0 fx= hp=
+"#,
+    );
+
+    // Per root: `gl HARNESS INDEX HINT SUBDIR… -- TOP-FILE… -- PATTERN…`.
+    let mut calls = Vec::new();
+    for (i, spec) in roots.iter().enumerate() {
+        let db_env = root_dir(&mut s, i, spec);
+        let layout = spec.harness.layout();
+        let mut head = format!("gl {} {i} ", list_word(spec.harness.name()));
+        match usable_hint(hint, spec.harness, id) {
+            Some(rel) => head.push_str(&String::from_utf8(quote(rel)).expect("a plain hint")),
+            None => head.push_str("''"),
+        }
+        for subdir in layout.list.subdirs {
+            assert!(
+                is_plain_name(subdir),
+                "subdir `{subdir}` must be a plain name"
+            );
+            head.push(' ');
+            head.push_str(&list_word(subdir));
+        }
+        head.push_str(" --");
+        let mut tops = String::new();
+        for name in layout.list.top_files {
+            assert!(
+                is_plain_name(name),
+                "top file `{name}` must be a plain name"
+            );
+            tops.push(' ');
+            tops.push_str(&list_word(name));
+        }
+        // No two patterns of a harness match one path (their depths or endings differ).
+        let mut tail = String::from(" --");
+        for glob in layout.id_globs {
+            let pattern = glob.replace(ID_MARK, id);
+            assert!(
+                pattern
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"*/._-+".contains(&b)),
+                "id glob `{glob}` must hold only plain characters and `*`"
+            );
+            tail.push(' ');
+            tail.push_str(&list_word(&pattern));
+        }
+        calls.push(if db_env.is_some() {
+            // `OPENCODE_DB` names the database: it and its WAL are the only top files.
+            format!(
+                "if [ -n \"$T{i}\" ]; then {head} \"$T{i}\" \"$T{i}-wal\"{tail}; else {head}{tops}{tail}; fi"
+            )
+        } else {
+            format!("{head}{tops}{tail}")
+        });
+    }
+    // Each root resolved: after `cd -P`, `$PWD` is the physical directory (POSIX; no subshell
+    // for `pwd -P`), and the shell goes back where it started for the next (a root may be
+    // relative). Its ROOT line then names it as it is (`ROOTP`) unless it holds LF or CR (then
+    // hex-encoded, by `od`).
+    s.raw("W0=$PWD\n");
+    for i in 0..roots.len() {
+        s.raw(&format!(
+            "R{i}=; if [ -d \"$D{i}\" ] && cd -P -- \"$D{i}\" 2>/dev/null; then R{i}=$PWD; cd -- \"$W0\" 2>/dev/null; fi\n"
+        ));
+    }
+    s.begin_lean();
+    s.raw("[ -z \"${bad:-}\" ] || { printf 'ERR unsafe\\n\\n%s:END 1\\n' \"$N\"; exit 0; }\n");
+    for call in calls {
+        s.raw(&call);
+        s.raw("\n");
+    }
+    s.raw(
+        r#"if [ "$nm" = 1 ] && [ -z "$fx" ]; then
+printf 'HIT %s\n' "$hp"
+R=$hr D= B=$hp i=$hi z=$hz
+case $hp in */*) D=${hp%/*} B=${hp##*/} ;; esac
+P=$R/$hp
+"#,
+    );
+    read_file_body(&mut s, first, true);
+    s.raw("fi\n");
+    s.end("0")
+}
+
+/// [`find_read_script`] by walking every root: a listing of the files whose path below a root
+/// holds `id` (top files as usual), then, when exactly one file below a subdir has the id in its
+/// name (else exactly one below a subdir matched) and its path fits an `F` line, the `HIT` line
+/// and the read.
+fn find_read_by_walk(nonce: &str, roots: &[RootSpec], id: &str, first: &FirstRead) -> Vec<u8> {
+    let mut s = Script::new(nonce);
     list_body(&mut s, roots, None, Some(id));
     // After the listing: `walk` uses `$e` for itself.
     read_prelude(&mut s, None, false);
@@ -288,14 +543,14 @@ pub fn find_read_script(nonce: &str, roots: &[RootSpec], id: &str, first: &First
     s.raw(
         r#"if [ "$nn" = 1 ]; then hr=$nr hp=$np; elif [ "$nm" != 1 ]; then hp=; fi
 if [ -z "$fx" ] && [ -n "$hp" ]; then
-printf 'HIT '; hx "$hp"; printf '\n'
+printf 'HIT %s\n' "$hp"
 (
 R=$hr D= B=$hp
 case $hp in */*) D=${hp%/*} B=${hp##*/} ;; esac
 P=$R/$hp
 "#,
     );
-    read_file_body(&mut s, first);
+    read_file_body(&mut s, first, false);
     s.raw(")\nfi\n");
     s.end("0")
 }
@@ -448,46 +703,7 @@ wf() {
     let mut calls = Vec::new();
     for (i, spec) in roots.iter().enumerate() {
         let var = format!("D{i}");
-        let home = spec.harness.default_home();
-        match &spec.dir {
-            // Given explicitly: used as bytes, never expanded by the shell.
-            Some(dir) => s.assign(&var, dir),
-            None => {
-                // `$VAR` when set and non-empty, else `$HOME/<rel>` (`/` without a HOME),
-                // joined the way `Path::join` does.
-                let env = home.env_var.unwrap_or("");
-                debug_assert!(env.is_empty() || is_name(env));
-                s.assign("H", home.home_relative.as_bytes());
-                if env.is_empty() {
-                    s.raw(&format!("{var}=\n"));
-                } else {
-                    s.raw(&format!("{var}=${{{env}:-}}\n"));
-                }
-                s.raw(&format!(
-                    "if [ -z \"${var}\" ]; then h=${{HOME:-/}}; case $h in */) {var}=$h$H ;; *) {var}=$h/$H ;; esac; fi\n"
-                ));
-                if !env.is_empty() && !home.env_relative.is_empty() {
-                    // The variable names a directory above the home (`$GEMINI_CLI_HOME/.gemini`).
-                    s.assign("H", home.env_relative.as_bytes());
-                    s.raw(&format!(
-                        "if [ -n \"${{{env}:-}}\" ]; then case ${var} in */) {var}=${var}$H ;; *) {var}=${var}/$H ;; esac; fi\n"
-                    ));
-                }
-            }
-        }
-        // The harness's database variable (`OPENCODE_DB`), for a default root: `T<i>` is the
-        // file name and `D<i>` its directory, as `model::db_override` puts them.
-        let db_env = spec.harness.db_env().filter(|_| spec.dir.is_none());
-        if let Some(env) = db_env {
-            debug_assert!(is_name(env));
-            s.raw(&format!(
-                "T{i}=\nif [ -n \"${{{env}:-}}\" ] && [ \"${env}\" != :memory: ]; then\n\
-                 case ${env} in /*) p=${env} ;; *) case ${var} in */) p=${var}${env} ;; *) p=${var}/${env} ;; esac ;; esac\n\
-                 t=${{p##*/}}\n\
-                 case $t in ''|.|..|*\"$NL\"*|*\"$CR\"*) ;; *) T{i}=$t {var}=${{p%/*}}; [ -n \"${var}\" ] || {var}=/ ;; esac\n\
-                 fi\n"
-            ));
-        }
+        let db_env = root_dir(s, i, spec);
         let list = spec.harness.list_spec();
         // `./<subdir>` has 1 slash; an entry of a directory `d` levels below it has `d + 1`
         // more. Directories down to `max_depth` are read, so entries with more slashes than
@@ -554,6 +770,55 @@ wf() {
     }
 }
 
+/// Assigns root `i`'s directory to `D<i>` (as given, else the harness's default home on the
+/// host), and for a default root of a harness with a database variable (`OPENCODE_DB`) its
+/// file name to `T<i>` (then `D<i>` is its directory). Returns that variable, if any.
+fn root_dir(s: &mut Script, i: usize, spec: &RootSpec) -> Option<&'static str> {
+    let var = format!("D{i}");
+    let home = spec.harness.default_home();
+    match &spec.dir {
+        // Given explicitly: used as bytes, never expanded by the shell (a plain one as a
+        // quoted word, which costs no subshell).
+        Some(dir) => assign_name(s, &var, dir),
+        None => {
+            // `$VAR` when set and non-empty, else `$HOME/<rel>` (`/` without a HOME),
+            // joined the way `Path::join` does.
+            let env = home.env_var.unwrap_or("");
+            debug_assert!(env.is_empty() || is_name(env));
+            assign_name(s, "H", home.home_relative.as_bytes());
+            if env.is_empty() {
+                s.raw(&format!("{var}=\n"));
+            } else {
+                s.raw(&format!("{var}=${{{env}:-}}\n"));
+            }
+            s.raw(&format!(
+                "if [ -z \"${var}\" ]; then h=${{HOME:-/}}; case $h in */) {var}=$h$H ;; *) {var}=$h/$H ;; esac; fi\n"
+            ));
+            if !env.is_empty() && !home.env_relative.is_empty() {
+                // The variable names a directory above the home (`$GEMINI_CLI_HOME/.gemini`).
+                assign_name(s, "H", home.env_relative.as_bytes());
+                s.raw(&format!(
+                    "if [ -n \"${{{env}:-}}\" ]; then case ${var} in */) {var}=${var}$H ;; *) {var}=${var}/$H ;; esac; fi\n"
+                ));
+            }
+        }
+    }
+    // The harness's database variable (`OPENCODE_DB`), for a default root: `T<i>` is the
+    // file name and `D<i>` its directory, as `model::db_override` puts them.
+    let db_env = spec.harness.db_env().filter(|_| spec.dir.is_none());
+    if let Some(env) = db_env {
+        debug_assert!(is_name(env));
+        s.raw(&format!(
+            "T{i}=\nif [ -n \"${{{env}:-}}\" ] && [ \"${env}\" != :memory: ]; then\n\
+             case ${env} in /*) p=${env} ;; *) case ${var} in */) p=${var}${env} ;; *) p=${var}/${env} ;; esac ;; esac\n\
+             t=${{p##*/}}\n\
+             case $t in ''|.|..|*\"$NL\"*|*\"$CR\"*) ;; *) T{i}=$t {var}=${{p%/*}}; [ -n \"${var}\" ] || {var}=/ ;; esac\n\
+             fi\n"
+        ));
+    }
+    db_env
+}
+
 /// The read script: confinement checks (an `ERR` line on refusal), a `META` line with the
 /// file's true size and the encoder, then each range's aligned block between `DATA i` and
 /// `END-DATA i`.
@@ -596,7 +861,7 @@ pub fn read_script_with(
         None => s.begin(),
     }
     s.raw("[ -z \"${bad:-}\" ] || fail unsafe\n");
-    read_file_body(&mut s, &FirstRead::Ranges(ranges.to_vec()));
+    read_file_body(&mut s, &FirstRead::Ranges(ranges.to_vec()), false);
     s.end("0")
 }
 
@@ -909,9 +1174,14 @@ fn read_prelude(s: &mut Script, encoder: Option<Encoder>, compress: bool) {
     if compress {
         s.raw(&format!("\n[ -n \"$e\" ] || {}", GZIP_PROBE));
     }
+    s.raw("\n");
+    encoder_probe(s);
+}
+
+/// The encoder's probe when `$e` is empty, then `enc` and `rg` (see [`read_prelude`]).
+fn encoder_probe(s: &mut Script) {
     s.raw(
-        r#"
-if [ -z "$e" ]; then
+        r#"if [ -z "$e" ]; then
   if [ "$(printf hi | base64 2>/dev/null)" = aGk= ]; then e=b64
   elif [ "$(printf hi | openssl base64 2>/dev/null)" = aGk= ]; then e=ossl
   else case $(printf hi | uuencode -m x 2>/dev/null) in *aGk=*) e=uu ;; *) e=hex ;; esac
@@ -927,10 +1197,21 @@ rg() {
     );
 }
 
+/// What [`read_prelude`] defines, with `base64` taken without a probe when `command -v` (a
+/// builtin) finds it; the other encoders are probed as there.
+fn lean_encoder(s: &mut Script) {
+    s.raw("e=\ncommand -v base64 >/dev/null 2>&1 && e=b64\n");
+    encoder_probe(s);
+}
+
 /// One file's read, after `$R` (root), `$D` (directory below it, may be empty), `$B` (file
 /// name) and `$P` (the path, for messages) are set and `fail CODE` is defined: the
-/// confinement checks, META, each range of `first`, and the check after the read.
-fn read_file_body(s: &mut Script, first: &FirstRead) {
+/// confinement checks, META, each range of `first`, and the check after the read. `listed`:
+/// `$R` is physical already and `$i` and `$z` hold the inode and size a `stat` of the file
+/// just gave (the find-and-read's listing), so neither is looked up again; the directory is
+/// checked with the `$PWD` that `cd -P` sets (no subshell), and the ranges below the end go
+/// through one encoder.
+fn read_file_body(s: &mut Script, first: &FirstRead, listed: bool) {
     // The script enters the file's directory (`cd -P`, in its own shell) and checks that it is
     // physically exactly `<root>/<dir>`: that refuses `..`, a symlink anywhere below the root,
     // and anything leading outside it, like the local host. From then on the file is named
@@ -938,10 +1219,17 @@ fn read_file_body(s: &mut Script, first: &FirstRead) {
     // What a shell cannot close is the file's own name being swapped for a symlink while `dd`
     // runs: its inode and type are checked again after the read, and a change fails the read
     // (`ERR raced`) instead of returning what was read (docs/shells.md says what remains).
-    s.raw(
-        r#"rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || fail noroot
+    if listed {
+        s.raw("rr=$R\n");
+    } else {
+        s.raw(
+            r#"rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || fail noroot
 rr=${rr%X}; rr=${rr%"$NL"}
-case $rr in /) rb= ;; *) rb=$rr ;; esac
+"#,
+        );
+    }
+    s.raw(
+        r#"case $rr in /) rb= ;; *) rb=$rr ;; esac
 if [ -n "$D" ]; then
   cd -P -- "$rb/$D" 2>/dev/null || fail nodir
   w="$rb/$D"
@@ -949,22 +1237,41 @@ else
   cd -P -- "$rr" 2>/dev/null || fail noroot
   w=$rr
 fi
-h=$(pwd -P && echo X) || fail outside
+"#,
+    );
+    if listed {
+        // `cd -P` set `$PWD` to the physical directory, as `pwd -P` would print it.
+        s.raw("h=$PWD\n");
+    } else {
+        s.raw(
+            r#"h=$(pwd -P && echo X) || fail outside
 h=${h%X}; h=${h%"$NL"}
-[ "$h" = "$w" ] || fail outside
+"#,
+        );
+    }
+    s.raw(
+        r#"[ "$h" = "$w" ] || fail outside
 p=./$B
 [ -L "$p" ] && fail symlink
 [ -e "$p" ] || fail missing
 [ -f "$p" ] || fail notfile
 [ -r "$p" ] || fail unreadable
-s=$(ls -lni "$p" 2>/dev/null) || fail nosize
+"#,
+    );
+    if !listed {
+        s.raw(
+            r#"s=$(ls -lni "$p" 2>/dev/null) || fail nosize
 set -- $s
 i=$1 z=$6
-case $z in '' | *[!0-9]*) fail nosize ;; esac
+"#,
+        );
+    }
+    s.raw(
+        r#"case $z in '' | *[!0-9]*) fail nosize ;; esac
 printf 'META size=%s enc=%s\n' "$z" "$e"
 "#,
     );
-    emit_ranges(s, first);
+    emit_ranges(s, first, listed);
     // The same file, still not a symlink, after the read (see above).
     s.raw(
         r#"[ -L "$p" ] && fail raced
@@ -975,36 +1282,86 @@ set -- $s
     );
 }
 
-/// The `rg` calls of `first`: fixed ranges, or the tail's computed from the size `$z`.
-fn emit_ranges(s: &mut Script, first: &FirstRead) {
+/// The `rg` calls of `first`: fixed ranges, or the tail's computed from the size `$z`. With
+/// `merge`, when every range but the last lies whole below the end of the file, they are
+/// encoded as one stream (`DATA 0-<last>`: one encoder for all, see [`super`]), else one by one.
+fn emit_ranges(s: &mut Script, first: &FirstRead, merge: bool) {
+    let dd = |bs: u64, skip: u64, count: u64| {
+        format!("dd if=\"$p\" bs={bs} skip={skip} count={count} 2>/dev/null")
+    };
     match first {
         FirstRead::Ranges(ranges) => {
+            let mut one_by_one = String::new();
             for (i, range) in ranges.iter().enumerate() {
                 let wire = aligned(range);
                 // Offsets past what `sh` arithmetic holds are past every end of file anyway.
                 let start = range.start.min(i64::MAX as u64);
-                s.raw("rg");
-                for n in [i as u64, start, wire.bs, wire.skip_blocks, wire.count] {
-                    s.raw(" ");
-                    s.word(n.to_string().as_bytes());
-                }
-                s.raw("\n");
+                one_by_one.push_str(&format!(
+                    "rg {i} {start} {} {} {}\n",
+                    wire.bs, wire.skip_blocks, wire.count
+                ));
             }
+            let Some((last, before)) = ranges.split_last().filter(|_| merge && ranges.len() > 1)
+            else {
+                s.raw(&one_by_one);
+                return;
+            };
+            let mut whole = Vec::new();
+            let mut stream = String::from("{ :");
+            for range in before {
+                let wire = aligned(range);
+                let end = wire
+                    .skip_blocks
+                    .saturating_add(wire.count)
+                    .saturating_mul(wire.bs);
+                whole.push(format!("[ \"$z\" -ge {} ]", end.min(i64::MAX as u64)));
+                if wire.count > 0 {
+                    stream.push_str("; ");
+                    stream.push_str(&dd(wire.bs, wire.skip_blocks, wire.count));
+                }
+            }
+            let wire = aligned(last);
+            if wire.count > 0 {
+                stream.push_str(&format!(
+                    "; if [ {} -lt \"$z\" ]; then {}; fi",
+                    last.start.min(i64::MAX as u64),
+                    dd(wire.bs, wire.skip_blocks, wire.count)
+                ));
+            }
+            stream.push_str("; } | enc");
+            let label = format!("0-{}", ranges.len() - 1);
+            s.raw(&format!(
+                "if {}; then\nprintf 'DATA {label}\\n'\n{stream}\nprintf '\\nEND-DATA {label}\\n'\nelse\n{one_by_one}fi\n",
+                whole.join(" && ")
+            ));
         }
         FirstRead::Tail { head, back, ahead } => {
             // The ranges of `FirstRead::ranges` for the size `z` just found, aligned as
             // `aligned` does (the decoder recomputes both from the META size).
             let head = aligned(&ByteRange::new(0, *head));
             s.raw(&format!(
-                "rg 0 0 {} {} {}\n",
-                head.bs, head.skip_blocks, head.count
-            ));
-            s.raw(&format!(
                 "a=0; [ \"$z\" -gt {back} ] && a=$((z - {back}))\nl=$((z - a + {ahead}))\n\
                  if [ \"$l\" -le {small} ]; then k=4096; else k=65536; fi\n\
-                 if [ \"$l\" -gt 0 ]; then c=$(( (a + l + k - 1) / k - a / k )); else c=0; fi\n\
-                 rg 1 \"$a\" \"$k\" $((a / k)) \"$c\"\n",
+                 if [ \"$l\" -gt 0 ]; then c=$(( (a + l + k - 1) / k - a / k )); else c=0; fi\n",
                 small = 256 * 1024
+            ));
+            let one_by_one = format!(
+                "rg 0 0 {} {} {}\nrg 1 \"$a\" \"$k\" $((a / k)) \"$c\"\n",
+                head.bs, head.skip_blocks, head.count
+            );
+            if !merge {
+                s.raw(&one_by_one);
+                return;
+            }
+            let head_end = head
+                .skip_blocks
+                .saturating_add(head.count)
+                .saturating_mul(head.bs);
+            s.raw(&format!(
+                "if [ \"$z\" -ge {head_end} ]; then\nprintf 'DATA 0-1\\n'\n\
+                 {{ {}; if [ \"$c\" -gt 0 ] && [ \"$a\" -lt \"$z\" ]; then dd if=\"$p\" bs=\"$k\" skip=$((a / k)) count=\"$c\" 2>/dev/null; fi; }} | enc\n\
+                 printf '\\nEND-DATA 0-1\\n'\nelse\n{one_by_one}fi\n",
+                dd(head.bs, head.skip_blocks, head.count)
             ));
         }
     }

@@ -13,7 +13,9 @@ use super::config::SshTarget;
 use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, BatchRead, Dialect, Invocation, posix};
-use crate::{FileRef, FirstRead, Found, Host, HostError, default_find_and_read, narrow_and_read};
+use crate::{
+    FileRef, FirstRead, Found, Host, HostError, PathHint, default_find_and_read, narrow_and_read,
+};
 use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
 
 /// A host reached over SSH.
@@ -433,6 +435,7 @@ impl Host for SshHost {
         roots: &[RootSpec],
         id: &str,
         first: &FirstRead,
+        hint: Option<&PathHint>,
     ) -> Result<Found, HostError> {
         let plain = match first {
             FirstRead::Ranges(ranges) => crate::check_ranges(ranges).is_ok(),
@@ -451,7 +454,7 @@ impl Host for SshHost {
             .run_script(
                 |d, n| match d {
                     Dialect::Posix => {
-                        posix::invocation(posix::find_read_script(n, roots, id, first))
+                        posix::invocation(posix::find_read_script(n, roots, id, first, hint))
                     }
                     // Only the listing: the read follows in a call of its own.
                     Dialect::PowerShell => d.list(n, roots),

@@ -901,8 +901,284 @@ fn batched_reads_answer_as_reads_one_by_one_in_every_shell() {
     }
 }
 
+/// What the find-and-read by globs should find of the tree for `id`: the files of the full
+/// listing that Claude's id glob matches, not below a symlink, and those with LF or CR in
+/// their path left out (`true`: one was, and nothing is read in one go).
+fn globbed(listing: &Listing, id: &str) -> (Listing, bool) {
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: true,
+    };
+    let harness = crate::test_support::harness("claude");
+    let patterns: Vec<glob::Pattern> = harness
+        .layout()
+        .id_globs
+        .iter()
+        .map(|g| glob::Pattern::new(&glob_escape_id(g, id)).unwrap())
+        .collect();
+    let mut narrowed = listing.clone();
+    let mut odd = false;
+    narrowed.files.retain(|f| {
+        let rel = String::from_utf8_lossy(&f.rel);
+        let hit = patterns.iter().any(|p| p.matches_with(&rel, options));
+        if hit && (f.rel.contains(&b'\n') || f.rel.contains(&b'\r')) {
+            odd = true;
+            return false;
+        }
+        hit
+    });
+    (narrowed, odd)
+}
+
+/// An id glob with its mark replaced by `id`, the id's glob characters escaped.
+fn glob_escape_id(glob: &str, id: &str) -> String {
+    glob.replace(ID_MARK, &glob::Pattern::escape(id))
+}
+
 #[test]
-fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
+fn find_and_read_by_globs_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
+    let tree = tree();
+    let specs = [tree.spec()];
+    // A tail, and the ranges of a `--since` (head, window, what follows: one stream when the
+    // file is larger than the first two, and the last past its end).
+    let firsts = [
+        FirstRead::Tail {
+            head: 4096,
+            back: 65536,
+            ahead: 65536,
+        },
+        FirstRead::Ranges(vec![
+            ByteRange::new(0, 4096),
+            ByteRange::new(4_000_000, 5000),
+            ByteRange::new(4_005_000, 65536),
+        ]),
+        FirstRead::Ranges(vec![
+            ByteRange::new(0, 4096),
+            ByteRange::new(9_999_000, 1000),
+            ByteRange::new(10_000_000, 65536),
+        ]),
+    ];
+    let local = LocalHost::new("local");
+    let full = block_on(local.list(&specs)).unwrap();
+    let all = shells(tree.path());
+    // One match (a big file, also reachable through a symlinked directory, which is not
+    // followed; a name with spaces; a hostile directory); several; none (a directory, a
+    // symlink, one only a symlinked directory holds, too deep); one whose name holds LF or CR.
+    for (tail, (id, reads)) in firsts.iter().flat_map(|f| {
+        [
+            ("big", true),
+            ("s", true),
+            ("-x", true),
+            ("a", false),
+            ("b", false),
+            ("dir", false),
+            ("link", false),
+            ("secret", false),
+            ("ok", false),
+            ("new", false),
+            ("car", false),
+            ("nothing", false),
+        ]
+        .map(|case| (f, case))
+    }) {
+        let (expected, odd) = globbed(&full, id);
+        let hit = (expected.files.len() == 1 && !odd).then(|| expected.files[0].clone());
+        assert_eq!(hit.is_some(), reads, "{id}: {:?}", expected.files);
+        let expected_read = hit.as_ref().map(|entry| {
+            let file = FileRef {
+                harness: entry.harness,
+                root: entry.root.to_vec(),
+                rel: entry.rel.clone(),
+            };
+            block_on(local.read(&file, &tail.ranges(entry.size))).unwrap()
+        });
+        for shell in &all {
+            let nonce = new_nonce();
+            let script = find_read_script(&nonce, &specs, id, tail, None);
+            let out = run(shell, &tree, &[], &script);
+            let got = super::super::decode_find_read("test", &nonce, &specs, tail, &out)
+                .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
+            if shell.name == "yash" {
+                // It cannot carry every name (see `find_read_by_globs`): no read in one go by
+                // globbing.
+                assert!(got.read.is_none(), "yash {id}");
+                continue;
+            }
+            assert_eq!(got.listing, expected, "{} {id}", shell.name);
+            match (&got.read, &hit, &expected_read) {
+                (Some((fa, Ok(a))), Some(fb), Some(b)) => {
+                    assert_eq!(fa, fb, "{} {id}", shell.name);
+                    assert!(a == b, "{} {id}: reads differ", shell.name);
+                }
+                (None, None, None) => {}
+                (a, b, _) => panic!("{} {id}: {a:?} vs {b:?}", shell.name),
+            }
+            // The big file's ranges below its end go to one encoder (the third read's second
+            // range ends in the file's last block, past its end: one by one).
+            if id == "big" && !std::ptr::eq(tail, &firsts[2]) {
+                assert!(out.windows(8).any(|w| w == b"\nDATA 0-"), "{}", shell.name);
+            }
+            // No walk, and `base64` taken when `command -v` finds it.
+            let text = String::from_utf8_lossy(&script);
+            assert!(!text.contains("find \"./$sd\"") && !text.contains("walk "));
+            assert!(text.contains("command -v base64 >/dev/null 2>&1 && e=b64"));
+        }
+    }
+}
+
+#[test]
+fn a_path_hint_is_read_when_it_is_there_and_confined_or_left_out_when_not() {
+    let tree = tree();
+    let specs = [tree.spec()];
+    let first = FirstRead::Ranges(vec![ByteRange::new(0, 64)]);
+    let p = tree.home().join("projects");
+    // The id in two projects: globbing finds both (no read in one go), the hint names one.
+    write(p.join("-q/dupe.jsonl"), b"{\"q\":1}\n");
+    write(p.join("-r/dupe.jsonl"), b"{\"r\":1}\n");
+    // A symlinked project directory that holds the id too, and one file with it outside.
+    write(tree.path().join("outside/dupe.jsonl"), b"outside\n");
+    symlink(tree.path().join("outside"), p.join("-s")).unwrap();
+    let claude = crate::test_support::harness("claude");
+    let hint = |rel: &[u8]| PathHint {
+        harness: claude,
+        rel: rel.to_vec(),
+    };
+    let all = shells(tree.path());
+    let run_with = |shell: &Shell, hint: Option<&PathHint>| {
+        let nonce = new_nonce();
+        let script = find_read_script(&nonce, &specs, "dupe", &first, hint);
+        let out = run(shell, &tree, &[], &script);
+        let found = super::super::decode_find_read("test", &nonce, &specs, &first, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", shell.name, out.escape_ascii()));
+        (String::from_utf8_lossy(&script).into_owned(), found)
+    };
+    for shell in &all {
+        let (_, none) = run_with(shell, None);
+        assert!(none.read.is_none(), "{}", shell.name);
+        if shell.name != "yash" {
+            assert_eq!(none.listing.files.len(), 2, "{}", shell.name);
+        }
+        let (script, hinted) = run_with(shell, Some(&hint(b"projects/-r/dupe.jsonl")));
+        let (entry, read) = hinted
+            .read
+            .unwrap_or_else(|| panic!("{}: {:?}\n{script}", shell.name, hinted.listing));
+        assert_eq!(entry.rel, b"projects/-r/dupe.jsonl", "{}", shell.name);
+        assert_eq!(
+            read.unwrap().chunks,
+            [b"{\"r\":1}\n".to_vec()],
+            "{}",
+            shell.name
+        );
+        assert_eq!(hinted.listing.files.len(), 1, "{}", shell.name);
+        // Gone: found as without the hint.
+        let (_, gone) = run_with(shell, Some(&hint(b"projects/-gone/dupe.jsonl")));
+        assert!(gone.read.is_none(), "{}", shell.name);
+        // Through a symlinked directory: not followed, found as without the hint.
+        let (_, linked) = run_with(shell, Some(&hint(b"projects/-s/dupe.jsonl")));
+        assert!(linked.read.is_none(), "{}", shell.name);
+        assert!(
+            linked
+                .listing
+                .files
+                .iter()
+                .all(|f| !f.rel.starts_with(b"projects/-s/")),
+            "{}",
+            shell.name
+        );
+    }
+    // What a cursor's hint cannot be: never in the script, found as without it.
+    for bad in [
+        &b"../claude/projects/-r/dupe.jsonl"[..],
+        b"projects/-r/../-q/dupe.jsonl",
+        b"/etc/passwd",
+        b"projects/it's/dupe.jsonl",
+        b"projects/$(touch pwned)/dupe.jsonl",
+        b"projects/-r/dupe\n.jsonl",
+        b"projects/-r/other.jsonl",
+        b"projects/-r/x/dupe.jsonl",
+        b"",
+    ] {
+        let (script, found) = run_with(&all[0], Some(&hint(bad)));
+        assert!(
+            !script.contains(&*String::from_utf8_lossy(bad)) || bad.is_empty(),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+        assert!(found.read.is_none());
+        assert_eq!(found.listing.files.len(), 2);
+    }
+    // A hint for another harness is not this root's.
+    let other = PathHint {
+        harness: crate::test_support::harness("codex"),
+        rel: b"projects/-r/dupe.jsonl".to_vec(),
+    };
+    assert!(run_with(&all[0], Some(&other)).1.read.is_none());
+    assert!(!tree.path().join("cwd/pwned").exists());
+}
+
+#[test]
+fn a_root_whose_name_holds_a_newline_is_named_hex_encoded_and_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("a\nroot $(x)\r");
+    write(root.join("projects/-p/nl.jsonl"), b"{}\n");
+    let specs = [RootSpec {
+        harness: crate::test_support::harness("claude"),
+        dir: Some(root.as_os_str().as_bytes().to_vec()),
+    }];
+    let first = FirstRead::Ranges(vec![ByteRange::new(0, 64)]);
+    let tree = tree();
+    for shell in shells(tree.path()) {
+        let nonce = new_nonce();
+        let out = run(
+            &shell,
+            &tree,
+            &[],
+            &find_read_script(&nonce, &specs, "nl", &first, None),
+        );
+        let found = super::super::decode_find_read("test", &nonce, &specs, &first, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
+        assert_eq!(
+            found.listing.roots[0].dir,
+            root.as_os_str().as_bytes(),
+            "{}",
+            shell.name
+        );
+        if shell.name != "yash" {
+            let (entry, read) = found.read.expect("read in one go");
+            assert_eq!(entry.rel, b"projects/-p/nl.jsonl");
+            assert_eq!(read.unwrap().chunks, [b"{}\n".to_vec()], "{}", shell.name);
+        }
+    }
+}
+
+/// A refusal of the one match's read (here forced: as root every file is readable) ends the
+/// frame as the decoder expects, in every shell.
+#[test]
+fn a_refused_read_of_the_one_match_ends_the_frame() {
+    let tree = tree();
+    let specs = [tree.spec()];
+    let first = FirstRead::Ranges(vec![ByteRange::new(0, 64)]);
+    // yash reads nothing in one go by globs (see above).
+    for shell in shells(tree.path()).into_iter().filter(|s| s.name != "yash") {
+        let nonce = new_nonce();
+        let script = String::from_utf8(find_read_script(&nonce, &specs, "big", &first, None))
+            .unwrap()
+            .replace("[ -r \"$p\" ] || fail unreadable\n", "fail unreadable\n");
+        let out = run(&shell, &tree, &[], script.as_bytes());
+        let found = super::super::decode_find_read("test", &nonce, &specs, &first, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
+        let (_, read) = found.read.expect("the one match");
+        assert!(
+            matches!(read, Err(HostError::Io { .. })),
+            "{}: {read:?}",
+            shell.name
+        );
+    }
+}
+
+#[test]
+fn find_and_read_by_walking_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shell() {
     let tree = tree();
     let specs = [tree.spec()];
     let tail = FirstRead::Tail {
@@ -921,7 +1197,7 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
         ("jsonl", false),
         ("nothing", false),
     ] {
-        let expected = block_on(local.find_and_read(&specs, id, &tail)).unwrap();
+        let expected = block_on(local.find_and_read(&specs, id, &tail, None)).unwrap();
         assert_eq!(expected.read.is_some(), reads, "{id}");
         for shell in &all {
             let nonce = new_nonce();
@@ -929,7 +1205,7 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
                 shell,
                 &tree,
                 &[],
-                &find_read_script(&nonce, &specs, id, &tail),
+                &find_read_by_walk(&nonce, &specs, id, &tail),
             );
             let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out)
                 .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
@@ -951,7 +1227,7 @@ fn find_and_read_reads_the_one_match_as_a_listing_and_a_read_would_in_every_shel
         shell,
         &tree,
         &[],
-        &find_read_script(&nonce, &specs, "line", &tail),
+        &find_read_by_walk(&nonce, &specs, "line", &tail),
     );
     let got = super::super::decode_find_read("test", &nonce, &specs, &tail, &out).unwrap();
     assert_eq!(got.listing.files.len(), 1);
