@@ -729,7 +729,7 @@ fn decode_read_section<'a>(
                     // The file shrank while the stream was read: none of its ranges is
                     // trusted, the section is still consumed.
                     short.get_or_insert(format!(
-                        "range {i}: the stream ended {} bytes into a block of {len} (file shrank)",
+                        "range {i}: a block of a stream that is not whole: {} of {len} bytes (file shrank)",
                         rest.len()
                     ));
                     chunks.extend(std::iter::repeat_with(Vec::new).take(group.len() - k));
