@@ -756,6 +756,9 @@ where
         // Agent keys still ask first: the agent may make its user confirm each signature.
         sign_publickey_at_once: true,
         pipeline_auth_request: true,
+        // And the first session channel is asked for behind a key file's signed request, so
+        // that it opens with the success instead of a round trip later (RFC 4252 §5.1).
+        pipeline_channel_open: true,
         preferred: Preferred {
             key: Cow::Owned(preferred_host_key_algorithms(target)),
             host_key_certificates: Cow::Owned(
@@ -791,19 +794,30 @@ where
         )
     });
     let start = std::time::Instant::now();
-    let authenticated_with = auth::authenticate(&mut handle, label, target, options).await?;
+    let authenticated = auth::authenticate(&mut handle, label, target, options).await?;
+    let authenticated_with = authenticated.with;
     options.log.say(label, || {
         format!(
-            "authenticated with {authenticated_with} after {}; {}",
+            "authenticated with {authenticated_with} after {}{}; {}",
             millis(start.elapsed()),
+            if authenticated.channel.is_some() {
+                "; a channel asked for in the same round trip"
+            } else {
+                ""
+            },
             wire.said()
         )
     });
+    // The channel asked for with the request that succeeded is the first exec's spare: its
+    // confirmation is in, or right behind the success.
+    let spare = authenticated
+        .channel
+        .map(|opening| tokio::spawn(opening.confirmed()));
     Ok(SshSession {
         authenticated_with,
         host: label.to_string(),
         handle: Arc::new(handle),
-        spare: Mutex::new(None),
+        spare: Mutex::new(spare),
         channels: Semaphore::new(MAX_CHANNELS),
         timeouts: ReplyTimeouts::default(),
         jump,
