@@ -179,11 +179,13 @@ pub(crate) struct Authenticated {
     pub(crate) channel: Option<client::ChannelOpening>,
 }
 
-/// Authenticates `target.user`, or returns `HostError::Auth` naming what was tried.
+/// Authenticates `target.user`, or returns `HostError::Auth` naming what was tried. With
+/// `open_session`, a key file's request asks for a session channel in the same flight.
 pub(crate) async fn authenticate<H: client::Handler>(
     handle: &mut Handle<H>,
     host: &str,
     target: &SshTarget,
+    open_session: bool,
     options: &ConnectOptions,
 ) -> Result<Authenticated, HostError> {
     let log = &options.log;
@@ -318,10 +320,18 @@ pub(crate) async fn authenticate<H: client::Handler>(
             .await
             .map_err(|e| lost(e, &tried))?;
         let described = describe(key.public_key());
-        let (result, channel) = handle
-            .authenticate_publickey_opening_session(user, PrivateKeyWithHashAlg::new(key, hash))
-            .await
-            .map_err(|e| lost(e, &tried))?;
+        let key = PrivateKeyWithHashAlg::new(key, hash);
+        let (result, channel) = if open_session {
+            handle
+                .authenticate_publickey_opening_session(user, key)
+                .await
+        } else {
+            handle
+                .authenticate_publickey(user, key)
+                .await
+                .map(|result| (result, None))
+        }
+        .map_err(|e| lost(e, &tried))?;
         log.say(host, || {
             let answer = if result.success() {
                 "accepted"
