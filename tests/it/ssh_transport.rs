@@ -731,3 +731,198 @@ async fn closed_port_and_silent_server_are_unreachable() {
     assert!(err.to_string().contains("timed out"), "{err}");
     drop(listener);
 }
+
+/// A TCP relay on 127.0.0.1 in front of `port` for one connection, holding each chunk
+/// `one_way` in each direction (as `examples/rtt_proxy` does), so that what one side sends
+/// before the other's answer travels as one flight. Records each chunk in order: when it came
+/// (ms), its direction (`true`: client to server) and size.
+struct Relay {
+    port: u16,
+    chunks: std::sync::Arc<std::sync::Mutex<Vec<(u128, bool, usize)>>>,
+}
+
+impl Relay {
+    async fn start(port: u16, one_way: Duration) -> Relay {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let relay = Relay {
+            port: listener.local_addr().unwrap().port(),
+            chunks: Default::default(),
+        };
+        let chunks = std::sync::Arc::clone(&relay.chunks);
+        tokio::spawn(async move {
+            let (client, _) = listener.accept().await.unwrap();
+            let server = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap();
+            client.set_nodelay(true).unwrap();
+            server.set_nodelay(true).unwrap();
+            let (client_read, client_write) = client.into_split();
+            let (server_read, server_write) = server.into_split();
+            for (up, mut from, mut to) in [
+                (true, client_read, server_write),
+                (false, server_read, client_write),
+            ] {
+                let chunks = std::sync::Arc::clone(&chunks);
+                let start = std::time::Instant::now();
+                // Read at once, forward each chunk once `one_way` has passed since it came.
+                let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n @ 1..) = from.read(&mut buf).await {
+                        chunks
+                            .lock()
+                            .unwrap()
+                            .push((start.elapsed().as_millis(), up, n));
+                        let due = tokio::time::Instant::now() + one_way;
+                        if sender.send((due, buf[..n].to_vec())).is_err() {
+                            break;
+                        }
+                    }
+                });
+                tokio::spawn(async move {
+                    while let Some((due, bytes)) = receiver.recv().await {
+                        tokio::time::sleep_until(due).await;
+                        if to.write_all(&bytes).await.is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to.shutdown().await;
+                });
+            }
+        });
+        relay
+    }
+
+    /// The flights so far: runs of chunks in one direction (`true`: client to server).
+    fn flights(&self) -> Vec<bool> {
+        let mut flights: Vec<bool> = self.chunks.lock().unwrap().iter().map(|c| c.1).collect();
+        flights.dedup();
+        flights
+    }
+}
+
+/// `testbox` through `relay`, its host key looked up under the sshd's own address.
+fn through(sshd: &TestSshd, relay: &Relay, identity_files: &[&str]) -> SshTarget {
+    let mut target = sshd.target();
+    target.port = relay.port;
+    target.host_key_alias = Some(format!("[127.0.0.1]:{}", sshd.port));
+    target.identity_files = identity_files.iter().map(|f| sshd.path(f)).collect();
+    target
+}
+
+/// Connects to `target` with `-v`'s lines collected.
+async fn connect_logged(
+    target: &SshTarget,
+) -> (SshSession, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&lines);
+    let options = clankie_host::ssh::ConnectOptions {
+        log: clankie_host::ssh::ConnectionLog::to(move |line| {
+            sink.lock().unwrap().push(line.to_string())
+        }),
+        ..Default::default()
+    };
+    let session = SshSession::connect_with("testbox", target, &options)
+        .await
+        .unwrap();
+    (session, lines)
+}
+
+/// The first channel is asked for in the same flight as the signed request of a key file
+/// (our russh's `pipeline_channel_open`), so it is open when authentication succeeds: a fresh
+/// connection and one command cost one flight each way fewer than with the channel asked for
+/// after the success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_channel_is_asked_for_with_the_signed_request() {
+    let Some(sshd) = TestSshd::start() else {
+        return;
+    };
+    let relay = Relay::start(sshd.port, Duration::from_millis(10)).await;
+    let target = through(&sshd, &relay, &["id_ed25519"]);
+    let run = async {
+        let (session, log) = connect_logged(&target).await;
+        let out = session.exec("echo one", b"", 64).await.unwrap();
+        (out, log)
+    };
+    let (out, log) = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("no hang");
+    assert_eq!(out.stdout, b"one\n");
+    let log = log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("; a channel asked for in the same round trip;"),
+        "{log}"
+    );
+    // Version and KEXINIT, ECDH, the signed request with the channel's open (answered by the
+    // success with the confirmation behind it), the exec: 4 flights each way. sshd and the
+    // client send their versions at once, so the server's may come first: one flight more.
+    // With the channel asked for after the success, 10 or 11.
+    let flights = relay.flights();
+    assert!(
+        flights.len() <= 9,
+        "{:?}\n{log}",
+        relay.chunks.lock().unwrap()
+    );
+    // sshd had nothing to refuse: the open went to the connection service.
+    assert!(
+        !sshd.log().contains("dispatch_protocol_error"),
+        "{}",
+        sshd.log()
+    );
+}
+
+/// A refused key's early channel is not opened by sshd (it answers UNIMPLEMENTED, which is
+/// ignored) and is forgotten; the next key asks for its own, which the first command takes,
+/// and the next command's channel is opened with it as usual (the spare).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_keys_channel_is_forgotten_and_the_next_keys_opens() {
+    let Some(sshd) = TestSshd::start() else {
+        return;
+    };
+    let relay = Relay::start(sshd.port, Duration::from_millis(10)).await;
+    let target = through(&sshd, &relay, &["id_wrong", "id_ed25519"]);
+    let run = async {
+        let (session, log) = connect_logged(&target).await;
+        let first = session.exec("echo one", b"", 64).await.unwrap();
+        let second = session.exec("echo two", b"", 64).await.unwrap();
+        (first, second, session.authenticated_with().to_string(), log)
+    };
+    let (first, second, with, log) = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("no hang");
+    assert_eq!(first.stdout, b"one\n");
+    assert_eq!(second.stdout, b"two\n");
+    assert_eq!(
+        with,
+        format!("identity file {}", sshd.path("id_ed25519").display())
+    );
+    let log = log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("; a channel asked for in the same round trip;"),
+        "{log}"
+    );
+    // The refused key's channel open reached sshd during authentication, which answered it
+    // UNIMPLEMENTED (CHANNEL_OPEN is message 90) and went on; the accepted key's did not.
+    let sshd_log = sshd.log();
+    assert_eq!(
+        sshd_log
+            .lines()
+            .filter(|l| l.contains("dispatch_protocol_error: type 90"))
+            .count(),
+        1,
+        "{sshd_log}"
+    );
+    assert!(
+        sshd_log.contains("Accepted publickey for root"),
+        "{sshd_log}"
+    );
+    // 4 flights each way as with one key (see above), 2 more for the refused key and 2 for
+    // the second command, whose channel came with the first's (the spare).
+    let flights = relay.flights();
+    assert!(
+        flights.len() <= 13,
+        "{:?}\n{log}\n{sshd_log}",
+        relay.chunks.lock().unwrap()
+    );
+}

@@ -9,6 +9,12 @@
 //! refused key is answered as a refused query is, and the next one is tried. An agent key is
 //! asked about first, as `ssh` does: the agent may make its user confirm or touch for each
 //! signature, which a key the server refuses must not cost.
+//!
+//! An identity file's signed request also asks for the first session channel in the same flight
+//! (`pipeline_channel_open`, our russh patch; RFC 4252 §5.1 hands whatever follows the request
+//! that succeeds to the connection service): its confirmation comes with the success, and the
+//! first exec takes it as its spare. A refused key's channel is never opened (the server
+//! answers UNIMPLEMENTED) and is forgotten; the next key asks again.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -163,14 +169,25 @@ async fn connect_agent(_which: &IdentityAgent) -> Result<Agent, String> {
     Err("ssh-agent is not supported on this platform".into())
 }
 
-/// Authenticates `target.user`, or returns `HostError::Auth` naming what was tried. On success,
-/// says with what (`agent key ED25519 SHA256:…`, `identity file ~/.ssh/id_ed25519`).
+/// Who authenticated, and the channel asked for with it.
+pub(crate) struct Authenticated {
+    /// With what (`agent key ED25519 SHA256:…`, `identity file ~/.ssh/id_ed25519`).
+    pub(crate) with: String,
+    /// A session channel asked for in the same flight as the request that succeeded (an
+    /// identity file's); `None` after an agent key, which opens its first channel once
+    /// authenticated.
+    pub(crate) channel: Option<client::ChannelOpening>,
+}
+
+/// Authenticates `target.user`, or returns `HostError::Auth` naming what was tried. With
+/// `open_session`, a key file's request asks for a session channel in the same flight.
 pub(crate) async fn authenticate<H: client::Handler>(
     handle: &mut Handle<H>,
     host: &str,
     target: &SshTarget,
+    open_session: bool,
     options: &ConnectOptions,
-) -> Result<String, HostError> {
+) -> Result<Authenticated, HostError> {
     let log = &options.log;
     let user = target.user.as_str();
     log.say(host, || format!("authenticating as {user} (public key)"));
@@ -238,7 +255,12 @@ pub(crate) async fn authenticate<H: client::Handler>(
                     };
                     log.say(host, || format!("agent key {}: {answer}", describe(&key)));
                     match result {
-                        Ok(r) if r.success() => return Ok(format!("agent key {}", describe(&key))),
+                        Ok(r) if r.success() => {
+                            return Ok(Authenticated {
+                                with: format!("agent key {}", describe(&key)),
+                                channel: None,
+                            });
+                        }
                         Ok(_) => tried.push(format!("agent key {}", describe(&key))),
                         Err(e) => tried.push(format!("agent key {} ({e})", describe(&key))),
                     }
@@ -298,10 +320,18 @@ pub(crate) async fn authenticate<H: client::Handler>(
             .await
             .map_err(|e| lost(e, &tried))?;
         let described = describe(key.public_key());
-        let result = handle
-            .authenticate_publickey(user, PrivateKeyWithHashAlg::new(key, hash))
-            .await
-            .map_err(|e| lost(e, &tried))?;
+        let key = PrivateKeyWithHashAlg::new(key, hash);
+        let (result, channel) = if open_session {
+            handle
+                .authenticate_publickey_opening_session(user, key)
+                .await
+        } else {
+            handle
+                .authenticate_publickey(user, key)
+                .await
+                .map(|result| (result, None))
+        }
+        .map_err(|e| lost(e, &tried))?;
         log.say(host, || {
             let answer = if result.success() {
                 "accepted"
@@ -314,7 +344,10 @@ pub(crate) async fn authenticate<H: client::Handler>(
             )
         });
         if result.success() {
-            return Ok(format!("identity file {}", file.path.display()));
+            return Ok(Authenticated {
+                with: format!("identity file {}", file.path.display()),
+                channel,
+            });
         }
         tried.push(file.path.display().to_string());
     }

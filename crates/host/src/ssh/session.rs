@@ -322,22 +322,30 @@ impl SshSession {
         let whole = start + total;
         let (wire_up, wire_down) = (self.wire.up(), self.wire.down());
         let opening = async {
-            // The next exec's channel is asked for now: its confirmation comes back with this
-            // one's (or while this command runs), one round trip saved for every exec after
-            // the first. A spare that failed (MaxSessions) costs nothing: the next opens its own.
-            // Taken and replaced under one lock, so that no spare is ever dropped unused (a
-            // dropped channel stays open on the server, and counts against MaxSessions).
-            let spare = {
-                let mut slot = self.spare.lock().unwrap_or_else(|p| p.into_inner());
-                let handle = Arc::clone(&self.handle);
-                slot.replace(tokio::spawn(
-                    async move { handle.channel_open_session().await },
-                ))
-            };
+            // This exec takes the spare channel (asked for by the exec before it, or with
+            // authentication) and asks for the next exec's: its confirmation comes back with
+            // this command's reply (or with this exec's own channel's, when there was no spare),
+            // one round trip saved for every exec after the first. It is asked for once the
+            // spare is in, so that it goes up with the exec request and nothing splits the
+            // flight that brings the spare (the authentication's success and the channel's
+            // confirmation come together). A spare that failed (MaxSessions) costs nothing: the
+            // exec opens its own. The slot is only ever filled when empty, under its lock, so
+            // that no spare is dropped unused (a dropped channel stays open on the server, and
+            // counts against MaxSessions).
+            let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).take();
             let opened = match spare {
                 Some(spare) => spare.await.ok().and_then(Result::ok),
                 None => None,
             };
+            {
+                let mut slot = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+                if slot.is_none() {
+                    let handle = Arc::clone(&self.handle);
+                    *slot = Some(tokio::spawn(
+                        async move { handle.channel_open_session().await },
+                    ));
+                }
+            }
             let channel = match opened {
                 Some(channel) => channel,
                 None => self
@@ -508,7 +516,7 @@ fn connect_via<'a>(
             if let Some(command) = &target.proxy_command {
                 log.say(label, || format!("proxy: ProxyCommand {command}"));
                 let (stream, mut proxy) = spawn_proxy_command(label, command, log)?;
-                return match handshake(label, target, stream, None, options).await {
+                return match handshake(label, target, stream, None, depth == 0, options).await {
                     Ok(mut session) => {
                         session._proxy = Some(proxy.child);
                         Ok(session)
@@ -523,7 +531,7 @@ fn connect_via<'a>(
             }
             log.say(label, || "proxy: none (direct TCP)".to_string());
             let stream = tcp_connect(label, &target.host_name, target.port, log).await?;
-            return handshake(label, target, stream, None, options).await;
+            return handshake(label, target, stream, None, depth == 0, options).await;
         };
         log.say(label, || {
             format!("proxy: ProxyJump {}", target.proxy_jump.join(","))
@@ -581,6 +589,7 @@ fn connect_via<'a>(
             target,
             tunnel.into_stream(),
             Some(Box::new(jump)),
+            depth == 0,
             options,
         )
         .await
@@ -725,12 +734,15 @@ async fn tcp_connect(
     Err(unreachable(label, last_error))
 }
 
-/// SSH handshake (with host key verification) and authentication over `stream`.
+/// SSH handshake (with host key verification) and authentication over `stream`. With
+/// `for_commands` (not a jump host, which only carries tunnels), a key file's authentication
+/// asks for the first exec's channel in the same round trip.
 async fn handshake<S>(
     label: &str,
     target: &SshTarget,
     stream: S,
     jump: Option<Box<SshSession>>,
+    for_commands: bool,
     options: &ConnectOptions,
 ) -> Result<SshSession, HostError>
 where
@@ -756,6 +768,9 @@ where
         // Agent keys still ask first: the agent may make its user confirm each signature.
         sign_publickey_at_once: true,
         pipeline_auth_request: true,
+        // And the first session channel is asked for behind a key file's signed request, so
+        // that it opens with the success instead of a round trip later (RFC 4252 §5.1).
+        pipeline_channel_open: true,
         preferred: Preferred {
             key: Cow::Owned(preferred_host_key_algorithms(target)),
             host_key_certificates: Cow::Owned(
@@ -791,19 +806,31 @@ where
         )
     });
     let start = std::time::Instant::now();
-    let authenticated_with = auth::authenticate(&mut handle, label, target, options).await?;
+    let authenticated =
+        auth::authenticate(&mut handle, label, target, for_commands, options).await?;
+    let authenticated_with = authenticated.with;
     options.log.say(label, || {
         format!(
-            "authenticated with {authenticated_with} after {}; {}",
+            "authenticated with {authenticated_with} after {}{}; {}",
             millis(start.elapsed()),
+            if authenticated.channel.is_some() {
+                "; a channel asked for in the same round trip"
+            } else {
+                ""
+            },
             wire.said()
         )
     });
+    // The channel asked for with the request that succeeded is the first exec's spare: its
+    // confirmation is in, or right behind the success.
+    let spare = authenticated
+        .channel
+        .map(|opening| tokio::spawn(opening.confirmed()));
     Ok(SshSession {
         authenticated_with,
         host: label.to_string(),
         handle: Arc::new(handle),
-        spare: Mutex::new(None),
+        spare: Mutex::new(spare),
         channels: Semaphore::new(MAX_CHANNELS),
         timeouts: ReplyTimeouts::default(),
         jump,

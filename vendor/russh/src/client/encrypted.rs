@@ -12,8 +12,8 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 //
-// Modified for clankie-read (vendor/russh/PATCHES.md): `Config::sign_publickey_at_once` and
-// `Config::pipeline_auth_request`.
+// Modified for clankie-read (vendor/russh/PATCHES.md): `Config::sign_publickey_at_once`,
+// `Config::pipeline_auth_request` and `Config::pipeline_channel_open`.
 //
 use std::convert::TryInto;
 use std::ops::Deref;
@@ -147,6 +147,9 @@ impl Session {
                             debug!("userauth_success");
                             // Drop the credential as soon as it is no longer needed.
                             self.common.auth_method = None;
+                            // Channels asked for behind the request now go to the
+                            // connection service: their answers follow.
+                            self.early_channel_opens.clear();
                             self.sender
                                 .send(Reply::AuthSuccess)
                                 .map_err(|_| crate::Error::SendError)?;
@@ -177,6 +180,14 @@ impl Session {
 
                             let no_more_methods = auth_request.methods.is_empty();
                             self.common.auth_method = None;
+                            // Channels asked for behind the refused request are not opened
+                            // (OpenSSH answers SSH_MSG_UNIMPLEMENTED): forget them before
+                            // the caller hears of the failure, which drops their waiters.
+                            for id in self.early_channel_opens.drain(..) {
+                                debug!("channel {id:?} asked for early: forgotten");
+                                enc.channels.remove(&id);
+                                self.channels.remove(&id);
+                            }
                             self.sender
                                 .send(Reply::AuthFailure {
                                     proceed_with_methods: remaining_methods,
