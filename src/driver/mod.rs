@@ -97,6 +97,74 @@ pub struct Reader<'h, H: Host> {
     prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
 }
 
+/// A read of the chunk after the one being parsed, started before the parse (`--all`).
+struct ReadAhead<F> {
+    ranges: Vec<ByteRange>,
+    read: ReadState<F>,
+}
+
+enum ReadState<F> {
+    Running(std::pin::Pin<Box<F>>),
+    Done(Result<clankie_model::ReadResult, HostError>),
+}
+
+impl<F: std::future::Future<Output = Result<clankie_model::ReadResult, HostError>>> ReadAhead<F> {
+    /// Polls the read once, which starts it (a local read of a chunk goes to the blocking
+    /// pool; a small one may even be done).
+    async fn start(read: F, ranges: Vec<ByteRange>) -> ReadAhead<F> {
+        let mut read = Box::pin(read);
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
+        let read = match first {
+            std::task::Poll::Ready(result) => ReadState::Done(result),
+            std::task::Poll::Pending => ReadState::Running(read),
+        };
+        ReadAhead { ranges, read }
+    }
+
+    async fn result(self) -> Result<clankie_model::ReadResult, HostError> {
+        match self.read {
+            ReadState::Running(read) => read.await,
+            ReadState::Done(result) => result,
+        }
+    }
+}
+
+/// A batch of records being redacted on the runtime's blocking pool (inline where there is
+/// no runtime).
+enum Redacting {
+    Done(Vec<Record>),
+    Running(tokio::task::JoinHandle<Vec<Record>>),
+}
+
+impl Redacting {
+    fn start(mut records: Vec<Record>, redact: bool) -> Redacting {
+        if !redact {
+            return Redacting::Done(records);
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => Redacting::Running(runtime.spawn_blocking(move || {
+                clankie_engine::redact::redact_records(&mut records);
+                records
+            })),
+            Err(_) => {
+                clankie_engine::redact::redact_records(&mut records);
+                Redacting::Done(records)
+            }
+        }
+    }
+
+    async fn records(self) -> Vec<Record> {
+        match self {
+            Redacting::Done(records) => records,
+            Redacting::Running(task) => match task.await {
+                Ok(records) => records,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            },
+        }
+    }
+}
+
 /// A file's root and path below it: what reads done ahead are kept by.
 type FileKey = (Vec<u8>, Vec<u8>);
 
@@ -637,28 +705,58 @@ impl<'h, H: Host> Reader<'h, H> {
             plan = plan.with_tail_window(bytes);
         }
         let mut first_read = true;
+        // `--all` works as a pipeline: while this chunk is parsed here, the next one is read
+        // and the last one's records are redacted on the runtime's blocking pool (the read
+        // and the redaction of a chunk each cost about a tenth of parsing it).
+        let mut read_ahead: Option<ReadAhead<_>> = None;
+        let mut redacting: Option<Redacting> = None;
         while let Some(ranges) = plan.next_read() {
             let ahead = match first_read && decompressed.is_none() {
                 true => self.take_prefetched(&file, &ranges),
                 false => None,
             };
             first_read = false;
-            let result = match (&decompressed, ahead) {
-                (Some(data), _) => serve_from_memory(data, &ranges),
-                (None, Some(result)) => result,
-                (None, None) => self.host.read(&file, &ranges).await?,
+            let result = match (&decompressed, ahead, read_ahead.take()) {
+                (Some(data), ..) => serve_from_memory(data, &ranges),
+                (None, Some(result), _) => result,
+                (None, None, Some(guessed)) if guessed.ranges == ranges => guessed.result().await?,
+                (None, None, guessed) => {
+                    // A read started ahead that the plan no longer wants runs to its end
+                    // rather than being cancelled halfway.
+                    if let Some(guessed) = guessed {
+                        let _ = guessed.result().await;
+                    }
+                    self.host.read(&file, &ranges).await?
+                }
             };
+            if stream
+                && decompressed.is_none()
+                && let Some(next) = plan.read_after_next(result.size)
+            {
+                let (host, file, ranges) = (self.host, &file, next.clone());
+                let read = async move { host.read(file, &ranges).await };
+                read_ahead = Some(ReadAhead::start(read, next).await);
+            }
             plan.feed(result.chunks, result.size)
                 .map_err(|source| DriverError::Plan {
                     path: path.clone(),
                     source,
                 })?;
             if stream {
-                let records = plan.take_records();
+                let records = plan.take_unredacted_records();
+                if let Some(done) = redacting.take() {
+                    emit(done.records().await);
+                }
                 if !records.is_empty() {
-                    emit(records);
+                    redacting = Some(Redacting::start(records, plan.redacts()));
                 }
             }
+        }
+        if let Some(guessed) = read_ahead.take() {
+            let _ = guessed.result().await;
+        }
+        if let Some(done) = redacting.take() {
+            emit(done.records().await);
         }
         *self
             .last_tail_bytes

@@ -119,6 +119,29 @@ impl ReadPlan {
         }
     }
 
+    /// The read that will follow [`ReadPlan::next_read`]'s when that one comes back whole from
+    /// a file of `size` bytes, or `None` when there may be none (the page ends with it, or the
+    /// plan is not reading forward). A caller may start it early, while it feeds the current
+    /// one (`--all` reads the next chunk on another core while this one is parsed).
+    pub fn read_after_next(&self, size: u64) -> Option<Vec<ByteRange>> {
+        match &self.state {
+            State::Forward(fwd) => fwd.read_after_next(size),
+            State::Tail(_) | State::Verify { .. } => None,
+        }
+    }
+
+    /// Whether the records this plan gives must be redacted ([`PageRequest::redact`]).
+    pub fn redacts(&self) -> bool {
+        self.redact
+    }
+
+    /// Records completed so far that were not yet taken (oldest first), never redacted: for a
+    /// caller that redacts them itself, elsewhere, when [`ReadPlan::redacts`] says so (`--all`
+    /// redacts one batch on another core while it parses the next).
+    pub fn take_unredacted_records(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.out)
+    }
+
     /// Feeds the answer to the last `next_read`: one chunk per range (clipped at the file's
     /// end) and the file's true size.
     pub fn feed(&mut self, chunks: Vec<Vec<u8>>, size: u64) -> Result<(), PlanError> {
@@ -478,6 +501,23 @@ impl Forward {
             return None;
         }
         Some(vec![ByteRange::new(self.pos, len)])
+    }
+
+    /// What [`Forward::next_read`] will be once the current read came back whole: the
+    /// same arithmetic as [`Forward::feed`]'s.
+    fn read_after_next(&self, size: u64) -> Option<Vec<ByteRange>> {
+        if self.cut.is_some() {
+            return None;
+        }
+        let len = self.next_read()?.first()?.len;
+        let pos = self.pos + len;
+        let read_total = self.read_total + len;
+        if pos >= size || read_total >= MAX_SOURCE_BYTES {
+            return None;
+        }
+        let chunk = (self.chunk * 4).min(MAX_READ_BYTES);
+        let next_len = chunk.min(MAX_SOURCE_BYTES - read_total);
+        (next_len > 0).then(|| vec![ByteRange::new(pos, next_len)])
     }
 
     fn feed(
