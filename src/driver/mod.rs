@@ -113,8 +113,7 @@ impl<F: std::future::Future<Output = Result<clankie_model::ReadResult, HostError
     /// pool; a small one may even be done).
     async fn start(read: F, ranges: Vec<ByteRange>) -> ReadAhead<F> {
         let mut read = Box::pin(read);
-        let first =
-            std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
         let read = match first {
             std::task::Poll::Ready(result) => ReadState::Done(result),
             std::task::Poll::Pending => ReadState::Running(read),
@@ -1112,6 +1111,83 @@ mod tests {
             limit,
             strict: false,
             redact: true,
+        }
+    }
+
+    /// `--all` reads the next chunk and redacts the last one's records while it parses
+    /// (`read_page`'s pipeline): it gives exactly the records, redacted alike, that a plan fed
+    /// one read after the other gives. On a session of several chunks made of every Claude
+    /// fixture's lines (each copy under ids of its own), with secrets in texts, tool inputs
+    /// and outputs, and on each fixture alone.
+    #[test]
+    fn all_streams_the_records_of_a_plan_fed_in_turn() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude/projects/-fixtures"
+        );
+        let mut fixtures: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        fixtures.sort();
+        let secrets = [
+            r#"{"type":"user","uuid":"sU","timestamp":"2026-11-02T10:00:00.000Z","message":{"role":"user","content":"export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx0123 and PASSWORD=hunter2 \"quoted\" \u001b[31m"}}"#,
+            r#"{"type":"assistant","uuid":"sA","timestamp":"2026-11-02T10:00:00.000Z","message":{"model":"m","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"curl -H 'Authorization: Bearer abc.def.ghi' https://u:p4ss@x.io","api_key":"AKIAIOSFODNN7EXAMPLE"}}]}}"#,
+            r#"{"type":"user","uuid":"sR","timestamp":"2026-11-02T10:00:00.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"GITHUB_TOKEN=ghp_aB3dE5fG7haB3dE5fG7haB3dE5fG7haB3dE5\nok"}]}}"#,
+        ];
+        let mut big = String::new();
+        let mut copy = 0;
+        while big.len() < 6 << 20 {
+            copy += 1;
+            for line in fixtures.iter().flat_map(|f| f.lines()).chain(secrets) {
+                // A read keeps the first record of an id: each copy's ids are its own.
+                big.push_str(&line.replace("\"uuid\":\"", &format!("\"uuid\":\"{copy}-")));
+                big.push('\n');
+            }
+        }
+        let mut sessions = vec![big];
+        sessions.extend(fixtures);
+        for (n, text) in sessions.into_iter().enumerate() {
+            block_on(async {
+                let host = MemoryHost::new("mem");
+                host.put(claude_path(&host, ID), text.clone());
+                let session = resolve(&host, "556046").await;
+                let request = request(Mode::All, MAX_LIMIT);
+                let mut streamed = Vec::new();
+                let page = Reader::new(&host)
+                    .read_page(&session, request.clone(), |records| {
+                        streamed.extend(records)
+                    })
+                    .await
+                    .unwrap();
+                streamed.extend(page.records);
+
+                let ctx = source_ctx(host.name(), &session);
+                let mut plan = ReadPlan::new(ctx, request, text.len() as u64);
+                let mut serial = Vec::new();
+                let mut reads = 0;
+                while let Some(ranges) = plan.next_read() {
+                    let file = FileRef {
+                        harness: session.harness(),
+                        root: session.entry.root.to_vec(),
+                        rel: session.entry.rel.clone(),
+                    };
+                    let result = host.read(&file, &ranges).await.unwrap();
+                    plan.feed(result.chunks, result.size).unwrap();
+                    serial.extend(plan.take_records());
+                    reads += 1;
+                }
+                serial.extend(plan.finish().records);
+                assert_eq!(streamed, serial, "session {n}");
+                if n == 0 {
+                    assert!(reads >= 4, "{reads} reads");
+                    let text: String = serial.iter().map(|r| format!("{r:?}")).collect();
+                    assert!(text.contains("[REDACTED:openai]"), "secrets redacted");
+                    assert!(!text.contains("hunter2") && !text.contains("AKIAIOSFODNN7EXAMPLE"));
+                }
+            });
         }
     }
 

@@ -1038,6 +1038,41 @@ mod tests {
         assert_eq!(seen.spans.len(), reference.len());
     }
 
+    /// `--all` starts the read after the current one early: the one it predicts is the one
+    /// the plan then asks for, up to the 64 MiB bound (sizes around it and a file that ends
+    /// inside a chunk), and there is no prediction past the page's end.
+    #[test]
+    fn the_read_after_next_is_the_read_that_follows() {
+        // Lines too long to parse cost nothing to feed, and never end the page early.
+        let sizes = [
+            10,
+            FIRST_CHUNK_BYTES,
+            FIRST_CHUNK_BYTES + 1,
+            5 * MAX_READ_BYTES + 17,
+            MAX_SOURCE_BYTES - 1,
+            MAX_SOURCE_BYTES,
+            MAX_SOURCE_BYTES + 3 * MAX_READ_BYTES,
+        ];
+        for size in sizes {
+            let request = PageRequest {
+                mode: Mode::All,
+                limit: 0,
+                strict: false,
+                redact: false,
+            };
+            let mut plan = ReadPlan::new(ctx(), request, size);
+            let mut reads = 0;
+            while let Some(ranges) = plan.next_read() {
+                let predicted = plan.read_after_next(size);
+                let len = ranges[0].end().min(size) - ranges[0].start;
+                plan.feed(vec![vec![b'x'; len as usize]], size).unwrap();
+                reads += 1;
+                assert_eq!(predicted, plan.next_read(), "size {size}, read {reads}");
+            }
+            assert!(reads >= 1, "{size}");
+        }
+    }
+
     /// Runs a plan against bytes in memory, as a host would serve them.
     fn run(file: &[u8], mode: Mode, limit: usize, strict: bool) -> Result<Page, PlanError> {
         run_request(
