@@ -129,41 +129,6 @@ impl<F: std::future::Future<Output = Result<clankie_model::ReadResult, HostError
     }
 }
 
-/// A batch of records being redacted on the runtime's blocking pool (inline where there is
-/// no runtime).
-enum Redacting {
-    Done(Vec<Record>),
-    Running(tokio::task::JoinHandle<Vec<Record>>),
-}
-
-impl Redacting {
-    fn start(mut records: Vec<Record>, redact: bool) -> Redacting {
-        if !redact {
-            return Redacting::Done(records);
-        }
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => Redacting::Running(runtime.spawn_blocking(move || {
-                clankie_engine::redact::redact_records(&mut records);
-                records
-            })),
-            Err(_) => {
-                clankie_engine::redact::redact_records(&mut records);
-                Redacting::Done(records)
-            }
-        }
-    }
-
-    async fn records(self) -> Vec<Record> {
-        match self {
-            Redacting::Done(records) => records,
-            Redacting::Running(task) => match task.await {
-                Ok(records) => records,
-                Err(e) => std::panic::resume_unwind(e.into_panic()),
-            },
-        }
-    }
-}
-
 /// A file's root and path below it: what reads done ahead are kept by.
 type FileKey = (Vec<u8>, Vec<u8>);
 
@@ -704,11 +669,9 @@ impl<'h, H: Host> Reader<'h, H> {
             plan = plan.with_tail_window(bytes);
         }
         let mut first_read = true;
-        // `--all` works as a pipeline: while this chunk is parsed here, the next one is read
-        // and the last one's records are redacted on the runtime's blocking pool (the read
-        // and the redaction of a chunk each cost about a tenth of parsing it).
+        // `--all` reads the next chunk (on the runtime's blocking pool, for a local file)
+        // while this one is parsed.
         let mut read_ahead: Option<ReadAhead<_>> = None;
-        let mut redacting: Option<Redacting> = None;
         while let Some(ranges) = plan.next_read() {
             let ahead = match first_read && decompressed.is_none() {
                 true => self.take_prefetched(&file, &ranges),
@@ -742,20 +705,14 @@ impl<'h, H: Host> Reader<'h, H> {
                     source,
                 })?;
             if stream {
-                let records = plan.take_unredacted_records();
-                if let Some(done) = redacting.take() {
-                    emit(done.records().await);
-                }
+                let records = plan.take_records();
                 if !records.is_empty() {
-                    redacting = Some(Redacting::start(records, plan.redacts()));
+                    emit(records);
                 }
             }
         }
         if let Some(guessed) = read_ahead.take() {
             let _ = guessed.result().await;
-        }
-        if let Some(done) = redacting.take() {
-            emit(done.records().await);
         }
         *self
             .last_tail_bytes
@@ -1114,9 +1071,9 @@ mod tests {
         }
     }
 
-    /// `--all` reads the next chunk and redacts the last one's records while it parses
-    /// (`read_page`'s pipeline): it gives exactly the records, redacted alike, that a plan fed
-    /// one read after the other gives. On a session of several chunks made of every Claude
+    /// `--all` reads the next chunk while it parses this one (`read_page`'s read ahead): it
+    /// gives exactly the records, redacted alike, that a plan fed one read after the other
+    /// gives. On a session of several chunks made of every Claude
     /// fixture's lines (each copy under ids of its own), with secrets in texts, tool inputs
     /// and outputs, and on each fixture alone.
     #[test]

@@ -130,18 +130,6 @@ impl ReadPlan {
         }
     }
 
-    /// Whether the records this plan gives must be redacted ([`PageRequest::redact`]).
-    pub fn redacts(&self) -> bool {
-        self.redact
-    }
-
-    /// Records completed so far that were not yet taken (oldest first), never redacted: for a
-    /// caller that redacts them itself, elsewhere, when [`ReadPlan::redacts`] says so (`--all`
-    /// redacts one batch on another core while it parses the next).
-    pub fn take_unredacted_records(&mut self) -> Vec<Record> {
-        std::mem::take(&mut self.out)
-    }
-
     /// Feeds the answer to the last `next_read`: one chunk per range (clipped at the file's
     /// end) and the file's true size.
     pub fn feed(&mut self, chunks: Vec<Vec<u8>>, size: u64) -> Result<(), PlanError> {
