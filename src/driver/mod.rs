@@ -97,6 +97,38 @@ pub struct Reader<'h, H: Host> {
     prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
 }
 
+/// A read of the chunk after the one being parsed, started before the parse (`--all`).
+struct ReadAhead<F> {
+    ranges: Vec<ByteRange>,
+    read: ReadState<F>,
+}
+
+enum ReadState<F> {
+    Running(std::pin::Pin<Box<F>>),
+    Done(Result<clankie_model::ReadResult, HostError>),
+}
+
+impl<F: std::future::Future<Output = Result<clankie_model::ReadResult, HostError>>> ReadAhead<F> {
+    /// Polls the read once, which starts it (a local read of a chunk goes to the blocking
+    /// pool; a small one may even be done).
+    async fn start(read: F, ranges: Vec<ByteRange>) -> ReadAhead<F> {
+        let mut read = Box::pin(read);
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
+        let read = match first {
+            std::task::Poll::Ready(result) => ReadState::Done(result),
+            std::task::Poll::Pending => ReadState::Running(read),
+        };
+        ReadAhead { ranges, read }
+    }
+
+    async fn result(self) -> Result<clankie_model::ReadResult, HostError> {
+        match self.read {
+            ReadState::Running(read) => read.await,
+            ReadState::Done(result) => result,
+        }
+    }
+}
+
 /// A file's root and path below it: what reads done ahead are kept by.
 type FileKey = (Vec<u8>, Vec<u8>);
 
@@ -672,17 +704,36 @@ impl<'h, H: Host> Reader<'h, H> {
             plan = plan.with_tail_window(bytes);
         }
         let mut first_read = true;
+        // `--all` reads the next chunk (on the runtime's blocking pool, for a local file)
+        // while this one is parsed.
+        let mut read_ahead: Option<ReadAhead<_>> = None;
         while let Some(ranges) = plan.next_read() {
             let ahead = match first_read && decompressed.is_none() {
                 true => self.take_prefetched(&file, &ranges),
                 false => None,
             };
             first_read = false;
-            let result = match (&decompressed, ahead) {
-                (Some(data), _) => serve_from_memory(data, &ranges),
-                (None, Some(result)) => result,
-                (None, None) => self.host.read(&file, &ranges).await?,
+            let result = match (&decompressed, ahead, read_ahead.take()) {
+                (Some(data), ..) => serve_from_memory(data, &ranges),
+                (None, Some(result), _) => result,
+                (None, None, Some(guessed)) if guessed.ranges == ranges => guessed.result().await?,
+                (None, None, guessed) => {
+                    // A read started ahead that the plan no longer wants runs to its end
+                    // rather than being cancelled halfway.
+                    if let Some(guessed) = guessed {
+                        let _ = guessed.result().await;
+                    }
+                    self.host.read(&file, &ranges).await?
+                }
             };
+            if stream
+                && decompressed.is_none()
+                && let Some(next) = plan.read_after_next(result.size)
+            {
+                let (host, file, ranges) = (self.host, &file, next.clone());
+                let read = async move { host.read(file, &ranges).await };
+                read_ahead = Some(ReadAhead::start(read, next).await);
+            }
             plan.feed(result.chunks, result.size)
                 .map_err(|source| DriverError::Plan {
                     path: path.clone(),
@@ -694,6 +745,9 @@ impl<'h, H: Host> Reader<'h, H> {
                     emit(records);
                 }
             }
+        }
+        if let Some(guessed) = read_ahead.take() {
+            let _ = guessed.result().await;
         }
         *self
             .last_tail_bytes
@@ -1060,6 +1114,83 @@ mod tests {
             limit,
             strict: false,
             redact: true,
+        }
+    }
+
+    /// `--all` reads the next chunk while it parses this one (`read_page`'s read ahead): it
+    /// gives exactly the records, redacted alike, that a plan fed one read after the other
+    /// gives. On a session of several chunks made of every Claude
+    /// fixture's lines (each copy under ids of its own), with secrets in texts, tool inputs
+    /// and outputs, and on each fixture alone.
+    #[test]
+    fn all_streams_the_records_of_a_plan_fed_in_turn() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude/projects/-fixtures"
+        );
+        let mut fixtures: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        fixtures.sort();
+        let secrets = [
+            r#"{"type":"user","uuid":"sU","timestamp":"2026-11-02T10:00:00.000Z","message":{"role":"user","content":"export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx0123 and PASSWORD=hunter2 \"quoted\" \u001b[31m"}}"#,
+            r#"{"type":"assistant","uuid":"sA","timestamp":"2026-11-02T10:00:00.000Z","message":{"model":"m","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"curl -H 'Authorization: Bearer abc.def.ghi' https://u:p4ss@x.io","api_key":"AKIAIOSFODNN7EXAMPLE"}}]}}"#,
+            r#"{"type":"user","uuid":"sR","timestamp":"2026-11-02T10:00:00.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"GITHUB_TOKEN=ghp_aB3dE5fG7haB3dE5fG7haB3dE5fG7haB3dE5\nok"}]}}"#,
+        ];
+        let mut big = String::new();
+        let mut copy = 0;
+        while big.len() < 6 << 20 {
+            copy += 1;
+            for line in fixtures.iter().flat_map(|f| f.lines()).chain(secrets) {
+                // A read keeps the first record of an id: each copy's ids are its own.
+                big.push_str(&line.replace("\"uuid\":\"", &format!("\"uuid\":\"{copy}-")));
+                big.push('\n');
+            }
+        }
+        let mut sessions = vec![big];
+        sessions.extend(fixtures);
+        for (n, text) in sessions.into_iter().enumerate() {
+            block_on(async {
+                let host = MemoryHost::new("mem");
+                host.put(claude_path(&host, ID), text.clone());
+                let session = resolve(&host, "556046").await;
+                let request = request(Mode::All, MAX_LIMIT);
+                let mut streamed = Vec::new();
+                let page = Reader::new(&host)
+                    .read_page(&session, request.clone(), |records| {
+                        streamed.extend(records)
+                    })
+                    .await
+                    .unwrap();
+                streamed.extend(page.records);
+
+                let ctx = source_ctx(host.name(), &session);
+                let mut plan = ReadPlan::new(ctx, request, text.len() as u64);
+                let mut serial = Vec::new();
+                let mut reads = 0;
+                while let Some(ranges) = plan.next_read() {
+                    let file = FileRef {
+                        harness: session.harness(),
+                        root: session.entry.root.to_vec(),
+                        rel: session.entry.rel.clone(),
+                    };
+                    let result = host.read(&file, &ranges).await.unwrap();
+                    plan.feed(result.chunks, result.size).unwrap();
+                    serial.extend(plan.take_records());
+                    reads += 1;
+                }
+                serial.extend(plan.finish().records);
+                assert_eq!(streamed, serial, "session {n}");
+                if n == 0 {
+                    assert!(reads >= 4, "{reads} reads");
+                    let text: String = serial.iter().map(|r| format!("{r:?}")).collect();
+                    assert!(text.contains("[REDACTED:openai]"), "secrets redacted");
+                    assert!(!text.contains("hunter2") && !text.contains("AKIAIOSFODNN7EXAMPLE"));
+                }
+            });
         }
     }
 

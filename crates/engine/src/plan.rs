@@ -119,6 +119,17 @@ impl ReadPlan {
         }
     }
 
+    /// The read that will follow [`ReadPlan::next_read`]'s when that one comes back whole from
+    /// a file of `size` bytes, or `None` when there may be none (the page ends with it, or the
+    /// plan is not reading forward). A caller may start it early, while it feeds the current
+    /// one (`--all` reads the next chunk on another core while this one is parsed).
+    pub fn read_after_next(&self, size: u64) -> Option<Vec<ByteRange>> {
+        match &self.state {
+            State::Forward(fwd) => fwd.read_after_next(size),
+            State::Tail(_) | State::Verify { .. } => None,
+        }
+    }
+
     /// Feeds the answer to the last `next_read`: one chunk per range (clipped at the file's
     /// end) and the file's true size.
     pub fn feed(&mut self, chunks: Vec<Vec<u8>>, size: u64) -> Result<(), PlanError> {
@@ -478,6 +489,23 @@ impl Forward {
             return None;
         }
         Some(vec![ByteRange::new(self.pos, len)])
+    }
+
+    /// What [`Forward::next_read`] will be once the current read came back whole: the
+    /// same arithmetic as [`Forward::feed`]'s.
+    fn read_after_next(&self, size: u64) -> Option<Vec<ByteRange>> {
+        if self.cut.is_some() {
+            return None;
+        }
+        let len = self.next_read()?.first()?.len;
+        let pos = self.pos + len;
+        let read_total = self.read_total + len;
+        if pos >= size || read_total >= MAX_SOURCE_BYTES {
+            return None;
+        }
+        let chunk = (self.chunk * 4).min(MAX_READ_BYTES);
+        let next_len = chunk.min(MAX_SOURCE_BYTES - read_total);
+        (next_len > 0).then(|| vec![ByteRange::new(pos, next_len)])
     }
 
     fn feed(
@@ -1003,6 +1031,41 @@ mod tests {
             }
         }
         assert_eq!(seen.spans.len(), reference.len());
+    }
+
+    /// `--all` starts the read after the current one early: the one it predicts is the one
+    /// the plan then asks for, up to the 64 MiB bound (sizes around it and a file that ends
+    /// inside a chunk), and there is no prediction past the page's end.
+    #[test]
+    fn the_read_after_next_is_the_read_that_follows() {
+        // Lines too long to parse cost nothing to feed, and never end the page early.
+        let sizes = [
+            10,
+            FIRST_CHUNK_BYTES,
+            FIRST_CHUNK_BYTES + 1,
+            5 * MAX_READ_BYTES + 17,
+            MAX_SOURCE_BYTES - 1,
+            MAX_SOURCE_BYTES,
+            MAX_SOURCE_BYTES + 3 * MAX_READ_BYTES,
+        ];
+        for size in sizes {
+            let request = PageRequest {
+                mode: Mode::All,
+                limit: 0,
+                strict: false,
+                redact: false,
+            };
+            let mut plan = ReadPlan::new(ctx(), request, size);
+            let mut reads = 0;
+            while let Some(ranges) = plan.next_read() {
+                let predicted = plan.read_after_next(size);
+                let len = ranges[0].end().min(size) - ranges[0].start;
+                plan.feed(vec![vec![b'x'; len as usize]], size).unwrap();
+                reads += 1;
+                assert_eq!(predicted, plan.next_read(), "size {size}, read {reads}");
+            }
+            assert!(reads >= 1, "{size}");
+        }
     }
 
     /// Runs a plan against bytes in memory, as a host would serve them.
