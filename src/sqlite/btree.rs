@@ -239,18 +239,7 @@ fn index_entry(record: &[u8], fields: usize) -> Option<IndexEntry> {
         let bytes = record.get(body..body + size)?;
         body += size;
         if columns.len() + 1 == fields {
-            let rowid = match serial {
-                8 => 0,
-                9 => 1,
-                1..=6 => {
-                    let mut value = i64::from(bytes[0] as i8);
-                    for &b in &bytes[1..] {
-                        value = (value << 8) | i64::from(b);
-                    }
-                    value
-                }
-                _ => return None,
-            };
+            let rowid = integer(serial, bytes)?;
             return (at == header_size).then_some(IndexEntry { columns, rowid });
         }
         columns.push(match serial {
@@ -352,20 +341,23 @@ fn first_and_last(record: &[u8], fields: usize) -> Option<(Vec<u8>, i64)> {
     }
     let (serial, start, size) = last?;
     let bytes = record.get(start..start + size)?;
-    let rowid = match serial {
-        8 => 0,
-        9 => 1,
+    Some((first?, integer(serial, bytes)?))
+}
+
+/// An integer column's value from its serial type (0 and 1 are the constants 8 and 9; 1 to 6
+/// are big-endian two's complement of 1, 2, 3, 4, 6 and 8 bytes); `None` for another type.
+fn integer(serial: u64, bytes: &[u8]) -> Option<i64> {
+    match serial {
+        8 => Some(0),
+        9 => Some(1),
         1..=6 => {
-            // Big-endian two's complement of `size` bytes.
-            let mut value = i64::from(bytes[0] as i8);
-            for &b in &bytes[1..] {
-                value = (value << 8) | i64::from(b);
-            }
-            value
+            let (first, rest) = bytes.split_first()?;
+            Some(rest.iter().fold(i64::from(*first as i8), |value, &b| {
+                (value << 8) | i64::from(b)
+            }))
         }
-        _ => return None,
-    };
-    Some((first?, rowid))
+        _ => None,
+    }
 }
 
 #[cfg(test)]

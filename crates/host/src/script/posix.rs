@@ -455,24 +455,9 @@ nm=0 fx= hp=
             Some(rel) => head.push_str(&String::from_utf8(quote(rel)).expect("a plain hint")),
             None => head.push_str("''"),
         }
-        for subdir in layout.list.subdirs {
-            assert!(
-                is_plain_name(subdir),
-                "subdir `{subdir}` must be a plain name"
-            );
-            head.push(' ');
-            head.push_str(&list_word(subdir));
-        }
+        head.push_str(&plain_words(layout.list.subdirs, "subdir"));
         head.push_str(" --");
-        let mut tops = String::new();
-        for name in layout.list.top_files {
-            assert!(
-                is_plain_name(name),
-                "top file `{name}` must be a plain name"
-            );
-            tops.push(' ');
-            tops.push_str(&list_word(name));
-        }
+        let tops = plain_words(layout.list.top_files, "top file");
         // No two patterns of a harness match one path (their depths or endings differ).
         let mut tail = String::from(" --");
         for glob in layout.id_globs {
@@ -712,24 +697,9 @@ wf() {
         let depth_pattern = vec!["*"; slashes + 1].join("/");
         let mut call = format!("walk {} \"${var}\" ", list_word(spec.harness.name()));
         call.push_str(&list_word(&depth_pattern));
-        for subdir in list.subdirs {
-            assert!(
-                is_plain_name(subdir),
-                "subdir `{subdir}` must be a plain name"
-            );
-            call.push(' ');
-            call.push_str(&list_word(subdir));
-        }
+        call.push_str(&plain_words(list.subdirs, "subdir"));
         call.push_str(" --");
-        let mut tops = String::new();
-        for name in list.top_files {
-            assert!(
-                is_plain_name(name),
-                "top file `{name}` must be a plain name"
-            );
-            tops.push(' ');
-            tops.push_str(&list_word(name));
-        }
+        let tops = plain_words(list.top_files, "top file");
         let mut tail = String::from(" --");
         for suffix in list.suffixes {
             let pattern = match suffix.strip_prefix('/') {
@@ -1155,6 +1125,18 @@ fn refusal(file: &FileRef, ranges: &[ByteRange]) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// ` NAME…` as words of a script: the subdirs or top files of a harness's layout, which are
+/// plain names (a layout holding another is a bug, not input).
+fn plain_words(names: &[&str], what: &str) -> String {
+    let mut words = String::new();
+    for name in names {
+        assert!(is_plain_name(name), "{what} `{name}` must be a plain name");
+        words.push(' ');
+        words.push_str(&list_word(name));
+    }
+    words
 }
 
 /// A relative path's directory and file name.
