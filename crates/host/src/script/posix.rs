@@ -841,8 +841,11 @@ pub fn read_script_with(
 /// one `CAT` block (below). The files of one directory are read together, in the order of their
 /// first appearance (`FILE` lines are numbered, not ordered): the root and the directory are
 /// resolved and checked once (`cd -P` and `pwd -P`, as for one file). A file read by its ranges
-/// then costs its own checks (shell builtins), `ls` before and after, and `dd` into the encoder;
-/// a refusal ends that file's section only.
+/// then costs its own checks (shell builtins), `ls` before and after, and a `dd` per range,
+/// all into one encoder (`DATA 0-<last>`, as [`emit_ranges`] merges them) when every range but
+/// the last lies whole below the file's end, else each into its own (the database's scattered
+/// pages: one encoder for a few hundred ranges instead of one each); a refusal ends that file's
+/// section only.
 ///
 /// A file whose ranges start at 0 and reach its end ([`super::whole_file_cap`]: what `check`
 /// asks of a small session, whose head and tail are the whole file) is read whole with the
@@ -895,13 +898,30 @@ af() {
   set -- $s
   [ "$1" = "$i" ] || fl raced
 }
+mw() {
+  while [ $# -gt 4 ]; do [ $((($3 + $4) * $2)) -le "$z" ] || return 1; shift 4; done
+}
+ms() {
+  while [ $# -gt 4 ]; do
+    [ "$4" -gt 0 ] && dd if="$p" bs="$2" skip="$3" count="$4" 2>/dev/null
+    shift 4
+  done
+  if [ "$4" -gt 0 ] && [ "$1" -lt "$z" ]; then dd if="$p" bs="$2" skip="$3" count="$4" 2>/dev/null; fi
+}
 pf() {
   pn=$1; shift
   printf 'FILE %s\n' "$pn"
   case $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac
   if ck; then
-    pk=0
-    while [ $# -ge 4 ]; do rg "$pk" "$1" "$2" "$3" "$4"; pk=$((pk + 1)); shift 4; done
+    if [ $# -gt 4 ] && mw "$@"; then
+      pl=$(($# / 4 - 1))
+      printf 'DATA 0-%s\n' "$pl"
+      ms "$@" | enc
+      printf '\nEND-DATA 0-%s\n' "$pl"
+    else
+      pk=0
+      while [ $# -ge 4 ]; do rg "$pk" "$1" "$2" "$3" "$4"; pk=$((pk + 1)); shift 4; done
+    fi
     af
   fi
   printf 'END-FILE %s\n' "$pn"

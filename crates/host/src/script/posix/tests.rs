@@ -864,6 +864,21 @@ fn batched_reads_answer_as_reads_one_by_one_in_every_shell() {
             vec![ByteRange::new(0, 5 << 20)],
         ),
         (tree.file(b"projects/-p/a.jsonl"), vec![]),
+        // Scattered ranges (a database's pages): one encoder for all of them (`DATA 0-3`)…
+        (
+            tree.file(b"projects/-p/big.jsonl"),
+            vec![
+                ByteRange::new(4096, 4096),
+                ByteRange::new(20_000, 8192),
+                ByteRange::new(100_000, 4096),
+                ByteRange::new(size - 100, 4096),
+            ],
+        ),
+        // …unless one before the last reaches past the end: then one encoder each.
+        (
+            tree.file(b"projects/-p/big.jsonl"),
+            vec![ByteRange::new(size - 10, 100), ByteRange::new(0, 10)],
+        ),
     ];
     reads.extend(
         ODD_NAMES
@@ -898,6 +913,17 @@ fn batched_reads_answer_as_reads_one_by_one_in_every_shell() {
             .unwrap_or_else(|e| panic!("{}: {e}", shell.name));
         let got: Vec<String> = got.iter().map(kind).collect();
         assert_eq!(got, expected, "{}", shell.name);
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.contains("\nDATA 0-3\n"),
+            "{}: scattered ranges not merged",
+            shell.name
+        );
+        assert!(
+            text.contains("\nDATA 1\n"),
+            "{}: a range past the end merged",
+            shell.name
+        );
     }
 }
 
