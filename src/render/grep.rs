@@ -268,12 +268,9 @@ impl GrepPrinter {
 
     /// Errors, as NDJSON only (text output says them on stderr).
     pub fn unsearched(&self, out: &mut impl Write, host: &str, u: &Unsearched) -> io::Result<()> {
-        if !self.json {
-            return Ok(());
-        }
-        ndjson::value_line(
+        self.error(
             out,
-            &ErrorLine {
+            ErrorLine {
                 ty: "error",
                 host,
                 harness: Some(u.harness),
@@ -286,12 +283,9 @@ impl GrepPrinter {
 
     /// A host that failed as a whole, as NDJSON only.
     pub fn host_failed(&self, out: &mut impl Write, host: &str, message: &str) -> io::Result<()> {
-        if !self.json {
-            return Ok(());
-        }
-        ndjson::value_line(
+        self.error(
             out,
-            &ErrorLine {
+            ErrorLine {
                 ty: "error",
                 host,
                 harness: None,
@@ -300,6 +294,13 @@ impl GrepPrinter {
                 message,
             },
         )
+    }
+
+    fn error(&self, out: &mut impl Write, line: ErrorLine<'_>) -> io::Result<()> {
+        if !self.json {
+            return Ok(());
+        }
+        ndjson::value_line(out, &line)
     }
 
     /// The last line of NDJSON output.
