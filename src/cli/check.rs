@@ -7,11 +7,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clap::Args;
 
-use super::context::{Context, GlobalArgs, positive_secs};
+use super::context::{Context, GlobalArgs, OpenHost, positive_secs};
 use crate::check::{State, StateError, StateLock, check_host};
 use crate::driver::roots_for;
 use crate::error::{Error, Outcome, UsageError};
@@ -78,8 +79,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
     let baseline = previous.is_none();
     let previous = Arc::new(previous.unwrap_or_default());
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, name) in names.iter().enumerate() {
-        let opened = ctx.open(name);
+    for (index, (name, opened)) in names.iter().zip(open_all(&ctx, &names)).enumerate() {
         let (name, previous, keep) = (name.clone(), previous.clone(), args.records);
         tasks.spawn(async move {
             // At most `check::CONCURRENT_HOSTS` at once: `check_host` waits for a slot.
@@ -188,4 +188,49 @@ fn with_host(host: &str, line: String) -> String {
     } else {
         format!("{prefix}{line}")
     }
+}
+
+/// Opens every host of the run, a few at a time: each SSH host's configuration is resolved by
+/// `ssh -G` (a process of a few ms), and a fleet's one after the other would hold every
+/// connection back by their sum. In `names`' order.
+fn open_all(ctx: &Context, names: &[String]) -> Vec<Result<OpenHost, Error>> {
+    // Mostly the child's start and its reading of the configuration: twice the cores keeps
+    // them busy, and a few threads cost nothing beside a process each.
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get() * 2)
+        .clamp(1, 16)
+        .min(names.len());
+    if workers <= 1 {
+        return names.iter().map(|name| ctx.open(name)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut opened: Vec<Option<Result<OpenHost, Error>>> = names.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(name) = names.get(index) else {
+                            return done;
+                        };
+                        done.push((index, ctx.open(name)));
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            let done = worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            for (index, result) in done {
+                opened[index] = Some(result);
+            }
+        }
+    });
+    opened
+        .into_iter()
+        .map(|result| result.expect("every host was opened"))
+        .collect()
 }

@@ -168,6 +168,11 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     // One reader for the run: the database copy it keeps serves resolving, the first page and
     // every poll.
     let mut reader = Reader::new(&host);
+    // `--all --json`'s batches are redacted on the thread that writes them (`PrintSink`).
+    let redact_streamed = request.redact && matches!(renderer, Renderer::Ndjson);
+    if redact_streamed {
+        reader = reader.with_streamed_batches_unredacted();
+    }
     if matches!(request.mode, Mode::Tail) {
         // One read for a page of a few KiB a record (over SSH: one exec for the session's
         // resolution and its page).
@@ -196,6 +201,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         filtered: 0,
         progress,
         on_terminal,
+        pipeline: None,
+        redact_streamed,
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
     let page = if args.all && args.since.is_some() {
@@ -477,9 +484,28 @@ struct PrintSink<'a> {
     /// Counts the records given; erased before the first output when stdout is a terminal.
     progress: Progress,
     on_terminal: bool,
+    /// `--all --json`'s streamed batches, written on a thread of their own (started with the
+    /// first batch); their lines go out before anything else is written.
+    pipeline: Option<crate::render::ndjson::Pipeline>,
+    /// The reader hands `--all`'s streamed batches over unredacted
+    /// (`Reader::with_streamed_batches_unredacted`): this sink redacts them, on the
+    /// pipeline's thread or before it writes them itself.
+    redact_streamed: bool,
 }
 
 impl PrintSink<'_> {
+    /// Writes the lines the pipeline has ready, or (with `wait`) all it was given.
+    fn write_pipelined(&mut self, wait: bool) -> std::io::Result<()> {
+        let Some(pipeline) = &mut self.pipeline else {
+            return Ok(());
+        };
+        for lines in pipeline.take(wait) {
+            self.out.write_all(&lines)?;
+            pipeline.recycle(lines);
+        }
+        Ok(())
+    }
+
     /// Before output: the progress line goes if it shares the terminal, else counts.
     fn progress(&self, records: usize) {
         if self.on_terminal {
@@ -492,6 +518,7 @@ impl PrintSink<'_> {
 
 impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
+        self.write_pipelined(true)?;
         self.progress(records.len());
         if !self.filter.is_active() {
             return self
@@ -507,7 +534,28 @@ impl FeedSink for PrintSink<'_> {
         self.renderer.records(&mut self.out, self.info.host, &kept)
     }
 
+    fn records_owned(&mut self, mut records: Vec<Record>) -> std::io::Result<()> {
+        let pipelined = matches!(self.renderer, Renderer::Ndjson) && !self.filter.is_active();
+        if pipelined && self.pipeline.is_none() {
+            self.pipeline =
+                crate::render::ndjson::Pipeline::start(self.info.host, self.redact_streamed);
+        }
+        if pipelined && self.pipeline.is_some() {
+            self.progress(records.len());
+            if let Some(pipeline) = &mut self.pipeline {
+                pipeline.send(records);
+            }
+            return self.write_pipelined(false);
+        }
+        // Before the filter: `--grep` matches redacted text.
+        if self.redact_streamed {
+            clankie_engine::redact::redact_records(&mut records);
+        }
+        self.records(&records)
+    }
+
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
+        self.write_pipelined(true)?;
         self.progress(0);
         self.info.filtered = self
             .filter
@@ -516,12 +564,30 @@ impl FeedSink for PrintSink<'_> {
         self.renderer.page_end(&mut self.out, &self.info, page)
     }
 
+    /// Lines still being written on the pipeline's thread go out with the next call that
+    /// waits for them (the page end, at the latest): waiting here would leave that thread
+    /// nothing to do beside the next chunk's parse.
     fn flush(&mut self) -> std::io::Result<()> {
+        self.write_pipelined(false)?;
         self.out.flush()
     }
 
     fn warning(&mut self, line: &str) {
+        // A warning follows the records given before it.
+        if self.write_pipelined(true).is_ok() {
+            let _ = self.out.flush();
+        }
         self.progress.suspend(|| super::warn(&[line.to_string()]));
+    }
+}
+
+impl Drop for PrintSink<'_> {
+    /// A read that failed halfway gives no page end: the records streamed before the failure
+    /// are still written.
+    fn drop(&mut self) {
+        if self.write_pipelined(true).is_ok() {
+            let _ = self.out.flush();
+        }
     }
 }
 

@@ -25,6 +25,11 @@ use clankie_model::{Record, RootSpec};
 pub trait FeedSink {
     /// Records, oldest first, redacted as asked, none of them given before (when following).
     fn records(&mut self, records: &[Record]) -> io::Result<()>;
+    /// [`Self::records`] of a batch the sink may keep (`--all`'s streamed batches): a sink
+    /// that writes them later, on another thread, need not copy them.
+    fn records_owned(&mut self, records: Vec<Record>) -> io::Result<()> {
+        self.records(&records)
+    }
     /// The end of a page whose records were given.
     fn page_end(&mut self, page: &Page) -> io::Result<()>;
     /// Makes what was given so far visible: after a streamed batch and after each page.
@@ -134,7 +139,7 @@ impl<'a, H: Host> SessionFeed<'a, H> {
                 // cannot be stopped from here); the rest of the batches are dropped.
                 if write_error.is_none()
                     && !records.is_empty()
-                    && let Err(e) = sink.records(&records).and_then(|()| sink.flush())
+                    && let Err(e) = sink.records_owned(records).and_then(|()| sink.flush())
                 {
                     write_error = Some(e);
                 }

@@ -95,6 +95,9 @@ pub struct Reader<'h, H: Host> {
     /// to the read it answers; by file (root, path), as `check` keeps one for each of
     /// thousands of sessions.
     prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
+    /// `--all`'s streamed batches are handed on unredacted: the caller redacts them itself
+    /// ([`Reader::with_streamed_batches_unredacted`]).
+    streamed_unredacted: bool,
 }
 
 /// A read of the chunk after the one being parsed, started before the parse (`--all`).
@@ -173,7 +176,17 @@ impl<'h, H: Host> Reader<'h, H> {
             tail_window: None,
             last_tail_bytes: std::sync::Mutex::new(None),
             prefetched: std::sync::Mutex::new(std::collections::HashMap::new()),
+            streamed_unredacted: false,
         }
+    }
+
+    /// This reader, handing the batches `--all` streams to `read_page`'s `emit` unredacted even
+    /// when the request asks for redaction: the caller promises to redact them (the CLI's
+    /// NDJSON writer does, on the thread that writes them, while the next chunk is parsed).
+    /// The page's own records are redacted as ever, and so are those `read_to_end` collects.
+    pub fn with_streamed_batches_unredacted(mut self) -> Reader<'h, H> {
+        self.streamed_unredacted = true;
+        self
     }
 
     /// This reader, replaying terminal recordings whose header gives no size at `cols`×`rows`.
@@ -242,6 +255,32 @@ impl<'h, H: Host> Reader<'h, H> {
             let head = heads.remove(&head_key(&entry)).unwrap_or_default();
             sessions.extend(harness::session_from_head(&entry, &head));
         }
+        let (found, database_ids, errors) = self
+            .database_sessions(&mut listing, wanted.is_some())
+            .await?;
+        sessions.extend(found);
+        // A session both in a database and in the file tree it was migrated from is the
+        // database's (OpenCode copies the tree into the database and leaves it on disk).
+        sessions.retain(|s| {
+            harness::source(s) != Source::Tree
+                || !database_ids.contains(&(s.harness(), s.id.clone()))
+        });
+        sessions.sort_by(|a, b| {
+            (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
+        });
+        Ok((listing, sessions, errors))
+    }
+
+    /// The sessions of the databases `listing` holds, their ids, and the errors of those that
+    /// could not be read (each also a line in `listing.unreadable`). `resolving`: for a session
+    /// that is read at once, which checks the database after its own query
+    /// ([`crate::sqlite::Snapshot::sessions_to_resolve`]).
+    async fn database_sessions(
+        &self,
+        listing: &mut Listing,
+        resolving: bool,
+    ) -> Result<DatabaseSessions, HostError> {
+        let mut sessions = Vec::new();
         let mut errors = Vec::new();
         let databases: Vec<_> = harness::databases(&listing.files).cloned().collect();
         let mut database_ids = std::collections::HashSet::new();
@@ -256,6 +295,10 @@ impl<'h, H: Host> Reader<'h, H> {
                 .find(|f| f.harness == db.harness && f.root == db.root && f.rel == wal_name)
                 .map_or(0, |wal| wal.size);
             let found = match self.databases.load(self.host, &db).await {
+                Ok(snapshot) if resolving => snapshot
+                    .sessions_to_resolve(&db, wal_size)
+                    .await
+                    .map_err(DriverError::from),
                 Ok(snapshot) => snapshot
                     .sessions(&db, wal_size)
                     .await
@@ -279,16 +322,7 @@ impl<'h, H: Host> Reader<'h, H> {
                 }
             }
         }
-        // A session both in a database and in the file tree it was migrated from is the
-        // database's (OpenCode copies the tree into the database and leaves it on disk).
-        sessions.retain(|s| {
-            harness::source(s) != Source::Tree
-                || !database_ids.contains(&(s.harness(), s.id.clone()))
-        });
-        sessions.sort_by(|a, b| {
-            (a.harness(), &a.id, &a.entry.rel).cmp(&(b.harness(), &b.id, &b.entry.rel))
-        });
-        Ok((listing, sessions, errors))
+        Ok((sessions, database_ids, errors))
     }
 
     /// The first [`NAMING_HEAD_BYTES`] of each of `files`, read in one batch
@@ -413,12 +447,45 @@ impl<'h, H: Host> Reader<'h, H> {
             .host
             .find_and_read(&scoped, &query.id, &first, hint.as_ref())
             .await?;
+        // A session of a database is found by no path: the databases of the narrowed listing
+        // are asked first.
+        let narrowed = found.read.is_none().then(|| found.listing.clone());
         // Decided in a function of its own, so that the narrowed listing is gone before a
         // fallback lists the whole host (a host may answer with a listing at the bounds).
-        match self.accept_found(found, query, &first) {
-            Some(session) => Ok(session),
-            None => self.resolve_session(roots, query).await,
+        if let Some(session) = self.accept_found(found, query, &first) {
+            return Ok(session);
         }
+        if let Some(listing) = narrowed
+            && let Some(session) = self.found_in_databases(listing, query).await?
+        {
+            return Ok(session);
+        }
+        self.resolve_session(roots, query).await
+    }
+
+    /// The session of a database named exactly by `query`, from the databases of the narrowed
+    /// listing of [`Host::find_and_read`] (which lists them whole), with no full listing: no
+    /// file's path held the id, and an exact id names one session (as a path that holds it
+    /// does for [`Reader::accept_found`]). `None` when that does not settle it: no database,
+    /// one that could not be read, a prefix, or a session found by its path after all.
+    async fn found_in_databases(
+        &self,
+        mut listing: Listing,
+        query: &SessionQuery,
+    ) -> Result<Option<SessionFile>, HostError> {
+        leave_out_non_utf8(&mut listing);
+        if harness::databases(&listing.files).next().is_none() {
+            return Ok(None);
+        }
+        let (mut sessions, _, errors) = self.database_sessions(&mut listing, true).await?;
+        if !errors.is_empty() {
+            return Ok(None);
+        }
+        sessions.extend(harness::sessions(&listing.files));
+        Ok(resolve::resolve(&sessions, query)
+            .ok()
+            .filter(|s| s.id == query.id && harness::source(s) == Source::Database)
+            .cloned())
     }
 
     /// The session [`resolve_for_read`] found in one call, when that call can answer alone
@@ -627,7 +694,8 @@ impl<'h, H: Host> Reader<'h, H> {
             // Sessions of a database (queried page by page) and whole-document transcripts are
             // read whole and paged over their records, with the row cursor class.
             let rows = if source == Source::Database {
-                let snapshot = self.databases.load(self.host, &session.entry).await?;
+                // Right after the session's resolution, on what it read (one round trip less).
+                let snapshot = self.databases.resume(self.host, &session.entry).await?;
                 match &request.mode {
                     // The newest rows only, where the harness can (a tail page's cursor is then
                     // anchored at its last record).
@@ -675,12 +743,18 @@ impl<'h, H: Host> Reader<'h, H> {
                     }
                 }
             };
-            let mut page = clankie_engine::rows::page(&ctx, rows, &request).map_err(|source| {
-                DriverError::Plan {
-                    path: path.clone(),
-                    source,
-                }
-            })?;
+            // Every record of a streamed page is emitted: unredacted when the caller redacts.
+            let rows_request = PageRequest {
+                redact: request.redact && !(stream && self.streamed_unredacted),
+                ..request.clone()
+            };
+            let mut page =
+                clankie_engine::rows::page(&ctx, rows, &rows_request).map_err(|source| {
+                    DriverError::Plan {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
             if stream && !page.records.is_empty() {
                 emit(std::mem::take(&mut page.records));
             }
@@ -693,13 +767,17 @@ impl<'h, H: Host> Reader<'h, H> {
         } else {
             None
         };
-        let mut plan = ReadPlan::new(
-            ctx,
-            request,
-            decompressed
-                .as_ref()
-                .map_or(session.entry.size, |d| d.len() as u64),
-        );
+        let size_hint = decompressed
+            .as_ref()
+            .map_or(session.entry.size, |d| d.len() as u64);
+        // The batches `--all` streams go out unredacted when the caller redacts them (the CLI,
+        // on the thread that writes them); the page's own records are redacted at its end.
+        let redact_aside = stream && request.redact && self.streamed_unredacted;
+        let request = PageRequest {
+            redact: request.redact && !redact_aside,
+            ..request
+        };
+        let mut plan = ReadPlan::new(ctx, request, size_hint);
         if let Some(bytes) = self.tail_window {
             plan = plan.with_tail_window(bytes);
         }
@@ -754,6 +832,9 @@ impl<'h, H: Host> Reader<'h, H> {
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = plan.tail_page_bytes();
         let mut page = plan.finish();
+        if redact_aside {
+            clankie_engine::redact::redact_records(&mut page.records);
+        }
         // The cursor says where the file is, so that a `--since` with it finds the file
         // without looking for it (`resolve_for_read`).
         if let Cursor::Lines(cursor) = page.cursor {
@@ -822,6 +903,11 @@ impl<'h, H: Host> Reader<'h, H> {
                 .read_page(session, request, |records| streamed.extend(records))
                 .await?;
             if !streamed.is_empty() {
+                // Handed over unredacted for a caller that redacts them: this one is that
+                // caller here.
+                if self.streamed_unredacted && redact {
+                    clankie_engine::redact::redact_records(&mut streamed);
+                }
                 streamed.append(&mut page.records);
                 page.records = streamed;
             }
@@ -874,6 +960,13 @@ fn first_read(
         }
     }
 }
+
+/// The sessions of a listing's databases, their ids, and the errors of those not read.
+type DatabaseSessions = (
+    Vec<SessionFile>,
+    std::collections::HashSet<(Harness, String)>,
+    Vec<DriverError>,
+);
 
 /// Leaves out the files whose path below the root is not UTF-8, with one line per directory
 /// in `listing.unreadable`: session ids and the harnesses' path rules are text, and a lossy
@@ -1192,6 +1285,118 @@ mod tests {
                 }
             });
         }
+    }
+
+    /// `--all` that fails halfway (a malformed line under `--strict`, in its fourth chunk)
+    /// has streamed every record before the failure, redacted, as a plan fed one read after
+    /// the other does: the chunk whose redaction was still under way when the next chunk
+    /// failed is not lost.
+    /// `with_streamed_batches_unredacted`: `read_page`'s streamed batches come unredacted (the
+    /// caller redacts them), `read_to_end` still hands on redacted pages, and without the
+    /// setting the batches are redacted.
+    #[test]
+    fn streamed_batches_unredacted_only_where_the_caller_redacts_them() {
+        let key = "ghp_aB3dE5fG7haB3dE5fG7haB3dE5fG7haB3dE5fG7h";
+        let mut text = String::new();
+        for n in 0..20_000 {
+            text += &format!(
+                r#"{{"type":"user","uuid":"s{n}","timestamp":"2026-11-02T10:00:00.000Z","message":{{"role":"user","content":"prompt {n} GITHUB_TOKEN={key}"}}}}"#
+            );
+            text.push('\n');
+        }
+        assert!(text.len() > 2 << 20);
+        block_on(async {
+            let host = MemoryHost::new("mem");
+            host.put(claude_path(&host, ID), text.clone());
+            let session = resolve(&host, "556046").await;
+            let texts = |records: &[Record]| format!("{records:?}");
+            for caller_redacts in [false, true] {
+                let mut reader = Reader::new(&host);
+                if caller_redacts {
+                    reader = reader.with_streamed_batches_unredacted();
+                }
+                let mut streamed = Vec::new();
+                let page = reader
+                    .read_page(&session, request(Mode::All, MAX_LIMIT), |records| {
+                        streamed.extend(records)
+                    })
+                    .await
+                    .unwrap();
+                assert_eq!(streamed.len() + page.records.len(), 20_000);
+                assert_eq!(texts(&streamed).contains(key), caller_redacts);
+                assert!(!texts(&page.records).contains(key));
+                let mut collected = Vec::new();
+                reader
+                    .read_to_end(&session, request(Mode::All, MAX_LIMIT), |page| {
+                        collected.append(&mut page.records);
+                        Ok::<(), DriverError>(())
+                    })
+                    .await
+                    .unwrap();
+                assert_eq!(collected.len(), 20_000);
+                assert!(!texts(&collected).contains(key));
+            }
+        });
+    }
+
+    #[test]
+    fn all_that_fails_halfway_streams_the_records_before_the_failure() {
+        let secret = r#"{"type":"user","uuid":"sN","timestamp":"2026-11-02T10:00:00.000Z","message":{"role":"user","content":"GITHUB_TOKEN=ghp_aB3dE5fG7haB3dE5fG7haB3dE5fG7haB3dE5fG7h"}}"#;
+        let plain = r#"{"type":"user","uuid":"sN","timestamp":"2026-11-02T10:00:00.000Z","message":{"role":"user","content":"a prompt with nothing secret in it, long enough to fill the chunks quickly"}}"#;
+        let mut text = String::new();
+        let (mut n, mut broken) = (0, false);
+        while text.len() < 3 << 20 {
+            if text.len() > 2 << 20 && !broken {
+                text.push_str("{broken\n");
+                broken = true;
+            }
+            n += 1;
+            let line = if n % 50 == 0 { secret } else { plain };
+            text.push_str(&line.replace("\"sN\"", &format!("\"s{n}\"")));
+            text.push('\n');
+        }
+        block_on(async {
+            let host = MemoryHost::new("mem");
+            host.put(claude_path(&host, ID), text.clone());
+            let session = resolve(&host, "556046").await;
+            let request = PageRequest {
+                strict: true,
+                ..request(Mode::All, MAX_LIMIT)
+            };
+            let mut streamed = Vec::new();
+            let result = Reader::new(&host)
+                .read_page(&session, request.clone(), |records| {
+                    streamed.extend(records)
+                })
+                .await;
+            assert!(
+                matches!(result, Err(DriverError::Plan { .. })),
+                "{result:?}"
+            );
+
+            let ctx = source_ctx(host.name(), &session);
+            let mut plan = ReadPlan::new(ctx, request, text.len() as u64);
+            let mut serial = Vec::new();
+            let mut reads = 0;
+            while let Some(ranges) = plan.next_read() {
+                let file = FileRef {
+                    harness: session.harness(),
+                    root: session.entry.root.to_vec(),
+                    rel: session.entry.rel.clone(),
+                };
+                let result = host.read(&file, &ranges).await.unwrap();
+                reads += 1;
+                if plan.feed(result.chunks, result.size).is_err() {
+                    break;
+                }
+                serial.extend(plan.take_records());
+            }
+            assert_eq!(reads, 4);
+            assert!(serial.len() > 1000, "{}", serial.len());
+            assert_eq!(streamed, serial);
+            let shown: String = streamed.iter().map(|r| format!("{r:?}")).collect();
+            assert!(shown.contains("[REDACTED:") && !shown.contains("ghp_aB3"));
+        });
     }
 
     #[test]

@@ -4,6 +4,9 @@
 //! Output stays exact (no sanitising: a parser gets every string as the source had it), but it
 //! is also safe to `cat` in a terminal: besides what JSON must escape, DEL, the C1 controls, the
 //! line and paragraph separators and the bidi controls are written as `\uXXXX` ([`find_unsafe`]).
+//!
+//! `--all --json` writes (and redacts) its record lines on a thread of its own while the next
+//! chunk is parsed: [`Pipeline`].
 
 use std::io::{self, Write};
 
@@ -282,6 +285,89 @@ pub fn records(out: &mut impl Write, host: &str, records: &[Record]) -> io::Resu
     out.write_all(&buf)
 }
 
+/// Record lines written on a thread of their own: `--all --json` hands each streamed batch
+/// here and parses the next chunk while this one is escaped (writing the lines is a fifth of
+/// the reading thread's work). The bytes come back in the order the batches were sent; the
+/// caller writes them, so output errors and the order against page lines stay its own. The
+/// thread ends when the pipeline is dropped.
+pub struct Pipeline {
+    batches: std::sync::mpsc::Sender<Vec<Record>>,
+    lines: std::sync::mpsc::Receiver<Vec<u8>>,
+    /// Buffers written out, handed back to be filled again: a buffer allocated on the thread
+    /// and freed on the caller's would have each batch fault in fresh pages.
+    spare: std::sync::mpsc::Sender<Vec<u8>>,
+    /// Batches sent whose lines have not been taken.
+    pending: usize,
+}
+
+impl Pipeline {
+    /// `None` when no thread can be started (the caller then writes the lines itself). With
+    /// `redact`, the thread redacts each batch before it writes it (the batches are handed
+    /// over unredacted: see `Reader::with_streamed_batches_unredacted`).
+    pub fn start(host: &str, redact: bool) -> Option<Pipeline> {
+        let (batches, batch_queue) = std::sync::mpsc::channel::<Vec<Record>>();
+        let (line_queue, lines) = std::sync::mpsc::channel();
+        let (spare, spares) = std::sync::mpsc::channel::<Vec<u8>>();
+        let host = host.to_string();
+        std::thread::Builder::new()
+            .name("ndjson".into())
+            .spawn(move || {
+                for mut batch in batch_queue {
+                    if redact {
+                        clankie_engine::redact::redact_records(&mut batch);
+                    }
+                    let mut buf = spares.try_recv().unwrap_or_default();
+                    buf.clear();
+                    // Writing into a Vec cannot fail.
+                    let _ = records(&mut buf, &host, &batch);
+                    if line_queue.send(buf).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Pipeline {
+            batches,
+            lines,
+            spare,
+            pending: 0,
+        })
+    }
+
+    /// Hands `batch` to the thread.
+    pub fn send(&mut self, batch: Vec<Record>) {
+        // The thread lives as long as `self.batches`; it stops early only by panicking, which
+        // `take` then reports.
+        let _ = self.batches.send(batch);
+        self.pending += 1;
+    }
+
+    /// Gives back a buffer [`Pipeline::take`] gave, once written, for a later batch.
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        let _ = self.spare.send(buffer);
+    }
+
+    /// The lines of the batches sent so far, oldest first: those written already, or (with
+    /// `wait`) all of them.
+    pub fn take(&mut self, wait: bool) -> Vec<Vec<u8>> {
+        let mut done = Vec::new();
+        while self.pending > 0 {
+            let next = if wait {
+                self.lines.recv().ok()
+            } else {
+                self.lines.try_recv().ok()
+            };
+            let Some(lines) = next else {
+                assert!(!wait, "the ndjson thread panicked");
+                break;
+            };
+            self.pending -= 1;
+            done.push(lines);
+        }
+        done
+    }
+}
+
 /// Appends one `record` line to `buf`. Hand-written rather than derived: `--all --json` spends
 /// most of its time writing strings, and [`write_str`] escapes them with SIMD where serde_json
 /// goes byte by byte. The output is byte-identical to [`to_writer`]'s (a test holds that).
@@ -541,6 +627,48 @@ pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pipeline_gives_the_lines_of_each_batch_in_the_order_sent() {
+        let batch = |n: usize| -> Vec<Record> {
+            (0..n)
+                .map(|i| Record {
+                    id: format!("r{n}-{i}"),
+                    harness: clankie_engine::harness::by_name("claude").unwrap(),
+                    session: "s".into(),
+                    ts: None,
+                    agent: None,
+                    sidechain: false,
+                    body: RecordBody::Text {
+                        kind: TextKind::Notice,
+                        text: format!("line {i} \u{1b}[2J \"quoted\""),
+                    },
+                    model: None,
+                    usage: None,
+                })
+                .collect()
+        };
+        let batches: Vec<Vec<Record>> = [3, 0, 500, 1, 2000].map(batch).into();
+        let mut direct = Vec::new();
+        for b in &batches {
+            records(&mut direct, "h\"ost", b).unwrap();
+        }
+        let mut pipeline = Pipeline::start("h\"ost", false).unwrap();
+        let mut piped = Vec::new();
+        for b in &batches {
+            pipeline.send(b.clone());
+            for lines in pipeline.take(false) {
+                piped.extend_from_slice(&lines);
+                pipeline.recycle(lines);
+            }
+        }
+        piped.extend(pipeline.take(true).concat());
+        assert_eq!(pipeline.take(true), Vec::<Vec<u8>>::new());
+        assert_eq!(
+            String::from_utf8(piped).unwrap(),
+            String::from_utf8(direct).unwrap()
+        );
+    }
 
     /// What every string must look like: serde_json's escaping, then each terminal control
     /// that serde_json leaves raw as `\uXXXX`.

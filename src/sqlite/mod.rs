@@ -69,9 +69,16 @@ pub const CACHE_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_READ_AHEAD_PAGES: u32 = 64;
 /// The database header's size: what a load reads of the file before any page.
 const DB_HEADER: u64 = 100;
-/// What a load reads of the file when page 1 is not cached: page 1 at SQLite's default page
-/// size (the pages within it at a smaller one).
-const FIRST_READ: u64 = 4096;
+/// How long after a load [`Databases::resume`] may start from what it read instead of reading
+/// the headers again: the resolution of a session and the read of its page that follows it at
+/// once, not a later read.
+const HANDOVER_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+/// What a load reads of the file when page 1 is not cached: page 1 and the pages after it,
+/// where the root pages of the tables and indexes a database is created with lie (OpenCode's
+/// are pages 2 to 65 at 4 KiB a page): the first query then finds its B-trees' roots cached
+/// instead of fetching them in a round trip of its own. Mostly small, sparse pages: gzip
+/// makes them a fraction of this on the wire.
+const FIRST_READ: u64 = 256 * 1024;
 
 /// Why a database could not be read (besides host errors).
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +123,29 @@ struct Pages {
     /// The WAL read so far, and the newest committed version of each page it holds.
     wal: Option<WalIndex>,
     wal_pages: HashMap<u32, Arc<[u8]>>,
+    /// What the last load found in the headers: enough to start SQLite again without reading
+    /// them ([`Databases::resume`]).
+    opened: Option<Opened>,
+    /// A query whose check after it was left to the next query ([`Snapshot::sessions_to_resolve`]).
+    handover: Option<Handover>,
+}
+
+/// What [`Snapshot::open`] read of the headers to start SQLite on them.
+#[derive(Debug, Clone, Copy)]
+struct Opened {
+    /// When the headers were last read (before the read began).
+    checked: std::time::Instant,
+    page_size: usize,
+    /// The database's size in pages when the WAL does not give it.
+    header_pages: u32,
+    reserved: usize,
+}
+
+/// The headers were read at `checked`; since then a query read `file_pages` from the database
+/// file without reading them again after it.
+struct Handover {
+    checked: std::time::Instant,
+    file_pages: Vec<u32>,
 }
 
 impl Pages {
@@ -186,28 +216,58 @@ impl Databases {
         host: &'h H,
         db: &FileEntry,
     ) -> Result<Snapshot<'h, H>, DatabaseError> {
-        let path = display_path(&db.full_path());
-        let key = (host.name().to_string(), path.clone());
         let pages = self
             .entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry(key)
+            .entry(database_key(host, db))
             .or_default()
             .clone();
-        let snapshot = Snapshot {
-            host,
-            harness: db.harness,
-            path,
-            db_ref: file_ref(db, b""),
-            wal_ref: file_ref(db, b"-wal"),
-            pages,
-            fetched: AtomicU64::new(0),
-            worker: tokio::sync::Mutex::new(None),
-            failure: Mutex::new(None),
-            file_pages_read: Mutex::new(Vec::new()),
-        };
+        let snapshot = Snapshot::new(host, db, pages);
         let worker = snapshot.open().await?;
+        *snapshot.worker.lock().await = Some(worker);
+        Ok(snapshot)
+    }
+
+    /// [`Databases::load`], except right after a query left its check to the next query
+    /// ([`Snapshot::sessions_to_resolve`], within [`HANDOVER_TIME`]): then SQLite starts on
+    /// what that load read, without reading the headers again (one round trip less), and the
+    /// check after the next query that reads the database file covers the pages both read
+    /// (they were read of the version those headers describe, or the query runs again).
+    pub async fn resume<'h, H: Host>(
+        &'h self,
+        host: &'h H,
+        db: &FileEntry,
+    ) -> Result<Snapshot<'h, H>, DatabaseError> {
+        let pages = self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&database_key(host, db))
+            .cloned();
+        let resumed = pages.and_then(|pages| {
+            let mut locked = lock(&pages);
+            let handover = locked.handover.take()?;
+            let opened = locked.opened?;
+            (locked.stamp.is_some()
+                && handover.checked == opened.checked
+                && opened.checked.elapsed() < HANDOVER_TIME)
+                .then(|| {
+                    let page_count = locked
+                        .wal
+                        .as_ref()
+                        .and_then(WalIndex::db_pages)
+                        .unwrap_or(opened.header_pages);
+                    (opened, page_count, handover.file_pages)
+                })
+                .map(|resumed| (pages.clone(), resumed))
+        });
+        let Some((pages, (opened, page_count, carried))) = resumed else {
+            return self.load(host, db).await;
+        };
+        let snapshot = Snapshot::new(host, db, pages);
+        *snapshot.carried.lock().unwrap_or_else(|e| e.into_inner()) = carried;
+        let worker = snapshot.start(opened.page_size, page_count, opened.reserved);
         *snapshot.worker.lock().await = Some(worker);
         Ok(snapshot)
     }
@@ -223,6 +283,11 @@ impl Databases {
             })
             .sum()
     }
+}
+
+/// Where [`Databases`] keeps a database's pages: its host and path.
+fn database_key<H: Host>(host: &H, db: &FileEntry) -> DatabaseKey {
+    (host.name().to_string(), display_path(&db.full_path()))
 }
 
 fn file_ref(entry: &FileEntry, suffix: &[u8]) -> FileRef {
@@ -815,6 +880,12 @@ pub struct Snapshot<'h, H> {
     failure: Mutex<Option<DatabaseError>>,
     /// Pages the current query read from the database file (not the cache, not the WAL).
     file_pages_read: Mutex<Vec<u32>>,
+    /// Pages an earlier query read from the database file since the headers were last read
+    /// ([`Databases::resume`]): the next check covers them too.
+    carried: Mutex<Vec<u32>>,
+    /// The headers as a read of pages that ended a walk read them after its pages, and when
+    /// that read began: the check after the query, unless it read pages after them.
+    headers_after: Mutex<Option<(std::time::Instant, Headers)>>,
 }
 
 impl<H> std::fmt::Debug for Snapshot<'_, H> {
@@ -826,7 +897,25 @@ impl<H> std::fmt::Debug for Snapshot<'_, H> {
     }
 }
 
-impl<H: Host> Snapshot<'_, H> {
+impl<'h, H: Host> Snapshot<'h, H> {
+    /// A snapshot of `db` on `pages`, SQLite not started.
+    fn new(host: &'h H, db: &FileEntry, pages: Arc<Mutex<Pages>>) -> Snapshot<'h, H> {
+        Snapshot {
+            host,
+            harness: db.harness,
+            path: display_path(&db.full_path()),
+            db_ref: file_ref(db, b""),
+            wal_ref: file_ref(db, b"-wal"),
+            pages,
+            fetched: AtomicU64::new(0),
+            worker: tokio::sync::Mutex::new(None),
+            failure: Mutex::new(None),
+            file_pages_read: Mutex::new(Vec::new()),
+            carried: Mutex::new(Vec::new()),
+            headers_after: Mutex::new(None),
+        }
+    }
+
     /// Bytes this load and its queries fetched from the host so far.
     pub fn fetched_bytes(&self) -> u64 {
         self.fetched.load(Ordering::Relaxed)
@@ -851,20 +940,33 @@ impl<H: Host> Snapshot<'_, H> {
 
     /// Both headers in one call; the database must exist, the WAL need not.
     async fn headers(&self) -> Result<Headers, DatabaseError> {
-        // Without page 1 cached, the first page of the usual size comes with the header: SQLite
-        // reads it first thing, and it would cost a round trip of its own.
+        // Without page 1 cached, the first pages come with the header: SQLite reads page 1
+        // first thing, then the roots of what it queries (see `FIRST_READ`).
         let db_len = match lock(&self.pages).get(1) {
             Some(_) => DB_HEADER,
             None => FIRST_READ,
         };
-        let reads = [
+        let reads = self.header_reads(db_len);
+        let results = self.host.read_many(&reads).await?;
+        self.parse_headers(results.into_iter())
+    }
+
+    /// The reads of both headers, `db_len` bytes of the database file.
+    fn header_reads(&self, db_len: u64) -> [(FileRef, Vec<ByteRange>); 2] {
+        [
             (self.db_ref.clone(), vec![ByteRange::new(0, db_len)]),
             (
                 self.wal_ref.clone(),
                 vec![ByteRange::new(0, clankie_engine::wal::HEADER as u64)],
             ),
-        ];
-        let mut results = self.host.read_many(&reads).await?.into_iter();
+        ]
+    }
+
+    /// The headers from the results of [`Snapshot::header_reads`].
+    fn parse_headers(
+        &self,
+        mut results: impl Iterator<Item = Result<clankie_model::ReadResult, HostError>>,
+    ) -> Result<Headers, DatabaseError> {
         let db = results.next().ok_or_else(|| self.missing())??;
         let (wal_head, wal_size) = match results.next() {
             Some(Ok(wal)) => (wal.chunks.concat(), wal.size),
@@ -893,6 +995,7 @@ impl<H: Host> Snapshot<'_, H> {
     /// Reads the headers and the WAL's new frames, drops the cache if it is stale, and starts
     /// SQLite's thread on what they describe.
     async fn open(&self) -> Result<Worker, DatabaseError> {
+        let checked = std::time::Instant::now();
         let headers = self.headers().await?;
         let page_size = match (&headers.wal, headers.db.is_empty()) {
             // Nothing checkpointed yet: the WAL says.
@@ -931,9 +1034,18 @@ impl<H: Host> Snapshot<'_, H> {
             .as_ref()
             .and_then(WalIndex::db_pages)
             .unwrap_or(header_pages);
+        let reserved = headers.db.get(20).map_or(0, |&r| usize::from(r));
         {
             let mut pages = lock(&self.pages);
             pages.wal = wal;
+            pages.opened = Some(Opened {
+                checked,
+                page_size,
+                header_pages,
+                reserved,
+            });
+            // What a query read before is as good as this load (see `Databases::resume`).
+            pages.handover = None;
             // The pages read with the header are of the version it describes.
             for (i, bytes) in headers.db.chunks_exact(page_size).enumerate() {
                 let number = i as u32 + 1;
@@ -942,7 +1054,6 @@ impl<H: Host> Snapshot<'_, H> {
                 }
             }
         }
-        let reserved = headers.db.get(20).map_or(0, |&r| usize::from(r));
         Ok(self.start(page_size, page_count, reserved))
     }
 
@@ -1059,6 +1170,16 @@ impl<H: Host> Snapshot<'_, H> {
         R: Send + 'static,
         F: Fn(&dyn Database) -> Result<R, QueryError> + Send + Sync + 'static,
     {
+        self.run_checking(query, false).await
+    }
+
+    /// [`Snapshot::run`]; with `check_later`, a query that succeeded leaves the check of the
+    /// headers after it to the next query of a [`Databases::resume`] that follows at once.
+    async fn run_checking<R, F>(&self, query: F, check_later: bool) -> Result<R, DatabaseError>
+    where
+        R: Send + 'static,
+        F: Fn(&dyn Database) -> Result<R, QueryError> + Send + Sync + 'static,
+    {
         let query = Arc::new(query);
         let mut guard = self.worker.lock().await;
         for _ in 0..MAX_ATTEMPTS {
@@ -1086,6 +1207,7 @@ impl<H: Host> Snapshot<'_, H> {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clear();
+            *self.headers_after.lock().unwrap_or_else(|e| e.into_inner()) = None;
             let result = match worker.jobs.send(job) {
                 Ok(()) => self.serve(worker, done).await,
                 Err(_) => Err(QueryError("SQLite's thread did not start".to_string())),
@@ -1107,13 +1229,45 @@ impl<H: Host> Snapshot<'_, H> {
                 *guard = None;
                 return Err(failure);
             }
-            let read_file = !self
-                .file_pages_read
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_empty();
+            // What an earlier query read unchecked counts as read by this one.
+            let carried =
+                std::mem::take(&mut *self.carried.lock().unwrap_or_else(|e| e.into_inner()));
+            let read_file = !carried.is_empty()
+                || !self
+                    .file_pages_read
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_empty();
+            if check_later && result.is_ok() {
+                let mut pages = lock(&self.pages);
+                if let Some(opened) = pages.opened
+                    && pages.generation == generation
+                {
+                    let mut file_pages = carried;
+                    file_pages.extend(
+                        self.file_pages_read
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .iter(),
+                    );
+                    pages.handover = Some(Handover {
+                        checked: opened.checked,
+                        file_pages,
+                    });
+                    return result.map_err(|e| self.sqlite_error(e.0));
+                }
+            }
             if read_file {
-                let headers = self.headers().await?;
+                // Read after the query's last pages already, or now.
+                let after = self
+                    .headers_after
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                let (checked, headers) = match after {
+                    Some(read) => read,
+                    None => (std::time::Instant::now(), self.headers().await?),
+                };
                 if lock(&self.pages).stamp != Some(headers.stamp()) {
                     // Pages from before and after a change may have been mixed: start over.
                     lock(&self.pages).reset(None);
@@ -1132,10 +1286,17 @@ impl<H: Host> Snapshot<'_, H> {
                         .file_pages_read
                         .lock()
                         .unwrap_or_else(|e| e.into_inner());
-                    if changed.iter().any(|page| read.contains(page)) {
+                    if changed
+                        .iter()
+                        .any(|page| read.contains(page) || carried.contains(page))
+                    {
                         *guard = None;
                         continue;
                     }
+                }
+                // The headers just read hold for what is cached now.
+                if let Some(opened) = &mut lock(&self.pages).opened {
+                    opened.checked = checked;
                 }
             }
             if lock(&self.pages).generation != generation {
@@ -1287,8 +1448,11 @@ impl<H: Host> Snapshot<'_, H> {
                 .flat_map(Walk::pages)
                 .chain(std::mem::take(&mut extra))
                 .collect();
+            // Overflow pages lead nowhere: the last read of the walk, which reads the headers
+            // after its pages for the check after the query (one round trip less).
+            let last = walks.iter().all(|walk| matches!(walk, Walk::Pages(_)));
             if !self
-                .fetch_quietly(numbers.into_iter(), worker, max_pages)
+                .fetch_quietly(numbers.into_iter(), worker, max_pages, last)
                 .await
             {
                 return;
@@ -1314,7 +1478,7 @@ impl<H: Host> Snapshot<'_, H> {
                 break;
             }
             let numbers = level.iter().copied().chain(std::mem::take(&mut extra));
-            if !self.fetch_quietly(numbers, worker, max_pages).await {
+            if !self.fetch_quietly(numbers, worker, max_pages, false).await {
                 return;
             }
             let pages = lock(&self.pages);
@@ -1330,12 +1494,14 @@ impl<H: Host> Snapshot<'_, H> {
     }
 
     /// Fetches those of `numbers` (in the database) not cached, in reads of at most
-    /// `max_pages`; false when a read failed or would pass the bound.
+    /// `max_pages` (the last also reading the headers after them, `with_headers`); false when
+    /// a read failed or would pass the bound.
     async fn fetch_quietly(
         &self,
         numbers: impl Iterator<Item = u32>,
         worker: &Worker,
         max_pages: usize,
+        with_headers: bool,
     ) -> bool {
         let want: Vec<u32> = {
             let pages = lock(&self.pages);
@@ -1343,13 +1509,19 @@ impl<H: Host> Snapshot<'_, H> {
                 .filter(|&n| n >= 1 && n <= worker.page_count && pages.get(n).is_none())
                 .collect()
         };
-        for chunk in want.chunks(max_pages) {
+        let chunks = want.chunks(max_pages).count();
+        for (i, chunk) in want.chunks(max_pages).enumerate() {
             let bytes = chunk.len() as u64 * worker.page_size as u64;
             if self.fetched_bytes() + bytes > MAX_SOURCE_BYTES {
                 return false;
             }
             let chunk: BTreeSet<u32> = chunk.iter().copied().collect();
-            if self.fetch_pages(&chunk, worker.page_size).await.is_err() {
+            let headers = with_headers && i + 1 == chunks;
+            if self
+                .fetch_pages_then(&chunk, worker.page_size, headers)
+                .await
+                .is_err()
+            {
                 return false;
             }
         }
@@ -1370,6 +1542,19 @@ impl<H: Host> Snapshot<'_, H> {
         want: &BTreeSet<u32>,
         page_size: usize,
     ) -> Result<(), DatabaseError> {
+        self.fetch_pages_then(want, page_size, false).await
+    }
+
+    /// [`Snapshot::fetch_pages`]; with `headers`, the same call reads both headers after the
+    /// pages ([`Snapshot::headers_after`]). Any read of pages makes earlier such headers moot.
+    async fn fetch_pages_then(
+        &self,
+        want: &BTreeSet<u32>,
+        page_size: usize,
+        headers: bool,
+    ) -> Result<(), DatabaseError> {
+        let began = std::time::Instant::now();
+        *self.headers_after.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let mut runs: Vec<(u32, u32)> = Vec::new();
         for &page in want {
             match runs.last_mut() {
@@ -1380,7 +1565,7 @@ impl<H: Host> Snapshot<'_, H> {
         self.charge(want.len() as u64 * page_size as u64)?;
         // A read takes at most MAX_RANGES ranges; several reads of one batch go in one call.
         let groups: Vec<&[(u32, u32)]> = runs.chunks(MAX_RANGES).collect();
-        let reads: Vec<(FileRef, Vec<ByteRange>)> = groups
+        let mut reads: Vec<(FileRef, Vec<ByteRange>)> = groups
             .iter()
             .map(|group| {
                 let ranges = group
@@ -1395,7 +1580,12 @@ impl<H: Host> Snapshot<'_, H> {
                 (self.db_ref.clone(), ranges)
             })
             .collect();
-        let results = self.host.read_many(&reads).await?;
+        if headers {
+            // Read by the host after the pages, in order.
+            reads.extend(self.header_reads(DB_HEADER));
+        }
+        let mut results = self.host.read_many(&reads).await?;
+        let header_results = results.split_off(groups.len().min(results.len()));
         for (group, result) in groups.iter().zip(results) {
             let result = result?;
             let mut pages = lock(&self.pages);
@@ -1416,6 +1606,10 @@ impl<H: Host> Snapshot<'_, H> {
                 }
             }
         }
+        if headers {
+            let read = self.parse_headers(header_results.into_iter())?;
+            *self.headers_after.lock().unwrap_or_else(|e| e.into_inner()) = Some((began, read));
+        }
         Ok(())
     }
 
@@ -1427,9 +1621,21 @@ impl<H: Host> Snapshot<'_, H> {
         db: &FileEntry,
         wal_size: u64,
     ) -> Result<Vec<SessionFile>, DatabaseError> {
+        self.sessions_checking(db, wal_size, false).await
+    }
+
+    async fn sessions_checking(
+        &self,
+        db: &FileEntry,
+        wal_size: u64,
+        check_later: bool,
+    ) -> Result<Vec<SessionFile>, DatabaseError> {
         let harness = self.harness;
         let rows = self
-            .run(move |db| harness::format(harness).database_sessions(db))
+            .run_checking(
+                move |db| harness::format(harness).database_sessions(db),
+                check_later,
+            )
             .await?;
         let mut db = db.clone();
         db.size += wal_size;
@@ -1441,6 +1647,18 @@ impl<H: Host> Snapshot<'_, H> {
                 session::session_row(db, &row.id, agent, row.updated)
             })
             .collect())
+    }
+
+    /// [`Snapshot::sessions`] for the resolution of a session that is read at once: the check
+    /// of the headers after the query is left to the read's ([`Databases::resume`]), one
+    /// round trip less. A database changed meanwhile makes the read run again on what it
+    /// shows now; the session found was there when the query began.
+    pub async fn sessions_to_resolve(
+        &self,
+        db: &FileEntry,
+        wal_size: u64,
+    ) -> Result<Vec<SessionFile>, DatabaseError> {
+        self.sessions_checking(db, wal_size, true).await
     }
 
     /// The session's working directory, for `resume`.
@@ -1627,6 +1845,10 @@ mod tests {
         inner: LocalHost,
         bytes: Cell<u64>,
         calls: Cell<u64>,
+        /// Reads of the WAL's header: one per load, and per check after a query.
+        header_reads: Cell<u64>,
+        /// Calls that read the headers and nothing else.
+        header_only_calls: Cell<u64>,
         on_page_read: RefCell<Option<Box<dyn FnOnce()>>>,
     }
 
@@ -1648,6 +1870,11 @@ mod tests {
             let got: usize = result.chunks.iter().map(Vec::len).sum();
             self.bytes.set(self.bytes.get() + got as u64);
             self.calls.set(self.calls.get() + 1);
+            if file.rel.ends_with(b"-wal")
+                && ranges == [ByteRange::new(0, clankie_engine::wal::HEADER as u64)]
+            {
+                self.header_reads.set(self.header_reads.get() + 1);
+            }
             if !file.rel.ends_with(b"-wal")
                 && ranges.iter().all(|r| r.len > DB_HEADER)
                 && let Some(hook) = self.on_page_read.borrow_mut().take()
@@ -1662,6 +1889,13 @@ mod tests {
             &self,
             reads: &[(FileRef, Vec<ByteRange>)],
         ) -> Result<Vec<Result<clankie_model::ReadResult, HostError>>, HostError> {
+            let headers = [DB_HEADER, FIRST_READ].map(|len| vec![ByteRange::new(0, len)]);
+            if reads.len() == 2
+                && headers.contains(&reads[0].1)
+                && reads[1].0.rel.ends_with(b"-wal")
+            {
+                self.header_only_calls.set(self.header_only_calls.get() + 1);
+            }
             let mut out = Vec::new();
             for (file, ranges) in reads {
                 out.push(self.read(file, ranges).await);
@@ -1677,6 +1911,8 @@ mod tests {
                 inner: LocalHost::new("local"),
                 bytes: Cell::new(0),
                 calls: Cell::new(0),
+                header_reads: Cell::new(0),
+                header_only_calls: Cell::new(0),
                 on_page_read: RefCell::new(None),
             }
         }
@@ -1686,11 +1922,18 @@ mod tests {
     }
 
     async fn rows(snapshot: &Snapshot<'_, Counting>) -> i64 {
+        rows_checking(snapshot, false).await
+    }
+
+    async fn rows_checking(snapshot: &Snapshot<'_, Counting>, check_later: bool) -> i64 {
         snapshot
-            .run(|db| match db.query("SELECT count(*) FROM t", &[])?[0][0] {
-                SqlValue::Integer(n) => Ok(n),
-                _ => Err(QueryError("not a count".into())),
-            })
+            .run_checking(
+                |db| match db.query("SELECT count(*) FROM t", &[])?[0][0] {
+                    SqlValue::Integer(n) => Ok(n),
+                    _ => Err(QueryError("not a count".into())),
+                },
+                check_later,
+            )
             .await
             .unwrap()
     }
@@ -1710,6 +1953,16 @@ mod tests {
             mtime: 0,
         };
         (writer, entry)
+    }
+
+    /// A table of one big row, so that the rows added after it lie past what a load reads
+    /// with the headers ([`FIRST_READ`]): a query reads them from the file.
+    fn pad(writer: &Connection) {
+        writer
+            .execute_batch(&format!(
+                "CREATE TABLE pad (x BLOB); INSERT INTO pad VALUES (zeroblob({FIRST_READ}));"
+            ))
+            .unwrap();
     }
 
     fn add(writer: &Connection, n: usize, size: usize) {
@@ -1800,8 +2053,9 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(sum, 1);
+        // The first pages with the headers, and the small table's.
         let fetched = snapshot.fetched_bytes();
-        assert!(fetched < 64 * 1024, "{fetched}");
+        assert!(fetched < FIRST_READ + 64 * 1024, "{fetched}");
         assert_eq!(fetched, host.take());
     }
 
@@ -1982,6 +2236,7 @@ mod tests {
     async fn a_checkpoint_during_a_query_drops_the_cache_and_runs_it_again() {
         let dir = tempfile::tempdir().unwrap();
         let (writer, entry) = database(dir.path());
+        pad(&writer);
         add(&writer, 40, 3000);
         writer
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
@@ -2011,6 +2266,7 @@ mod tests {
     async fn a_commit_checkpointed_during_a_query_into_pages_it_read_runs_it_again() {
         let dir = tempfile::tempdir().unwrap();
         let (writer, entry) = database(dir.path());
+        pad(&writer);
         add(&writer, 40, 3000);
         writer
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
@@ -2058,5 +2314,154 @@ mod tests {
         assert_eq!(rows(&newer).await, 13);
         // The older snapshot's SQLite may hold pages of its own from before: it starts again.
         assert_eq!(rows(&older).await, 13);
+    }
+
+    /// 40 rows in the database file past what a load reads with the headers, 2 in the WAL.
+    fn checkpointed_database(dir: &std::path::Path) -> (Connection, FileEntry) {
+        let (writer, entry) = database(dir);
+        pad(&writer);
+        add(&writer, 40, 3000);
+        writer
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        add(&writer, 2, 3000);
+        (writer, entry)
+    }
+
+    #[tokio::test]
+    async fn the_read_after_a_resolution_starts_on_its_load_and_one_check_covers_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_writer, entry) = checkpointed_database(dir.path());
+        let databases = Databases::default();
+        let host = Counting::new();
+        // The resolution: a load, a query that reads the file, no check after it.
+        let resolution = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(rows_checking(&resolution, true).await, 42);
+        drop(resolution);
+        assert_eq!(host.header_reads.get(), 1);
+        // The read: no load of its own; its check (the pages are all cached, but the
+        // resolution's were not checked) is the only one.
+        let read = databases.resume(&host, &entry).await.unwrap();
+        assert_eq!(host.header_reads.get(), 1);
+        assert_eq!(rows(&read).await, 42);
+        assert_eq!(host.header_reads.get(), 2);
+        drop(read);
+        // Once only: the next resume is a load.
+        let later = databases.resume(&host, &entry).await.unwrap();
+        assert_eq!(host.header_reads.get(), 3);
+        assert_eq!(rows(&later).await, 42);
+        assert_eq!(host.header_reads.get(), 3);
+        // And a query checked as usual leaves nothing to resume.
+        drop(later);
+        let checked = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&checked).await, 42);
+        drop(checked);
+        let _ = databases.resume(&host, &entry).await.unwrap();
+        assert_eq!(host.header_reads.get(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_change_between_the_resolution_and_the_read_makes_the_read_run_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, entry) = checkpointed_database(dir.path());
+        let databases = Databases::default();
+        let host = Counting::new();
+        let resolution = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(rows_checking(&resolution, true).await, 42);
+        drop(resolution);
+        // A commit checkpointed into the file and a new WAL (new salts), then one more.
+        add(&writer, 1, 3000);
+        writer
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        add(&writer, 1, 3000);
+        let read = databases.resume(&host, &entry).await.unwrap();
+        assert_eq!(rows(&read).await, 44);
+        drop(read);
+        // A commit to the WAL only: the check reads the new frame; it changes no page either
+        // query read from the file, so the answer (as of the resolution's load: consistent)
+        // stands, and the next load shows the new row.
+        let resolution = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(rows_checking(&resolution, true).await, 44);
+        drop(resolution);
+        add(&writer, 1, 3000);
+        let read = databases.resume(&host, &entry).await.unwrap();
+        assert_eq!(rows(&read).await, 44);
+        drop(read);
+        let next = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(rows(&next).await, 45);
+    }
+
+    fn read_ctx(entry: &FileEntry) -> SourceCtx {
+        SourceCtx {
+            host: "local".into(),
+            harness: entry.harness,
+            session: "ses_read".into(),
+            agent: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_walk_ending_in_overflow_pages_reads_the_headers_after_them_for_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_writer, entry) = opencode_database(dir.path(), 120);
+        let databases = Databases::default();
+        let host = Counting::new();
+        let snapshot = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(host.header_only_calls.get(), 1);
+        let newest = snapshot
+            .newest_records(&read_ctx(&entry), 10)
+            .await
+            .unwrap();
+        assert!(newest.records.len() >= 10);
+        // The load's, and none for the check: its headers came with the overflow pages.
+        assert_eq!(host.header_only_calls.get(), 1);
+        assert_eq!(host.header_reads.get(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_checkpoint_during_a_walk_is_seen_in_the_headers_of_its_last_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, entry) = opencode_database(dir.path(), 120);
+        // A commit in the WAL (its salts are part of what the check compares).
+        writer
+            .execute(
+                "INSERT INTO message VALUES ('msg_x', 'ses_other', 1, 1, '{}')",
+                [],
+            )
+            .unwrap();
+        let databases = Databases::default();
+        let host = Counting::new();
+        let snapshot = databases.load(&host, &entry).await.unwrap();
+        // While the walk reads the file, a part of the page is changed and checkpointed into
+        // it (the WAL restarts: new salts).
+        let path = dir.path().join("opencode.db");
+        *host.on_page_read.borrow_mut() = Some(Box::new(move || {
+            let other = Connection::open(&path).unwrap();
+            other
+                .execute_batch(
+                    "UPDATE part SET data = json_set(data, '$.text', 'the newest')
+                       WHERE id = 'prt_000011930';
+                     PRAGMA wal_checkpoint(TRUNCATE);",
+                )
+                .unwrap();
+        }));
+        let after = snapshot
+            .newest_records(&read_ctx(&entry), 10)
+            .await
+            .unwrap();
+        assert!(host.on_page_read.borrow().is_none());
+        // Run again on the new version (a second load), with no read of the headers alone
+        // for either check: they came with each walk's overflow pages.
+        assert_eq!(host.header_only_calls.get(), 2);
+        assert_eq!(host.header_reads.get(), 4);
+        assert!(
+            after
+                .records
+                .iter()
+                .any(|r| format!("{r:?}").contains("the newest")),
+            "{} header reads",
+            host.header_reads.get()
+        );
     }
 }

@@ -137,6 +137,67 @@ fn baseline_then_changes_with_a_host_down() {
     assert_eq!(third[0]["id"], "late#0");
 }
 
+/// Many hosts are opened side by side (`cli::check::open_all`: each SSH host's `ssh -G`): every
+/// host still gets its own roots and its own result, the ones that cannot be reached included.
+#[test]
+fn every_host_of_many_is_checked_with_its_own_roots() {
+    let home = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut hosts_file = String::new();
+    let mut names = Vec::new();
+    for i in 0..14 {
+        let name = format!("h{i:02}");
+        if i % 5 == 3 {
+            hosts_file += &format!("[hosts.{name}]\nssh = \"nobody@127.0.0.1:{closed}\"\n");
+        } else {
+            let root = home.path().join(&name).join(".claude");
+            let dir = root.join("projects/-p");
+            std::fs::create_dir_all(&dir).unwrap();
+            let id = format!("{i:08}-own");
+            std::fs::write(dir.join(format!("{id}.jsonl")), line(&id)).unwrap();
+            hosts_file += &format!(
+                "[hosts.{name}]\nlocal = true\nroots = {{ claude = \"{}\" }}\n",
+                root.display()
+            );
+        }
+        names.push(name);
+    }
+    let hosts = home.path().join("hosts.toml");
+    std::fs::write(&hosts, hosts_file).unwrap();
+    let state = home.path().join("state.json");
+    let mut args = vec![
+        "--hosts",
+        hosts.to_str().unwrap(),
+        "check",
+        "--state",
+        state.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend(names.iter().map(String::as_str));
+    let out = run(home.path(), &args);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let mut seen: Vec<(String, String)> = activity(&out)
+        .iter()
+        .map(|l| {
+            let host = l["host"].as_str().unwrap().to_string();
+            (host, l["session"].as_str().unwrap().to_string())
+        })
+        .collect();
+    seen.sort();
+    let expected: Vec<(String, String)> = (0..14)
+        .filter(|i| i % 5 != 3)
+        .map(|i| (format!("h{i:02}"), format!("{i:08}-own")))
+        .collect();
+    assert_eq!(seen, expected);
+    for down in ["h03", "h08", "h13"] {
+        assert!(stderr(&out).contains(down), "{down}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn concurrent_runs_never_corrupt_the_state() {
     let home = tempfile::tempdir().unwrap();

@@ -95,6 +95,73 @@ fn target() -> String {
     format!("local:{}", &SESSION[..8])
 }
 
+/// `--all --json` of a session of several chunks writes its record lines on a thread of their
+/// own (`render::ndjson::Pipeline`): every record comes out once, in order, before the page
+/// line, the same as a filtered read (which writes them on the reading thread); and a reader
+/// that stops after the first line ends it quietly, with the broken pipe's exit code 0.
+#[test]
+fn all_of_several_chunks_writes_every_record_in_order_and_stops_at_a_closed_pipe() {
+    let home = Home::new();
+    let turns = 24_000;
+    // A key in every 1,000th prompt: the batches are redacted on the writing thread, and
+    // before the filter on the other path.
+    let key = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let session = generated_session(turns).replace("\"prompt 7", &format!("\"prompt 7 {key}"));
+    home.write(SESSION, session.as_bytes());
+    assert!(fs::metadata(home.file(SESSION)).unwrap().len() > 12 << 20);
+    let out = home.run(&["read", &target(), "--all", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains(key));
+    assert_eq!(
+        text.matches("[REDACTED:github]").count(),
+        session.matches(key).count()
+    );
+    assert!(session.matches(key).count() > 1000);
+    let lines = ndjson(&out);
+    let (last, record_lines) = lines.split_last().unwrap();
+    assert_eq!(last["type"], "page");
+    assert!(record_lines.iter().all(|l| l["type"] == "record"));
+    let all_ids = ids(&records(&lines));
+    assert_eq!(all_ids.len(), turns * 4 + turns / 10);
+    let unique: std::collections::HashSet<_> = all_ids.iter().collect();
+    assert_eq!(unique.len(), all_ids.len());
+    // Written on the reading thread: a filter that keeps every record.
+    let every_kind = "user,assistant,tool_call,tool_result,notice,terminal";
+    let filtered = home.run(&["read", &target(), "--all", "--json", "--kind", every_kind]);
+    assert_eq!(code(&filtered), 0, "{}", stderr(&filtered));
+    assert_eq!(ids(&records(&ndjson(&filtered))), all_ids);
+    // The same record lines, byte for byte (the page line says what the filter left out).
+    let record_bytes = |stdout: &[u8]| {
+        let text = String::from_utf8_lossy(stdout).into_owned();
+        let end = text.trim_end().rfind('\n').unwrap();
+        text[..end].to_string()
+    };
+    assert!(record_bytes(&filtered.stdout) == record_bytes(&out.stdout));
+    let plain = home.run(&["read", &target(), "--all", "--json", "--no-redact"]);
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout).matches(key).count(),
+        session.matches(key).count()
+    );
+
+    let mut child = crate::support::clankie(&home.home)
+        .args(["read", &target(), "--all", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.starts_with("{\"type\":\"record\""), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
 #[test]
 fn head_since_tail_and_all_agree() {
     let home = Home::new();

@@ -338,3 +338,74 @@ fn a_tail_from_the_newest_rows_is_the_end_of_a_read_of_all_and_since_goes_on() {
     let (_, p) = read(&["--since", &cursor]);
     assert_eq!(p["reset"], true);
 }
+
+/// How many execs a `-v` run made (one line each).
+fn execs(out: &Output) -> usize {
+    stderr(out)
+        .lines()
+        .filter(|l| l.contains("; exec "))
+        .count()
+}
+
+#[test]
+fn a_session_no_path_names_is_resolved_from_its_database_and_read_on_the_same_load() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_vfs_execs";
+    let alias = sshd.add_user(user, Path::new("/bin/sh"));
+    let path = sshd.put_file(user, ".local/share/opencode/opencode.db", b"");
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    for (id, title) in [(SESSION, "read"), (FILLER, "other")] {
+        conn.execute(
+            "INSERT INTO session VALUES (?1, 'p', NULL, 's', '/work/vfs', ?2, '1.18.33', \
+             1790000000000, 1790000000000)",
+            (id, title),
+        )
+        .unwrap();
+    }
+    for n in 0..30 {
+        add_row(&conn, SESSION, n, &format!("row {n}"));
+    }
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let want: Vec<String> = (20..30).map(|n| format!("prt_{n:010}{SESSION}")).collect();
+    for target in [
+        format!("{alias}:{SESSION}"),
+        format!("{alias}:opencode/{SESSION}"),
+    ] {
+        let out = reader(
+            sshd,
+            home.path(),
+            &["read", &target, "--json", "--tail", "--limit", "10"],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let parts: Vec<String> = ids(&records(&ndjson(&out)))
+            .into_iter()
+            .filter(|id| id.starts_with("prt_"))
+            .collect();
+        assert_eq!(parts, want, "{target}");
+        // The find-and-read (its narrowed listing holds the database), and the load (the
+        // headers with the first pages: this small database whole). No full listing, no
+        // second load for the read, and no check after it: every page came with the headers.
+        assert_eq!(execs(&out), 2, "{target}: {}", stderr(&out));
+    }
+    // A prefix is not settled by the databases alone: the full listing answers it.
+    let prefix = format!("{alias}:{}", &SESSION[..12]);
+    let out = reader(
+        sshd,
+        home.path(),
+        &["read", &prefix, "--json", "--tail", "--limit", "10"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(ids(&records(&ndjson(&out))), want);
+    assert!(execs(&out) > 2, "{}", stderr(&out));
+    drop(conn);
+}

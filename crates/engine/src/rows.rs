@@ -197,25 +197,54 @@ fn newest_page(
     redact: bool,
 ) -> Page {
     let n = rows.records.len();
-    let start = n.saturating_sub(limit);
-    let page = start..n;
-    let cursor = RowCursor {
+    let page = n.saturating_sub(limit)..n;
+    let cursor = anchored_cursor(&rows.records, hashes, page.clone(), binding);
+    let pending_tail = rows.pending;
+    newest_rows_page(
+        &rows.records[page],
+        cursor,
+        false,
+        pending_tail,
+        warnings,
+        redact,
+    )
+}
+
+/// An anchored cursor at the end of `records[page]`: it counts and hashes them and names the
+/// last (an empty key for an empty page).
+fn anchored_cursor(
+    records: &[Record],
+    hashes: &[[u8; 16]],
+    page: std::ops::Range<usize>,
+    binding: [u8; 16],
+) -> RowCursor {
+    RowCursor {
         binding,
         position: page.len() as u64,
         prefix_hash: prefix_hash(
-            rows.records[page.clone()]
+            records[page.clone()]
                 .iter()
                 .zip(&hashes[page.clone()])
                 .map(|(r, h)| (r.id.as_str(), h)),
         ),
-        key: rows
-            .records
+        key: records[page]
             .last()
             .map(|r| r.id.clone())
             .unwrap_or_default(),
         anchored: true,
-    };
-    let mut records = rows.records[page].to_vec();
+    }
+}
+
+/// A page of records read from the source's newest rows (so `older`), redacted as asked.
+fn newest_rows_page(
+    records: &[Record],
+    cursor: RowCursor,
+    more: bool,
+    pending_tail: bool,
+    warnings: Vec<String>,
+    redact: bool,
+) -> Page {
+    let mut records = records.to_vec();
     if redact {
         super::redact::redact_records(&mut records);
     }
@@ -223,8 +252,8 @@ fn newest_page(
         records,
         cursor: Cursor::Rows(cursor),
         older: true,
-        more: false,
-        pending_tail: rows.pending,
+        more,
+        pending_tail,
         reset: false,
         warnings,
         screen: Vec::new(),
@@ -246,35 +275,19 @@ fn newest_since_page(
     let start = key_end(&rows.records, &given.key).unwrap_or(n);
     let end = n.min(start + limit);
     let cursor = if end > start {
-        RowCursor {
-            binding: given.binding,
-            position: (end - start) as u64,
-            prefix_hash: prefix_hash(
-                rows.records[start..end]
-                    .iter()
-                    .zip(&hashes[start..end])
-                    .map(|(r, h)| (r.id.as_str(), h)),
-            ),
-            key: rows.records[end - 1].id.clone(),
-            anchored: true,
-        }
+        anchored_cursor(&rows.records, hashes, start..end, given.binding)
     } else {
         given.clone()
     };
-    let mut records = rows.records[start..end].to_vec();
-    if redact {
-        super::redact::redact_records(&mut records);
-    }
-    Page {
-        records,
-        cursor: Cursor::Rows(cursor),
-        older: true,
-        more: end < n,
-        pending_tail: end == n && rows.pending,
-        reset: false,
+    let pending_tail = end == n && rows.pending;
+    newest_rows_page(
+        &rows.records[start..end],
+        cursor,
+        end < n,
+        pending_tail,
         warnings,
-        screen: Vec::new(),
-    }
+        redact,
+    )
 }
 
 /// Whether records that may be the source's newest only hold an anchored cursor's records:

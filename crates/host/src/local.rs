@@ -304,6 +304,18 @@ impl LocalHost {
     }
 
     fn read_sync(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
+        self.read_sync_into(file, ranges, Vec::new())
+    }
+
+    /// [`Self::read_sync`], reading the first range into `first` (emptied; its capacity is
+    /// kept when large enough).
+    fn read_sync_into(
+        &self,
+        file: &FileRef,
+        ranges: &[ByteRange],
+        first: Vec<u8>,
+    ) -> Result<ReadResult, HostError> {
+        let mut first = Some(first);
         let path = PathBuf::from(OsStr::from_bytes(&file.root)).join(OsStr::from_bytes(&file.rel));
         check_ranges(ranges).map_err(|reason| self.refused(&path, reason))?;
         let LocalFile { file: handle, size } = self.open_sync(file)?;
@@ -314,7 +326,9 @@ impl LocalHost {
             // Read into spare capacity, not a zeroed buffer: zeroing 4 MiB a call was a fifth
             // of `--all`'s time. A file truncated since fstat gives what exists (EOF ends it);
             // one that grew gives no more than the range.
-            let mut buf = Vec::with_capacity((end - start) as usize);
+            let mut buf = first.take().unwrap_or_default();
+            buf.clear();
+            buf.reserve_exact((end - start) as usize);
             let mut reader = &handle;
             io::Seek::seek(&mut reader, io::SeekFrom::Start(start))
                 .and_then(|_| {
@@ -346,7 +360,15 @@ impl Host for LocalHost {
             return self.read_sync(file, ranges);
         }
         let (host, file, ranges) = (self.clone(), file.clone(), ranges.to_vec());
-        match tokio::task::spawn_blocking(move || host.read_sync(&file, &ranges)).await {
+        // The first range's buffer is allocated here, on the thread that will also free it
+        // once the chunk is parsed: mimalloc then hands the same memory to the next chunk,
+        // where a buffer allocated on the pool's thread and freed here went back to that
+        // thread's heap only later, and each chunk faulted in fresh pages.
+        let first_len = ranges.first().map_or(0, |r| r.len);
+        let first =
+            Vec::with_capacity(first_len.min(clankie_model::limits::MAX_READ_BYTES) as usize);
+        match tokio::task::spawn_blocking(move || host.read_sync_into(&file, &ranges, first)).await
+        {
             Ok(result) => result,
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
@@ -412,6 +434,60 @@ mod tests {
             block_on(host.read(&file, &[ByteRange::new(2, 3), ByteRange::new(8, 100)])).unwrap();
         assert_eq!(got.size, 10);
         assert_eq!(got.chunks, vec![b"234".to_vec(), b"89".to_vec()]);
+    }
+
+    /// A read of a megabyte or more goes to the blocking pool with its first buffer allocated
+    /// by the caller: the same bytes as the inline read, ranges cut at the file's end (and one
+    /// past it empty), and a range over the read bound refused, not allocated.
+    #[test]
+    fn big_reads_on_the_pool_give_the_bytes_of_the_file() {
+        let (tmp, _spec) = setup();
+        let rel = b"projects/-p/big.jsonl".to_vec();
+        let mut state = 7u32;
+        let data: Vec<u8> = (0..3 * 1024 * 1024 + 5)
+            .map(|_| {
+                state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (state >> 24) as u8
+            })
+            .collect();
+        fs::write(
+            tmp.path().join("claude").join(OsStr::from_bytes(&rel)),
+            &data,
+        )
+        .unwrap();
+        let file = FileRef {
+            harness: crate::test_support::harness("claude"),
+            root: tmp.path().join("claude").as_os_str().as_bytes().to_vec(),
+            rel,
+        };
+        let host = LocalHost::new("local");
+        let size = data.len() as u64;
+        let cases: [&[ByteRange]; 4] = [
+            &[ByteRange::new(0, 4 * 1024 * 1024)],
+            &[ByteRange::new(1, 1024 * 1024)],
+            &[
+                ByteRange::new(size - 10, 1024 * 1024),
+                ByteRange::new(5, 7),
+                ByteRange::new(size + 3, 10),
+            ],
+            &[ByteRange::new(1024 * 1024, 2 * 1024 * 1024 + 5)],
+        ];
+        for ranges in cases {
+            let got = block_on(host.read(&file, ranges)).unwrap();
+            let want: Vec<Vec<u8>> = ranges
+                .iter()
+                .map(|r| data[r.start.min(size) as usize..r.end().min(size) as usize].to_vec())
+                .collect();
+            assert_eq!(got.size, size);
+            assert!(got.chunks == want, "{ranges:?}");
+            assert!(
+                host.read_sync(&file, ranges).unwrap().chunks == want,
+                "{ranges:?}"
+            );
+        }
+        let over = [ByteRange::new(0, u64::MAX / 2)];
+        let err = block_on(host.read(&file, &over)).unwrap_err();
+        assert!(matches!(err, HostError::PathRefused { .. }), "{err}");
     }
 
     #[test]

@@ -46,14 +46,15 @@
 //! or, for the small files of one root read whole ([`whole_file_cap`]), one block:
 //! ```text
 //! CAT <enc> <i> <j> …                   the files stat'ed, in this order
-//! STAT / <inode> <size> per file / END-STAT
+//! STAT / <inode> <size> [<mode in hex>] per file / END-STAT
 //! DATA 0 / the encoded concatenation of those no larger than their cap / END-DATA 0
-//! STAT / <inode> <size> per file concatenated / END-STAT   (empty: read them again)
+//! STAT / the same per file concatenated / END-STAT        (empty: read them again)
 //! ```
 //! followed, later in the reply, by a `FILE` section for each stat'ed file larger than its cap.
 //! The decoder splits the concatenation by the first sizes, and answers only the files before
-//! the first one whose inode or size differs in the second `STAT` (and none if the length is
-//! wrong before any such file): the others are read again ([`BatchRead::Again`]).
+//! the first one whose inode, size or mode differs in the second `STAT`, or whose mode is not a
+//! regular file's (and none if the length is wrong before any such file): the others are read
+//! again ([`BatchRead::Again`]). A line without a mode is a regular file's.
 //! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files that may be
 //! the session (found by the harness's id globs, or a walk for the paths that hold the id), then,
 //! when one of them is read at once, `HIT <path>` (spelled as on its `F` line) and its read
@@ -952,15 +953,15 @@ fn decode_cat_block<'a>(
         ))
     })?;
     // The files concatenated: those no larger than their cap, in order (as the script chose).
-    let concatenated: Vec<(usize, (u64, u64))> = members
+    let concatenated: Vec<(usize, Stat)> = members
         .iter()
         .zip(&before)
-        .filter(|((_, cap), (_, size))| size <= cap)
+        .filter(|((_, cap), (_, size, _))| size <= cap)
         .map(|((i, _), stat)| (*i, *stat))
         .collect();
     let total: u64 = concatenated
         .iter()
-        .map(|(_, (_, size))| *size)
+        .map(|(_, (_, size, _))| *size)
         .fold(0, u64::saturating_add);
     if lines.next() != Some(b"DATA 0") {
         return Err(bad("expected DATA 0 in a CAT block".to_string()));
@@ -983,8 +984,9 @@ fn decode_cat_block<'a>(
         Err(PayloadError::Malformed(reason)) => return Err(bad(format!("CAT block: {reason}"))),
     };
     let after = stat_block(host, lines, concatenated.len())?;
-    // The first file whose inode or size is not what it was before the `cat` (the first of
-    // all when the second `stat` failed or found a symlink). The files before it were read at
+    // The first file whose inode, size or mode is not what it was before the `cat`, or whose
+    // mode is not a regular file's (the first of all when the second `stat` failed, or the
+    // script emptied it: a directory on the way moved or was not one). The files before it were read at
     // the sizes the first `stat` gave, so their bytes are where those sizes say, provided the
     // concatenation holds them all; with a wrong length and no change seen, none is trusted.
     let length = data.as_ref().map(|d| d.len() as u64);
@@ -993,12 +995,12 @@ fn decode_cat_block<'a>(
         Some(after) => concatenated
             .iter()
             .zip(after)
-            .position(|((_, stat), again)| stat != again)
+            .position(|((_, stat), again)| stat != again || !is_regular(stat))
             .unwrap_or(concatenated.len()),
     };
     let prefix: u64 = concatenated[..first_changed]
         .iter()
-        .map(|(_, (_, size))| *size)
+        .map(|(_, (_, size, _))| *size)
         .sum();
     let first_changed = match length {
         Some(length) if length == total => first_changed,
@@ -1008,7 +1010,7 @@ fn decode_cat_block<'a>(
     let data = data.unwrap_or_default();
     let mut answers = Vec::with_capacity(concatenated.len());
     let mut at = 0usize;
-    for (k, (i, (_, size))) in concatenated.into_iter().enumerate() {
+    for (k, (i, (_, size, _))) in concatenated.into_iter().enumerate() {
         if k >= first_changed {
             answers.push((i, BatchRead::Again));
             continue;
@@ -1031,13 +1033,25 @@ fn decode_cat_block<'a>(
     Ok(answers)
 }
 
-/// A `STAT` block of `count` lines of inode and size; `None` when it holds another number of
-/// lines (a `stat` that failed for a file).
+/// The type bits of a regular file's mode (`S_IFREG`), and the mask that holds them.
+const REGULAR_FILE: u32 = 0o100000;
+const FILE_TYPE: u32 = 0o170000;
+
+/// A `STAT` line: inode, size and mode.
+type Stat = (u64, u64, u32);
+
+/// Whether a `STAT` line's mode is a regular file's.
+fn is_regular((_, _, mode): &Stat) -> bool {
+    mode & FILE_TYPE == REGULAR_FILE
+}
+
+/// A `STAT` block of `count` lines of inode, size and (optionally) mode in hex; `None` when it
+/// holds another number of lines (a `stat` that failed for a file).
 fn stat_block<'a>(
     host: &str,
     lines: &mut impl Iterator<Item = &'a [u8]>,
     count: usize,
-) -> Result<Option<Vec<(u64, u64)>>, HostError> {
+) -> Result<Option<Vec<Stat>>, HostError> {
     let bad = |reason: String| protocol(host, reason);
     if lines.next() != Some(b"STAT") {
         return Err(bad("expected STAT in a CAT block".to_string()));
@@ -1050,9 +1064,20 @@ fn stat_block<'a>(
         if line == b"END-STAT" {
             break;
         }
-        let (inode, size) = split_word(line);
+        let (inode, rest) = split_word(line);
+        let (size, mode) = split_word(rest);
+        // The file's mode in hex, where the script names it (`stat -c %f`); a file is regular.
+        let mode = match mode {
+            b"" => Some(REGULAR_FILE),
+            hex => std::str::from_utf8(hex)
+                .ok()
+                .filter(|h| h.len() <= 8)
+                .and_then(|h| u32::from_str_radix(h, 16).ok()),
+        };
         let stat = parse_u64(inode)
             .zip(parse_u64(size))
+            .zip(mode)
+            .map(|((inode, size), mode)| (inode, size, mode))
             .ok_or_else(|| bad(format!("bad STAT line {}", show(line))))?;
         if stats.len() == count {
             return Err(bad("more STAT lines than files".to_string()));
@@ -1508,6 +1533,13 @@ mod tests {
         assert_eq!(answers(&cat_reply(cat, ""))[..2], ["again", "again"]);
         // Another inode in the same place: replaced.
         assert_eq!(answers(&cat_reply(cat, "7 5\n80 6\n"))[1], "again");
+        // Modes, where the script names them: the same regular file's mode answers; b's name
+        // became a symlink (the same inode and size, as a link to itself would say): again.
+        assert_eq!(answers(&cat_reply(cat, "7 5 8000\n8 6 8000\n")), whole);
+        assert_eq!(
+            answers(&cat_reply(cat, "7 5 8000\n8 6 a1ff\n"))[..2],
+            [whole[0].clone(), "again".to_string()]
+        );
         assert_eq!(answers(&cat_reply(cat, same))[3], d);
     }
 
@@ -1533,6 +1565,8 @@ mod tests {
             block("CAT b64 0 1", "7 5\n"),
             block("CAT b64 0", "7 5\n8 6\n"),
             block("CAT b64 0", "7 x\n"),
+            block("CAT b64 0", "7 5 zz\n"),
+            block("CAT b64 0", "7 5 81a4 1\n"),
             // c is larger than its cap: its own section must follow (and d's).
             framed(
                 &format!(

@@ -616,10 +616,20 @@ esac 2>/dev/null"#,
     // expanded before `set --` changes them).
     s.raw(
         r#"
+W0=$PWD
+rp() {
+  case $2 in
+  ''|*"$NL"*|*"$CR"*) printf 'ROOT %s ' "$1"; hx "$2"; printf '\n' ;;
+  *) printf 'ROOTP %s %s\n' "$1" "$2" ;;
+  esac
+}
 walk() {
   h=$1 d=$2 dp=$3; shift 3
-  # `pwd -P`'s own newline is cut by hand: `$(...)` would also cut newlines that end the name.
-  r=$(cd -P -- "$d" 2>/dev/null && pwd -P && echo X) && r=${r%X} && r=${r%"$NL"} || r=
+  # `cd -P` sets `$PWD` to the physical directory (POSIX), newline-ended names included: no
+  # subshell for `pwd -P`. The shell goes back where it started for the next root (one may be
+  # relative).
+  r=
+  if cd -P -- "$d" 2>/dev/null; then r=$PWD; cd -- "$W0" 2>/dev/null; fi
   case $r in /) rs= ;; *) rs=$r ;; esac
   es=
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -633,9 +643,9 @@ walk() {
     shift
   done
   shift
-  if [ -z "$r" ]; then printf 'ROOT %s 0 ' "$h"; hx "$d"; printf '\n'; return 0; fi
+  if [ -z "$r" ]; then rp "$h 0" "$d"; return 0; fi
   if [ -n "$es$et" ]; then e=1; else e=0; fi
-  printf 'ROOT %s %s ' "$h" "$e"; hx "$r"; printf '\n'
+  rp "$h $e" "$r"
   [ "$e" = 1 ] || return 0
   n=$#
   if [ "$n" -gt 0 ]; then
@@ -840,7 +850,7 @@ pub fn read_script_with(
 /// raced` after a swap), then `END-FILE i`; or, for the small files of a directory read whole,
 /// one `CAT` block (below). The files of one directory are read together, in the order of their
 /// first appearance (`FILE` lines are numbered, not ordered): the root and the directory are
-/// resolved and checked once (`cd -P` and `pwd -P`, as for one file). A file read by its ranges
+/// resolved and checked once (`cd -P` and `$PWD`, as for one file). A file read by its ranges
 /// then costs its own checks (shell builtins), `ls` before and after, and a `dd` per range,
 /// all into one encoder (`DATA 0-<last>`, as [`emit_ranges`] merges them) when every range but
 /// the last lies whole below the file's end, else each into its own (the database's scattered
@@ -850,14 +860,17 @@ pub fn read_script_with(
 /// A file whose ranges start at 0 and reach its end ([`super::whole_file_cap`]: what `check`
 /// asks of a small session, whose head and tail are the whole file) is read whole with the
 /// other such files of its root (every directory of it in the batch), in a constant number of
-/// processes for all of them: one `stat` of their inodes and sizes, one `cat … | encoder` of
-/// those no larger than their cap, one `stat` again, all from the root by their paths below it.
-/// Each directory is checked (physically exactly below the root) when its files join, and again
-/// after the read: a directory moved in between makes every file of the block be read again,
-/// each from inside its own directory. (A directory swapped for a link and back while `cat`
-/// runs is not seen, as a file's own name swapped and back while `dd` runs is not: see
-/// docs/shells.md.) Where no `stat` answers (or it does not answer for every file) they are read
-/// one by one after all. See [`super`] for the `CAT` block, and [`read_many_script_with`].
+/// processes for all of them: one `stat` of their inodes, sizes and modes (each directory on the
+/// way named first: it must still be a directory, not a symlink), one `cat … | encoder` of those
+/// no larger than their cap, one `stat` again, all from the root by their paths below it. Each
+/// directory is checked (physically exactly below the root) when its files join, just before the
+/// first `stat`, and again after the read: a directory moved in between makes every file of the
+/// block be read again, each from inside its own directory. (A directory swapped for a link and
+/// back while `cat` runs is not seen, as a file's own name swapped and back while `dd` runs is
+/// not: see docs/shells.md.) Where no `stat` answers (or it does not answer for every file) they
+/// are read one by one after all. With `encoder` named (a host whose listing came compressed
+/// names [`Encoder::Gzip`]) nothing is probed and BEGIN carries no `uname`. See [`super`] for
+/// the `CAT` block, and [`read_many_script_with`].
 pub fn read_many_script(
     nonce: &str,
     reads: &[(FileRef, Vec<ByteRange>)],
@@ -876,6 +889,7 @@ pub fn read_many_script_with(
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
     read_prelude(&mut s, encoder, true);
+    perl_probe(&mut s);
     s.raw(
         r#"fl() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; }
 ck() {
@@ -902,6 +916,10 @@ mw() {
   while [ $# -gt 4 ]; do [ $((($3 + $4) * $2)) -le "$z" ] || return 1; shift 4; done
 }
 ms() {
+  if [ -n "$hp" ]; then
+    PERL5OPT= PERL5LIB= PERLLIB= PERLIO= perl -e "$PM" -- "$p" "$z" "$@"
+    return
+  fi
   while [ $# -gt 4 ]; do
     [ "$4" -gt 0 ] && dd if="$p" bs="$2" skip="$3" count="$4" 2>/dev/null
     shift 4
@@ -957,59 +975,89 @@ pf() {
     if candidates.iter().any(Option::is_some) {
         // `cw INDEX CAP RANGE…` (`$D` the directory, checked and entered by `gd`; `$B` the
         // name): a file that passes the checks a read makes before `ls` joins its directory's
-        // candidates (`$WD` their indexes, `$LD` the words that name them for `eval`; `f<i>`,
-        // `n<i>`, `d<i>`, `c<i>`, `r<i>` its path below the root and in its directory, its
-        // directory, cap and ranges), any other is read by its ranges at once, which reports
-        // why not. `ds` stats the directory's candidates from inside it (one `stat`: the sizes
-        // and inodes the decoder holds the read to; `$sf` when it did not answer for each) and
-        // adds them to the root's (`$W`, `$S1`; `$KP` the words of those no larger than their
-        // cap, `$CQ` the others). Lists grow a directory at a time: a string grown a file at a
-        // time costs sh time in the square of its length. `ca` reads the candidates of every
-        // directory of the root at once, from the root: `$KP` concatenated into the encoder and
-        // stat'ed again; then every directory (`$G`, the groups' numbers; `q<k>`, each one's
-        // directory) is checked again with `gd`: one moved meanwhile empties the second `STAT`,
-        // and every file is read again. A file whose path led elsewhere during the `cat` gives
-        // another inode or size in the second `stat`, or another length (the decoder answers
-        // none of the files from a wrong length). `$CQ` are read by their ranges after it, each
-        // from inside its own directory. Names only ever reach a command as the values of
-        // variables.
+        // candidates (`$WD` their indexes, `$LD` the words that name them below the root for
+        // `eval`; `f<i>`, `d<i>`, `c<i>`, `r<i>` its path below the root, its directory, cap
+        // and ranges), any other is read by its ranges at once, which reports why not. `ds K`
+        // adds a directory's candidates to the root's (`$W`, `$LA`; `w<K>` the directory's own).
+        // Lists grow a directory at a time: a string grown a file at a time costs sh time in the
+        // square of its length. `ca` reads the candidates of every directory of the root at
+        // once, from the root: every directory (`$G`, the groups' numbers; `q<k>`, each one's
+        // directory) is checked again with `gd` just before, then one `stat` (`st`) names each
+        // directory on the way (`$LT`, `$nt` of them: each must still be one, `sx`) and every
+        // candidate by its path below the root (regular files; their inodes, sizes and modes
+        // are what the decoder holds the read to; one process a root, not one a directory);
+        // `$KP` (the words of those no larger than their cap; `$CQ` the others) is
+        // concatenated into the encoder and stat'ed again, the directories first again; then
+        // every directory is checked again: one moved or no longer a directory empties the
+        // second `STAT`, and every file is read again. A file whose path led elsewhere during
+        // the `cat` alone gives another inode, size or mode in the second `stat`, or another
+        // length (the decoder answers none of the files from a wrong length); one that led
+        // elsewhere from the first `stat` on had a symlink on its way there. Without a `stat`
+        // that answers for every file (`-c`, else BSD's `-f`), the files are read one by one.
+        // `$CQ` are read by their ranges after it, each from inside its own directory. Names
+        // only ever reach a command as the values of variables. (Walking the sizes with `for`
+        // instead of `shift` costs dash twice as much, whatever the length.)
         s.raw(
-            r#"sm=
-case $(stat -c '%i %s' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=c ;;
-*) case $(stat -f '%i %z' /dev/null 2>/dev/null) in [0-9]*' '[0-9]*) sm=f ;; esac ;;
-esac
-st() { case $sm in c) stat -c '%i %s' "$@" ;; *) stat -f '%i %z' "$@" ;; esac 2>/dev/null; }
+            r#"sm=c
+st() {
+  if [ "$sm" = c ]; then
+    o=$(stat -c '%i %s %f' "$@" 2>/dev/null)
+    case $o in [0-9]*' '[0-9]*' '[0-9a-f]*) return 0 ;; esac
+  fi
+  o=$(stat -f '%i %z %Xp' "$@" 2>/dev/null)
+  case $o in [0-9]*' '[0-9]*' '[0-9a-fA-F]*) sm=f; return 0 ;; esac
+  o=
+}
+sx() {
+  so=$o n=$nt
+  while [ "$n" -gt 0 ]; do
+    case $so in *"$NL"*) ;; *) return 1 ;; esac
+    l=${so%%"$NL"*} so=${so#*"$NL"}
+    case $l in *' '4???) ;; *) return 1 ;; esac
+    n=$((n - 1))
+  done
+}
 cw() {
   cj=$1 cz=$2; shift 2
   p=./$B
   if [ -z "$bad$g" ] && [ ! -L "$p" ] && [ -f "$p" ] && [ -r "$p" ]; then
     case $D in '') ;; *) p=./$D/$B ;; esac
-    eval "n$cj=./\$B f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
-    WD="$WD $cj" LD="$LD \"\$n$cj\""
+    eval "f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
+    WD="$WD $cj" LD="$LD \"\$f$cj\""
   else
     pf "$cj" "$@"
   fi
 }
-ds() {
-  sd=
-  [ -z "$sm" ] || sd=$(eval "st$LD")
-  set -- $sd
-  kd=
-  for cj in $WD; do
-    [ $# -ge 2 ] || { sf=1; break; }
-    case $1$2 in *[!0-9]*) sf=1; break ;; esac
-    eval "cz=\$c$cj"
-    if [ "$2" -le "$cz" ]; then kd="$kd \"\$f$cj\""; else CQ="$CQ $cj"; fi
-    shift 2
-  done
-  [ $# = 0 ] || sf=1
-  KP="$KP$kd" W="$W$WD" S1="$S1$sd$NL" LD= WD=
-}
-lk() { for p do [ -L "$p" ] && return 1; done; return 0; }
+ds() { eval "w$1=\$WD"; W="$W$WD" LA="$LA$LD" LD= WD=; }
 po() { eval "p=\$f$cj cr=\$r$cj D=\$d$cj"; B=${p##*/} bad=; gd; pf "$cj" $cr; }
 ca() {
-  D=; gd
-  if [ -n "$g$sf" ]; then
+  g=
+  for k in $G; do eval "D=\$q$k"; gd; [ -z "$g" ] || break; done
+  [ -n "$g" ] || { D=; gd; }
+  sf=$g
+  if [ -z "$sf" ]; then
+    eval "st$LT$LA"
+    sx || sf=1
+  fi
+  if [ -z "$sf" ]; then
+    S1=$so
+    set -- $so
+    for k in $G; do
+      eval "wk=\$w$k"
+      kd=
+      for cj in $wk; do
+        [ $# -ge 3 ] || { sf=1; break 2; }
+        case $1$2 in *[!0-9]*) sf=1; break 2 ;; esac
+        case $3 in 8???) ;; *) sf=1; break 2 ;; esac
+        eval "cz=\$c$cj"
+        if [ "$2" -le "$cz" ]; then kd="$kd \"\$f$cj\""; else CQ="$CQ $cj"; fi
+        shift 3
+      done
+      KP="$KP$kd"
+    done
+    [ $# = 0 ] || sf=1
+  fi
+  if [ -n "$sf" ]; then
     for cj in $W; do po; done
     return 0
   fi
@@ -1017,8 +1065,7 @@ ca() {
   [ -z "$KP" ] || eval "cat $KP" 2>/dev/null | enc
   printf '\nEND-DATA 0\n'
   s2=
-  [ -z "$KP" ] || s2=$(eval "st $KP")
-  eval "lk $KP" || s2=
+  [ -z "$KP" ] || { eval "st$LT$KP"; sx && s2=$so; }
   for k in $G; do eval "D=\$q$k"; gd; [ -z "$g" ] || s2=; done
   printf 'STAT\n%s\nEND-STAT\n' "$s2"
   for cj in $CQ; do po; done
@@ -1026,7 +1073,11 @@ ca() {
 "#,
         );
     }
-    s.begin();
+    // An encoder is named by a client that knows the host (its dialect is settled).
+    match encoder {
+        Some(_) => s.begin_settled(),
+        None => s.begin(),
+    }
     // Files grouped by directory, each group in the order it first appears.
     let mut groups: Vec<(&[u8], &[u8], Vec<usize>)> = Vec::new();
     for (i, (file, _)) in reads.iter().enumerate() {
@@ -1048,9 +1099,13 @@ ca() {
     };
     let mut previous_root: Option<&[u8]> = None;
     let mut root_has_candidates = false;
+    // The directories below the current root named so far, and their `t<m>` numbers.
+    let mut ancestors: Vec<(&[u8], usize)> = Vec::new();
+    let mut next_ancestor = 0usize;
     for (k, (root, dir, members)) in groups.into_iter().enumerate() {
         // The root is resolved once for the groups of it that follow one another (`$gr`, its
-        // verdict; `$rr`, where it leads), each directory once.
+        // verdict; `$rr`, where it leads: the `$PWD` that `cd -P` sets, no subshell), each
+        // directory once.
         if previous_root != Some(root) {
             flush(&mut s, root_has_candidates);
             root_has_candidates = false;
@@ -1058,15 +1113,37 @@ ca() {
             s.assign("R", root);
             s.raw(
                 r#"gr=; [ -z "$bad" ] || gr=unsafe
-if [ -z "$gr" ]; then rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || gr=noroot; fi
-if [ -z "$gr" ]; then rr=${rr%X}; rr=${rr%"$NL"}; fi
-W= G= LD= WD= S1= sf= KP= CQ=
+if [ -z "$gr" ]; then if cd -P -- "$R" 2>/dev/null; then rr=$PWD; else gr=noroot; fi; fi
+W= G= LD= LA= LT= nt=0 WD= S1= sf= KP= CQ=
 "#,
             );
             previous_root = Some(root);
+            ancestors.clear();
         }
         s.raw("bad=\n");
         assign_name(&mut s, "D", dir);
+        // The directory and each one above it below the root, as `./<path>` in `t<m>`
+        // (assigned once a root): the `stat`s of a read whole check that each is a directory.
+        let mut dir_words = String::new();
+        let mut dirs = 0;
+        for (at, &b) in dir.iter().enumerate().chain([(dir.len(), &b'/')]) {
+            if b != b'/' || at == 0 || dir.is_empty() {
+                continue;
+            }
+            let prefix = &dir[..at];
+            let m = match ancestors.iter().find(|(p, _)| *p == prefix) {
+                Some((_, m)) => *m,
+                None => {
+                    let m = next_ancestor;
+                    next_ancestor += 1;
+                    ancestors.push((prefix, m));
+                    assign_name(&mut s, &format!("t{m}"), &[b"./", prefix].concat());
+                    m
+                }
+            };
+            dir_words.push_str(&format!(" \\\"\\$t{m}\\\""));
+            dirs += 1;
+        }
         // The group's verdict (`g`, an ERR code) is every member's: the root resolved and the
         // directory entered physically exactly below it.
         s.raw("gd; [ -z \"$bad\" ] || g=unsafe\n");
@@ -1076,7 +1153,9 @@ W= G= LD= WD= S1= sf= KP= CQ=
             .any(|&i| candidates[i].is_some() && !group_bad);
         if reads_whole {
             // Only a directory that passed is checked again after the read.
-            s.raw(&format!("[ -n \"$g\" ] || q{k}=$D G=\"$G {k}\"\n"));
+            s.raw(&format!(
+                "[ -n \"$g\" ] || q{k}=$D G=\"$G {k}\" LT=\"$LT{dir_words}\" nt=$((nt + {dirs}))\n"
+            ));
             root_has_candidates = true;
         }
         for &i in &members {
@@ -1107,7 +1186,7 @@ W= G= LD= WD= S1= sf= KP= CQ=
             s.raw("\n");
         }
         if reads_whole {
-            s.raw("[ -z \"$WD\" ] || ds\n");
+            s.raw(&format!("[ -z \"$WD\" ] || ds {k}\n"));
         }
     }
     flush(&mut s, root_has_candidates);
@@ -1179,6 +1258,27 @@ fn read_prelude(s: &mut Script, encoder: Option<Encoder>, compress: bool) {
     s.raw("\n");
     encoder_probe(s);
 }
+
+/// `$hp` set when the host has `perl` (`command -v`: a builtin, no process), and `$PM`, the
+/// program `ms` hands it: it copies the ranges `START BS SKIP COUNT…` of file `$1` (size `$2`)
+/// to stdout as the `dd` loop would, the last only when it starts before the end, in one
+/// process instead of one `dd` per range. Names and numbers reach perl only as its arguments;
+/// the program is a constant. Debian's perl-base is Essential and macOS ships perl; where
+/// there is none (busybox, toybox) `ms` runs the `dd` loop.
+fn perl_probe(s: &mut Script) {
+    s.raw("unset -f perl 2>/dev/null\nhp=\ncommand -v perl >/dev/null 2>&1 && hp=1\nPM=");
+    s.word(PERL_RANGES.as_bytes());
+    s.raw("\n");
+}
+
+/// The perl program of [`perl_probe`]. A failure to open or seek prints nothing more: the
+/// decoder then finds the stream short, as when `dd` fails.
+const PERL_RANGES: &str = "open(my $f, '<', shift) or exit 1; binmode $f; binmode STDOUT; \
+my $z = shift; \
+while (@ARGV >= 4) { my ($s, $b, $k, $c) = splice(@ARGV, 0, 4); \
+next if $c <= 0 || (!@ARGV && $s >= $z); \
+seek($f, $k * $b, 0) or exit 1; my $n = $c * $b; \
+while ($n > 0) { my $r = read($f, my $buf, $n < 1048576 ? $n : 1048576); last unless $r; print $buf; $n -= $r; } }";
 
 /// The encoder's probe when `$e` is empty, then `enc` and `rg` (see [`read_prelude`]).
 fn encoder_probe(s: &mut Script) {

@@ -1652,3 +1652,293 @@ fn the_encoder_a_reply_named_is_found_and_a_forced_one_skips_uname() {
     assert!(!after_unset.contains("$(uname"), "{forced}");
     assert!(forced.contains(":BEGIN -"));
 }
+
+/// A directory of links to every program of `PATH` but perl's: a host without perl.
+fn path_without_perl(tmp: &Path) -> PathBuf {
+    let dir = tmp.join("no-perl-bin");
+    fs::create_dir_all(&dir).unwrap();
+    let path = std::env::var_os("PATH").unwrap();
+    for from in std::env::split_paths(&path) {
+        let Ok(entries) = fs::read_dir(&from) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let link = dir.join(&name);
+            if name.as_bytes().starts_with(b"perl") || link.symlink_metadata().is_ok() {
+                continue;
+            }
+            symlink(entry.path(), link).unwrap();
+        }
+    }
+    dir
+}
+
+#[test]
+fn scattered_ranges_read_by_one_perl_equal_the_dd_loop_in_every_shell() {
+    let tree = tree();
+    let Some(perl) = on_path("perl") else {
+        missing("perl");
+        return;
+    };
+    let size = tree.big.len() as u64;
+    // A database's pages, scattered and out of order, in reads of at most MAX_RANGES ranges:
+    // the last of one reaching past the end of the file, of another beginning past it, and
+    // one before the last of a third reaching past it (range by range, `dd`).
+    let pages: Vec<ByteRange> = (0..40u64)
+        .map(|i| ByteRange::new((i * 7919) % (size / 4096) * 4096, 4096 * (1 + i % 3)))
+        .collect();
+    let file = tree.file(b"projects/-p/big.jsonl");
+    let mut reads: Vec<(FileRef, Vec<ByteRange>)> = pages
+        .chunks(MAX_RANGES - 1)
+        .map(|chunk| (file.clone(), chunk.to_vec()))
+        .collect();
+    reads[0].1.push(ByteRange::new(size - 100, 4096));
+    reads[1].1.push(ByteRange::new(size + 4096, 4096));
+    reads[2].1.insert(0, ByteRange::new(size - 10, 4096));
+    assert!(reads.iter().all(|(_, r)| r.len() <= MAX_RANGES));
+    let expected: Vec<String> = reads
+        .iter()
+        .map(|(_, ranges)| {
+            outcome(&Ok(ReadResult {
+                size,
+                chunks: expected_chunks(&tree.big, ranges),
+            }))
+        })
+        .collect();
+    // Counts the calls of perl: a wrapper of the real one, first on PATH.
+    let counted = tree.path().join("counted-perl");
+    let calls = tree.path().join("perl-calls");
+    write(
+        counted.join("perl"),
+        format!(
+            "#!/bin/sh\necho x >>'{}'\nexec '{}' \"$@\"\n",
+            calls.display(),
+            perl.display()
+        )
+        .as_bytes(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(counted.join("perl"), fs::Permissions::from_mode(0o755)).unwrap();
+    let with_perl = format!("{}:{}", counted.display(), std::env::var("PATH").unwrap());
+    let without_perl = path_without_perl(tree.path());
+    for shell in shells(tree.path()) {
+        let envs: Vec<(&str, &Path)> = match &shell.clean_env {
+            // busybox applets only: no perl, the `dd` loop.
+            Some(_) => vec![],
+            None => vec![("PATH", Path::new(&with_perl))],
+        };
+        for (envs, perl_calls) in [
+            (
+                envs,
+                if shell.clean_env.is_some() {
+                    0
+                } else {
+                    reads.len() - 1
+                },
+            ),
+            (vec![("PATH", without_perl.as_path())], 0),
+        ] {
+            let _ = fs::remove_file(&calls);
+            let nonce = new_nonce();
+            let out = run(
+                &shell,
+                &tree,
+                &envs,
+                &read_many_script(&nonce, &reads, None),
+            );
+            assert_eq!(
+                batch_answers(&out, &nonce, &reads),
+                expected,
+                "{} (perl called {perl_calls} times)",
+                shell.name
+            );
+            let text = String::from_utf8_lossy(&out);
+            assert_eq!(text.matches("\nDATA 0-").count(), reads.len() - 1);
+            let called = fs::read_to_string(&calls).map_or(0, |c| c.lines().count());
+            assert_eq!(
+                called, perl_calls,
+                "{}: perl called {called} times",
+                shell.name
+            );
+        }
+    }
+}
+
+/// Writes an executable shell script `name` into `dir`.
+fn tool(dir: &Path, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    write(dir.join(name), body.as_bytes());
+    fs::set_permissions(dir.join(name), fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_directory_swapped_for_a_symlink_around_the_stats_of_a_root_is_never_read() {
+    let tree = tree();
+    let reads = small_sessions(&tree);
+    let local = LocalHost::new("local");
+    let expected: Vec<String> = block_on(local.read_many(&reads))
+        .unwrap()
+        .iter()
+        .map(outcome)
+        .collect();
+    // Outside the root, a directory with the same names at the same sizes, other bytes: what
+    // `-many` leads to while it is swapped for a symlink.
+    let many = tree.home().join("projects/-many");
+    let parked = tree.home().join("projects/-many.real");
+    let outside = tree.path().join("outside-many");
+    for entry in fs::read_dir(&many).unwrap() {
+        let entry = entry.unwrap();
+        let len = entry.metadata().unwrap().len() as usize;
+        write(outside.join(entry.file_name()), &vec![b'Z'; len]);
+    }
+    let real = on_path("stat").expect("stat");
+    let count = tree.path().join("stat-runs");
+    let swap = format!(
+        "mv '{m}' '{p}' && ln -s '{o}' '{m}'",
+        m = many.display(),
+        p = parked.display(),
+        o = outside.display()
+    );
+    let back = format!(
+        "rm '{m}' && mv '{p}' '{m}'",
+        m = many.display(),
+        p = parked.display()
+    );
+    // The batch runs `stat` twice for the root: before its `cat` and after. `early`: the
+    // directory is a symlink for the whole of both (the first `stat`, the `cat` and the second
+    // lead out alike, and it is back in place for the check after); else from just after the
+    // first `stat` (the `cat` and the second lead out).
+    let shells: Vec<Shell> = shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+        .collect();
+    for early in [true, false] {
+        let bin = tree.path().join(format!("swapping-stat-{early}"));
+        let (first_before, first_after) = if early {
+            (swap.as_str(), ":")
+        } else {
+            (":", swap.as_str())
+        };
+        tool(
+            &bin,
+            "stat",
+            &format!(
+                "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
+                 [ $n = 1 ] && {{ {first_before}; }}\n\
+                 '{r}' \"$@\"; rc=$?\n\
+                 [ $n = 1 ] && {{ {first_after}; }}\n\
+                 [ $n = 2 ] && {{ {back}; }}\n\
+                 exit $rc\n",
+                c = count.display(),
+                r = real.display(),
+            ),
+        );
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        for shell in &shells {
+            let _ = fs::remove_file(&count);
+            let nonce = new_nonce();
+            let out = run(
+                shell,
+                &tree,
+                &[("PATH", Path::new(&path))],
+                &read_many_script(&nonce, &reads, None),
+            );
+            // Seen at the first `stat`, the swap leaves no second one to undo it.
+            if early && many.is_symlink() {
+                fs::remove_file(&many).unwrap();
+                fs::rename(&parked, &many).unwrap();
+            }
+            assert!(many.is_dir() && !many.is_symlink(), "{}", shell.name);
+            let answers = batch_answers(&out, &nonce, &reads);
+            let text = out.escape_ascii().to_string();
+            for (i, (got, want)) in answers.iter().zip(&expected).enumerate() {
+                assert!(
+                    !got.contains("90, 90, 90"),
+                    "{} ({early}): {i} read outside",
+                    shell.name
+                );
+                // Answered from the `cat`: only what the file holds. Read again, or refused
+                // (the directory is still a symlink when a read one by one meets it): not
+                // answered wrongly.
+                if got.starts_with("ReadResult") {
+                    assert_eq!(got, want, "{} ({early}): {i}\n{text}", shell.name);
+                }
+            }
+            // Every session of `-many` read whole met the swap: none is answered from the `cat`
+            // (the empty one is read by its ranges before any `stat`).
+            let swapped: Vec<usize> = (0..reads.len())
+                .filter(|&i| reads[i].0.rel.starts_with(b"projects/-many/"))
+                .filter(|&i| super::super::whole_file_cap(&reads[i].1).is_some())
+                .collect();
+            assert!(swapped.len() > 30);
+            assert!(
+                swapped
+                    .iter()
+                    .all(|&i| !answers[i].starts_with("ReadResult")),
+                "{} ({early}): {answers:?}",
+                shell.name
+            );
+            // The other files are not concerned.
+            assert!(
+                answers.iter().any(|a| a.starts_with("ReadResult")),
+                "{}",
+                shell.name
+            );
+        }
+    }
+}
+
+#[test]
+fn batches_read_whole_with_a_bsd_stat_and_one_by_one_without_any() {
+    let tree = tree();
+    let reads = small_sessions(&tree);
+    let local = LocalHost::new("local");
+    let expected: Vec<String> = block_on(local.read_many(&reads))
+        .unwrap()
+        .iter()
+        .map(outcome)
+        .collect();
+    let real = on_path("stat").expect("stat");
+    // BSD's `stat -f FORMAT` (with the one format a batch asks for), and no `-c`.
+    let bsd = tree.path().join("bsd-stat");
+    tool(
+        &bsd,
+        "stat",
+        &format!(
+            "#!/bin/sh\n[ \"$1\" = -f ] || {{ echo 'stat: illegal option' >&2; exit 1; }}\n\
+             [ \"$2\" = '%i %z %Xp' ] || exit 1\nshift 2\nexec '{}' -c '%i %s %f' \"$@\"\n",
+            real.display()
+        ),
+    );
+    let none = tree.path().join("no-stat");
+    tool(
+        &none,
+        "stat",
+        "#!/bin/sh\necho 'stat: not found' >&2\nexit 127\n",
+    );
+    for shell in shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+    {
+        for (bin, whole) in [(&bsd, true), (&none, false)] {
+            let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+            let nonce = new_nonce();
+            let out = run(
+                &shell,
+                &tree,
+                &[("PATH", Path::new(&path))],
+                &read_many_script(&nonce, &reads, None),
+            );
+            let text = out.escape_ascii().to_string();
+            assert_eq!(text.contains("\\nCAT "), whole, "{}: {text}", shell.name);
+            assert_eq!(
+                batch_answers(&out, &nonce, &reads),
+                expected,
+                "{} ({})",
+                shell.name,
+                bin.display()
+            );
+        }
+    }
+}
