@@ -443,10 +443,22 @@ impl<'h, H: Host> Reader<'h, H> {
             }),
             _ => None,
         };
-        let found = self
+        // When no path holds the id, the databases' loads start from what this call reads of
+        // them (their headers and first pages): no round trip of their own.
+        let tops: Vec<clankie_host::TopReads> = scoped
+            .iter()
+            .filter(|r| r.harness.is_sqlite())
+            .map(|r| clankie_host::TopReads {
+                harness: r.harness,
+                ranges: crate::sqlite::first_reads(),
+            })
+            .collect();
+        let began = std::time::Instant::now();
+        let mut found = self
             .host
-            .find_and_read(&scoped, &query.id, &first, hint.as_ref())
+            .find_and_read(&scoped, &query.id, &first, hint.as_ref(), &tops)
             .await?;
+        self.seed_databases(began, std::mem::take(&mut found.tops));
         // A session of a database is found by no path: the databases of the narrowed listing
         // are asked first.
         let narrowed = found.read.is_none().then(|| found.listing.clone());
@@ -461,6 +473,43 @@ impl<'h, H: Host> Reader<'h, H> {
             return Ok(session);
         }
         self.resolve_session(roots, query).await
+    }
+
+    /// Hands what a call that began at `began` read of the databases and their WALs (`tops`:
+    /// [`crate::sqlite::first_reads`] of each top file listed) to their next loads
+    /// ([`crate::sqlite::Databases::seed`]); a WAL not among them was not there.
+    fn seed_databases(
+        &self,
+        began: std::time::Instant,
+        mut tops: Vec<(FileEntry, Result<clankie_model::ReadResult, HostError>)>,
+    ) {
+        let is_wal_of = |wal: &FileEntry, db: &FileEntry| {
+            wal.harness == db.harness
+                && wal.root == db.root
+                && wal.rel.strip_suffix(b"-wal") == Some(&db.rel[..])
+        };
+        let databases: Vec<FileEntry> = harness::databases(
+            &tops.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>(),
+        )
+        .cloned()
+        .collect();
+        for db in databases {
+            let Some(at) = tops.iter().position(|(f, _)| *f == db) else {
+                continue;
+            };
+            let (_, db_read) = tops.swap_remove(at);
+            let wal_read = match tops.iter().position(|(f, _)| is_wal_of(f, &db)) {
+                Some(at) => tops.swap_remove(at).1,
+                None => Err(HostError::NotFound {
+                    host: self.host.name().to_string(),
+                    path: String::from_utf8_lossy(&db.full_path()).into_owned() + "-wal",
+                }),
+            };
+            if let Ok(db_read) = db_read {
+                self.databases
+                    .seed(self.host, &db, began, db_read, wal_read);
+            }
+        }
     }
 
     /// The session of a database named exactly by `query`, from the databases of the narrowed

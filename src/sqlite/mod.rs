@@ -54,10 +54,10 @@ use rusqlite::{Connection, OptionalExtension};
 
 use clankie_engine::database::{Database, IndexRead, QueryError, SqlValue};
 use clankie_engine::session::{self, SessionFile};
-use clankie_engine::wal::WalIndex;
+use clankie_engine::wal::{HEADER, WalIndex};
 use clankie_engine::{SourceCtx, harness, rows::RowRecords};
 use clankie_host::{FileRef, Host, HostError};
-use clankie_model::{ByteRange, FileEntry, Harness, display_path};
+use clankie_model::{ByteRange, FileEntry, Harness, ReadResult, display_path};
 
 use clankie_model::limits::{MAX_RANGES, MAX_READ_BYTES, MAX_SOURCE_BYTES};
 
@@ -79,6 +79,18 @@ const HANDOVER_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 /// instead of fetching them in a round trip of its own. Mostly small, sparse pages: gzip
 /// makes them a fraction of this on the wire.
 const FIRST_READ: u64 = 256 * 1024;
+/// What a read made ahead of a load ([`Databases::seed`], the find-and-read) takes of the WAL:
+/// its header and the frames after it up to this, which the load would read next.
+const WAL_FIRST_READ: u64 = 256 * 1024;
+
+/// The ranges of a database's top files (the database, then its WAL) that its load reads
+/// first: what a read made ahead of it asks ([`Databases::seed`]).
+pub fn first_reads() -> Vec<Vec<ByteRange>> {
+    vec![
+        vec![ByteRange::new(0, FIRST_READ)],
+        vec![ByteRange::new(0, WAL_FIRST_READ)],
+    ]
+}
 
 /// Why a database could not be read (besides host errors).
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +140,17 @@ struct Pages {
     opened: Option<Opened>,
     /// A query whose check after it was left to the next query ([`Snapshot::sessions_to_resolve`]).
     handover: Option<Handover>,
+    /// What a read made ahead of the next load read of the headers ([`Databases::seed`]).
+    seeded: Option<Seeded>,
+}
+
+/// The first reads of a database and its WAL ([`first_reads`]), made before a load by a call
+/// that was made anyway, and when that call began.
+struct Seeded {
+    at: std::time::Instant,
+    db: ReadResult,
+    /// `None`: there is no WAL.
+    wal: Option<ReadResult>,
 }
 
 /// What [`Snapshot::open`] read of the headers to start SQLite on them.
@@ -270,6 +293,39 @@ impl Databases {
         let worker = snapshot.start(opened.page_size, page_count, opened.reserved);
         *snapshot.worker.lock().await = Some(worker);
         Ok(snapshot)
+    }
+
+    /// Keeps what a call that began at `at` read of `db` and its WAL ([`first_reads`]; the
+    /// WAL's error `NotFound` when there is none) for the next load of `db` within
+    /// [`HANDOVER_TIME`]: it starts from them instead of reading the headers (one round trip
+    /// less). They were read in one script, as a load reads them; the check after the first
+    /// query that reads the database file holds the pages to the headers read then, so a
+    /// change since is seen as one since a load. Anything else read of the WAL is not kept.
+    pub fn seed<H: Host>(
+        &self,
+        host: &H,
+        db: &FileEntry,
+        at: std::time::Instant,
+        db_read: ReadResult,
+        wal_read: Result<ReadResult, HostError>,
+    ) {
+        let wal = match wal_read {
+            Ok(wal) => Some(wal),
+            Err(HostError::NotFound { .. }) => None,
+            Err(_) => return,
+        };
+        let pages = self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(database_key(host, db))
+            .or_default()
+            .clone();
+        lock(&pages).seeded = Some(Seeded {
+            at,
+            db: db_read,
+            wal,
+        });
     }
 
     /// Bytes of database pages and WAL frames held for later reads, all databases together.
@@ -951,6 +1007,40 @@ impl<'h, H: Host> Snapshot<'h, H> {
         self.parse_headers(results.into_iter())
     }
 
+    /// The headers for a load, and when they were read (before that read began), with what
+    /// was read of the WAL from its start: a seed's ([`Databases::seed`]), else read now.
+    async fn headers_for_load(
+        &self,
+    ) -> Result<(std::time::Instant, Headers, Vec<u8>), DatabaseError> {
+        let seeded = lock(&self.pages)
+            .seeded
+            .take()
+            .filter(|seeded| seeded.at.elapsed() < HANDOVER_TIME);
+        let Some(seeded) = seeded else {
+            let checked = std::time::Instant::now();
+            return Ok((checked, self.headers().await?, Vec::new()));
+        };
+        let wal_read = seeded.wal;
+        let wal_bytes = wal_read
+            .as_ref()
+            .map(|wal| wal.chunks.concat())
+            .unwrap_or_default();
+        // The WAL's header alone: the frames after it are charged when they are used.
+        let wal_head = wal_read.map(|wal| ReadResult {
+            size: wal.size,
+            chunks: vec![wal_bytes[..wal_bytes.len().min(HEADER)].to_vec()],
+        });
+        let results = [
+            Ok(seeded.db),
+            wal_head.ok_or_else(|| HostError::NotFound {
+                host: self.host.name().to_string(),
+                path: self.path.clone(),
+            }),
+        ];
+        let headers = self.parse_headers(results.into_iter())?;
+        Ok((seeded.at, headers, wal_bytes))
+    }
+
     /// The reads of both headers, `db_len` bytes of the database file.
     fn header_reads(&self, db_len: u64) -> [(FileRef, Vec<ByteRange>); 2] {
         [
@@ -995,8 +1085,7 @@ impl<'h, H: Host> Snapshot<'h, H> {
     /// Reads the headers and the WAL's new frames, drops the cache if it is stale, and starts
     /// SQLite's thread on what they describe.
     async fn open(&self) -> Result<Worker, DatabaseError> {
-        let checked = std::time::Instant::now();
-        let headers = self.headers().await?;
+        let (checked, headers, wal_read) = self.headers_for_load().await?;
         let page_size = match (&headers.wal, headers.db.is_empty()) {
             // Nothing checkpointed yet: the WAL says.
             (Some(wal), true) => wal.page_size(),
@@ -1018,7 +1107,8 @@ impl<'h, H: Host> Snapshot<'h, H> {
         if let Some(index) = &mut wal
             && index.page_size() == page_size
         {
-            self.read_wal(index, headers.wal_size).await?;
+            self.read_wal_from(index, headers.wal_size, &wal_read)
+                .await?;
         } else {
             // A WAL of another page size is one SQLite would not use either.
             wal = None;
@@ -1064,17 +1154,36 @@ impl<'h, H: Host> Snapshot<'h, H> {
         index: &mut WalIndex,
         wal_size: u64,
     ) -> Result<Vec<u32>, DatabaseError> {
+        self.read_wal_from(index, wal_size, &[]).await
+    }
+
+    /// [`Snapshot::read_wal`], given `read`, the WAL's first bytes as the same load read them
+    /// (a seed's): what of them lies after where `index` stopped is taken from there.
+    async fn read_wal_from(
+        &self,
+        index: &mut WalIndex,
+        wal_size: u64,
+        read: &[u8],
+    ) -> Result<Vec<u32>, DatabaseError> {
         let mut changed = Vec::new();
         let mut at = index.valid_len();
         // Bytes after the last completed transaction, given again with the next chunk.
         let mut carried = Vec::new();
+        let mut ahead = read
+            .get(usize::try_from(at).unwrap_or(usize::MAX)..)
+            .filter(|rest| !rest.is_empty() && (read.len() as u64) <= wal_size);
         while at < wal_size {
-            let want = (wal_size - at).min(MAX_READ_BYTES);
-            let result = self
-                .host
-                .read(&self.wal_ref, &[ByteRange::new(at, want)])
-                .await?;
-            let chunk = result.chunks.concat();
+            let chunk = match ahead.take() {
+                Some(rest) => rest.to_vec(),
+                None => {
+                    let want = (wal_size - at).min(MAX_READ_BYTES);
+                    let result = self
+                        .host
+                        .read(&self.wal_ref, &[ByteRange::new(at, want)])
+                        .await?;
+                    result.chunks.concat()
+                }
+            };
             if chunk.is_empty() {
                 break;
             }

@@ -71,6 +71,18 @@ pub struct PathHint {
     pub rel: Vec<u8>,
 }
 
+/// Ranges of the top files of the roots of one harness that [`Host::find_and_read`] reads
+/// when no path below a subdir holds the id: `ranges[k]` of the `k`-th top file the root
+/// lists (the layout's `top_files` in their order, or the database variable's file and its
+/// `-wal`), each file that is there read as [`Host::read`] reads it. The host does not look
+/// inside: the caller says what a later read would ask first (a database's headers and first
+/// pages) and is answered in the same round trip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopReads {
+    pub harness: Harness,
+    pub ranges: Vec<Vec<ByteRange>>,
+}
+
 /// What [`Host::find_and_read`] found: the files under the roots whose path holds the id,
 /// and, when exactly one transcript file matched, the first read of it (or why it failed).
 #[derive(Debug)]
@@ -79,6 +91,10 @@ pub struct Found {
     /// The file read and its first read: the one file below a subdir whose name holds the id,
     /// else the one whose path does, when there is one.
     pub read: Option<(clankie_model::FileEntry, Result<ReadResult, HostError>)>,
+    /// When no path below a subdir held the id: the top files read as the [`TopReads`] asked
+    /// (each as the listing names it), with what was read of each or why not. A top file that
+    /// is not here was not there (or the host does not read them in the same call).
+    pub tops: Vec<(clankie_model::FileEntry, Result<ReadResult, HostError>)>,
 }
 
 /// Errors a host reports. Each message is the one line a user reads.
@@ -249,15 +265,18 @@ pub trait Host {
     /// subdir matched, reads `first` of it: resolving a session and reading its first range in
     /// one round trip. `id` is a session id (letters, digits, `-`, `_`, `.`, `+`). A `hint`
     /// (where the session's file was) lets a host skip looking for it when the file is still
-    /// there; the listing is then that file alone. The default lists and reads in two calls.
+    /// there; the listing is then that file alone. When no file below a subdir matched, a host
+    /// may also read `tops` of the top files it lists ([`Found::tops`]). The default lists and
+    /// reads in two calls, and reads no top file.
     async fn find_and_read(
         &self,
         roots: &[RootSpec],
         id: &str,
         first: &FirstRead,
         hint: Option<&PathHint>,
+        tops: &[TopReads],
     ) -> Result<Found, HostError> {
-        let _ = hint;
+        let _ = (hint, tops);
         default_find_and_read(self, roots, id, first).await
     }
 
@@ -340,6 +359,7 @@ pub async fn narrow_and_read<H: Host + ?Sized>(
     Found {
         listing: std::mem::take(listing),
         read,
+        tops: Vec::new(),
     }
 }
 
@@ -421,10 +441,11 @@ impl Host for AnyHost {
         id: &str,
         first: &FirstRead,
         hint: Option<&PathHint>,
+        tops: &[TopReads],
     ) -> Result<Found, HostError> {
         match self {
-            AnyHost::Local(h) => h.find_and_read(roots, id, first, hint).await,
-            AnyHost::Ssh(h) => h.find_and_read(roots, id, first, hint).await,
+            AnyHost::Local(h) => h.find_and_read(roots, id, first, hint, tops).await,
+            AnyHost::Ssh(h) => h.find_and_read(roots, id, first, hint, tops).await,
         }
     }
 

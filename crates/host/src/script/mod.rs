@@ -1087,12 +1087,19 @@ fn stat_block<'a>(
     Ok((stats.len() == count).then_some(stats))
 }
 
-/// The largest reply to a find-and-read: a listing's and the first read's.
-pub fn find_read_reply_limit() -> usize {
-    MAX_LIST_REPLY_BYTES.saturating_add(read_reply_limit(&[
+/// The largest reply to a find-and-read: a listing's, the first read's, and the reads of
+/// `tops` for each root of their harness.
+pub fn find_read_reply_limit(roots: &[RootSpec], tops: &[crate::TopReads]) -> usize {
+    let first = MAX_LIST_REPLY_BYTES.saturating_add(read_reply_limit(&[
         ByteRange::new(0, MAX_READ_BYTES),
         ByteRange::new(0, MAX_READ_BYTES),
-    ]))
+    ]));
+    roots
+        .iter()
+        .filter_map(|r| tops.iter().find(|t| t.harness == r.harness))
+        .flat_map(|t| t.ranges.iter())
+        .map(|ranges| read_reply_limit(ranges).saturating_add(256))
+        .fold(first, usize::saturating_add)
 }
 
 /// Decodes a find-and-read reply ([`posix::find_read_script`]): the narrowed listing, and the
@@ -1104,8 +1111,21 @@ pub fn decode_find_read(
     first: &crate::FirstRead,
     stdout: &[u8],
 ) -> Result<crate::Found, HostError> {
+    decode_find_read_with(host, nonce, roots, first, &[], stdout)
+}
+
+/// [`decode_find_read`] of [`posix::find_read_script_with`]'s reply: also the `TOP` sections,
+/// the reads of `tops` (each of a top file the listing names: one it does not name is skipped).
+pub fn decode_find_read_with(
+    host: &str,
+    nonce: &str,
+    roots: &[RootSpec],
+    first: &crate::FirstRead,
+    tops: &[crate::TopReads],
+    stdout: &[u8],
+) -> Result<crate::Found, HostError> {
     let bad = |reason: String| protocol(host, reason);
-    if stdout.len() > find_read_reply_limit() {
+    if stdout.len() > find_read_reply_limit(roots, tops) {
         return Err(too_large(
             host,
             "find-and-read reply over its bound".to_string(),
@@ -1148,6 +1168,49 @@ pub fn decode_find_read(
         }
         read = Some((hit, result));
     }
+    let mut top_files = Vec::new();
+    while let Some(line) = lines.peek().copied()
+        && split_word(line).0 == b"TOP"
+    {
+        lines.next();
+        let (root, rest) = split_word(split_word(line).1);
+        let (k, name) = split_word(rest);
+        let at = |word: &[u8]| {
+            std::str::from_utf8(word)
+                .ok()
+                .and_then(|w| w.parse::<usize>().ok())
+        };
+        let (Some(root), Some(k)) = (at(root), at(k)) else {
+            return Err(bad(format!("bad TOP line {}", show(line))));
+        };
+        let ranges = roots
+            .get(root)
+            .and_then(|spec| tops.iter().find(|t| t.harness == spec.harness))
+            .and_then(|t| t.ranges.get(k))
+            .filter(|_| !name.is_empty() && !name.contains(&b'/'))
+            .ok_or_else(|| bad(format!("TOP names no read asked for: {}", show(line))))?;
+        let result = decode_read_lines(host, |_| ranges.clone(), &mut lines).map(|(r, _)| r);
+        if let Err(e @ (HostError::Protocol { .. } | HostError::ReplyTooLarge { .. })) = result {
+            return Err(e);
+        }
+        let mut result = result;
+        if let Some(line) = lines.peek().copied()
+            && split_word(line).0 == b"ERR"
+        {
+            lines.next();
+            result = Err(err_line(host, split_word(line).1));
+        }
+        // The file as the listing names it; one it does not (it appeared after the listing's
+        // `stat`) is left out, as it would be of the listing.
+        let listed = listing.roots.get(root).and_then(|r| {
+            listing.files.iter().find(|f| {
+                f.harness == r.harness && *f.root == *r.dir && f.rel == name
+            })
+        });
+        if let Some(entry) = listed {
+            top_files.push((entry.clone(), result));
+        }
+    }
     if let Some(extra) = lines.next() {
         return Err(bad(format!("unexpected line {}", show(extra))));
     }
@@ -1157,7 +1220,11 @@ pub fn decode_find_read(
             frame.rc
         )));
     }
-    Ok(crate::Found { listing, read })
+    Ok(crate::Found {
+        listing,
+        read,
+        tops: top_files,
+    })
 }
 
 /// Why a range's payload was refused.

@@ -296,6 +296,24 @@ pub fn find_read_script(
     first: &FirstRead,
     hint: Option<&PathHint>,
 ) -> Vec<u8> {
+    find_read_script_with(nonce, roots, id, first, hint, &[])
+}
+
+/// [`find_read_script`], and when no path below a subdir holds the id (by globs; the walk
+/// reads none), `tops` of the top files each root lists: for each, a `TOP <root> <k> <name>`
+/// line and its read as [`read_script`] reads a file (ERR, or META and its ranges, and `ERR
+/// raced` after a swap), in a subshell of its own so that a refusal ends that file's section
+/// only. Only files that are there, regular and no symlink, below the root as it resolved for
+/// the listing; the name is the listed one (a plain top file, or the database variable's file,
+/// which holds no LF or CR), reaching the script as a quoted word or a variable's value.
+pub fn find_read_script_with(
+    nonce: &str,
+    roots: &[RootSpec],
+    id: &str,
+    first: &FirstRead,
+    hint: Option<&PathHint>,
+    tops: &[crate::TopReads],
+) -> Vec<u8> {
     if !crate::is_plain_id(id) {
         // Never reached from the driver (ids are validated); refused like an unsafe value.
         let mut s = Script::new(nonce);
@@ -308,7 +326,7 @@ pub fn find_read_script(
         layout.list.subdirs.is_empty() || !layout.id_globs.is_empty()
     });
     if globbed {
-        find_read_by_globs(nonce, roots, id, first, hint)
+        find_read_by_globs(nonce, roots, id, first, hint, tops)
     } else {
         find_read_by_walk(nonce, roots, id, first)
     }
@@ -359,6 +377,7 @@ fn find_read_by_globs(
     id: &str,
     first: &FirstRead,
     hint: Option<&PathHint>,
+    tops: &[crate::TopReads],
 ) -> Vec<u8> {
     let mut s = Script::new(nonce);
     // A carriage return as it is (inside quotes it is a plain character): no subshell.
@@ -506,7 +525,63 @@ P=$R/$hp
     );
     read_file_body(&mut s, first, true);
     s.raw("fi\n");
+    top_reads(&mut s, roots, tops);
     s.end("0")
+}
+
+/// The reads of `tops` of [`find_read_script_with`], after the globs' listing (`$R<i>`: root
+/// `i` resolved, empty when it did not; `$nm`: the matches below the subdirs).
+fn top_reads(s: &mut Script, roots: &[RootSpec], tops: &[crate::TopReads]) {
+    let mut calls = String::new();
+    for (i, spec) in roots.iter().enumerate() {
+        let Some(top) = tops.iter().find(|t| t.harness == spec.harness) else {
+            continue;
+        };
+        let layout = spec.harness.layout();
+        let mut plain = String::new();
+        let mut by_env = String::new();
+        for (k, ranges) in top.ranges.iter().enumerate() {
+            let body = {
+                let mut b = Script(Vec::new());
+                read_file_body(&mut b, &FirstRead::Ranges(ranges.clone()), false);
+                String::from_utf8(b.0).expect("the read's text is ASCII")
+            };
+            let read = format!("then (\n{body})\nfi\n");
+            if let Some(name) = layout.list.top_files.get(k) {
+                plain.push_str(&format!("if tq {i} {k} {}; {read}", list_word(name)));
+            }
+            let suffix = ["", "-wal"].get(k);
+            if let Some(suffix) = suffix {
+                by_env.push_str(&format!("if tq {i} {k} \"$T{i}{suffix}\"; {read}"));
+            }
+        }
+        // `OPENCODE_DB` names the database: it and its WAL are the root's top files.
+        if spec.harness.db_env().is_some() && spec.dir.is_none() {
+            calls.push_str(&format!(
+                "if [ -n \"$T{i}\" ]; then\n{by_env}else\n{plain}fi\n"
+            ));
+        } else {
+            calls.push_str(&plain);
+        }
+    }
+    if calls.is_empty() {
+        return;
+    }
+    // `tq ROOT K NAME`: the top file `NAME` of root `ROOT` is there to be read; sets what the
+    // read's body uses, and names it. A refusal inside the subshell ends its section.
+    s.raw(
+        r#"tq() {
+  eval "R=\$R$1"; D= B=$3
+  [ -n "$R" ] && [ -f "$R/$B" ] && [ ! -L "$R/$B" ] || return 1
+  case $R in /) P=/$B ;; *) P=$R/$B ;; esac
+  printf 'TOP %s %s %s\n' "$1" "$2" "$B"
+}
+fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
+if [ "$nm" = 0 ]; then
+"#,
+    );
+    s.raw(&calls);
+    s.raw("fi\n");
 }
 
 /// [`find_read_script`] by walking every root: a listing of the files whose path below a root

@@ -14,7 +14,8 @@ use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, BatchRead, Dialect, Invocation, posix};
 use crate::{
-    FileRef, FirstRead, Found, Host, HostError, PathHint, default_find_and_read, narrow_and_read,
+    FileRef, FirstRead, Found, Host, HostError, PathHint, TopReads, default_find_and_read,
+    narrow_and_read,
 };
 use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
 
@@ -436,6 +437,7 @@ impl Host for SshHost {
         id: &str,
         first: &FirstRead,
         hint: Option<&PathHint>,
+        tops: &[TopReads],
     ) -> Result<Found, HostError> {
         let plain = match first {
             FirstRead::Ranges(ranges) => crate::check_ranges(ranges).is_ok(),
@@ -447,6 +449,11 @@ impl Host for SshHost {
             // `run_script` recognises, and the two-call path takes over.
             None => true,
         };
+        let tops: Vec<TopReads> = tops
+            .iter()
+            .filter(|t| t.ranges.iter().all(|r| crate::check_ranges(r).is_ok()))
+            .cloned()
+            .collect();
         if !posix || !plain || !crate::is_plain_id(id) {
             return default_find_and_read(self, roots, id, first).await;
         }
@@ -454,12 +461,14 @@ impl Host for SshHost {
             .run_script(
                 |d, n| match d {
                     Dialect::Posix => {
-                        posix::invocation(posix::find_read_script(n, roots, id, first, hint))
+                        posix::invocation(posix::find_read_script_with(
+                            n, roots, id, first, hint, &tops,
+                        ))
                     }
                     // Only the listing: the read follows in a call of its own.
                     Dialect::PowerShell => d.list(n, roots),
                 },
-                script::find_read_reply_limit(),
+                script::find_read_reply_limit(roots, &tops),
             )
             .await?;
         if *self.dialect.lock().await == Some(Dialect::PowerShell) {
@@ -467,7 +476,7 @@ impl Host for SshHost {
                 .map_err(|e| self.explain(e, &out))?;
             return Ok(narrow_and_read(self, &mut listing, id, first).await);
         }
-        script::decode_find_read(&self.name, &nonce, roots, first, &out.stdout)
+        script::decode_find_read_with(&self.name, &nonce, roots, first, &tops, &out.stdout)
             .map_err(|e| self.explain(e, &out))
     }
 }
