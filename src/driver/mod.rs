@@ -488,11 +488,10 @@ impl<'h, H: Host> Reader<'h, H> {
                 && wal.root == db.root
                 && wal.rel.strip_suffix(b"-wal") == Some(&db.rel[..])
         };
-        let databases: Vec<FileEntry> = harness::databases(
-            &tops.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>(),
-        )
-        .cloned()
-        .collect();
+        let databases: Vec<FileEntry> =
+            harness::databases(&tops.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>())
+                .cloned()
+                .collect();
         for db in databases {
             let Some(at) = tops.iter().position(|(f, _)| *f == db) else {
                 continue;

@@ -1203,9 +1203,10 @@ pub fn decode_find_read_with(
         // The file as the listing names it; one it does not (it appeared after the listing's
         // `stat`) is left out, as it would be of the listing.
         let listed = listing.roots.get(root).and_then(|r| {
-            listing.files.iter().find(|f| {
-                f.harness == r.harness && *f.root == *r.dir && f.rel == name
-            })
+            listing
+                .files
+                .iter()
+                .find(|f| f.harness == r.harness && *f.root == *r.dir && f.rel == name)
         });
         if let Some(entry) = listed {
             top_files.push((entry.clone(), result));

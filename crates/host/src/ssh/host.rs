@@ -460,11 +460,9 @@ impl Host for SshHost {
         let (nonce, out) = self
             .run_script(
                 |d, n| match d {
-                    Dialect::Posix => {
-                        posix::invocation(posix::find_read_script_with(
-                            n, roots, id, first, hint, &tops,
-                        ))
-                    }
+                    Dialect::Posix => posix::invocation(posix::find_read_script_with(
+                        n, roots, id, first, hint, &tops,
+                    )),
                     // Only the listing: the read follows in a call of its own.
                     Dialect::PowerShell => d.list(n, roots),
                 },

@@ -1053,6 +1053,148 @@ fn find_and_read_by_globs_reads_the_one_match_as_a_listing_and_a_read_would_in_e
     }
 }
 
+/// What [`find_read_script_with`] read of the top files, by name: size and bytes.
+fn tops_read(found: &crate::Found) -> Vec<(String, u64, Vec<u8>)> {
+    found
+        .tops
+        .iter()
+        .map(|(entry, read)| {
+            let read = read.as_ref().unwrap_or_else(|e| panic!("{e}"));
+            (display_path(&entry.rel), read.size, read.chunks.concat())
+        })
+        .collect()
+}
+
+#[test]
+fn find_and_read_reads_the_top_files_first_ranges_when_no_path_holds_the_id_in_every_shell() {
+    let tree = tree();
+    let opencode = crate::test_support::harness("opencode");
+    let home = tree.path().join("ochome");
+    let data = home.join(".local/share/opencode");
+    // A database larger than what is asked of it, its WAL, and one session of the JSON tree.
+    let mut db = b"SQLite format 3\0".to_vec();
+    db.extend((0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    write(data.join("opencode.db"), &db);
+    write(data.join("opencode.db-wal"), b"0123456789 wal bytes");
+    write(data.join("storage/session/p/ses_file.json"), b"{}");
+    // Named by `OPENCODE_DB`: a name with a space and a quote, no WAL.
+    let elsewhere = tree.path().join("else where");
+    write(elsewhere.join("my 'db.sqlite"), &db[..5000]);
+    let ranges = vec![
+        vec![ByteRange::new(0, 256 * 1024)],
+        vec![ByteRange::new(0, 256 * 1024)],
+    ];
+    let tops = [crate::TopReads {
+        harness: opencode,
+        ranges,
+    }];
+    let first = FirstRead::Ranges(vec![ByteRange::new(0, 64)]);
+    let explicit = RootSpec {
+        harness: opencode,
+        dir: Some(data.as_os_str().as_bytes().to_vec()),
+    };
+    let by_default = RootSpec::default_for(opencode);
+    let named = elsewhere.join("my 'db.sqlite");
+    let db_and_wal = vec![
+        (
+            "opencode.db".to_string(),
+            db.len() as u64,
+            db[..256 * 1024].to_vec(),
+        ),
+        (
+            "opencode.db-wal".to_string(),
+            20,
+            b"0123456789 wal bytes".to_vec(),
+        ),
+    ];
+    // (roots, OPENCODE_DB, id, what is read of the top files)
+    let cases: Vec<(
+        Vec<RootSpec>,
+        Option<&Path>,
+        &str,
+        Vec<(String, u64, Vec<u8>)>,
+    )> = vec![
+        // The claude root first: the database's root is the second.
+        (
+            vec![tree.spec(), explicit.clone()],
+            None,
+            "ses_db",
+            db_and_wal.clone(),
+        ),
+        (vec![by_default.clone()], None, "ses_db", db_and_wal.clone()),
+        // A path holds the id: that file is read, no top file.
+        (
+            vec![tree.spec(), explicit.clone()],
+            None,
+            "ses_file",
+            vec![],
+        ),
+        (
+            vec![by_default],
+            Some(&named),
+            "ses_db",
+            vec![("my 'db.sqlite".to_string(), 5000, db[..5000].to_vec())],
+        ),
+    ];
+    let all = shells(tree.path());
+    for shell in &all {
+        for (specs, env, id, expected) in &cases {
+            let nonce = new_nonce();
+            let script = find_read_script_with(&nonce, specs, id, &first, None, &tops);
+            let mut envs: Vec<(&str, &Path)> = vec![("HOME", &home)];
+            envs.extend(env.map(|v| ("OPENCODE_DB", v)));
+            let out = run(shell, &tree, &envs, &script);
+            let found =
+                super::super::decode_find_read_with("test", &nonce, specs, &first, &tops, &out)
+                    .unwrap_or_else(|e| panic!("{} {id}: {e}\n{}", shell.name, out.escape_ascii()));
+            // yash reads no match in one go by globbing (see `find_read_by_globs`).
+            if shell.name != "yash" {
+                assert_eq!(
+                    found.read.is_some(),
+                    expected.is_empty(),
+                    "{} {id}",
+                    shell.name
+                );
+            }
+            let got = tops_read(&found);
+            assert!(
+                got == *expected,
+                "{} {id} {env:?}: {:?}",
+                shell.name,
+                got.iter()
+                    .map(|(n, z, b)| (n, z, b.len()))
+                    .collect::<Vec<_>>()
+            );
+            // Each as the listing names it.
+            for (entry, _) in &found.tops {
+                assert!(found.listing.files.contains(entry), "{} {id}", shell.name);
+            }
+        }
+    }
+    // A database that is a symlink is neither listed nor read; the WAL beside it still is.
+    fs::rename(
+        data.join("opencode.db"),
+        tree.path().join("outside/real.db"),
+    )
+    .unwrap();
+    symlink(
+        tree.path().join("outside/real.db"),
+        data.join("opencode.db"),
+    )
+    .unwrap();
+    let specs = [explicit];
+    for shell in &all {
+        let nonce = new_nonce();
+        let script = find_read_script_with(&nonce, &specs, "ses_db", &first, None, &tops);
+        let out = run(shell, &tree, &[], &script);
+        let found =
+            super::super::decode_find_read_with("test", &nonce, &specs, &first, &tops, &out)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", shell.name, out.escape_ascii()));
+        let names: Vec<String> = tops_read(&found).into_iter().map(|(n, _, _)| n).collect();
+        assert_eq!(names, ["opencode.db-wal"], "{}", shell.name);
+    }
+}
+
 #[test]
 fn a_path_hint_is_read_when_it_is_there_and_confined_or_left_out_when_not() {
     let tree = tree();
@@ -1223,7 +1365,7 @@ fn find_and_read_by_walking_reads_the_one_match_as_a_listing_and_a_read_would_in
         ("jsonl", false),
         ("nothing", false),
     ] {
-        let expected = block_on(local.find_and_read(&specs, id, &tail, None)).unwrap();
+        let expected = block_on(local.find_and_read(&specs, id, &tail, None, &[])).unwrap();
         assert_eq!(expected.read.is_some(), reads, "{id}");
         for shell in &all {
             let nonce = new_nonce();
