@@ -2501,6 +2501,57 @@ mod tests {
         assert_eq!(rows(&next).await, 45);
     }
 
+    /// What the find-and-read reads of the database and its WAL ([`first_reads`]), read
+    /// beside `host`'s count, handed to the next load.
+    async fn seed(databases: &Databases, host: &Counting, entry: &FileEntry) {
+        let at = std::time::Instant::now();
+        let reads: Vec<(FileRef, Vec<ByteRange>)> = [b"".as_slice(), b"-wal"]
+            .into_iter()
+            .zip(first_reads())
+            .map(|(suffix, ranges)| (file_ref(entry, suffix), ranges))
+            .collect();
+        let mut results = host.inner.read_many(&reads).await.unwrap().into_iter();
+        let db = results.next().unwrap().unwrap();
+        databases.seed(host, entry, at, db, results.next().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_load_seeded_by_the_find_and_read_reads_nothing_and_a_change_since_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, entry) = checkpointed_database(dir.path());
+        let databases = Databases::default();
+        let host = Counting::new();
+        // The load starts from the seed: no headers, no WAL frames read (the two rows in the
+        // WAL came with it); the query reads the rows past the first pages, and its check.
+        seed(&databases, &host, &entry).await;
+        let snapshot = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(host.calls.get(), 0);
+        assert_eq!(rows(&snapshot).await, 42);
+        assert_eq!(host.header_reads.get(), 1);
+        drop(snapshot);
+        // Changed after the find-and-read, before the walk (nothing cached yet): a commit
+        // checkpointed into the file and a new WAL (new salts), then one more. The seeded
+        // pages are of the older version and the query reads newer ones from the file; the
+        // check after it sees the change and the query runs again on the new version.
+        let databases = Databases::default();
+        seed(&databases, &host, &entry).await;
+        add(&writer, 1, 3000);
+        writer
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        add(&writer, 1, 3000);
+        let calls = host.calls.get();
+        let snapshot = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(host.calls.get(), calls, "the load started from the seed");
+        assert_eq!(rows(&snapshot).await, 44);
+        drop(snapshot);
+        // A seed is used once, and not after its time: the next load reads the headers.
+        let before = host.header_reads.get();
+        let snapshot = databases.load(&host, &entry).await.unwrap();
+        assert_eq!(host.header_reads.get(), before + 1);
+        assert_eq!(rows(&snapshot).await, 44);
+    }
+
     fn read_ctx(entry: &FileEntry) -> SourceCtx {
         SourceCtx {
             host: "local".into(),
