@@ -58,7 +58,10 @@
 //! A *find-and-read* reply ([`posix::find_read_script`]) is a list reply of the files that may be
 //! the session (found by the harness's id globs, or a walk for the paths that hold the id), then,
 //! when one of them is read at once, `HIT <path>` (spelled as on its `F` line) and its read
-//! section (its ranges, for a tail, computed from the META size).
+//! section (its ranges, for a tail, computed from the META size). When none is (by globs), the
+//! top files asked for ([`crate::TopReads`]: a database's headers and first pages) follow,
+//! each as `TOP <root index> <k> <name>` (its `k`-th top file, named as its `F` line names it)
+//! and its read section, which may end in `ERR raced`.
 //!
 //! Compression: a batched read on a host with `gzip` (probed by the script) names `enc=gz`
 //! (META) or `CAT gz`: each payload is one gzip stream of the block, base64-encoded. A listing

@@ -302,7 +302,7 @@ pub fn find_read_script(
 /// [`find_read_script`], and when no path below a subdir holds the id (by globs; the walk
 /// reads none), `tops` of the top files each root lists: for each, a `TOP <root> <k> <name>`
 /// line and its read as [`read_script`] reads a file (ERR, or META and its ranges, and `ERR
-/// raced` after a swap), in a subshell of its own so that a refusal ends that file's section
+/// raced` after a swap; gzip-compressed where the read script's probe finds it), in a subshell of its own so that a refusal ends that file's section
 /// only. Only files that are there, regular and no symlink, below the root as it resolved for
 /// the listing; the name is the listed one (a plain top file, or the database variable's file,
 /// which holds no LF or CR), reaching the script as a quoted word or a variable's value.
@@ -580,6 +580,9 @@ fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
 if [ "$nm" = 0 ]; then
 "#,
     );
+    // A database's first pages are mostly empty: through gzip where it answers (as a read
+    // batch's), a fraction of their size on the wire.
+    s.raw(GZIP_PROBE);
     s.raw(&calls);
     s.raw("fi\n");
 }

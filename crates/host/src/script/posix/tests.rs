@@ -1165,6 +1165,10 @@ fn find_and_read_reads_the_top_files_first_ranges_when_no_path_holds_the_id_in_e
                     .map(|(n, z, b)| (n, z, b.len()))
                     .collect::<Vec<_>>()
             );
+            // Through gzip, which every shell here finds.
+            if !expected.is_empty() {
+                assert!(out.windows(6).any(|w| w == b"enc=gz"), "{} {id}", shell.name);
+            }
             // Each as the listing names it.
             for (entry, _) in &found.tops {
                 assert!(found.listing.files.contains(entry), "{} {id}", shell.name);
