@@ -256,7 +256,7 @@ impl<'h, H: Host> Reader<'h, H> {
             sessions.extend(harness::session_from_head(&entry, &head));
         }
         let (found, database_ids, errors) = self
-            .database_sessions(&mut listing, wanted.is_some())
+            .database_sessions(&mut listing, wanted.is_some(), None)
             .await?;
         sessions.extend(found);
         // A session both in a database and in the file tree it was migrated from is the
@@ -279,6 +279,7 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         listing: &mut Listing,
         resolving: bool,
+        ahead: Option<(&str, usize)>,
     ) -> Result<DatabaseSessions, HostError> {
         let mut sessions = Vec::new();
         let mut errors = Vec::new();
@@ -296,7 +297,7 @@ impl<'h, H: Host> Reader<'h, H> {
                 .map_or(0, |wal| wal.size);
             let found = match self.databases.load(self.host, &db).await {
                 Ok(snapshot) if resolving => snapshot
-                    .sessions_to_resolve(&db, wal_size)
+                    .sessions_to_resolve(&db, wal_size, ahead.map(|(id, n)| (id.to_string(), n)))
                     .await
                     .map_err(DriverError::from),
                 Ok(snapshot) => snapshot
@@ -468,7 +469,7 @@ impl<'h, H: Host> Reader<'h, H> {
             return Ok(session);
         }
         if let Some(listing) = narrowed
-            && let Some(session) = self.found_in_databases(listing, query).await?
+            && let Some(session) = self.found_in_databases(listing, query, request).await?
         {
             return Ok(session);
         }
@@ -520,12 +521,21 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         mut listing: Listing,
         query: &SessionQuery,
+        request: &PageRequest,
     ) -> Result<Option<SessionFile>, HostError> {
+        // A tail page reads the session's newest rows next: fetched with the sessions' (see
+        // `Snapshot::sessions_to_resolve`).
+        let ahead = matches!(request.mode, Mode::Tail).then(|| {
+            (
+                query.id.as_str(),
+                request.limit.clamp(1, clankie_model::limits::MAX_LIMIT),
+            )
+        });
         leave_out_non_utf8(&mut listing);
         if harness::databases(&listing.files).next().is_none() {
             return Ok(None);
         }
-        let (mut sessions, _, errors) = self.database_sessions(&mut listing, true).await?;
+        let (mut sessions, _, errors) = self.database_sessions(&mut listing, true, ahead).await?;
         if !errors.is_empty() {
             return Ok(None);
         }

@@ -169,6 +169,9 @@ struct Opened {
 struct Handover {
     checked: std::time::Instant,
     file_pages: Vec<u32>,
+    /// The headers as the query's last read of pages read them after its pages
+    /// ([`Snapshot::headers_after`]), for the next query's check.
+    headers_after: Option<(std::time::Instant, Headers)>,
 }
 
 impl Pages {
@@ -281,15 +284,21 @@ impl Databases {
                         .as_ref()
                         .and_then(WalIndex::db_pages)
                         .unwrap_or(opened.header_pages);
-                    (opened, page_count, handover.file_pages)
+                    (opened, page_count, handover.file_pages, handover.headers_after)
                 })
                 .map(|resumed| (pages.clone(), resumed))
         });
-        let Some((pages, (opened, page_count, carried))) = resumed else {
+        let Some((pages, (opened, page_count, carried, headers_after))) = resumed else {
             return self.load(host, db).await;
         };
         let snapshot = Snapshot::new(host, db, pages);
         *snapshot.carried.lock().unwrap_or_else(|e| e.into_inner()) = carried;
+        // The headers the last read of the query before read after its pages: the check after
+        // the next query uses them unless it reads pages itself.
+        *snapshot
+            .handed_headers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = headers_after;
         let worker = snapshot.start(opened.page_size, page_count, opened.reserved);
         *snapshot.worker.lock().await = Some(worker);
         Ok(snapshot)
@@ -385,6 +394,8 @@ enum Request {
     Scan {
         table: u32,
         roots: Vec<u32>,
+        /// A read that follows ([`Database::will_read_after_scan`]), walked with the scan.
+        then: Option<IndexHint>,
         done: std::sync::mpsc::Sender<()>,
     },
 }
@@ -428,6 +439,8 @@ enum Walk {
     Rows { level: BTreeMap<u32, Vec<i64>> },
     /// Pages with nothing below them (overflow pages).
     Pages(Vec<u32>),
+    /// Every page of a table's B-tree, a level at a time (a scan; overflow pages left out).
+    Table(Vec<u32>),
 }
 
 impl Walk {
@@ -449,7 +462,7 @@ impl Walk {
         match self {
             Walk::Index { level, .. } => level.iter().map(|step| step.page).collect(),
             Walk::Rows { level } => level.keys().copied().collect(),
-            Walk::Pages(pages) => pages.clone(),
+            Walk::Pages(pages) | Walk::Table(pages) => pages.clone(),
         }
     }
 
@@ -534,6 +547,19 @@ impl Walk {
                 }
             }
             Walk::Pages(_) => {}
+            Walk::Table(level) => {
+                let next: Vec<u32> = level
+                    .iter()
+                    .filter_map(|&number| {
+                        let bytes = pages.get(number)?;
+                        btree::Page::new(number, &bytes, reserved).children()
+                    })
+                    .flatten()
+                    .collect();
+                if !next.is_empty() {
+                    out.push(Walk::Table(next));
+                }
+            }
         }
     }
 }
@@ -622,6 +648,8 @@ struct Tracker {
     roots_sent: bool,
     /// The current query said what it reads ([`Database::will_read`]): no guessing for it.
     hinted: bool,
+    /// A read that follows the next scan ([`Database::will_read_after_scan`]): walked with it.
+    after_scan: Option<IndexHint>,
     siblings: Siblings,
 }
 
@@ -942,6 +970,8 @@ pub struct Snapshot<'h, H> {
     /// The headers as a read of pages that ended a walk read them after its pages, and when
     /// that read began: the check after the query, unless it read pages after them.
     headers_after: Mutex<Option<(std::time::Instant, Headers)>>,
+    /// Such headers of the query a [`Databases::resume`] follows, for the first query's check.
+    handed_headers: Mutex<Option<(std::time::Instant, Headers)>>,
 }
 
 impl<H> std::fmt::Debug for Snapshot<'_, H> {
@@ -969,6 +999,7 @@ impl<'h, H: Host> Snapshot<'h, H> {
             file_pages_read: Mutex::new(Vec::new()),
             carried: Mutex::new(Vec::new()),
             headers_after: Mutex::new(None),
+            handed_headers: Mutex::new(None),
         }
     }
 
@@ -1248,10 +1279,12 @@ impl<'h, H: Host> Snapshot<'h, H> {
                     tracker.tables = tables;
                 }
                 for job in jobs_rx {
-                    file.tracker
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .hinted = false;
+                    {
+                        let mut tracker =
+                            file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+                        tracker.hinted = false;
+                        tracker.after_scan = None;
+                    }
                     match &conn {
                         Ok(conn) => job(Ok(conn), &file),
                         Err(e) => job(Err(&e.to_string()), &file),
@@ -1316,7 +1349,14 @@ impl<'h, H: Host> Snapshot<'h, H> {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clear();
-            *self.headers_after.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            // Headers read after earlier pages hold only as a query before this snapshot's
+            // first handed them over ([`Databases::resume`]).
+            let handed = self
+                .handed_headers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            *self.headers_after.lock().unwrap_or_else(|e| e.into_inner()) = handed;
             let result = match worker.jobs.send(job) {
                 Ok(()) => self.serve(worker, done).await,
                 Err(_) => Err(QueryError("SQLite's thread did not start".to_string())),
@@ -1359,9 +1399,15 @@ impl<'h, H: Host> Snapshot<'h, H> {
                             .unwrap_or_else(|e| e.into_inner())
                             .iter(),
                     );
+                    let headers_after = self
+                        .headers_after
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
                     pages.handover = Some(Handover {
                         checked: opened.checked,
                         file_pages,
+                        headers_after,
                     });
                     return result.map_err(|e| self.sqlite_error(e.0));
                 }
@@ -1445,13 +1491,21 @@ impl<'h, H: Host> Snapshot<'h, H> {
                             Request::Page(page) => wanted.push(page),
                             Request::Rows { table, rowids } => rows.push((table, rowids)),
                             Request::Hint { hint, done } => hints.push((hint, done)),
-                            Request::Scan { table, roots, done } => {
-                                scans.push((table, roots, done))
+                            Request::Scan { table, roots, then, done } => {
+                                scans.push((table, roots, then, done))
                             }
                         }
                     }
-                    for (table, roots, done) in scans {
-                        self.prefetch_table(worker, table, roots).await;
+                    for (table, roots, then, done) in scans {
+                        match then {
+                            // The read that follows, walked with the scan: a level of each
+                            // in one read.
+                            Some(hint) => {
+                                let walks = vec![Walk::Table(vec![table]), Walk::index(hint)];
+                                self.prefetch_all(worker, walks, roots).await;
+                            }
+                            None => self.prefetch_table(worker, table, roots).await,
+                        }
                         let _ = done.send(());
                     }
                     for (mut hint, done) in hints {
@@ -1543,8 +1597,13 @@ impl<'h, H: Host> Snapshot<'h, H> {
     /// it stops quietly at the bound, at a page it does not understand, or at a host error
     /// (the read SQLite makes next will meet it again and report it).
     async fn prefetch(&self, worker: &Worker, first: Walk, roots: Vec<u32>) {
+        self.prefetch_all(worker, vec![first], roots).await;
+    }
+
+    /// [`Snapshot::prefetch`] of several walks together, one read per level of all of them.
+    async fn prefetch_all(&self, worker: &Worker, walks: Vec<Walk>, roots: Vec<u32>) {
         let max_pages = (MAX_READ_BYTES / worker.page_size as u64) as usize;
-        let mut walks = vec![first];
+        let mut walks = walks;
         let mut extra = roots;
         // A B-tree deeper than 10 is not one SQLite writes below 2^64 rows; two indexes, a
         // table each and the overflow pages stay well within this.
@@ -1730,7 +1789,7 @@ impl<'h, H: Host> Snapshot<'h, H> {
         db: &FileEntry,
         wal_size: u64,
     ) -> Result<Vec<SessionFile>, DatabaseError> {
-        self.sessions_checking(db, wal_size, false).await
+        self.sessions_checking(db, wal_size, false, None).await
     }
 
     async fn sessions_checking(
@@ -1738,11 +1797,20 @@ impl<'h, H: Host> Snapshot<'h, H> {
         db: &FileEntry,
         wal_size: u64,
         check_later: bool,
+        ahead: Option<(String, usize)>,
     ) -> Result<Vec<SessionFile>, DatabaseError> {
         let harness = self.harness;
         let rows = self
             .run_checking(
-                move |db| harness::format(harness).database_sessions(db),
+                move |db| {
+                    let format = harness::format(harness);
+                    if let Some((id, limit)) = &ahead
+                        && let Some(read) = format.database_newest_hint(id, *limit)
+                    {
+                        db.will_read_after_scan(&read)?;
+                    }
+                    format.database_sessions(db)
+                },
                 check_later,
             )
             .await?;
@@ -1762,12 +1830,19 @@ impl<'h, H: Host> Snapshot<'h, H> {
     /// of the headers after the query is left to the read's ([`Databases::resume`]), one
     /// round trip less. A database changed meanwhile makes the read run again on what it
     /// shows now; the session found was there when the query began.
+    ///
+    /// With `ahead` (an exact id and a tail page's limit), the newest rows of that session are
+    /// fetched with the sessions, a level of each in one read
+    /// ([`harness::Format::database_newest_hint`]): the read that follows finds them cached,
+    /// and the check after it uses the headers this query's last read read after its pages.
+    /// If the id is not in the database, those pages were only bytes.
     pub async fn sessions_to_resolve(
         &self,
         db: &FileEntry,
         wal_size: u64,
+        ahead: Option<(String, usize)>,
     ) -> Result<Vec<SessionFile>, DatabaseError> {
-        self.sessions_checking(db, wal_size, true).await
+        self.sessions_checking(db, wal_size, true, ahead).await
     }
 
     /// The session's working directory, for `resume`.
@@ -1861,29 +1936,9 @@ impl Database for Queries<'_> {
     fn will_read(&self, read: &IndexRead<'_>) -> Result<(), QueryError> {
         let hint = {
             let mut tracker = self.file.tracker.lock().unwrap_or_else(|e| e.into_inner());
-            let resolve = |tracker: &Tracker, index: &str, keys: &[&str]| {
-                let root = *tracker.names.get(index)?;
-                let &(table, fields) = tracker.indexes.get(&root)?;
-                Some(IndexHint {
-                    index: root,
-                    table,
-                    fields,
-                    keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
-                    last: None,
-                    then: None,
-                    roots: Vec::new(),
-                })
-            };
-            let Some(mut hint) = resolve(&tracker, read.index, &read.keys) else {
+            let Some(mut hint) = index_hint(&tracker, read) else {
                 return Ok(());
             };
-            hint.last = read.last;
-            hint.then = read.then.and_then(|(index, column)| {
-                Some((Box::new(resolve(&tracker, index, &[])?), column))
-            });
-            if hint.keys.is_empty() {
-                return Ok(());
-            }
             tracker.hinted = true;
             hint.roots = all_roots(&mut tracker);
             hint
@@ -1901,27 +1956,71 @@ impl Database for Queries<'_> {
         Ok(())
     }
 
-    /// Sends the scan to the async side and waits until it fetched the table's pages.
+    fn will_read_after_scan(&self, read: &IndexRead<'_>) -> Result<(), QueryError> {
+        self.keep_after_scan(read);
+        Ok(())
+    }
+
+    /// Sends the scan to the async side and waits until it fetched the table's pages (and
+    /// those of the read said to follow it, [`Database::will_read_after_scan`]).
     fn will_scan(&self, table: &str) -> Result<(), QueryError> {
-        let (table, roots) = {
+        let (table, roots, then) = {
             let mut tracker = self.file.tracker.lock().unwrap_or_else(|e| e.into_inner());
             let Some(&root) = tracker.tables.get(table) else {
                 return Ok(());
             };
             tracker.hinted = true;
-            (root, all_roots(&mut tracker))
+            let then = tracker.after_scan.take();
+            (root, all_roots(&mut tracker), then)
         };
         let (done, wait) = std::sync::mpsc::channel();
         if self
             .file
             .requests
-            .send(Request::Scan { table, roots, done })
+            .send(Request::Scan {
+                table,
+                roots,
+                then,
+                done,
+            })
             .is_ok()
         {
             let _ = wait.recv();
         }
         Ok(())
     }
+}
+
+impl Queries<'_> {
+    /// Keeps `read` for the next scan ([`Database::will_scan`]), which walks it with its own.
+    fn keep_after_scan(&self, read: &IndexRead<'_>) {
+        let mut tracker = self.file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+        tracker.after_scan = index_hint(&tracker, read);
+    }
+}
+
+/// `read` in pages: its indexes' roots, tables and columns, as the schema gives them; `None`
+/// for an index the schema does not have, or no key.
+fn index_hint(tracker: &Tracker, read: &IndexRead<'_>) -> Option<IndexHint> {
+    let resolve = |index: &str, keys: &[&str]| {
+        let root = *tracker.names.get(index)?;
+        let &(table, fields) = tracker.indexes.get(&root)?;
+        Some(IndexHint {
+            index: root,
+            table,
+            fields,
+            keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            last: None,
+            then: None,
+            roots: Vec::new(),
+        })
+    };
+    let mut hint = resolve(read.index, &read.keys)?;
+    hint.last = read.last;
+    hint.then = read
+        .then
+        .and_then(|(index, column)| Some((Box::new(resolve(index, &[])?), column)));
+    (!hint.keys.is_empty()).then_some(hint)
 }
 
 /// The root pages of every table and index, the first time a hint asks (then none).

@@ -40,6 +40,14 @@ pub trait Database {
         Ok(())
     }
 
+    /// Says that `read` ([`Database::will_read`]'s hint) follows the next scan
+    /// ([`Database::will_scan`]) on this connection or a later one of the same database: its
+    /// pages may be fetched with the scan's, a level of each in the same read. Only a hint.
+    fn will_read_after_scan(&self, read: &IndexRead<'_>) -> Result<(), QueryError> {
+        let _ = read;
+        Ok(())
+    }
+
     /// Whether a query with text parameters returns at least one row.
     fn exists(&self, sql: &str, params: &[&str]) -> Result<bool, QueryError> {
         Ok(!self.query(sql, params)?.is_empty())

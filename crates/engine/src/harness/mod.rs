@@ -19,7 +19,7 @@ mod terminal;
 use clankie_model::{FileEntry, Harness, Layout, Record};
 
 use crate::SourceCtx;
-use crate::database::{Database, QueryError, SessionRow};
+use crate::database::{Database, IndexRead, QueryError, SessionRow};
 use crate::lines::LineOutcome;
 use crate::rows::RowRecords;
 use crate::session::SessionFile;
@@ -192,6 +192,15 @@ pub trait Format: Sync {
     ) -> Result<RowRecords, QueryError> {
         let _ = limit;
         self.database_records(db, ctx)
+    }
+
+    /// The first read [`Format::database_newest_records`] makes for the session `id` and
+    /// `limit`, as its hint ([`Database::will_read`]), without running it: so that a query
+    /// made before it (the resolution's listing of the sessions) fetches those pages in the
+    /// same reads as its own ([`Database::will_read_after_scan`]). `None`: no such hint.
+    fn database_newest_hint<'a>(&self, id: &'a str, limit: usize) -> Option<IndexRead<'a>> {
+        let _ = (id, limit);
+        None
     }
 
     /// The working directory a database session ran in, for `resume`.

@@ -166,13 +166,9 @@ impl Format for OpenCode {
         }
         let mut wanted = limit.max(1);
         loop {
-            // The index's third column is the message's id: its parts' key.
-            db.will_read(&IndexRead {
-                index: MESSAGE_INDEX,
-                keys: vec![id],
-                last: Some(wanted),
-                then: Some((PART_INDEX, 2)),
-            })?;
+            if let Some(hint) = self.database_newest_hint(id, wanted) {
+                db.will_read(&hint)?;
+            }
             let mut messages = query_map(
                 db,
                 &format!(
@@ -219,6 +215,17 @@ impl Format for OpenCode {
             // Within what SQLite's LIMIT takes; a session has far fewer messages.
             wanted = wanted.saturating_mul(4).min(i64::MAX as usize);
         }
+    }
+
+    /// The newest `limit` messages through OpenCode's index, then their parts (the index's
+    /// third column is the message's id: its parts' key).
+    fn database_newest_hint<'a>(&self, id: &'a str, limit: usize) -> Option<IndexRead<'a>> {
+        Some(IndexRead {
+            index: MESSAGE_INDEX,
+            keys: vec![id],
+            last: Some(limit.max(1)),
+            then: Some((PART_INDEX, 2)),
+        })
     }
 
     fn database_cwd(&self, db: &dyn Database, id: &str) -> Result<Option<String>, QueryError> {
