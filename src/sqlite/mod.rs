@@ -284,7 +284,12 @@ impl Databases {
                         .as_ref()
                         .and_then(WalIndex::db_pages)
                         .unwrap_or(opened.header_pages);
-                    (opened, page_count, handover.file_pages, handover.headers_after)
+                    (
+                        opened,
+                        page_count,
+                        handover.file_pages,
+                        handover.headers_after,
+                    )
                 })
                 .map(|resumed| (pages.clone(), resumed))
         });
@@ -1280,8 +1285,7 @@ impl<'h, H: Host> Snapshot<'h, H> {
                 }
                 for job in jobs_rx {
                     {
-                        let mut tracker =
-                            file.tracker.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut tracker = file.tracker.lock().unwrap_or_else(|e| e.into_inner());
                         tracker.hinted = false;
                         tracker.after_scan = None;
                     }

@@ -348,6 +348,82 @@ fn execs(out: &Output) -> usize {
 }
 
 #[test]
+fn a_session_only_a_larger_database_holds_costs_the_find_and_read_and_its_walk() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_vfs_big_execs";
+    let alias = sshd.add_user(user, Path::new("/bin/sh"));
+    let path = sshd.put_file(user, ".local/share/opencode/opencode.db", b"");
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    // 300 sessions (the session table more than a page), 3,000 messages of 1 KiB parts, one
+    // in 50 of the session read: about 4 MiB, far past the first 256 KiB.
+    let others: Vec<String> = (0..300)
+        .map(|i| format!("ses_{i:04}OtherSessionOfMany"))
+        .collect();
+    for id in std::iter::once(SESSION).chain(others.iter().map(String::as_str)) {
+        conn.execute(
+            "INSERT INTO session VALUES (?1, 'p', NULL, 's', '/work/vfs', 'title', '1.18.33', \
+             1790000000000, 1790000000000)",
+            [id],
+        )
+        .unwrap();
+    }
+    let text = "x".repeat(1024);
+    conn.execute_batch("BEGIN").unwrap();
+    for n in 0..3000 {
+        let session = if n % 50 == 0 {
+            SESSION
+        } else {
+            &others[n % others.len()]
+        };
+        add_row(&conn, session, n, &text);
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    // The newest rows in the WAL: they come with the find-and-read's read of it.
+    for n in 3000..3002 {
+        add_row(&conn, SESSION, n, &format!("row {n}"));
+    }
+    let home = tempfile::tempdir().unwrap();
+    let mut want: Vec<String> = (50..60)
+        .map(|k| format!("prt_{:010}{SESSION}", k * 50))
+        .collect();
+    want.drain(..2);
+    want.extend((3000..3002).map(|n| format!("prt_{n:010}{SESSION}")));
+    let out = reader(
+        sshd,
+        home.path(),
+        &[
+            "read",
+            &format!("{alias}:{SESSION}"),
+            "--json",
+            "--tail",
+            "--limit",
+            "10",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let parts: Vec<String> = ids(&records(&ndjson(&out)))
+        .into_iter()
+        .filter(|id| id.starts_with("prt_"))
+        .collect();
+    assert_eq!(parts, want);
+    // The find-and-read (the narrowed listing, and the database's headers with its first
+    // pages and the WAL whole: no load of its own), then the walk's levels, each read once
+    // for the sessions' scan and the read's newest rows together (the session table's
+    // leaves with the message index's), and the check after the query. No read of the
+    // session table of its own, no load for the read (it resumes the resolution's).
+    assert_eq!(execs(&out), 6, "{}", stderr(&out));
+    drop(conn);
+}
+
+#[test]
 fn a_session_no_path_names_is_resolved_from_its_database_and_read_on_the_same_load() {
     let Some(sshd) = sshd_or_skip() else { return };
     let user = "ck_vfs_execs";

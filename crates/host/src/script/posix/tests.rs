@@ -1167,7 +1167,11 @@ fn find_and_read_reads_the_top_files_first_ranges_when_no_path_holds_the_id_in_e
             );
             // Through gzip, which every shell here finds.
             if !expected.is_empty() {
-                assert!(out.windows(6).any(|w| w == b"enc=gz"), "{} {id}", shell.name);
+                assert!(
+                    out.windows(6).any(|w| w == b"enc=gz"),
+                    "{} {id}",
+                    shell.name
+                );
             }
             // Each as the listing names it.
             for (entry, _) in &found.tops {
