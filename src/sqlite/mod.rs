@@ -2381,6 +2381,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_resolution_told_the_read_that_follows_leaves_it_nothing_to_fetch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, entry) = opencode_database(dir.path(), 120);
+        writer
+            .execute_batch(
+                "CREATE TABLE session (id text PRIMARY KEY, parent_id text,
+                   time_updated integer NOT NULL);
+                 INSERT INTO session VALUES ('ses_read', NULL, 1000), ('ses_other', NULL, 1000);",
+            )
+            .unwrap();
+        // More sessions than a page holds: the scan reads the table's leaves after its root.
+        for i in 0..300 {
+            writer
+                .execute(
+                    "INSERT INTO session VALUES (?1, NULL, 1000)",
+                    [format!("ses_{i:04}_{}", "z".repeat(40))],
+                )
+                .unwrap();
+        }
+        writer
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let ctx = read_ctx(&entry);
+        let resolve_and_read = |ahead: Option<(String, usize)>| {
+            let entry = entry.clone();
+            let ctx = ctx.clone();
+            async move {
+                let databases = Databases::default();
+                let host = Counting::new();
+                let resolution = databases.load(&host, &entry).await.unwrap();
+                let sessions = resolution
+                    .sessions_to_resolve(&entry, 0, ahead)
+                    .await
+                    .unwrap();
+                drop(resolution);
+                let resolved = host.calls.get();
+                let read = databases.resume(&host, &entry).await.unwrap();
+                let rows = read.newest_records(&ctx, 10).await.unwrap();
+                let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+                (ids, rows, resolved, host.calls.get())
+            }
+        };
+        let (ids, plain, _, plain_calls) = resolve_and_read(None).await;
+        let (ahead_ids, ahead, resolved, calls) =
+            resolve_and_read(Some(("ses_read".to_string(), 10))).await;
+        assert_eq!(ahead_ids, ids);
+        assert!(ahead.records.len() >= 10);
+        assert_eq!(ahead.records, plain.records);
+        // The read found its pages cached, and its check used the headers the resolution's
+        // last read brought after its pages: no call at all.
+        assert_eq!(calls, resolved, "the read fetched nothing");
+        assert!(calls < plain_calls, "{calls} calls, {plain_calls} without");
+    }
+
+    #[tokio::test]
     async fn the_newest_records_from_the_newest_rows_are_the_newest_of_all_for_few_reads() {
         let dir = tempfile::tempdir().unwrap();
         let (_writer, entry) = opencode_database(dir.path(), 120);
