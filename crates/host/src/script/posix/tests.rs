@@ -1053,6 +1053,14 @@ fn find_and_read_by_globs_reads_the_one_match_as_a_listing_and_a_read_would_in_e
     }
 }
 
+/// Roots, `OPENCODE_DB`, id, and what is read of the top files.
+type TopCase<'a> = (
+    Vec<RootSpec>,
+    Option<&'a Path>,
+    &'a str,
+    Vec<(String, u64, Vec<u8>)>,
+);
+
 /// What [`find_read_script_with`] read of the top files, by name: size and bytes.
 fn tops_read(found: &crate::Found) -> Vec<(String, u64, Vec<u8>)> {
     found
@@ -1108,12 +1116,7 @@ fn find_and_read_reads_the_top_files_first_ranges_when_no_path_holds_the_id_in_e
         ),
     ];
     // (roots, OPENCODE_DB, id, what is read of the top files)
-    let cases: Vec<(
-        Vec<RootSpec>,
-        Option<&Path>,
-        &str,
-        Vec<(String, u64, Vec<u8>)>,
-    )> = vec![
+    let cases: Vec<TopCase> = vec![
         // The claude root first: the database's root is the second.
         (
             vec![tree.spec(), explicit.clone()],
