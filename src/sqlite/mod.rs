@@ -446,7 +446,21 @@ enum Walk {
     Pages(Vec<u32>),
     /// Every page of a table's B-tree, a level at a time (a scan; overflow pages left out).
     Table(Vec<u32>),
+    /// The upper levels of a B-tree the walk reaches later, read ahead while each whole level
+    /// fits in `left` pages ([`AHEAD_BYTES`]): see [`Walk::ahead`].
+    Ahead { level: Vec<u32>, left: usize },
 }
+
+/// How much of each B-tree a hinted walk reaches later (the hint's table, the next index and
+/// its table) is read ahead, level by level from its root, with the walk's own levels: a level
+/// is read only while the whole of it fits. The rows' pages sit a few levels down each tree,
+/// and each level is a round trip once the keys are known; the upper levels are few pages (a
+/// 1 GiB database's message table: 11 pages under its root, the parts' index: 2 and then 93),
+/// so reading them before the keys are known takes those round trips out of the walk. A
+/// level past this is left to the walk (that database's parts table: 434 pages under its
+/// root), and a small tree may come whole (its leaves are then a level that fits): bytes for
+/// round trips, at most this much per tree, each level within `MAX_READ_BYTES`.
+const AHEAD_BYTES: usize = 512 * 1024;
 
 impl Walk {
     fn index(hint: IndexHint) -> Walk {
@@ -462,12 +476,34 @@ impl Walk {
         }
     }
 
+    /// The trees `hint`'s walk reaches after its first index (its table, the next index and
+    /// that index's table), read ahead from their roots ([`AHEAD_BYTES`]).
+    fn ahead(hint: &IndexHint, page_size: usize) -> Vec<Walk> {
+        let mut roots = vec![hint.table];
+        if let Some((then, _)) = &hint.then {
+            roots.extend([then.index, then.table]);
+        }
+        roots.sort_unstable();
+        roots.dedup();
+        roots.retain(|&root| root != hint.index);
+        let left = AHEAD_BYTES / page_size.max(512);
+        roots
+            .into_iter()
+            .map(|root| Walk::Ahead {
+                level: vec![root],
+                left,
+            })
+            .collect()
+    }
+
     /// The pages of its current level.
     fn pages(&self) -> Vec<u32> {
         match self {
             Walk::Index { level, .. } => level.iter().map(|step| step.page).collect(),
             Walk::Rows { level } => level.keys().copied().collect(),
-            Walk::Pages(pages) | Walk::Table(pages) => pages.clone(),
+            Walk::Pages(pages) | Walk::Table(pages) | Walk::Ahead { level: pages, .. } => {
+                pages.clone()
+            }
         }
     }
 
@@ -552,6 +588,22 @@ impl Walk {
                 }
             }
             Walk::Pages(_) => {}
+            Walk::Ahead { level, left } => {
+                let next: Vec<u32> = level
+                    .iter()
+                    .filter_map(|&number| {
+                        let bytes = pages.get(number)?;
+                        btree::Page::new(number, &bytes, reserved).children()
+                    })
+                    .flatten()
+                    .collect();
+                if !next.is_empty() && next.len() <= left {
+                    out.push(Walk::Ahead {
+                        left: left - next.len(),
+                        level: next,
+                    });
+                }
+            }
             Walk::Table(level) => {
                 let next: Vec<u32> = level
                     .iter()
@@ -567,6 +619,29 @@ impl Walk {
             }
         }
     }
+}
+
+/// Steps each of `walks` down from the level just read, and on down through every level
+/// already cached (read ahead, or by an earlier walk), so that a walk's next read is the
+/// first level it lacks: a level each walk has cached costs no round trip, even beside a
+/// walk that still reads its own.
+fn descend(walks: Vec<Walk>, pages: &Pages, reserved: usize) -> Vec<Walk> {
+    let mut next = Vec::new();
+    let mut todo: Vec<(Walk, usize)> = walks.into_iter().map(|walk| (walk, 0)).collect();
+    while let Some((walk, depth)) = todo.pop() {
+        let mut stepped = Vec::new();
+        walk.step(pages, reserved, &mut stepped);
+        for walk in stepped {
+            // Bounded: a corrupt tree whose pages point back up cannot loop here.
+            let cached = walk.pages().iter().all(|&page| pages.get(page).is_some());
+            if cached && depth < 10 {
+                todo.push((walk, depth + 1));
+            } else {
+                next.push(walk);
+            }
+        }
+    }
+    next
 }
 
 /// One index page of a walk: the children that may hold the step's keys go to `next` (each
@@ -1505,7 +1580,8 @@ impl<'h, H: Host> Snapshot<'h, H> {
                             // The read that follows, walked with the scan: a level of each
                             // in one read.
                             Some(hint) => {
-                                let walks = vec![Walk::Table(vec![table]), Walk::index(hint)];
+                                let mut walks = Walk::ahead(&hint, worker.page_size);
+                                walks.extend([Walk::Table(vec![table]), Walk::index(hint)]);
                                 self.prefetch_all(worker, walks, roots).await;
                             }
                             None => self.prefetch_table(worker, table, roots).await,
@@ -1514,7 +1590,9 @@ impl<'h, H: Host> Snapshot<'h, H> {
                     }
                     for (mut hint, done) in hints {
                         let roots = std::mem::take(&mut hint.roots);
-                        self.prefetch(worker, Walk::index(hint), roots).await;
+                        let mut walks = Walk::ahead(&hint, worker.page_size);
+                        walks.push(Walk::index(hint));
+                        self.prefetch_all(worker, walks, roots).await;
                         let _ = done.send(());
                     }
                     // The rows first: the page asked for next is likely among them.
@@ -1612,7 +1690,8 @@ impl<'h, H: Host> Snapshot<'h, H> {
         // A B-tree deeper than 10 is not one SQLite writes below 2^64 rows; two indexes, a
         // table each and the overflow pages stay well within this.
         for _ in 0..40 {
-            if walks.is_empty() {
+            // What is read ahead never costs a read of its own: it rides with the walk's.
+            if walks.iter().all(|walk| matches!(walk, Walk::Ahead { .. })) {
                 break;
             }
             let numbers: Vec<u32> = walks
@@ -1622,7 +1701,9 @@ impl<'h, H: Host> Snapshot<'h, H> {
                 .collect();
             // Overflow pages lead nowhere: the last read of the walk, which reads the headers
             // after its pages for the check after the query (one round trip less).
-            let last = walks.iter().all(|walk| matches!(walk, Walk::Pages(_)));
+            let last = walks
+                .iter()
+                .all(|walk| matches!(walk, Walk::Pages(_) | Walk::Ahead { .. }));
             if !self
                 .fetch_quietly(numbers.into_iter(), worker, max_pages, last)
                 .await
@@ -1630,11 +1711,7 @@ impl<'h, H: Host> Snapshot<'h, H> {
                 return;
             }
             let pages = lock(&self.pages);
-            let mut next = Vec::new();
-            for walk in walks {
-                walk.step(&pages, worker.reserved, &mut next);
-            }
-            walks = next;
+            walks = descend(walks, &pages, worker.reserved);
         }
     }
 

@@ -48,8 +48,11 @@ pub const MAX_LIST_ENTRIES: usize = 250_000;
 /// sessions each take about this much.
 pub const MAX_LISTING_BYTES: usize = 48 * 1024 * 1024;
 
-/// At most this many ranges in one `read` call.
-pub const MAX_RANGES: usize = 16;
+/// At most this many ranges in one `read` call. A database's scattered pages are a range each,
+/// and each call costs the host its checks and its processes (`ls` before and after, the
+/// copy, the encoder: about 10 ms on a busy host), so a walk's level of a few hundred pages is
+/// best a call or two (a script's range is about 25 bytes of its text).
+pub const MAX_RANGES: usize = 256;
 
 /// A listing reads this much of the start of a transcript whose session id is written inside
 /// it rather than in its name: Claude Code 2.0.x subagent files carry their parent's id, Gemini

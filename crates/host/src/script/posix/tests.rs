@@ -1843,12 +1843,17 @@ fn scattered_ranges_read_by_one_perl_equal_the_dd_loop_in_every_shell() {
         .collect();
     let file = tree.file(b"projects/-p/big.jsonl");
     let mut reads: Vec<(FileRef, Vec<ByteRange>)> = pages
-        .chunks(MAX_RANGES - 1)
+        .chunks(15)
         .map(|chunk| (file.clone(), chunk.to_vec()))
         .collect();
     reads[0].1.push(ByteRange::new(size - 100, 4096));
     reads[1].1.push(ByteRange::new(size + 4096, 4096));
     reads[2].1.insert(0, ByteRange::new(size - 10, 4096));
+    // And one read of as many ranges as a call takes (a walk's level of scattered pages).
+    let many = (0..MAX_RANGES as u64)
+        .map(|i| ByteRange::new((i * 7919) % (size / 512) * 512, 512))
+        .collect();
+    reads.push((file.clone(), many));
     assert!(reads.iter().all(|(_, r)| r.len() <= MAX_RANGES));
     let expected: Vec<String> = reads
         .iter()
