@@ -352,6 +352,22 @@ pub fn decode_list(
     roots: &[RootSpec],
     stdout: &[u8],
 ) -> Result<Listing, HostError> {
+    Ok(decode_list_reading(host, nonce, roots, stdout, None)?.0)
+}
+
+/// Decodes the reply of [`posix::list_reading_script`]: the listing, and the files it read
+/// along (each whole, as a read of `[0, size)`; at most `max_file` bytes each), by the
+/// listing's own roots. A read block that breaks its format or its checks answers none of its
+/// files (they are read the usual way); the listing is held to [`decode_list`]'s rules. With
+/// `max_file` `None`, a reply that reads along is refused like any other stray line.
+pub fn decode_list_reading(
+    host: &str,
+    nonce: &str,
+    roots: &[RootSpec],
+    stdout: &[u8],
+    max_file: Option<u64>,
+) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
+    let mut read = Vec::new();
     let bad = |reason: String| protocol(host, reason);
     if stdout.len() > MAX_LIST_REPLY_BYTES {
         return Err(too_large(
@@ -388,10 +404,21 @@ pub fn decode_list(
                     ),
                 }
             })?;
-        let mut inner = body_lines(&text);
+        let marker = format!("\n{nonce}:RD\n");
+        let (lines_text, reads) = match max_file {
+            Some(max) => match find_bytes(&text, marker.as_bytes()) {
+                Some(at) => (&text[..at], Some((&text[at + marker.len()..], max))),
+                None => (&text[..], None),
+            },
+            None => (&text[..], None),
+        };
+        let mut inner = body_lines(lines_text);
         listing = decode_list_lines(host, roots, &mut inner)?;
         if let Some(extra) = inner.next() {
             return Err(bad(format!("unexpected line {}", show(extra))));
+        }
+        if let Some((blocks, max)) = reads {
+            read = decode_read_along(nonce, &listing, blocks, max);
         }
     }
     if let Some(extra) = lines.next() {
@@ -400,7 +427,156 @@ pub fn decode_list(
     if frame.rc != 0 {
         return Err(bad(format!("list script exited with {}", frame.rc)));
     }
-    Ok(listing)
+    Ok((listing, read))
+}
+
+/// Where `needle` first occurs in `hay`.
+fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// One `stat -c '%i %s %f %n'` line of a read block: size, mode, name (`./<path>`).
+fn stat_line(line: &[u8]) -> Option<(u64, u32, &[u8])> {
+    let (inode, rest) = split_word(line);
+    let (size, rest) = split_word(rest);
+    let (mode, name) = split_word(rest);
+    parse_u64(inode)?;
+    let size = parse_u64(size)?;
+    let mode = std::str::from_utf8(mode).ok()?;
+    let mode = u32::from_str_radix(mode, 16).ok()?;
+    Some((size, mode, name))
+}
+
+/// The read blocks after a listing's `<nonce>:RD` line ([`posix::list_reading_script`]): the
+/// files of each block that passes every check, by the listing's files they are (a file not
+/// listed is left out). Decoding stops at a block cut off (the budget) or one whose end cannot
+/// be found; a block that fails a check is skipped.
+fn decode_read_along(
+    nonce: &str,
+    listing: &Listing,
+    mut rest: &[u8],
+    max_file: u64,
+) -> Vec<(FileRef, ReadResult)> {
+    const DIR: u32 = 0o040000;
+    const REGULAR: u32 = 0o100000;
+    const TYPE: u32 = 0o170000;
+    let s2 = format!("\n{nonce}:S2\n");
+    let end = format!("\n{nonce}:E\n");
+    let listed: std::collections::HashMap<(&[u8], &[u8]), &FileEntry> = listing
+        .files
+        .iter()
+        .map(|f| ((&f.root[..], &f.rel[..]), f))
+        .collect();
+    let mut out = Vec::new();
+    'blocks: while !rest.is_empty() {
+        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+            break;
+        };
+        let (tag, words) = split_word(&rest[..nl]);
+        let (k, words) = split_word(words);
+        let (nd, nf) = split_word(words);
+        let (Some(k), Some(nd), Some(nf)) = (parse_u64(k), parse_u64(nd), parse_u64(nf)) else {
+            break;
+        };
+        if tag != b"RD" {
+            break;
+        }
+        let body = &rest[nl + 1..];
+        // The first `stat`'s lines, as many as the block says (a `stat` that left one out is
+        // caught by the sizes or the second `stat`), then the concatenation, then `S2`.
+        let lines_wanted = nd.saturating_add(nf).min(body.len() as u64) as usize;
+        let mut at = 0;
+        let mut stat = Vec::with_capacity(lines_wanted);
+        for _ in 0..lines_wanted {
+            let Some(len) = body[at..].iter().position(|&b| b == b'\n') else {
+                break 'blocks;
+            };
+            stat.push(&body[at..at + len]);
+            at += len + 1;
+        }
+        let first = &body[..at.saturating_sub(1)];
+        let data = &body[at..];
+        let Some(marker) = find_bytes(data, s2.as_bytes()) else {
+            break;
+        };
+        let after = &data[marker + s2.len()..];
+        let Some(stop) = find_bytes(after, end.as_bytes()) else {
+            break;
+        };
+        let second = &after[..stop];
+        rest = &after[stop + end.len()..];
+        if (stat.len() as u64) != nd + nf || second != first {
+            continue;
+        }
+        let Some(root) = usize::try_from(k).ok().and_then(|k| listing.roots.get(k)) else {
+            continue;
+        };
+        if !root.exists {
+            continue;
+        }
+        let (dirs, files) = stat.split_at(nd as usize);
+        let mut dir_names = std::collections::HashSet::new();
+        for line in dirs {
+            match stat_line(line) {
+                Some((_, mode, name)) if mode & TYPE == DIR && name.starts_with(b"./") => {
+                    dir_names.insert(name);
+                }
+                _ => continue 'blocks,
+            }
+        }
+        let mut total = 0u64;
+        let mut parsed = Vec::with_capacity(files.len());
+        for line in files {
+            let Some((size, mode, name)) = stat_line(line) else {
+                continue 'blocks;
+            };
+            let Some(rel) = name.strip_prefix(b"./") else {
+                continue 'blocks;
+            };
+            if mode & TYPE != REGULAR || size > max_file || crate::check_relative_path(rel).is_err()
+            {
+                continue 'blocks;
+            }
+            // Every directory on the way was one, in both `stat`s.
+            let on_the_way = name
+                .iter()
+                .enumerate()
+                .skip(2)
+                .filter(|&(_, &b)| b == b'/')
+                .all(|(i, _)| dir_names.contains(&name[..i]));
+            if !on_the_way {
+                continue 'blocks;
+            }
+            total += size;
+            parsed.push((size, rel));
+        }
+        if total != marker as u64 {
+            continue;
+        }
+        let mut offset = 0usize;
+        for (size, rel) in parsed {
+            let bytes = &data[offset..offset + size as usize];
+            offset += size as usize;
+            let Some(entry) = listed.get(&(&root.dir[..], rel)) else {
+                continue;
+            };
+            out.push((
+                FileRef {
+                    harness: entry.harness,
+                    root: entry.root.to_vec(),
+                    rel: rel.to_vec(),
+                },
+                ReadResult {
+                    size,
+                    chunks: vec![bytes.to_vec()],
+                },
+            ));
+        }
+    }
+    out
 }
 
 /// Decodes the typed lines of a listing up to a line that is not one of them (left in
