@@ -378,7 +378,7 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
             "{}\n",
             serde_json::json!({"type":"user","uuid":format!("c{i}-last"),
                 "timestamp":format!("2026-11-02T10:{:02}:{:02}.000Z", i / 60, i % 60),
-                "message":{"role":"user","content":"x".repeat(i % 300)}})
+                "message":{"role":"user","content":"x".repeat(i % 300 + 1)}})
         );
         sshd.put_file(
             USER,
