@@ -499,12 +499,28 @@ fn decode_read_along(
         }
         let first = &body[..at.saturating_sub(1)];
         let data = &body[at..];
-        let Some(marker) = find_bytes(data, s2.as_bytes()) else {
-            break;
+        // Where the first `stat` says the files end (where the marker is unless something
+        // changed), else wherever the marker is.
+        let expected = stat[(nd as usize).min(stat.len())..]
+            .iter()
+            .filter_map(|line| stat_line(line))
+            .try_fold(0usize, |total, (size, ..)| total.checked_add(size as usize));
+        let marker = match expected {
+            Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2.as_bytes())) => at,
+            _ => match find_bytes(data, s2.as_bytes()) {
+                Some(at) => at,
+                None => break,
+            },
         };
         let after = &data[marker + s2.len()..];
-        let Some(stop) = find_bytes(after, end.as_bytes()) else {
-            break;
+        let stop = match after.get(first.len()..) {
+            Some(tail) if after.starts_with(first) && tail.starts_with(end.as_bytes()) => {
+                first.len()
+            }
+            _ => match find_bytes(after, end.as_bytes()) {
+                Some(at) => at,
+                None => break,
+            },
         };
         let second = &after[..stop];
         rest = &after[stop + end.len()..];

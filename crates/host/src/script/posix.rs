@@ -297,17 +297,17 @@ pub struct ReadAlong {
 /// RD <root index> <dirs> <files>       the root: the index of its ROOT line
 /// <inode> <size> <mode in hex> ./<path>  per directory on the way (each of them), then per file
 /// <the files' bytes, concatenated>
-/// \n<nonce>:S2\n the same lines again, stat'ed after the `cat`, \n<nonce>:E\n
+/// \n<nonce>:S2\n the same lines again, stat'ed after it, \n<nonce>:E\n
 /// ```
 ///
 /// The `find` walks from inside the root (entered by `cd -P`, checked against the listing's
 /// own resolution) without following anything; one `stat` names every directory on the way to
-/// the files and the files, by their paths below the root, before the `cat` and after it
+/// the files and the files, by their paths below the root, before `head -q -c` sends them and after
 /// (`stat` does not follow the last component: a directory swapped for a symlink is not a
 /// directory, a file swapped for one not a regular file). The decoder answers a file only when
 /// both `stat`s agree byte for byte, every directory on its way is one, it is a regular file,
 /// and the concatenation has exactly the first `stat`'s sizes (the `S2` marker, which no file
-/// can spell without the nonce, ends it where they say). Names reach `find`, `stat` and `cat`
+/// can spell without the nonce, ends it where they say). Names reach `find`, `stat` and `head`
 /// only as `find`'s arguments to `sh -c`.
 pub fn list_reading_script(
     nonce: &str,
@@ -744,10 +744,13 @@ wf() {
 "#,
     );
     // Read along (a first `check`): `wr` reads the small files of the subdirs of the root
-    // `walk` resolved, from inside it, by `find -exec sh -c "$RD" <root index> <nonce> {} +`.
+    // `walk` resolved, from inside it, by `find -exec sh -c "$RD" <root index> <nonce> <max>
+    // {} +`. The files go out through `head -q -c <max>` rather than `cat`: GNU `cat` maps and
+    // unmaps a 128 KiB buffer per file, which costs 10,000 small files three times the system
+    // time (0.22 s against 0.09 s here), and no file sends more than its cap.
     // `$RD` gathers the directories on the way to its files (a directory is looked at when it
     // differs from the last file's, then up to one seen already), then `stat`s them and the
-    // files, `cat`s the files and `stat`s all again (see [`list_reading_script`]). `$ds` is
+    // files, sends the files and `stat`s all again (see [`list_reading_script`]). `$ds` is
     // split on newlines alone (no path here holds one), and `set -f` keeps its glob
     // characters.
     if let Some(read) = read {
@@ -756,7 +759,7 @@ wf() {
             br#"set -f
 NL='
 '
-k=$0 n=$1; shift
+k=$0 n=$1 m=$2; shift 2
 pd= ds=$NL nd=0
 for f do
   d=${f%/*}
@@ -770,16 +773,10 @@ for f do
 done
 IFS=$NL
 s1=$(stat -c '%i %s %f %n' $ds "$@" 2>/dev/null)
-printf 'RD %s %s %s
-%s
-' "$k" "$nd" "$#" "$s1"
-cat "$@" 2>/dev/null
+printf 'RD %s %s %s\n%s\n' "$k" "$nd" "$#" "$s1"
+head -q -c "$m" "$@" 2>/dev/null
 s2=$(stat -c '%i %s %f %n' $ds "$@" 2>/dev/null)
-printf '
-%s:S2
-%s
-%s:E
-' "$n" "$s2" "$n""#,
+printf '\n%s:S2\n%s\n%s:E\n' "$n" "$s2" "$n""#,
         );
         s.raw(&format!(
             r#"
@@ -788,14 +785,15 @@ wr() {{
     cd -P -- "$r" 2>/dev/null || exit 0
     [ "$PWD" = "$r" ] || exit 0
     for sd in $es; do
-      find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -size -{}c ! -path "*$NL*" ! -path "*$CR*" -exec sh -c "$RD" "$ri" "$N" {{}} +
+      find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -size -{}c ! -path "*$NL*" ! -path "*$CR*" -exec sh -c "$RD" "$ri" "$N" "$RM" {{}} +
     done 2>/dev/null
   )
 }}
-RB={}
+RB={} RM={}
 "#,
             read.max_file + 1,
-            read.budget
+            read.budget,
+            read.max_file
         ));
     }
     let mut calls = Vec::new();
