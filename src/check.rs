@@ -336,7 +336,11 @@ pub async fn check_host<H: Host>(
     // A host checked for the first time has every session read: the small ones come with the
     // listing, in its one call (no batch has to name them, docs/performance.md).
     let (listing, sessions) = match previous {
-        None => reader.list_sessions_reading(roots, READ_ALONG_MAX_FILE).await?,
+        None => {
+            reader
+                .list_sessions_reading(roots, READ_ALONG_MAX_FILE)
+                .await?
+        }
         Some(_) => reader.list_sessions(roots).await?,
     };
     let mut next = HostState::default();

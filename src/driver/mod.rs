@@ -97,7 +97,8 @@ pub struct Reader<'h, H: Host> {
     prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
     /// Files read whole with the listing ([`Reader::list_sessions_reading`]), until
     /// [`Reader::prefetch_first_reads`] turns them into the first reads of their sessions.
-    whole: std::sync::Mutex<std::collections::HashMap<FileKey, (FileRef, clankie_model::ReadResult)>>,
+    whole:
+        std::sync::Mutex<std::collections::HashMap<FileKey, (FileRef, clankie_model::ReadResult)>>,
     /// `--all`'s streamed batches are handed on unredacted: the caller redacts them itself
     /// ([`Reader::with_streamed_batches_unredacted`]).
     streamed_unredacted: bool,
@@ -395,7 +396,8 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let (listing, sessions, mut db_errors) = self.list_all(&roots, Some(&query.id), None).await?;
+        let (listing, sessions, mut db_errors) =
+            self.list_all(&roots, Some(&query.id), None).await?;
         match resolve::resolve(&sessions, query) {
             Ok(found) => Ok(found.clone()),
             // The session may be in the database that could not be read: say why.
@@ -594,15 +596,27 @@ impl<'h, H: Host> Reader<'h, H> {
             // Read whole with the listing, at the size it was listed at: the first read is
             // cut from it (a file that changed in between is read as usual).
             let key = (session.entry.root.to_vec(), session.entry.rel.clone());
-            if let Some((file, result)) = whole.remove(&key)
+            if let Some((file, mut result)) = whole.remove(&key)
                 && result.size == size
-                && let [data] = result.chunks.as_slice()
-                && data.len() as u64 == size
+                && result.chunks.len() == 1
+                && result.chunks[0].len() as u64 == size
             {
-                let chunks = cut
-                    .iter()
-                    .map(|r| data[r.start.min(size) as usize..r.end().min(size) as usize].to_vec())
-                    .collect();
+                // The last range that is the whole file takes the bytes as they are; any other
+                // is a copy of its part (a small file's head and tail are the file twice).
+                let data = std::mem::take(&mut result.chunks[0]);
+                let whole_at = cut.iter().rposition(|r| r.start == 0 && r.end() >= size);
+                let mut chunks: Vec<Vec<u8>> =
+                    cut.iter()
+                        .enumerate()
+                        .map(|(k, r)| match Some(k) == whole_at {
+                            true => Vec::new(),
+                            false => data[r.start.min(size) as usize..r.end().min(size) as usize]
+                                .to_vec(),
+                        })
+                        .collect();
+                if let Some(k) = whole_at {
+                    chunks[k] = data;
+                }
                 let result = clankie_model::ReadResult { size, chunks };
                 self.prefetch(file, cut, result);
                 continue;

@@ -2141,7 +2141,10 @@ fn a_file_or_directory_that_changes_around_a_read_along_is_never_answered_wrongl
                 reads.is_empty(),
                 "{name}: {}: {:?}",
                 shell.name,
-                reads.iter().map(|(r, _)| r.escape_ascii().to_string()).collect::<Vec<_>>()
+                reads
+                    .iter()
+                    .map(|(r, _)| r.escape_ascii().to_string())
+                    .collect::<Vec<_>>()
             );
         }
     }
