@@ -2008,6 +2008,96 @@ mod tests {
         }
     }
 
+    /// A listing of /r with a, b and c below `projects/-p`, and read blocks after it.
+    fn read_along_reply(blocks: &[u8]) -> Vec<u8> {
+        let mut text = b"ROOTP claude 1 /r\nF 3 1 ./projects/-p/a.jsonl\nF 2 1 ./projects/-p/b.jsonl\nF 9 1 ./projects/-p/c.jsonl\n".to_vec();
+        text.extend_from_slice(format!("\n{NONCE}:RD\n").as_bytes());
+        text.extend_from_slice(blocks);
+        framed(&format!("MODE gnu\nGZ\n{}\nEND-GZ", b64(&gz(&text))), 0)
+    }
+
+    /// A read block of the root `k`: its `stat` lines before and after, and the bytes.
+    fn block(k: usize, dirs: &[&str], files: &[&str], data: &[u8], after: Option<&str>) -> Vec<u8> {
+        let first = [dirs, files].concat().join("\n");
+        let mut out = format!("RD {k} {} {}\n{first}\n", dirs.len(), files.len()).into_bytes();
+        out.extend_from_slice(data);
+        out.extend_from_slice(
+            format!("\n{NONCE}:S2\n{}\n{NONCE}:E\n", after.unwrap_or(&first)).as_bytes(),
+        );
+        out
+    }
+
+    #[test]
+    fn files_read_along_are_answered_only_when_every_check_holds() {
+        let roots = crate::test_support::roots();
+        let decode = |blocks: &[u8]| {
+            let (listing, reads) =
+                decode_list_reading("h", NONCE, &roots, &read_along_reply(blocks), Some(8))
+                    .unwrap();
+            assert_eq!(listing.files.len(), 3);
+            reads
+                .into_iter()
+                .map(|(f, r)| (String::from_utf8(f.rel).unwrap(), r.size, r.chunks))
+                .collect::<Vec<_>>()
+        };
+        let dirs = ["1 4096 41ed ./projects/-p", "2 4096 41ed ./projects"];
+        let ab = [
+            "3 3 81a4 ./projects/-p/a.jsonl",
+            "4 2 81a4 ./projects/-p/b.jsonl",
+        ];
+        let good = block(0, &dirs, &ab, b"AAABB", None);
+        assert_eq!(
+            decode(&good),
+            vec![
+                ("projects/-p/a.jsonl".to_string(), 3, vec![b"AAA".to_vec()]),
+                ("projects/-p/b.jsonl".to_string(), 2, vec![b"BB".to_vec()]),
+            ]
+        );
+        // Each of these answers nothing of its block, and the good block after it is read.
+        let changed = "1 4096 41ed ./projects/-p\n2 4096 41ed ./projects\n3 4 81a4 ./projects/-p/a.jsonl\n4 2 81a4 ./projects/-p/b.jsonl";
+        let bad = [
+            // Another size in the second `stat`, and the bytes of the first.
+            block(0, &dirs, &ab, b"AAABB", Some(changed)),
+            // The bytes one short of what the `stat`s say.
+            block(0, &dirs, &ab, b"AAAB", None),
+            // A directory on the way that is a symlink (mode a1ff), or not named.
+            block(0, &["1 9 a1ff ./projects/-p", dirs[1]], &ab, b"AAABB", None),
+            block(0, &dirs[1..], &ab, b"AAABB", None),
+            // A file that is not a regular one, one over the cap, one with `..`.
+            block(0, &dirs, &["3 3 a1ff ./projects/-p/a.jsonl"], b"AAA", None),
+            block(
+                0,
+                &dirs,
+                &["5 9 81a4 ./projects/-p/c.jsonl"],
+                b"CCCCCCCCC",
+                None,
+            ),
+            block(
+                0,
+                &dirs,
+                &["3 3 81a4 ./projects/-p/../a.jsonl"],
+                b"AAA",
+                None,
+            ),
+            // A root that was not listed.
+            block(7, &dirs, &ab, b"AAABB", None),
+        ];
+        for b in &bad {
+            let mut blocks = b.clone();
+            blocks.extend_from_slice(&good);
+            assert_eq!(decode(&blocks).len(), 2, "{}", b.escape_ascii());
+            assert!(decode(b).is_empty(), "{}", b.escape_ascii());
+        }
+        // A file not listed is left out; a block cut off (the budget) ends the reads.
+        let unlisted = block(0, &dirs, &["6 1 81a4 ./projects/-p/z.jsonl"], b"Z", None);
+        assert!(decode(&unlisted).is_empty());
+        let mut cut = good.clone();
+        cut.extend_from_slice(&good[..good.len() - 5]);
+        assert_eq!(decode(&cut).len(), 2);
+        // Without asking to read along, the marker and what follows are stray lines.
+        assert!(decode_list("h", NONCE, &roots, &read_along_reply(&good)).is_err());
+    }
+
     #[test]
     fn a_compressed_listing_decodes_as_the_plain_one() {
         let plain = format!(
