@@ -2003,6 +2003,22 @@ fn a_listing_reads_its_small_files_along_as_reads_would_in_every_shell() {
     let local = local_listing(std::slice::from_ref(&spec));
     let wanted = readable_along(&local, READ_ALONG.max_file);
     assert!(wanted.len() > 45, "{wanted:?}");
+    // What the one read block's `stat` sizes add up to: its files and the directories on
+    // their way.
+    let mut dirs = std::collections::BTreeSet::new();
+    for rel in &wanted {
+        for (at, &b) in rel.iter().enumerate() {
+            if b == b'/' {
+                dirs.insert(rel[..at].to_vec());
+            }
+        }
+    }
+    let size_of = |rel: &[u8]| {
+        fs::symlink_metadata(tree.home().join(bytes_path(rel)))
+            .unwrap()
+            .len()
+    };
+    let block_bytes: u64 = wanted.iter().chain(&dirs).map(|rel| size_of(rel)).sum();
     for shell in shells(tree.path()) {
         for mode in [None, Some(ListMode::StatC)] {
             let (listing, reads) = list_reading_with(&shell, &tree, &[], mode, READ_ALONG);
@@ -2020,15 +2036,28 @@ fn a_listing_reads_its_small_files_along_as_reads_would_in_every_shell() {
             want.sort();
             assert_eq!(got, want, "{} {mode:?}", shell.name);
         }
-        // The listing alone (no read along) where it is asked for, or where the budget cuts
-        // the only block: the listing is whole and nothing is answered wrongly.
-        let cut = ReadAlong {
-            budget: 3000,
-            ..READ_ALONG
-        };
-        let (listing, reads) = list_reading_with(&shell, &tree, &[], None, cut);
-        assert_eq!(listing, local, "{}", shell.name);
-        assert!(reads.is_empty(), "{}: {}", shell.name, reads.len());
+        // A budget that the only block would take more than half of (one it would not fit,
+        // one it would): the block is left out before it is read, the listing is whole.
+        for budget in [3000, block_bytes * 2 - 2] {
+            let cut = ReadAlong {
+                budget,
+                ..READ_ALONG
+            };
+            let (listing, reads) = list_reading_with(&shell, &tree, &[], None, cut);
+            assert_eq!(listing, local, "{}", shell.name);
+            assert!(reads.is_empty(), "{}: {}", shell.name, reads.len());
+        }
+        let (_, reads) = list_reading_with(
+            &shell,
+            &tree,
+            &[],
+            None,
+            ReadAlong {
+                budget: block_bytes * 2 + 100_000,
+                ..READ_ALONG
+            },
+        );
+        assert_eq!(reads.len(), wanted.len(), "{}", shell.name);
     }
 }
 
