@@ -67,6 +67,9 @@
 //! GZ                                    then base64 of one gzip stream of the lines
 //! END-GZ
 //! ```
+//! A listing that reads along ([`posix::list_reading_script`]) carries, in that block after its
+//! lines, a `<nonce>:RD` line and blocks of whole small files with the `stat` lines they are
+//! checked by ([`decode_list_reading`]).
 //! Decompressed output is held to the same bounds as the plain one (a reply never decodes to
 //! more than an uncompressed reply could hold), gzip's CRC is checked, and nothing may follow
 //! the stream.
