@@ -313,6 +313,10 @@ pub struct HostCheck {
 /// before they connect, so 1,000 hosts cost 32 hosts' descriptors and memory at a time.
 pub const CONCURRENT_HOSTS: usize = 32;
 
+/// The largest session a first `check` reads with the listing: one whose first read (its
+/// newest record, or its start) is the whole file anyway.
+const READ_ALONG_MAX_FILE: u64 = clankie_model::limits::FIRST_CHUNK_BYTES;
+
 /// The slots of [`CONCURRENT_HOSTS`]: every [`check_host`] holds one while it runs.
 static HOST_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCURRENT_HOSTS);
 
@@ -329,7 +333,16 @@ pub async fn check_host<H: Host>(
     // Never closed: waiting for a slot cannot fail.
     let _slot = HOST_SLOTS.acquire().await;
     let reader = Reader::new(host);
-    let (listing, sessions) = reader.list_sessions(roots).await?;
+    // A host checked for the first time has every session read: the small ones come with the
+    // listing, in its one call (no batch has to name them, docs/performance.md).
+    let (listing, sessions) = match previous {
+        None => {
+            reader
+                .list_sessions_reading(roots, READ_ALONG_MAX_FILE)
+                .await?
+        }
+        Some(_) => reader.list_sessions(roots).await?,
+    };
     let mut next = HostState::default();
     let mut activity = Vec::new();
     let mut errors: Vec<SessionError> = listing

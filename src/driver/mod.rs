@@ -95,6 +95,10 @@ pub struct Reader<'h, H: Host> {
     /// to the read it answers; by file (root, path), as `check` keeps one for each of
     /// thousands of sessions.
     prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
+    /// Files read whole with the listing ([`Reader::list_sessions_reading`]), until
+    /// [`Reader::prefetch_first_reads`] turns them into the first reads of their sessions.
+    whole:
+        std::sync::Mutex<std::collections::HashMap<FileKey, (FileRef, clankie_model::ReadResult)>>,
     /// `--all`'s streamed batches are handed on unredacted: the caller redacts them itself
     /// ([`Reader::with_streamed_batches_unredacted`]).
     streamed_unredacted: bool,
@@ -176,6 +180,7 @@ impl<'h, H: Host> Reader<'h, H> {
             tail_window: None,
             last_tail_bytes: std::sync::Mutex::new(None),
             prefetched: std::sync::Mutex::new(std::collections::HashMap::new()),
+            whole: std::sync::Mutex::new(std::collections::HashMap::new()),
             streamed_unredacted: false,
         }
     }
@@ -223,7 +228,23 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         roots: &[RootSpec],
     ) -> Result<(Listing, Vec<SessionFile>), HostError> {
-        let (listing, sessions, _) = self.list_all(roots, None).await?;
+        let (listing, sessions, _) = self.list_all(roots, None, None).await?;
+        Ok((listing, sessions))
+    }
+
+    /// [`list_sessions`], reading along the whole of the small files the host finds (at most
+    /// `max_file` bytes each, [`Host::list_reading`]): kept for [`prefetch_first_reads`], which
+    /// serves a session's first read from them when its file is still the size it was listed
+    /// at, and batches only the others. For a run that reads every session (a first `check`).
+    ///
+    /// [`list_sessions`]: Reader::list_sessions
+    /// [`prefetch_first_reads`]: Reader::prefetch_first_reads
+    pub async fn list_sessions_reading(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+    ) -> Result<(Listing, Vec<SessionFile>), HostError> {
+        let (listing, sessions, _) = self.list_all(roots, None, Some(max_file)).await?;
         Ok((listing, sessions))
     }
 
@@ -233,8 +254,19 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         roots: &[RootSpec],
         wanted: Option<&str>,
+        read_along: Option<u64>,
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
-        let mut listing = self.host.list(roots).await?;
+        let mut listing = match read_along {
+            Some(max_file) => {
+                let (listing, reads) = self.host.list_reading(roots, max_file).await?;
+                let mut whole = self.whole.lock().unwrap_or_else(|e| e.into_inner());
+                for (file, result) in reads {
+                    whole.insert((file.root.clone(), file.rel.clone()), (file, result));
+                }
+                listing
+            }
+            None => self.host.list(roots).await?,
+        };
         leave_out_non_utf8(&mut listing);
         let sessions = harness::sessions(&listing.files);
         // Files whose session id is written inside them: Gemini's header (a session of its
@@ -365,7 +397,8 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let (listing, sessions, mut db_errors) = self.list_all(&roots, Some(&query.id)).await?;
+        let (listing, sessions, mut db_errors) =
+            self.list_all(&roots, Some(&query.id), None).await?;
         match resolve::resolve(&sessions, query) {
             Ok(found) => Ok(found.clone()),
             // The session may be in the database that could not be read: say why.
@@ -592,6 +625,7 @@ impl<'h, H: Host> Reader<'h, H> {
         let mut reads = Vec::new();
         // Per read: the ranges the plan asks for (cut), and which asked range answers each.
         let mut wanted: Vec<(Vec<ByteRange>, Vec<usize>)> = Vec::new();
+        let mut whole = std::mem::take(&mut *self.whole.lock().unwrap_or_else(|e| e.into_inner()));
         for (session, request) in sessions {
             if harness::source(session) != Source::Lines {
                 continue;
@@ -617,6 +651,34 @@ impl<'h, H: Host> Reader<'h, H> {
                     }
                 })
                 .collect();
+            // Read whole with the listing, at the size it was listed at: the first read is
+            // cut from it (a file that changed in between is read as usual).
+            let key = (session.entry.root.to_vec(), session.entry.rel.clone());
+            if let Some((file, mut result)) = whole.remove(&key)
+                && result.size == size
+                && result.chunks.len() == 1
+                && result.chunks[0].len() as u64 == size
+            {
+                // The last range that is the whole file takes the bytes as they are; any other
+                // is a copy of its part (a small file's head and tail are the file twice).
+                let data = std::mem::take(&mut result.chunks[0]);
+                let whole_at = cut.iter().rposition(|r| r.start == 0 && r.end() >= size);
+                let mut chunks: Vec<Vec<u8>> =
+                    cut.iter()
+                        .enumerate()
+                        .map(|(k, r)| match Some(k) == whole_at {
+                            true => Vec::new(),
+                            false => data[r.start.min(size) as usize..r.end().min(size) as usize]
+                                .to_vec(),
+                        })
+                        .collect();
+                if let Some(k) = whole_at {
+                    chunks[k] = data;
+                }
+                let result = clankie_model::ReadResult { size, chunks };
+                self.prefetch(file, cut, result);
+                continue;
+            }
             reads.push((file_ref(&session.entry), unique));
             wanted.push((cut, which));
         }

@@ -240,6 +240,21 @@ pub trait Host {
     /// Lists the transcript files under each root (per the harness's `ListSpec`).
     async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError>;
 
+    /// [`Host::list`], and the whole of small files it found (each at most `max_file` bytes)
+    /// read in the same call where the host can (a first `check`, which reads every session:
+    /// no batch has to name them). What is read is a read of `[0, size)` of the file, `size`
+    /// its true size then; a file left out (over a budget, a name the host cannot read along,
+    /// one that changed while it was read) is read the usual way. The default lists and reads
+    /// nothing.
+    async fn list_reading(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+    ) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
+        let _ = max_file;
+        Ok((self.list(roots).await?, Vec::new()))
+    }
+
     /// Reads byte ranges of one file (at most `MAX_READ_BYTES` in all) and the file's true size.
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError>;
 
@@ -415,6 +430,17 @@ impl Host for AnyHost {
         match self {
             AnyHost::Local(h) => h.list(roots).await,
             AnyHost::Ssh(h) => h.list(roots).await,
+        }
+    }
+
+    async fn list_reading(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+    ) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
+        match self {
+            AnyHost::Local(h) => h.list_reading(roots, max_file).await,
+            AnyHost::Ssh(h) => h.list_reading(roots, max_file).await,
         }
     }
 

@@ -70,6 +70,9 @@
 //! GZ                                    then base64 of one gzip stream of the lines
 //! END-GZ
 //! ```
+//! A listing that reads along ([`posix::list_reading_script`]) carries, in that block after its
+//! lines, a `<nonce>:RD` line and blocks of whole small files with the `stat` lines they are
+//! checked by ([`decode_list_reading`]).
 //! Decompressed output is held to the same bounds as the plain one (a reply never decodes to
 //! more than an uncompressed reply could hold), gzip's CRC is checked, and nothing may follow
 //! the stream.
@@ -355,6 +358,22 @@ pub fn decode_list(
     roots: &[RootSpec],
     stdout: &[u8],
 ) -> Result<Listing, HostError> {
+    Ok(decode_list_reading(host, nonce, roots, stdout, None)?.0)
+}
+
+/// Decodes the reply of [`posix::list_reading_script`]: the listing, and the files it read
+/// along (each whole, as a read of `[0, size)`; at most `max_file` bytes each), by the
+/// listing's own roots. A read block that breaks its format or its checks answers none of its
+/// files (they are read the usual way); the listing is held to [`decode_list`]'s rules. With
+/// `max_file` `None`, a reply that reads along is refused like any other stray line.
+pub fn decode_list_reading(
+    host: &str,
+    nonce: &str,
+    roots: &[RootSpec],
+    stdout: &[u8],
+    max_file: Option<u64>,
+) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
+    let mut read = Vec::new();
     let bad = |reason: String| protocol(host, reason);
     if stdout.len() > MAX_LIST_REPLY_BYTES {
         return Err(too_large(
@@ -391,10 +410,21 @@ pub fn decode_list(
                     ),
                 }
             })?;
-        let mut inner = body_lines(&text);
+        let marker = format!("\n{nonce}:RD\n");
+        let (lines_text, reads) = match max_file {
+            Some(max) => match find_bytes(&text, marker.as_bytes()) {
+                Some(at) => (&text[..at], Some((&text[at + marker.len()..], max))),
+                None => (&text[..], None),
+            },
+            None => (&text[..], None),
+        };
+        let mut inner = body_lines(lines_text);
         listing = decode_list_lines(host, roots, &mut inner)?;
         if let Some(extra) = inner.next() {
             return Err(bad(format!("unexpected line {}", show(extra))));
+        }
+        if let Some((blocks, max)) = reads {
+            read = decode_read_along(nonce, &listing, blocks, max);
         }
     }
     if let Some(extra) = lines.next() {
@@ -403,7 +433,172 @@ pub fn decode_list(
     if frame.rc != 0 {
         return Err(bad(format!("list script exited with {}", frame.rc)));
     }
-    Ok(listing)
+    Ok((listing, read))
+}
+
+/// Where `needle` first occurs in `hay`.
+fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// One `stat -c '%i %s %f %n'` line of a read block: size, mode, name (`./<path>`).
+fn stat_line(line: &[u8]) -> Option<(u64, u32, &[u8])> {
+    let (inode, rest) = split_word(line);
+    let (size, rest) = split_word(rest);
+    let (mode, name) = split_word(rest);
+    parse_u64(inode)?;
+    let size = parse_u64(size)?;
+    let mode = std::str::from_utf8(mode).ok()?;
+    let mode = u32::from_str_radix(mode, 16).ok()?;
+    Some((size, mode, name))
+}
+
+/// The read blocks after a listing's `<nonce>:RD` line ([`posix::list_reading_script`]): the
+/// files of each block that passes every check, by the listing's files they are (a file not
+/// listed is left out). Decoding stops at a block cut off (the budget) or one whose end cannot
+/// be found; a block that fails a check is skipped.
+fn decode_read_along(
+    nonce: &str,
+    listing: &Listing,
+    mut rest: &[u8],
+    max_file: u64,
+) -> Vec<(FileRef, ReadResult)> {
+    const DIR: u32 = 0o040000;
+    const REGULAR: u32 = 0o100000;
+    const TYPE: u32 = 0o170000;
+    let s2 = format!("\n{nonce}:S2\n");
+    let end = format!("\n{nonce}:E\n");
+    let listed: std::collections::HashMap<(&[u8], &[u8]), &FileEntry> = listing
+        .files
+        .iter()
+        .map(|f| ((&f.root[..], &f.rel[..]), f))
+        .collect();
+    let mut out = Vec::new();
+    'blocks: while !rest.is_empty() {
+        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+            break;
+        };
+        let (tag, words) = split_word(&rest[..nl]);
+        let (k, words) = split_word(words);
+        let (nd, nf) = split_word(words);
+        let (Some(k), Some(nd), Some(nf)) = (parse_u64(k), parse_u64(nd), parse_u64(nf)) else {
+            break;
+        };
+        if tag != b"RD" {
+            break;
+        }
+        let body = &rest[nl + 1..];
+        // The first `stat`'s lines, as many as the block says (a `stat` that left one out is
+        // caught by the sizes or the second `stat`), then the concatenation, then `S2`.
+        let lines_wanted = nd.saturating_add(nf).min(body.len() as u64) as usize;
+        let mut at = 0;
+        let mut stat = Vec::with_capacity(lines_wanted);
+        for _ in 0..lines_wanted {
+            let Some(len) = body[at..].iter().position(|&b| b == b'\n') else {
+                break 'blocks;
+            };
+            stat.push(&body[at..at + len]);
+            at += len + 1;
+        }
+        let first = &body[..at.saturating_sub(1)];
+        let data = &body[at..];
+        // Where the first `stat` says the files end (where the marker is unless something
+        // changed), else wherever the marker is.
+        let expected = stat[(nd as usize).min(stat.len())..]
+            .iter()
+            .filter_map(|line| stat_line(line))
+            .try_fold(0usize, |total, (size, ..)| total.checked_add(size as usize));
+        let marker = match expected {
+            Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2.as_bytes())) => at,
+            _ => match find_bytes(data, s2.as_bytes()) {
+                Some(at) => at,
+                None => break,
+            },
+        };
+        let after = &data[marker + s2.len()..];
+        let stop = match after.get(first.len()..) {
+            Some(tail) if after.starts_with(first) && tail.starts_with(end.as_bytes()) => {
+                first.len()
+            }
+            _ => match find_bytes(after, end.as_bytes()) {
+                Some(at) => at,
+                None => break,
+            },
+        };
+        let second = &after[..stop];
+        rest = &after[stop + end.len()..];
+        if (stat.len() as u64) != nd + nf || second != first {
+            continue;
+        }
+        let Some(root) = usize::try_from(k).ok().and_then(|k| listing.roots.get(k)) else {
+            continue;
+        };
+        if !root.exists {
+            continue;
+        }
+        let (dirs, files) = stat.split_at(nd as usize);
+        let mut dir_names = std::collections::HashSet::new();
+        for line in dirs {
+            match stat_line(line) {
+                Some((_, mode, name)) if mode & TYPE == DIR && name.starts_with(b"./") => {
+                    dir_names.insert(name);
+                }
+                _ => continue 'blocks,
+            }
+        }
+        let mut total = 0u64;
+        let mut parsed = Vec::with_capacity(files.len());
+        for line in files {
+            let Some((size, mode, name)) = stat_line(line) else {
+                continue 'blocks;
+            };
+            let Some(rel) = name.strip_prefix(b"./") else {
+                continue 'blocks;
+            };
+            if mode & TYPE != REGULAR || size > max_file || crate::check_relative_path(rel).is_err()
+            {
+                continue 'blocks;
+            }
+            // Every directory on the way was one, in both `stat`s.
+            let on_the_way = name
+                .iter()
+                .enumerate()
+                .skip(2)
+                .filter(|&(_, &b)| b == b'/')
+                .all(|(i, _)| dir_names.contains(&name[..i]));
+            if !on_the_way {
+                continue 'blocks;
+            }
+            total += size;
+            parsed.push((size, rel));
+        }
+        if total != marker as u64 {
+            continue;
+        }
+        let mut offset = 0usize;
+        for (size, rel) in parsed {
+            let bytes = &data[offset..offset + size as usize];
+            offset += size as usize;
+            let Some(entry) = listed.get(&(&root.dir[..], rel)) else {
+                continue;
+            };
+            out.push((
+                FileRef {
+                    harness: entry.harness,
+                    root: entry.root.to_vec(),
+                    rel: rel.to_vec(),
+                },
+                ReadResult {
+                    size,
+                    chunks: vec![bytes.to_vec()],
+                },
+            ));
+        }
+    }
+    out
 }
 
 /// Decodes the typed lines of a listing up to a line that is not one of them (left in
@@ -1885,6 +2080,96 @@ mod tests {
             let err = decode_read("h", NONCE, &ranges, &reply(payload)).unwrap_err();
             assert!(matches!(err, HostError::Protocol { .. }), "{err}");
         }
+    }
+
+    /// A listing of /r with a, b and c below `projects/-p`, and read blocks after it.
+    fn read_along_reply(blocks: &[u8]) -> Vec<u8> {
+        let mut text = b"ROOTP claude 1 /r\nF 3 1 ./projects/-p/a.jsonl\nF 2 1 ./projects/-p/b.jsonl\nF 9 1 ./projects/-p/c.jsonl\n".to_vec();
+        text.extend_from_slice(format!("\n{NONCE}:RD\n").as_bytes());
+        text.extend_from_slice(blocks);
+        framed(&format!("MODE gnu\nGZ\n{}\nEND-GZ", b64(&gz(&text))), 0)
+    }
+
+    /// A read block of the root `k`: its `stat` lines before and after, and the bytes.
+    fn block(k: usize, dirs: &[&str], files: &[&str], data: &[u8], after: Option<&str>) -> Vec<u8> {
+        let first = [dirs, files].concat().join("\n");
+        let mut out = format!("RD {k} {} {}\n{first}\n", dirs.len(), files.len()).into_bytes();
+        out.extend_from_slice(data);
+        out.extend_from_slice(
+            format!("\n{NONCE}:S2\n{}\n{NONCE}:E\n", after.unwrap_or(&first)).as_bytes(),
+        );
+        out
+    }
+
+    #[test]
+    fn files_read_along_are_answered_only_when_every_check_holds() {
+        let roots = crate::test_support::roots();
+        let decode = |blocks: &[u8]| {
+            let (listing, reads) =
+                decode_list_reading("h", NONCE, &roots, &read_along_reply(blocks), Some(8))
+                    .unwrap();
+            assert_eq!(listing.files.len(), 3);
+            reads
+                .into_iter()
+                .map(|(f, r)| (String::from_utf8(f.rel).unwrap(), r.size, r.chunks))
+                .collect::<Vec<_>>()
+        };
+        let dirs = ["1 4096 41ed ./projects/-p", "2 4096 41ed ./projects"];
+        let ab = [
+            "3 3 81a4 ./projects/-p/a.jsonl",
+            "4 2 81a4 ./projects/-p/b.jsonl",
+        ];
+        let good = block(0, &dirs, &ab, b"AAABB", None);
+        assert_eq!(
+            decode(&good),
+            vec![
+                ("projects/-p/a.jsonl".to_string(), 3, vec![b"AAA".to_vec()]),
+                ("projects/-p/b.jsonl".to_string(), 2, vec![b"BB".to_vec()]),
+            ]
+        );
+        // Each of these answers nothing of its block, and the good block after it is read.
+        let changed = "1 4096 41ed ./projects/-p\n2 4096 41ed ./projects\n3 4 81a4 ./projects/-p/a.jsonl\n4 2 81a4 ./projects/-p/b.jsonl";
+        let bad = [
+            // Another size in the second `stat`, and the bytes of the first.
+            block(0, &dirs, &ab, b"AAABB", Some(changed)),
+            // The bytes one short of what the `stat`s say.
+            block(0, &dirs, &ab, b"AAAB", None),
+            // A directory on the way that is a symlink (mode a1ff), or not named.
+            block(0, &["1 9 a1ff ./projects/-p", dirs[1]], &ab, b"AAABB", None),
+            block(0, &dirs[1..], &ab, b"AAABB", None),
+            // A file that is not a regular one, one over the cap, one with `..`.
+            block(0, &dirs, &["3 3 a1ff ./projects/-p/a.jsonl"], b"AAA", None),
+            block(
+                0,
+                &dirs,
+                &["5 9 81a4 ./projects/-p/c.jsonl"],
+                b"CCCCCCCCC",
+                None,
+            ),
+            block(
+                0,
+                &dirs,
+                &["3 3 81a4 ./projects/-p/../a.jsonl"],
+                b"AAA",
+                None,
+            ),
+            // A root that was not listed.
+            block(7, &dirs, &ab, b"AAABB", None),
+        ];
+        for b in &bad {
+            let mut blocks = b.clone();
+            blocks.extend_from_slice(&good);
+            assert_eq!(decode(&blocks).len(), 2, "{}", b.escape_ascii());
+            assert!(decode(b).is_empty(), "{}", b.escape_ascii());
+        }
+        // A file not listed is left out; a block cut off (the budget) ends the reads.
+        let unlisted = block(0, &dirs, &["6 1 81a4 ./projects/-p/z.jsonl"], b"Z", None);
+        assert!(decode(&unlisted).is_empty());
+        let mut cut = good.clone();
+        cut.extend_from_slice(&good[..good.len() - 5]);
+        assert_eq!(decode(&cut).len(), 2);
+        // Without asking to read along, the marker and what follows are stray lines.
+        assert!(decode_list("h", NONCE, &roots, &read_along_reply(&good)).is_err());
     }
 
     #[test]

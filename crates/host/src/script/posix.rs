@@ -275,7 +275,50 @@ pub fn list_script(nonce: &str, roots: &[RootSpec]) -> Vec<u8> {
 /// [`list_script`] with the listing tool forced instead of probed (tests, `doctor`).
 pub fn list_script_with(nonce: &str, roots: &[RootSpec], mode: Option<ListMode>) -> Vec<u8> {
     let mut s = Script::new(nonce);
-    list_body(&mut s, roots, mode, None);
+    list_body(&mut s, roots, mode, None, None);
+    s.end("0")
+}
+
+/// What a listing reads along ([`list_reading_script`]): the whole of every file below a
+/// subdir of at most `max_file` bytes, up to `budget` bytes of reply before compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadAlong {
+    pub max_file: u64,
+    pub budget: u64,
+}
+
+/// [`list_script`], which also reads the small files it lists ([`crate::Host::list_reading`]):
+/// where the listing is compressed and `stat -c` is the host's (the `gnu` and `statc` modes),
+/// after the listing's lines, inside its GZ block, a `<nonce>:RD` line and then one read block
+/// per `find -exec … {} +` of each root's subdirs (files of at most `max_file` bytes whose path
+/// holds no LF or CR; a block whose files add up to more than half of `budget` is left out
+/// before anything is read), all of them cut at `budget` bytes (a block cut off answers
+/// nothing):
+///
+/// ```text
+/// RD <root index> <dirs> <files>       the root: the index of its ROOT line
+/// <inode> <size> <mode in hex> ./<path>  per directory on the way (each of them), then per file
+/// <the files' bytes, concatenated>
+/// \n<nonce>:S2\n the same lines again, stat'ed after it, \n<nonce>:E\n
+/// ```
+///
+/// The `find` walks from inside the root (entered by `cd -P`, checked against the listing's
+/// own resolution) without following anything; one `stat` names every directory on the way to
+/// the files and the files, by their paths below the root, before `head -q -c` sends them and after
+/// (`stat` does not follow the last component: a directory swapped for a symlink is not a
+/// directory, a file swapped for one not a regular file). The decoder answers a file only when
+/// both `stat`s agree byte for byte, every directory on its way is one, it is a regular file,
+/// and the concatenation has exactly the first `stat`'s sizes (the `S2` marker, which no file
+/// can spell without the nonce, ends it where they say). Names reach `find`, `stat` and `head`
+/// only as `find`'s arguments to `sh -c`.
+pub fn list_reading_script(
+    nonce: &str,
+    roots: &[RootSpec],
+    mode: Option<ListMode>,
+    read: ReadAlong,
+) -> Vec<u8> {
+    let mut s = Script::new(nonce);
+    list_body(&mut s, roots, mode, None, Some(read));
     s.end("0")
 }
 
@@ -593,7 +636,7 @@ if [ "$nm" = 0 ]; then
 /// and the read.
 fn find_read_by_walk(nonce: &str, roots: &[RootSpec], id: &str, first: &FirstRead) -> Vec<u8> {
     let mut s = Script::new(nonce);
-    list_body(&mut s, roots, None, Some(id));
+    list_body(&mut s, roots, None, Some(id), None);
     // After the listing: `walk` uses `$e` for itself.
     read_prelude(&mut s, None, false);
     s.raw(
@@ -621,7 +664,13 @@ P=$R/$hp
 /// The list script's body after [`Script::new`], up to its END: probes, `walk`, one walk per
 /// root. With `narrow`, only paths holding it are found below the subdirs, and the one match
 /// (if exactly one) is left in `$hr` (root) and `$hp` (path below it).
-fn list_body(s: &mut Script, roots: &[RootSpec], mode: Option<ListMode>, narrow: Option<&str>) {
+fn list_body(
+    s: &mut Script,
+    roots: &[RootSpec],
+    mode: Option<ListMode>,
+    narrow: Option<&str>,
+    read: Option<ReadAlong>,
+) {
     s.raw("px=");
     match narrow {
         Some(id) => s.word(format!("*{id}*").as_bytes()),
@@ -629,7 +678,7 @@ fn list_body(s: &mut Script, roots: &[RootSpec], mode: Option<ListMode>, narrow:
     }
     s.raw("\nnw=");
     s.word(if narrow.is_some() { b"1" } else { b"" });
-    s.raw("\nnm=0 hr= hp= nn=0 nr= np= fx=\n");
+    s.raw("\nnm=0 hr= hp= nn=0 nr= np= fx= rm= ri=-1\n");
     s.raw("m=");
     s.word(mode.map(ListMode::wire).unwrap_or_default().as_bytes());
     // The probe asks for the very `%Ts` the listing uses: toybox `find` has `-printf` but
@@ -702,7 +751,7 @@ rp() {
   esac
 }
 walk() {
-  h=$1 d=$2 dp=$3; shift 3
+  h=$1 d=$2 dp=$3 ri=$((ri + 1)); shift 3
   # `cd -P` sets `$PWD` to the physical directory (POSIX), newline-ended names included: no
   # subshell for `pwd -P`. The shell goes back where it started for the next root (one may be
   # relative).
@@ -721,15 +770,16 @@ walk() {
     shift
   done
   shift
-  if [ -z "$r" ]; then rp "$h 0" "$d"; return 0; fi
+  if [ -z "$r" ]; then [ -n "$rm" ] || rp "$h 0" "$d"; return 0; fi
   if [ -n "$es$et" ]; then e=1; else e=0; fi
-  rp "$h $e" "$r"
+  [ -n "$rm" ] || rp "$h $e" "$r"
   [ "$e" = 1 ] || return 0
   n=$#
   if [ "$n" -gt 0 ]; then
     for a do set -- "$@" -o -name "$a"; done
     shift "$n"; shift
   fi
+  if [ -n "$rm" ]; then wr "$@"; return 0; fi
   if [ -z "$nw" ]; then wf "$@"; return 0; fi
   # Narrowed: the matches are kept to count them; the one below a subdir is remembered.
   o=$(wf "$@"; echo X)
@@ -773,6 +823,69 @@ wf() {
 }
 "#,
     );
+    // Read along (a first `check`): `wr` reads the small files of the subdirs of the root
+    // `walk` resolved, from inside it, by `find -exec sh -c "$RD" <root index> <nonce> <max>
+    // <block cap> {} +`. A block whose files add up to more than half the budget sends nothing
+    // (it would be cut, read for nothing): its files are read by batches. The files go out
+    // through `head -q -c <max>` rather than `cat`: GNU `cat` maps and
+    // unmaps a 128 KiB buffer per file, which costs 10,000 small files three times the system
+    // time (0.22 s against 0.09 s here), and no file sends more than its cap.
+    // `$RD` gathers the directories on the way to its files (a directory is looked at when it
+    // differs from the last file's, then up to one seen already), then `stat`s them and the
+    // files, sends the files and `stat`s all again (see [`list_reading_script`]). `$ds` is
+    // split on newlines alone (no path here holds one), and `set -f` keeps its glob
+    // characters.
+    if let Some(read) = read {
+        s.raw("RD=");
+        s.word(
+            br#"set -f
+NL='
+'
+k=$0 n=$1 m=$2 c=$3; shift 3
+pd= ds=$NL nd=0
+for f do
+  d=${f%/*}
+  [ "$d" = "$pd" ] && continue
+  pd=$d
+  while :; do
+    case $d in */*) ;; *) break ;; esac
+    case $ds in *"$NL$d$NL"*) break ;; esac
+    ds=$ds$d$NL nd=$((nd + 1)); d=${d%/*}
+  done
+done
+IFS=$NL
+s1=$(stat -c '%i %s %f %n' $ds "$@" 2>/dev/null)
+t=0
+for l in $s1; do
+  l=${l#* }; l=${l%% *}
+  case $l in ''|*[!0-9]*) l=$c ;; esac
+  t=$((t + l))
+  [ "$t" -le "$c" ] || exit 0
+done
+printf 'RD %s %s %s\n%s\n' "$k" "$nd" "$#" "$s1"
+head -q -c "$m" "$@" 2>/dev/null
+s2=$(stat -c '%i %s %f %n' $ds "$@" 2>/dev/null)
+printf '\n%s:S2\n%s\n%s:E\n' "$n" "$s2" "$n""#,
+        );
+        s.raw(&format!(
+            r#"
+wr() {{
+  (
+    cd -P -- "$r" 2>/dev/null || exit 0
+    [ "$PWD" = "$r" ] || exit 0
+    for sd in $es; do
+      find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -size -{}c ! -path "*$NL*" ! -path "*$CR*" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {{}} +
+    done 2>/dev/null
+  )
+}}
+RB={} RM={} RC={}
+"#,
+            read.max_file + 1,
+            read.budget,
+            read.max_file,
+            read.budget / 2
+        ));
+    }
     let mut calls = Vec::new();
     for (i, spec) in roots.iter().enumerate() {
         let var = format!("D{i}");
@@ -822,9 +935,17 @@ wf() {
     if compress {
         s.raw("}\ne=\n");
         s.raw(LIST_GZIP_PROBE);
-        s.raw(
-            "if [ \"$e\" = gz ]; then printf 'GZ\\n'; la | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
-        );
+        if read.is_some() {
+            // The reads after the listing, in the same stream, cut at the budget (`head -c`:
+            // GNU, busybox and toybox, which the `gnu` and `statc` modes imply).
+            s.raw(
+                "if [ \"$e\" = gz ]; then printf 'GZ\\n'; { la; case $m in gnu|statc) printf '\\n%s:RD\\n' \"$N\"; rm=1 ri=-1; la | head -c \"$RB\" ;; esac; } | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
+            );
+        } else {
+            s.raw(
+                "if [ \"$e\" = gz ]; then printf 'GZ\\n'; la | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
+            );
+        }
     }
 }
 

@@ -354,6 +354,44 @@ impl Host for SshHost {
         Ok(listing)
     }
 
+    /// POSIX hosts: one script lists and reads the small files below the subdirs along
+    /// ([`posix::list_reading_script`]), up to [`READ_ALONG_BUDGET`] bytes. PowerShell hosts
+    /// list only.
+    async fn list_reading(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+    ) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
+        let read = posix::ReadAlong {
+            max_file,
+            budget: READ_ALONG_BUDGET,
+        };
+        let (nonce, out) = self
+            .run_script(
+                |d, n| match d {
+                    Dialect::Posix => {
+                        posix::invocation(posix::list_reading_script(n, roots, None, read))
+                    }
+                    Dialect::PowerShell => d.list(n, roots),
+                },
+                clankie_model::limits::MAX_LIST_REPLY_BYTES,
+            )
+            .await?;
+        let posix = *self.dialect.lock().await == Some(Dialect::Posix);
+        let (listing, reads) = script::decode_list_reading(
+            &self.name,
+            &nonce,
+            roots,
+            &out.stdout,
+            posix.then_some(max_file),
+        )
+        .map_err(|e| self.explain(e, &out))?;
+        if posix && posix::listing_was_compressed(&nonce, &out.stdout) {
+            self.gzip.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok((listing, reads))
+    }
+
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
         let limit = script::read_reply_limit(ranges);
         let known = *self.encoder.lock().unwrap_or_else(|e| e.into_inner());
@@ -567,6 +605,10 @@ const MAX_BATCH_FILES: usize = 3000;
 /// overlap, within the connection's channels (`session::MAX_CHANNELS`) and a few replies in
 /// memory (each at most 4 MiB of payload).
 const BATCHES_AT_ONCE: usize = 4;
+
+/// What a listing reads along at most ([`Host::list_reading`]), before compression: the
+/// payload of the [`BATCHES_AT_ONCE`] batches in flight it stands in for.
+const READ_ALONG_BUDGET: u64 = BATCHES_AT_ONCE as u64 * clankie_model::limits::MAX_READ_BYTES;
 
 /// Batches that may read small files whole before the files still unanswered are read by
 /// their ranges (a file that changes under every `cat` is read the slow way, never wrongly).

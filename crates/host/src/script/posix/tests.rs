@@ -2100,3 +2100,240 @@ fn batches_read_whole_with_a_bsd_stat_and_one_by_one_without_any() {
         }
     }
 }
+
+/// What a first `check` reads along with the listing: at most 64 KiB a file, a 16 MiB budget.
+const READ_ALONG: ReadAlong = ReadAlong {
+    max_file: 64 * 1024,
+    budget: 16 << 20,
+};
+
+/// Runs the listing that reads along and decodes it: the listing, and each file read along by
+/// its path (its root checked).
+fn list_reading_with(
+    shell: &Shell,
+    tree: &Tree,
+    envs: &[(&str, &Path)],
+    mode: Option<ListMode>,
+    read: ReadAlong,
+) -> (Listing, Vec<(Vec<u8>, ReadResult)>) {
+    let nonce = new_nonce();
+    let out = run(
+        shell,
+        tree,
+        envs,
+        &list_reading_script(&nonce, &[tree.spec()], mode, read),
+    );
+    let (listing, reads) = super::super::decode_list_reading(
+        "test",
+        &nonce,
+        &crate::test_support::roots(),
+        &out,
+        Some(read.max_file),
+    )
+    .unwrap_or_else(|e| panic!("{} {mode:?}: {e}\n{}", shell.name, out.escape_ascii()));
+    let reads = reads
+        .into_iter()
+        .map(|(file, result)| {
+            assert_eq!(file.root, tree.file(b"x").root, "{}", shell.name);
+            (file.rel, result)
+        })
+        .collect();
+    (listing, reads)
+}
+
+/// The files of `listing` a listing reads along: below a subdir, at most `max_file` bytes, no
+/// LF or CR in the path.
+fn readable_along(listing: &Listing, max_file: u64) -> Vec<Vec<u8>> {
+    listing
+        .files
+        .iter()
+        .filter(|f| f.rel.contains(&b'/') && f.size <= max_file)
+        .filter(|f| !f.rel.iter().any(|&b| b == b'\n' || b == b'\r'))
+        .map(|f| f.rel.clone())
+        .collect()
+}
+
+#[test]
+fn a_listing_reads_its_small_files_along_as_reads_would_in_every_shell() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    let spec = tree.spec();
+    let local = local_listing(std::slice::from_ref(&spec));
+    let wanted = readable_along(&local, READ_ALONG.max_file);
+    assert!(wanted.len() > 45, "{wanted:?}");
+    // What the one read block's `stat` sizes add up to: its files and the directories on
+    // their way.
+    let mut dirs = std::collections::BTreeSet::new();
+    for rel in &wanted {
+        for (at, &b) in rel.iter().enumerate() {
+            if b == b'/' {
+                dirs.insert(rel[..at].to_vec());
+            }
+        }
+    }
+    let size_of = |rel: &[u8]| {
+        fs::symlink_metadata(tree.home().join(bytes_path(rel)))
+            .unwrap()
+            .len()
+    };
+    let block_bytes: u64 = wanted.iter().chain(&dirs).map(|rel| size_of(rel)).sum();
+    for shell in shells(tree.path()) {
+        for mode in [None, Some(ListMode::StatC)] {
+            let (listing, reads) = list_reading_with(&shell, &tree, &[], mode, READ_ALONG);
+            assert_eq!(listing, local, "{} {mode:?}", shell.name);
+            for (rel, result) in &reads {
+                let now = fs::read(tree.home().join(bytes_path(rel))).unwrap();
+                assert_eq!(result.size, now.len() as u64, "{}", shell.name);
+                assert_eq!(result.chunks, vec![now], "{} {mode:?}", shell.name);
+            }
+            // Every small file below a subdir came, each once; the large one, the symlinks
+            // and what lies through them did not.
+            let mut got: Vec<Vec<u8>> = reads.iter().map(|(rel, _)| rel.clone()).collect();
+            got.sort();
+            let mut want = wanted.clone();
+            want.sort();
+            assert_eq!(got, want, "{} {mode:?}", shell.name);
+        }
+        // A budget that the only block would take more than half of (one it would not fit,
+        // one it would): the block is left out before it is read, the listing is whole.
+        for budget in [3000, block_bytes * 2 - 2] {
+            let cut = ReadAlong {
+                budget,
+                ..READ_ALONG
+            };
+            let (listing, reads) = list_reading_with(&shell, &tree, &[], None, cut);
+            assert_eq!(listing, local, "{}", shell.name);
+            assert!(reads.is_empty(), "{}: {}", shell.name, reads.len());
+        }
+        let (_, reads) = list_reading_with(
+            &shell,
+            &tree,
+            &[],
+            None,
+            ReadAlong {
+                budget: block_bytes * 2 + 100_000,
+                ..READ_ALONG
+            },
+        );
+        assert_eq!(reads.len(), wanted.len(), "{}", shell.name);
+    }
+}
+
+#[test]
+fn a_file_or_directory_that_changes_around_a_read_along_is_never_answered_wrongly() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    let many = tree.home().join("projects/-many");
+    let parked = tree.home().join("projects/-many.real");
+    let outside = tree.path().join("outside-many");
+    for entry in fs::read_dir(&many).unwrap() {
+        let entry = entry.unwrap();
+        let len = entry.metadata().unwrap().len() as usize;
+        write(outside.join(entry.file_name()), &vec![b'Z'; len]);
+    }
+    let one = many.join("0000000a-0000-4000-8000-000000000000.jsonl");
+    let one_parked = tree.path().join("one-parked");
+    let one_outside = outside.join("0000000a-0000-4000-8000-000000000000.jsonl");
+    let (m, p, o) = (many.display(), parked.display(), outside.display());
+    let (f, fp, fo) = (one.display(), one_parked.display(), one_outside.display());
+    // (name, before the first `stat`, after it, after the second): the second `stat` of a read
+    // block sees what the `cat` read.
+    let cases: Vec<(&str, String, String, String)> = vec![
+        // The control: the same `stat`, nothing changes, the block is answered.
+        ("nothing changed", ":".into(), ":".into(), ":".into()),
+        (
+            "directory a symlink from before the first stat",
+            format!("mv '{m}' '{p}' && ln -s '{o}' '{m}'"),
+            ":".into(),
+            format!("rm '{m}' && mv '{p}' '{m}'"),
+        ),
+        (
+            "directory a symlink after the first stat",
+            ":".into(),
+            format!("mv '{m}' '{p}' && ln -s '{o}' '{m}'"),
+            format!("rm '{m}' && mv '{p}' '{m}'"),
+        ),
+        (
+            "file a symlink after the first stat",
+            ":".into(),
+            format!("mv '{f}' '{fp}' && ln -s '{fo}' '{f}'"),
+            format!("rm '{f}' && mv '{fp}' '{f}'"),
+        ),
+        (
+            "file grown after the first stat",
+            ":".into(),
+            format!("printf 'grown\\n' >> '{f}'"),
+            ":".into(),
+        ),
+        (
+            "file shrunk after the first stat",
+            ":".into(),
+            format!("cp '{f}' '{fp}' && : > '{f}'"),
+            format!("cat '{fp}' > '{f}' && rm '{fp}'"),
+        ),
+    ];
+    let real = on_path("stat").expect("stat");
+    let count = tree.path().join("stat-runs");
+    let shells: Vec<Shell> = shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+        .collect();
+    let original = fs::read(&one).unwrap();
+    for (k, (name, before, after, back)) in cases.iter().enumerate() {
+        let bin = tree.path().join(format!("changing-stat-{k}"));
+        // Only the read blocks' `stat`s count (their format); the listing's pass through.
+        tool(
+            &bin,
+            "stat",
+            &format!(
+                "#!/bin/sh\ncase $2 in *%f*) ;; *) exec '{r}' \"$@\" ;; esac\n\
+                 n=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
+                 [ $n = 1 ] && {{ {before}; }}\n\
+                 '{r}' \"$@\"; rc=$?\n\
+                 [ $n = 1 ] && {{ {after}; }}\n\
+                 [ $n = 2 ] && {{ {back}; }}\n\
+                 exit $rc\n",
+                c = count.display(),
+                r = real.display(),
+            ),
+        );
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        for shell in &shells {
+            let _ = fs::remove_file(&count);
+            fs::write(&one, &original).unwrap();
+            let (_, reads) = list_reading_with(
+                shell,
+                &tree,
+                &[("PATH", Path::new(&path))],
+                None,
+                READ_ALONG,
+            );
+            assert!(
+                many.is_dir() && !many.is_symlink() && one.is_file() && !one.is_symlink(),
+                "{name}: {}",
+                shell.name
+            );
+            let runs = fs::read_to_string(&count).unwrap_or_default();
+            assert_eq!(runs.trim(), "2", "{name}: {}: one read block", shell.name);
+            if k == 0 {
+                assert!(reads.len() > 45, "{name}: {}: {}", shell.name, reads.len());
+                for (rel, result) in &reads {
+                    let now = fs::read(tree.home().join(bytes_path(rel))).unwrap();
+                    assert_eq!(result.chunks, vec![now], "{}", shell.name);
+                }
+                continue;
+            }
+            // The one block met the change: nothing of it is answered.
+            assert!(
+                reads.is_empty(),
+                "{name}: {}: {:?}",
+                shell.name,
+                reads
+                    .iter()
+                    .map(|(r, _)| r.escape_ascii().to_string())
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+    fs::write(&one, &original).unwrap();
+}
