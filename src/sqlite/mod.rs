@@ -589,14 +589,7 @@ impl Walk {
             }
             Walk::Pages(_) => {}
             Walk::Ahead { level, left } => {
-                let next: Vec<u32> = level
-                    .iter()
-                    .filter_map(|&number| {
-                        let bytes = pages.get(number)?;
-                        btree::Page::new(number, &bytes, reserved).children()
-                    })
-                    .flatten()
-                    .collect();
+                let next = children_of(&level, pages, reserved);
                 if !next.is_empty() && next.len() <= left {
                     out.push(Walk::Ahead {
                         left: left - next.len(),
@@ -605,20 +598,26 @@ impl Walk {
                 }
             }
             Walk::Table(level) => {
-                let next: Vec<u32> = level
-                    .iter()
-                    .filter_map(|&number| {
-                        let bytes = pages.get(number)?;
-                        btree::Page::new(number, &bytes, reserved).children()
-                    })
-                    .flatten()
-                    .collect();
+                let next = children_of(&level, pages, reserved);
                 if !next.is_empty() {
                     out.push(Walk::Table(next));
                 }
             }
         }
     }
+}
+
+/// The children of the cached interior pages of `level`, in order: the B-trees' next level
+/// (leaves and pages not cached have none).
+fn children_of(level: &[u32], pages: &Pages, reserved: usize) -> Vec<u32> {
+    level
+        .iter()
+        .filter_map(|&number| {
+            let bytes = pages.get(number)?;
+            btree::Page::new(number, &bytes, reserved).children()
+        })
+        .flatten()
+        .collect()
 }
 
 /// Steps each of `walks` down from the level just read, and on down through every level
@@ -1730,15 +1729,7 @@ impl<'h, H: Host> Snapshot<'h, H> {
             if !self.fetch_quietly(numbers, worker, max_pages, false).await {
                 return;
             }
-            let pages = lock(&self.pages);
-            level = level
-                .iter()
-                .filter_map(|&number| {
-                    let bytes = pages.get(number)?;
-                    btree::Page::new(number, &bytes, worker.reserved).children()
-                })
-                .flatten()
-                .collect();
+            level = children_of(&level, &lock(&self.pages), worker.reserved);
         }
     }
 
