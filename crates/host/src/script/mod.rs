@@ -451,9 +451,7 @@ fn stat_line(line: &[u8]) -> Option<(u64, u32, &[u8])> {
     let (mode, name) = split_word(rest);
     parse_u64(inode)?;
     let size = parse_u64(size)?;
-    let mode = std::str::from_utf8(mode).ok()?;
-    let mode = u32::from_str_radix(mode, 16).ok()?;
-    Some((size, mode, name))
+    Some((size, hex_mode(mode)?, name))
 }
 
 /// The read blocks after a listing's `<nonce>:RD` line ([`posix::list_reading_script`]): the
@@ -466,9 +464,6 @@ fn decode_read_along(
     mut rest: &[u8],
     max_file: u64,
 ) -> Vec<(FileRef, ReadResult)> {
-    const DIR: u32 = 0o040000;
-    const REGULAR: u32 = 0o100000;
-    const TYPE: u32 = 0o170000;
     let s2 = format!("\n{nonce}:S2\n");
     let end = format!("\n{nonce}:E\n");
     let listed: std::collections::HashMap<(&[u8], &[u8]), &FileEntry> = listing
@@ -543,7 +538,9 @@ fn decode_read_along(
         let mut dir_names = std::collections::HashSet::new();
         for line in dirs {
             match stat_line(line) {
-                Some((_, mode, name)) if mode & TYPE == DIR && name.starts_with(b"./") => {
+                Some((_, mode, name))
+                    if mode & FILE_TYPE == DIRECTORY && name.starts_with(b"./") =>
+                {
                     dir_names.insert(name);
                 }
                 _ => continue 'blocks,
@@ -558,7 +555,9 @@ fn decode_read_along(
             let Some(rel) = name.strip_prefix(b"./") else {
                 continue 'blocks;
             };
-            if mode & TYPE != REGULAR || size > max_file || crate::check_relative_path(rel).is_err()
+            if mode & FILE_TYPE != REGULAR_FILE
+                || size > max_file
+                || crate::check_relative_path(rel).is_err()
             {
                 continue 'blocks;
             }
@@ -1231,9 +1230,19 @@ fn decode_cat_block<'a>(
     Ok(answers)
 }
 
-/// The type bits of a regular file's mode (`S_IFREG`), and the mask that holds them.
+/// The type bits of a regular file's and a directory's mode (`S_IFREG`, `S_IFDIR`), and the
+/// mask that holds them.
 const REGULAR_FILE: u32 = 0o100000;
+const DIRECTORY: u32 = 0o040000;
 const FILE_TYPE: u32 = 0o170000;
+
+/// A mode as `stat -c %f` prints it (hex, at most 8 digits).
+fn hex_mode(hex: &[u8]) -> Option<u32> {
+    std::str::from_utf8(hex)
+        .ok()
+        .filter(|h| !h.is_empty() && h.len() <= 8)
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+}
 
 /// A `STAT` line: inode, size and mode.
 type Stat = (u64, u64, u32);
@@ -1267,10 +1276,7 @@ fn stat_block<'a>(
         // The file's mode in hex, where the script names it (`stat -c %f`); a file is regular.
         let mode = match mode {
             b"" => Some(REGULAR_FILE),
-            hex => std::str::from_utf8(hex)
-                .ok()
-                .filter(|h| h.len() <= 8)
-                .and_then(|h| u32::from_str_radix(h, 16).ok()),
+            hex => hex_mode(hex),
         };
         let stat = parse_u64(inode)
             .zip(parse_u64(size))
