@@ -1978,20 +1978,7 @@ fn a_directory_swapped_for_a_symlink_around_the_stats_of_a_root_is_never_read() 
         } else {
             (":", swap.as_str())
         };
-        tool(
-            &bin,
-            "stat",
-            &format!(
-                "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
-                 [ $n = 1 ] && {{ {first_before}; }}\n\
-                 '{r}' \"$@\"; rc=$?\n\
-                 [ $n = 1 ] && {{ {first_after}; }}\n\
-                 [ $n = 2 ] && {{ {back}; }}\n\
-                 exit $rc\n",
-                c = count.display(),
-                r = real.display(),
-            ),
-        );
+        changing_stat(&bin, &real, &count, None, first_before, first_after, &back);
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
         for shell in &shells {
             let _ = fs::remove_file(&count);
@@ -2282,21 +2269,7 @@ fn a_file_or_directory_that_changes_around_a_read_along_is_never_answered_wrongl
     for (k, (name, before, after, back)) in cases.iter().enumerate() {
         let bin = tree.path().join(format!("changing-stat-{k}"));
         // Only the read blocks' `stat`s count (their format); the listing's pass through.
-        tool(
-            &bin,
-            "stat",
-            &format!(
-                "#!/bin/sh\ncase $2 in *%f*) ;; *) exec '{r}' \"$@\" ;; esac\n\
-                 n=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
-                 [ $n = 1 ] && {{ {before}; }}\n\
-                 '{r}' \"$@\"; rc=$?\n\
-                 [ $n = 1 ] && {{ {after}; }}\n\
-                 [ $n = 2 ] && {{ {back}; }}\n\
-                 exit $rc\n",
-                c = count.display(),
-                r = real.display(),
-            ),
-        );
+        changing_stat(&bin, &real, &count, Some("*%f*"), before, after, back);
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
         for shell in &shells {
             let _ = fs::remove_file(&count);
@@ -2336,4 +2309,40 @@ fn a_file_or_directory_that_changes_around_a_read_along_is_never_answered_wrongl
         }
     }
     fs::write(&one, &original).unwrap();
+}
+
+/// A `stat` in `bin` that counts its runs in `count` (those whose format matches `format`,
+/// when given; the others run the real one untouched) and changes the tree around the real
+/// `stat` (`real`): `before` and `after` the first counted run, `back` after the second. A
+/// script that runs `stat` before and after its read sees a change between the two.
+fn changing_stat(
+    bin: &Path,
+    real: &Path,
+    count: &Path,
+    format: Option<&str>,
+    before: &str,
+    after: &str,
+    back: &str,
+) {
+    let pass = match format {
+        Some(pattern) => format!(
+            "case $2 in {pattern}) ;; *) exec '{}' \"$@\" ;; esac\n",
+            real.display()
+        ),
+        None => String::new(),
+    };
+    tool(
+        bin,
+        "stat",
+        &format!(
+            "#!/bin/sh\n{pass}n=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
+             [ $n = 1 ] && {{ {before}; }}\n\
+             '{r}' \"$@\"; rc=$?\n\
+             [ $n = 1 ] && {{ {after}; }}\n\
+             [ $n = 2 ] && {{ {back}; }}\n\
+             exit $rc\n",
+            c = count.display(),
+            r = real.display(),
+        ),
+    );
 }
