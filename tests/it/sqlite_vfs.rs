@@ -72,18 +72,17 @@ fn part_id(n: usize) -> String {
     format!("prt_{n:010}{SESSION}")
 }
 
-/// `USER`'s OpenCode database, over 64 MiB after a checkpoint, and a writer that keeps its new
-/// rows in the WAL; returns the writer and the database's path.
-fn large_database(sshd: &Sshd) -> (Connection, PathBuf) {
-    let at = ".local/share/opencode/opencode.db";
-    // Made by the test user's helper (so the directories are the user's), then written here.
-    let path = sshd.put_file(USER, at, b"");
+/// `user`'s OpenCode database made afresh (made by the test user's helper, so the directories
+/// are the user's; no WAL or shared memory left from an earlier run), with OpenCode's tables
+/// and a session row for each (id, title) of `sessions`; returns the writer and its path.
+fn new_database(sshd: &Sshd, user: &str, sessions: &[(&str, &str)]) -> (Connection, PathBuf) {
+    let path = sshd.put_file(user, ".local/share/opencode/opencode.db", b"");
     for suffix in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(SCHEMA).unwrap();
-    for (id, title) in [(SESSION, "read page by page"), (FILLER, "big rows")] {
+    for (id, title) in sessions {
         conn.execute(
             "INSERT INTO session VALUES (?1, 'p', NULL, 's', '/work/vfs', ?2, '1.18.33', \
              1790000000000, 1790000000000)",
@@ -91,6 +90,17 @@ fn large_database(sshd: &Sshd) -> (Connection, PathBuf) {
         )
         .unwrap();
     }
+    (conn, path)
+}
+
+/// `USER`'s OpenCode database, over 64 MiB after a checkpoint, and a writer that keeps its new
+/// rows in the WAL; returns the writer and the database's path.
+fn large_database(sshd: &Sshd) -> (Connection, PathBuf) {
+    let (conn, path) = new_database(
+        sshd,
+        USER,
+        &[(SESSION, "read page by page"), (FILLER, "big rows")],
+    );
     conn.execute_batch("BEGIN").unwrap();
     let big = "x".repeat(FILLER_ROW_BYTES);
     for n in 0..FILLER_ROWS {
@@ -207,19 +217,7 @@ fn follow_prints_rows_committed_into_the_wal_across_a_checkpoint() {
     // A user of its own: the test above writes its database at the same place for ck_vfs.
     let user = "ck_vfs_follow";
     let alias = sshd.add_user(user, Path::new("/bin/sh"));
-    let at = ".local/share/opencode/opencode.db";
-    let path = sshd.put_file(user, at, b"");
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(SCHEMA).unwrap();
-    conn.execute(
-        "INSERT INTO session VALUES (?1, 'p', NULL, 's', '/work/vfs', 't', '1.18.33', \
-         1790000000000, 1790000000000)",
-        [SESSION],
-    )
-    .unwrap();
+    let (conn, _) = new_database(sshd, user, &[(SESSION, "t")]);
     add_row(&conn, SESSION, 0, "row 0");
     let home = tempfile::tempdir().unwrap();
     let ssh_config = sshd.ssh_config().display().to_string();
@@ -352,25 +350,16 @@ fn a_session_only_a_larger_database_holds_costs_the_find_and_read_and_its_walk()
     let Some(sshd) = sshd_or_skip() else { return };
     let user = "ck_vfs_big_execs";
     let alias = sshd.add_user(user, Path::new("/bin/sh"));
-    let path = sshd.put_file(user, ".local/share/opencode/opencode.db", b"");
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(SCHEMA).unwrap();
     // 300 sessions (the session table more than a page), 3,000 messages of 1 KiB parts, one
     // in 50 of the session read: about 4 MiB, far past the first 256 KiB.
     let others: Vec<String> = (0..300)
         .map(|i| format!("ses_{i:04}OtherSessionOfMany"))
         .collect();
-    for id in std::iter::once(SESSION).chain(others.iter().map(String::as_str)) {
-        conn.execute(
-            "INSERT INTO session VALUES (?1, 'p', NULL, 's', '/work/vfs', 'title', '1.18.33', \
-             1790000000000, 1790000000000)",
-            [id],
-        )
-        .unwrap();
-    }
+    let sessions: Vec<(&str, &str)> = std::iter::once(SESSION)
+        .chain(others.iter().map(String::as_str))
+        .map(|id| (id, "title"))
+        .collect();
+    let (conn, _) = new_database(sshd, user, &sessions);
     let text = "x".repeat(1024);
     conn.execute_batch("BEGIN").unwrap();
     for n in 0..3000 {
@@ -432,20 +421,7 @@ fn a_session_no_path_names_is_resolved_from_its_database_and_read_on_the_same_lo
     let Some(sshd) = sshd_or_skip() else { return };
     let user = "ck_vfs_execs";
     let alias = sshd.add_user(user, Path::new("/bin/sh"));
-    let path = sshd.put_file(user, ".local/share/opencode/opencode.db", b"");
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(SCHEMA).unwrap();
-    for (id, title) in [(SESSION, "read"), (FILLER, "other")] {
-        conn.execute(
-            "INSERT INTO session VALUES (?1, 'p', NULL, 's', '/work/vfs', ?2, '1.18.33', \
-             1790000000000, 1790000000000)",
-            (id, title),
-        )
-        .unwrap();
-    }
+    let (conn, _) = new_database(sshd, user, &[(SESSION, "read"), (FILLER, "other")]);
     for n in 0..30 {
         add_row(&conn, SESSION, n, &format!("row {n}"));
     }
