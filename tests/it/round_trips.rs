@@ -435,7 +435,13 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
     }
     // The same host read as a local root (one read per session, the old way) saves the same
     // state.
-    let local_hosts = home.path().join("local.toml");
+    assert_same_state_as_local(sshd, home.path(), &root, &state);
+}
+
+/// A first `check` of the root `root` (host `many`), as a local root sees it, saves the state
+/// the one at `state` holds (but for `settled`, which depends on the clock).
+fn assert_same_state_as_local(sshd: &Sshd, home: &Path, root: &Path, state: &Path) {
+    let local_hosts = home.join("local.toml");
     std::fs::write(
         &local_hosts,
         format!(
@@ -444,10 +450,10 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
         ),
     )
     .unwrap();
-    let local_state = home.path().join("local-state.json");
+    let local_state = home.join("local-state.json");
     let local = run(
         sshd,
-        home.path(),
+        home,
         &[
             "--hosts",
             local_hosts.to_str().unwrap(),
@@ -471,7 +477,65 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
         }
         v
     };
-    assert_eq!(strip(saved(&state)), strip(saved(&local_state)));
+    assert_eq!(strip(saved(state)), strip(saved(&local_state)));
+}
+
+/// A host whose small sessions add up past what a listing reads along (32 MiB): the reply is
+/// cut before its listing is whole, the host is listed again, and the sessions are read by
+/// batches; nothing is lost.
+#[test]
+fn a_first_check_whose_listing_was_cut_at_its_budget_lists_again_and_loses_nothing() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let alias = user(sshd, "-rtt-cut");
+    let home = tempfile::tempdir().unwrap();
+    let root = sshd.home(USER).join("rtt-cut/.claude");
+    // About 3.5 KiB each (a read block of them stays under its 8 MiB cap), 42 MiB in all.
+    let n = 12_000;
+    for i in 0..n {
+        let id = format!("c7c70000-0000-4000-8000-{i:012}");
+        let mut body = transcript(&format!("k{i}"), 20);
+        body += &format!(
+            "{}\n",
+            serde_json::json!({"type":"user","uuid":format!("k{i}-last"),
+                "timestamp":format!("2026-11-03T{:02}:{:02}:{:02}.000Z", i / 3600, i / 60 % 60, i % 60),
+                "message":{"role":"user","content":"y".repeat(i % 500 + 1)}})
+        );
+        sshd.put_file(
+            USER,
+            format!("rtt-cut/.claude/projects/-p{}/{id}.jsonl", i % 11),
+            body.as_bytes(),
+        );
+    }
+    let hosts = home.path().join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!(
+            "[hosts.many]\nssh = \"{alias}\"\nroots = {{ claude = \"{}\" }}\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let state = home.path().join("state.json");
+    let out = run(
+        sshd,
+        home.path(),
+        &[
+            "--hosts",
+            hosts.to_str().unwrap(),
+            "check",
+            "--state",
+            state.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("listing again"), "{}", stderr(&out));
+    let new = ndjson(&out)
+        .into_iter()
+        .filter(|l| l["type"] == "activity" && l["change"] == "new")
+        .count();
+    assert_eq!(new, n);
+    assert_same_state_as_local(sshd, home.path(), &root, &state);
 }
 
 /// `script read` with several `--path` prints one batched POSIX script; run by `sh`, its reply

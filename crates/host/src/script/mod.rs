@@ -70,9 +70,10 @@
 //! GZ                                    then base64 of one gzip stream of the lines
 //! END-GZ
 //! ```
-//! A listing that reads along ([`posix::list_reading_script`]) carries, in that block after its
-//! lines, a `<nonce>:RD` line and blocks of whole small files with the `stat` lines they are
-//! checked by ([`decode_list_reading`]).
+//! A listing that reads along ([`posix::list_reading_script`]) carries, in that block, its lines
+//! between a `<nonce>:RL` and a `<nonce>:LE` line, and blocks of whole small files with the
+//! `stat` lines they are checked by: among the lines, or after them and a `<nonce>:RD` line
+//! ([`decode_list_reading`]). A listing without its `LE` line was cut at the reply's budget.
 //! Decompressed output is held to the same bounds as the plain one (a reply never decodes to
 //! more than an uncompressed reply could hold), gzip's CRC is checked, and nothing may follow
 //! the stream.
@@ -358,22 +359,34 @@ pub fn decode_list(
     roots: &[RootSpec],
     stdout: &[u8],
 ) -> Result<Listing, HostError> {
-    Ok(decode_list_reading(host, nonce, roots, stdout, None)?.0)
+    decode_list_reading(host, nonce, roots, stdout, None)?
+        .listing
+        .ok_or_else(|| protocol(host, "a listing cut off".to_string()))
+}
+
+/// What a listing that reads along answered ([`decode_list_reading`]).
+#[derive(Debug, Default)]
+pub struct ListReading {
+    /// The listing; `None` when the reply was cut at its budget before the listing was whole
+    /// (the host lists again, plainly).
+    pub listing: Option<Listing>,
+    /// The files read along, each whole, as a read of `[0, size)`; none when the listing was
+    /// cut.
+    pub reads: Vec<(FileRef, ReadResult)>,
 }
 
 /// Decodes the reply of [`posix::list_reading_script`]: the listing, and the files it read
-/// along (each whole, as a read of `[0, size)`; at most `max_file` bytes each), by the
-/// listing's own roots. A read block that breaks its format or its checks answers none of its
-/// files (they are read the usual way); the listing is held to [`decode_list`]'s rules. With
-/// `max_file` `None`, a reply that reads along is refused like any other stray line.
+/// along (each whole; at most `max_file` bytes each), by the listing's own roots. A read block
+/// that breaks its format or its checks answers none of its files (they are read the usual
+/// way); the listing is held to [`decode_list`]'s rules. With `max_file` `None`, a reply that
+/// reads along is refused like any other stray line.
 pub fn decode_list_reading(
     host: &str,
     nonce: &str,
     roots: &[RootSpec],
     stdout: &[u8],
     max_file: Option<u64>,
-) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
-    let mut read = Vec::new();
+) -> Result<ListReading, HostError> {
     let bad = |reason: String| protocol(host, reason);
     if stdout.len() > MAX_LIST_REPLY_BYTES {
         return Err(too_large(
@@ -384,6 +397,8 @@ pub fn decode_list_reading(
     let frame = parse_frame(host, nonce, stdout)?;
     let mut lines = body_lines(frame.body);
     let mut listing = decode_list_lines(host, roots, &mut lines)?;
+    let mut reads = Vec::new();
+    let mut whole = true;
     if lines.peek() == Some(&&b"GZ"[..]) {
         // The lines compressed (after MODE, or an ERR that ended the listing before them).
         if !listing.roots.is_empty() || !listing.files.is_empty() {
@@ -410,21 +425,30 @@ pub fn decode_list_reading(
                     ),
                 }
             })?;
-        let marker = format!("\n{nonce}:RD\n");
-        let (lines_text, reads) = match max_file {
-            Some(max) => match find_bytes(&text, marker.as_bytes()) {
-                Some(at) => (&text[..at], Some((&text[at + marker.len()..], max))),
-                None => (&text[..], None),
-            },
-            None => (&text[..], None),
-        };
-        let mut inner = body_lines(lines_text);
-        listing = decode_list_lines(host, roots, &mut inner)?;
-        if let Some(extra) = inner.next() {
-            return Err(bad(format!("unexpected line {}", show(extra))));
-        }
-        if let Some((blocks, max)) = reads {
-            read = decode_read_along(nonce, &listing, blocks, max);
+        let reading = max_file.and_then(|max| {
+            text.strip_prefix(format!("{nonce}:RL\n").as_bytes())
+                .map(|rest| (rest, max))
+        });
+        match reading {
+            Some((rest, max)) => {
+                let along = split_read_along(nonce, rest);
+                whole = along.whole;
+                if whole {
+                    let mut inner = along.lines.into_iter().filter(|l| !l.is_empty()).peekable();
+                    listing = decode_list_lines(host, roots, &mut inner)?;
+                    if let Some(extra) = inner.next() {
+                        return Err(bad(format!("unexpected line {}", show(extra))));
+                    }
+                    reads = answer_blocks(&listing, along.blocks, max);
+                }
+            }
+            None => {
+                let mut inner = body_lines(&text);
+                listing = decode_list_lines(host, roots, &mut inner)?;
+                if let Some(extra) = inner.next() {
+                    return Err(bad(format!("unexpected line {}", show(extra))));
+                }
+            }
         }
     }
     if let Some(extra) = lines.next() {
@@ -433,7 +457,63 @@ pub fn decode_list_reading(
     if frame.rc != 0 {
         return Err(bad(format!("list script exited with {}", frame.rc)));
     }
-    Ok((listing, read))
+    Ok(ListReading {
+        listing: whole.then_some(listing),
+        reads,
+    })
+}
+
+/// A listing that reads along, taken apart (after its `<nonce>:RL` line): its lines (`\r`
+/// kept, empty ones included), its read blocks (those among the lines, then those after a
+/// `<nonce>:RD` line that follows `<nonce>:LE`), and whether the listing is whole: its `LE`
+/// line came, after complete lines and blocks only.
+struct ReadAlongParts<'a> {
+    lines: Vec<&'a [u8]>,
+    blocks: Vec<ReadBlock<'a>>,
+    whole: bool,
+}
+
+fn split_read_along<'a>(nonce: &str, mut rest: &'a [u8]) -> ReadAlongParts<'a> {
+    let markers = BlockMarkers::new(nonce);
+    let listing_end = format!("{nonce}:LE");
+    let reads_after = format!("{nonce}:RD\n");
+    let mut parts = ReadAlongParts {
+        lines: Vec::new(),
+        blocks: Vec::new(),
+        whole: false,
+    };
+    while !rest.is_empty() {
+        if rest.starts_with(b"RD ") {
+            // A block cut off, or one that cannot be taken apart, leaves the listing unfinished.
+            let Some((block, after)) = next_block(&markers, rest) else {
+                return parts;
+            };
+            parts.blocks.push(block);
+            rest = after;
+            continue;
+        }
+        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+            return parts;
+        };
+        let line = &rest[..nl];
+        rest = &rest[nl + 1..];
+        if line == listing_end.as_bytes() {
+            parts.whole = true;
+            break;
+        }
+        parts.lines.push(line.strip_suffix(b"\r").unwrap_or(line));
+    }
+    // The second walk's blocks (`statc`), up to one cut off.
+    if let Some(mut blocks) = rest.strip_prefix(reads_after.as_bytes()) {
+        while let Some((block, after)) = next_block(&markers, blocks) {
+            parts.blocks.push(block);
+            blocks = after;
+        }
+    } else if !rest.is_empty() {
+        // Anything else after the listing: a reply this script does not send.
+        parts.lines.push(rest);
+    }
+    parts
 }
 
 /// Where `needle` first occurs in `hay`.
@@ -454,87 +534,115 @@ fn stat_line(line: &[u8]) -> Option<(u64, u32, &[u8])> {
     Some((size, hex_mode(mode)?, name))
 }
 
-/// The read blocks after a listing's `<nonce>:RD` line ([`posix::list_reading_script`]): the
-/// files of each block that passes every check, by the listing's files they are (a file not
-/// listed is left out). Decoding stops at a block cut off (the budget) or one whose end cannot
-/// be found; a block that fails a check is skipped.
-fn decode_read_along(
-    nonce: &str,
+/// The nonce's markers inside a read block: after the files' bytes, and at its end.
+struct BlockMarkers {
+    second_stat: String,
+    end: String,
+}
+
+impl BlockMarkers {
+    fn new(nonce: &str) -> BlockMarkers {
+        BlockMarkers {
+            second_stat: format!("\n{nonce}:S2\n"),
+            end: format!("\n{nonce}:E\n"),
+        }
+    }
+}
+
+/// One read block ([`posix::list_reading_script`]), taken apart but not yet checked.
+struct ReadBlock<'a> {
+    root: u64,
+    dirs: u64,
+    files: u64,
+    /// The first `stat`'s lines, as many as the block says (fewer where it sent fewer).
+    stat: Vec<&'a [u8]>,
+    /// The first `stat`'s text, to compare with the second's.
+    first: &'a [u8],
+    /// The files' bytes, up to the `S2` marker.
+    data: &'a [u8],
+    second: &'a [u8],
+}
+
+/// The block at the start of `rest`, and what follows it; `None` where none starts there or it
+/// is cut off (its end cannot be found).
+fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'a>, &'a [u8])> {
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let (tag, words) = split_word(&rest[..nl]);
+    let (k, words) = split_word(words);
+    let (nd, nf) = split_word(words);
+    let (root, dirs, files) = (parse_u64(k)?, parse_u64(nd)?, parse_u64(nf)?);
+    if tag != b"RD" {
+        return None;
+    }
+    let body = &rest[nl + 1..];
+    // The first `stat`'s lines, as many as the block says (a `stat` that left one out is
+    // caught by the sizes or the second `stat`), then the concatenation, then `S2`.
+    let lines_wanted = dirs.saturating_add(files).min(body.len() as u64) as usize;
+    let mut at = 0;
+    let mut stat = Vec::with_capacity(lines_wanted);
+    for _ in 0..lines_wanted {
+        let len = body[at..].iter().position(|&b| b == b'\n')?;
+        stat.push(&body[at..at + len]);
+        at += len + 1;
+    }
+    let first = &body[..at.saturating_sub(1)];
+    let data = &body[at..];
+    let s2 = markers.second_stat.as_bytes();
+    let end = markers.end.as_bytes();
+    // Where the first `stat` says the files end (where the marker is unless something
+    // changed), else wherever the marker is.
+    let expected = stat[(dirs as usize).min(stat.len())..]
+        .iter()
+        .filter_map(|line| stat_line(line))
+        .try_fold(0usize, |total, (size, ..)| total.checked_add(size as usize));
+    let marker = match expected {
+        Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2)) => at,
+        _ => find_bytes(data, s2)?,
+    };
+    let after = &data[marker + s2.len()..];
+    let stop = match after.get(first.len()..) {
+        Some(tail) if after.starts_with(first) && tail.starts_with(end) => first.len(),
+        _ => find_bytes(after, end)?,
+    };
+    let block = ReadBlock {
+        root,
+        dirs,
+        files,
+        stat,
+        first,
+        data: &data[..marker],
+        second: &after[..stop],
+    };
+    Some((block, &after[stop + end.len()..]))
+}
+
+/// The files of each block that passes every check, by the listing's files they are (a file
+/// not listed is left out); a block that fails a check answers none of its files.
+fn answer_blocks(
     listing: &Listing,
-    mut rest: &[u8],
+    blocks: Vec<ReadBlock<'_>>,
     max_file: u64,
 ) -> Vec<(FileRef, ReadResult)> {
-    let s2 = format!("\n{nonce}:S2\n");
-    let end = format!("\n{nonce}:E\n");
     let listed: std::collections::HashMap<(&[u8], &[u8]), &FileEntry> = listing
         .files
         .iter()
         .map(|f| ((&f.root[..], &f.rel[..]), f))
         .collect();
     let mut out = Vec::new();
-    'blocks: while !rest.is_empty() {
-        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
-            break;
-        };
-        let (tag, words) = split_word(&rest[..nl]);
-        let (k, words) = split_word(words);
-        let (nd, nf) = split_word(words);
-        let (Some(k), Some(nd), Some(nf)) = (parse_u64(k), parse_u64(nd), parse_u64(nf)) else {
-            break;
-        };
-        if tag != b"RD" {
-            break;
-        }
-        let body = &rest[nl + 1..];
-        // The first `stat`'s lines, as many as the block says (a `stat` that left one out is
-        // caught by the sizes or the second `stat`), then the concatenation, then `S2`.
-        let lines_wanted = nd.saturating_add(nf).min(body.len() as u64) as usize;
-        let mut at = 0;
-        let mut stat = Vec::with_capacity(lines_wanted);
-        for _ in 0..lines_wanted {
-            let Some(len) = body[at..].iter().position(|&b| b == b'\n') else {
-                break 'blocks;
-            };
-            stat.push(&body[at..at + len]);
-            at += len + 1;
-        }
-        let first = &body[..at.saturating_sub(1)];
-        let data = &body[at..];
-        // Where the first `stat` says the files end (where the marker is unless something
-        // changed), else wherever the marker is.
-        let expected = stat[(nd as usize).min(stat.len())..]
-            .iter()
-            .filter_map(|line| stat_line(line))
-            .try_fold(0usize, |total, (size, ..)| total.checked_add(size as usize));
-        let marker = match expected {
-            Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2.as_bytes())) => at,
-            _ => match find_bytes(data, s2.as_bytes()) {
-                Some(at) => at,
-                None => break,
-            },
-        };
-        let after = &data[marker + s2.len()..];
-        let stop = match after.get(first.len()..) {
-            Some(tail) if after.starts_with(first) && tail.starts_with(end.as_bytes()) => {
-                first.len()
-            }
-            _ => match find_bytes(after, end.as_bytes()) {
-                Some(at) => at,
-                None => break,
-            },
-        };
-        let second = &after[..stop];
-        rest = &after[stop + end.len()..];
-        if (stat.len() as u64) != nd + nf || second != first {
+    'blocks: for block in blocks {
+        if (block.stat.len() as u64) != block.dirs + block.files || block.second != block.first {
             continue;
         }
-        let Some(root) = usize::try_from(k).ok().and_then(|k| listing.roots.get(k)) else {
+        let Some(root) = usize::try_from(block.root)
+            .ok()
+            .and_then(|k| listing.roots.get(k))
+        else {
             continue;
         };
         if !root.exists {
             continue;
         }
-        let (dirs, files) = stat.split_at(nd as usize);
+        let (dirs, files) = block.stat.split_at(block.dirs as usize);
         let mut dir_names = std::collections::HashSet::new();
         for line in dirs {
             match stat_line(line) {
@@ -574,12 +682,12 @@ fn decode_read_along(
             total += size;
             parsed.push((size, rel));
         }
-        if total != marker as u64 {
+        if total != block.data.len() as u64 {
             continue;
         }
         let mut offset = 0usize;
         for (size, rel) in parsed {
-            let bytes = &data[offset..offset + size as usize];
+            let bytes = &block.data[offset..offset + size as usize];
             offset += size as usize;
             let Some(entry) = listed.get(&(&root.dir[..], rel)) else {
                 continue;
@@ -2088,12 +2196,22 @@ mod tests {
         }
     }
 
-    /// A listing of /r with a, b and c below `projects/-p`, and read blocks after it.
+    /// The listing lines of /r with a, b and c below `projects/-p`.
+    const READ_ALONG_LISTING: &[u8] = b"ROOTP claude 1 /r\nF 3 1 ./projects/-p/a.jsonl\nF 2 1 ./projects/-p/b.jsonl\nF 9 1 ./projects/-p/c.jsonl\n";
+
+    /// A reply whose GZ block holds `text`.
+    fn gz_reply(text: &[u8]) -> Vec<u8> {
+        framed(&format!("MODE gnu\nGZ\n{}\nEND-GZ", b64(&gz(text))), 0)
+    }
+
+    /// A listing of /r with a, b and c below `projects/-p`, and read blocks after it (as a
+    /// second walk sends them).
     fn read_along_reply(blocks: &[u8]) -> Vec<u8> {
-        let mut text = b"ROOTP claude 1 /r\nF 3 1 ./projects/-p/a.jsonl\nF 2 1 ./projects/-p/b.jsonl\nF 9 1 ./projects/-p/c.jsonl\n".to_vec();
-        text.extend_from_slice(format!("\n{NONCE}:RD\n").as_bytes());
+        let mut text = format!("{NONCE}:RL\n").into_bytes();
+        text.extend_from_slice(READ_ALONG_LISTING);
+        text.extend_from_slice(format!("\n{NONCE}:LE\n{NONCE}:RD\n").as_bytes());
         text.extend_from_slice(blocks);
-        framed(&format!("MODE gnu\nGZ\n{}\nEND-GZ", b64(&gz(&text))), 0)
+        gz_reply(&text)
     }
 
     /// A read block of the root `k`: its `stat` lines before and after, and the bytes.
@@ -2111,11 +2229,12 @@ mod tests {
     fn files_read_along_are_answered_only_when_every_check_holds() {
         let roots = crate::test_support::roots();
         let decode = |blocks: &[u8]| {
-            let (listing, reads) =
+            let answer =
                 decode_list_reading("h", NONCE, &roots, &read_along_reply(blocks), Some(8))
                     .unwrap();
-            assert_eq!(listing.files.len(), 3);
-            reads
+            assert_eq!(answer.listing.unwrap().files.len(), 3);
+            answer
+                .reads
                 .into_iter()
                 .map(|(f, r)| (String::from_utf8(f.rel).unwrap(), r.size, r.chunks))
                 .collect::<Vec<_>>()
@@ -2176,6 +2295,70 @@ mod tests {
         assert_eq!(decode(&cut).len(), 2);
         // Without asking to read along, the marker and what follows are stray lines.
         assert!(decode_list("h", NONCE, &roots, &read_along_reply(&good)).is_err());
+    }
+
+    #[test]
+    fn a_walk_that_lists_and_reads_is_decoded_and_a_cut_listing_is_seen() {
+        let roots = crate::test_support::roots();
+        let decode = |text: &[u8]| {
+            decode_list_reading("h", NONCE, &roots, &gz_reply(text), Some(8)).unwrap()
+        };
+        let dirs = ["1 4096 41ed ./projects/-p", "2 4096 41ed ./projects"];
+        let ab = [
+            "3 3 81a4 ./projects/-p/a.jsonl",
+            "4 2 81a4 ./projects/-p/b.jsonl",
+        ];
+        let good = block(0, &dirs, &ab, b"AAABB", None);
+        // The block among the listing's lines, after the `F` lines of its files (as GNU `find`
+        // sends it), then the rest of the listing and its end.
+        let lines = READ_ALONG_LISTING.split_inclusive(|&b| b == b'\n');
+        let (head, tail): (Vec<&[u8]>, Vec<&[u8]>) = {
+            let all: Vec<&[u8]> = lines.collect();
+            (all[..3].to_vec(), all[3..].to_vec())
+        };
+        let mut text = format!("{NONCE}:RL\n").into_bytes();
+        text.extend_from_slice(&head.concat());
+        text.extend_from_slice(&good);
+        text.extend_from_slice(&tail.concat());
+        let whole_len = text.len();
+        text.extend_from_slice(format!("\n{NONCE}:LE\n").as_bytes());
+        let answer = decode(&text);
+        let plain = decode_list("h", NONCE, &roots, &gz_reply(READ_ALONG_LISTING)).unwrap();
+        assert_eq!(answer.listing.as_ref(), Some(&plain));
+        let read: Vec<_> = answer
+            .reads
+            .iter()
+            .map(|(f, r)| (&f.rel[..], &r.chunks))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (&b"projects/-p/a.jsonl"[..], &vec![b"AAA".to_vec()]),
+                (&b"projects/-p/b.jsonl"[..], &vec![b"BB".to_vec()]),
+            ]
+        );
+        // Cut anywhere before its `LE` line (in a line, in the block, between lines): no
+        // listing and no reads.
+        let first_line = NONCE.len() + 4;
+        for at in [
+            whole_len - 3,
+            whole_len,
+            first_line + head.concat().len() + 20,
+            first_line + head.concat().len(),
+            first_line + 12,
+            first_line,
+        ] {
+            let answer = decode(&text[..at]);
+            assert!(answer.listing.is_none() && answer.reads.is_empty(), "{at}");
+        }
+        // What follows `LE` is the second walk's blocks or nothing: another line is refused.
+        let mut stray = text.clone();
+        stray.extend_from_slice(b"F 1 1 ./projects/-p/d.jsonl\n");
+        assert!(decode_list_reading("h", NONCE, &roots, &gz_reply(&stray), Some(8)).is_err());
+        // A reply that does not read along is a plain listing.
+        let answer = decode(READ_ALONG_LISTING);
+        assert_eq!(answer.listing.as_ref(), Some(&plain));
+        assert!(answer.reads.is_empty());
     }
 
     #[test]

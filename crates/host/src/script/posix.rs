@@ -280,20 +280,26 @@ pub fn list_script_with(nonce: &str, roots: &[RootSpec], mode: Option<ListMode>)
 }
 
 /// What a listing reads along ([`list_reading_script`]): the whole of every file below a
-/// subdir of at most `max_file` bytes, up to `budget` bytes of reply before compression.
+/// subdir of at most `max_file` bytes, in blocks whose files add up to at most `block_cap`
+/// bytes (a larger block is left out before it is read), the whole reply cut at `budget`
+/// bytes before compression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadAlong {
     pub max_file: u64,
+    pub block_cap: u64,
     pub budget: u64,
 }
 
 /// [`list_script`], which also reads the small files it lists ([`crate::Host::list_reading`]):
 /// where the listing is compressed and `stat -c` is the host's (the `gnu` and `statc` modes),
-/// after the listing's lines, inside its GZ block, a `<nonce>:RD` line and then one read block
-/// per `find -exec … {} +` of each root's subdirs (files of at most `max_file` bytes whose path
-/// holds no LF or CR; a block whose files add up to more than half of `budget` is left out
-/// before anything is read), all of them cut at `budget` bytes (a block cut off answers
-/// nothing):
+/// its GZ block holds a `<nonce>:RL` line, the listing's lines, and a `<nonce>:LE` line after
+/// them, and one read block per `find -exec … {} +` of each root's subdirs (files of at most
+/// `max_file` bytes whose path holds no LF or CR; a block whose files add up to more than
+/// `block_cap` is left out before anything is read). In the `gnu` mode the walk that lists
+/// also reads, and the blocks come among the listing's lines (before `LE`); in the `statc`
+/// mode a second walk reads, and its blocks follow a `<nonce>:RD` line after `LE`. The whole
+/// stream is cut at `budget` bytes: a block cut off answers nothing, and a listing without its
+/// `LE` line was cut ([`super::ListReading::listing`] is then `None`):
 ///
 /// ```text
 /// RD <root index> <dirs> <files>       the root: the index of its ROOT line
@@ -678,7 +684,7 @@ fn list_body(
     }
     s.raw("\nnw=");
     s.word(if narrow.is_some() { b"1" } else { b"" });
-    s.raw("\nnm=0 hr= hp= nn=0 nr= np= fx= rm= ri=-1\n");
+    s.raw("\nnm=0 hr= hp= nn=0 nr= np= fx= rm= fo= ri=-1\n");
     s.raw("m=");
     s.word(mode.map(ListMode::wire).unwrap_or_default().as_bytes());
     // The probe asks for the very `%Ts` the listing uses: toybox `find` has `-printf` but
@@ -815,7 +821,15 @@ wf() {
     IFS=$oi
     for sd in $es; do
     case $m in
-    gnu) find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts %p\n' \) ;;
+    gnu)
+      # Reading along (`$fo`, a first `check`): the same walk sends the small files in read
+      # blocks (`$RD`, see [`list_reading_script`]) right after their `F` lines (GNU `find`
+      # flushes its own output before it runs a command), from the root as `walk` resolved it.
+      if [ -n "$fo" ] && [ "$PWD" = "$r" ]; then
+        find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts %p\n' -size "-${RS}c" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {} + \)
+      else
+        find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts %p\n' \)
+      fi ;;
     *) find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -exec sh -c "$B" sh "$m" {} + ;;
     esac 2>/dev/null
     done
@@ -874,16 +888,16 @@ wr() {{
     cd -P -- "$r" 2>/dev/null || exit 0
     [ "$PWD" = "$r" ] || exit 0
     for sd in $es; do
-      find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -size -{}c ! -path "*$NL*" ! -path "*$CR*" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {{}} +
+      find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -size "-${{RS}}c" ! -path "*$NL*" ! -path "*$CR*" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {{}} +
     done 2>/dev/null
   )
 }}
-RB={} RM={} RC={}
+RB={} RM={} RS={} RC={}
 "#,
-            read.max_file + 1,
             read.budget,
             read.max_file,
-            read.budget / 2
+            read.max_file + 1,
+            read.block_cap
         ));
     }
     let mut calls = Vec::new();
@@ -918,7 +932,13 @@ RB={} RM={} RC={}
             calls.push(format!("{call}{tops}{tail}"));
         }
     }
-    s.begin();
+    if read.is_some() {
+        // A first `check`'s listing: its BEGIN line serves the dialect's detection alone (the
+        // plain listing's, `hosts --check`, shows the host's `uname`).
+        s.begin_lean();
+    } else {
+        s.begin();
+    }
     s.raw("[ -z \"${bad:-}\" ] || { printf 'ERR unsafe\\n\\n%s:END 1\\n' \"$N\"; exit 0; }\n");
     s.raw("printf 'MODE %s\\n' \"$m\"\n");
     // A full listing goes through gzip where it answers (one GZ block: about 80 bytes a session
@@ -936,10 +956,14 @@ RB={} RM={} RC={}
         s.raw("}\ne=\n");
         s.raw(LIST_GZIP_PROBE);
         if read.is_some() {
-            // The reads after the listing, in the same stream, cut at the budget (`head -c`:
-            // GNU, busybox and toybox, which the `gnu` and `statc` modes imply).
+            // A `<nonce>:RL` line, the listing, and `<nonce>:LE` once it is whole. Where `find
+            // -printf` answers (`gnu`), the same walk reads: the read blocks come among the
+            // listing's lines. With `stat -c` alone (`statc`: busybox `find` takes one `-exec … +`
+            // at most), a second walk's blocks follow a `<nonce>:RD` line. The stream is cut at
+            // the budget (`head -c`: GNU, busybox and toybox, which both modes imply); the
+            // decoder sees where.
             s.raw(
-                "if [ \"$e\" = gz ]; then printf 'GZ\\n'; { la; case $m in gnu|statc) printf '\\n%s:RD\\n' \"$N\"; rm=1 ri=-1; la | head -c \"$RB\" ;; esac; } | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
+                "if [ \"$e\" = gz ]; then printf 'GZ\\n'; case $m in gnu|statc) { printf '%s:RL\\n' \"$N\"; [ \"$m\" = statc ] || fo=1; la; printf '\\n%s:LE\\n' \"$N\"; if [ \"$m\" = statc ]; then printf '%s:RD\\n' \"$N\"; rm=1 ri=-1; la; fi; } | head -c \"$RB\" ;; *) la ;; esac | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
             );
         } else {
             s.raw(

@@ -355,8 +355,9 @@ impl Host for SshHost {
     }
 
     /// POSIX hosts: one script lists and reads the small files below the subdirs along
-    /// ([`posix::list_reading_script`]), up to [`READ_ALONG_BUDGET`] bytes. PowerShell hosts
-    /// list only.
+    /// ([`posix::list_reading_script`]), up to [`READ_ALONG_BUDGET`] bytes in all. A reply cut
+    /// there before its listing was whole is followed by a plain listing (the reads are
+    /// dropped: they are read the usual way). PowerShell hosts list only.
     async fn list_reading(
         &self,
         roots: &[RootSpec],
@@ -364,6 +365,7 @@ impl Host for SshHost {
     ) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
         let read = posix::ReadAlong {
             max_file,
+            block_cap: READ_ALONG_BLOCK_CAP,
             budget: READ_ALONG_BUDGET,
         };
         let (nonce, out) = self
@@ -378,7 +380,7 @@ impl Host for SshHost {
             )
             .await?;
         let posix = *self.dialect.lock().await == Some(Dialect::Posix);
-        let (listing, reads) = script::decode_list_reading(
+        let answer = script::decode_list_reading(
             &self.name,
             &nonce,
             roots,
@@ -389,7 +391,18 @@ impl Host for SshHost {
         if posix && posix::listing_was_compressed(&nonce, &out.stdout) {
             self.gzip.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        Ok((listing, reads))
+        match answer.listing {
+            Some(listing) => Ok((listing, answer.reads)),
+            None => {
+                drop(out);
+                self.options.log.say(&self.name, || {
+                    format!(
+                        "the listing that reads along was cut at {READ_ALONG_BUDGET} bytes; listing again"
+                    )
+                });
+                Ok((self.list(roots).await?, Vec::new()))
+            }
+        }
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
@@ -606,9 +619,17 @@ const MAX_BATCH_FILES: usize = 3000;
 /// memory (each at most 4 MiB of payload).
 const BATCHES_AT_ONCE: usize = 4;
 
-/// What a listing reads along at most ([`Host::list_reading`]), before compression: the
-/// payload of the [`BATCHES_AT_ONCE`] batches in flight it stands in for.
-const READ_ALONG_BUDGET: u64 = BATCHES_AT_ONCE as u64 * clankie_model::limits::MAX_READ_BYTES;
+/// What a listing that reads along sends at most ([`Host::list_reading`]), before
+/// compression, its lines and its reads together: the payload of the [`BATCHES_AT_ONCE`]
+/// batches in flight the reads stand in for, and as much again for the listing (some 150,000
+/// sessions' lines) and the reads' `stat` lines.
+const READ_ALONG_BUDGET: u64 = 2 * BATCHES_AT_ONCE as u64 * clankie_model::limits::MAX_READ_BYTES;
+
+/// A read block of a listing that reads along whose files add up to more than this is left out
+/// before it is read (its files are read by batches): half the batches' payload, so that one
+/// block never takes the whole of it.
+const READ_ALONG_BLOCK_CAP: u64 =
+    BATCHES_AT_ONCE as u64 * clankie_model::limits::MAX_READ_BYTES / 2;
 
 /// Batches that may read small files whole before the files still unanswered are read by
 /// their ranges (a file that changes under every `cat` is read the slow way, never wrongly).

@@ -2088,21 +2088,22 @@ fn batches_read_whole_with_a_bsd_stat_and_one_by_one_without_any() {
     }
 }
 
-/// What a first `check` reads along with the listing: at most 64 KiB a file, a 16 MiB budget.
+/// What a first `check` reads along with the listing: at most 64 KiB a file, blocks of at most
+/// 8 MiB, a 32 MiB budget.
 const READ_ALONG: ReadAlong = ReadAlong {
     max_file: 64 * 1024,
-    budget: 16 << 20,
+    block_cap: 8 << 20,
+    budget: 32 << 20,
 };
 
-/// Runs the listing that reads along and decodes it: the listing, and each file read along by
-/// its path (its root checked).
-fn list_reading_with(
+/// Runs the listing that reads along and decodes it.
+fn list_reading_answer(
     shell: &Shell,
     tree: &Tree,
     envs: &[(&str, &Path)],
     mode: Option<ListMode>,
     read: ReadAlong,
-) -> (Listing, Vec<(Vec<u8>, ReadResult)>) {
+) -> super::super::ListReading {
     let nonce = new_nonce();
     let out = run(
         shell,
@@ -2110,15 +2111,31 @@ fn list_reading_with(
         envs,
         &list_reading_script(&nonce, &[tree.spec()], mode, read),
     );
-    let (listing, reads) = super::super::decode_list_reading(
+    super::super::decode_list_reading(
         "test",
         &nonce,
         &crate::test_support::roots(),
         &out,
         Some(read.max_file),
     )
-    .unwrap_or_else(|e| panic!("{} {mode:?}: {e}\n{}", shell.name, out.escape_ascii()));
-    let reads = reads
+    .unwrap_or_else(|e| panic!("{} {mode:?}: {e}\n{}", shell.name, out.escape_ascii()))
+}
+
+/// Runs the listing that reads along and decodes it: the listing (whole), and each file read
+/// along by its path (its root checked).
+fn list_reading_with(
+    shell: &Shell,
+    tree: &Tree,
+    envs: &[(&str, &Path)],
+    mode: Option<ListMode>,
+    read: ReadAlong,
+) -> (Listing, Vec<(Vec<u8>, ReadResult)>) {
+    let answer = list_reading_answer(shell, tree, envs, mode, read);
+    let listing = answer
+        .listing
+        .unwrap_or_else(|| panic!("{} {mode:?}: the listing was cut", shell.name));
+    let reads = answer
+        .reads
         .into_iter()
         .map(|(file, result)| {
             assert_eq!(file.root, tree.file(b"x").root, "{}", shell.name);
@@ -2181,14 +2198,14 @@ fn a_listing_reads_its_small_files_along_as_reads_would_in_every_shell() {
             want.sort();
             assert_eq!(got, want, "{} {mode:?}", shell.name);
         }
-        // A budget that the only block would take more than half of (one it would not fit,
-        // one it would): the block is left out before it is read, the listing is whole.
-        for budget in [3000, block_bytes * 2 - 2] {
-            let cut = ReadAlong {
-                budget,
+        // A block cap that the only block is over (by far, by one byte): the block is left
+        // out before it is read, the listing is whole.
+        for block_cap in [1500, block_bytes - 1] {
+            let capped = ReadAlong {
+                block_cap,
                 ..READ_ALONG
             };
-            let (listing, reads) = list_reading_with(&shell, &tree, &[], None, cut);
+            let (listing, reads) = list_reading_with(&shell, &tree, &[], None, capped);
             assert_eq!(listing, local, "{}", shell.name);
             assert!(reads.is_empty(), "{}: {}", shell.name, reads.len());
         }
@@ -2198,11 +2215,22 @@ fn a_listing_reads_its_small_files_along_as_reads_would_in_every_shell() {
             &[],
             None,
             ReadAlong {
-                budget: block_bytes * 2 + 100_000,
+                block_cap: block_bytes,
                 ..READ_ALONG
             },
         );
         assert_eq!(reads.len(), wanted.len(), "{}", shell.name);
+        // A budget the reply is cut at before its listing is whole: no listing, no reads (the
+        // host lists again).
+        for mode in [None, Some(ListMode::StatC)] {
+            let cut = ReadAlong {
+                budget: 200,
+                ..READ_ALONG
+            };
+            let answer = list_reading_answer(&shell, &tree, &[], mode, cut);
+            assert!(answer.listing.is_none(), "{} {mode:?}", shell.name);
+            assert!(answer.reads.is_empty(), "{} {mode:?}", shell.name);
+        }
     }
 }
 
