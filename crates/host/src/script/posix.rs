@@ -175,9 +175,12 @@ const HEX_FN: &str =
 const GZIP_PROBE: &str =
     "case $(printf hi | gzip -1 -c 2>/dev/null | base64 2>/dev/null) in H4sI*) e=gz ;; esac\n";
 
-/// The listing's probe: [`GZIP_PROBE`]'s pipeline, and back through `base64 -d` and `gzip -dc`
-/// (a compressed listing tells the client that [`compressed_invocation`] works here too).
-const LIST_GZIP_PROBE: &str = "case $(printf hi | gzip -1 -c 2>/dev/null | base64 2>/dev/null | base64 -d 2>/dev/null | gzip -dc 2>/dev/null) in hi) e=gz ;; esac\n";
+/// The listing's probe: `base64 -d` and `gzip -dc` undo a gzip stream of `hi` (a compressed
+/// listing tells the client that [`compressed_invocation`] works here too). The way there,
+/// `gzip -1 -c | base64`, is not run: every `gzip` that decompresses (GNU, busybox, toybox,
+/// BSD, macOS) takes `-1 -c`, and every `base64` that takes `-d` encodes by default (one that
+/// spells it `-D`, older macOS, fails here and the listing goes plain). Two processes fewer.
+const LIST_GZIP_PROBE: &str = "case $(printf '%s\\n' H4sIAAAAAAAE/8vIBACsKpPYAgAAAA== | base64 -d 2>/dev/null | gzip -dc 2>/dev/null) in hi) e=gz ;; esac\n";
 
 /// Where the host has no `dd` (toybox), a `dd if= bs= skip= count=` of the one form the read
 /// script uses, from `tail -c +N | head -c M`. Its variables are `dd_`-prefixed so that they
