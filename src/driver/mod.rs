@@ -1805,6 +1805,59 @@ mod tests {
 
     /// A read kept ahead is served once, to the first read of a page of its file; a later
     /// page of the same file reads afresh (a follow sees what was written since).
+    /// A read kept with each file's bytes once is served as the host would answer it: each
+    /// range its part, the file twice for a head and a tail that are both all of it.
+    #[test]
+    fn reads_kept_once_are_served_range_by_range() {
+        let file = FileRef {
+            harness: super::testing::named("claude"),
+            root: b"/r".to_vec(),
+            rel: b"a.jsonl".to_vec(),
+        };
+        let bytes = b"0123456789".to_vec();
+        let r = |start, len| ByteRange::new(start, len);
+        // Read whole with the listing: a head, the whole file twice, a tail, past the end.
+        let read = Prefetched {
+            file: file.clone(),
+            ranges: vec![r(0, 4), r(0, 10), r(0, 10), r(6, 4), r(10, 0)],
+            size: 10,
+            data: vec![bytes.clone()],
+            parts: vec![(0, 0..4), (0, 0..10), (0, 0..10), (0, 6..10), (0, 10..10)],
+        };
+        assert!(read.answers(&file, &[r(0, 4), r(0, 64), r(0, 64), r(6, 64), r(10, 64)]));
+        assert!(!read.answers(&file, &[r(0, 4)]));
+        let got = read.into_result();
+        assert_eq!(got.size, 10);
+        let want: Vec<Vec<u8>> = vec![
+            b"0123".to_vec(),
+            bytes.clone(),
+            bytes.clone(),
+            b"6789".to_vec(),
+            Vec::new(),
+        ];
+        assert_eq!(got.chunks, want);
+        // Batched: two ranges asked once, answered by one chunk; a chunk the reply left out
+        // answers nothing.
+        let read = Prefetched {
+            file: file.clone(),
+            ranges: vec![r(0, 10), r(0, 10), r(20, 5)],
+            size: 10,
+            data: vec![bytes.clone()],
+            parts: vec![(0, 0..10), (0, 0..10), (1, 0..0)],
+        };
+        assert_eq!(
+            read.into_result().chunks,
+            vec![bytes.clone(), bytes.clone(), Vec::new()]
+        );
+        // As the host returned it: the same result, nothing copied.
+        let result = clankie_model::ReadResult {
+            size: 10,
+            chunks: vec![b"0123".to_vec(), b"789".to_vec()],
+        };
+        let read = Prefetched::of_read(file, vec![r(0, 4), r(7, 3)], result.clone());
+        assert_eq!(read.into_result(), result);
+    }
+
     #[test]
     fn reads_done_ahead_serve_one_page_and_never_a_later_one() {
         block_on(async {
