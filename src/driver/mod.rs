@@ -1803,8 +1803,6 @@ mod tests {
         });
     }
 
-    /// A read kept ahead is served once, to the first read of a page of its file; a later
-    /// page of the same file reads afresh (a follow sees what was written since).
     /// A read kept with each file's bytes once is served as the host would answer it: each
     /// range its part, the file twice for a head and a tail that are both all of it.
     #[test]
@@ -1858,6 +1856,8 @@ mod tests {
         assert_eq!(read.into_result(), result);
     }
 
+    /// A read kept ahead is served once, to the first read of a page of its file; a later
+    /// page of the same file reads afresh (a follow sees what was written since).
     #[test]
     fn reads_done_ahead_serve_one_page_and_never_a_later_one() {
         block_on(async {
