@@ -140,14 +140,76 @@ impl<F: std::future::Future<Output = Result<clankie_model::ReadResult, HostError
 type FileKey = (Vec<u8>, Vec<u8>);
 
 /// A read done ahead of its plan: the ranges read of a file and what came back.
+///
+/// The bytes are kept once each: a small file's head and tail are the same bytes (and a file
+/// read whole with the listing holds every range), and are copied apart only when the read is
+/// served ([`Prefetched::into_result`]), one session at a time: a first `check` keeps reads
+/// of thousands of sessions at once, and every byte held at once is fresh memory the kernel
+/// zeroes first (docs/performance.md).
 #[derive(Debug)]
 struct Prefetched {
     file: FileRef,
     ranges: Vec<ByteRange>,
-    result: clankie_model::ReadResult,
+    /// The file's size the read saw.
+    size: u64,
+    /// The bytes read, each once.
+    data: Vec<Vec<u8>>,
+    /// For each of `ranges`: which of `data` answers it, and the part of it.
+    parts: Vec<(usize, std::ops::Range<usize>)>,
 }
 
 impl Prefetched {
+    /// A read as the host returned it: one chunk for each range.
+    fn of_read(file: FileRef, ranges: Vec<ByteRange>, result: clankie_model::ReadResult) -> Self {
+        let parts = result
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(k, chunk)| (k, 0..chunk.len()))
+            .collect();
+        Prefetched {
+            file,
+            ranges,
+            size: result.size,
+            data: result.chunks,
+            parts,
+        }
+    }
+
+    /// The read as the host would return it: each range's bytes, the last range that is all
+    /// of a chunk taking it as it is and any other a copy of its part.
+    fn into_result(mut self) -> clankie_model::ReadResult {
+        let whole = |k: usize, part: &std::ops::Range<usize>| {
+            part.start == 0 && self.data.get(k).is_some_and(|d| d.len() == part.end)
+        };
+        let takers: Vec<Option<usize>> = (0..self.data.len())
+            .map(|k| self.parts.iter().rposition(|(j, p)| *j == k && whole(k, p)))
+            .collect();
+        let mut chunks: Vec<Vec<u8>> = self
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, (k, part))| match takers.get(*k) {
+                Some(&Some(taker)) if taker == i => Vec::new(),
+                _ => self
+                    .data
+                    .get(*k)
+                    .and_then(|d| d.get(part.clone()))
+                    .unwrap_or_default()
+                    .to_vec(),
+            })
+            .collect();
+        for (k, taker) in takers.into_iter().enumerate() {
+            if let Some(i) = taker {
+                chunks[i] = std::mem::take(&mut self.data[k]);
+            }
+        }
+        clankie_model::ReadResult {
+            size: self.size,
+            chunks,
+        }
+    }
+
     /// Whether this answers a read of `wanted` of `file` exactly as the host would now (the
     /// same bytes as a fresh read, give or take what changed since): the same starts, and each
     /// range as long as wanted or cut where the file ended anyway.
@@ -156,8 +218,7 @@ impl Prefetched {
             && self.ranges.len() == wanted.len()
             && self.ranges.iter().zip(wanted).all(|(got, want)| {
                 got.start == want.start
-                    && (got.len == want.len
-                        || (got.len < want.len && self.result.size <= got.end()))
+                    && (got.len == want.len || (got.len < want.len && self.size <= got.end()))
             })
     }
 }
@@ -608,7 +669,8 @@ impl<'h, H: Host> Reader<'h, H> {
         // A read that failed is not kept: the plan reads again and meets the error itself.
         if let Ok(result) = read {
             let file = file_ref(&session.entry);
-            self.prefetch(file, first.ranges(result.size), result);
+            let ranges = first.ranges(result.size);
+            self.prefetch(Prefetched::of_read(file, ranges, result));
         }
         Some(session.clone())
     }
@@ -639,6 +701,27 @@ impl<'h, H: Host> Reader<'h, H> {
                 .iter()
                 .map(|r| ByteRange::new(r.start, r.len.min(size.saturating_sub(r.start))))
                 .collect();
+            // Read whole with the listing, at the size it was listed at: the first read is
+            // cut from it when served (a file that changed in between is read as usual).
+            let key = (session.entry.root.to_vec(), session.entry.rel.clone());
+            if let Some((file, result)) = whole.remove(&key)
+                && result.size == size
+                && result.chunks.len() == 1
+                && result.chunks[0].len() as u64 == size
+            {
+                let parts = cut
+                    .iter()
+                    .map(|r| (0, r.start.min(size) as usize..r.end().min(size) as usize))
+                    .collect();
+                self.prefetch(Prefetched {
+                    file,
+                    ranges: cut,
+                    size,
+                    data: result.chunks,
+                    parts,
+                });
+                continue;
+            }
             // A small file's head and tail are the same whole file: asked for once.
             let mut unique: Vec<ByteRange> = Vec::new();
             let which: Vec<usize> = cut
@@ -651,34 +734,6 @@ impl<'h, H: Host> Reader<'h, H> {
                     }
                 })
                 .collect();
-            // Read whole with the listing, at the size it was listed at: the first read is
-            // cut from it (a file that changed in between is read as usual).
-            let key = (session.entry.root.to_vec(), session.entry.rel.clone());
-            if let Some((file, mut result)) = whole.remove(&key)
-                && result.size == size
-                && result.chunks.len() == 1
-                && result.chunks[0].len() as u64 == size
-            {
-                // The last range that is the whole file takes the bytes as they are; any other
-                // is a copy of its part (a small file's head and tail are the file twice).
-                let data = std::mem::take(&mut result.chunks[0]);
-                let whole_at = cut.iter().rposition(|r| r.start == 0 && r.end() >= size);
-                let mut chunks: Vec<Vec<u8>> =
-                    cut.iter()
-                        .enumerate()
-                        .map(|(k, r)| match Some(k) == whole_at {
-                            true => Vec::new(),
-                            false => data[r.start.min(size) as usize..r.end().min(size) as usize]
-                                .to_vec(),
-                        })
-                        .collect();
-                if let Some(k) = whole_at {
-                    chunks[k] = data;
-                }
-                let result = clankie_model::ReadResult { size, chunks };
-                self.prefetch(file, cut, result);
-                continue;
-            }
             reads.push((file_ref(&session.entry), unique));
             wanted.push((cut, which));
         }
@@ -688,32 +743,32 @@ impl<'h, H: Host> Reader<'h, H> {
         let results = self.host.read_many(&reads).await?;
         for (((file, _), (ranges, which)), result) in reads.into_iter().zip(wanted).zip(results) {
             // A file that could not be read is read again by its page, which reports why.
+            // Each range answered by its chunk, copied apart when served.
             if let Ok(result) = result {
-                let chunks = which
+                let parts = which
                     .iter()
-                    .map(|&k| result.chunks.get(k).cloned().unwrap_or_default())
+                    .map(|&k| (k, 0..result.chunks.get(k).map_or(0, Vec::len)))
                     .collect();
-                let result = clankie_model::ReadResult {
+                self.prefetch(Prefetched {
+                    file,
+                    ranges,
                     size: result.size,
-                    chunks,
-                };
-                self.prefetch(file, ranges, result);
+                    data: result.chunks,
+                    parts,
+                });
             }
         }
         Ok(())
     }
 
-    fn prefetch(&self, file: FileRef, ranges: Vec<ByteRange>, result: clankie_model::ReadResult) {
+    fn prefetch(&self, read: Prefetched) {
         self.prefetched
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry((file.root.clone(), file.rel.clone()))
-            .or_default()
-            .push(Prefetched {
-                file,
-                ranges,
-                result,
-            });
+            .entry((read.file.root.clone(), read.file.rel.clone()))
+            // Mostly one read a file: no room for four.
+            .or_insert_with(|| Vec::with_capacity(1))
+            .push(read);
     }
 
     /// The read done ahead that answers `ranges` of `file`, the first read of a page; every
@@ -730,7 +785,7 @@ impl<'h, H: Host> Reader<'h, H> {
         of_file
             .into_iter()
             .find(|p| p.answers(file, ranges))
-            .map(|p| p.result)
+            .map(Prefetched::into_result)
     }
 
     /// What `resume` prints for a session: the harness's own command, from the session's directory
@@ -1746,6 +1801,59 @@ mod tests {
                 }
             }
         });
+    }
+
+    /// A read kept with each file's bytes once is served as the host would answer it: each
+    /// range its part, the file twice for a head and a tail that are both all of it.
+    #[test]
+    fn reads_kept_once_are_served_range_by_range() {
+        let file = FileRef {
+            harness: super::testing::named("claude"),
+            root: b"/r".to_vec(),
+            rel: b"a.jsonl".to_vec(),
+        };
+        let bytes = b"0123456789".to_vec();
+        let r = |start, len| ByteRange::new(start, len);
+        // Read whole with the listing: a head, the whole file twice, a tail, past the end.
+        let read = Prefetched {
+            file: file.clone(),
+            ranges: vec![r(0, 4), r(0, 10), r(0, 10), r(6, 4), r(10, 0)],
+            size: 10,
+            data: vec![bytes.clone()],
+            parts: vec![(0, 0..4), (0, 0..10), (0, 0..10), (0, 6..10), (0, 10..10)],
+        };
+        assert!(read.answers(&file, &[r(0, 4), r(0, 64), r(0, 64), r(6, 64), r(10, 64)]));
+        assert!(!read.answers(&file, &[r(0, 4)]));
+        let got = read.into_result();
+        assert_eq!(got.size, 10);
+        let want: Vec<Vec<u8>> = vec![
+            b"0123".to_vec(),
+            bytes.clone(),
+            bytes.clone(),
+            b"6789".to_vec(),
+            Vec::new(),
+        ];
+        assert_eq!(got.chunks, want);
+        // Batched: two ranges asked once, answered by one chunk; a chunk the reply left out
+        // answers nothing.
+        let read = Prefetched {
+            file: file.clone(),
+            ranges: vec![r(0, 10), r(0, 10), r(20, 5)],
+            size: 10,
+            data: vec![bytes.clone()],
+            parts: vec![(0, 0..10), (0, 0..10), (1, 0..0)],
+        };
+        assert_eq!(
+            read.into_result().chunks,
+            vec![bytes.clone(), bytes.clone(), Vec::new()]
+        );
+        // As the host returned it: the same result, nothing copied.
+        let result = clankie_model::ReadResult {
+            size: 10,
+            chunks: vec![b"0123".to_vec(), b"789".to_vec()],
+        };
+        let read = Prefetched::of_read(file, vec![r(0, 4), r(7, 3)], result.clone());
+        assert_eq!(read.into_result(), result);
     }
 
     /// A read kept ahead is served once, to the first read of a page of its file; a later

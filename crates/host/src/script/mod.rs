@@ -1633,9 +1633,15 @@ fn decode_base64_lines(lines: &[&[u8]], max: usize) -> Result<Vec<u8>, PayloadEr
 /// One gzip stream and nothing after it, decompressed to at most `max` bytes (a stream that
 /// inflates to more is refused as soon as it does: a small reply cannot make us hold a large
 /// one). The stream's CRC and length are checked.
+///
+/// The output is allocated once, at the length the stream's trailer gives ([`gzip_isize`]),
+/// so that 15 MB of a first `check`'s reply are not grown through 2, 4, 8 and 16 MB copies
+/// (each fresh memory the kernel zeroes first, docs/performance.md). The trailer is only a
+/// hint: never trusted beyond `max`, only memory reserved (not touched) when it is too large,
+/// and the vector grows as usual when it is too small; the inflate checks it anyway.
 fn gunzip(compressed: &[u8], max: usize) -> Result<Vec<u8>, PayloadError> {
     use std::io::Read as _;
-    let mut out = Vec::with_capacity(compressed.len().saturating_mul(4).min(max));
+    let mut out = Vec::with_capacity(gzip_isize(compressed).min(max));
     let mut stream = flate2::bufread::GzDecoder::new(compressed);
     (&mut stream)
         .take(max as u64 + 1)
@@ -1648,6 +1654,17 @@ fn gunzip(compressed: &[u8], max: usize) -> Result<Vec<u8>, PayloadError> {
         return Err("bytes after the gzip stream".into());
     }
     Ok(out)
+}
+
+/// The length a gzip stream says it decompresses to (its last four bytes, ISIZE: the length
+/// modulo 2^32, little-endian), or 0 for a stream too short to have a trailer.
+fn gzip_isize(compressed: &[u8]) -> usize {
+    match compressed.last_chunk::<4>() {
+        Some(trailer) if compressed.len() >= 18 => {
+            usize::try_from(u32::from_le_bytes(*trailer)).unwrap_or(usize::MAX)
+        }
+        _ => 0,
+    }
 }
 
 /// Maps an `ERR <code> <hex path>` line to the error a user reads.
@@ -2194,6 +2211,54 @@ mod tests {
             let err = decode_read("h", NONCE, &ranges, &reply(payload)).unwrap_err();
             assert!(matches!(err, HostError::Protocol { .. }), "{err}");
         }
+    }
+
+    #[test]
+    fn gunzip_sizes_its_output_from_the_trailer_and_never_trusts_it() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let honest = gz(&data);
+        assert_eq!(gzip_isize(&honest), data.len());
+        // Allocated once, at the length the trailer gives.
+        let out = gunzip(&honest, 1 << 20).unwrap();
+        assert_eq!(out, data);
+        assert_eq!(out.capacity(), data.len());
+        // Exactly at the bound, and one byte over it.
+        assert_eq!(gunzip(&honest, data.len()).unwrap(), data);
+        assert!(matches!(
+            gunzip(&honest, data.len() - 1),
+            Err(PayloadError::TooLarge(_))
+        ));
+        let with_isize = |stream: &[u8], isize: u32| {
+            let mut stream = stream.to_vec();
+            let n = stream.len();
+            stream[n - 4..].copy_from_slice(&isize.to_le_bytes());
+            stream
+        };
+        // A trailer that lies (smaller, larger, far beyond the bound): the stream is refused
+        // as broken, whatever was reserved for it.
+        for lie in [0, 10, data.len() as u32 + 1, u32::MAX] {
+            let err = gunzip(&with_isize(&honest, lie), 1 << 20).unwrap_err();
+            assert!(matches!(err, PayloadError::Malformed(_)), "{lie}: {err:?}");
+        }
+        // A bomb whose trailer claims little is still cut at the bound, as too large.
+        let bomb = with_isize(&gz_best(&vec![b'x'; 16 << 20]), 10);
+        assert!(matches!(
+            gunzip(&bomb, 1 << 20),
+            Err(PayloadError::TooLarge(_))
+        ));
+        // No trailer at all (cut off, or too short to hold one): broken, not a panic.
+        for cut in [
+            &honest[..honest.len() - 8],
+            &honest[..10],
+            &honest[..3],
+            &[][..],
+        ] {
+            assert_eq!(gzip_isize(&cut[..cut.len().min(17)]), 0);
+            let err = gunzip(cut, 1 << 20).unwrap_err();
+            assert!(matches!(err, PayloadError::Malformed(_)), "{err:?}");
+        }
+        // An empty stream decodes to nothing.
+        assert_eq!(gunzip(&gz(b""), 1 << 20).unwrap(), b"");
     }
 
     /// The listing lines of /r with a, b and c below `projects/-p`.
