@@ -373,37 +373,18 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
         // About 1 KiB each, the newest record with its own timestamp; the last one over
         // 64 KiB (read by a batch, not with the listing).
         let records = if i == n { 1000 } else { 4 };
-        let mut body = transcript(&format!("c{i}"), records);
-        body += &format!(
-            "{}\n",
-            serde_json::json!({"type":"user","uuid":format!("c{i}-last"),
-                "timestamp":format!("2026-11-02T10:{:02}:{:02}.000Z", i / 60, i % 60),
-                "message":{"role":"user","content":"x".repeat(i % 300 + 1)}})
-        );
-        sshd.put_file(
-            USER,
+        let ts = format!("2026-11-02T10:{:02}:{:02}.000Z", i / 60, i % 60);
+        put_session(
+            sshd,
             format!("rtt-check/.claude/projects/-p{}/{id}.jsonl", i % 7),
-            body.as_bytes(),
+            &format!("c{i}"),
+            records,
+            &ts,
+            i % 300 + 1,
         );
     }
-    let hosts = home.path().join("hosts.toml");
-    std::fs::write(
-        &hosts,
-        format!(
-            "[hosts.many]\nssh = \"{alias}\"\nroots = {{ claude = \"{}\" }}\n",
-            root.display()
-        ),
-    )
-    .unwrap();
+    let hosts = many_hosts_file(home.path(), &alias, &root);
     let state = home.path().join("state.json");
-    let args = [
-        "--hosts",
-        hosts.to_str().unwrap(),
-        "check",
-        "--state",
-        state.to_str().unwrap(),
-        "--json",
-    ];
     // `ls` reads the heads of the fifty rows it shows in one batch too.
     let ls = run(
         sshd,
@@ -414,7 +395,7 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
     assert_eq!(execs(&ls), 2, "{}", stderr(&ls));
     assert!(String::from_utf8_lossy(&ls.stdout).contains("prompt 0 'q' $(not run)"));
 
-    let out = run(sshd, home.path(), &args);
+    let out = first_check(sshd, home.path(), &hosts, &state);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     // One listing, which reads the 300 small sessions along, and one batched read for the
     // large one.
@@ -438,6 +419,42 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
     assert_same_state_as_local(sshd, home.path(), &root, &state);
 }
 
+/// Writes a Claude session of the test user at `rel`: `records` records tagged `tag`, then a
+/// newest one at `ts` whose prompt is `len` bytes.
+fn put_session(sshd: &Sshd, rel: String, tag: &str, records: usize, ts: &str, len: usize) {
+    let mut body = transcript(tag, records);
+    body += &format!(
+        "{}\n",
+        serde_json::json!({"type":"user","uuid":format!("{tag}-last"),"timestamp":ts,
+            "message":{"role":"user","content":"x".repeat(len)}})
+    );
+    sshd.put_file(USER, rel, body.as_bytes());
+}
+
+/// `check --json` of the hosts file `hosts` with the state file `state` (`-v`).
+fn first_check(sshd: &Sshd, home: &Path, hosts: &Path, state: &Path) -> Output {
+    let (hosts, state) = (hosts.to_str().unwrap(), state.to_str().unwrap());
+    run(
+        sshd,
+        home,
+        &["--hosts", hosts, "check", "--state", state, "--json"],
+    )
+}
+
+/// A hosts file in `home` whose host `many` is `alias` with the Claude root `root`.
+fn many_hosts_file(home: &Path, alias: &str, root: &Path) -> std::path::PathBuf {
+    let hosts = home.join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!(
+            "[hosts.many]\nssh = \"{alias}\"\nroots = {{ claude = \"{}\" }}\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    hosts
+}
+
 /// A first `check` of the root `root` (host `many`), as a local root sees it, saves the state
 /// the one at `state` holds (but for `settled`, which depends on the clock).
 fn assert_same_state_as_local(sshd: &Sshd, home: &Path, root: &Path, state: &Path) {
@@ -451,18 +468,7 @@ fn assert_same_state_as_local(sshd: &Sshd, home: &Path, root: &Path, state: &Pat
     )
     .unwrap();
     let local_state = home.join("local-state.json");
-    let local = run(
-        sshd,
-        home,
-        &[
-            "--hosts",
-            local_hosts.to_str().unwrap(),
-            "check",
-            "--state",
-            local_state.to_str().unwrap(),
-            "--json",
-        ],
-    );
+    let local = first_check(sshd, home, &local_hosts, &local_state);
     assert_eq!(code(&local), 0, "{}", stderr(&local));
     let saved =
         |p: &Path| -> Value { serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() };
@@ -493,41 +499,24 @@ fn a_first_check_whose_listing_was_cut_at_its_budget_lists_again_and_loses_nothi
     let n = 12_000;
     for i in 0..n {
         let id = format!("c7c70000-0000-4000-8000-{i:012}");
-        let mut body = transcript(&format!("k{i}"), 20);
-        body += &format!(
-            "{}\n",
-            serde_json::json!({"type":"user","uuid":format!("k{i}-last"),
-                "timestamp":format!("2026-11-03T{:02}:{:02}:{:02}.000Z", i / 3600, i / 60 % 60, i % 60),
-                "message":{"role":"user","content":"y".repeat(i % 500 + 1)}})
+        let ts = format!(
+            "2026-11-03T{:02}:{:02}:{:02}.000Z",
+            i / 3600,
+            i / 60 % 60,
+            i % 60
         );
-        sshd.put_file(
-            USER,
+        put_session(
+            sshd,
             format!("rtt-cut/.claude/projects/-p{}/{id}.jsonl", i % 11),
-            body.as_bytes(),
+            &format!("k{i}"),
+            20,
+            &ts,
+            i % 500 + 1,
         );
     }
-    let hosts = home.path().join("hosts.toml");
-    std::fs::write(
-        &hosts,
-        format!(
-            "[hosts.many]\nssh = \"{alias}\"\nroots = {{ claude = \"{}\" }}\n",
-            root.display()
-        ),
-    )
-    .unwrap();
+    let hosts = many_hosts_file(home.path(), &alias, &root);
     let state = home.path().join("state.json");
-    let out = run(
-        sshd,
-        home.path(),
-        &[
-            "--hosts",
-            hosts.to_str().unwrap(),
-            "check",
-            "--state",
-            state.to_str().unwrap(),
-            "--json",
-        ],
-    );
+    let out = first_check(sshd, home.path(), &hosts, &state);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stderr(&out).contains("listing again"), "{}", stderr(&out));
     let new = ndjson(&out)
