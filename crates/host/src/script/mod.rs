@@ -2363,6 +2363,62 @@ mod tests {
     }
 
     #[test]
+    fn blocks_of_megabytes_among_and_after_the_lines_are_answered_whole() {
+        let roots = crate::test_support::roots();
+        // 60 files of 60 KiB (3.5 MiB), each its own bytes.
+        let names: Vec<String> = (0..60)
+            .map(|i| format!("./projects/-p/{i:02}.jsonl"))
+            .collect();
+        let body = |i: usize| vec![b'a' + (i % 26) as u8; 60 << 10];
+        let mut listing = b"ROOTP claude 1 /r\n".to_vec();
+        for name in &names {
+            listing.extend_from_slice(format!("F {} 1 {name}\n", 60 << 10).as_bytes());
+        }
+        let dirs = ["1 4096 41ed ./projects/-p", "2 4096 41ed ./projects"];
+        let stat: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| format!("{} {} 81a4 {name}", i + 10, 60 << 10))
+            .collect();
+        let stat: Vec<&str> = stat.iter().map(String::as_str).collect();
+        let data: Vec<u8> = (0..names.len()).flat_map(body).collect();
+        let one = block(0, &dirs, &stat, &data, None);
+        let rl = format!("{NONCE}:RL\n").into_bytes();
+        let le = format!("\n{NONCE}:LE\n").into_bytes();
+        let rd = format!("{NONCE}:RD\n").into_bytes();
+        // Among the listing's lines (gnu), after them (statc), and both.
+        let replies = [
+            [&rl[..], &listing, &one, &le].concat(),
+            [&rl[..], &listing, &le, &rd, &one].concat(),
+            [&rl[..], &listing, &one, &le, &rd, &one].concat(),
+        ];
+        for (k, text) in replies.iter().enumerate() {
+            let answer =
+                decode_list_reading("h", NONCE, &roots, &gz_reply(text), Some(64 << 10)).unwrap();
+            assert_eq!(answer.listing.unwrap().files.len(), names.len(), "{k}");
+            let copies = if k == 2 { 2 } else { 1 };
+            assert_eq!(answer.reads.len(), names.len() * copies, "{k}");
+            for (file, result) in &answer.reads {
+                let i: usize = std::str::from_utf8(&file.rel[12..14])
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert_eq!(result.chunks, vec![body(i)], "{k} {i}");
+            }
+        }
+        // Cut in the middle of the block among the lines: no listing; after them: the listing,
+        // and the blocks before the cut.
+        let cut = &replies[0][..rl.len() + listing.len() + one.len() / 2];
+        let answer = decode_list_reading("h", NONCE, &roots, &gz_reply(cut), Some(64 << 10));
+        assert!(answer.unwrap().listing.is_none());
+        let cut = &replies[2][..replies[2].len() - one.len() / 2];
+        let answer =
+            decode_list_reading("h", NONCE, &roots, &gz_reply(cut), Some(64 << 10)).unwrap();
+        assert!(answer.listing.is_some());
+        assert_eq!(answer.reads.len(), names.len());
+    }
+
+    #[test]
     fn a_walk_that_lists_and_reads_is_decoded_and_a_cut_listing_is_seen() {
         let roots = crate::test_support::roots();
         let decode = |text: &[u8]| {
