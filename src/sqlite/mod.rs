@@ -235,6 +235,16 @@ impl std::fmt::Debug for Databases {
 }
 
 impl Databases {
+    /// The page cache of `db` on `host`, made empty the first time.
+    fn pages_of<H: Host>(&self, host: &H, db: &FileEntry) -> Arc<Mutex<Pages>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(database_key(host, db))
+            .or_default()
+            .clone()
+    }
+
     /// Opens a database (and its WAL, whether listed or not) for queries, reading its two
     /// headers and the WAL's frames not read before; pages are read as queries need them.
     pub async fn load<'h, H: Host>(
@@ -242,13 +252,7 @@ impl Databases {
         host: &'h H,
         db: &FileEntry,
     ) -> Result<Snapshot<'h, H>, DatabaseError> {
-        let pages = self
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(database_key(host, db))
-            .or_default()
-            .clone();
+        let pages = self.pages_of(host, db);
         let snapshot = Snapshot::new(host, db, pages);
         let worker = snapshot.open().await?;
         *snapshot.worker.lock().await = Some(worker);
@@ -328,13 +332,7 @@ impl Databases {
             Err(HostError::NotFound { .. }) => None,
             Err(_) => return,
         };
-        let pages = self
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(database_key(host, db))
-            .or_default()
-            .clone();
+        let pages = self.pages_of(host, db);
         lock(&pages).seeded = Some(Seeded {
             at,
             db: db_read,
