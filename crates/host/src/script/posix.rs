@@ -1,6 +1,7 @@
 //! POSIX `sh` scripts for the two primitives. Pure generators: the exec string is always
 //! [`POSIX_EXEC`] and the script goes on stdin; the reply is decoded by [`super::decode_list`]
-//! and [`super::decode_read`].
+//! (a first `check`'s listing that reads along by [`super::decode_list_reading`]) and
+//! [`super::decode_read`].
 //!
 //! How the scripts stay safe and portable:
 //! - The whole script is one `{ …; } </dev/null` group. The shell parses all of it before it runs
@@ -354,10 +355,11 @@ pub fn find_read_script(
 /// [`find_read_script`], and when no path below a subdir holds the id (by globs; the walk
 /// reads none), `tops` of the top files each root lists: for each, a `TOP <root> <k> <name>`
 /// line and its read as [`read_script`] reads a file (ERR, or META and its ranges, and `ERR
-/// raced` after a swap; gzip-compressed where the read script's probe finds it), in a subshell of its own so that a refusal ends that file's section
-/// only. Only files that are there, regular and no symlink, below the root as it resolved for
-/// the listing; the name is the listed one (a plain top file, or the database variable's file,
-/// which holds no LF or CR), reaching the script as a quoted word or a variable's value.
+/// raced` after a swap; gzip-compressed where the read script's probe finds it), in a subshell
+/// of its own so that a refusal ends that file's section only. Only files that are there,
+/// regular and no symlink, below the root as it resolved for the listing; the name is the
+/// listed one (a plain top file, or the database variable's file, which holds no LF or CR),
+/// reaching the script as a quoted word or a variable's value.
 pub fn find_read_script_with(
     nonce: &str,
     roots: &[RootSpec],

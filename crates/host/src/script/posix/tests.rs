@@ -2234,6 +2234,58 @@ fn a_listing_reads_its_small_files_along_as_reads_would_in_every_shell() {
     }
 }
 
+/// A first `check`'s listing where `find -printf` answers walks each root once: one `find`
+/// of its files lists and reads them (`find`'s other runs, its probe and the size of a name
+/// holding a newline, walk nothing).
+/// Its BEGIN line costs no `uname` where the shell says Linux or nothing, while a plain
+/// listing (`hosts --check` shows it) still names the system.
+#[test]
+fn a_listing_that_reads_along_walks_once_and_runs_no_uname_in_every_shell() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    let real = on_path("find").expect("find");
+    let count = tree.path().join("find-walks");
+    let bin = tree.path().join("counting-find");
+    tool(
+        &bin,
+        "find",
+        &format!(
+            "#!/bin/sh\ncase \" $* \" in *\" -type f \"*) echo walk >> '{}' ;; esac\nexec '{}' \"$@\"\n",
+            count.display(),
+            real.display()
+        ),
+    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let shells: Vec<Shell> = shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+        .collect();
+    for shell in &shells {
+        let _ = fs::remove_file(&count);
+        let nonce = new_nonce();
+        let script = list_reading_script(&nonce, &[tree.spec()], None, READ_ALONG);
+        let out = run(shell, &tree, &[("PATH", Path::new(&path))], &script);
+        let runs = fs::read_to_string(&count).unwrap_or_default();
+        assert_eq!(runs.lines().count(), 1, "{}: one walk", shell.name);
+        let answer = super::super::decode_list_reading(
+            "test",
+            &nonce,
+            &crate::test_support::roots(),
+            &out,
+            Some(READ_ALONG.max_file),
+        )
+        .unwrap();
+        assert!(answer.listing.is_some(), "{}", shell.name);
+        assert!(answer.reads.len() > 45, "{}: it read along", shell.name);
+        let frame = super::super::parse_frame("test", &nonce, &out).unwrap();
+        assert_eq!(frame.uname, "-", "{}", shell.name);
+        let nonce = new_nonce();
+        let out = run(shell, &tree, &[], &list_script(&nonce, &[tree.spec()]));
+        let frame = super::super::parse_frame("test", &nonce, &out).unwrap();
+        assert_eq!(frame.uname, "Linux", "{}", shell.name);
+    }
+}
+
 #[test]
 fn a_file_or_directory_that_changes_around_a_read_along_is_never_answered_wrongly() {
     let tree = tree();
