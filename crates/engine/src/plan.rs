@@ -849,6 +849,8 @@ impl Tail {
         let mut right_in_partial = true;
         let mut right = data.len();
         let mut found: Vec<(u64, Vec<Record>)> = Vec::new();
+        // Where the parse stopped once the page was full: the start of its oldest line.
+        let mut full_at = None;
         for nl in memchr::memrchr_iter(b'\n', data) {
             let seg_start = nl + 1;
             let offset = start + seg_start as u64;
@@ -883,14 +885,28 @@ impl Tail {
             }
             right_in_partial = false;
             right = seg_start;
+            if !sink.strict && self.page_is_full(&found, limit) {
+                full_at = Some(seg_start);
+                break;
+            }
         }
-        // The leftmost piece of this chunk starts (or continues) the new partial line.
-        if !right_in_partial {
+        if let Some(line_start) = full_at {
+            // The lines left of the page are never parsed (a 64 KiB read of a session is
+            // mostly older lines; a first `check` wants only its newest record). What is
+            // left of them is as if the read had started here: the line before ends with
+            // the `\n` just left of `line_start`, so nothing of it is pending.
             self.partial.clear();
             self.partial_len = 0;
+            self.lo = start + line_start as u64;
+        } else {
+            // The leftmost piece of this chunk starts (or continues) the new partial line.
+            if !right_in_partial {
+                self.partial.clear();
+                self.partial_len = 0;
+            }
+            self.prepend_partial(&data[..right]);
+            self.lo = start;
         }
-        self.prepend_partial(&data[..right]);
-        self.lo = start;
         for (offset, records) in found {
             for record in records.into_iter().rev() {
                 self.records.push_front(record);
@@ -917,6 +933,21 @@ impl Tail {
             self.done = true;
         }
         Ok(())
+    }
+
+    /// Whether the records found so far (`found`, this chunk's, and those of the chunks
+    /// before) fill a page of `limit` and show that older ones exist (the page's `older`):
+    /// one distinct id more than it holds (`finish` keeps one copy of each). Only small
+    /// pages are counted so; a larger one reads its window whole.
+    fn page_is_full(&self, found: &[(u64, Vec<Record>)], limit: usize) -> bool {
+        const COUNTED_LIMIT: usize = 64;
+        if limit > COUNTED_LIMIT {
+            return false;
+        }
+        let newer = self.records.iter();
+        let mut records = found.iter().flat_map(|(_, r)| r).chain(newer);
+        let mut ids = HashSet::with_capacity(limit + 1);
+        records.any(|r| ids.insert(r.id.as_str()) && ids.len() > limit)
     }
 
     /// `segment` ends with `\n` and is the left part of the partial line: the complete line
@@ -1194,6 +1225,48 @@ mod tests {
             let next = run(&file, Mode::Since(tail.cursor.clone()), limit, true).unwrap();
             assert!(next.records.is_empty() && !next.reset && !next.more);
         }
+    }
+
+    /// A tail page stops parsing at its oldest line: the same page and cursor as a parse of
+    /// the whole window, and a malformed line left of the page is never met (no warning for
+    /// a record the page does not show); `--strict` still parses the window and refuses it.
+    /// A page is full when it holds `limit` distinct ids: a replayed line does not fill it.
+    #[test]
+    fn a_tail_parses_only_the_lines_of_its_page() {
+        let file = session(400);
+        for limit in [1, 3, 7, 50, 64, 65, 200] {
+            let strict = run(&file, Mode::Tail, limit, true).unwrap();
+            let lenient = run(&file, Mode::Tail, limit, false).unwrap();
+            assert_eq!(ids(&lenient), ids(&strict), "limit {limit}");
+            assert_eq!(lenient.cursor, strict.cursor, "limit {limit}");
+            assert!(
+                lenient.older && lenient.warnings.is_empty(),
+                "limit {limit}"
+            );
+        }
+        let mut junk_first = b"{not json\n".to_vec();
+        junk_first.extend_from_slice(user("a", "one").as_bytes());
+        junk_first.extend_from_slice(user("b", "two").as_bytes());
+        let page = run(&junk_first, Mode::Tail, 1, false).unwrap();
+        assert_eq!(ids(&page), ["b#0"]);
+        assert!(page.warnings.is_empty(), "{:?}", page.warnings);
+        assert!(matches!(
+            run(&junk_first, Mode::Tail, 1, true),
+            Err(PlanError::Malformed { offset: 0, .. })
+        ));
+        // `b` replayed after itself: two lines, one id; the page of two reaches `a`.
+        let mut replayed = user("a", "one").into_bytes();
+        replayed.extend_from_slice(user("b", "two").as_bytes());
+        replayed.extend_from_slice(user("b", "two").as_bytes());
+        let page = run(&replayed, Mode::Tail, 2, false).unwrap();
+        assert_eq!(ids(&page), ["a#0", "b#0"]);
+        assert!(!page.older);
+        // Lines of no record left of a full page: `older` is still only what exists.
+        let mut meta_first = r#"{"type":"progress","uuid":"p","data":{}}"#.to_string() + "\n";
+        meta_first += &user("a", "one");
+        let page = run(meta_first.as_bytes(), Mode::Tail, 1, false).unwrap();
+        assert_eq!(ids(&page), ["a#0"]);
+        assert!(!page.older);
     }
 
     #[test]
