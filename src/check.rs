@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{DriverError, Reader};
+use crate::driver::{DriverError, InHand, Reader, on_every_core};
 use clankie_engine::cursor::Cursor;
-use clankie_engine::page::{Mode, PageRequest};
+use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
 #[cfg(windows)]
@@ -377,7 +377,28 @@ pub async fn check_host<H: Host>(
         }
     }
     drop(to_read);
-    for session in &sessions {
+    // The first run's pages of the sessions read along with the listing need no host: they
+    // are paged on every core, the host idle by then (docs/performance.md). The others, and
+    // a page that wants more than was read, are read below as usual.
+    let in_hand: Vec<(usize, InHand)> = sessions
+        .iter()
+        .enumerate()
+        .filter_map(|(k, session)| {
+            let old = previous.sessions.get(&key(session));
+            if unchanged(old, session) {
+                return None;
+            }
+            let hand = reader.take_in_hand(session, &first_request(old, baseline))?;
+            Some((k, hand))
+        })
+        .collect();
+    let mut paged: Vec<Option<Result<Page, DriverError>>> = std::iter::repeat_with(|| None)
+        .take(sessions.len())
+        .collect();
+    for (k, page) in on_every_core(in_hand, |(k, hand)| (k, hand.page())) {
+        paged[k] = page;
+    }
+    for (session, in_hand) in sessions.iter().zip(paged) {
         let key = key(session);
         let old = previous.sessions.get(&key);
         if let Some(old) = old.filter(|_| unchanged(old, session)) {
@@ -390,21 +411,28 @@ pub async fn check_host<H: Host>(
         let mut last_ts = old.and_then(|o| o.last_ts.clone());
         let first = first_request(old, baseline);
         let counted = !(baseline && old.is_none());
-        let read = reader
-            .read_to_end(session, first, |page| {
-                reset |= page.reset;
-                if let Some(ts) = page.records.iter().rev().find_map(|r| r.ts.clone()) {
-                    last_ts = Some(ts);
+        let on_page = |page: &mut Page| {
+            reset |= page.reset;
+            if let Some(ts) = page.records.iter().rev().find_map(|r| r.ts.clone()) {
+                last_ts = Some(ts);
+            }
+            if counted {
+                count += page.records.len();
+                if keep_records {
+                    records.append(&mut page.records);
                 }
-                if counted {
-                    count += page.records.len();
-                    if keep_records {
-                        records.append(&mut page.records);
-                    }
-                }
-                Ok::<(), DriverError>(())
-            })
-            .await;
+            }
+            Ok::<(), DriverError>(())
+        };
+        let read = match in_hand {
+            Some(Err(e)) => Err(e),
+            Some(Ok(page)) => {
+                reader
+                    .read_to_end_from(session, first, Some(page), on_page)
+                    .await
+            }
+            None => reader.read_to_end(session, first, on_page).await,
+        };
         let cursor = match read {
             Ok(cursor) => cursor,
             Err(e) if fails_the_host(&e) => return Err(e),

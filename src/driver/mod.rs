@@ -104,6 +104,79 @@ pub struct Reader<'h, H: Host> {
     streamed_unredacted: bool,
 }
 
+/// A tail page whose read is in hand ([`Reader::take_in_hand`]): no host is needed to page
+/// it, so many of them can be paged side by side ([`on_every_core`]).
+pub struct InHand<'s> {
+    plan: ReadPlan,
+    result: clankie_model::ReadResult,
+    session: &'s SessionFile,
+}
+
+impl InHand<'_> {
+    /// The page, from the bytes in hand, as [`Reader::read_page`] gives it; `None` when the
+    /// plan wants more than them (the file changed between the listing and its read): the
+    /// caller reads the page the usual way.
+    pub fn page(mut self) -> Option<Result<Page, DriverError>> {
+        if let Err(source) = self.plan.feed(self.result.chunks, self.result.size) {
+            let path = String::from_utf8_lossy(&self.session.entry.full_path()).into_owned();
+            return Some(Err(DriverError::Plan { path, source }));
+        }
+        if self.plan.next_read().is_some() {
+            return None;
+        }
+        let mut page = self.plan.finish();
+        hint_the_path(&mut page, self.session);
+        Some(Ok(page))
+    }
+}
+
+/// `work` done on each of `items` on up to as many threads as there are cores, the results in
+/// the items' order. For CPU-bound work that needs no host: the pages of thousands of sessions
+/// read along with a first `check`'s listing, while the hosts are idle.
+pub fn on_every_core<T: Send, R: Send>(items: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
+    // Below this many items a thread costs more than it saves.
+    const PER_THREAD: usize = 256;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(items.len() / PER_THREAD).max(1);
+    if threads == 1 {
+        return items.into_iter().map(work).collect();
+    }
+    let per = items.len().div_ceil(threads);
+    let mut parts: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut items = items.into_iter();
+    for _ in 0..threads {
+        parts.push(items.by_ref().take(per).collect());
+    }
+    let work = &work;
+    std::thread::scope(|scope| {
+        let mut parts = parts.into_iter();
+        // The first part on this thread, the others on their own.
+        let first = parts.next().unwrap_or_default();
+        let others: Vec<_> = parts
+            .map(|part| scope.spawn(move || part.into_iter().map(work).collect::<Vec<R>>()))
+            .collect();
+        let mut out: Vec<R> = first.into_iter().map(work).collect();
+        for other in others {
+            match other.join() {
+                Ok(done) => out.extend(done),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
+/// The cursor says where the file is, so that a `--since` with it finds the file without
+/// looking for it (`resolve_for_read`).
+fn hint_the_path(page: &mut Page, session: &SessionFile) {
+    if let Cursor::Lines(cursor) = &mut page.cursor {
+        cursor.hint = Some(PathHint {
+            harness: session.harness().name().to_string(),
+            rel: session.entry.rel.clone(),
+        });
+    }
+}
+
 /// A read of the chunk after the one being parsed, started before the parse (`--all`).
 struct ReadAhead<F> {
     ranges: Vec<ByteRange>,
@@ -1010,15 +1083,40 @@ impl<'h, H: Host> Reader<'h, H> {
         if redact_aside {
             clankie_engine::redact::redact_records(&mut page.records);
         }
-        // The cursor says where the file is, so that a `--since` with it finds the file
-        // without looking for it (`resolve_for_read`).
-        if let Cursor::Lines(cursor) = page.cursor {
-            page.cursor = Cursor::Lines(cursor.with_hint(PathHint {
-                harness: session.harness().name().to_string(),
-                rel: session.entry.rel.clone(),
-            }));
-        }
+        hint_the_path(&mut page, session);
         Ok(page)
+    }
+
+    /// The read of a tail page of a file of lines when it is in hand (read along with the
+    /// listing, [`Reader::list_sessions_reading`]): taken out of what was read ahead, with the
+    /// plan it answers, for [`InHand::page`] to page on any thread. `None` for any other page
+    /// or source, or when nothing read ahead answers the plan's first read (the page is then
+    /// read the usual way, [`Reader::read_page`]).
+    pub fn take_in_hand<'s>(
+        &self,
+        session: &'s SessionFile,
+        request: &PageRequest,
+    ) -> Option<InHand<'s>> {
+        if !matches!(request.mode, Mode::Tail) || harness::source(session) != Source::Lines {
+            return None;
+        }
+        let ctx = source_ctx(self.host.name(), session);
+        let mut plan = ReadPlan::new(ctx, request.clone(), session.entry.size);
+        if let Some(bytes) = self.tail_window {
+            plan = plan.with_tail_window(bytes);
+        }
+        let ranges = plan.next_read()?;
+        let file = FileRef {
+            harness: session.harness(),
+            root: session.entry.root.to_vec(),
+            rel: session.entry.rel.clone(),
+        };
+        let result = self.take_prefetched(&file, &ranges)?;
+        Some(InHand {
+            plan,
+            result,
+            session,
+        })
     }
 
     /// The records of a session that is several files of a tree (OpenCode before 1.2): its
@@ -1068,15 +1166,31 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         session: &SessionFile,
         first: PageRequest,
+        on_page: impl FnMut(&mut Page) -> Result<(), E>,
+    ) -> Result<Cursor, E> {
+        self.read_to_end_from(session, first, None, on_page).await
+    }
+
+    /// [`Reader::read_to_end`] whose first page is `in_hand` when given (paged already from
+    /// what was read ahead, [`InHand::page`]): only the pages after it are read.
+    pub async fn read_to_end_from<E: From<DriverError>>(
+        &self,
+        session: &SessionFile,
+        first: PageRequest,
+        mut in_hand: Option<Page>,
         mut on_page: impl FnMut(&mut Page) -> Result<(), E>,
     ) -> Result<Cursor, E> {
         let (strict, redact) = (first.strict, first.redact);
         let mut request = first;
         loop {
             let mut streamed = Vec::new();
-            let mut page = self
-                .read_page(session, request, |records| streamed.extend(records))
-                .await?;
+            let mut page = match in_hand.take() {
+                Some(page) => page,
+                None => {
+                    self.read_page(session, request, |records| streamed.extend(records))
+                        .await?
+                }
+            };
             if !streamed.is_empty() {
                 // Handed over unredacted for a caller that redacts them: this one is that
                 // caller here.
@@ -1365,6 +1479,62 @@ mod tests {
     use clankie_host::memory::MemoryHost;
 
     const ID: &str = "55604662-cf2a-4331-851a-ec234028f8ca";
+
+    /// Work spread over the cores comes back whole and in the items' order, whatever the
+    /// number of items (none, fewer than a thread takes, not a multiple of the threads), and
+    /// it ran on more than one thread where there are several cores and enough items.
+    #[test]
+    fn work_on_every_core_comes_back_in_order() {
+        for n in [0, 1, 255, 256, 513, 10_001] {
+            let items: Vec<usize> = (0..n).collect();
+            let done = on_every_core(items, |k| (k * 3, std::thread::current().id()));
+            let values: Vec<usize> = done.iter().map(|(v, _)| *v).collect();
+            assert_eq!(values, (0..n).map(|k| k * 3).collect::<Vec<_>>(), "{n}");
+            let threads: std::collections::HashSet<_> = done.iter().map(|(_, t)| *t).collect();
+            let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+            if n >= 10_000 && cores > 1 {
+                assert!(threads.len() > 1, "{n} items on one thread");
+            }
+        }
+    }
+
+    /// A tail page in hand (read ahead) is the page a read of the host gives, cursor and all;
+    /// one not in hand is not taken, and one whose file moved on wants the host.
+    #[test]
+    fn a_tail_page_in_hand_is_the_page_the_host_gives() {
+        let host = long_session();
+        let reader = Reader::new(&host);
+        let session = block_on(resolve(&host, ID));
+        let request = PageRequest {
+            mode: Mode::Tail,
+            limit: 1,
+            strict: false,
+            redact: true,
+        };
+        let from_host = block_on(reader.read_page(&session, request.clone(), |_| {})).unwrap();
+        assert!(reader.take_in_hand(&session, &request).is_none());
+        block_on(reader.prefetch_first_reads(&[(&session, request.clone())])).unwrap();
+        let hand = reader.take_in_hand(&session, &request).expect("read ahead");
+        let page = hand.page().expect("all in hand").unwrap();
+        assert_eq!(page.records, from_host.records);
+        assert_eq!(page.cursor, from_host.cursor);
+        assert!(
+            reader.take_in_hand(&session, &request).is_none(),
+            "served once"
+        );
+        let head = PageRequest {
+            mode: Mode::Head,
+            ..request.clone()
+        };
+        block_on(reader.prefetch_first_reads(&[(&session, head.clone())])).unwrap();
+        assert!(reader.take_in_hand(&session, &head).is_none(), "tails only");
+        // The file grew after it was listed and before it was read ahead: nothing in hand
+        // gives its page (the read ahead is dropped, or its plan wants the host).
+        host.append(claude_path(&host, ID), prompts(3));
+        block_on(reader.prefetch_first_reads(&[(&session, request.clone())])).unwrap();
+        let hand = reader.take_in_hand(&session, &request);
+        assert!(hand.is_none_or(|hand| hand.page().is_none()));
+    }
 
     /// [`SHORT`] (10 records) and 450 prompts after it.
     fn long_session() -> MemoryHost {
