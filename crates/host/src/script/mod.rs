@@ -72,7 +72,8 @@
 //! ```
 //! A listing that reads along ([`posix::list_reading_script`]) carries, in that block, its lines
 //! between a `<nonce>:RL` and a `<nonce>:LE` line, and blocks of whole small files with the
-//! `stat` lines they are checked by: among the lines, or after them and a `<nonce>:RD` line
+//! `stat` lines they are checked by (`RD`: before the read and after; `RF`: after, against the
+//! listing's sizes): among the lines, or after them and a `<nonce>:RD` line
 //! ([`decode_list_reading`]). A listing without its `LE` line was cut at the reply's budget.
 //! Decompressed output is held to the same bounds as the plain one (a reply never decodes to
 //! more than an uncompressed reply could hold), gzip's CRC is checked, and nothing may follow
@@ -108,6 +109,7 @@ pub mod powershell;
 use std::sync::Arc;
 
 use base64::Engine as _;
+use memchr::memmem;
 
 use super::{FileRef, HostError, MAX_READ_BYTES};
 use clankie_model::{
@@ -483,7 +485,7 @@ fn split_read_along<'a>(nonce: &str, mut rest: &'a [u8]) -> ReadAlongParts<'a> {
         whole: false,
     };
     while !rest.is_empty() {
-        if rest.starts_with(b"RD ") {
+        if rest.starts_with(b"RD ") || rest.starts_with(b"RF ") {
             // A block cut off, or one that cannot be taken apart, leaves the listing unfinished.
             let Some((block, after)) = next_block(&markers, rest) else {
                 return parts;
@@ -516,14 +518,6 @@ fn split_read_along<'a>(nonce: &str, mut rest: &'a [u8]) -> ReadAlongParts<'a> {
     parts
 }
 
-/// Where `needle` first occurs in `hay`.
-fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
-        return None;
-    }
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 /// One `stat -c '%i %s %f %n'` line of a read block: size, mode, name (`./<path>`).
 fn stat_line(line: &[u8]) -> Option<(u64, u32, &[u8])> {
     let (inode, rest) = split_word(line);
@@ -536,15 +530,16 @@ fn stat_line(line: &[u8]) -> Option<(u64, u32, &[u8])> {
 
 /// The nonce's markers inside a read block: after the files' bytes, and at its end.
 struct BlockMarkers {
-    second_stat: String,
-    end: String,
+    second_stat: memmem::Finder<'static>,
+    end: memmem::Finder<'static>,
 }
 
 impl BlockMarkers {
     fn new(nonce: &str) -> BlockMarkers {
+        let finder = |text: String| memmem::Finder::new(text.as_bytes()).into_owned();
         BlockMarkers {
-            second_stat: format!("\n{nonce}:S2\n"),
-            end: format!("\n{nonce}:E\n"),
+            second_stat: finder(format!("\n{nonce}:S2\n")),
+            end: finder(format!("\n{nonce}:E\n")),
         }
     }
 }
@@ -554,70 +549,106 @@ struct ReadBlock<'a> {
     root: u64,
     dirs: u64,
     files: u64,
-    /// The first `stat`'s lines, as many as the block says (fewer where it sent fewer).
-    stat: Vec<&'a [u8]>,
-    /// The first `stat`'s text, to compare with the second's.
-    first: &'a [u8],
+    /// What the sizes and the types after the read are checked against.
+    before: SizesBefore<'a>,
     /// The files' bytes, up to the `S2` marker.
     data: &'a [u8],
+    /// The `stat` after the read: its text, up to the `E` marker.
     second: &'a [u8],
+}
+
+/// Where a read block's sizes before its read come from.
+enum SizesBefore<'a> {
+    /// An `RD` block's own `stat` before the read, which the one after must equal byte for
+    /// byte (inodes, sizes, modes).
+    FirstStat {
+        /// Its lines, as many as the block says (fewer where it sent fewer).
+        lines: Vec<&'a [u8]>,
+        /// Its text, to compare with the second's.
+        text: &'a [u8],
+    },
+    /// An `RF` block's: the listing's `F` lines (`find`'s `lstat` before it handed the files
+    /// on), which every file's size after the read must equal. No inode is compared: a file
+    /// replaced by one of the same size in between is not seen (the bytes are either one's).
+    Listing,
 }
 
 /// The block at the start of `rest`, and what follows it; `None` where none starts there or it
 /// is cut off (its end cannot be found).
 fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'a>, &'a [u8])> {
-    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let nl = memchr::memchr(b'\n', rest)?;
     let (tag, words) = split_word(&rest[..nl]);
     let (k, words) = split_word(words);
     let (nd, nf) = split_word(words);
     let (root, dirs, files) = (parse_u64(k)?, parse_u64(nd)?, parse_u64(nf)?);
-    if tag != b"RD" {
-        return None;
-    }
     let body = &rest[nl + 1..];
-    // The first `stat`'s lines, as many as the block says (a `stat` that left one out is
-    // caught by the sizes or the second `stat`), then the concatenation, then `S2`.
-    let lines_wanted = dirs.saturating_add(files).min(body.len() as u64) as usize;
-    let mut at = 0;
-    let mut stat = Vec::with_capacity(lines_wanted);
-    for _ in 0..lines_wanted {
-        let len = body[at..].iter().position(|&b| b == b'\n')?;
-        stat.push(&body[at..at + len]);
-        at += len + 1;
-    }
-    let first = &body[..at.saturating_sub(1)];
-    let data = &body[at..];
-    let s2 = markers.second_stat.as_bytes();
-    let end = markers.end.as_bytes();
-    // Where the first `stat` says the files end (where the marker is unless something
-    // changed), else wherever the marker is.
-    let expected = stat[(dirs as usize).min(stat.len())..]
-        .iter()
-        .filter_map(|line| stat_line(line))
-        .try_fold(0usize, |total, (size, ..)| total.checked_add(size as usize));
-    let marker = match expected {
-        Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2)) => at,
-        _ => find_bytes(data, s2)?,
+    let s2_len = markers.second_stat.needle().len();
+    let end_len = markers.end.needle().len();
+    let (before, data, after) = match tag {
+        b"RD" => {
+            // The first `stat`'s lines, as many as the block says (a `stat` that left one out
+            // is caught by the sizes or the second `stat`), then the concatenation, then `S2`.
+            let lines_wanted = dirs.saturating_add(files).min(body.len() as u64) as usize;
+            let mut at = 0;
+            let mut lines = Vec::with_capacity(lines_wanted);
+            for _ in 0..lines_wanted {
+                let len = memchr::memchr(b'\n', &body[at..])?;
+                lines.push(&body[at..at + len]);
+                at += len + 1;
+            }
+            let first = &body[..at.saturating_sub(1)];
+            let data = &body[at..];
+            // Where the first `stat` says the files end (where the marker is unless something
+            // changed), else wherever the marker is.
+            let expected = lines[(dirs as usize).min(lines.len())..]
+                .iter()
+                .filter_map(|line| stat_line(line))
+                .try_fold(0usize, |total, (size, ..)| total.checked_add(size as usize));
+            let s2 = markers.second_stat.needle();
+            let marker = match expected {
+                Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2)) => at,
+                _ => markers.second_stat.find(data)?,
+            };
+            let after = &data[marker + s2_len..];
+            let before = SizesBefore::FirstStat { lines, text: first };
+            (before, &data[..marker], after)
+        }
+        b"RF" => {
+            // No sizes before the read in the block: its bytes end at the first `S2` marker.
+            let marker = markers.second_stat.find(body)?;
+            (
+                SizesBefore::Listing,
+                &body[..marker],
+                &body[marker + s2_len..],
+            )
+        }
+        _ => return None,
     };
-    let after = &data[marker + s2.len()..];
-    let stop = match after.get(first.len()..) {
-        Some(tail) if after.starts_with(first) && tail.starts_with(end) => first.len(),
-        _ => find_bytes(after, end)?,
+    let end = markers.end.needle();
+    let stop = match &before {
+        SizesBefore::FirstStat { text, .. }
+            if after.starts_with(text)
+                && after.get(text.len()..).is_some_and(|t| t.starts_with(end)) =>
+        {
+            text.len()
+        }
+        _ => markers.end.find(after)?,
     };
     let block = ReadBlock {
         root,
         dirs,
         files,
-        stat,
-        first,
-        data: &data[..marker],
+        before,
+        data,
         second: &after[..stop],
     };
-    Some((block, &after[stop + end.len()..]))
+    Some((block, &after[stop + end_len..]))
 }
 
-/// The files of each block that passes every check, by the listing's files they are (a file
-/// not listed is left out); a block that fails a check answers none of its files.
+/// The files of each block that passes every check, by the listing's files they are; a block
+/// that fails a check answers none of its files. A file not listed is left out of an `RD`
+/// block (its two `stat`s vouch for it) and refuses an `RF` block (the listing is its only
+/// `stat` before the read).
 fn answer_blocks(
     listing: &Listing,
     blocks: Vec<ReadBlock<'_>>,
@@ -630,7 +661,13 @@ fn answer_blocks(
         .collect();
     let mut out = Vec::new();
     'blocks: for block in blocks {
-        if (block.stat.len() as u64) != block.dirs + block.files || block.second != block.first {
+        let by_listing = matches!(block.before, SizesBefore::Listing);
+        let stat: Vec<&[u8]> = match block.before {
+            SizesBefore::FirstStat { lines, text } if block.second == text => lines,
+            SizesBefore::FirstStat { .. } => continue,
+            SizesBefore::Listing => block.second.split(|&b| b == b'\n').collect(),
+        };
+        if block.dirs.checked_add(block.files) != Some(stat.len() as u64) {
             continue;
         }
         let Some(root) = usize::try_from(block.root)
@@ -642,7 +679,7 @@ fn answer_blocks(
         if !root.exists {
             continue;
         }
-        let (dirs, files) = block.stat.split_at(block.dirs as usize);
+        let (dirs, files) = stat.split_at(block.dirs as usize);
         let mut dir_names = std::collections::HashSet::new();
         for line in dirs {
             match stat_line(line) {
@@ -669,7 +706,7 @@ fn answer_blocks(
             {
                 continue 'blocks;
             }
-            // Every directory on the way was one, in both `stat`s.
+            // Every directory on the way was one (in both `stat`s of an `RD` block).
             let on_the_way = name
                 .iter()
                 .enumerate()
@@ -679,17 +716,22 @@ fn answer_blocks(
             if !on_the_way {
                 continue 'blocks;
             }
+            let entry = listed.get(&(&root.dir[..], rel)).copied();
+            // An `RF` block's sizes before the read are the listing's.
+            if by_listing && entry.is_none_or(|e| e.size != size) {
+                continue 'blocks;
+            }
             total += size;
-            parsed.push((size, rel));
+            parsed.push((size, rel, entry));
         }
         if total != block.data.len() as u64 {
             continue;
         }
         let mut offset = 0usize;
-        for (size, rel) in parsed {
+        for (size, rel, entry) in parsed {
             let bytes = &block.data[offset..offset + size as usize];
             offset += size as usize;
-            let Some(entry) = listed.get(&(&root.dir[..], rel)) else {
+            let Some(entry) = entry else {
                 continue;
             };
             out.push((
@@ -2480,6 +2522,188 @@ mod tests {
         let answer = decode(READ_ALONG_LISTING);
         assert_eq!(answer.listing.as_ref(), Some(&plain));
         assert!(answer.reads.is_empty());
+    }
+
+    /// An `RF` block of the root `k` (no `stat` before its bytes): `after` are the lines of
+    /// the `stat` after the read, of which the first `dirs` are directories; `files` is what
+    /// its header says.
+    fn small_block(k: usize, dirs: usize, files: usize, after: &[&str], data: &[u8]) -> Vec<u8> {
+        let mut out = format!("RF {k} {dirs} {files}\n").into_bytes();
+        out.extend_from_slice(data);
+        out.extend_from_slice(
+            format!("\n{NONCE}:S2\n{}\n{NONCE}:E\n", after.join("\n")).as_bytes(),
+        );
+        out
+    }
+
+    #[test]
+    fn files_of_an_rf_block_are_answered_only_when_the_listing_and_the_stat_after_agree() {
+        let roots = crate::test_support::roots();
+        let decode = |blocks: &[u8]| {
+            let answer =
+                decode_list_reading("h", NONCE, &roots, &read_along_reply(blocks), Some(8))
+                    .unwrap();
+            assert_eq!(answer.listing.unwrap().files.len(), 3);
+            answer
+                .reads
+                .into_iter()
+                .map(|(f, r)| (String::from_utf8(f.rel).unwrap(), r.size, r.chunks))
+                .collect::<Vec<_>>()
+        };
+        let (dir_p, dir_projects) = ("1 4096 41ed ./projects/-p", "2 4096 41ed ./projects");
+        let (a, b) = (
+            "3 3 81a4 ./projects/-p/a.jsonl",
+            "4 2 81a4 ./projects/-p/b.jsonl",
+        );
+        let good = small_block(0, 2, 2, &[dir_p, dir_projects, a, b], b"AAABB");
+        assert_eq!(
+            decode(&good),
+            vec![
+                ("projects/-p/a.jsonl".to_string(), 3, vec![b"AAA".to_vec()]),
+                ("projects/-p/b.jsonl".to_string(), 2, vec![b"BB".to_vec()]),
+            ]
+        );
+        // An empty block of bytes: its marker right after the header.
+        let empty = "9 0 81a4 ./projects/-p/e.jsonl";
+        let mut listing = READ_ALONG_LISTING.to_vec();
+        listing.extend_from_slice(b"F 0 1 ./projects/-p/e.jsonl\n");
+        let mut text = format!("{NONCE}:RL\n").into_bytes();
+        text.extend_from_slice(&listing);
+        text.extend_from_slice(&small_block(0, 2, 1, &[dir_p, dir_projects, empty], b""));
+        text.extend_from_slice(format!("\n{NONCE}:LE\n").as_bytes());
+        let answer = decode_list_reading("h", NONCE, &roots, &gz_reply(&text), Some(8)).unwrap();
+        assert_eq!(answer.reads.len(), 1);
+        assert_eq!(answer.reads[0].1.chunks, vec![Vec::<u8>::new()]);
+        // Each of these answers nothing of its block, and the good block after it is read.
+        let bad = [
+            // A size after the read that is not the listing's (it grew under the read), the
+            // bytes adding up to it.
+            small_block(
+                0,
+                2,
+                2,
+                &[dir_p, dir_projects, "3 4 81a4 ./projects/-p/a.jsonl", b],
+                b"AAAABB",
+            ),
+            // A file that is not listed, beside two that are.
+            small_block(
+                0,
+                2,
+                3,
+                &[dir_p, dir_projects, a, b, "6 1 81a4 ./projects/-p/z.jsonl"],
+                b"AAABBZ",
+            ),
+            // Cut short (at the block cap): the bytes one short of the sizes.
+            small_block(0, 2, 2, &[dir_p, dir_projects, a, b], b"AAAB"),
+            // A file the `stat` after the read left out (it vanished), and counts that do not
+            // add up.
+            small_block(0, 2, 2, &[dir_p, dir_projects, a], b"AAA"),
+            small_block(
+                0,
+                u64::MAX as usize,
+                1,
+                &[dir_p, dir_projects, a, b],
+                b"AAABB",
+            ),
+            // A directory on the way that is a symlink (mode a1ff), or not named.
+            small_block(
+                0,
+                2,
+                2,
+                &["1 9 a1ff ./projects/-p", dir_projects, a, b],
+                b"AAABB",
+            ),
+            small_block(0, 1, 2, &[dir_projects, a, b], b"AAABB"),
+            // A file that is a symlink, one over the cap (listed at that size), one with `..`.
+            small_block(
+                0,
+                2,
+                1,
+                &[dir_p, dir_projects, "3 3 a1ff ./projects/-p/a.jsonl"],
+                b"AAA",
+            ),
+            small_block(
+                0,
+                2,
+                1,
+                &[dir_p, dir_projects, "5 9 81a4 ./projects/-p/c.jsonl"],
+                b"CCCCCCCCC",
+            ),
+            small_block(
+                0,
+                2,
+                1,
+                &[dir_p, dir_projects, "3 3 81a4 ./projects/-p/../-p/a.jsonl"],
+                b"AAA",
+            ),
+            // A root that was not listed.
+            small_block(7, 2, 2, &[dir_p, dir_projects, a, b], b"AAABB"),
+        ];
+        for block in &bad {
+            let mut blocks = block.clone();
+            blocks.extend_from_slice(&good);
+            assert_eq!(decode(&blocks).len(), 2, "{}", block.escape_ascii());
+            assert!(decode(block).is_empty(), "{}", block.escape_ascii());
+        }
+        // Beside an `RD` block of the same files: both answered.
+        let rd = block(0, &[dir_p, dir_projects], &[a, b], b"AAABB", None);
+        assert_eq!(decode(&[&rd[..], &good].concat()).len(), 4);
+        // A block cut off (the budget) ends the reads.
+        let mut cut = good.clone();
+        cut.extend_from_slice(&good[..good.len() - 5]);
+        assert_eq!(decode(&cut).len(), 2);
+    }
+
+    #[test]
+    fn an_rf_block_among_the_lines_cut_anywhere_leaves_the_listing_unfinished() {
+        let roots = crate::test_support::roots();
+        let decode = |text: &[u8]| {
+            decode_list_reading("h", NONCE, &roots, &gz_reply(text), Some(8)).unwrap()
+        };
+        let good = small_block(
+            0,
+            2,
+            2,
+            &[
+                "1 4096 41ed ./projects/-p",
+                "2 4096 41ed ./projects",
+                "3 3 81a4 ./projects/-p/a.jsonl",
+                "4 2 81a4 ./projects/-p/b.jsonl",
+            ],
+            b"AAABB",
+        );
+        // After the `F` lines of its files, as GNU `find` sends it.
+        let all: Vec<&[u8]> = READ_ALONG_LISTING
+            .split_inclusive(|&b| b == b'\n')
+            .collect();
+        let rl = format!("{NONCE}:RL\n").into_bytes();
+        let head = all[..3].concat();
+        let text = [&rl[..], &head, &good, &all[3..].concat()].concat();
+        let whole_len = text.len();
+        let text = [&text[..], format!("\n{NONCE}:LE\n").as_bytes()].concat();
+        let answer = decode(&text);
+        assert_eq!(
+            answer.listing.as_ref(),
+            Some(&decode_list("h", NONCE, &roots, &gz_reply(READ_ALONG_LISTING)).unwrap())
+        );
+        assert_eq!(answer.reads.len(), 2);
+        // Cut anywhere before its `LE` line (in the header, in the bytes, in or after either
+        // marker, in the `stat` lines, after the block): no listing and no reads.
+        let block_at = rl.len() + head.len();
+        let marker_at = block_at + "RF 0 2 2\n".len() + 5;
+        for at in (block_at..block_at + good.len()).chain([
+            whole_len - 3,
+            whole_len,
+            text.len() - 1,
+            marker_at + 1,
+        ]) {
+            let answer = decode(&text[..at]);
+            assert!(
+                answer.listing.is_none() && answer.reads.is_empty(),
+                "{at}: {}",
+                text[..at].escape_ascii()
+            );
+        }
     }
 
     #[test]

@@ -365,6 +365,7 @@ impl Host for SshHost {
     ) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
         let read = posix::ReadAlong {
             max_file,
+            small_file: READ_ALONG_SMALL_FILE,
             block_cap: READ_ALONG_BLOCK_CAP,
             budget: READ_ALONG_BUDGET,
         };
@@ -630,6 +631,12 @@ const READ_ALONG_BUDGET: u64 = 2 * BATCHES_AT_ONCE as u64 * clankie_model::limit
 /// block never takes the whole of it.
 const READ_ALONG_BLOCK_CAP: u64 =
     BATCHES_AT_ONCE as u64 * clankie_model::limits::MAX_READ_BYTES / 2;
+
+/// The largest file a listing that reads along sends in a block checked by the listing's sizes
+/// and one `stat` after the read (`RF`, see [`posix::list_reading_script`]): most sessions'
+/// first check is of thousands of files of a few KiB, where the `RD` block's `stat` before the
+/// read and the loop over its sizes took a fifth of the host's exec.
+const READ_ALONG_SMALL_FILE: u64 = 4096;
 
 /// Batches that may read small files whole before the files still unanswered are read by
 /// their ranges (a file that changes under every `cat` is read the slow way, never wrongly).

@@ -2088,13 +2088,63 @@ fn batches_read_whole_with_a_bsd_stat_and_one_by_one_without_any() {
     }
 }
 
-/// What a first `check` reads along with the listing: at most 64 KiB a file, blocks of at most
-/// 8 MiB, a 32 MiB budget.
+/// What a first `check` reads along with the listing: at most 64 KiB a file, files of at most
+/// 4 KiB in `RF` blocks where `find -printf` answers, blocks of at most 8 MiB, a 32 MiB budget.
 const READ_ALONG: ReadAlong = ReadAlong {
     max_file: 64 * 1024,
+    small_file: 4096,
     block_cap: 8 << 20,
     budget: 32 << 20,
 };
+
+/// [`READ_ALONG`] in `RD` blocks alone: for what their two `stat`s and their cap (of the
+/// files' and the directories' sizes, before the read) must catch.
+const READ_ALONG_RD: ReadAlong = ReadAlong {
+    small_file: 0,
+    ..READ_ALONG
+};
+
+/// [`READ_ALONG`] in `RF` blocks alone where `find -printf` answers: every file read along
+/// is a small one.
+const READ_ALONG_RF: ReadAlong = ReadAlong {
+    small_file: READ_ALONG.max_file,
+    ..READ_ALONG
+};
+
+/// Runs the listing that reads along: its nonce and its raw reply.
+fn list_reading_reply(
+    shell: &Shell,
+    tree: &Tree,
+    envs: &[(&str, &Path)],
+    mode: Option<ListMode>,
+    read: ReadAlong,
+) -> (String, Vec<u8>) {
+    let nonce = new_nonce();
+    let out = run(
+        shell,
+        tree,
+        envs,
+        &list_reading_script(&nonce, &[tree.spec()], mode, read),
+    );
+    (nonce, out)
+}
+
+/// Decodes the reply of a listing that reads along.
+fn decode_along(
+    shell: &Shell,
+    nonce: &str,
+    out: &[u8],
+    read: ReadAlong,
+) -> super::super::ListReading {
+    super::super::decode_list_reading(
+        "test",
+        nonce,
+        &crate::test_support::roots(),
+        out,
+        Some(read.max_file),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}\n{}", shell.name, out.escape_ascii()))
+}
 
 /// Runs the listing that reads along and decodes it.
 fn list_reading_answer(
@@ -2104,21 +2154,47 @@ fn list_reading_answer(
     mode: Option<ListMode>,
     read: ReadAlong,
 ) -> super::super::ListReading {
-    let nonce = new_nonce();
-    let out = run(
-        shell,
-        tree,
-        envs,
-        &list_reading_script(&nonce, &[tree.spec()], mode, read),
-    );
-    super::super::decode_list_reading(
-        "test",
-        &nonce,
-        &crate::test_support::roots(),
-        &out,
-        Some(read.max_file),
+    let (nonce, out) = list_reading_reply(shell, tree, envs, mode, read);
+    decode_along(shell, &nonce, &out, read)
+}
+
+/// The read blocks of a listing that reads along, from its raw reply (its GZ block inflated):
+/// each one's tag (`RF` or `RD`) and the files its `stat` after the read names, below the
+/// root.
+fn read_blocks(out: &[u8], nonce: &str) -> Vec<(&'static str, Vec<Vec<u8>>)> {
+    let frame = parse_frame("test", nonce, out).unwrap();
+    let lines: Vec<&[u8]> = frame.body.split(|&b| b == b'\n').collect();
+    let gz = lines.iter().position(|l| *l == b"GZ").expect("a GZ block");
+    let end = lines.iter().position(|l| *l == b"END-GZ").expect("its end");
+    let text = super::super::decode_payload(
+        super::super::Encoding::Gzip,
+        &lines[gz + 1..end],
+        clankie_model::limits::MAX_LIST_REPLY_BYTES as u64,
     )
-    .unwrap_or_else(|e| panic!("{} {mode:?}: {e}\n{}", shell.name, out.escape_ascii()))
+    .unwrap();
+    let rest = text
+        .strip_prefix(format!("{nonce}:RL\n").as_bytes())
+        .expect("a listing that reads along");
+    super::super::split_read_along(nonce, rest)
+        .blocks
+        .iter()
+        .map(|block| {
+            let tag = match block.before {
+                super::super::SizesBefore::Listing => "RF",
+                super::super::SizesBefore::FirstStat { .. } => "RD",
+            };
+            let files = block
+                .second
+                .split(|&b| b == b'\n')
+                .skip(block.dirs as usize)
+                .map(|line| {
+                    let (_, _, name) = super::super::stat_line(line).unwrap();
+                    name.strip_prefix(b"./").unwrap().to_vec()
+                })
+                .collect();
+            (tag, files)
+        })
+        .collect()
 }
 
 /// Runs the listing that reads along and decodes it: the listing (whole), and each file read
@@ -2203,7 +2279,7 @@ fn a_listing_reads_its_small_files_along_as_reads_would_in_every_shell() {
         for block_cap in [1500, block_bytes - 1] {
             let capped = ReadAlong {
                 block_cap,
-                ..READ_ALONG
+                ..READ_ALONG_RD
             };
             let (listing, reads) = list_reading_with(&shell, &tree, &[], None, capped);
             assert_eq!(listing, local, "{}", shell.name);
@@ -2216,7 +2292,7 @@ fn a_listing_reads_its_small_files_along_as_reads_would_in_every_shell() {
             None,
             ReadAlong {
                 block_cap: block_bytes,
-                ..READ_ALONG
+                ..READ_ALONG_RD
             },
         );
         assert_eq!(reads.len(), wanted.len(), "{}", shell.name);
@@ -2359,7 +2435,7 @@ fn a_file_or_directory_that_changes_around_a_read_along_is_never_answered_wrongl
                 &tree,
                 &[("PATH", Path::new(&path))],
                 None,
-                READ_ALONG,
+                READ_ALONG_RD,
             );
             assert!(
                 many.is_dir() && !many.is_symlink() && one.is_file() && !one.is_symlink(),
@@ -2420,6 +2496,298 @@ fn changing_stat(
              '{r}' \"$@\"; rc=$?\n\
              [ $n = 1 ] && {{ {after}; }}\n\
              [ $n = 2 ] && {{ {back}; }}\n\
+             exit $rc\n",
+            c = count.display(),
+            r = real.display(),
+        ),
+    );
+}
+
+#[test]
+fn small_files_are_read_in_rf_blocks_and_larger_ones_in_rd_blocks_all_whole_in_every_shell() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    // Beside the sessions of up to 5.7 KiB, files of up to 64 KiB below a deeper subdir, at
+    // the edges of each kind of block (4096 and 4097 bytes; 64 KiB, and one more byte, which
+    // is not read along).
+    for (i, size) in [
+        1,
+        3000,
+        4096,
+        4097,
+        10 << 10,
+        40 << 10,
+        64 << 10,
+        (64 << 10) + 1,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let body: Vec<u8> = (0..size).map(|k| b'0' + ((k * 7 + i) % 10) as u8).collect();
+        write(
+            tree.home()
+                .join(format!("projects/-mixed/subagents/{i}.jsonl")),
+            &body,
+        );
+    }
+    let spec = tree.spec();
+    let local = local_listing(std::slice::from_ref(&spec));
+    let mut wanted = readable_along(&local, READ_ALONG.max_file);
+    wanted.sort();
+    let size_of = |rel: &[u8]| {
+        fs::symlink_metadata(tree.home().join(bytes_path(rel)))
+            .unwrap()
+            .len()
+    };
+    let small = wanted
+        .iter()
+        .filter(|rel| size_of(rel) <= READ_ALONG.small_file)
+        .count();
+    assert!(
+        small > 40 && wanted.len() - small >= 4,
+        "{small} of {}",
+        wanted.len()
+    );
+    let shells: Vec<Shell> = shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+        .collect();
+    for shell in &shells {
+        let (nonce, out) = list_reading_reply(shell, &tree, &[], None, READ_ALONG);
+        assert_eq!(mode_of(&out, &nonce), "gnu", "{}", shell.name);
+        let answer = decode_along(shell, &nonce, &out, READ_ALONG);
+        assert_eq!(answer.listing.as_ref(), Some(&local), "{}", shell.name);
+        let mut got = Vec::new();
+        for (file, result) in &answer.reads {
+            let now = fs::read(tree.home().join(bytes_path(&file.rel))).unwrap();
+            assert_eq!(result.chunks, vec![now], "{}", shell.name);
+            got.push(file.rel.clone());
+        }
+        got.sort();
+        assert_eq!(got, wanted, "{}", shell.name);
+        // Both kinds of block came, each with its own files.
+        let blocks = read_blocks(&out, &nonce);
+        for tag in ["RF", "RD"] {
+            assert!(
+                blocks.iter().any(|(t, _)| *t == tag),
+                "{}: no {tag} block",
+                shell.name
+            );
+        }
+        for (tag, files) in &blocks {
+            for rel in files {
+                let is_small = size_of(rel) <= READ_ALONG.small_file;
+                assert_eq!(
+                    is_small,
+                    *tag == "RF",
+                    "{}: {}",
+                    shell.name,
+                    rel.escape_ascii()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_file_or_directory_that_changes_around_an_rf_block_is_never_answered_wrongly() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    let many = tree.home().join("projects/-many");
+    let parked = tree.home().join("projects/-many.real");
+    let outside = tree.path().join("outside-many");
+    for entry in fs::read_dir(&many).unwrap() {
+        let entry = entry.unwrap();
+        let len = entry.metadata().unwrap().len() as usize;
+        write(outside.join(entry.file_name()), &vec![b'Z'; len]);
+    }
+    let one = many.join("0000000a-0000-4000-8000-000000000000.jsonl");
+    let one_parked = tree.path().join("one-parked");
+    let one_outside = outside.join("0000000a-0000-4000-8000-000000000000.jsonl");
+    let original = fs::read(&one).unwrap();
+    let same_size = tree.path().join("same-size");
+    write(&same_size, &vec![b'R'; original.len()]);
+    let (m, p, o) = (many.display(), parked.display(), outside.display());
+    let (f, fp, fo) = (one.display(), one_parked.display(), one_outside.display());
+    let ss = same_size.display();
+    // (name, before the `head` that reads the block's files, after it (before the `stat`),
+    // whether the block is answered). `find` listed (and `lstat`ed) the files before either.
+    let cases: Vec<(&str, String, String, bool)> = vec![
+        ("nothing changed", ":".into(), ":".into(), true),
+        (
+            "file grown before the read",
+            format!("printf 'grown\\n' >> '{f}'"),
+            ":".into(),
+            false,
+        ),
+        (
+            "file grown after the read",
+            ":".into(),
+            format!("printf 'grown\\n' >> '{f}'"),
+            false,
+        ),
+        (
+            "file shrunk before the read",
+            format!(": > '{f}'"),
+            ":".into(),
+            false,
+        ),
+        (
+            "file shrunk after the read",
+            ":".into(),
+            format!(": > '{f}'"),
+            false,
+        ),
+        (
+            "file a symlink before the read",
+            format!("mv '{f}' '{fp}' && ln -s '{fo}' '{f}'"),
+            ":".into(),
+            false,
+        ),
+        (
+            "file a symlink after the read",
+            ":".into(),
+            format!("mv '{f}' '{fp}' && ln -s '{fo}' '{f}'"),
+            false,
+        ),
+        (
+            "directory a symlink before the read",
+            format!("mv '{m}' '{p}' && ln -s '{o}' '{m}'"),
+            ":".into(),
+            false,
+        ),
+        (
+            "directory a symlink after the read",
+            ":".into(),
+            format!("mv '{m}' '{p}' && ln -s '{o}' '{m}'"),
+            false,
+        ),
+        // What an `RF` block cannot see (no inode to compare): a file renamed over by another
+        // of its size. The bytes it answers are the new file's, whole.
+        (
+            "file renamed over by one of its size before the read",
+            format!("cp '{ss}' '{fp}' && mv '{fp}' '{f}'"),
+            ":".into(),
+            true,
+        ),
+    ];
+    let restore = || {
+        if many.is_symlink() {
+            fs::remove_file(&many).unwrap();
+            fs::rename(&parked, &many).unwrap();
+        }
+        if one.is_symlink() {
+            fs::remove_file(&one).unwrap();
+        }
+        let _ = fs::remove_file(&one_parked);
+        fs::write(&one, &original).unwrap();
+    };
+    let real = on_path("head").expect("head");
+    let count = tree.path().join("head-runs");
+    let shells: Vec<Shell> = shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+        .collect();
+    for (k, (name, before, after, answered)) in cases.iter().enumerate() {
+        let bin = tree.path().join(format!("changing-head-{k}"));
+        changing_head(&bin, &real, &count, before, after);
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        for shell in &shells {
+            let _ = fs::remove_file(&count);
+            let (nonce, out) = list_reading_reply(
+                shell,
+                &tree,
+                &[("PATH", Path::new(&path))],
+                None,
+                READ_ALONG_RF,
+            );
+            let runs = fs::read_to_string(&count).unwrap_or_default();
+            assert_eq!(runs.trim(), "1", "{name}: {}: one read", shell.name);
+            let blocks = read_blocks(&out, &nonce);
+            assert_eq!(blocks.len(), 1, "{name}: {}", shell.name);
+            assert_eq!(blocks[0].0, "RF", "{name}: {}", shell.name);
+            let answer = decode_along(shell, &nonce, &out, READ_ALONG_RF);
+            assert!(answer.listing.is_some(), "{name}: {}", shell.name);
+            if *answered {
+                assert!(answer.reads.len() > 45, "{name}: {}", shell.name);
+                for (file, result) in &answer.reads {
+                    let now = fs::read(tree.home().join(bytes_path(&file.rel))).unwrap();
+                    assert_eq!(result.chunks, vec![now], "{name}: {}", shell.name);
+                }
+            } else {
+                // The one block met the change: nothing of it is answered.
+                assert!(
+                    answer.reads.is_empty(),
+                    "{name}: {}: {:?}",
+                    shell.name,
+                    answer
+                        .reads
+                        .iter()
+                        .map(|(f, _)| f.rel.escape_ascii().to_string())
+                        .collect::<Vec<_>>()
+                );
+            }
+            restore();
+        }
+    }
+}
+
+#[test]
+fn an_rf_block_over_its_cap_is_cut_and_answers_nothing_in_every_shell() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    let spec = tree.spec();
+    let local = local_listing(std::slice::from_ref(&spec));
+    let wanted = readable_along(&local, READ_ALONG_RF.max_file);
+    // What the one block's bytes add up to: its files alone.
+    let block_bytes: u64 = wanted
+        .iter()
+        .map(|rel| {
+            fs::symlink_metadata(tree.home().join(bytes_path(rel)))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    let shells: Vec<Shell> = shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+        .collect();
+    for shell in &shells {
+        for (block_cap, answered) in [(1500, 0), (block_bytes - 1, 0), (block_bytes, wanted.len())]
+        {
+            let read = ReadAlong {
+                block_cap,
+                ..READ_ALONG_RF
+            };
+            let (nonce, out) = list_reading_reply(shell, &tree, &[], None, read);
+            let blocks = read_blocks(&out, &nonce);
+            assert_eq!(blocks.len(), 1, "{} {block_cap}", shell.name);
+            assert_eq!(blocks[0].0, "RF", "{} {block_cap}", shell.name);
+            let answer = decode_along(shell, &nonce, &out, read);
+            assert_eq!(
+                answer.listing.as_ref(),
+                Some(&local),
+                "{} {block_cap}",
+                shell.name
+            );
+            assert_eq!(answer.reads.len(), answered, "{} {block_cap}", shell.name);
+        }
+    }
+}
+
+/// A `head` in `bin` that counts in `count` the runs that send a read block's files (`head
+/// -q`; the others run the real one untouched) and changes the tree `before` and `after` the
+/// real `head` (`real`) of the first of them.
+fn changing_head(bin: &Path, real: &Path, count: &Path, before: &str, after: &str) {
+    tool(
+        bin,
+        "head",
+        &format!(
+            "#!/bin/sh\ncase $1 in -q) ;; *) exec '{r}' \"$@\" ;; esac\n\
+             n=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
+             [ $n = 1 ] && {{ {before}; }}\n\
+             '{r}' \"$@\"; rc=$?\n\
+             [ $n = 1 ] && {{ {after}; }}\n\
              exit $rc\n",
             c = count.display(),
             r = real.display(),
