@@ -108,7 +108,9 @@ pub struct Reader<'h, H: Host> {
 /// it, so many of them can be paged side by side ([`on_every_core`]).
 pub struct InHand<'s> {
     plan: ReadPlan,
-    result: clankie_model::ReadResult,
+    /// Cut into the plan's ranges on the thread that pages it (a copy of each small file's
+    /// head).
+    read: Prefetched,
     session: &'s SessionFile,
 }
 
@@ -117,7 +119,8 @@ impl InHand<'_> {
     /// plan wants more than them (the file changed between the listing and its read): the
     /// caller reads the page the usual way.
     pub fn page(mut self) -> Option<Result<Page, DriverError>> {
-        if let Err(source) = self.plan.feed(self.result.chunks, self.result.size) {
+        let result = self.read.into_result();
+        if let Err(source) = self.plan.feed(result.chunks, result.size) {
             let path = String::from_utf8_lossy(&self.session.entry.full_path()).into_owned();
             return Some(Err(DriverError::Plan { path, source }));
         }
@@ -851,14 +854,16 @@ impl<'h, H: Host> Reader<'h, H> {
         file: &FileRef,
         ranges: &[ByteRange],
     ) -> Option<clankie_model::ReadResult> {
+        self.take_answer(file, ranges).map(Prefetched::into_result)
+    }
+
+    /// What was read ahead of `file` that answers `ranges`, as it was kept.
+    fn take_answer(&self, file: &FileRef, ranges: &[ByteRange]) -> Option<Prefetched> {
         let mut kept = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
         // Whatever else was read ahead of this file is stale from now on: a later page (a
         // follow's poll) reads afresh.
         let of_file = kept.remove(&(file.root.clone(), file.rel.clone()))?;
-        of_file
-            .into_iter()
-            .find(|p| p.answers(file, ranges))
-            .map(Prefetched::into_result)
+        of_file.into_iter().find(|p| p.answers(file, ranges))
     }
 
     /// What `resume` prints for a session: the harness's own command, from the session's directory
@@ -1111,10 +1116,10 @@ impl<'h, H: Host> Reader<'h, H> {
             root: session.entry.root.to_vec(),
             rel: session.entry.rel.clone(),
         };
-        let result = self.take_prefetched(&file, &ranges)?;
+        let read = self.take_answer(&file, &ranges)?;
         Some(InHand {
             plan,
-            result,
+            read,
             session,
         })
     }

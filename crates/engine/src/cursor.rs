@@ -262,15 +262,23 @@ impl LineCursor {
         head: &[u8],
         records_before: bool,
     ) -> LineCursor {
+        let window_hash = hash16(window);
+        // A file of at most 4 KiB is its own head and window (the bulk of a first `check` of
+        // small sessions): hashed once, the same bytes give the same hash.
+        let head_hash = if head == window {
+            window_hash
+        } else {
+            hash16(head)
+        };
         LineCursor {
             binding,
             resume,
             skip,
             window_end,
             window_len: window.len() as u32,
-            window_hash: hash16(window),
+            window_hash,
             head_len: head.len() as u32,
-            head_hash: hash16(head),
+            head_hash,
             records_before,
             hint: None,
         }
