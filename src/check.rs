@@ -360,15 +360,28 @@ pub async fn check_host<H: Host>(
         .collect();
     let empty = HostState::default();
     let previous = previous.unwrap_or(&empty);
-    // The first read of every session to be read, batched into few round trips (the first
-    // run reads each session's newest record: one exec each would be one round trip each).
-    let to_read: Vec<(&SessionFile, PageRequest)> = sessions
+    // Each session to be read, with the first page it is read from.
+    let wanted: Vec<(usize, &SessionFile, PageRequest)> = sessions
         .iter()
-        .filter_map(|session| {
+        .enumerate()
+        .filter_map(|(k, session)| {
             let old = previous.sessions.get(&key(session));
-            (!unchanged(old, session)).then(|| (session, first_request(old, baseline)))
+            (!unchanged(old, session)).then(|| (k, session, first_request(old, baseline)))
         })
         .collect();
+    // The first run's pages of the sessions read along with the listing need no host: they
+    // are paged on every core below, the host idle by then (docs/performance.md).
+    let mut in_hand: Vec<(usize, InHand)> = Vec::new();
+    let mut to_read: Vec<(&SessionFile, PageRequest)> = Vec::new();
+    for (k, session, request) in wanted {
+        match reader.take_in_hand(session, &request) {
+            Some(hand) => in_hand.push((k, hand)),
+            None => to_read.push((session, request)),
+        }
+    }
+    // The first read of every other session, batched into few round trips (the first run
+    // reads each session's newest record: one exec each would be one round trip each). A
+    // page that wants more than was read is read below as usual.
     if let Err(e) = reader.prefetch_first_reads(&to_read).await {
         let e = DriverError::Host(e);
         // Anything but a lost host is met again, session by session, by the reads themselves.
@@ -377,21 +390,6 @@ pub async fn check_host<H: Host>(
         }
     }
     drop(to_read);
-    // The first run's pages of the sessions read along with the listing need no host: they
-    // are paged on every core, the host idle by then (docs/performance.md). The others, and
-    // a page that wants more than was read, are read below as usual.
-    let in_hand: Vec<(usize, InHand)> = sessions
-        .iter()
-        .enumerate()
-        .filter_map(|(k, session)| {
-            let old = previous.sessions.get(&key(session));
-            if unchanged(old, session) {
-                return None;
-            }
-            let hand = reader.take_in_hand(session, &first_request(old, baseline))?;
-            Some((k, hand))
-        })
-        .collect();
     let mut paged: Vec<Option<Result<Page, DriverError>>> = std::iter::repeat_with(|| None)
         .take(sessions.len())
         .collect();

@@ -97,8 +97,7 @@ pub struct Reader<'h, H: Host> {
     prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
     /// Files read whole with the listing ([`Reader::list_sessions_reading`]), until
     /// [`Reader::prefetch_first_reads`] turns them into the first reads of their sessions.
-    whole:
-        std::sync::Mutex<std::collections::HashMap<FileKey, (FileRef, clankie_model::ReadResult)>>,
+    whole: std::sync::Mutex<WholeReads>,
     /// `--all`'s streamed batches are handed on unredacted: the caller redacts them itself
     /// ([`Reader::with_streamed_batches_unredacted`]).
     streamed_unredacted: bool,
@@ -167,6 +166,45 @@ pub fn on_every_core<T: Send, R: Send>(items: Vec<T>, work: impl Fn(T) -> R + Sy
         }
         out
     })
+}
+
+/// Files read whole with the listing, by (root, path).
+type WholeReads = HashMap<FileKey, (FileRef, clankie_model::ReadResult)>;
+
+/// The first read of `session` (`ranges`) cut from its file read whole with the listing, taken
+/// out of `whole`: only at the size it was listed at (a file that changed in between is read as
+/// usual).
+fn whole_read(
+    whole: &mut WholeReads,
+    session: &SessionFile,
+    ranges: &[ByteRange],
+) -> Option<Prefetched> {
+    let size = session.entry.size;
+    let key = (session.entry.root.to_vec(), session.entry.rel.clone());
+    let (file, result) = whole.remove(&key)?;
+    if result.size != size || result.chunks.len() != 1 || result.chunks[0].len() as u64 != size {
+        return None;
+    }
+    let cut = cut_at(ranges, size);
+    let parts = cut
+        .iter()
+        .map(|r| (0, r.start.min(size) as usize..r.end().min(size) as usize))
+        .collect();
+    Some(Prefetched {
+        file,
+        ranges: cut,
+        size,
+        data: result.chunks,
+        parts,
+    })
+}
+
+/// `ranges` cut where a file of `size` bytes ends.
+fn cut_at(ranges: &[ByteRange], size: u64) -> Vec<ByteRange> {
+    ranges
+        .iter()
+        .map(|r| ByteRange::new(r.start, r.len.min(size.saturating_sub(r.start))))
+        .collect()
 }
 
 /// The cursor says where the file is, so that a `--since` with it finds the file without
@@ -773,31 +811,11 @@ impl<'h, H: Host> Reader<'h, H> {
             let Some(ranges) = ReadPlan::new(ctx, request.clone(), size).next_read() else {
                 continue;
             };
-            let cut: Vec<ByteRange> = ranges
-                .iter()
-                .map(|r| ByteRange::new(r.start, r.len.min(size.saturating_sub(r.start))))
-                .collect();
-            // Read whole with the listing, at the size it was listed at: the first read is
-            // cut from it when served (a file that changed in between is read as usual).
-            let key = (session.entry.root.to_vec(), session.entry.rel.clone());
-            if let Some((file, result)) = whole.remove(&key)
-                && result.size == size
-                && result.chunks.len() == 1
-                && result.chunks[0].len() as u64 == size
-            {
-                let parts = cut
-                    .iter()
-                    .map(|r| (0, r.start.min(size) as usize..r.end().min(size) as usize))
-                    .collect();
-                self.prefetch(Prefetched {
-                    file,
-                    ranges: cut,
-                    size,
-                    data: result.chunks,
-                    parts,
-                });
+            if let Some(read) = whole_read(&mut whole, session, &ranges) {
+                self.prefetch(read);
                 continue;
             }
+            let cut = cut_at(&ranges, size);
             // A small file's head and tail are the same whole file: asked for once.
             let mut unique: Vec<ByteRange> = Vec::new();
             let which: Vec<usize> = cut
@@ -1116,7 +1134,12 @@ impl<'h, H: Host> Reader<'h, H> {
             root: session.entry.root.to_vec(),
             rel: session.entry.rel.clone(),
         };
-        let read = self.take_answer(&file, &ranges)?;
+        let whole = whole_read(
+            &mut self.whole.lock().unwrap_or_else(|e| e.into_inner()),
+            session,
+            &ranges,
+        );
+        let read = whole.or_else(|| self.take_answer(&file, &ranges))?;
         Some(InHand {
             plan,
             read,
