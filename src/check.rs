@@ -1,7 +1,11 @@
 //! `check` (cron): what changed on each host since the last run, kept in a versioned state
 //! file that is locked against a concurrent run and replaced atomically (write `<state>.tmp`,
 //! fsync, rename) by the holder of the lock.
-//! The per-host comparison reads through the driver like any other read ([`read_to_end`]).
+//! The per-host comparison reads through the driver like any other read ([`read_to_end`]); a
+//! first run's pages of the sessions read along with the listing need no host, and are paged
+//! on every core first ([`Reader::take_in_hand`]).
+//!
+//! [`read_to_end`]: Reader::read_to_end
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};

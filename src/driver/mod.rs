@@ -2,7 +2,12 @@
 //! from a host's listing, runs the engine's read planner against the host's read primitive,
 //! and hands records to the caller as they complete. It owns the loops: one page
 //! ([`read_page`]), pages until caught up ([`read_to_end`], which `check` and `--follow` use),
-//! and following a session ([`follow`]). Callers parse, call, and print.
+//! and following a session ([`follow`]). Callers parse, call, and print. A page whose bytes are
+//! in hand (read along with a listing) is paged without the host, on any thread ([`InHand`],
+//! [`on_every_core`]).
+//!
+//! [`read_page`]: Reader::read_page
+//! [`read_to_end`]: Reader::read_to_end
 
 pub mod follow;
 pub mod heads;
