@@ -2321,6 +2321,20 @@ mod tests {
         gz_reply(&text)
     }
 
+    /// What the reply of [`read_along_reply`] with `blocks` answers (at most 8 bytes a file),
+    /// by path: the size and the chunks of each file read along. Its listing is whole.
+    fn answered_along(blocks: &[u8]) -> Vec<(String, u64, Vec<Vec<u8>>)> {
+        let roots = crate::test_support::roots();
+        let answer =
+            decode_list_reading("h", NONCE, &roots, &read_along_reply(blocks), Some(8)).unwrap();
+        assert_eq!(answer.listing.unwrap().files.len(), 3);
+        answer
+            .reads
+            .into_iter()
+            .map(|(f, r)| (String::from_utf8(f.rel).unwrap(), r.size, r.chunks))
+            .collect()
+    }
+
     /// A read block of the root `k`: its `stat` lines before and after, and the bytes.
     fn block(k: usize, dirs: &[&str], files: &[&str], data: &[u8], after: Option<&str>) -> Vec<u8> {
         let first = [dirs, files].concat().join("\n");
@@ -2335,17 +2349,7 @@ mod tests {
     #[test]
     fn files_read_along_are_answered_only_when_every_check_holds() {
         let roots = crate::test_support::roots();
-        let decode = |blocks: &[u8]| {
-            let answer =
-                decode_list_reading("h", NONCE, &roots, &read_along_reply(blocks), Some(8))
-                    .unwrap();
-            assert_eq!(answer.listing.unwrap().files.len(), 3);
-            answer
-                .reads
-                .into_iter()
-                .map(|(f, r)| (String::from_utf8(f.rel).unwrap(), r.size, r.chunks))
-                .collect::<Vec<_>>()
-        };
+        let decode = answered_along;
         let dirs = ["1 4096 41ed ./projects/-p", "2 4096 41ed ./projects"];
         let ab = [
             "3 3 81a4 ./projects/-p/a.jsonl",
@@ -2539,17 +2543,7 @@ mod tests {
     #[test]
     fn files_of_an_rf_block_are_answered_only_when_the_listing_and_the_stat_after_agree() {
         let roots = crate::test_support::roots();
-        let decode = |blocks: &[u8]| {
-            let answer =
-                decode_list_reading("h", NONCE, &roots, &read_along_reply(blocks), Some(8))
-                    .unwrap();
-            assert_eq!(answer.listing.unwrap().files.len(), 3);
-            answer
-                .reads
-                .into_iter()
-                .map(|(f, r)| (String::from_utf8(f.rel).unwrap(), r.size, r.chunks))
-                .collect::<Vec<_>>()
-        };
+        let decode = answered_along;
         let (dir_p, dir_projects) = ("1 4096 41ed ./projects/-p", "2 4096 41ed ./projects");
         let (a, b) = (
             "3 3 81a4 ./projects/-p/a.jsonl",

@@ -2362,21 +2362,49 @@ fn a_listing_that_reads_along_walks_once_and_runs_no_uname_in_every_shell() {
     }
 }
 
-#[test]
-fn a_file_or_directory_that_changes_around_a_read_along_is_never_answered_wrongly() {
-    let tree = tree();
-    let _ = small_sessions(&tree);
+/// The paths the read-along race tests swap around: the directory `-many` of the small
+/// sessions and where it is parked, an outside copy of it (each file the same size, all `Z`),
+/// and one of its files, where it is parked and its outside copy.
+struct RaceTree {
+    many: PathBuf,
+    parked: PathBuf,
+    outside: PathBuf,
+    one: PathBuf,
+    one_parked: PathBuf,
+    one_outside: PathBuf,
+}
+
+fn race_tree(tree: &Tree) -> RaceTree {
     let many = tree.home().join("projects/-many");
-    let parked = tree.home().join("projects/-many.real");
     let outside = tree.path().join("outside-many");
     for entry in fs::read_dir(&many).unwrap() {
         let entry = entry.unwrap();
         let len = entry.metadata().unwrap().len() as usize;
         write(outside.join(entry.file_name()), &vec![b'Z'; len]);
     }
-    let one = many.join("0000000a-0000-4000-8000-000000000000.jsonl");
-    let one_parked = tree.path().join("one-parked");
-    let one_outside = outside.join("0000000a-0000-4000-8000-000000000000.jsonl");
+    let name = "0000000a-0000-4000-8000-000000000000.jsonl";
+    RaceTree {
+        parked: tree.home().join("projects/-many.real"),
+        one: many.join(name),
+        one_parked: tree.path().join("one-parked"),
+        one_outside: outside.join(name),
+        many,
+        outside,
+    }
+}
+
+#[test]
+fn a_file_or_directory_that_changes_around_a_read_along_is_never_answered_wrongly() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    let RaceTree {
+        many,
+        parked,
+        outside,
+        one,
+        one_parked,
+        one_outside,
+    } = race_tree(&tree);
     let (m, p, o) = (many.display(), parked.display(), outside.display());
     let (f, fp, fo) = (one.display(), one_parked.display(), one_outside.display());
     // (name, before the first `stat`, after it, after the second): the second `stat` of a read
@@ -2593,17 +2621,14 @@ fn small_files_are_read_in_rf_blocks_and_larger_ones_in_rd_blocks_all_whole_in_e
 fn a_file_or_directory_that_changes_around_an_rf_block_is_never_answered_wrongly() {
     let tree = tree();
     let _ = small_sessions(&tree);
-    let many = tree.home().join("projects/-many");
-    let parked = tree.home().join("projects/-many.real");
-    let outside = tree.path().join("outside-many");
-    for entry in fs::read_dir(&many).unwrap() {
-        let entry = entry.unwrap();
-        let len = entry.metadata().unwrap().len() as usize;
-        write(outside.join(entry.file_name()), &vec![b'Z'; len]);
-    }
-    let one = many.join("0000000a-0000-4000-8000-000000000000.jsonl");
-    let one_parked = tree.path().join("one-parked");
-    let one_outside = outside.join("0000000a-0000-4000-8000-000000000000.jsonl");
+    let RaceTree {
+        many,
+        parked,
+        outside,
+        one,
+        one_parked,
+        one_outside,
+    } = race_tree(&tree);
     let original = fs::read(&one).unwrap();
     let same_size = tree.path().join("same-size");
     write(&same_size, &vec![b'R'; original.len()]);
