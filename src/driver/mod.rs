@@ -148,28 +148,38 @@ pub fn on_every_core<T: Send, R: Send>(items: Vec<T>, work: impl Fn(T) -> R + Sy
     if threads == 1 {
         return items.into_iter().map(work).collect();
     }
-    let per = items.len().div_ceil(threads);
-    let mut parts: Vec<Vec<T>> = Vec::with_capacity(threads);
-    let mut items = items.into_iter();
-    for _ in 0..threads {
+    // A few parts a thread, taken in turn: a thread that starts late or runs slow takes fewer.
+    let per = items.len().div_ceil(threads * 4);
+    let mut parts: Vec<Vec<T>> = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
         parts.push(items.by_ref().take(per).collect());
     }
-    let work = &work;
+    let parts = std::sync::Mutex::new(parts.into_iter().enumerate());
+    let run = || {
+        let mut done = Vec::new();
+        loop {
+            let next = parts.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some((k, part)) = next else {
+                return done;
+            };
+            done.push((k, part.into_iter().map(&work).collect::<Vec<R>>()));
+        }
+    };
     std::thread::scope(|scope| {
-        let mut parts = parts.into_iter();
-        // The first part on this thread, the others on their own.
-        let first = parts.next().unwrap_or_default();
-        let others: Vec<_> = parts
-            .map(|part| scope.spawn(move || part.into_iter().map(work).collect::<Vec<R>>()))
+        // A thread that cannot be started leaves its parts to the others, this one at least.
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, run).ok())
             .collect();
-        let mut out: Vec<R> = first.into_iter().map(work).collect();
-        for other in others {
-            match other.join() {
-                Ok(done) => out.extend(done),
+        let mut done = run();
+        for helper in helpers {
+            match helper.join() {
+                Ok(theirs) => done.extend(theirs),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        out
+        done.sort_unstable_by_key(|(k, _)| *k);
+        done.into_iter().flat_map(|(_, results)| results).collect()
     })
 }
 
@@ -1514,20 +1524,38 @@ mod tests {
     const ID: &str = "55604662-cf2a-4331-851a-ec234028f8ca";
 
     /// Work spread over the cores comes back whole and in the items' order, whatever the
-    /// number of items (none, fewer than a thread takes, not a multiple of the threads), and
-    /// it ran on more than one thread where there are several cores and enough items.
+    /// number of items (none, fewer than a thread takes, not a multiple of the parts), and it
+    /// runs on more than one thread where there are several cores and enough items: the item
+    /// 0 waits (5 s at most) until another thread has done an item.
     #[test]
     fn work_on_every_core_comes_back_in_order() {
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         for n in [0, 1, 255, 256, 513, 10_001] {
             let items: Vec<usize> = (0..n).collect();
-            let done = on_every_core(items, |k| (k * 3, std::thread::current().id()));
+            let spread = n >= 512 && cores > 1;
+            let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+            let done = on_every_core(items, |k| {
+                let here = std::thread::current().id();
+                seen.lock().unwrap().insert(here);
+                let waited = std::time::Instant::now();
+                while k == 0
+                    && spread
+                    && seen.lock().unwrap().len() < 2
+                    && waited.elapsed() < std::time::Duration::from_secs(5)
+                {
+                    std::thread::yield_now();
+                }
+                (k * 3, here)
+            });
             let values: Vec<usize> = done.iter().map(|(v, _)| *v).collect();
             assert_eq!(values, (0..n).map(|k| k * 3).collect::<Vec<_>>(), "{n}");
             let threads: std::collections::HashSet<_> = done.iter().map(|(_, t)| *t).collect();
-            let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-            if n >= 10_000 && cores > 1 {
-                assert!(threads.len() > 1, "{n} items on one thread");
-            }
+            assert_eq!(
+                threads.len() > 1,
+                spread,
+                "{n} items on {} threads",
+                threads.len()
+            );
         }
     }
 
