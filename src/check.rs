@@ -364,23 +364,25 @@ pub async fn check_host<H: Host>(
         .collect();
     let empty = HostState::default();
     let previous = previous.unwrap_or(&empty);
-    // Each session to be read, with the first page it is read from.
-    let wanted: Vec<(usize, &SessionFile, PageRequest)> = sessions
+    // Each session's key, and the first page it is read from (none when it is unchanged).
+    let keys: Vec<String> = sessions.iter().map(key).collect();
+    let firsts: Vec<Option<PageRequest>> = sessions
         .iter()
-        .enumerate()
-        .filter_map(|(k, session)| {
-            let old = previous.sessions.get(&key(session));
-            (!unchanged(old, session)).then(|| (k, session, first_request(old, baseline)))
+        .zip(&keys)
+        .map(|(session, key)| {
+            let old = previous.sessions.get(key);
+            (!unchanged(old, session)).then(|| first_request(old, baseline))
         })
         .collect();
     // The first run's pages of the sessions read along with the listing need no host: they
     // are paged on every core below, the host idle by then (docs/performance.md).
     let mut in_hand: Vec<(usize, InHand)> = Vec::new();
     let mut to_read: Vec<(&SessionFile, PageRequest)> = Vec::new();
-    for (k, session, request) in wanted {
-        match reader.take_in_hand(session, &request) {
+    for (k, (session, first)) in sessions.iter().zip(&firsts).enumerate() {
+        let Some(request) = first else { continue };
+        match reader.take_in_hand(session, request) {
             Some(hand) => in_hand.push((k, hand)),
-            None => to_read.push((session, request)),
+            None => to_read.push((session, request.clone())),
         }
     }
     // The first read of every other session, batched into few round trips (the first run
@@ -400,18 +402,20 @@ pub async fn check_host<H: Host>(
     for (k, page) in on_every_core(in_hand, |(k, hand)| (k, hand.page())) {
         paged[k] = page;
     }
-    for (session, in_hand) in sessions.iter().zip(paged) {
-        let key = key(session);
+    let each = sessions.iter().zip(keys).zip(firsts).zip(paged);
+    for (((session, key), first), in_hand) in each {
         let old = previous.sessions.get(&key);
-        if let Some(old) = old.filter(|_| unchanged(old, session)) {
-            next.sessions.insert(key, old.clone());
+        let Some(first) = first else {
+            // Unchanged since the last run: it keeps where that run stopped.
+            if let Some(old) = old {
+                next.sessions.insert(key, old.clone());
+            }
             continue;
-        }
+        };
         let mut records = Vec::new();
         let mut count = 0;
         let mut reset = false;
         let mut last_ts = old.and_then(|o| o.last_ts.clone());
-        let first = first_request(old, baseline);
         let counted = !(baseline && old.is_none());
         let on_page = |page: &mut Page| {
             reset |= page.reset;

@@ -101,7 +101,8 @@ pub struct Reader<'h, H: Host> {
     /// thousands of sessions.
     prefetched: std::sync::Mutex<std::collections::HashMap<FileKey, Vec<Prefetched>>>,
     /// Files read whole with the listing ([`Reader::list_sessions_reading`]), until
-    /// [`Reader::prefetch_first_reads`] turns them into the first reads of their sessions.
+    /// [`Reader::take_in_hand`] takes one for its tail page, or
+    /// [`Reader::prefetch_first_reads`] turns it into the first read of its session.
     whole: std::sync::Mutex<WholeReads>,
     /// `--all`'s streamed batches are handed on unredacted: the caller redacts them itself
     /// ([`Reader::with_streamed_batches_unredacted`]).
@@ -1595,6 +1596,56 @@ mod tests {
         block_on(reader.prefetch_first_reads(&[(&session, request.clone())])).unwrap();
         let hand = reader.take_in_hand(&session, &request);
         assert!(hand.is_none_or(|hand| hand.page().is_none()));
+    }
+
+    /// A file the listing read whole is a tail page in hand, the page the host gives; at
+    /// another size than it was listed at it is not (and is not kept for a later page).
+    #[test]
+    fn a_file_read_whole_with_the_listing_is_a_tail_page_in_hand() {
+        let host = long_session();
+        let reader = Reader::new(&host);
+        let session = block_on(resolve(&host, ID));
+        let request = PageRequest {
+            mode: Mode::Tail,
+            limit: 1,
+            strict: false,
+            redact: true,
+        };
+        let from_host = block_on(reader.read_page(&session, request.clone(), |_| {})).unwrap();
+        let file = file_ref(&session.entry);
+        let bytes = fs_bytes(&host, &session);
+        let read_whole = |size: u64| {
+            let result = clankie_model::ReadResult {
+                size,
+                chunks: vec![bytes.clone()],
+            };
+            let key = (file.root.clone(), file.rel.clone());
+            reader
+                .whole
+                .lock()
+                .unwrap()
+                .insert(key, (file.clone(), result));
+        };
+        read_whole(session.entry.size);
+        let page = reader
+            .take_in_hand(&session, &request)
+            .expect("read whole")
+            .page()
+            .expect("all in hand")
+            .unwrap();
+        assert_eq!(page.records, from_host.records);
+        assert_eq!(page.cursor, from_host.cursor);
+        assert!(reader.whole.lock().unwrap().is_empty(), "taken");
+        read_whole(session.entry.size + 1);
+        assert!(reader.take_in_hand(&session, &request).is_none());
+        assert!(reader.whole.lock().unwrap().is_empty(), "dropped");
+    }
+
+    /// The bytes of a session's file on a memory host.
+    fn fs_bytes(host: &MemoryHost, session: &SessionFile) -> Vec<u8> {
+        let file = file_ref(&session.entry);
+        let range = [ByteRange::new(0, session.entry.size)];
+        block_on(host.read(&file, &range)).unwrap().chunks.concat()
     }
 
     /// [`SHORT`] (10 records) and 450 prompts after it.
