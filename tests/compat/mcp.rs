@@ -30,11 +30,24 @@ const READ_TOOL: &str = "mcp__clankie__read_session";
 /// result brings into the conversation.
 const PROMPT: &str = "compat mcp: read the codex session through clankie";
 
-/// Calls `read_session` on the Codex session when the request offers it.
+/// Claude Code's tool that loads deferred tools. Current releases (2.1.332) defer MCP tools:
+/// the first request only names them, in a system message, and offers this tool, whose
+/// `select:<name>` query loads a tool's schema so that the next request offers it.
+const TOOL_SEARCH: &str = "ToolSearch";
+
+/// Calls `read_session` on the Codex session when the request offers it, else (a release that
+/// defers MCP tools) loads it with [`TOOL_SEARCH`].
 fn pick_read_session(tools: &[String]) -> Option<ToolCall> {
-    tools.iter().any(|t| t == READ_TOOL).then(|| ToolCall {
-        name: READ_TOOL.to_string(),
-        args: json!({"target": format!("local:{CODEX_SESSION}"), "mode": "tail"}),
+    let offered = |name: &str| tools.iter().any(|t| t == name);
+    if offered(READ_TOOL) {
+        return Some(ToolCall {
+            name: READ_TOOL.to_string(),
+            args: json!({"target": format!("local:{CODEX_SESSION}"), "mode": "tail"}),
+        });
+    }
+    offered(TOOL_SEARCH).then(|| ToolCall {
+        name: TOOL_SEARCH.to_string(),
+        args: json!({"query": format!("select:{READ_TOOL}")}),
     })
 }
 
@@ -128,10 +141,13 @@ pub fn claude_reads_codex() {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let calls = server.tool_calls().len();
-    if calls != 1 {
+    // One call of our tool, after at most one search that loaded it.
+    let called = server.called_tools();
+    let reads = called.iter().filter(|c| *c == READ_TOOL).count();
+    let searches = called.iter().filter(|c| *c == TOOL_SEARCH).count();
+    if reads != 1 || searches > 1 || reads + searches != called.len() {
         fail(&format!(
-            "{calls} tool calls: Claude never offered {READ_TOOL} (the MCP server did not start?)"
+            "tool calls {called:?}: Claude never offered {READ_TOOL} (the MCP server did not start?)"
         ));
     }
 
@@ -169,8 +185,8 @@ pub fn claude_reads_codex() {
     let page = lines.pop().expect("a page line");
     assert_eq!(page["type"], "page", "{page}");
     assert_eq!(lines.len(), 7, "the fixture's records: {lines:#?}");
-    // Claude Code 2.1.197 hands the model the structured result (as JSON text), not the text
-    // rendering: it must be the CLI's records and page, field for field.
+    // Claude Code (2.1.197, 2.1.332) hands the model the structured result (as JSON text), not
+    // the text rendering: it must be the CLI's records and page, field for field.
     let structured: Value = serde_json::from_str(&result)
         .unwrap_or_else(|e| panic!("the tool result is not the structured JSON ({e}):\n{result}"));
     assert_eq!(structured["records"], Value::Array(lines), "{result}");

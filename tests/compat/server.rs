@@ -63,6 +63,8 @@ pub struct Logged {
     pub body: String,
     /// What the server answered: `tool`, `final`, `second`, `side` or `other`.
     pub step: &'static str,
+    /// The tool the answer called, for a `tool` step.
+    pub called: Option<String>,
 }
 
 /// A running server; it stops when the test process exits.
@@ -105,6 +107,11 @@ impl ModelServer {
                 format!("{} {} -> {}: {body}\n", l.method, l.path, l.step)
             })
             .collect()
+    }
+
+    /// The tools the server's answers called, in order.
+    pub fn called_tools(&self) -> Vec<String> {
+        self.log().into_iter().filter_map(|l| l.called).collect()
     }
 
     /// The tool calls the server made, in order.
@@ -196,6 +203,10 @@ fn serve(stream: TcpStream, pick: ToolPicker, log: &Mutex<Vec<Logged>>) -> std::
         path: request.path.clone(),
         body: text,
         step: step.name(),
+        called: match &step {
+            Step::Tool(call) => Some(call.name.clone()),
+            _ => None,
+        },
     });
     // Echoed back: Claude Code notes a model it does not know when it resumes a session.
     let model = body
@@ -334,7 +345,12 @@ fn anthropic(step: &Step, streamed: bool, model: &str) -> (&'static str, &'stati
     let usage = json!({"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     let mut content = vec![json!({"type": "text", "text": text})];
     if let Some(call) = call {
-        content.push(json!({"type": "tool_use", "id": "toolu_compat01", "name": call.name, "input": call.args}));
+        // Each call an id of its own: Claude Code (2.1.332) drops a call whose id an earlier
+        // one had, and a turn that loads a deferred tool first makes two calls.
+        let call_id = id.replacen("msg_", "toolu_", 1);
+        content.push(
+            json!({"type": "tool_use", "id": call_id, "name": call.name, "input": call.args}),
+        );
     }
     if !streamed {
         let message = json!({"id": id, "type": "message", "role": "assistant", "model": model, "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage});

@@ -838,6 +838,62 @@ fn claude_2_1_197_background_task_notification_is_a_notice() {
     assert_eq!(recs[4]["id"], "4ba102b4-4612-43f1-b100-afeb01d2e91c#0");
 }
 
+/// The compatibility suite's MCP turn as Claude Code 2.1.332 wrote it (`tests/compat/mcp.rs`):
+/// this release defers MCP tools, so the model first loads ours with `ToolSearch`, whose result
+/// is a `tool_reference`, then calls it. The release's new metadata lines (`api-request-shape`,
+/// `api-request-blob` copies of the request, `prompt_snapshot` and `deferred_tools_delta`
+/// attachments) are skipped without a notice or a warning.
+#[test]
+fn claude_2_1_332_loads_a_deferred_mcp_tool_then_calls_it() {
+    let home = fixture_home("claude-code-2.1.332-mcp");
+    let out = run(
+        &home,
+        &[
+            "--root",
+            &format!("claude={}", home.display()),
+            "read",
+            "local:5486921d",
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "no warning");
+    let recs = records(&ndjson(&out));
+    let shown: Vec<(&str, &str)> = recs
+        .iter()
+        .map(|r| {
+            let text = r["text"].as_str().or(r["name"].as_str());
+            (r["kind"].as_str().unwrap(), text.unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("user", "compat mcp: read the codex session through clankie"),
+            ("assistant", "I will run the marker command."),
+            ("tool_call", "ToolSearch"),
+            ("tool_result", ""),
+            ("assistant", "I will run the marker command."),
+            ("tool_call", "mcp__clankie__read_session"),
+            ("tool_result", ""),
+            ("assistant", "Goodbye from the compat model."),
+        ]
+    );
+    assert_eq!(
+        recs[2]["input"]["query"],
+        "select:mcp__clankie__read_session"
+    );
+    assert_eq!(recs[3]["call_id"], recs[2]["call_id"]);
+    assert_eq!(recs[3]["output"], "[tool mcp__clankie__read_session]");
+    assert_eq!(recs[6]["call_id"], recs[5]["call_id"]);
+    assert_ne!(recs[5]["call_id"], recs[2]["call_id"]);
+    // Our own server's answer, as Claude recorded it: the Codex session's records, redacted.
+    let result = recs[6]["output"].as_str().unwrap();
+    assert!(result.contains("compat-42-marker"), "{result}");
+    assert!(result.contains("[REDACTED:anthropic]"), "{result}");
+}
+
 /// Sessions Claude Code 2.0.77 wrote (see SOURCES): its subagent files at the project's root are
 /// listed, read and resumed as `<parent>+agent-<id>` of the session named inside them.
 #[test]
@@ -1051,6 +1107,7 @@ fn gemini_0_61_session_is_its_header_id_everywhere() {
 fn real_cli_sessions_read_the_scripted_records() {
     for (dir, harness, tool) in [
         ("claude-code-2.1.197", "claude", "Bash"),
+        ("claude-code-2.1.332", "claude", "Bash"),
         ("codex-0.171.0", "codex", "exec_command"),
         ("gemini-cli-0.61.0", "gemini", "run_shell_command"),
         ("pi-0.73.1", "pi", "bash"),
