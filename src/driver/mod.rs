@@ -4,7 +4,8 @@
 //! ([`read_page`]), pages until caught up ([`read_to_end`], which `check` and `--follow` use),
 //! and following a session ([`follow`]). Callers parse, call, and print. A page whose bytes are
 //! in hand (read along with a listing) is paged without the host, on any thread ([`InHand`],
-//! [`on_every_core`]).
+//! [`on_every_core`]); so are the lines of each chunk `--all` reads, parsed ahead of the plan
+//! (which stays sequential: repeated ids, bounds).
 //!
 //! [`read_page`]: Reader::read_page
 //! [`read_to_end`]: Reader::read_to_end
@@ -1064,6 +1065,9 @@ impl<'h, H: Host> Reader<'h, H> {
             redact: request.redact && !redact_aside,
             ..request
         };
+        // `--all` parses each chunk's lines ahead of the plan on every core (the plan is
+        // sequential: repeated ids, the page's bounds), with the context the plan gets.
+        let parse_ctx = stream.then(|| ctx.clone());
         let mut plan = ReadPlan::new(ctx, request, size_hint);
         if let Some(bytes) = self.tail_window {
             plan = plan.with_tail_window(bytes);
@@ -1098,6 +1102,16 @@ impl<'h, H: Host> Reader<'h, H> {
                 let (host, file, ranges) = (self.host, &file, next.clone());
                 let read = async move { host.read(file, &ranges).await };
                 read_ahead = Some(ReadAhead::start(read, next).await);
+            }
+            if let Some(parse_ctx) = &parse_ctx
+                && plan.reads_forward()
+                && let (Some(range), Some(chunk)) = (ranges.first(), result.chunks.first())
+            {
+                let lines = clankie_engine::plan::lines_to_parse_ahead(range.start, chunk);
+                plan.parsed_ahead(on_every_core(lines, |(offset, line)| {
+                    let outcome = clankie_engine::harness::parse_line(parse_ctx, offset, line);
+                    (offset, line.len() as u64, outcome)
+                }));
             }
             plan.feed(result.chunks, result.size)
                 .map_err(|source| DriverError::Plan {
@@ -1667,9 +1681,10 @@ mod tests {
         }
     }
 
-    /// `--all` reads the next chunk while it parses this one (`read_page`'s read ahead): it
-    /// gives exactly the records, redacted alike, that a plan fed one read after the other
-    /// gives. On a session of several chunks made of every Claude
+    /// `--all` reads the next chunk while it parses this one (`read_page`'s read ahead), and
+    /// parses each chunk's lines on every core before the plan takes them: it gives exactly
+    /// the records, redacted alike, that a plan fed one read after the other gives (chunks of
+    /// 4 MiB, thousands of lines: two threads on a machine of two cores or more). On a session of several chunks made of every Claude
     /// fixture's lines (each copy under ids of its own), with secrets in texts, tool inputs
     /// and outputs, and on each fixture alone.
     #[test]

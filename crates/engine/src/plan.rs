@@ -1,7 +1,10 @@
 //! The read planner: a sans-IO state machine behind every read. The driver asks it what to read
 //! (`next_read`), does the I/O, and hands the bytes back (`feed`); the planner splits lines,
 //! parses them, counts records, validates cursors, and finally yields a [`Page`]. A growing,
-//! truncated or replaced file is therefore a plain unit test.
+//! truncated or replaced file is therefore a plain unit test. Parsing is most of a long
+//! forward read and each line's parse is pure, so the caller may parse a chunk's lines ahead,
+//! on threads of its own, and hand the outcomes in ([`lines_to_parse_ahead`],
+//! [`ReadPlan::parsed_ahead`]); everything else stays here, in order.
 //!
 //! Bounds: one read request is at most 4 MiB ([`MAX_READ_BYTES`]); one plan reads at most
 //! 64 MiB of source ([`MAX_SOURCE_BYTES`]); a line over 1 MiB is never buffered whole.
@@ -36,6 +39,37 @@ pub struct ReadPlan {
     reset: bool,
     /// Records produced but not yet taken.
     out: Vec<Record>,
+    /// Lines the caller parsed ahead ([`ReadPlan::parsed_ahead`]), in file order.
+    ahead: VecDeque<ParsedLine>,
+}
+
+/// A line parsed ahead of a forward read by its caller: its offset, its length (without the
+/// `\n`) and what [`parse_line`] made of it.
+pub type ParsedLine = (u64, u64, LineOutcome);
+
+/// The lines of `chunk` (which starts at byte `start` of the file) that a forward read fed this
+/// chunk next parses whole, each with its offset: every line that ends in the chunk, but the
+/// piece before the chunk's first `\n` where the chunk starts mid-file (it may end a line begun
+/// in an earlier chunk) and any line over the record bound (a notice, never parsed). What its
+/// caller may parse ahead, on other threads: [`ReadPlan::parsed_ahead`].
+pub fn lines_to_parse_ahead(start: u64, chunk: &[u8]) -> Vec<(u64, &[u8])> {
+    let mut lines = Vec::new();
+    let mut at = 0;
+    if start > 0 {
+        match memchr::memchr(b'\n', chunk) {
+            Some(nl) => at = nl + 1,
+            None => return lines,
+        }
+    }
+    let first = at;
+    for nl in memchr::memchr_iter(b'\n', &chunk[first..]).map(|nl| first + nl) {
+        let line = &chunk[at..nl];
+        if line.len() as u64 <= MAX_RECORD_BYTES {
+            lines.push((start + at as u64, line));
+        }
+        at = nl + 1;
+    }
+    lines
 }
 
 #[derive(Debug)]
@@ -85,6 +119,7 @@ impl ReadPlan {
             state,
             warnings: Vec::new(),
             reset: false,
+            ahead: VecDeque::new(),
             out: Vec::new(),
         }
     }
@@ -130,6 +165,21 @@ impl ReadPlan {
         }
     }
 
+    /// Whether the next read goes to a forward read, whose lines its caller may parse ahead
+    /// ([`lines_to_parse_ahead`], [`ReadPlan::parsed_ahead`]).
+    pub fn reads_forward(&self) -> bool {
+        matches!(self.state, State::Forward(_))
+    }
+
+    /// Lines of the next chunk that the caller parsed ahead, in file order (on other threads:
+    /// parsing is most of a long forward read, and [`parse_line`] is pure). Each serves the
+    /// line at its offset and length in place of parsing it again; the plan's rules (bounds,
+    /// `--strict`, repeated ids, the page's limit) are applied to it as to any other, and a line
+    /// given that the plan does not reach is dropped.
+    pub fn parsed_ahead(&mut self, lines: Vec<ParsedLine>) {
+        self.ahead = lines.into();
+    }
+
     /// Feeds the answer to the last `next_read`: one chunk per range (clipped at the file's
     /// end) and the file's true size.
     pub fn feed(&mut self, chunks: Vec<Vec<u8>>, size: u64) -> Result<(), PlanError> {
@@ -153,6 +203,7 @@ impl ReadPlan {
             ctx: &self.ctx,
             strict: self.strict,
             warnings: &mut self.warnings,
+            ahead: &mut self.ahead,
         };
         match &mut self.state {
             State::Tail(tail) => tail.feed(
@@ -297,9 +348,28 @@ struct Sink<'a> {
     ctx: &'a SourceCtx,
     strict: bool,
     warnings: &'a mut Vec<String>,
+    ahead: &'a mut VecDeque<ParsedLine>,
 }
 
 impl Sink<'_> {
+    /// What `line` at `offset` holds: its outcome parsed ahead when the caller gave it (at
+    /// this offset and length), else parsed here. Lines given for offsets already passed are
+    /// dropped on the way.
+    fn parse(&mut self, offset: u64, line: &[u8]) -> LineOutcome {
+        while self.ahead.front().is_some_and(|(at, _, _)| *at < offset) {
+            self.ahead.pop_front();
+        }
+        if self
+            .ahead
+            .front()
+            .is_some_and(|(at, len, _)| *at == offset && *len == line.len() as u64)
+            && let Some((_, _, outcome)) = self.ahead.pop_front()
+        {
+            return outcome;
+        }
+        parse_line(self.ctx, offset, line)
+    }
+
     /// Records of one complete line (`len` includes no `\n`), or the error `--strict` demands.
     fn line(
         &mut self,
@@ -315,7 +385,7 @@ impl Sink<'_> {
                 self.warnings.push(format!("record at byte {offset} is {len} bytes, over the 1 MiB limit; shown as a notice"));
                 vec![oversized_notice(self.ctx, offset, len)]
             }
-            Some(bytes) => match parse_line(self.ctx, offset, bytes) {
+            Some(bytes) => match self.parse(offset, bytes) {
                 LineOutcome::Records(records) => records,
                 LineOutcome::Malformed(reason) => {
                     if self.strict {
@@ -567,7 +637,7 @@ impl Forward {
                 // Returned by an earlier page: learn its ids (irregular lines were reported
                 // then, and their notices' ids never repeat).
                 if let Some(bytes) = &line
-                    && let LineOutcome::Records(records) = parse_line(sink.ctx, line_start, bytes)
+                    && let LineOutcome::Records(records) = sink.parse(line_start, bytes)
                 {
                     for record in &records {
                         self.seen.insert(&record.id);
@@ -1267,6 +1337,71 @@ mod tests {
         let page = run(meta_first.as_bytes(), Mode::Tail, 1, false).unwrap();
         assert_eq!(ids(&page), ["a#0"]);
         assert!(!page.older);
+    }
+
+    /// What a forward read parses of a chunk, and only that: the first piece of a chunk that
+    /// starts mid-file (it may end an earlier chunk's line), no unfinished last piece, no line
+    /// over the record bound.
+    #[test]
+    fn the_lines_to_parse_ahead_are_the_chunks_whole_lines() {
+        let lines = |start, chunk: &[u8]| -> Vec<(u64, Vec<u8>)> {
+            lines_to_parse_ahead(start, chunk)
+                .into_iter()
+                .map(|(at, line)| (at, line.to_vec()))
+                .collect()
+        };
+        assert_eq!(
+            lines(0, b"a\nbb\n\nccc"),
+            [(0, b"a".to_vec()), (2, b"bb".to_vec()), (5, b"".to_vec())]
+        );
+        assert_eq!(lines(100, b"a\nbb\nccc"), [(102, b"bb".to_vec())]);
+        assert_eq!(lines(100, b"no newline"), []);
+        assert_eq!(lines(0, b""), []);
+        let mut long = vec![b'x'; MAX_RECORD_BYTES as usize + 1];
+        long.extend_from_slice(b"\nz\n");
+        assert_eq!(lines(0, &long), [(MAX_RECORD_BYTES + 2, b"z".to_vec())]);
+    }
+
+    /// A line parsed ahead is served at its offset and length instead of being parsed again
+    /// (an outcome the line would not give shows it was taken), and goes through the plan's
+    /// rules as any other (here its id repeats the next line's, which is dropped). One given
+    /// for an offset where no line starts, or at another length, is not used: that line is
+    /// parsed as usual.
+    #[test]
+    fn a_line_parsed_ahead_is_served_in_place_of_parsing_it() {
+        let file = [user("a", "one"), user("b", "two"), user("c", "three")].concat();
+        let second = user("a", "one").len() as u64;
+        let third = second + user("b", "two").len() as u64;
+        let notice = |id: &str, text: &str| {
+            LineOutcome::Records(vec![synthetic_notice(&ctx(), id.into(), text.into())])
+        };
+        let request = PageRequest {
+            mode: Mode::All,
+            limit: 50,
+            strict: true,
+            redact: false,
+        };
+        let mut plan = ReadPlan::new(ctx(), request, file.len() as u64);
+        assert!(plan.reads_forward());
+        assert_eq!(plan.next_read().unwrap()[0].start, 0);
+        plan.parsed_ahead(vec![
+            (1, 0, notice("x", "no line starts here")),
+            (second, third - second - 1, notice("c#0", "b, served")),
+            (third, 3, notice("y", "never: the length differs")),
+        ]);
+        plan.feed(vec![file.as_bytes().to_vec()], file.len() as u64)
+            .unwrap();
+        let page = plan.finish();
+        let shown: Vec<(&str, &str)> = page
+            .records
+            .iter()
+            .map(|r| match &r.body {
+                RecordBody::Text { text, .. } => (r.id.as_str(), text.as_str()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(shown, [("a#0", "one"), ("c#0", "b, served")]);
+        assert!(page.warnings.is_empty(), "{:?}", page.warnings);
     }
 
     #[test]
