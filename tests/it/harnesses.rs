@@ -796,33 +796,32 @@ fn codex_0_171_command_results_are_their_output_and_fail_on_a_nonzero_exit() {
     );
 }
 
+/// `read TARGET --all --json` over the Claude home `home` (exit 0): its records, and stderr.
+fn claude_all(home: &Path, target: &str) -> (Vec<Value>, String) {
+    let root = format!("claude={}", home.display());
+    let out = run(home, &["--root", &root, "read", target, "--all", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    (records(&ndjson(&out)), stderr(&out))
+}
+
+/// Each record as a reader sees it at a glance: its kind, and its text or tool name.
+fn shown(recs: &[Value]) -> Vec<(&str, &str)> {
+    recs.iter()
+        .map(|r| {
+            let text = r["text"].as_str().or(r["name"].as_str());
+            (r["kind"].as_str().unwrap(), text.unwrap_or_default())
+        })
+        .collect()
+}
+
 /// A session Claude Code 2.1.197 wrote (see SOURCES): the background task's end, a user line
 /// holding a `<task-notification>`, is a notice saying how it ended, not a prompt.
 #[test]
 fn claude_2_1_197_background_task_notification_is_a_notice() {
     let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
-    let out = run(
-        &home,
-        &[
-            "--root",
-            &format!("claude={}", home.display()),
-            "read",
-            "local:claude/33140648-4f85-4620-94b8-9e4c94e89290",
-            "--all",
-            "--json",
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let recs = records(&ndjson(&out));
-    let shown: Vec<(&str, &str)> = recs
-        .iter()
-        .map(|r| {
-            let text = r["text"].as_str().or(r["name"].as_str());
-            (r["kind"].as_str().unwrap(), text.unwrap_or_default())
-        })
-        .collect();
+    let (recs, _) = claude_all(&home, "local:claude/33140648-4f85-4620-94b8-9e4c94e89290");
     assert_eq!(
-        shown,
+        shown(&recs),
         [
             ("user", "run a marker in the background"),
             ("tool_call", "Bash"),
@@ -845,30 +844,10 @@ fn claude_2_1_197_background_task_notification_is_a_notice() {
 /// attachments) are skipped without a notice or a warning.
 #[test]
 fn claude_2_1_332_loads_a_deferred_mcp_tool_then_calls_it() {
-    let home = fixture_home("claude-code-2.1.332-mcp");
-    let out = run(
-        &home,
-        &[
-            "--root",
-            &format!("claude={}", home.display()),
-            "read",
-            "local:5486921d",
-            "--all",
-            "--json",
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(stderr(&out), "", "no warning");
-    let recs = records(&ndjson(&out));
-    let shown: Vec<(&str, &str)> = recs
-        .iter()
-        .map(|r| {
-            let text = r["text"].as_str().or(r["name"].as_str());
-            (r["kind"].as_str().unwrap(), text.unwrap_or_default())
-        })
-        .collect();
+    let (recs, warnings) = claude_all(&fixture_home("claude-code-2.1.332-mcp"), "local:5486921d");
+    assert_eq!(warnings, "", "no warning");
     assert_eq!(
-        shown,
+        shown(&recs),
         [
             ("user", "compat mcp: read the codex session through clankie"),
             ("assistant", "I will run the marker command."),
