@@ -1339,9 +1339,9 @@ mod tests {
         assert!(!page.older);
     }
 
-    /// What a forward read parses of a chunk, and only that: the first piece of a chunk that
-    /// starts mid-file (it may end an earlier chunk's line), no unfinished last piece, no line
-    /// over the record bound.
+    /// What a forward read parses of a chunk, and only that: not the piece before the first
+    /// `\n` of a chunk that starts mid-file (it may end an earlier chunk's line), nor the
+    /// unfinished last piece, nor a line over the record bound.
     #[test]
     fn the_lines_to_parse_ahead_are_the_chunks_whole_lines() {
         let lines = |start, chunk: &[u8]| -> Vec<(u64, Vec<u8>)> {
