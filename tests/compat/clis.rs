@@ -44,7 +44,7 @@ fn call(name: &str, args: Value) -> Option<ToolCall> {
 pub const CLAUDE: Cli = Cli {
     harness: "claude",
     bin: "claude",
-    pick: |tools| {
+    pick: |tools, _| {
         tools.iter().any(|t| t == "Bash").then(|| {
             call(
                 "Bash",
@@ -70,7 +70,7 @@ pub const CLAUDE: Cli = Cli {
 pub const CODEX: Cli = Cli {
     harness: "codex",
     bin: "codex",
-    pick: |tools| {
+    pick: |tools, _| {
         let has = |name: &str| tools.iter().any(|t| t == name);
         if has("exec_command") {
             call("exec_command", json!({"cmd": COMMAND}))
@@ -119,7 +119,7 @@ pub const CODEX: Cli = Cli {
 pub const GEMINI: Cli = Cli {
     harness: "gemini",
     bin: "gemini",
-    pick: |tools| {
+    pick: |tools, _| {
         tools
             .iter()
             .any(|t| t == "run_shell_command")
@@ -153,7 +153,7 @@ pub const GEMINI: Cli = Cli {
 pub const PI: Cli = Cli {
     harness: "pi",
     bin: "pi",
-    pick: |tools| {
+    pick: |tools, _| {
         tools
             .iter()
             .any(|t| t == "bash")
@@ -193,7 +193,7 @@ pub const PI: Cli = Cli {
 pub const OPENCODE: Cli = Cli {
     harness: "opencode",
     bin: "opencode",
-    pick: |tools| {
+    pick: |tools, _| {
         tools.iter().any(|t| t == "bash").then(|| {
             call(
                 "bash",

@@ -36,7 +36,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 
 /// Codex offers `apply_patch` as a freeform tool: its input is the patch text itself, which
 /// the server sends as a `custom_tool_call` (a string `args`).
-fn codex_pick(tools: &[String]) -> Option<ToolCall> {
+fn codex_pick(tools: &[String], _body: &str) -> Option<ToolCall> {
     tools.iter().any(|t| t == "apply_patch").then(|| ToolCall {
         name: "apply_patch".to_string(),
         args: json!(format!(
@@ -47,7 +47,7 @@ fn codex_pick(tools: &[String]) -> Option<ToolCall> {
 
 /// OpenCode's `edit` replaces `oldString` with `newString` in `filePath` (relative paths are
 /// the project's).
-fn opencode_pick(tools: &[String]) -> Option<ToolCall> {
+fn opencode_pick(tools: &[String], _body: &str) -> Option<ToolCall> {
     tools.iter().any(|t| t == "edit").then(|| ToolCall {
         name: "edit".to_string(),
         args: json!({

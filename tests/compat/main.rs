@@ -13,7 +13,8 @@
 //! fixtures of the text snapshots.
 //!
 //! `mcp.rs`: Claude Code calls our MCP server (`clankie-read mcp`) on a Codex session
-//! (`claude_code_reads_codex_over_mcp`).
+//! (`claude_code_reads_codex_over_mcp`). `subagent.rs`: Claude Code delegates to a subagent,
+//! which the reader lists, reads and resumes under its parent (`claude_code_subagent`).
 
 #![allow(unreachable_pub)]
 
@@ -25,6 +26,7 @@ mod edits;
 mod mcp;
 mod server;
 mod session;
+mod subagent;
 
 use clis::Cli;
 
@@ -66,4 +68,10 @@ fn opencode() {
 #[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn claude_code_subagent() {
+    subagent::claude_delegates_to_a_subagent();
 }

@@ -37,7 +37,7 @@ const TOOL_SEARCH: &str = "ToolSearch";
 
 /// Calls `read_session` on the Codex session when the request offers it, else (a release that
 /// defers MCP tools) loads it with [`TOOL_SEARCH`].
-fn pick_read_session(tools: &[String]) -> Option<ToolCall> {
+fn pick_read_session(tools: &[String], _body: &str) -> Option<ToolCall> {
     let offered = |name: &str| tools.iter().any(|t| t == name);
     if offered(READ_TOOL) {
         return Some(ToolCall {

@@ -74,8 +74,9 @@ pub struct ModelServer {
 }
 
 /// Chooses the tool call from the tools a request offers (name → the arguments to call it
-/// with); `None` when the request offers no shell tool (a side request).
-pub type ToolPicker = fn(&[String]) -> Option<ToolCall>;
+/// with) and the request's body (whose conversation it is); `None` when the request offers no
+/// tool to call (a side request).
+pub type ToolPicker = fn(tools: &[String], body: &str) -> Option<ToolCall>;
 
 impl ModelServer {
     pub fn start(pick: ToolPicker) -> ModelServer {
@@ -191,7 +192,7 @@ fn serve(stream: TcpStream, pick: ToolPicker, log: &Mutex<Vec<Logged>>) -> std::
         .unwrap_or_default()
         .to_string();
     let offered = offered_tools(&body);
-    let step = match pick(&offered) {
+    let step = match pick(&offered, &text) {
         _ if request.method == "GET" => Step::Other,
         None => Step::Side,
         Some(_) if text.contains(PROMPT_2) => Step::Second,

@@ -309,7 +309,7 @@ impl<'c> Suite<'c> {
         let log = self.server.log();
         let request = log.iter().find(|l| l.step == "tool").unwrap();
         let body: Value = serde_json::from_str(&request.body).unwrap();
-        (self.cli.pick)(&server::offered_tools(&body)).unwrap()
+        (self.cli.pick)(&server::offered_tools(&body), &request.body).unwrap()
     }
 
     /// `--head --limit N` then `--since CURSOR --limit N` until `more` is false equals `all`.
