@@ -336,3 +336,63 @@ impl Setup {
         cmd
     }
 }
+
+/// A Claude Code scenario of its own (`mcp.rs`, `subagent.rs`): a model server started with
+/// `pick`, a throwaway HOME under the target directory (kept with `CLANKIE_COMPAT_KEEP=1`), and
+/// Claude set up there to talk to that server.
+pub struct ClaudeScenario {
+    /// Names the scenario in failures.
+    label: &'static str,
+    pub server: crate::server::ModelServer,
+    pub home: tempfile::TempDir,
+    pub setup: Setup,
+}
+
+impl ClaudeScenario {
+    pub fn start(label: &'static str, pick: crate::server::ToolPicker) -> ClaudeScenario {
+        let install = crate::session::install_dir();
+        assert!(
+            install.join("node_modules/.bin").join(CLAUDE.bin).exists(),
+            "claude is not installed in {} (CLANKIE_COMPAT_DIR): run scripts/compat",
+            install.display()
+        );
+        let server = crate::server::ModelServer::start(pick);
+        let home = tempfile::Builder::new()
+            .prefix(&format!("compat-{label}-"))
+            .disable_cleanup(std::env::var_os("CLANKIE_COMPAT_KEEP").is_some())
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let setup = CLAUDE.prepare(home.path(), server.port, &install);
+        ClaudeScenario {
+            label,
+            server,
+            home,
+            setup,
+        }
+    }
+
+    /// Fails the scenario with `what` and the model server's log.
+    pub fn fail(&self, what: &str) -> ! {
+        panic!(
+            "claude {}: {what}\n--- model server log ---\n{}",
+            self.label,
+            self.server.describe()
+        )
+    }
+
+    /// Runs `claude ARGS` in the scenario's HOME to the end of its turn, which must succeed.
+    pub fn turn(&self, args: &[&str], timeout: std::time::Duration) -> std::process::Output {
+        let mut turn = self.setup.command(CLAUDE.bin);
+        turn.args(args);
+        let out = crate::common::run_with_stdin(&mut turn, b"", timeout);
+        if !out.status.success() {
+            self.fail(&format!(
+                "the turn failed ({}):\nstdout: {}\nstderr: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        out
+    }
+}

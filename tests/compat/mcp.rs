@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::clis::{self, Setup};
-use crate::server::{self, ModelServer, ToolCall};
-use crate::session::{install_dir, ndjson};
+use crate::clis::ClaudeScenario;
+use crate::server::{self, ToolCall};
+use crate::session::ndjson;
 
 const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 /// How long Claude's turn may take (it starts the MCP server and lists its tools first).
@@ -94,53 +94,31 @@ fn read_tool_result(body: &Value) -> Option<(String, bool)> {
 }
 
 pub fn claude_reads_codex() {
-    let install = install_dir();
-    let claude = &clis::CLAUDE;
-    assert!(
-        install.join("node_modules/.bin").join(claude.bin).exists(),
-        "claude is not installed in {} (CLANKIE_COMPAT_DIR): run scripts/compat",
-        install.display()
-    );
-    let server = ModelServer::start(pick_read_session);
-    let home = tempfile::Builder::new()
-        .prefix("compat-mcp-")
-        .disable_cleanup(std::env::var_os("CLANKIE_COMPAT_KEEP").is_some())
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let setup: Setup = claude.prepare(home.path(), server.port, &install);
+    let scenario = ClaudeScenario::start("mcp", pick_read_session);
+    let (server, setup) = (&scenario.server, &scenario.setup);
+    let fail = |what: &str| -> ! { scenario.fail(what) };
 
     let mut mcp_args = root_args();
     mcp_args.push("mcp".to_string());
-    let config = home.path().join("mcp.json");
+    let config = scenario.home.path().join("mcp.json");
     std::fs::write(
         &config,
         json!({"mcpServers": {"clankie": {"command": BIN, "args": mcp_args}}}).to_string(),
     )
     .unwrap();
-
-    let fail = |what: &str| -> ! {
-        panic!(
-            "claude + clankie-read mcp: {what}\n--- model server log ---\n{}",
-            server.describe()
-        )
-    };
-
-    let mut turn = setup.command(claude.bin);
-    turn.arg("-p")
-        .arg(PROMPT)
-        .arg("--mcp-config")
-        .arg(&config)
-        .arg("--strict-mcp-config")
-        .args(["--allowedTools", READ_TOOL]);
-    let out = crate::common::run_with_stdin(&mut turn, b"", TURN_TIMEOUT);
-    if !out.status.success() {
-        fail(&format!(
-            "the turn failed ({}):\nstdout: {}\nstderr: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let config = config.to_string_lossy();
+    let out = scenario.turn(
+        &[
+            "-p",
+            PROMPT,
+            "--mcp-config",
+            &config,
+            "--strict-mcp-config",
+            "--allowedTools",
+            READ_TOOL,
+        ],
+        TURN_TIMEOUT,
+    );
     // One call of our tool, after at most one search that loaded it.
     let called = server.called_tools();
     let reads = called.iter().filter(|c| *c == READ_TOOL).count();

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::clis;
-use crate::server::{self, ModelServer, ToolCall};
-use crate::session::{install_dir, ndjson};
+use crate::clis::ClaudeScenario;
+use crate::server::{self, ToolCall};
+use crate::session::ndjson;
 
 const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 /// How long the turn may take (two conversations, one inside the other).
@@ -60,38 +60,13 @@ fn shown(records: &[Value]) -> Vec<(String, String)> {
 }
 
 pub fn claude_delegates_to_a_subagent() {
-    let install = install_dir();
-    let claude = &clis::CLAUDE;
-    assert!(
-        install.join("node_modules/.bin").join(claude.bin).exists(),
-        "claude is not installed in {} (CLANKIE_COMPAT_DIR): run scripts/compat",
-        install.display()
+    let scenario = ClaudeScenario::start("subagent", pick);
+    let (server, setup) = (&scenario.server, &scenario.setup);
+    let fail = |what: &str| -> ! { scenario.fail(what) };
+    scenario.turn(
+        &["-p", PROMPT, "--allowedTools", "Agent,Bash"],
+        TURN_TIMEOUT,
     );
-    let server = ModelServer::start(pick);
-    let home = tempfile::Builder::new()
-        .prefix("compat-subagent-")
-        .disable_cleanup(std::env::var_os("CLANKIE_COMPAT_KEEP").is_some())
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let setup = claude.prepare(home.path(), server.port, &install);
-    let fail = |what: &str| -> ! {
-        panic!(
-            "claude subagent: {what}\n--- model server log ---\n{}",
-            server.describe()
-        )
-    };
-
-    let mut turn = setup.command(claude.bin);
-    turn.args(["-p", PROMPT, "--allowedTools", "Agent,Bash"]);
-    let out = crate::common::run_with_stdin(&mut turn, b"", TURN_TIMEOUT);
-    if !out.status.success() {
-        fail(&format!(
-            "the turn failed ({}):\nstdout: {}\nstderr: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
     if server.called_tools() != ["Agent", "Bash"] {
         fail(&format!("tool calls {:?}", server.called_tools()));
     }
