@@ -1002,8 +1002,8 @@ fn output(e: std::io::Error) -> Failure {
 /// returns whether it cut.
 fn truncate_record(record: &mut Record) -> bool {
     match &mut record.body {
-        RecordBody::Text { text, .. } => cut(text),
-        RecordBody::ToolResult { output, .. } => cut(output),
+        RecordBody::Text { text, .. } => cut(text.make_plain()),
+        RecordBody::ToolResult { output, .. } => cut(output.make_plain()),
         RecordBody::ToolCall { input, .. } => {
             let mut written = input.to_string();
             if written.len() <= MAX_RECORD_TEXT_BYTES {

@@ -17,7 +17,7 @@ use crate::check::{Activity, SessionError};
 use crate::driver::heads::SessionHead;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
-use clankie_model::{Record, RecordBody, TextKind, Usage, display_path};
+use clankie_model::{LazyText, Record, RecordBody, TextKind, Usage, display_path};
 
 #[derive(Serialize)]
 struct PageLine<'a> {
@@ -406,7 +406,7 @@ fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()
                 buf.extend_from_slice(format!("\",\"generation\":{generation}").as_bytes());
             }
             buf.extend_from_slice(b",\"text\":");
-            write_str(buf, text);
+            write_text(buf, text);
         }
         RecordBody::ToolCall {
             call_id,
@@ -428,7 +428,7 @@ fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()
             buf.extend_from_slice(b",\"call_id\":");
             write_str(buf, call_id);
             buf.extend_from_slice(b",\"output\":");
-            write_str(buf, output);
+            write_text(buf, output);
             buf.extend_from_slice(if *is_error {
                 b",\"is_error\":true"
             } else {
@@ -468,6 +468,17 @@ fn write_usage(buf: &mut Vec<u8>, usage: &Usage) -> io::Result<()> {
     }
     buf.push(b'}');
     Ok(())
+}
+
+/// Appends a record's text as [`write_str`] would. Text still held as the JSON token it was
+/// read from is copied as it is: its escaping is the canonical one, which is what
+/// [`write_str`] writes, unless it holds a character [`find_unsafe`] finds (the token leaves
+/// those raw), which is rare.
+fn write_text(buf: &mut Vec<u8>, text: &LazyText) {
+    match text.json_token() {
+        Some(token) if !has_unsafe(token.as_bytes()) => buf.extend_from_slice(token.as_bytes()),
+        _ => write_str(buf, text),
+    }
 }
 
 /// Strings up to this long are first checked byte by byte for anything to escape.
@@ -641,7 +652,7 @@ mod tests {
                     sidechain: false,
                     body: RecordBody::Text {
                         kind: TextKind::Notice,
-                        text: format!("line {i} \u{1b}[2J \"quoted\""),
+                        text: format!("line {i} \u{1b}[2J \"quoted\"").into(),
                     },
                     model: None,
                     usage: None,
@@ -748,6 +759,13 @@ mod tests {
             let mut via_serde = Vec::new();
             to_writer(&mut via_serde, &s).unwrap();
             assert_eq!(String::from_utf8(via_serde).unwrap(), got, "{s:?}");
+            // A record's text held as the token a transcript holds (serde_json's escaping,
+            // which leaves terminal controls raw) comes out the same.
+            let token = serde_json::to_string(&s).unwrap();
+            let lazy = LazyText::from_json_token(&token).unwrap();
+            let mut via_token = Vec::new();
+            write_text(&mut via_token, &lazy);
+            assert_eq!(String::from_utf8(via_token).unwrap(), got, "{s:?}");
         }
     }
 

@@ -622,7 +622,7 @@ mod tests {
             "2026-11-02T10:00:00Z",
             RecordBody::Text {
                 kind: TextKind::Assistant,
-                text,
+                text: text.into(),
             },
         )];
         let out = render(&mut printer, &page);

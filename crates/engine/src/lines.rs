@@ -44,7 +44,7 @@ pub fn synthetic_notice(ctx: &SourceCtx, id: String, text: String) -> Record {
         sidechain: ctx.agent.is_some(),
         body: RecordBody::Text {
             kind: TextKind::Notice,
-            text,
+            text: text.into(),
         },
         model: None,
         usage: None,

@@ -370,6 +370,18 @@ impl Sink<'_> {
         parse_line(self.ctx, offset, line)
     }
 
+    /// The length of the line at `offset` when one parsed ahead starts there: its end was
+    /// found when the caller split the chunk, and need not be looked for again.
+    fn given_len(&mut self, offset: u64) -> Option<usize> {
+        while self.ahead.front().is_some_and(|(at, _, _)| *at < offset) {
+            self.ahead.pop_front();
+        }
+        self.ahead
+            .front()
+            .filter(|(at, _, _)| *at == offset)
+            .map(|(_, len, _)| *len as usize)
+    }
+
     /// Records of one complete line (`len` includes no `\n`), or the error `--strict` demands.
     fn line(
         &mut self,
@@ -602,7 +614,14 @@ impl Forward {
         }
         let mut rest = chunk;
         while !self.done {
-            let Some(nl) = memchr::memchr(b'\n', rest) else {
+            // With no partial line, `rest` starts at `line_start`; a line parsed ahead there
+            // says where it ends (the `\n` checked, as cheap as it is).
+            let given = (self.partial_len == 0)
+                .then(|| sink.given_len(self.line_start))
+                .flatten()
+                .filter(|&len| rest.get(len) == Some(&b'\n'));
+            debug_assert!(given.is_none_or(|len| !rest[..len].contains(&b'\n')));
+            let Some(nl) = given.or_else(|| memchr::memchr(b'\n', rest)) else {
                 break;
             };
             let piece = &rest[..nl];

@@ -72,7 +72,13 @@ impl<'c> Out<'c> {
     /// A text record; blank text gives nothing.
     pub(crate) fn text(&mut self, id: String, kind: TextKind, text: String) {
         if !text.trim().is_empty() {
-            self.push(id, RecordBody::Text { kind, text });
+            self.push(
+                id,
+                RecordBody::Text {
+                    kind,
+                    text: text.into(),
+                },
+            );
         }
     }
 
@@ -92,7 +98,7 @@ impl<'c> Out<'c> {
             id,
             RecordBody::ToolResult {
                 call_id: call_id.to_string(),
-                output,
+                output: output.into(),
                 is_error,
             },
         );

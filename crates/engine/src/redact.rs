@@ -40,7 +40,7 @@ use regex_automata::meta::Regex;
 use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input};
 
-use clankie_model::{Record, RecordBody};
+use clankie_model::{LazyText, Record, RecordBody};
 use serde_json::Value;
 
 /// What part of a match a rule replaces.
@@ -391,26 +391,49 @@ struct Triggers {
     needles: Vec<(memmem::Finder<'static>, u32)>,
 }
 
-static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
-    let (long, short): (Vec<_>, Vec<_>) = trigger_literals()
+static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| Triggers::of(trigger_literals()));
+
+/// The triggers as a canonical JSON string token holds them: JSON-escaped (`"auth"` as
+/// `\"auth\"`; the others, with no character JSON escapes, as they are). See
+/// [`may_wake_in_token`].
+static TOKEN_TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
+    let escaped: Vec<(String, u32)> = trigger_literals()
         .into_iter()
-        .partition(|(literal, _)| literal.len() >= FINGERPRINT);
-    let needles = short
-        .into_iter()
-        .map(|(literal, mask)| (memmem::Finder::new(literal.as_bytes()), mask))
+        .map(|(literal, mask)| {
+            let token = serde_json::to_string(literal).expect("a string serializes");
+            (token[1..token.len() - 1].to_string(), mask)
+        })
         .collect();
-    let (literals, masks): (Vec<_>, Vec<_>) = teddy_order(long).into_iter().unzip();
-    // Leftmost-first, because only that kind gets the SIMD prefilter.
-    let automaton = AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostFirst)
-        .build(&literals)
-        .expect("trigger literals build");
-    Triggers {
-        automaton,
-        masks,
-        needles,
-    }
+    Triggers::of(
+        escaped
+            .iter()
+            .map(|(l, mask)| (l.as_str(), *mask))
+            .collect(),
+    )
 });
+
+impl Triggers {
+    fn of(literals: Vec<(&str, u32)>) -> Triggers {
+        let (long, short): (Vec<_>, Vec<_>) = literals
+            .into_iter()
+            .partition(|(literal, _)| literal.len() >= FINGERPRINT);
+        let needles = short
+            .into_iter()
+            .map(|(literal, mask)| (memmem::Finder::new(literal.as_bytes()).into_owned(), mask))
+            .collect();
+        let (literals, masks): (Vec<_>, Vec<_>) = teddy_order(long).into_iter().unzip();
+        // Leftmost-first, because only that kind gets the SIMD prefilter.
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(&literals)
+            .expect("trigger literals build");
+        Triggers {
+            automaton,
+            masks,
+            needles,
+        }
+    }
+}
 
 /// Every distinct trigger with the rules it wakes (a bit per rule), in table order.
 fn trigger_literals() -> Vec<(&'static str, u32)> {
@@ -837,6 +860,29 @@ pub fn redact_string(text: &mut String) -> usize {
     }
 }
 
+/// Redacts a record's text in place; returns how many secrets were replaced. Text still held
+/// as its JSON token ([`LazyText`]) is looked at in the token first: with no trigger there it
+/// stays a token (no copy, no unescaping), which is what lets `--all --json` copy it out.
+pub fn redact_lazy(text: &mut LazyText) -> usize {
+    match text.json_token() {
+        Some(token) if !may_wake_in_token(token) => 0,
+        _ => redact_string(text.make_plain()),
+    }
+}
+
+/// Whether a canonical JSON string token may hold a trigger in its text. Escaping maps each
+/// character on its own, so a trigger in the text is its escaped form in the token, which
+/// [`TOKEN_TRIGGERS`] looks for. No trigger in the token, none in the text: [`redact_text`]
+/// would change nothing. (A match the token's escapes make up, `n` of `\n`, only costs the
+/// full look.)
+fn may_wake_in_token(token: &str) -> bool {
+    let t = &*TOKEN_TRIGGERS;
+    t.automaton.is_match(token)
+        || t.needles
+            .iter()
+            .any(|(needle, _)| needle.find(token.as_bytes()).is_some())
+}
+
 /// Redacts every string value inside a JSON value, at any depth. Object keys stay; under a
 /// secret-named key (`"password"`, `"api_key"`, `"Authorization"`) a string is redacted whole
 /// (after its scheme word, for `Authorization`) unless it is a placeholder, so is an integer
@@ -923,9 +969,9 @@ pub fn redact_records(records: &mut [Record]) {
 /// replaced. Ids, names and timestamps are not secrets and stay.
 pub fn redact_record(record: &mut Record) -> usize {
     match &mut record.body {
-        RecordBody::Text { text, .. } => redact_string(text),
+        RecordBody::Text { text, .. } => redact_lazy(text),
         RecordBody::ToolCall { input, .. } => redact_json(input),
-        RecordBody::ToolResult { output, .. } => redact_string(output),
+        RecordBody::ToolResult { output, .. } => redact_lazy(output),
     }
 }
 

@@ -9,8 +9,10 @@ use std::sync::Arc;
 pub mod harness;
 pub mod limits;
 pub mod sanitize;
+pub mod text;
 
 pub use harness::{DefaultHome, Harness, Layout, ListSpec, Storage, db_override};
+pub use text::LazyText;
 
 /// One harness root to list on a host. `dir: None` means the harness's default home as the host
 /// itself resolves it (its environment, its `$HOME`).
@@ -227,7 +229,7 @@ impl RecordKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordBody {
     /// user, assistant and notice records.
-    Text { kind: TextKind, text: String },
+    Text { kind: TextKind, text: LazyText },
     ToolCall {
         call_id: String,
         name: String,
@@ -235,7 +237,7 @@ pub enum RecordBody {
     },
     ToolResult {
         call_id: String,
-        output: String,
+        output: LazyText,
         is_error: bool,
     },
 }

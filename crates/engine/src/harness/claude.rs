@@ -23,7 +23,7 @@ use crate::harness::Format;
 use crate::lines::LineOutcome;
 use crate::session::{SessionFile, valid_id};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
-use clankie_model::{Record, RecordBody, TextKind};
+use clankie_model::{LazyText, Record, RecordBody, TextKind};
 
 /// Claude Code.
 pub(super) struct Claude;
@@ -225,8 +225,8 @@ struct Envelope<'a> {
 struct Message<'a> {
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
-    #[serde(default)]
-    content: Content,
+    #[serde(default, borrow)]
+    content: Content<'a>,
     /// Kept raw and read only on assistant lines: a shape we do not expect costs the usage,
     /// never the line.
     #[serde(borrow)]
@@ -259,31 +259,31 @@ macro_rules! scalars_read_as_default {
 /// block's keys and the fields no record uses (a thinking block's signature, cache control,
 /// citations) are skipped without being allocated.
 #[derive(Default)]
-enum Content {
+enum Content<'a> {
     #[default]
     Absent,
     Text(String),
-    Blocks(Vec<Block>),
+    Blocks(Vec<Block<'a>>),
 }
 
-impl<'de> Deserialize<'de> for Content {
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ContentVisitor;
-        impl<'de> serde::de::Visitor<'de> for ContentVisitor {
-            type Value = Content;
+        struct ContentVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for ContentVisitor<'a> {
+            type Value = Content<'a>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("message content")
             }
-            fn visit_str<E>(self, s: &str) -> Result<Content, E> {
+            fn visit_str<E>(self, s: &str) -> Result<Content<'a>, E> {
                 Ok(Content::Text(s.to_string()))
             }
-            fn visit_string<E>(self, s: String) -> Result<Content, E> {
+            fn visit_string<E>(self, s: String) -> Result<Content<'a>, E> {
                 Ok(Content::Text(s))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
                 mut seq: A,
-            ) -> Result<Content, A::Error> {
+            ) -> Result<Content<'a>, A::Error> {
                 let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1));
                 while let Some(AnyBlock(block)) = seq.next_element()? {
                     blocks.push(block);
@@ -291,11 +291,11 @@ impl<'de> Deserialize<'de> for Content {
                 Ok(Content::Blocks(blocks))
             }
             // Anything else (null, a number, an object) is no content.
-            scalars_read_as_default!(Content);
+            scalars_read_as_default!(Content<'a>);
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
-            ) -> Result<Content, A::Error> {
+            ) -> Result<Content<'a>, A::Error> {
                 while map
                     .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
                     .is_some()
@@ -303,25 +303,30 @@ impl<'de> Deserialize<'de> for Content {
                 Ok(Content::Absent)
             }
         }
-        deserializer.deserialize_any(ContentVisitor)
+        deserializer.deserialize_any(ContentVisitor(std::marker::PhantomData))
     }
 }
 
 /// One content block, with the fields any block type's record uses. Each is a [`Value`] so that
 /// an odd type (`"text": null`) reads as empty, as it would from a [`Value`] block, instead of
-/// failing the line; strings cost the same either way.
+/// failing the line; strings cost the same either way. The texts (a text or thinking block's,
+/// a tool result's content) are kept as their JSON, which a string whose escaping is the
+/// canonical one goes on as ([`lazy_text`]): most of a transcript's bytes are in them.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Block {
+struct Block<'a> {
     #[serde(rename = "type")]
     ty: Value,
-    text: Value,
-    thinking: Value,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    thinking: Option<&'a RawValue>,
     id: Value,
     name: Value,
     input: Value,
     tool_use_id: Value,
-    content: Value,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
     is_error: Value,
     source: Value,
 }
@@ -330,38 +335,66 @@ struct Block {
 /// reads as a block of no type, which gives its own notice, instead of failing the whole line
 /// and taking the line's other blocks with it.
 #[derive(Default)]
-struct AnyBlock(Block);
+struct AnyBlock<'a>(Block<'a>);
 
-impl<'de> Deserialize<'de> for AnyBlock {
+impl<'de: 'a, 'a> Deserialize<'de> for AnyBlock<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct BlockVisitor;
-        impl<'de> serde::de::Visitor<'de> for BlockVisitor {
-            type Value = AnyBlock;
+        struct BlockVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for BlockVisitor<'a> {
+            type Value = AnyBlock<'a>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a content block")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<AnyBlock, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<AnyBlock<'a>, A::Error> {
                 Block::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(AnyBlock)
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
                 mut seq: A,
-            ) -> Result<AnyBlock, A::Error> {
+            ) -> Result<AnyBlock<'a>, A::Error> {
                 while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
                 Ok(AnyBlock::default())
             }
-            fn visit_str<E>(self, _: &str) -> Result<AnyBlock, E> {
+            fn visit_str<E>(self, _: &str) -> Result<AnyBlock<'a>, E> {
                 Ok(AnyBlock::default())
             }
-            scalars_read_as_default!(AnyBlock);
+            scalars_read_as_default!(AnyBlock<'a>);
         }
-        deserializer.deserialize_any(BlockVisitor)
+        deserializer.deserialize_any(BlockVisitor(std::marker::PhantomData))
     }
 }
 
-impl Block {
+impl Block<'_> {
     fn ty(&self) -> &str {
         self.ty.as_str().unwrap_or("")
+    }
+}
+
+/// A block's text field: a string as its token where the escaping allows
+/// ([`LazyText::from_json_token`]), else unescaped; empty when absent or not a string.
+fn lazy_text(field: Option<&RawValue>) -> LazyText {
+    match field.map(RawValue::get) {
+        Some(token) if token.starts_with('"') => {
+            LazyText::from_json_token(token).unwrap_or_else(|| {
+                serde_json::from_str::<String>(token)
+                    .unwrap_or_default()
+                    .into()
+            })
+        }
+        _ => LazyText::default(),
+    }
+}
+
+/// A tool result's content: a string as [`lazy_text`] keeps it; blocks or other JSON as
+/// [`content_text`] writes them.
+fn lazy_content(field: Option<&RawValue>) -> LazyText {
+    match field.map(RawValue::get) {
+        Some(token) if token.starts_with('"') => lazy_text(field),
+        Some(_) => field.map(raw_text).unwrap_or_default().into(),
+        None => LazyText::default(),
     }
 }
 
@@ -584,7 +617,7 @@ fn notice(ctx: &SourceCtx, id: String, ts: Option<String>, text: String) -> Reco
         sidechain: ctx.agent.is_some(),
         body: RecordBody::Text {
             kind: TextKind::Notice,
-            text,
+            text: text.into(),
         },
         model: None,
         usage: None,
@@ -627,8 +660,14 @@ impl LineBuilder<'_, '_, '_> {
         });
     }
 
-    fn text(&mut self, block: usize, kind: TextKind, text: String) {
-        self.push(block, RecordBody::Text { kind, text });
+    fn text(&mut self, block: usize, kind: TextKind, text: impl Into<LazyText>) {
+        self.push(
+            block,
+            RecordBody::Text {
+                kind,
+                text: text.into(),
+            },
+        );
     }
 
     fn user(&mut self) {
@@ -645,13 +684,13 @@ impl LineBuilder<'_, '_, '_> {
             return;
         }
         match message.content {
-            Content::Text(text) if self.env.is_meta != Some(true) => self.user_text(0, text),
+            Content::Text(text) if self.env.is_meta != Some(true) => self.user_text(0, text.into()),
             Content::Blocks(blocks) => {
                 for (i, mut block) in blocks.into_iter().enumerate() {
                     match block.ty() {
                         "tool_result" => {
                             let call_id = take_string(&mut block.tool_use_id);
-                            let output = content_text_owned(block.content.take());
+                            let output = lazy_content(block.content);
                             let is_error = block.is_error.as_bool() == Some(true);
                             self.push(
                                 i,
@@ -663,7 +702,7 @@ impl LineBuilder<'_, '_, '_> {
                             );
                         }
                         _ if self.env.is_meta == Some(true) => {}
-                        "text" => self.user_text(i, take_string(&mut block.text)),
+                        "text" => self.user_text(i, lazy_text(block.text)),
                         "image" | "document" => {
                             let placeholder = media_placeholder(block.ty(), &block.source);
                             self.text(i, TextKind::User, placeholder);
@@ -681,7 +720,7 @@ impl LineBuilder<'_, '_, '_> {
     }
 
     /// A user string: a typed prompt, or one of the wrappers Claude writes into user lines.
-    fn user_text(&mut self, block: usize, text: String) {
+    fn user_text(&mut self, block: usize, text: LazyText) {
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return;
@@ -751,8 +790,8 @@ impl LineBuilder<'_, '_, '_> {
         for (i, mut block) in blocks.into_iter().enumerate() {
             match block.ty() {
                 "text" => {
-                    let text = take_string(&mut block.text);
-                    if text.trim().is_empty() {
+                    let text = lazy_text(block.text);
+                    if text.is_blank() {
                         // 2.1.x writes a "\n\n" block before thinking.
                     } else if synthetic {
                         self.text(i, TextKind::Notice, text);
@@ -761,14 +800,12 @@ impl LineBuilder<'_, '_, '_> {
                     }
                 }
                 "thinking" => {
-                    let text = take_string(&mut block.thinking);
-                    if !text.trim().is_empty() {
+                    let text = lazy_text(block.thinking);
+                    if !text.is_blank() {
                         self.text(i, TextKind::Thinking, text);
                     }
                 }
-                "redacted_thinking" => {
-                    self.text(i, TextKind::Thinking, "[redacted thinking]".into())
-                }
+                "redacted_thinking" => self.text(i, TextKind::Thinking, "[redacted thinking]"),
                 "tool_use" | "server_tool_use" => {
                     let call_id = take_string(&mut block.id);
                     let name = take_string(&mut block.name);
@@ -944,14 +981,6 @@ fn tag_content<'s>(s: &'s str, tag: &str) -> Option<&'s str> {
     Some(&s[start..end])
 }
 
-/// [`content_text`] for a value we own: a plain string moves instead of being copied.
-fn content_text_owned(value: Value) -> String {
-    match value {
-        Value::String(s) => s,
-        other => content_text(&other),
-    }
-}
-
 fn block_type(block: &Value) -> &str {
     str_field(block, "type")
 }
@@ -976,7 +1005,7 @@ fn message_text(content: &Content) -> String {
         Content::Blocks(blocks) => blocks
             .iter()
             .map(|block| match block.ty() {
-                "text" => block.text.as_str().unwrap_or("").to_string(),
+                "text" => lazy_text(block.text).into_string(),
                 kind @ ("image" | "document") => media_placeholder(kind, &block.source),
                 other => format!("[{other}]"),
             })
@@ -1050,6 +1079,52 @@ mod tests {
             LineOutcome::Records(r) => r,
             LineOutcome::Malformed(e) => panic!("malformed: {e}"),
         }
+    }
+
+    /// The texts that hold most of a transcript's bytes keep their JSON token where its
+    /// escaping is the canonical one, and are unescaped where it is not; either way the text is
+    /// the same.
+    #[test]
+    fn texts_keep_their_token_where_the_escaping_is_canonical() {
+        let texts = |line: &str| -> Vec<(String, Option<String>)> {
+            records(line)
+                .into_iter()
+                .filter_map(|r| match r.body {
+                    RecordBody::Text { text, .. } | RecordBody::ToolResult { output: text, .. } => {
+                        Some((text.to_string(), text.json_token().map(str::to_string)))
+                    }
+                    RecordBody::ToolCall { .. } => None,
+                })
+                .collect()
+        };
+        let assistant = r#"{"type":"assistant","uuid":"a","message":{"role":"assistant","content":[{"type":"thinking","thinking":"why \"x\"?\n"},{"type":"text","text":"caf\u00e9 a\/b"},{"type":"text","text":"line\tone\u001b"}]}}"#;
+        assert_eq!(
+            texts(assistant),
+            [
+                ("why \"x\"?\n".into(), Some(r#""why \"x\"?\n""#.into())),
+                ("café a/b".into(), None),
+                (
+                    "line\tone\u{1b}".into(),
+                    Some(r#""line\tone\u001b""#.into())
+                ),
+            ]
+        );
+        let result = r#"{"type":"user","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok\n"},{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"from blocks"}]},{"type":"text","text":"a prompt"},{"type":"tool_result","tool_use_id":"t3","content":null}]}}"#;
+        assert_eq!(
+            texts(result),
+            [
+                ("ok\n".into(), Some(r#""ok\n""#.into())),
+                ("from blocks".into(), None),
+                ("a prompt".into(), Some(r#""a prompt""#.into())),
+                (String::new(), None),
+            ]
+        );
+        // Blank text is still no record, found without unescaping where the token says so.
+        let blank = r#"{"type":"assistant","uuid":"b","message":{"role":"assistant","content":[{"type":"text","text":"\n\n"},{"type":"text","text":" \u2028 "},{"type":"text","text":" x"}]}}"#;
+        assert_eq!(
+            texts(blank),
+            [(" x".to_string(), Some(r#"" x""#.to_string()))]
+        );
     }
 
     #[test]

@@ -255,7 +255,7 @@ impl<'c> Replay<'c> {
                         source: self.source,
                         generation: self.generation,
                     },
-                    text,
+                    text: text.into(),
                 },
             });
         }
@@ -597,7 +597,7 @@ mod tests {
         rows.records
             .iter()
             .map(|r| match &r.body {
-                RecordBody::Text { text, .. } => text.clone(),
+                RecordBody::Text { text, .. } => text.to_string(),
                 other => panic!("{other:?}"),
             })
             .collect()

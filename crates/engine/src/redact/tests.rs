@@ -4,7 +4,29 @@
 use super::*;
 
 fn redacted(text: &str) -> String {
-    redact_text(text).map_or_else(|| text.to_string(), |(s, _)| s)
+    let plain = redact_text(text);
+    assert_same_as_a_token(text, &plain);
+    plain.map_or_else(|| text.to_string(), |(s, _)| s)
+}
+
+/// `text` held as the JSON token a transcript would hold it in is redacted exactly as the
+/// plain text is ([`redact_lazy`]'s look in the token must miss no trigger), and stays a token
+/// when nothing is redacted.
+#[track_caller]
+fn assert_same_as_a_token(text: &str, plain: &Option<(String, usize)>) {
+    let token = serde_json::to_string(text).unwrap();
+    let mut lazy = LazyText::from_json_token(&token).expect("serde_json writes canonical tokens");
+    let count = redact_lazy(&mut lazy);
+    match plain {
+        Some((redacted, n)) => {
+            assert_eq!(lazy.as_str(), redacted, "as a token: {text}");
+            assert_eq!(count, *n, "as a token: {text}");
+        }
+        None => {
+            assert_eq!(lazy.as_str(), text, "as a token: {text}");
+            assert_eq!(count, 0, "as a token: {text}");
+        }
+    }
 }
 
 /// `text` becomes `want`.
@@ -17,6 +39,7 @@ fn check(text: &str, want: &str) {
 #[track_caller]
 fn keep(text: &str) {
     assert_eq!(redact_text(text), None, "should keep: {text}");
+    assert_same_as_a_token(text, &None);
 }
 
 fn base62(n: usize) -> String {
@@ -728,4 +751,24 @@ fn short_triggers_are_needles_and_long_ones_go_to_the_automaton() {
         redacted(&format!("sk-ant-api03-{}AA", "A".repeat(93))).contains("[REDACTED:anthropic]")
     );
     assert!(redacted("mysql://root:pa55word@db").contains("[REDACTED:url_password]"));
+}
+
+#[test]
+fn a_token_with_no_trigger_stays_a_token_and_one_with_an_escaped_trigger_is_looked_at() {
+    let clean = serde_json::to_string("line one\n\"quoted\" C:\\dir\ttab").unwrap();
+    let mut lazy = LazyText::from_json_token(&clean).unwrap();
+    assert_eq!(redact_lazy(&mut lazy), 0);
+    assert_eq!(
+        lazy.json_token(),
+        Some(clean.as_str()),
+        "no copy, no unescaping"
+    );
+    // `"auth"` is a trigger with quotes: in the token it is `\"auth\"`.
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode("dev:s3cr3t-pw");
+    let text = format!("{{\"auth\": \"{auth}\"}}");
+    let mut lazy = LazyText::from_json_token(&serde_json::to_string(&text).unwrap()).unwrap();
+    assert_eq!(redact_lazy(&mut lazy), 1);
+    assert_eq!(lazy.as_str(), "{\"auth\": \"[REDACTED:docker_auth]\"}");
+    assert_eq!(lazy.json_token(), None);
 }
