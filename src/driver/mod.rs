@@ -5,13 +5,15 @@
 //! and following a session ([`follow`]). Callers parse, call, and print. A page whose bytes are
 //! in hand (read along with a listing) is paged without the host, on any thread ([`InHand`],
 //! [`on_every_core`]); so are the lines of each chunk `--all` reads, parsed ahead of the plan
-//! (which stays sequential: repeated ids, bounds).
+//! (which stays sequential: repeated ids, bounds) by a helper thread kept for the read
+//! (`parse_ahead`).
 //!
 //! [`read_page`]: Reader::read_page
 //! [`read_to_end`]: Reader::read_to_end
 
 pub mod follow;
 pub mod heads;
+mod parse_ahead;
 pub mod search;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -1067,7 +1069,7 @@ impl<'h, H: Host> Reader<'h, H> {
         };
         // `--all` parses each chunk's lines ahead of the plan on every core (the plan is
         // sequential: repeated ids, the page's bounds), with the context the plan gets.
-        let parse_ctx = stream.then(|| ctx.clone());
+        let mut parse_ahead = stream.then(|| parse_ahead::ParseAhead::new(ctx.clone()));
         let mut plan = ReadPlan::new(ctx, request, size_hint);
         if let Some(bytes) = self.tail_window {
             plan = plan.with_tail_window(bytes);
@@ -1103,15 +1105,14 @@ impl<'h, H: Host> Reader<'h, H> {
                 let read = async move { host.read(file, &ranges).await };
                 read_ahead = Some(ReadAhead::start(read, next).await);
             }
-            if let Some(parse_ctx) = &parse_ctx
+            let mut result = result;
+            if let Some(parse_ahead) = &mut parse_ahead
                 && plan.reads_forward()
-                && let (Some(range), Some(chunk)) = (ranges.first(), result.chunks.first())
+                && let (Some(range), Some(chunk)) = (ranges.first(), result.chunks.first_mut())
             {
-                let lines = clankie_engine::plan::lines_to_parse_ahead(range.start, chunk);
-                plan.parsed_ahead(on_every_core(lines, |(offset, line)| {
-                    let outcome = clankie_engine::harness::parse_line(parse_ctx, offset, line);
-                    (offset, line.len() as u64, outcome)
-                }));
+                let (back, parsed) = parse_ahead.parse(range.start, std::mem::take(chunk));
+                *chunk = back;
+                plan.parsed_ahead(parsed);
             }
             plan.feed(result.chunks, result.size)
                 .map_err(|source| DriverError::Plan {

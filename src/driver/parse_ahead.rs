@@ -1,0 +1,223 @@
+//! `--all`'s lines parsed ahead of the plan on two cores, by one helper thread that lives for the
+//! whole read.
+//!
+//! Why one thread for the read and not one a chunk ([`super::on_every_core`]): each new thread
+//! gets a fresh allocator heap, and the heap of a thread that has ended is abandoned with the
+//! records it made still alive (the writer frees them later). A thread a chunk put each chunk's
+//! records and texts on fresh pages, which the kernel faulted in and zeroed: about 14,000 page
+//! faults for the bench's 64 MiB, against 9,000 with the heap kept.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+
+use clankie_engine::SourceCtx;
+use clankie_engine::plan::{ParsedLine, lines_to_parse_ahead};
+
+/// Below this many lines a chunk is parsed on the calling thread alone: a handoff would cost
+/// more than it saves.
+const MIN_LINES: usize = 512;
+
+/// A chunk's lines to parse: where each starts in the file and in the chunk, and its length.
+struct Job {
+    chunk: Arc<Vec<u8>>,
+    /// (offset in the file, start in the chunk, length).
+    lines: Arc<Vec<(u64, usize, usize)>>,
+    /// The next part to take; parts are taken in turn by both threads, so a thread that
+    /// starts late or runs slow takes fewer.
+    next: Arc<AtomicUsize>,
+    per_part: usize,
+}
+
+impl Job {
+    fn parts(&self) -> usize {
+        self.lines.len().div_ceil(self.per_part)
+    }
+
+    /// Parses parts until none is left; each with its number.
+    fn run(&self, ctx: &SourceCtx) -> Vec<(usize, Vec<ParsedLine>)> {
+        let mut done = Vec::new();
+        loop {
+            let k = self.next.fetch_add(1, Ordering::Relaxed);
+            if k >= self.parts() {
+                return done;
+            }
+            let lines =
+                &self.lines[k * self.per_part..((k + 1) * self.per_part).min(self.lines.len())];
+            let parsed = lines
+                .iter()
+                .map(|&(offset, at, len)| {
+                    let line = &self.chunk[at..at + len];
+                    let outcome = clankie_engine::harness::parse_line(ctx, offset, line);
+                    (offset, len as u64, outcome)
+                })
+                .collect();
+            done.push((k, parsed));
+        }
+    }
+}
+
+/// The helper thread, started at the first chunk big enough to share, ended when dropped.
+pub(super) struct ParseAhead {
+    ctx: Arc<SourceCtx>,
+    helper: Option<Helper>,
+    /// No helper could be started (or there is one core): parse on the calling thread.
+    alone: bool,
+}
+
+struct Helper {
+    jobs: mpsc::Sender<Job>,
+    done: mpsc::Receiver<Vec<(usize, Vec<ParsedLine>)>>,
+    thread: JoinHandle<()>,
+}
+
+impl ParseAhead {
+    pub(super) fn new(ctx: SourceCtx) -> ParseAhead {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ParseAhead {
+            ctx: Arc::new(ctx),
+            helper: None,
+            alone: cores < 2,
+        }
+    }
+
+    /// The lines of `chunk` (at byte `start` of the file) that the plan would parse whole,
+    /// parsed: the plan's [`lines_to_parse_ahead`], shared with the helper. The chunk is lent to
+    /// the helper for the call and given back.
+    pub(super) fn parse(&mut self, start: u64, chunk: Vec<u8>) -> (Vec<u8>, Vec<ParsedLine>) {
+        let lines: Vec<(u64, usize, usize)> = lines_to_parse_ahead(start, &chunk)
+            .into_iter()
+            .map(|(offset, line)| (offset, (offset - start) as usize, line.len()))
+            .collect();
+        let chunk = Arc::new(chunk);
+        let job = || Job {
+            chunk: chunk.clone(),
+            lines: Arc::new(Vec::new()),
+            next: Arc::new(AtomicUsize::new(0)),
+            per_part: 1,
+        };
+        let mut mine = job();
+        mine.lines = Arc::new(lines);
+        // A few parts a thread.
+        mine.per_part = mine.lines.len().div_ceil(8).max(1);
+        let helper = match mine.lines.len() >= MIN_LINES && !self.alone {
+            true => self.helper(),
+            false => None,
+        };
+        let shared = helper.is_some_and(|helper| {
+            let theirs = Job {
+                chunk: chunk.clone(),
+                lines: mine.lines.clone(),
+                next: mine.next.clone(),
+                per_part: mine.per_part,
+            };
+            helper.jobs.send(theirs).is_ok()
+        });
+        let mut done = mine.run(&self.ctx);
+        if shared {
+            match self.helper.as_ref().map(|h| h.done.recv()) {
+                Some(Ok(theirs)) => done.extend(theirs),
+                // The helper is gone halfway: it panicked (raised again here) or, on a thread
+                // that could not go on, left its parts, which the plan parses itself.
+                _ => self.end_helper(),
+            }
+        }
+        drop(mine);
+        done.sort_unstable_by_key(|(k, _)| *k);
+        let parsed = done.into_iter().flat_map(|(_, lines)| lines).collect();
+        let chunk = Arc::try_unwrap(chunk).unwrap_or_else(|shared| (*shared).clone());
+        (chunk, parsed)
+    }
+
+    fn helper(&mut self) -> Option<&Helper> {
+        if self.helper.is_none() && !self.alone {
+            let (jobs, job_rx) = mpsc::channel::<Job>();
+            let (done_tx, done) = mpsc::channel();
+            let ctx = self.ctx.clone();
+            let started = std::thread::Builder::new()
+                .name("parse-ahead".into())
+                .spawn(move || {
+                    for job in job_rx {
+                        let parsed = job.run(&ctx);
+                        // The chunk goes back before the answer: the caller takes it back whole.
+                        drop(job);
+                        if done_tx.send(parsed).is_err() {
+                            return;
+                        }
+                    }
+                });
+            match started {
+                Ok(thread) => self.helper = Some(Helper { jobs, done, thread }),
+                Err(_) => self.alone = true,
+            }
+        }
+        self.helper.as_ref()
+    }
+
+    /// Ends the helper thread, raising its panic here if it panicked.
+    fn end_helper(&mut self) {
+        if let Some(Helper { jobs, done, thread }) = self.helper.take() {
+            drop(jobs);
+            drop(done);
+            if let Err(panic) = thread.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        self.alone = true;
+    }
+}
+
+impl Drop for ParseAhead {
+    fn drop(&mut self) {
+        if let Some(Helper { jobs, done, thread }) = self.helper.take() {
+            drop(jobs);
+            drop(done);
+            // Its panic, if any, was raised by `parse` already; none can start now.
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> SourceCtx {
+        SourceCtx {
+            host: "local".into(),
+            harness: clankie_engine::harness::by_name("claude").unwrap(),
+            session: "s".into(),
+            agent: None,
+        }
+    }
+
+    /// The lines of several chunks, big and small, come back as the calling thread alone would
+    /// parse them, in order, and the chunk comes back as it was lent.
+    #[test]
+    fn every_chunk_comes_back_parsed_in_order_with_its_bytes() {
+        let mut ahead = ParseAhead::new(ctx());
+        let line = |i: usize| {
+            format!(
+                r#"{{"type":"user","uuid":"u{i}","message":{{"role":"user","content":"prompt {i} \"q\""}}}}"#
+            )
+        };
+        let mut start = 0u64;
+        for lines in [3usize, 5_000, 0, 700, 20_000] {
+            let chunk: Vec<u8> = (0..lines)
+                .map(|i| line(i) + "\n")
+                .collect::<String>()
+                .into_bytes();
+            let (back, parsed) = ahead.parse(start, chunk.clone());
+            assert_eq!(back, chunk);
+            let alone: Vec<ParsedLine> = lines_to_parse_ahead(start, &chunk)
+                .into_iter()
+                .map(|(offset, line)| {
+                    let outcome = clankie_engine::harness::parse_line(&ctx(), offset, line);
+                    (offset, line.len() as u64, outcome)
+                })
+                .collect();
+            assert_eq!(format!("{parsed:?}"), format!("{alone:?}"), "{lines} lines");
+            start += chunk.len() as u64;
+        }
+    }
+}
