@@ -173,6 +173,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     if redact_streamed {
         reader = reader.with_streamed_batches_unredacted();
     }
+    if matches!(renderer, Renderer::Ndjson) {
+        reader = reader.with_texts_as_json_tokens();
+    }
     if matches!(request.mode, Mode::Tail) {
         // One read for a page of a few KiB a record (over SSH: one exec for the session's
         // resolution and its page).

@@ -110,6 +110,9 @@ pub struct Reader<'h, H: Host> {
     /// `--all`'s streamed batches are handed on unredacted: the caller redacts them itself
     /// ([`Reader::with_streamed_batches_unredacted`]).
     streamed_unredacted: bool,
+    /// The caller writes records as JSON: `--all`'s texts may stay JSON tokens
+    /// ([`Reader::with_texts_as_json_tokens`]).
+    texts_as_json_tokens: bool,
 }
 
 /// A tail page whose read is in hand ([`Reader::take_in_hand`]): no host is needed to page
@@ -376,7 +379,17 @@ impl<'h, H: Host> Reader<'h, H> {
             prefetched: std::sync::Mutex::new(std::collections::HashMap::new()),
             whole: std::sync::Mutex::new(std::collections::HashMap::new()),
             streamed_unredacted: false,
+            texts_as_json_tokens: false,
         }
+    }
+
+    /// This reader, leaving the texts of `--all`'s lines parsed ahead as the JSON tokens the
+    /// harness kept ([`clankie_model::LazyText`]), for a caller that writes them as JSON and
+    /// copies the tokens. Without it they are unescaped on the parsing threads, where a text
+    /// reader's own thread would otherwise do it later, alone.
+    pub fn with_texts_as_json_tokens(mut self) -> Reader<'h, H> {
+        self.texts_as_json_tokens = true;
+        self
     }
 
     /// This reader, handing the batches `--all` streams to `read_page`'s `emit` unredacted even
@@ -1069,7 +1082,8 @@ impl<'h, H: Host> Reader<'h, H> {
         };
         // `--all` parses each chunk's lines ahead of the plan on every core (the plan is
         // sequential: repeated ids, the page's bounds), with the context the plan gets.
-        let mut parse_ahead = stream.then(|| parse_ahead::ParseAhead::new(ctx.clone()));
+        let mut parse_ahead =
+            stream.then(|| parse_ahead::ParseAhead::new(ctx.clone(), !self.texts_as_json_tokens));
         let mut plan = ReadPlan::new(ctx, request, size_hint);
         if let Some(bytes) = self.tail_window {
             plan = plan.with_tail_window(bytes);
@@ -1809,6 +1823,61 @@ mod tests {
                 assert_eq!(collected.len(), 20_000);
                 assert!(!texts(&collected).contains(key));
             }
+        });
+    }
+
+    /// `--all`'s tool results, kept as their JSON token by the parse, stay tokens for a caller
+    /// that writes JSON and are unescaped on the parsing threads for any other; the texts are
+    /// the same either way.
+    #[test]
+    fn streamed_texts_stay_json_tokens_only_for_a_caller_that_writes_json() {
+        let mut text = String::new();
+        for n in 0..20_000 {
+            text += &format!(
+                r#"{{"type":"user","uuid":"r{n}","timestamp":"2026-11-02T10:00:00.000Z","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{n}","content":"line {n}\n\"quoted\""}}]}}}}"#
+            );
+            text.push('\n');
+        }
+        assert!(text.len() > 2 << 20);
+        block_on(async {
+            let host = MemoryHost::new("mem");
+            host.put(claude_path(&host, ID), text.clone());
+            let session = resolve(&host, "556046").await;
+            let mut outputs = Vec::new();
+            for as_tokens in [false, true] {
+                let mut reader = Reader::new(&host);
+                if as_tokens {
+                    reader = reader.with_texts_as_json_tokens();
+                }
+                let mut streamed = Vec::new();
+                reader
+                    .read_page(&session, request(Mode::All, MAX_LIMIT), |records| {
+                        streamed.extend(records)
+                    })
+                    .await
+                    .unwrap();
+                let tokens = streamed
+                    .iter()
+                    .filter(|r| match &r.body {
+                        clankie_model::RecordBody::ToolResult { output, .. } => {
+                            output.json_token().is_some()
+                        }
+                        _ => false,
+                    })
+                    .count();
+                // Nearly every line is parsed ahead; the plan parses the few left (the line a
+                // chunk starts inside), which keep their token either way.
+                match as_tokens {
+                    true => assert!(tokens > 19_000, "{tokens}"),
+                    false => assert!(tokens < 20, "{tokens}"),
+                }
+                assert_eq!(streamed.len(), 20_000);
+                outputs.push(streamed);
+            }
+            assert_eq!(outputs[0], outputs[1]);
+            assert!(
+                matches!(&outputs[0][7].body, clankie_model::RecordBody::ToolResult { output, .. } if output == "line 7\n\"quoted\"")
+            );
         });
     }
 

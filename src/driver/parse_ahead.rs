@@ -12,7 +12,9 @@ use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
 use clankie_engine::SourceCtx;
+use clankie_engine::lines::LineOutcome;
 use clankie_engine::plan::{ParsedLine, lines_to_parse_ahead};
+use clankie_model::Record;
 
 /// Below this many lines a chunk is parsed on the calling thread alone: a handoff would cost
 /// more than it saves.
@@ -27,6 +29,8 @@ struct Job {
     /// starts late or runs slow takes fewer.
     next: Arc<AtomicUsize>,
     per_part: usize,
+    /// Texts unescaped here (see [`ParseAhead::new`]).
+    plain: bool,
 }
 
 impl Job {
@@ -48,7 +52,12 @@ impl Job {
                 .iter()
                 .map(|&(offset, at, len)| {
                     let line = &self.chunk[at..at + len];
-                    let outcome = clankie_engine::harness::parse_line(ctx, offset, line);
+                    let mut outcome = clankie_engine::harness::parse_line(ctx, offset, line);
+                    if self.plain
+                        && let LineOutcome::Records(records) = &mut outcome
+                    {
+                        records.iter_mut().for_each(Record::make_text_plain);
+                    }
                     (offset, len as u64, outcome)
                 })
                 .collect();
@@ -60,6 +69,7 @@ impl Job {
 /// The helper thread, started at the first chunk big enough to share, ended when dropped.
 pub(super) struct ParseAhead {
     ctx: Arc<SourceCtx>,
+    plain: bool,
     helper: Option<Helper>,
     /// No helper could be started (or there is one core): parse on the calling thread.
     alone: bool,
@@ -72,10 +82,13 @@ struct Helper {
 }
 
 impl ParseAhead {
-    pub(super) fn new(ctx: SourceCtx) -> ParseAhead {
+    /// `plain`: texts a harness keeps as their JSON token are unescaped on the parsing threads,
+    /// for a caller that reads them (text output) rather than one that writes them as JSON.
+    pub(super) fn new(ctx: SourceCtx, plain: bool) -> ParseAhead {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         ParseAhead {
             ctx: Arc::new(ctx),
+            plain,
             helper: None,
             alone: cores < 2,
         }
@@ -95,6 +108,7 @@ impl ParseAhead {
             lines: Arc::new(Vec::new()),
             next: Arc::new(AtomicUsize::new(0)),
             per_part: 1,
+            plain: self.plain,
         };
         let mut mine = job();
         mine.lines = Arc::new(lines);
@@ -110,6 +124,7 @@ impl ParseAhead {
                 lines: mine.lines.clone(),
                 next: mine.next.clone(),
                 per_part: mine.per_part,
+                plain: mine.plain,
             };
             helper.jobs.send(theirs).is_ok()
         });
@@ -195,7 +210,7 @@ mod tests {
     /// parse them, in order, and the chunk comes back as it was lent.
     #[test]
     fn every_chunk_comes_back_parsed_in_order_with_its_bytes() {
-        let mut ahead = ParseAhead::new(ctx());
+        let mut ahead = ParseAhead::new(ctx(), false);
         let line = |i: usize| {
             format!(
                 r#"{{"type":"user","uuid":"u{i}","message":{{"role":"user","content":"prompt {i} \"q\""}}}}"#

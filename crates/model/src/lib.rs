@@ -325,6 +325,20 @@ impl Usage {
 }
 
 impl Record {
+    /// Unescapes the record's text now if it is still held as its JSON token
+    /// ([`LazyText`]): for a reader that will read it, on the thread that has time for it.
+    pub fn make_text_plain(&mut self) {
+        match &mut self.body {
+            RecordBody::Text { text, .. } => {
+                text.make_plain();
+            }
+            RecordBody::ToolResult { output, .. } => {
+                output.make_plain();
+            }
+            RecordBody::ToolCall { .. } => {}
+        }
+    }
+
     pub fn kind(&self) -> RecordKind {
         match &self.body {
             RecordBody::Text {
