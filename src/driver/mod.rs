@@ -1781,17 +1781,22 @@ mod tests {
     /// `with_streamed_batches_unredacted`: `read_page`'s streamed batches come unredacted (the
     /// caller redacts them), `read_to_end` still hands on redacted pages, and without the
     /// setting the batches are redacted.
+    /// A session of the 20,000 lines `line` makes, over 2 MiB: `--all` reads it in several
+    /// chunks, and parses most of them ahead.
+    fn twenty_thousand_lines(line: impl Fn(usize) -> String) -> String {
+        let text: String = (0..20_000).map(|n| line(n) + "\n").collect();
+        assert!(text.len() > 2 << 20);
+        text
+    }
+
     #[test]
     fn streamed_batches_unredacted_only_where_the_caller_redacts_them() {
         let key = "ghp_aB3dE5fG7haB3dE5fG7haB3dE5fG7haB3dE5fG7h";
-        let mut text = String::new();
-        for n in 0..20_000 {
-            text += &format!(
+        let text = twenty_thousand_lines(|n| {
+            format!(
                 r#"{{"type":"user","uuid":"s{n}","timestamp":"2026-11-02T10:00:00.000Z","message":{{"role":"user","content":"prompt {n} GITHUB_TOKEN={key}"}}}}"#
-            );
-            text.push('\n');
-        }
-        assert!(text.len() > 2 << 20);
+            )
+        });
         block_on(async {
             let host = MemoryHost::new("mem");
             host.put(claude_path(&host, ID), text.clone());
@@ -1831,14 +1836,11 @@ mod tests {
     /// the same either way.
     #[test]
     fn streamed_texts_stay_json_tokens_only_for_a_caller_that_writes_json() {
-        let mut text = String::new();
-        for n in 0..20_000 {
-            text += &format!(
+        let text = twenty_thousand_lines(|n| {
+            format!(
                 r#"{{"type":"user","uuid":"r{n}","timestamp":"2026-11-02T10:00:00.000Z","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{n}","content":"line {n}\n\"quoted\""}}]}}}}"#
-            );
-            text.push('\n');
-        }
-        assert!(text.len() > 2 << 20);
+            )
+        });
         block_on(async {
             let host = MemoryHost::new("mem");
             host.put(claude_path(&host, ID), text.clone());
