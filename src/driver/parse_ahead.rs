@@ -34,6 +34,17 @@ struct Job {
 }
 
 impl Job {
+    /// The same job for the other thread: the same lines and parts, taken from the same count.
+    fn share(&self) -> Job {
+        Job {
+            chunk: self.chunk.clone(),
+            lines: self.lines.clone(),
+            next: self.next.clone(),
+            per_part: self.per_part,
+            plain: self.plain,
+        }
+    }
+
     fn parts(&self) -> usize {
         self.lines.len().div_ceil(self.per_part)
     }
@@ -103,31 +114,19 @@ impl ParseAhead {
             .map(|(offset, line)| (offset, (offset - start) as usize, line.len()))
             .collect();
         let chunk = Arc::new(chunk);
-        let job = || Job {
+        let mine = Job {
             chunk: chunk.clone(),
-            lines: Arc::new(Vec::new()),
+            // A few parts a thread.
+            per_part: lines.len().div_ceil(8).max(1),
+            lines: Arc::new(lines),
             next: Arc::new(AtomicUsize::new(0)),
-            per_part: 1,
             plain: self.plain,
         };
-        let mut mine = job();
-        mine.lines = Arc::new(lines);
-        // A few parts a thread.
-        mine.per_part = mine.lines.len().div_ceil(8).max(1);
         let helper = match mine.lines.len() >= MIN_LINES && !self.alone {
             true => self.helper(),
             false => None,
         };
-        let shared = helper.is_some_and(|helper| {
-            let theirs = Job {
-                chunk: chunk.clone(),
-                lines: mine.lines.clone(),
-                next: mine.next.clone(),
-                per_part: mine.per_part,
-                plain: mine.plain,
-            };
-            helper.jobs.send(theirs).is_ok()
-        });
+        let shared = helper.is_some_and(|helper| helper.jobs.send(mine.share()).is_ok());
         let mut done = mine.run(&self.ctx);
         if shared {
             match self.helper.as_ref().map(|h| h.done.recv()) {
