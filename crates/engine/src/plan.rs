@@ -356,13 +356,9 @@ impl Sink<'_> {
     /// this offset and length), else parsed here. Lines given for offsets already passed are
     /// dropped on the way.
     fn parse(&mut self, offset: u64, line: &[u8]) -> LineOutcome {
-        while self.ahead.front().is_some_and(|(at, _, _)| *at < offset) {
-            self.ahead.pop_front();
-        }
         if self
-            .ahead
-            .front()
-            .is_some_and(|(at, len, _)| *at == offset && *len == line.len() as u64)
+            .ahead_at(offset)
+            .is_some_and(|(_, len, _)| *len == line.len() as u64)
             && let Some((_, _, outcome)) = self.ahead.pop_front()
         {
             return outcome;
@@ -370,16 +366,19 @@ impl Sink<'_> {
         parse_line(self.ctx, offset, line)
     }
 
-    /// The length of the line at `offset` when one parsed ahead starts there: its end was
-    /// found when the caller split the chunk, and need not be looked for again.
-    fn given_len(&mut self, offset: u64) -> Option<usize> {
+    /// The line parsed ahead at `offset`, if one was given; those for offsets already passed
+    /// are dropped on the way.
+    fn ahead_at(&mut self, offset: u64) -> Option<&ParsedLine> {
         while self.ahead.front().is_some_and(|(at, _, _)| *at < offset) {
             self.ahead.pop_front();
         }
-        self.ahead
-            .front()
-            .filter(|(at, _, _)| *at == offset)
-            .map(|(_, len, _)| *len as usize)
+        self.ahead.front().filter(|(at, _, _)| *at == offset)
+    }
+
+    /// The length of the line at `offset` when one parsed ahead starts there: its end was
+    /// found when the caller split the chunk, and need not be looked for again.
+    fn given_len(&mut self, offset: u64) -> Option<usize> {
+        self.ahead_at(offset).map(|(_, len, _)| *len as usize)
     }
 
     /// Records of one complete line (`len` includes no `\n`), or the error `--strict` demands.
