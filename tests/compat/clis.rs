@@ -315,7 +315,22 @@ impl Cli {
     }
 }
 
+/// Our binary, which every scenario reads the CLIs' sessions with.
+pub const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
+
 impl Setup {
+    /// clankie-read run with `args` in this setup: its standard output, or the test failed
+    /// with its standard error.
+    pub fn ours(&self, args: &[&str]) -> Vec<u8> {
+        let out = self.command(BIN).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "clankie-read {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
     /// `program` under `env -i` with this setup's environment, in its project directory.
     pub fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new("env");

@@ -32,7 +32,6 @@ fn after() -> String {
 const CODEX_MODEL: &str = "gpt-5.5";
 
 const CLI_TIMEOUT: Duration = Duration::from_secs(180);
-const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 
 /// Codex offers `apply_patch` as a freeform tool: its input is the patch text itself, which
 /// the server sends as a `custom_tool_call` (a string `args`).
@@ -179,36 +178,16 @@ fn edit_session(cli: &Cli, pick: crate::server::ToolPicker) -> tempfile::TempDir
 
 /// The text output of the one session of `harness` the CLI wrote.
 fn first_session_text(setup: &clis::Setup, harness: &str) -> String {
-    let ls = setup.command(BIN).args(["ls", "--json"]).output().unwrap();
-    assert!(
-        ls.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ls.stderr)
-    );
-    let ids: Vec<String> = String::from_utf8_lossy(&ls.stdout)
+    let ls = setup.ours(&["ls", "--json"]);
+    let ids: Vec<String> = String::from_utf8_lossy(&ls)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|l| l["type"] == "session" && l["harness"] == harness)
         .map(|l| l["session"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(ids.len(), 1, "{harness}: sessions {ids:?}");
-    let out = setup
-        .command(BIN)
-        .args([
-            "--color",
-            "never",
-            "read",
-            &format!("local:{harness}/{}", ids[0]),
-            "--all",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let target = format!("local:{harness}/{}", ids[0]);
+    String::from_utf8(setup.ours(&["--color", "never", "read", &target, "--all"])).unwrap()
 }
 
 /// Where a recorded file says the throwaway HOME was (it names a directory of this machine).

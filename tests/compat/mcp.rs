@@ -14,11 +14,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::clis::ClaudeScenario;
+use crate::clis::{BIN, ClaudeScenario};
 use crate::server::{self, ToolCall};
 use crate::session::ndjson;
 
-const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 /// How long Claude's turn may take (it starts the MCP server and lists its tools first).
 const TURN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -146,20 +145,11 @@ pub fn claude_reads_codex() {
     assert!(!is_error, "read_session failed:\n{result}");
 
     // The same read by the CLI (`--tail`, as the call asked).
-    let mut read = setup.command(BIN);
-    read.args(root_args()).args([
-        "read",
-        &format!("local:{CODEX_SESSION}"),
-        "--tail",
-        "--json",
-    ]);
-    let read = read.output().unwrap();
-    assert!(
-        read.status.success(),
-        "clankie-read read: {}",
-        String::from_utf8_lossy(&read.stderr)
-    );
-    let mut lines = ndjson(&read.stdout);
+    let target = format!("local:{CODEX_SESSION}");
+    let roots = root_args();
+    let mut args: Vec<&str> = roots.iter().map(String::as_str).collect();
+    args.extend(["read", &target, "--tail", "--json"]);
+    let mut lines = ndjson(&setup.ours(&args));
     let page = lines.pop().expect("a page line");
     assert_eq!(page["type"], "page", "{page}");
     assert_eq!(lines.len(), 7, "the fixture's records: {lines:#?}");

@@ -13,10 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::clis::{Cli, Setup};
+use crate::clis::{BIN, Cli, Setup};
 use crate::server::{self, ModelServer};
 
-const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 /// How long one CLI turn may take (first runs install OpenCode's provider package).
 const TURN_TIMEOUT: Duration = Duration::from_secs(180);
 

@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::clis::ClaudeScenario;
+use crate::clis::{BIN, ClaudeScenario};
 use crate::server::{self, ToolCall};
 use crate::session::ndjson;
 
-const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 /// How long the turn may take (two conversations, one inside the other).
 const TURN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -172,17 +171,8 @@ pub fn claude_delegates_to_a_subagent() {
     );
 
     // Claude resumes a subagent as the session that started it.
-    let out = setup
-        .command(BIN)
-        .args(["resume", &format!("local:{agent}")])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed = String::from_utf8_lossy(&out.stdout);
+    let printed = setup.ours(&["resume", &format!("local:{agent}")]);
+    let printed = String::from_utf8_lossy(&printed);
     assert!(
         printed.contains(&format!("claude --resume {parent}")),
         "{printed}"
