@@ -196,6 +196,10 @@ impl Drop for ParseAhead {
 mod tests {
     use super::*;
 
+    fn cores() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
     fn ctx() -> SourceCtx {
         SourceCtx {
             host: "local".into(),
@@ -206,7 +210,8 @@ mod tests {
     }
 
     /// The lines of several chunks, big and small, come back as the calling thread alone would
-    /// parse them, in order, and the chunk comes back as it was lent.
+    /// parse them, in order, and the chunk comes back as it was lent; one helper thread serves
+    /// every chunk.
     #[test]
     fn every_chunk_comes_back_parsed_in_order_with_its_bytes() {
         let mut ahead = ParseAhead::new(ctx(), false);
@@ -216,6 +221,7 @@ mod tests {
             )
         };
         let mut start = 0u64;
+        let mut helper = None;
         for lines in [3usize, 5_000, 0, 700, 20_000] {
             let chunk: Vec<u8> = (0..lines)
                 .map(|i| line(i) + "\n")
@@ -231,6 +237,16 @@ mod tests {
                 })
                 .collect();
             assert_eq!(format!("{parsed:?}"), format!("{alone:?}"), "{lines} lines");
+            // One helper for the read, started by the first chunk big enough to share.
+            let now = ahead.helper.as_ref().map(|h| h.thread.thread().id());
+            if cores() > 1 && lines >= MIN_LINES {
+                assert!(now.is_some(), "{lines} lines: no helper");
+            }
+            assert!(
+                helper.is_none() || now == helper,
+                "{lines} lines: a new helper"
+            );
+            helper = now;
             start += chunk.len() as u64;
         }
     }
