@@ -159,6 +159,11 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         strict: args.strict,
         redact: !args.no_redact,
     };
+    if request.redact {
+        // Built on a thread of their own, the redaction's automata are ready by the first
+        // text, and their millisecond overlaps opening the host and resolving the session.
+        std::thread::spawn(clankie_engine::redact::prepare);
+    }
 
     // A read still going after half a second (a database copied and queried, a large --all)
     // shows a line on a terminal's stderr, erased before the first output to a terminal.

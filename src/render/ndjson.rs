@@ -318,6 +318,9 @@ impl Pipeline {
                     }
                     let mut buf = spares.try_recv().unwrap_or_default();
                     buf.clear();
+                    // Sized before writing: a buffer grown as it fills copies what it holds
+                    // at each doubling, into pages touched for the first time.
+                    buf.reserve(lines_len_estimate(host.len(), &batch));
                     // Writing into a Vec cannot fail.
                     let _ = records(&mut buf, &host, &batch);
                     if line_queue.send(buf).is_err() {
@@ -366,6 +369,29 @@ impl Pipeline {
         }
         done
     }
+}
+
+/// About how many bytes `batch`'s record lines take: its texts as they are held (a token is
+/// what is copied out; escaping plain text adds little), a tool call's input at a guess, and
+/// each line's fields around them.
+fn lines_len_estimate(host_len: usize, batch: &[Record]) -> usize {
+    const FIELDS: usize = 160;
+    const INPUT: usize = 256;
+    let text_len = |text: &LazyText| {
+        text.json_token()
+            .map_or_else(|| text.as_str().len(), str::len)
+    };
+    batch
+        .iter()
+        .map(|r| {
+            let body = match &r.body {
+                RecordBody::Text { text, .. } => text_len(text),
+                RecordBody::ToolCall { .. } => INPUT,
+                RecordBody::ToolResult { output, .. } => text_len(output),
+            };
+            FIELDS + host_len + r.id.len() + r.session.len() + body
+        })
+        .sum()
 }
 
 /// Appends one `record` line to `buf`. Hand-written rather than derived: `--all --json` spends
@@ -678,6 +704,58 @@ mod tests {
         assert_eq!(
             String::from_utf8(piped).unwrap(),
             String::from_utf8(direct).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_batch_of_ordinary_records_is_written_within_the_capacity_estimated_for_it() {
+        let claude = clankie_engine::harness::by_name("claude").unwrap();
+        let prose =
+            "The build failed on `cargo test`; the \"fixture\" path was wrong.\n".repeat(12);
+        let token = serde_json::to_string(&prose).unwrap();
+        let record = |i: usize, body: RecordBody| Record {
+            id: format!("5b0c7a4e-2f61-4d0b-9a57-8d1e0c3f6a21#{i}"),
+            harness: claude,
+            session: "3f1c2a00-0000-4000-8000-000000000000".into(),
+            ts: Some("2026-12-02T10:41:07.123Z".into()),
+            agent: None,
+            sidechain: false,
+            body,
+            model: Some("claude-sonnet-4-5".into()),
+            usage: None,
+        };
+        let batch: Vec<Record> = (0..300)
+            .map(|i| {
+                let body = match i % 4 {
+                    0 => RecordBody::Text {
+                        kind: TextKind::Assistant,
+                        text: LazyText::from_json_token(&token).unwrap(),
+                    },
+                    1 => RecordBody::Text {
+                        kind: TextKind::User,
+                        text: prose.clone().into(),
+                    },
+                    2 => RecordBody::ToolCall {
+                        call_id: format!("toolu_01{i:022}"),
+                        name: "Bash".into(),
+                        input: serde_json::json!({"command": "cargo test --workspace", "description": "Run the tests"}),
+                    },
+                    _ => RecordBody::ToolResult {
+                        call_id: format!("toolu_01{i:022}"),
+                        output: LazyText::from_json_token(&token).unwrap(),
+                        is_error: false,
+                    },
+                };
+                record(i, body)
+            })
+            .collect();
+        let mut written = Vec::new();
+        records(&mut written, "devbox", &batch).unwrap();
+        let estimate = lines_len_estimate("devbox".len(), &batch);
+        assert!(
+            (written.len()..written.len() * 3 / 2).contains(&estimate),
+            "estimated {estimate} bytes for {} written",
+            written.len()
         );
     }
 

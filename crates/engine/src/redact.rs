@@ -849,6 +849,13 @@ pub fn redact_text(text: &str) -> Option<(String, usize)> {
     current.map(|s| (s, count))
 }
 
+/// Builds the trigger automata now rather than at the first text redacted (about a
+/// millisecond of work): a caller that has other work first can run this on another thread.
+pub fn prepare() {
+    LazyLock::force(&TRIGGERS);
+    LazyLock::force(&TOKEN_TRIGGERS);
+}
+
 /// Redacts a string in place; returns how many secrets were replaced.
 pub fn redact_string(text: &mut String) -> usize {
     match redact_text(text) {
