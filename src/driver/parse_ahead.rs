@@ -8,7 +8,7 @@
 //! faults for the bench's 64 MiB, against 9,000 with the heap kept.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use clankie_engine::SourceCtx;
@@ -87,9 +87,84 @@ pub(super) struct ParseAhead {
 }
 
 struct Helper {
-    jobs: mpsc::Sender<Job>,
-    done: mpsc::Receiver<Vec<(usize, Vec<ParsedLine>)>>,
+    shared: Arc<Shared>,
     thread: JoinHandle<()>,
+}
+
+/// What the calling thread and the helper hand each other. A job is left in a slot rather
+/// than sent: the calling thread takes it back if the helper has not started on it by the
+/// time the caller's own parts are done, so it never waits for a helper that took nothing
+/// (one the scheduler has not run yet, while the writer thread has the other core).
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// A job the helper has not taken yet.
+    job: Option<Job>,
+    /// The helper holds a job (and its share of the chunk) and is parsing its parts.
+    busy: bool,
+    /// The parts the helper parsed of the last job it took.
+    parsed: Vec<(usize, Vec<ParsedLine>)>,
+    /// The helper stopped halfway through a job (it panicked).
+    failed: bool,
+    /// No more jobs come: the helper ends.
+    closed: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Nothing that can panic runs while the lock is held, so a poisoned lock holds a
+        // whole state.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The helper's loop: takes each job left, parses parts of it until none is left, and
+    /// hands back what it parsed.
+    fn serve(&self, ctx: &SourceCtx) {
+        loop {
+            let job = {
+                let mut state = self.lock();
+                loop {
+                    if state.closed {
+                        return;
+                    }
+                    if let Some(job) = state.job.take() {
+                        state.busy = true;
+                        break job;
+                    }
+                    state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            // Should the parse panic, the caller waiting for it hears that it failed.
+            let failed = FailOnUnwind(self);
+            let parsed = job.run(ctx);
+            std::mem::forget(failed);
+            // The chunk goes back before the answer: the caller takes it back whole.
+            drop(job);
+            let mut state = self.lock();
+            state.parsed = parsed;
+            state.busy = false;
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// Marks the helper failed if it unwinds while it holds a job.
+struct FailOnUnwind<'a>(&'a Shared);
+
+impl Drop for FailOnUnwind<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.busy = false;
+        state.failed = true;
+        self.0.changed.notify_all();
+    }
 }
 
 impl ParseAhead {
@@ -116,8 +191,8 @@ impl ParseAhead {
         let chunk = Arc::new(chunk);
         let mine = Job {
             chunk: chunk.clone(),
-            // A few parts a thread.
-            per_part: lines.len().div_ceil(8).max(1),
+            // Small parts: the calling thread waits at most for the one the helper is on.
+            per_part: lines.len().div_ceil(PARTS).max(1),
             lines: Arc::new(lines),
             next: Arc::new(AtomicUsize::new(0)),
             plain: self.plain,
@@ -126,15 +201,17 @@ impl ParseAhead {
             true => self.helper(),
             false => None,
         };
-        let shared = helper.is_some_and(|helper| helper.jobs.send(mine.share()).is_ok());
+        if let Some(helper) = helper {
+            let mut state = helper.shared.lock();
+            state.job = Some(mine.share());
+            helper.shared.changed.notify_all();
+        }
         let mut done = mine.run(&self.ctx);
-        if shared {
-            match self.helper.as_ref().map(|h| h.done.recv()) {
-                Some(Ok(theirs)) => done.extend(theirs),
-                // The helper is gone halfway: it panicked (raised again here) or, on a thread
-                // that could not go on, left its parts, which the plan parses itself.
-                _ => self.end_helper(),
-            }
+        if let Some(helper) = &self.helper
+            && helper_finished(&helper.shared, &mut done).is_err()
+        {
+            // The helper panicked halfway: raised again here.
+            self.end_helper();
         }
         drop(mine);
         done.sort_unstable_by_key(|(k, _)| *k);
@@ -145,23 +222,14 @@ impl ParseAhead {
 
     fn helper(&mut self) -> Option<&Helper> {
         if self.helper.is_none() && !self.alone {
-            let (jobs, job_rx) = mpsc::channel::<Job>();
-            let (done_tx, done) = mpsc::channel();
+            let shared = Arc::new(Shared::default());
             let ctx = self.ctx.clone();
+            let serving = shared.clone();
             let started = std::thread::Builder::new()
                 .name("parse-ahead".into())
-                .spawn(move || {
-                    for job in job_rx {
-                        let parsed = job.run(&ctx);
-                        // The chunk goes back before the answer: the caller takes it back whole.
-                        drop(job);
-                        if done_tx.send(parsed).is_err() {
-                            return;
-                        }
-                    }
-                });
+                .spawn(move || serving.serve(&ctx));
             match started {
-                Ok(thread) => self.helper = Some(Helper { jobs, done, thread }),
+                Ok(thread) => self.helper = Some(Helper { shared, thread }),
                 Err(_) => self.alone = true,
             }
         }
@@ -170,9 +238,8 @@ impl ParseAhead {
 
     /// Ends the helper thread, raising its panic here if it panicked.
     fn end_helper(&mut self) {
-        if let Some(Helper { jobs, done, thread }) = self.helper.take() {
-            drop(jobs);
-            drop(done);
+        if let Some(Helper { shared, thread }) = self.helper.take() {
+            close(&shared);
             if let Err(panic) = thread.join() {
                 std::panic::resume_unwind(panic);
             }
@@ -181,11 +248,42 @@ impl ParseAhead {
     }
 }
 
+/// A chunk's parts are spread over this many: the calling thread, done with the parts it took,
+/// waits for the one the helper is on, so a part is kept short.
+const PARTS: usize = 32;
+
+/// Once the calling thread has no part left to take: takes back the job if the helper never
+/// started on it, else waits for the parts the helper parsed and adds them to `done`. `Err`
+/// when the helper failed halfway.
+fn helper_finished(shared: &Shared, done: &mut Vec<(usize, Vec<ParsedLine>)>) -> Result<(), ()> {
+    let mut state = shared.lock();
+    if state.job.take().is_some() {
+        return Ok(());
+    }
+    while state.busy {
+        state = shared
+            .changed
+            .wait(state)
+            .unwrap_or_else(|p| p.into_inner());
+    }
+    if std::mem::take(&mut state.failed) {
+        return Err(());
+    }
+    done.append(&mut state.parsed);
+    Ok(())
+}
+
+fn close(shared: &Shared) {
+    let mut state = shared.lock();
+    state.closed = true;
+    state.job = None;
+    shared.changed.notify_all();
+}
+
 impl Drop for ParseAhead {
     fn drop(&mut self) {
-        if let Some(Helper { jobs, done, thread }) = self.helper.take() {
-            drop(jobs);
-            drop(done);
+        if let Some(Helper { shared, thread }) = self.helper.take() {
+            close(&shared);
             // Its panic, if any, was raised by `parse` already; none can start now.
             let _ = thread.join();
         }
@@ -207,6 +305,37 @@ mod tests {
             session: "s".into(),
             agent: None,
         }
+    }
+
+    /// The caller, done with its parts, takes back a job the helper never started (and waits
+    /// for nothing), takes what the helper parsed of one it did, and hears of a helper that
+    /// failed halfway.
+    #[test]
+    fn the_caller_waits_only_for_a_helper_that_took_the_job() {
+        let job = || Job {
+            chunk: Arc::new(Vec::new()),
+            lines: Arc::new(Vec::new()),
+            next: Arc::new(AtomicUsize::new(0)),
+            per_part: 1,
+            plain: false,
+        };
+        let shared = Shared::default();
+        let mut done = vec![(0, Vec::new())];
+
+        shared.lock().job = Some(job());
+        assert_eq!(helper_finished(&shared, &mut done), Ok(()));
+        assert!(shared.lock().job.is_none(), "the job was not taken back");
+        assert_eq!(done.len(), 1);
+
+        shared.lock().parsed = vec![(1, Vec::new()), (2, Vec::new())];
+        assert_eq!(helper_finished(&shared, &mut done), Ok(()));
+        let parts: Vec<usize> = done.iter().map(|(k, _)| *k).collect();
+        assert_eq!(parts, [0, 1, 2]);
+        assert!(shared.lock().parsed.is_empty());
+
+        shared.lock().failed = true;
+        assert_eq!(helper_finished(&shared, &mut done), Err(()));
+        assert!(!shared.lock().failed, "the failure is heard once");
     }
 
     /// The lines of several chunks, big and small, come back as the calling thread alone would
