@@ -288,86 +288,183 @@ pub fn records(out: &mut impl Write, host: &str, records: &[Record]) -> io::Resu
 /// Record lines written on a thread of their own: `--all --json` hands each streamed batch
 /// here and parses the next chunk while this one is escaped (writing the lines is a fifth of
 /// the reading thread's work). The bytes come back in the order the batches were sent; the
-/// caller writes them, so output errors and the order against page lines stay its own. The
-/// thread ends when the pipeline is dropped.
+/// caller writes them, so output errors and the order against page lines stay its own. A
+/// caller that has to wait for the lines writes the batches the thread has not started
+/// itself, so the last chunk's batches are shared by two threads rather than queued for one.
+/// The thread ends when the pipeline is dropped.
 pub struct Pipeline {
-    batches: std::sync::mpsc::Sender<Vec<Record>>,
-    lines: std::sync::mpsc::Receiver<Vec<u8>>,
+    shared: std::sync::Arc<Queue>,
+    /// The host, and whether to redact: for the batches the caller writes.
+    host: String,
+    redact: bool,
+}
+
+/// What the caller and the writer thread hand each other.
+#[derive(Default)]
+struct Queue {
+    state: std::sync::Mutex<QueueState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    /// Batches sent that the thread has not started, oldest first.
+    batches: std::collections::VecDeque<Vec<Record>>,
+    /// The thread is writing a batch.
+    busy: bool,
+    /// Lines written, oldest first, not yet taken.
+    lines: Vec<Vec<u8>>,
     /// Buffers written out, handed back to be filled again: a buffer allocated on the thread
     /// and freed on the caller's would have each batch fault in fresh pages.
-    spare: std::sync::mpsc::Sender<Vec<u8>>,
-    /// Batches sent whose lines have not been taken.
-    pending: usize,
+    spare: Vec<Vec<u8>>,
+    /// The thread stopped halfway through a batch (it panicked).
+    failed: bool,
+    /// The caller is gone: the thread ends.
+    closed: bool,
 }
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        // Nothing that can panic runs while the lock is held, so a poisoned lock holds a
+        // whole state.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait<'a>(
+        &self,
+        state: std::sync::MutexGuard<'a, QueueState>,
+    ) -> std::sync::MutexGuard<'a, QueueState> {
+        self.changed.wait(state).unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The writer thread's loop.
+    fn serve(&self, host: &str, redact: bool) {
+        loop {
+            let (batch, buf) = {
+                let mut state = self.lock();
+                loop {
+                    if state.closed {
+                        return;
+                    }
+                    if let Some(batch) = state.batches.pop_front() {
+                        state.busy = true;
+                        break (batch, state.spare.pop().unwrap_or_default());
+                    }
+                    state = self.wait(state);
+                }
+            };
+            let failed = FailOnUnwind(self);
+            let buf = write_batch(buf, host, redact, batch);
+            std::mem::forget(failed);
+            let mut state = self.lock();
+            state.lines.push(buf);
+            state.busy = false;
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// Marks the writer thread failed if it unwinds while it holds a batch.
+struct FailOnUnwind<'a>(&'a Queue);
+
+impl Drop for FailOnUnwind<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.busy = false;
+        state.failed = true;
+        self.0.changed.notify_all();
+    }
+}
+
+/// `batch`'s record lines, redacted first with `redact`, written into `buf` (emptied).
+fn write_batch(mut buf: Vec<u8>, host: &str, redact: bool, mut batch: Vec<Record>) -> Vec<u8> {
+    if redact {
+        clankie_engine::redact::redact_records(&mut batch);
+    }
+    buf.clear();
+    // Sized before writing: a buffer grown as it fills copies what it holds at each
+    // doubling, into pages touched for the first time.
+    buf.reserve(lines_len_estimate(host.len(), &batch));
+    // Writing into a Vec cannot fail.
+    let _ = records(&mut buf, host, &batch);
+    buf
+}
+
+/// A batch is handed to the thread in pieces of at most this many records, so that a caller
+/// that waits can take some of the last chunk's records.
+const PIECE_RECORDS: usize = 512;
 
 impl Pipeline {
     /// `None` when no thread can be started (the caller then writes the lines itself). With
-    /// `redact`, the thread redacts each batch before it writes it (the batches are handed
+    /// `redact`, each batch is redacted before its lines are written (the batches are handed
     /// over unredacted: see `Reader::with_streamed_batches_unredacted`).
     pub fn start(host: &str, redact: bool) -> Option<Pipeline> {
-        let (batches, batch_queue) = std::sync::mpsc::channel::<Vec<Record>>();
-        let (line_queue, lines) = std::sync::mpsc::channel();
-        let (spare, spares) = std::sync::mpsc::channel::<Vec<u8>>();
-        let host = host.to_string();
+        let shared = std::sync::Arc::new(Queue::default());
+        let serving = shared.clone();
+        let serving_host = host.to_string();
         std::thread::Builder::new()
             .name("ndjson".into())
-            .spawn(move || {
-                for mut batch in batch_queue {
-                    if redact {
-                        clankie_engine::redact::redact_records(&mut batch);
-                    }
-                    let mut buf = spares.try_recv().unwrap_or_default();
-                    buf.clear();
-                    // Sized before writing: a buffer grown as it fills copies what it holds
-                    // at each doubling, into pages touched for the first time.
-                    buf.reserve(lines_len_estimate(host.len(), &batch));
-                    // Writing into a Vec cannot fail.
-                    let _ = records(&mut buf, &host, &batch);
-                    if line_queue.send(buf).is_err() {
-                        return;
-                    }
-                }
-            })
+            .spawn(move || serving.serve(&serving_host, redact))
             .ok()?;
         Some(Pipeline {
-            batches,
-            lines,
-            spare,
-            pending: 0,
+            shared,
+            host: host.to_string(),
+            redact,
         })
     }
 
     /// Hands `batch` to the thread.
-    pub fn send(&mut self, batch: Vec<Record>) {
-        // The thread lives as long as `self.batches`; it stops early only by panicking, which
-        // `take` then reports.
-        let _ = self.batches.send(batch);
-        self.pending += 1;
+    pub fn send(&mut self, mut batch: Vec<Record>) {
+        let mut pieces = Vec::new();
+        while batch.len() > PIECE_RECORDS {
+            let rest = batch.split_off(PIECE_RECORDS);
+            pieces.push(std::mem::replace(&mut batch, rest));
+        }
+        pieces.push(batch);
+        let mut state = self.shared.lock();
+        state.batches.extend(pieces);
+        self.shared.changed.notify_all();
     }
 
     /// Gives back a buffer [`Pipeline::take`] gave, once written, for a later batch.
     pub fn recycle(&mut self, buffer: Vec<u8>) {
-        let _ = self.spare.send(buffer);
+        self.shared.lock().spare.push(buffer);
     }
 
     /// The lines of the batches sent so far, oldest first: those written already, or (with
-    /// `wait`) all of them.
+    /// `wait`) all of them, the caller writing those the thread has not started.
     pub fn take(&mut self, wait: bool) -> Vec<Vec<u8>> {
-        let mut done = Vec::new();
-        while self.pending > 0 {
-            let next = if wait {
-                self.lines.recv().ok()
-            } else {
-                self.lines.try_recv().ok()
-            };
-            let Some(lines) = next else {
-                assert!(!wait, "the ndjson thread panicked");
-                break;
-            };
-            self.pending -= 1;
-            done.push(lines);
+        let mut state = self.shared.lock();
+        if !wait {
+            return std::mem::take(&mut state.lines);
         }
-        done
+        let mine: Vec<Vec<Record>> = state.batches.drain(..).collect();
+        let mut spare = std::mem::take(&mut state.spare);
+        drop(state);
+        let written: Vec<Vec<u8>> = mine
+            .into_iter()
+            .map(|batch| {
+                let buf = spare.pop().unwrap_or_default();
+                write_batch(buf, &self.host, self.redact, batch)
+            })
+            .collect();
+        let mut state = self.shared.lock();
+        state.spare.append(&mut spare);
+        while state.busy {
+            state = self.shared.wait(state);
+        }
+        assert!(!state.failed, "the ndjson thread panicked");
+        let mut lines = std::mem::take(&mut state.lines);
+        lines.extend(written);
+        lines
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.closed = true;
+        self.shared.changed.notify_all();
     }
 }
 
@@ -757,6 +854,54 @@ mod tests {
             "estimated {estimate} bytes for {} written",
             written.len()
         );
+    }
+
+    /// A caller that waits writes the batches the thread has not started (here, with no
+    /// thread, all of them), redacted, in the order sent; a batch over a piece's size is
+    /// written in pieces.
+    #[test]
+    fn a_waiting_caller_writes_the_batches_no_thread_started() {
+        let mut pipeline = Pipeline {
+            shared: std::sync::Arc::new(Queue::default()),
+            host: "devbox".into(),
+            redact: true,
+        };
+        let batch = |from: usize, n: usize| -> Vec<Record> {
+            (from..from + n)
+                .map(|i| Record {
+                    id: format!("r{i}"),
+                    harness: clankie_engine::harness::by_name("claude").unwrap(),
+                    session: "s".into(),
+                    ts: None,
+                    agent: None,
+                    sidechain: false,
+                    body: RecordBody::Text {
+                        kind: TextKind::User,
+                        text: format!("export API_KEY=k{i}x9Zq4Lw2").into(),
+                    },
+                    model: None,
+                    usage: None,
+                })
+                .collect()
+        };
+        let batches = [
+            batch(0, 3),
+            batch(3, PIECE_RECORDS * 2 + 1),
+            batch(PIECE_RECORDS * 2 + 4, 1),
+        ];
+        let mut want = batches.concat();
+        clankie_engine::redact::redact_records(&mut want);
+        let mut direct = Vec::new();
+        records(&mut direct, "devbox", &want).unwrap();
+        for b in batches {
+            pipeline.send(b);
+        }
+        assert_eq!(pipeline.take(false), Vec::<Vec<u8>>::new());
+        let lines = pipeline.take(true);
+        assert_eq!(lines.len(), 5, "the middle batch in three pieces");
+        let piped = String::from_utf8(lines.concat()).unwrap();
+        assert!(!piped.contains("x9Zq4Lw2"), "not redacted");
+        assert_eq!(piped, String::from_utf8(direct).unwrap());
     }
 
     /// What every string must look like: serde_json's escaping, then each terminal control
