@@ -14,7 +14,8 @@
 //! - this crate: [`driver`] is the one module that uses both engine and hosts ([`sqlite`] is
 //!   its helper for database sources); [`render`] turns pages into text or NDJSON; [`cli`]
 //!   holds the clap definitions and is the only place that prints or exits; [`mcp`] serves
-//!   the same reads as MCP tools on stdio (`clankie-read mcp`).
+//!   the same reads as MCP tools on stdio (`clankie-read mcp`); [`handoff`] is the queue
+//!   through which `--all` shares its work with helper threads.
 
 pub mod cache;
 pub mod check;
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod config;
 pub mod driver;
 pub mod error;
+pub mod handoff;
 pub mod mcp;
 pub mod render;
 pub mod sqlite;

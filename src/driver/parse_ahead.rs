@@ -7,8 +7,8 @@
 //! records and texts on fresh pages, which the kernel faulted in and zeroed: about 14,000 page
 //! faults for the bench's 64 MiB, against 9,000 with the heap kept.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use clankie_engine::SourceCtx;
@@ -16,9 +16,14 @@ use clankie_engine::lines::LineOutcome;
 use clankie_engine::plan::{ParsedLine, lines_to_parse_ahead};
 use clankie_model::Record;
 
+use crate::handoff::{Handoff, HelperFailed};
+
 /// Below this many lines a chunk is parsed on the calling thread alone: a handoff would cost
 /// more than it saves.
 const MIN_LINES: usize = 512;
+
+/// A part of a chunk's lines, parsed: its number and its lines.
+type Part = (usize, Vec<ParsedLine>);
 
 /// A chunk's lines to parse: where each starts in the file and in the chunk, and its length.
 struct Job {
@@ -50,7 +55,7 @@ impl Job {
     }
 
     /// Parses parts until none is left; each with its number.
-    fn run(&self, ctx: &SourceCtx) -> Vec<(usize, Vec<ParsedLine>)> {
+    fn run(&self, ctx: &SourceCtx) -> Vec<Part> {
         let mut done = Vec::new();
         loop {
             let k = self.next.fetch_add(1, Ordering::Relaxed);
@@ -87,84 +92,11 @@ pub(super) struct ParseAhead {
 }
 
 struct Helper {
-    shared: Arc<Shared>,
+    /// Jobs are left here rather than sent: the calling thread takes one back if the helper
+    /// has not started on it by the time the caller's own parts are done, so it never waits
+    /// for a helper that took nothing (see [`crate::handoff`]).
+    handoff: Arc<Handoff<Job, Vec<Part>>>,
     thread: JoinHandle<()>,
-}
-
-/// What the calling thread and the helper hand each other. A job is left in a slot rather
-/// than sent: the calling thread takes it back if the helper has not started on it by the
-/// time the caller's own parts are done, so it never waits for a helper that took nothing
-/// (one the scheduler has not run yet, while the writer thread has the other core).
-#[derive(Default)]
-struct Shared {
-    state: Mutex<State>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct State {
-    /// A job the helper has not taken yet.
-    job: Option<Job>,
-    /// The helper holds a job (and its share of the chunk) and is parsing its parts.
-    busy: bool,
-    /// The parts the helper parsed of the last job it took.
-    parsed: Vec<(usize, Vec<ParsedLine>)>,
-    /// The helper stopped halfway through a job (it panicked).
-    failed: bool,
-    /// No more jobs come: the helper ends.
-    closed: bool,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Nothing that can panic runs while the lock is held, so a poisoned lock holds a
-        // whole state.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The helper's loop: takes each job left, parses parts of it until none is left, and
-    /// hands back what it parsed.
-    fn serve(&self, ctx: &SourceCtx) {
-        loop {
-            let job = {
-                let mut state = self.lock();
-                loop {
-                    if state.closed {
-                        return;
-                    }
-                    if let Some(job) = state.job.take() {
-                        state.busy = true;
-                        break job;
-                    }
-                    state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-                }
-            };
-            // Should the parse panic, the caller waiting for it hears that it failed.
-            let failed = FailOnUnwind(self);
-            let parsed = job.run(ctx);
-            std::mem::forget(failed);
-            // The chunk goes back before the answer: the caller takes it back whole.
-            drop(job);
-            let mut state = self.lock();
-            state.parsed = parsed;
-            state.busy = false;
-            self.changed.notify_all();
-        }
-    }
-}
-
-/// Marks the helper failed if it unwinds while it holds a job.
-struct FailOnUnwind<'a>(&'a Shared);
-
-impl Drop for FailOnUnwind<'_> {
-    fn drop(&mut self) {
-        let mut state = self.0.lock();
-        state.busy = false;
-        state.failed = true;
-        self.0.changed.notify_all();
-    }
 }
 
 impl ParseAhead {
@@ -202,16 +134,18 @@ impl ParseAhead {
             false => None,
         };
         if let Some(helper) = helper {
-            let mut state = helper.shared.lock();
-            state.job = Some(mine.share());
-            helper.shared.changed.notify_all();
+            helper.handoff.push([mine.share()]);
         }
         let mut done = mine.run(&self.ctx);
-        if let Some(helper) = &self.helper
-            && helper_finished(&helper.shared, &mut done).is_err()
-        {
-            // The helper panicked halfway: raised again here.
-            self.end_helper();
+        if let Some(helper) = &self.helper {
+            // Out of parts: a job the helper never started goes back (its parts are done);
+            // else the wait is for the part the helper is on.
+            drop(helper.handoff.take_unstarted());
+            match helper.handoff.wait_idle() {
+                Ok(theirs) => done.extend(theirs.into_iter().flatten()),
+                // The helper panicked halfway: raised again here.
+                Err(HelperFailed) => self.end_helper(),
+            }
         }
         drop(mine);
         done.sort_unstable_by_key(|(k, _)| *k);
@@ -222,14 +156,14 @@ impl ParseAhead {
 
     fn helper(&mut self) -> Option<&Helper> {
         if self.helper.is_none() && !self.alone {
-            let shared = Arc::new(Shared::default());
+            let handoff: Arc<Handoff<Job, _>> = Arc::default();
             let ctx = self.ctx.clone();
-            let serving = shared.clone();
+            let serving = handoff.clone();
             let started = std::thread::Builder::new()
                 .name("parse-ahead".into())
-                .spawn(move || serving.serve(&ctx));
+                .spawn(move || serving.serve(|job| job.run(&ctx)));
             match started {
-                Ok(thread) => self.helper = Some(Helper { shared, thread }),
+                Ok(thread) => self.helper = Some(Helper { handoff, thread }),
                 Err(_) => self.alone = true,
             }
         }
@@ -238,8 +172,8 @@ impl ParseAhead {
 
     /// Ends the helper thread, raising its panic here if it panicked.
     fn end_helper(&mut self) {
-        if let Some(Helper { shared, thread }) = self.helper.take() {
-            close(&shared);
+        if let Some(Helper { handoff, thread }) = self.helper.take() {
+            handoff.close();
             if let Err(panic) = thread.join() {
                 std::panic::resume_unwind(panic);
             }
@@ -252,38 +186,10 @@ impl ParseAhead {
 /// waits for the one the helper is on, so a part is kept short.
 const PARTS: usize = 32;
 
-/// Once the calling thread has no part left to take: takes back the job if the helper never
-/// started on it, else waits for the parts the helper parsed and adds them to `done`. `Err`
-/// when the helper failed halfway.
-fn helper_finished(shared: &Shared, done: &mut Vec<(usize, Vec<ParsedLine>)>) -> Result<(), ()> {
-    let mut state = shared.lock();
-    if state.job.take().is_some() {
-        return Ok(());
-    }
-    while state.busy {
-        state = shared
-            .changed
-            .wait(state)
-            .unwrap_or_else(|p| p.into_inner());
-    }
-    if std::mem::take(&mut state.failed) {
-        return Err(());
-    }
-    done.append(&mut state.parsed);
-    Ok(())
-}
-
-fn close(shared: &Shared) {
-    let mut state = shared.lock();
-    state.closed = true;
-    state.job = None;
-    shared.changed.notify_all();
-}
-
 impl Drop for ParseAhead {
     fn drop(&mut self) {
-        if let Some(Helper { shared, thread }) = self.helper.take() {
-            close(&shared);
+        if let Some(Helper { handoff, thread }) = self.helper.take() {
+            handoff.close();
             // Its panic, if any, was raised by `parse` already; none can start now.
             let _ = thread.join();
         }
@@ -305,37 +211,6 @@ mod tests {
             session: "s".into(),
             agent: None,
         }
-    }
-
-    /// The caller, done with its parts, takes back a job the helper never started (and waits
-    /// for nothing), takes what the helper parsed of one it did, and hears of a helper that
-    /// failed halfway.
-    #[test]
-    fn the_caller_waits_only_for_a_helper_that_took_the_job() {
-        let job = || Job {
-            chunk: Arc::new(Vec::new()),
-            lines: Arc::new(Vec::new()),
-            next: Arc::new(AtomicUsize::new(0)),
-            per_part: 1,
-            plain: false,
-        };
-        let shared = Shared::default();
-        let mut done = vec![(0, Vec::new())];
-
-        shared.lock().job = Some(job());
-        assert_eq!(helper_finished(&shared, &mut done), Ok(()));
-        assert!(shared.lock().job.is_none(), "the job was not taken back");
-        assert_eq!(done.len(), 1);
-
-        shared.lock().parsed = vec![(1, Vec::new()), (2, Vec::new())];
-        assert_eq!(helper_finished(&shared, &mut done), Ok(()));
-        let parts: Vec<usize> = done.iter().map(|(k, _)| *k).collect();
-        assert_eq!(parts, [0, 1, 2]);
-        assert!(shared.lock().parsed.is_empty());
-
-        shared.lock().failed = true;
-        assert_eq!(helper_finished(&shared, &mut done), Err(()));
-        assert!(!shared.lock().failed, "the failure is heard once");
     }
 
     /// The lines of several chunks, big and small, come back as the calling thread alone would

@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::{HostReport, PageInfo, RootReport, change_name};
 use crate::check::{Activity, SessionError};
 use crate::driver::heads::SessionHead;
+use crate::handoff::Handoff;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
 use clankie_model::{LazyText, Record, RecordBody, TextKind, Usage, display_path};
@@ -293,87 +294,13 @@ pub fn records(out: &mut impl Write, host: &str, records: &[Record]) -> io::Resu
 /// itself, so the last chunk's batches are shared by two threads rather than queued for one.
 /// The thread ends when the pipeline is dropped.
 pub struct Pipeline {
-    shared: std::sync::Arc<Queue>,
+    handoff: std::sync::Arc<Handoff<Vec<Record>, Vec<u8>>>,
+    /// Buffers written out, handed back to be filled again: a buffer allocated on the thread
+    /// and freed on the caller's would have each batch fault in fresh pages.
+    spare: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
     /// The host, and whether to redact: for the batches the caller writes.
     host: String,
     redact: bool,
-}
-
-/// What the caller and the writer thread hand each other.
-#[derive(Default)]
-struct Queue {
-    state: std::sync::Mutex<QueueState>,
-    changed: std::sync::Condvar,
-}
-
-#[derive(Default)]
-struct QueueState {
-    /// Batches sent that the thread has not started, oldest first.
-    batches: std::collections::VecDeque<Vec<Record>>,
-    /// The thread is writing a batch.
-    busy: bool,
-    /// Lines written, oldest first, not yet taken.
-    lines: Vec<Vec<u8>>,
-    /// Buffers written out, handed back to be filled again: a buffer allocated on the thread
-    /// and freed on the caller's would have each batch fault in fresh pages.
-    spare: Vec<Vec<u8>>,
-    /// The thread stopped halfway through a batch (it panicked).
-    failed: bool,
-    /// The caller is gone: the thread ends.
-    closed: bool,
-}
-
-impl Queue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
-        // Nothing that can panic runs while the lock is held, so a poisoned lock holds a
-        // whole state.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn wait<'a>(
-        &self,
-        state: std::sync::MutexGuard<'a, QueueState>,
-    ) -> std::sync::MutexGuard<'a, QueueState> {
-        self.changed.wait(state).unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The writer thread's loop.
-    fn serve(&self, host: &str, redact: bool) {
-        loop {
-            let (batch, buf) = {
-                let mut state = self.lock();
-                loop {
-                    if state.closed {
-                        return;
-                    }
-                    if let Some(batch) = state.batches.pop_front() {
-                        state.busy = true;
-                        break (batch, state.spare.pop().unwrap_or_default());
-                    }
-                    state = self.wait(state);
-                }
-            };
-            let failed = FailOnUnwind(self);
-            let buf = write_batch(buf, host, redact, batch);
-            std::mem::forget(failed);
-            let mut state = self.lock();
-            state.lines.push(buf);
-            state.busy = false;
-            self.changed.notify_all();
-        }
-    }
-}
-
-/// Marks the writer thread failed if it unwinds while it holds a batch.
-struct FailOnUnwind<'a>(&'a Queue);
-
-impl Drop for FailOnUnwind<'_> {
-    fn drop(&mut self) {
-        let mut state = self.0.lock();
-        state.busy = false;
-        state.failed = true;
-        self.0.changed.notify_all();
-    }
 }
 
 /// `batch`'s record lines, redacted first with `redact`, written into `buf` (emptied).
@@ -399,18 +326,24 @@ impl Pipeline {
     /// `redact`, each batch is redacted before its lines are written (the batches are handed
     /// over unredacted: see `Reader::with_streamed_batches_unredacted`).
     pub fn start(host: &str, redact: bool) -> Option<Pipeline> {
-        let shared = std::sync::Arc::new(Queue::default());
-        let serving = shared.clone();
+        let pipeline = Pipeline {
+            handoff: Default::default(),
+            spare: Default::default(),
+            host: host.to_string(),
+            redact,
+        };
+        let (serving, spare) = (pipeline.handoff.clone(), pipeline.spare.clone());
         let serving_host = host.to_string();
         std::thread::Builder::new()
             .name("ndjson".into())
-            .spawn(move || serving.serve(&serving_host, redact))
+            .spawn(move || {
+                serving.serve(|batch| {
+                    let buf = lock(&spare).pop().unwrap_or_default();
+                    write_batch(buf, &serving_host, redact, batch)
+                })
+            })
             .ok()?;
-        Some(Pipeline {
-            shared,
-            host: host.to_string(),
-            redact,
-        })
+        Some(pipeline)
     }
 
     /// Hands `batch` to the thread.
@@ -421,40 +354,33 @@ impl Pipeline {
             pieces.push(std::mem::replace(&mut batch, rest));
         }
         pieces.push(batch);
-        let mut state = self.shared.lock();
-        state.batches.extend(pieces);
-        self.shared.changed.notify_all();
+        self.handoff.push(pieces);
     }
 
     /// Gives back a buffer [`Pipeline::take`] gave, once written, for a later batch.
     pub fn recycle(&mut self, buffer: Vec<u8>) {
-        self.shared.lock().spare.push(buffer);
+        lock(&self.spare).push(buffer);
     }
 
     /// The lines of the batches sent so far, oldest first: those written already, or (with
     /// `wait`) all of them, the caller writing those the thread has not started.
     pub fn take(&mut self, wait: bool) -> Vec<Vec<u8>> {
-        let mut state = self.shared.lock();
         if !wait {
-            return std::mem::take(&mut state.lines);
+            return self.handoff.take_done();
         }
-        let mine: Vec<Vec<Record>> = state.batches.drain(..).collect();
-        let mut spare = std::mem::take(&mut state.spare);
-        drop(state);
-        let written: Vec<Vec<u8>> = mine
+        let written: Vec<Vec<u8>> = self
+            .handoff
+            .take_unstarted()
             .into_iter()
             .map(|batch| {
-                let buf = spare.pop().unwrap_or_default();
+                let buf = lock(&self.spare).pop().unwrap_or_default();
                 write_batch(buf, &self.host, self.redact, batch)
             })
             .collect();
-        let mut state = self.shared.lock();
-        state.spare.append(&mut spare);
-        while state.busy {
-            state = self.shared.wait(state);
-        }
-        assert!(!state.failed, "the ndjson thread panicked");
-        let mut lines = std::mem::take(&mut state.lines);
+        let mut lines = self
+            .handoff
+            .wait_idle()
+            .expect("the ndjson thread panicked");
         lines.extend(written);
         lines
     }
@@ -462,10 +388,12 @@ impl Pipeline {
 
 impl Drop for Pipeline {
     fn drop(&mut self) {
-        let mut state = self.shared.lock();
-        state.closed = true;
-        self.shared.changed.notify_all();
+        self.handoff.close();
     }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// About how many bytes `batch`'s record lines take: its texts as they are held (a token is
@@ -862,7 +790,8 @@ mod tests {
     #[test]
     fn a_waiting_caller_writes_the_batches_no_thread_started() {
         let mut pipeline = Pipeline {
-            shared: std::sync::Arc::new(Queue::default()),
+            handoff: Default::default(),
+            spare: Default::default(),
             host: "devbox".into(),
             redact: true,
         };
