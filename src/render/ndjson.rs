@@ -690,23 +690,31 @@ pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A Claude text record of session `s`, with nothing else set.
+    fn text_record(id: String, kind: TextKind, text: String) -> Record {
+        Record {
+            id,
+            harness: clankie_engine::harness::by_name("claude").unwrap(),
+            session: "s".into(),
+            ts: None,
+            agent: None,
+            sidechain: false,
+            body: RecordBody::Text {
+                kind,
+                text: text.into(),
+            },
+            model: None,
+            usage: None,
+        }
+    }
+
     #[test]
     fn the_pipeline_gives_the_lines_of_each_batch_in_the_order_sent() {
         let batch = |n: usize| -> Vec<Record> {
             (0..n)
-                .map(|i| Record {
-                    id: format!("r{n}-{i}"),
-                    harness: clankie_engine::harness::by_name("claude").unwrap(),
-                    session: "s".into(),
-                    ts: None,
-                    agent: None,
-                    sidechain: false,
-                    body: RecordBody::Text {
-                        kind: TextKind::Notice,
-                        text: format!("line {i} \u{1b}[2J \"quoted\"").into(),
-                    },
-                    model: None,
-                    usage: None,
+                .map(|i| {
+                    let text = format!("line {i} \u{1b}[2J \"quoted\"");
+                    text_record(format!("r{n}-{i}"), TextKind::Notice, text)
                 })
                 .collect()
         };
@@ -797,19 +805,9 @@ mod tests {
         };
         let batch = |from: usize, n: usize| -> Vec<Record> {
             (from..from + n)
-                .map(|i| Record {
-                    id: format!("r{i}"),
-                    harness: clankie_engine::harness::by_name("claude").unwrap(),
-                    session: "s".into(),
-                    ts: None,
-                    agent: None,
-                    sidechain: false,
-                    body: RecordBody::Text {
-                        kind: TextKind::User,
-                        text: format!("export API_KEY=k{i}x9Zq4Lw2").into(),
-                    },
-                    model: None,
-                    usage: None,
+                .map(|i| {
+                    let text = format!("export API_KEY=k{i}x9Zq4Lw2");
+                    text_record(format!("r{i}"), TextKind::User, text)
                 })
                 .collect()
         };
