@@ -295,26 +295,38 @@ pub fn records(out: &mut impl Write, host: &str, records: &[Record]) -> io::Resu
 /// The thread ends when the pipeline is dropped.
 pub struct Pipeline {
     handoff: std::sync::Arc<Handoff<Vec<Record>, Vec<u8>>>,
-    /// Buffers written out, handed back to be filled again: a buffer allocated on the thread
-    /// and freed on the caller's would have each batch fault in fresh pages.
-    spare: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
-    /// The host, and whether to redact: for the batches the caller writes.
-    host: String,
-    redact: bool,
+    /// What writes a batch, on the thread or on the caller's.
+    writer: std::sync::Arc<BatchWriter>,
 }
 
-/// `batch`'s record lines, redacted first with `redact`, written into `buf` (emptied).
-fn write_batch(mut buf: Vec<u8>, host: &str, redact: bool, mut batch: Vec<Record>) -> Vec<u8> {
-    if redact {
-        clankie_engine::redact::redact_records(&mut batch);
+/// Writes a batch's record lines, the same on either thread.
+struct BatchWriter {
+    host: String,
+    redact: bool,
+    /// Buffers written out, handed back to be filled again: a buffer allocated on the thread
+    /// and freed on the caller's would have each batch fault in fresh pages.
+    spare: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl BatchWriter {
+    /// `batch`'s record lines, redacted first when asked, in a spare buffer if there is one.
+    fn write(&self, mut batch: Vec<Record>) -> Vec<u8> {
+        if self.redact {
+            clankie_engine::redact::redact_records(&mut batch);
+        }
+        let mut buf = self.spares().pop().unwrap_or_default();
+        buf.clear();
+        // Sized before writing: a buffer grown as it fills copies what it holds at each
+        // doubling, into pages touched for the first time.
+        buf.reserve(lines_len_estimate(self.host.len(), &batch));
+        // Writing into a Vec cannot fail.
+        let _ = records(&mut buf, &self.host, &batch);
+        buf
     }
-    buf.clear();
-    // Sized before writing: a buffer grown as it fills copies what it holds at each
-    // doubling, into pages touched for the first time.
-    buf.reserve(lines_len_estimate(host.len(), &batch));
-    // Writing into a Vec cannot fail.
-    let _ = records(&mut buf, host, &batch);
-    buf
+
+    fn spares(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
+        self.spare.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// A batch is handed to the thread in pieces of at most this many records, so that a caller
@@ -326,24 +338,26 @@ impl Pipeline {
     /// `redact`, each batch is redacted before its lines are written (the batches are handed
     /// over unredacted: see `Reader::with_streamed_batches_unredacted`).
     pub fn start(host: &str, redact: bool) -> Option<Pipeline> {
-        let pipeline = Pipeline {
-            handoff: Default::default(),
-            spare: Default::default(),
-            host: host.to_string(),
-            redact,
-        };
-        let (serving, spare) = (pipeline.handoff.clone(), pipeline.spare.clone());
-        let serving_host = host.to_string();
+        let pipeline = Pipeline::unstarted(host, redact);
+        let (serving, writer) = (pipeline.handoff.clone(), pipeline.writer.clone());
         std::thread::Builder::new()
             .name("ndjson".into())
-            .spawn(move || {
-                serving.serve(|batch| {
-                    let buf = lock(&spare).pop().unwrap_or_default();
-                    write_batch(buf, &serving_host, redact, batch)
-                })
-            })
+            .spawn(move || serving.serve(|batch| writer.write(batch)))
             .ok()?;
         Some(pipeline)
+    }
+
+    /// A pipeline whose thread is not started: until one serves it, a caller that waits
+    /// writes every batch itself.
+    fn unstarted(host: &str, redact: bool) -> Pipeline {
+        Pipeline {
+            handoff: Default::default(),
+            writer: std::sync::Arc::new(BatchWriter {
+                host: host.to_string(),
+                redact,
+                spare: Default::default(),
+            }),
+        }
     }
 
     /// Hands `batch` to the thread.
@@ -359,7 +373,7 @@ impl Pipeline {
 
     /// Gives back a buffer [`Pipeline::take`] gave, once written, for a later batch.
     pub fn recycle(&mut self, buffer: Vec<u8>) {
-        lock(&self.spare).push(buffer);
+        self.writer.spares().push(buffer);
     }
 
     /// The lines of the batches sent so far, oldest first: those written already, or (with
@@ -372,10 +386,7 @@ impl Pipeline {
             .handoff
             .take_unstarted()
             .into_iter()
-            .map(|batch| {
-                let buf = lock(&self.spare).pop().unwrap_or_default();
-                write_batch(buf, &self.host, self.redact, batch)
-            })
+            .map(|batch| self.writer.write(batch))
             .collect();
         let mut lines = self
             .handoff
@@ -390,10 +401,6 @@ impl Drop for Pipeline {
     fn drop(&mut self) {
         self.handoff.close();
     }
-}
-
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// About how many bytes `batch`'s record lines take: its texts as they are held (a token is
@@ -797,12 +804,7 @@ mod tests {
     /// written in pieces.
     #[test]
     fn a_waiting_caller_writes_the_batches_no_thread_started() {
-        let mut pipeline = Pipeline {
-            handoff: Default::default(),
-            spare: Default::default(),
-            host: "devbox".into(),
-            redact: true,
-        };
+        let mut pipeline = Pipeline::unstarted("devbox", true);
         let batch = |from: usize, n: usize| -> Vec<Record> {
             (from..from + n)
                 .map(|i| {
