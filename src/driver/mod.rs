@@ -1778,9 +1778,6 @@ mod tests {
     /// has streamed every record before the failure, redacted, as a plan fed one read after
     /// the other does: the chunk whose redaction was still under way when the next chunk
     /// failed is not lost.
-    /// `with_streamed_batches_unredacted`: `read_page`'s streamed batches come unredacted (the
-    /// caller redacts them), `read_to_end` still hands on redacted pages, and without the
-    /// setting the batches are redacted.
     /// A session of the 20,000 lines `line` makes, over 2 MiB: `--all` reads it in several
     /// chunks, and parses most of them ahead.
     fn twenty_thousand_lines(line: impl Fn(usize) -> String) -> String {
@@ -1789,6 +1786,9 @@ mod tests {
         text
     }
 
+    /// `with_streamed_batches_unredacted`: `read_page`'s streamed batches come unredacted (the
+    /// caller redacts them), `read_to_end` still hands on redacted pages, and without the
+    /// setting the batches are redacted.
     #[test]
     fn streamed_batches_unredacted_only_where_the_caller_redacts_them() {
         let key = "ghp_aB3dE5fG7haB3dE5fG7haB3dE5fG7haB3dE5fG7h";

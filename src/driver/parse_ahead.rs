@@ -26,6 +26,9 @@ const MIN_LINES: usize = 512;
 type Part = (usize, Vec<ParsedLine>);
 
 /// A chunk's lines to parse: where each starts in the file and in the chunk, and its length.
+/// A clone is the same job for the other thread: the same lines and parts, taken from the same
+/// count.
+#[derive(Clone)]
 struct Job {
     chunk: Arc<Vec<u8>>,
     /// (offset in the file, start in the chunk, length).
@@ -39,17 +42,6 @@ struct Job {
 }
 
 impl Job {
-    /// The same job for the other thread: the same lines and parts, taken from the same count.
-    fn share(&self) -> Job {
-        Job {
-            chunk: self.chunk.clone(),
-            lines: self.lines.clone(),
-            next: self.next.clone(),
-            per_part: self.per_part,
-            plain: self.plain,
-        }
-    }
-
     fn parts(&self) -> usize {
         self.lines.len().div_ceil(self.per_part)
     }
@@ -134,7 +126,7 @@ impl ParseAhead {
             false => None,
         };
         if let Some(helper) = helper {
-            helper.handoff.push([mine.share()]);
+            helper.handoff.push([mine.clone()]);
         }
         let mut done = mine.run(&self.ctx);
         if let Some(helper) = &self.helper {
