@@ -1,5 +1,5 @@
 //! `clankie-read grep PATTERN [HOST…]`: the records of every session on the hosts whose text
-//! matches (issue 17). Hosts are searched concurrently, their output printed in the order they
+//! matches. Hosts are searched concurrently, their output printed in the order they
 //! were named (the first host's as it comes, the others' once those before them are done); a
 //! host that fails is reported and the others still answer. Exit 0 when something matched, 1
 //! when nothing did (nothing on stdout), 3 when a host failed.
