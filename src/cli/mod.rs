@@ -20,10 +20,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{Error, Outcome, exit_status};
+use crate::error::{Error, Outcome, UsageError, exit_status};
 use clankie_model::sanitize::{sanitize, sanitize_line};
 
-pub use context::GlobalArgs;
+pub use context::{GlobalArgs, OutputFormat};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -82,6 +82,26 @@ pub enum Command {
     Cache(cache::CacheArgs),
 }
 
+impl Command {
+    /// The name of a subcommand that prints no NDJSON (`--format json` is refused), else
+    /// `None`.
+    fn text_only(&self) -> Option<&'static str> {
+        match self {
+            Command::Script(_) => Some("script"),
+            Command::Completions(_) => Some("completions"),
+            Command::Man(_) => Some("man"),
+            Command::Mcp(_) => Some("mcp"),
+            Command::Read(_)
+            | Command::Ls(_)
+            | Command::Grep(_)
+            | Command::Check(_)
+            | Command::Hosts(_)
+            | Command::Resume(_)
+            | Command::Cache(_) => None,
+        }
+    }
+}
+
 const SUBCOMMANDS: &[&str] = &[
     "read",
     "ls",
@@ -102,6 +122,7 @@ const VALUE_OPTIONS: &[&str] = &[
     "--ssh-config",
     "--root",
     "--color",
+    "--format",
     "--timeout",
     "--reply-timeout",
 ];
@@ -144,6 +165,11 @@ pub fn main() -> ExitCode {
         }
     };
     let verbose = cli.global.verbose;
+    if cli.global.output_format() == OutputFormat::Json
+        && let Some(command) = cli.command.text_only()
+    {
+        return finish(Err(UsageError::NoNdjson { command }.into()), verbose);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -163,7 +189,7 @@ pub fn main() -> ExitCode {
             Command::Completions(args) => completions::run(args),
             Command::Man(args) => man::run(args),
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
-            Command::Cache(args) => cache::run(args),
+            Command::Cache(args) => cache::run(&cli.global, args),
         }
     });
     finish(result, verbose)
