@@ -66,16 +66,13 @@ pub struct GlobalArgs {
     pub color: ColorChoice,
     /// Output: text for people, or NDJSON for scripts (docs/ndjson.md). `script`,
     /// `completions`, `man` and `mcp` print text only.
-    #[arg(
-        long,
-        global = true,
-        value_enum,
-        default_value_t = OutputFormat::Text,
-        overrides_with = "json"
-    )]
+    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
     /// The same as --format json.
-    #[arg(long, global = true, overrides_with = "format")]
+    // `main` spells it `--format=json` before clap parses the line, so that the last of the two
+    // wins wherever each stands (clap's `overrides_with` does not reach across a subcommand's
+    // level); declared here for --help, the man page and completion.
+    #[arg(long, global = true)]
     pub json: bool,
     /// Say more on stderr.
     #[arg(short, long, global = true)]
@@ -96,7 +93,8 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
-    /// `--format`, or `--json`: whichever was given last.
+    /// `--format`, or `--json` (on a line parsed without `main`'s spelling of it as
+    /// `--format=json`).
     pub fn output_format(&self) -> OutputFormat {
         if self.json {
             OutputFormat::Json
