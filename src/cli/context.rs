@@ -66,7 +66,13 @@ pub struct GlobalArgs {
     pub color: ColorChoice,
     /// Output: text for people, or NDJSON for scripts (docs/ndjson.md). `script`,
     /// `completions`, `man` and `mcp` print text only.
-    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = OutputFormat::Text,
+        overrides_with = "format"
+    )]
     pub format: OutputFormat,
     /// The same as --format json.
     // `main` spells it `--format=json` before clap parses the line, so that the last of the two
