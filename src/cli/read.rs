@@ -51,9 +51,6 @@ pub struct ReadArgs {
     /// Records per page, 1 to 200.
     #[arg(long, short = 'n', value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=MAX_LIMIT as i64))]
     pub limit: u16,
-    /// NDJSON output: one `record` object per line, then one `page` object.
-    #[arg(long)]
-    pub json: bool,
     /// Irregular sources fail: a stale cursor exits 5, a malformed record exits 6.
     #[arg(long)]
     pub strict: bool,
@@ -139,7 +136,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     };
     let interval = interval(&args)?;
     let ctx = Context::new(global)?;
-    let mut renderer = ctx.renderer(args.json, args.full);
+    let mut renderer = ctx.renderer(args.full);
     let on_terminal = tty::stdout_is_terminal();
     if let Some(text) = renderer.text_options_mut() {
         text.thinking = !args.no_thinking;
@@ -148,7 +145,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         text.cursor_line = on_terminal && !args.follow;
         text.screen = !args.follow;
     }
-    let out = if on_terminal && !args.json && !args.follow && !args.no_pager {
+    let out = if on_terminal && !renderer.is_ndjson() && !args.follow && !args.no_pager {
         PagedStdout::paged()
     } else {
         PagedStdout::direct()
@@ -289,7 +286,7 @@ async fn follow_host(
     let filter = args.filters.parse()?;
     let interval = interval(args)?;
     let ctx = Context::new(global)?;
-    let mut renderer = ctx.renderer(args.json, args.full);
+    let mut renderer = ctx.renderer(args.full);
     if let Some(text) = renderer.text_options_mut() {
         text.thinking = !args.no_thinking;
         text.cursor_line = false;
@@ -372,7 +369,7 @@ struct HostPrintSink<'a> {
     harness: &'static str,
     session: String,
     prefix: String,
-    /// Text output of one batch, before its lines are prefixed.
+    /// Text output of one batch, before its lines are prefixed (kept between batches).
     buf: Vec<u8>,
 }
 
@@ -398,30 +395,24 @@ impl FeedSink for HostPrintSink<'_> {
         } else {
             records
         };
-        if matches!(self.renderer, Renderer::Ndjson) {
-            return self.renderer.records(&mut self.out, self.host, records);
-        }
-        self.buf.clear();
-        self.renderer.records(&mut self.buf, self.host, records)?;
-        for line in self.buf.split_inclusive(|&b| b == b'\n') {
-            self.out.write_all(self.prefix.as_bytes())?;
-            self.out.write_all(line)?;
-        }
-        Ok(())
+        self.renderer.prefixed_records(
+            &mut self.out,
+            self.host,
+            &self.prefix,
+            &mut self.buf,
+            records,
+        )
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
         let filtered = std::mem::take(&mut self.filtered);
-        if !matches!(self.renderer, Renderer::Ndjson) {
-            return Ok(());
-        }
         let info = PageInfo {
             host: self.host,
             harness: self.harness,
             session: &self.session,
             filtered: self.filter.is_active().then_some(filtered),
         };
-        self.renderer.page_end(&mut self.out, &info, page)
+        self.renderer.follow_page_end(&mut self.out, &info, page)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

@@ -33,6 +33,7 @@ mod mux;
 mod ndjson_doc;
 mod odd_names;
 mod opencode_tree;
+mod output_format;
 mod pager;
 mod progress;
 mod redaction;
