@@ -11,6 +11,8 @@ use clankie_engine::wal::WalIndex;
 use clankie_host::{Host, HostError};
 use clankie_model::{FileEntry, ReadResult, display_path};
 
+#[cfg(doc)]
+use super::first_reads;
 use super::snapshot::{Headers, Snapshot};
 use super::{CACHE_BYTES, DatabaseError, HANDOVER_TIME};
 

@@ -6,6 +6,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+#[cfg(doc)]
+use clankie_engine::database::Database;
+
 use super::cache::{Pages, lock};
 use super::walk::IndexHint;
 use super::{MAX_READ_AHEAD_PAGES, btree, vfs};

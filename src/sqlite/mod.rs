@@ -9,7 +9,7 @@
 //!   does not have sends the page number over a channel and waits; the async side (the
 //!   snapshot's methods, awaiting the query) answers by reading the host, with the pages
 //!   queued meanwhile and, when SQLite reads a run of adjacent pages (a table scan, an
-//!   overflow chain) or the next children of an interior page ([`host_pages::Siblings`]), a
+//!   overflow chain) or the next children of an interior page (`host_pages::Siblings`), a
 //!   read-ahead window that doubles up to [`MAX_READ_AHEAD_PAGES`]. So any tokio runtime works,
 //!   the current-thread one too. The host's files are never opened by SQLite, so no `-shm`,
 //!   journal or lock ever appears next to them.
@@ -76,6 +76,8 @@ mod tests;
 pub use cache::Databases;
 pub use snapshot::Snapshot;
 
+#[cfg(doc)]
+use clankie_engine::database::Database;
 use clankie_host::HostError;
 use clankie_model::ByteRange;
 

@@ -15,6 +15,8 @@ use clankie_host::Host;
 use clankie_model::FileEntry;
 
 use super::DatabaseError;
+#[cfg(doc)]
+use super::Databases;
 use super::host_pages::{HostPages, Request, Tracker};
 use super::snapshot::Snapshot;
 use super::walk::IndexHint;

@@ -10,6 +10,10 @@ use rusqlite::Connection;
 use clankie_engine::database::{Database, QueryError};
 use clankie_host::Host;
 
+#[cfg(doc)]
+use super::Databases;
+#[cfg(doc)]
+use super::cache::Pages;
 use super::cache::{Handover, lock};
 use super::host_pages::{HostPages, Request};
 use super::queries::{Queries, index_roots};

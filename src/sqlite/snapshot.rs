@@ -12,6 +12,8 @@ use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::{MAX_READ_BYTES, MAX_SOURCE_BYTES};
 use clankie_model::{ByteRange, FileEntry, Harness, ReadResult, display_path};
 
+#[cfg(doc)]
+use super::Databases;
 use super::cache::{Opened, Pages, Stamp, lock};
 use super::runner::Worker;
 use super::{DB_HEADER, DatabaseError, FIRST_READ, HANDOVER_TIME};

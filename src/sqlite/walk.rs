@@ -6,6 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+#[cfg(doc)]
+use clankie_engine::database::IndexRead;
+
 use super::btree;
 use super::cache::Pages;
 
@@ -36,7 +39,7 @@ pub(super) struct IndexStep {
     keys: Vec<usize>,
 }
 
-/// One descent of [`Snapshot::prefetch`] in progress.
+/// One descent of `Snapshot::prefetch` in progress.
 pub(super) enum Walk {
     /// Down an index to the entries of its keys; `found`: the entries so far, by place.
     Index {
