@@ -41,7 +41,6 @@
 //!   `message` rows) are read from `session_message`; the rest from `message` / `part`.
 //!   `OPENCODE_DB` (see `Layout::db_env`) is honoured by the local host and the POSIX list
 //!   script, not yet by the PowerShell one.
-
 //!
 //! Its files, by concern:
 //! - `cache.rs`: [`Databases`], the pages kept per database for the reader's run, and the
