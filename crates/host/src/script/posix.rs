@@ -37,9 +37,10 @@
 //!   of `"$f<i>"` words, never as script text. Without a `stat` that answers for every file,
 //!   they are read one by one.
 
-use super::{Invocation, MAX_RANGES, aligned, quote};
+use super::{Invocation, aligned, quote};
 use crate::{FileRef, FirstRead, PathHint, check_ranges, check_relative_path};
 use clankie_model::harness::ID_MARK;
+use clankie_model::limits::MAX_RANGES;
 use clankie_model::{ByteRange, Harness, RootSpec};
 
 /// The exec string for every POSIX host: plain words that every login shell passes unchanged.
