@@ -118,6 +118,11 @@
 //! [`HostError::ReplyTooLarge`] (exit 6); one that breaks the format — a wrong nonce or missing
 //! markers ([`HostError::ShellNotClean`]), a line out of place, invalid or cut-off base64 or hex,
 //! an unknown `ERR` code ([`HostError::Protocol`]) — is the host's fault (exit 3).
+//!
+//! [`MAX_LIST_REPLY_BYTES`]: clankie_model::limits::MAX_LIST_REPLY_BYTES
+//! [`HostError::ReplyTooLarge`]: crate::HostError::ReplyTooLarge
+//! [`HostError::ShellNotClean`]: crate::HostError::ShellNotClean
+//! [`HostError::Protocol`]: crate::HostError::Protocol
 
 mod decode;
 mod dialect;

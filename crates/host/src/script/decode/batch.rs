@@ -45,6 +45,8 @@ pub enum BatchRead {
 
 /// Decodes a batched read reply ([`posix::read_many_script`]): one result per file, in order,
 /// a file that must be read again ([`BatchRead::Again`]) as an error saying so.
+///
+/// [`posix::read_many_script`]: crate::script::posix::read_many_script
 pub fn decode_read_many(
     host: &str,
     nonce: &str,
@@ -74,6 +76,8 @@ pub fn decode_read_many(
 /// as the sizes say. Files before the first one that changed are answered; that one and every
 /// file after it in the block are [`BatchRead::Again`], as is every file of a block whose
 /// length is wrong.
+///
+/// [`posix::read_many_script`]: crate::script::posix::read_many_script
 pub fn decode_read_batch(
     host: &str,
     nonce: &str,

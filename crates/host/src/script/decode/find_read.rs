@@ -28,6 +28,8 @@ pub fn find_read_reply_limit(roots: &[RootSpec], tops: &[crate::TopReads]) -> us
 
 /// Decodes a find-and-read reply ([`posix::find_read_script`]): the narrowed listing, and the
 /// read of its one file when a `HIT` line says it follows.
+///
+/// [`posix::find_read_script`]: crate::script::posix::find_read_script
 pub fn decode_find_read(
     host: &str,
     nonce: &str,
@@ -40,6 +42,8 @@ pub fn decode_find_read(
 
 /// [`decode_find_read`] of [`posix::find_read_script_with`]'s reply: also the `TOP` sections,
 /// the reads of `tops` (each of a top file the listing names: one it does not name is skipped).
+///
+/// [`posix::find_read_script_with`]: crate::script::posix::find_read_script_with
 pub fn decode_find_read_with(
     host: &str,
     nonce: &str,

@@ -46,6 +46,8 @@ pub struct ListReading {
 /// that breaks its format or its checks answers none of its files (they are read the usual
 /// way); the listing is held to [`decode_list`]'s rules. With `max_file` `None`, a reply that
 /// reads along is refused like any other stray line.
+///
+/// [`posix::list_reading_script`]: crate::script::posix::list_reading_script
 pub fn decode_list_reading(
     host: &str,
     nonce: &str,

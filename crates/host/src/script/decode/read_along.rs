@@ -92,6 +92,8 @@ impl BlockMarkers {
 }
 
 /// One read block ([`posix::list_reading_script`]), taken apart but not yet checked.
+///
+/// [`posix::list_reading_script`]: crate::script::posix::list_reading_script
 pub(in crate::script) struct ReadBlock<'a> {
     root: u64,
     pub(in crate::script) dirs: u64,
