@@ -9,6 +9,7 @@ use super::context::{Context, GlobalArgs, split_target, whole_host};
 use crate::driver::follow::{
     FeedError, FeedSink, FollowOptions, HostFeed, HostFeedSink, SessionFeed, TokioClock,
 };
+use crate::driver::request::{Pages, ReadRequest};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
 use crate::render::PageInfo;
@@ -18,9 +19,9 @@ use crate::render::progress::Progress;
 use crate::render::tty;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
-use clankie_engine::harness::{self, Source};
+use clankie_engine::harness;
+use clankie_engine::page::Mode;
 use clankie_engine::page::Page;
-use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::resolve::SessionQuery;
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
@@ -129,14 +130,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     if let Some(harness) = whole_host(session_arg) {
         return follow_host(global, &args, host_name, harness).await;
     }
-    let query = SessionQuery::parse(session_arg)?;
-    let filter = args.filters.parse()?;
-    let mode = match (&args.since, args.head, args.all) {
-        (Some(cursor), _, _) => Mode::Since(Cursor::decode(cursor)?),
-        (None, true, _) => Mode::Head,
-        (None, _, true) => Mode::All,
-        _ => Mode::Tail,
-    };
+    let request = read_request(host_name, session_arg, &args)?;
     let interval = interval(&args)?;
     let ctx = Context::new(global)?;
     let mut renderer = ctx.renderer(args.json, args.full);
@@ -153,13 +147,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     } else {
         PagedStdout::direct()
     };
-    let request = PageRequest {
-        mode,
-        limit: usize::from(args.limit),
-        strict: args.strict,
-        redact: !args.no_redact,
-    };
-    if request.redact {
+    if request.page.redact {
         // Built on a thread of their own, the redaction's automata are ready by the first
         // text, and their millisecond overlaps opening the host and resolving the session.
         std::thread::spawn(clankie_engine::redact::prepare);
@@ -174,14 +162,14 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     // every poll.
     let mut reader = Reader::new(&host);
     // `--all --json`'s batches are redacted on the thread that writes them (`PrintSink`).
-    let redact_streamed = request.redact && matches!(renderer, Renderer::Ndjson);
+    let redact_streamed = request.page.redact && matches!(renderer, Renderer::Ndjson);
     if redact_streamed {
         reader = reader.with_streamed_batches_unredacted();
     }
     if matches!(renderer, Renderer::Ndjson) {
         reader = reader.with_texts_as_json_tokens();
     }
-    if matches!(request.mode, Mode::Tail) {
+    if matches!(request.page.mode, Mode::Tail) {
         // One read for a page of a few KiB a record (over SSH: one exec for the session's
         // resolution and its page).
         reader = reader.with_tail_window(FIRST_TAIL_WINDOW_BYTES);
@@ -193,9 +181,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         );
     }
     // Resolving reads the session's first range in the same round trip when it can.
-    let session = reader
-        .resolve_for_read(&roots_for(&opened.roots, query.harness), &query, &request)
-        .await?;
+    let session = request.resolve(&reader, &opened.roots).await?;
     let mut sink = PrintSink {
         renderer,
         out,
@@ -205,7 +191,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             session: &session.id,
             filtered: None,
         },
-        filter: &filter,
+        filter: &request.filter,
         filtered: 0,
         progress,
         on_terminal,
@@ -213,11 +199,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         redact_streamed,
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
-    let page = if args.all && args.since.is_some() {
-        all_since(&reader, &session, request, &mut sink).await
-    } else {
-        feed.page(request, &mut sink).await
-    };
+    let page = request.read(&mut feed, &mut sink).await;
     sink.progress.finish();
     // The page is whole: held output goes out, or the pager is waited for, before anything
     // else is said.
@@ -252,6 +234,23 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             .await?;
     }
     Ok(Outcome::Done)
+}
+
+/// The read `args` ask for of `session` on `host`, made by the driver's request builder (as the
+/// MCP server's `read_session` makes its own). Checked in the order a user meets the
+/// options: the session, the filters, then the cursor.
+fn read_request(host: &str, session: &str, args: &ReadArgs) -> Result<ReadRequest, Error> {
+    let query = SessionQuery::parse(session)?;
+    let filter = args.filters.parse()?;
+    let pages = match (&args.since, args.head, args.all) {
+        (Some(cursor), _, true) => Pages::AllSince(Cursor::decode(cursor)?),
+        (Some(cursor), _, false) => Pages::Since(Cursor::decode(cursor)?),
+        (None, true, _) => Pages::Head,
+        (None, _, true) => Pages::All,
+        _ => Pages::Tail,
+    };
+    let request = ReadRequest::new(host, query, pages, usize::from(args.limit), filter);
+    Ok(request.strict(args.strict).redacted(!args.no_redact))
 }
 
 /// `--interval` as a duration; zero, negative or not a number is a usage error.
@@ -430,53 +429,6 @@ impl FeedSink for HostPrintSink<'_> {
 
     fn warning(&mut self, line: &str) {
         super::warn(&[line.to_string()]);
-    }
-}
-
-/// `--all --since CURSOR`: every record after the cursor, page after page, within the bound of
-/// one run, ending with one page line. The bound counts the source read past the cursor, and
-/// for a source each page fetches whole (a document, a compressed transcript) every fetch.
-async fn all_since<H: Host>(
-    reader: &Reader<'_, H>,
-    session: &SessionFile,
-    first: PageRequest,
-    sink: &mut impl FeedSink,
-) -> Result<Page, FeedError> {
-    let offset = |mode: &Mode| match mode {
-        Mode::Since(Cursor::Lines(c)) => Some(c.resume),
-        _ => None,
-    };
-    let start = offset(&first.mode);
-    let fetched_per_page = match harness::source(session) {
-        Source::Document | Source::ZstdLines | Source::Tree => session.entry.size,
-        // Line ranges are counted by the cursor; a database's copy is kept between pages.
-        Source::Lines | Source::Database => 0,
-    };
-    let mut fetched = 0u64;
-    let mut request = PageRequest {
-        limit: MAX_LIMIT,
-        ..first
-    };
-    loop {
-        fetched = fetched.saturating_add(fetched_per_page);
-        let page = reader.read_page(session, request.clone(), |_| {}).await?;
-        for warning in &page.warnings {
-            sink.warning(warning);
-        }
-        if !page.records.is_empty() {
-            sink.records(&page.records)?;
-        }
-        let next = Mode::Since(page.cursor.clone());
-        let read = offset(&next)
-            .zip(start)
-            .map_or(0, |(now, from)| now.saturating_sub(from));
-        if !page.more || read.max(fetched) >= MAX_SOURCE_BYTES {
-            sink.page_end(&page)?;
-            sink.flush()?;
-            return Ok(page);
-        }
-        sink.flush()?;
-        request.mode = next;
     }
 }
 
