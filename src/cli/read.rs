@@ -579,4 +579,110 @@ mod tests {
             "x        a\\x1b[2J         │ "
         );
     }
+
+    /// The CLI's `read` and the MCP server's `read_session`, given the same read, build the
+    /// same request with the driver's builder, field for field, and reading it the CLI's way
+    /// (through a feed into a sink) and the server's (a page at once) gives the same session,
+    /// page and records shown.
+    #[test]
+    fn the_cli_and_mcp_build_and_read_the_same_request() {
+        use crate::driver::follow::SessionFeed;
+        use crate::driver::testing::{Recorder, SHORT, block_on, claude_path};
+        use crate::mcp::read_request as mcp_request;
+        use crate::mcp::tools::ReadSessionArgs;
+        use clankie_host::memory::MemoryHost;
+        use clap::Parser;
+        use serde_json::json;
+
+        let id = "55604662-cf2a-4331-851a-ec234028f8ca";
+        let host = MemoryHost::new("local");
+        host.put(&claude_path(&host, id), SHORT.as_bytes());
+        let cli_request = |args: &[&str]| {
+            let cli =
+                super::super::Cli::try_parse_from([&["clankie-read", "read"][..], args].concat())
+                    .unwrap();
+            let super::super::Command::Read(args) = cli.command else {
+                unreachable!("a read was parsed")
+            };
+            let (host, session) = split_target(&args.target).unwrap();
+            read_request(host, session, &args).unwrap()
+        };
+        let mcp_request = |arguments: serde_json::Value| {
+            let args: ReadSessionArgs = serde_json::from_value(arguments).unwrap();
+            mcp_request(&args).unwrap()
+        };
+        block_on(async {
+            let reader = Reader::new(&host);
+            let head = cli_request(&["local:55604662", "--head", "-n", "3"]);
+            let session = head.resolve(&reader, &[]).await.unwrap();
+            let head = reader.read_page(&session, head.page, |_| {}).await.unwrap();
+            let cursor = head.cursor.encode();
+            let named = format!("local:claude/{id}");
+            let reads = [
+                (
+                    vec!["local:55604662", "-n", "4"],
+                    json!({"target": "local:55604662", "limit": 4}),
+                ),
+                (
+                    vec![&named, "--head", "-n", "3", "--kind", "user,tools"],
+                    json!({"target": named, "mode": "head", "limit": 3,
+                           "kinds": ["user", "tools"]}),
+                ),
+                (
+                    vec!["55604662", "--since", &cursor, "-n", "2"],
+                    json!({"target": "55604662", "mode": "since", "cursor": cursor, "limit": 2}),
+                ),
+            ];
+            for (cli_args, arguments) in reads {
+                let cli = cli_request(&cli_args);
+                let mcp = mcp_request(arguments.clone());
+                assert_eq!(cli.host, mcp.host, "{arguments}");
+                assert_eq!(cli.query, mcp.query, "{arguments}");
+                assert_eq!(cli.page.mode, mcp.page.mode, "{arguments}");
+                assert_eq!(cli.page.limit, mcp.page.limit, "{arguments}");
+                assert_eq!(cli.page.strict, mcp.page.strict, "{arguments}");
+                assert_eq!(cli.page.redact, mcp.page.redact, "{arguments}");
+                assert_eq!(cli.to_the_end, mcp.to_the_end, "{arguments}");
+                assert_eq!(
+                    format!("{:?}", cli.filter),
+                    format!("{:?}", mcp.filter),
+                    "{arguments}"
+                );
+
+                let cli_session = cli.resolve(&reader, &[]).await.unwrap();
+                let mut sink = Recorder::default();
+                let mut feed = SessionFeed::new(&reader, &cli_session, false);
+                let cli_page = cli.read(&mut feed, &mut sink).await.unwrap();
+                let mcp_session = mcp.resolve(&reader, &[]).await.unwrap();
+                let mcp_page = mcp.read_page(&reader, &mcp_session).await.unwrap();
+                assert_eq!(cli_session, mcp_session, "{arguments}");
+                assert_eq!(cli_page, mcp_page, "{arguments}");
+                assert_eq!(sink.records, mcp_page.records, "{arguments}");
+                assert!(!mcp_page.records.is_empty(), "{arguments}");
+                let shown = |request: &ReadRequest, records: &[Record]| -> Vec<String> {
+                    let kept = records.iter().filter(|r| request.filter.keeps(r));
+                    kept.map(|r| r.id.clone()).collect()
+                };
+                assert_eq!(
+                    shown(&cli, &sink.records),
+                    shown(&mcp, &mcp_page.records),
+                    "{arguments}"
+                );
+            }
+
+            // `--all --since`: the pages after the cursor, read to the end by both ways.
+            let cli = cli_request(&["55604662", "--all", "--since", &cursor]);
+            assert!(cli.to_the_end);
+            let session = cli.resolve(&reader, &[]).await.unwrap();
+            let mut sink = Recorder::default();
+            let mut feed = SessionFeed::new(&reader, &session, false);
+            let last = cli.read(&mut feed, &mut sink).await.unwrap();
+            let whole = cli.read_page(&reader, &session).await.unwrap();
+            assert!(!last.more);
+            assert_eq!(sink.page_ends(), [(false, false)]);
+            assert_eq!(whole.cursor, last.cursor);
+            assert_eq!(whole.records, sink.records);
+            assert!(!sink.records.is_empty());
+        });
+    }
 }
