@@ -596,7 +596,7 @@ mod tests {
 
         let id = "55604662-cf2a-4331-851a-ec234028f8ca";
         let host = MemoryHost::new("local");
-        host.put(&claude_path(&host, id), SHORT.as_bytes());
+        host.put(claude_path(&host, id), SHORT.as_bytes());
         let cli_request = |args: &[&str]| {
             let cli =
                 super::super::Cli::try_parse_from([&["clankie-read", "read"][..], args].concat())

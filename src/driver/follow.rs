@@ -165,9 +165,11 @@ impl<'a, H: Host> SessionFeed<'a, H> {
 
     /// Polls from `cursor` every `options.interval` and gives the sink what completed, until
     /// `stop` resolves (or `options.polls` polls ran). Each poll reads pages until caught up.
-    /// A host error that [`retries`](super::retry::Recovery::retries) drops the connection, warns, and
-    /// retries from the last cursor after 1 s, then 2 s, … at most 30 s; the first poll that
-    /// succeeds after warns that the host is back. Returns the last cursor.
+    /// A host error that the retry policy retries ([`Recovery::retries`]) drops the connection,
+    /// warns, and retries from the last cursor after 1 s, then 2 s, … at most 30 s; the first
+    /// poll that succeeds after warns that the host is back. Returns the last cursor.
+    ///
+    /// [`Recovery::retries`]: super::retry::Recovery::retries
     pub async fn follow(
         &mut self,
         cursor: Cursor,
