@@ -237,8 +237,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
 }
 
 /// The read `args` ask for of `session` on `host`, made by the driver's request builder (as the
-/// MCP server's `read_session` makes its own). Checked in the order a user meets the
-/// options: the session, the filters, then the cursor.
+/// MCP server's `read_session` makes its own). The session is checked first, then the
+/// filters, then the cursor: the first that is wrong is the one reported.
 fn read_request(host: &str, session: &str, args: &ReadArgs) -> Result<ReadRequest, Error> {
     let query = SessionQuery::parse(session)?;
     let filter = args.filters.parse()?;

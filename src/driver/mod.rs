@@ -117,7 +117,7 @@ pub struct Reader<'h, H: Host> {
     /// the planner's default ([`Reader::with_tail_window`]).
     tail_window: Option<u64>,
     /// The bytes the last tail page read from a file of lines spanned
-    /// ([`ReadPlan::tail_page_bytes`]).
+    /// ([`ReadPlan::tail_page_bytes`](clankie_engine::plan::ReadPlan::tail_page_bytes)).
     last_tail_bytes: std::sync::Mutex<Option<u64>>,
     /// Reads done ahead (with the resolution, or batched for many sessions), each served once
     /// to the read it answers; by file (root, path), as `check` keeps one for each of
@@ -197,6 +197,8 @@ impl<'h, H: Host> Reader<'h, H> {
     /// This reader, starting a tail's first read `bytes` before the session's end
     /// ([`ReadPlan::with_tail_window`]): the MCP server sizes it for the page from its last
     /// read of the session, so that a warm tail is one read.
+    ///
+    /// [`ReadPlan::with_tail_window`]: clankie_engine::plan::ReadPlan::with_tail_window
     pub fn with_tail_window(mut self, bytes: u64) -> Reader<'h, H> {
         self.tail_window = Some(bytes);
         self
@@ -218,8 +220,8 @@ impl<'h, H: Host> Reader<'h, H> {
 
     /// Reads one page of a resolved session, calling `emit` with records as they complete (for
     /// `--all`, which streams). The returned page holds no records that were already emitted.
-    /// A session of lines is read through the planner ([`lines`]); any other is read whole and
-    /// paged over its records ([`rows`]).
+    /// A session of lines is read through the planner (`lines.rs`); any other is read whole and
+    /// paged over its records (`rows.rs`).
     pub async fn read_page(
         &self,
         session: &SessionFile,

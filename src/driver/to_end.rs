@@ -26,6 +26,8 @@ impl<'h, H: Host> Reader<'h, H> {
 
     /// [`Reader::read_to_end`] whose first page is `in_hand` when given (paged already from
     /// what was read ahead, [`InHand::page`]): only the pages after it are read.
+    ///
+    /// [`InHand::page`]: super::InHand::page
     pub async fn read_to_end_from<E: From<DriverError>>(
         &self,
         session: &SessionFile,
