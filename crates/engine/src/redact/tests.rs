@@ -556,6 +556,101 @@ fn assignments() {
     keep("Password: required");
 }
 
+/// Code assigns expressions to secret-named variables: no marker lands in one (over 23 real
+/// sessions, `token = Base.url_encode64(:crypto.strong_rand_bytes(24), padding: false)` read
+/// `token = [REDACTED:assignment]), padding: false)`).
+#[test]
+fn assignments_of_expressions_stay() {
+    keep("token = Base.url_encode64(:crypto.strong_rand_bytes(24), padding: false)");
+    keep("    token = :crypto.strong_rand_bytes(@rand_size)\n    {token, hash}");
+    keep("let api_key = env::var(\"OPENAI_API_KEY\")?;");
+    keep("const token = req.headers.authorization?.split(' ')[1];");
+    keep("token: res?.data?.token, password: data2.get(\"pw\"), secret: config.v2.secret");
+    keep("fn new(token: &str, password: Option<String>, api_key: u128) -> Self");
+    keep("token = token_v2; api_key=API_KEY_2; secret: *default_secret; password: !vault |");
+    keep("export GITHUB_TOKEN=$(gh auth token); TOKEN=`cat ~/.token`");
+    keep("password: ${{ secrets.DB_PASSWORD }}; token := os.Getenv(\"TOKEN\")");
+    keep("token = SecureRandom.hex(32); password: ENV.fetch(\"DB_PASSWORD\"); secret: :crypto");
+    keep("api_key: @api_key, token => $token, passwd = tokens[2]");
+    // The secrets beside them still go.
+    check(
+        "token = \"Zx9-s3cr3t\"; token = s3cr3t-Zx9",
+        "token = \"[REDACTED:assignment]\"; token = [REDACTED:assignment]",
+    );
+}
+
+/// A quoted value goes only when it reads as a secret: not a word, a name, a message, a path,
+/// a URL or a template.
+#[test]
+fn quoted_words_messages_paths_and_templates_stay() {
+    keep("test_token = \"music\"; password = 'swordfish'");
+    keep("errors.password = \"Password is required\"; secret: \"Keep it safe, always.\"");
+    keep("api_key: \"YOUR_API_KEY\"; private_key: \"~/.ssh/id_ed25519\"");
+    keep("private_key = \"/etc/app/keys/signing.pem\"; token: \"https://example.com/oauth\"");
+    keep("password: \"#{user.password}\"; token = \"${TOKEN:-dev}\"; api_key = \"{{ key }}\"");
+    keep("token: \"4096\"; secret: \"abc\"");
+    // A long random mix of letters, digits or symbols is a secret.
+    check(
+        "api_key: \"hQzKxWbTmRcNvLpYsDfGjAeUiOoPlKjHgF\"",
+        "api_key: \"[REDACTED:assignment]\"",
+    );
+    check(
+        "password = \"correct-horse-9\"",
+        "password = \"[REDACTED:assignment]\"",
+    );
+}
+
+/// Text that is itself escaped (a JSON line printed as it is, a string literal holding code):
+/// a marker replaces a whole token, never a backslash of an escape (`test_token = \"music\"`
+/// lost one into the marker).
+#[test]
+fn markers_replace_whole_tokens_and_never_split_an_escape() {
+    keep("check(\"test_token = \\\"music\\\"\", want)");
+    keep("{\"input\":{\"token\":\"\\\"music\\\"\"}}");
+    check(
+        "check(\"test_token = \\\"s3cr3t-Zx9\\\"\", want)",
+        "check(\"test_token = \\\"[REDACTED:assignment]\\\"\", want)",
+    );
+    check(
+        "{\"token\":\"\\\"s3cr3t-Zx9\\\"\"}",
+        "{\"token\":\"\\\"[REDACTED:assignment]\\\"\"}",
+    );
+    check(
+        "{\\\"password\\\": \\\"s3cr3t-Zx9\\\", \\\"user\\\": \\\"me\\\"}",
+        "{\\\"password\\\": \\\"[REDACTED:assignment]\\\", \\\"user\\\": \\\"me\\\"}",
+    );
+    check(
+        "{\"command\": \"PASSWORD=S3cr3t-pw\\nNEXT=1\"}",
+        "{\"command\": \"PASSWORD=[REDACTED:assignment]\\nNEXT=1\"}",
+    );
+    check(
+        "echo \"TOKEN=abc123\\\"\" > .env",
+        "echo \"TOKEN=[REDACTED:assignment]\\\"\" > .env",
+    );
+    check(
+        "\"url\": \"/api?token=abc123&page=2\"",
+        "\"url\": \"/api?token=[REDACTED:assignment]&page=2\"",
+    );
+    // A quoted value with an escape inside goes whole; one with a backslash at its end too.
+    check(
+        "password = \"p4ss\\\"w0rd\"",
+        "password = \"[REDACTED:assignment]\"",
+    );
+    check(
+        "password = 'C:\\\\pw\\\\Zx9'",
+        "password = '[REDACTED:assignment]'",
+    );
+    // Other rules' values end before an escape too.
+    check(
+        "\"curl -H \\\"Authorization: Bearer abc123def456\\\" https://x\"",
+        "\"curl -H \\\"Authorization: Bearer [REDACTED:authorization]\\\" https://x\"",
+    );
+    check(
+        "\"mysql -uroot -pS3cr3t-pw\\nexit\"",
+        "\"mysql -uroot -p[REDACTED:cli_password]\\nexit\"",
+    );
+}
+
 #[test]
 fn already_redacted_values_are_not_relabelled() {
     let key = format!("sk-ant-api03-{}AA", base62(93));
