@@ -36,6 +36,7 @@ mod opencode_tree;
 mod pager;
 mod progress;
 mod redaction;
+mod redaction_precision;
 mod resume;
 mod round_trips;
 mod sqlite;

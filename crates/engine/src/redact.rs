@@ -27,9 +27,15 @@
 //! prefixes and lengths, keyword rules (`Authorization:`, `PASSWORD=`, `scheme://user:pass@`,
 //! `mysql -pSECRET`, `.netrc`'s `password`) only when the value is not a placeholder (`$VAR`,
 //! `<token>`, `***`, empty) and, unquoted, not an expression (`api_key=api_key`,
-//! `token = os.environ[…]`). Each rule's test in `redact/tests.rs` keeps near-misses beside
-//! its secrets: prose that names the shape, ports (`ssh -p 22`, `mysql -P 3306`), identifiers
-//! (`shelf_life`, `hf_hub_download`).
+//! `token = os.environ[…]`); `assignment`, whose keywords name variables in every program,
+//! only when the value reads as a secret ([`is_secret_value`]: no call, path of names, type,
+//! template, word, message or file path). A marker replaces a whole token: in text that is
+//! itself escaped (a JSON line, a string literal) it never takes part of an escape sequence
+//! (`\"`, `\n`). Each rule's test in `redact/tests.rs` keeps near-misses beside its secrets:
+//! prose that names the shape, ports (`ssh -p 22`, `mysql -P 3306`), identifiers
+//! (`shelf_life`, `hf_hub_download`), code. Over every transcript in `tests/fixtures/` and
+//! the code-heavy corpus `tests/fixtures/precision/`, the redactions made are exactly a
+//! reviewed list (`tests/it/redaction_precision.rs`).
 
 use std::ops::Range;
 use std::sync::{LazyLock, OnceLock};
@@ -343,9 +349,9 @@ const RULES: &[Rule] = &[
     },
     // Secret-named assignments in env files, shells, config and code: the value after
     // `PASSWORD=`, `DB_PASSWORD: `, `"api_key": "…"`, `SECRET_KEY => '…'`, `GITHUB_TOKEN=…`,
-    // `"api_key": 12345678901234`; each string of an array, `"secret": ["…", "…"]`; in text
-    // that is itself escaped (a JSON line or a string literal printed as it is), between
-    // escaped quotes, `\"token\": \"…\"`. Only a value that reads as a secret goes
+    // `secret_key_base: "…"` (Rails, Phoenix), `"api_key": 12345678901234`; each string of an
+    // array, `"secret": ["…", "…"]`; in text that is itself escaped (a JSON line or a string
+    // literal printed as it is), between escaped quotes, `\"token\": \"…\"`. Only a value that reads as a secret goes
     // (`Replace::SecretValue`): code assigns expressions (`token = Base.url_encode64(…)`,
     // `token: &str`, `api_key = settings.API_KEY`), and a quoted value may be a word or a
     // message (`test_token = "music"`, `password: "Password is required"`).
@@ -382,7 +388,7 @@ const RULES: &[Rule] = &[
             "RIVATE_KEY",
         ],
         pattern: concat!(
-            r#"(?i-u:passw(?:or)?d|passphrase|secret(?:[_-]?access)?(?:[_-]?key)?|token|api[_-]?key|access[_-]?key|private[_-]?key)"#,
+            r#"(?i-u:passw(?:or)?d|passphrase|secret(?:[_-]?access)?(?:[_-]?key)?(?:[_-]?base)?|token|api[_-]?key|access[_-]?key|private[_-]?key)"#,
             r#"(?:\\?["'])?[ \t]*(?:=>|:=|=|:)[ \t]*"#,
             r#"(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'"#,
             r#"|\\"((?:[^"\\\n]|\\[^"\n])*)\\"|\\'((?:[^'\\\n]|\\[^'\n])*)\\'"#,
@@ -863,13 +869,16 @@ fn unwrap_escaped_quotes(haystack: &str, value: Range<usize>) -> Range<usize> {
 /// (`res?.token`), a type (`Option<String>`, `u128`). Those stay; a password or token with
 /// digits or symbols goes (`hunter2`, `abc123`, `S3cr3t-pw`).
 ///
-/// Quoted, a literal is a secret unless it is a word, a name or prose of letters alone
-/// (`"music"`, `"YOUR_API_KEY"`, `"Password is required"`; a long random mix of capitals and
-/// small letters is a secret), a URL (`url_password` sees to its password), a file path
+/// Quoted, a literal is a secret unless it is a word, a name or prose (`"music"`,
+/// `"YOUR_API_KEY"`, `"Password is required"`, anything with two blanks; a long random mix of
+/// capitals and small letters is a secret), a stand-in (`your-key-here`), a URL (`url_password` sees to its password), a file path
 /// (`"~/.ssh/id_ed25519"`, `"/etc/app/token"`), or a short number.
 fn is_secret_value(value: &str, bare: bool) -> bool {
     const TEMPLATES: &[&str] = &["${", "#{", "{{", "$(", "%("];
-    if value.chars().count() < 4 || TEMPLATES.iter().any(|t| value.contains(t)) {
+    if value.chars().count() < 4
+        || TEMPLATES.iter().any(|t| value.contains(t))
+        || is_stand_in(value)
+    {
         return false;
     }
     if bare {
@@ -879,8 +888,28 @@ fn is_secret_value(value: &str, bare: bool) -> bool {
     }
 }
 
+/// A value an example file puts where the secret goes: `your-api-key-here`, `changeme123`,
+/// `replace_me`, `<example>`-like words. (Only for `assignment`: the AWS documentation's own
+/// example key is still an `aws_secret_access_key`.)
+fn is_stand_in(value: &str) -> bool {
+    let v = value.to_ascii_lowercase();
+    const WORDS: &[&str] = &[
+        "placeholder",
+        "changeme",
+        "change-me",
+        "change_me",
+        "replace-me",
+        "replace_me",
+        "replaceme",
+        "example",
+    ];
+    v.starts_with("your") || v.ends_with("here") || WORDS.iter().any(|w| v.contains(w))
+}
+
 /// An unquoted value that is an expression (see [`is_secret_value`]).
 fn is_expression(value: &str) -> bool {
+    // A non-null assertion or a try (`process.env.API_KEY!`, `token?`) ends an expression.
+    let value = value.trim_end_matches(['!', '?']);
     const MARKS: &[&str] = &[
         "(", ")", "[", "]", "{", "}", "<", ">", "$", "`", "::", "->", "?.", "!.",
     ];
@@ -907,8 +936,13 @@ fn is_expression(value: &str) -> bool {
     MARKS.iter().any(|m| value.contains(m)) || path || sigil || snake || primitive
 }
 
-/// A quoted value of letters alone: a word, a name or prose (see [`is_secret_value`]).
+/// A quoted value that is a word, a name or prose (see [`is_secret_value`]).
 fn is_word_or_prose(value: &str) -> bool {
+    // Two blanks or a `, ` make a sentence or code (`getpass("Password: ", stream=err)` quotes
+    // from its `: ` to the next string), not a password.
+    if value.matches(' ').count() >= 2 || value.contains(", ") {
+        return true;
+    }
     let letters_only = value
         .chars()
         .all(|c| c.is_alphabetic() || matches!(c, '_' | ' ' | '.' | ',' | '!' | '?' | '\''));

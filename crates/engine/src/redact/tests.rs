@@ -547,6 +547,10 @@ fn assignments() {
         "TWILIO_AUTH_TOKEN=0123456789abcdef0123456789abcdef",
         "TWILIO_AUTH_TOKEN=[REDACTED:assignment]",
     );
+    check(
+        "  secret_key_base: \"Kq7vRzL2xW9mNcT4bY6pHf3sJd8gAe1u\",",
+        "  secret_key_base: \"[REDACTED:assignment]\",",
+    );
     // Docs with empty values, code that names the variable, placeholders.
     keep("Set PASSWORD= and SECRET= in your .env:\nPASSWORD=\nAPI_KEY=\"\"\n");
     keep("client = OpenAI(api_key=api_key)");
@@ -589,6 +593,9 @@ fn quoted_words_messages_paths_and_templates_stay() {
     keep("private_key = \"/etc/app/keys/signing.pem\"; token: \"https://example.com/oauth\"");
     keep("password: \"#{user.password}\"; token = \"${TOKEN:-dev}\"; api_key = \"{{ key }}\"");
     keep("token: \"4096\"; secret: \"abc\"");
+    keep("API_KEY=your-api-key-here; SECRET=changeme123; token: \"replace_me\"");
+    keep("password = getpass.getpass(\"Password: \", stream=sys.stderr); print(\"ok\")");
+    keep("apiKey: process.env.API_KEY!, token: opts.token?");
     // A long random mix of letters, digits or symbols is a secret.
     check(
         "api_key: \"hQzKxWbTmRcNvLpYsDfGjAeUiOoPlKjHgF\"",
