@@ -299,11 +299,12 @@ const RULES: &[Rule] = &[
     },
     // HTTP `Authorization:` / `Proxy-Authorization:` values, after the scheme word when there
     // is one: "Authorization: Bearer abc.def", "-H 'authorization: token 0123…'",
-    // {"Authorization": "Basic dXNlcjpwYXNz"}. Source: RFC 9110 §11.6.2.
+    // {"Authorization": "Basic dXNlcjpwYXNz"}, and in escaped text `\"Authorization\": \"…\"`.
+    // Source: RFC 9110 §11.6.2.
     Rule {
         name: "authorization",
         triggers: &["uthorization", "UTHORIZATION"],
-        pattern: r#"(?i-u:authorization)["']?[ \t]*[:=][ \t]*["']?(?:(?i-u:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?(?P<bare>[^\s"'`,;]+)"#,
+        pattern: r#"(?i-u:authorization)(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?(?:(?i-u:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?(?P<bare>[^\s"'`,;]+)"#,
         replace: Replace::Value,
         anchored: true,
     },

@@ -6,7 +6,19 @@ use super::*;
 fn redacted(text: &str) -> String {
     let plain = redact_text(text);
     assert_same_as_a_token(text, &plain);
-    plain.map_or_else(|| text.to_string(), |(s, _)| s)
+    let out = plain.map_or_else(|| text.to_string(), |(s, _)| s);
+    assert_no_marker_after_a_lone_backslash(&out);
+    out
+}
+
+/// No marker starts right after the backslash of an escape (`\[REDACTED:…]` would have taken
+/// the character the backslash escaped).
+#[track_caller]
+fn assert_no_marker_after_a_lone_backslash(out: &str) {
+    for (at, _) in out.match_indices("[REDACTED:") {
+        let backslashes = out[..at].bytes().rev().take_while(|b| *b == b'\\').count();
+        assert!(backslashes % 2 == 0, "a marker inside an escape: {out}");
+    }
 }
 
 /// `text` held as the JSON token a transcript would hold it in is redacted exactly as the
@@ -479,6 +491,11 @@ fn authorization_headers() {
     check(
         "Proxy-Authorization: c2VjcmV0OnBhc3M=",
         "Proxy-Authorization: [REDACTED:authorization]",
+    );
+    // In text that is itself escaped (a JSON line printed as it is).
+    check(
+        "{\\\"Authorization\\\": \\\"Bearer abc123def456\\\"}",
+        "{\\\"Authorization\\\": \\\"Bearer [REDACTED:authorization]\\\"}",
     );
     keep("-H \"Authorization: Bearer $TOKEN\"");
     keep("Authorization: Bearer <token>");
