@@ -865,15 +865,16 @@ fn unwrap_escaped_quotes(haystack: &str, value: Range<usize>) -> Range<usize> {
 ///
 /// Unquoted, code assigns expressions: a call or an index (`Base.url_encode64(…)`, `keys[0]`),
 /// a path of names (`settings.API_KEY`, `req.headers.authorization`, `data2.get`,
-/// `env::var`), a snake-case name with a number (`token_v2`, `api_key_2`), a reference, alias,
-/// atom, instance variable or tag (`*token`, `:token`, `@token`, `!vault`), an optional chain
-/// (`res?.token`), a type (`Option<String>`, `u128`). Those stay; a password or token with
-/// digits or symbols goes (`hunter2`, `abc123`, `S3cr3t-pw`).
+/// `env::var`), a snake-case name with a number (`token_v2`, `api_key_2`), a reference,
+/// alias, atom, instance variable or tag (`*token`, `:token`, `@token`, `!vault`), an
+/// optional chain (`res?.token`), a type (`Option<String>`, `String?`, `u128`). Those stay; a
+/// password or token with digits or symbols goes (`hunter2`, `abc123`, `S3cr3t-pw`).
 ///
 /// Quoted, a literal is a secret unless it is a word, a name or prose (`"music"`,
 /// `"YOUR_API_KEY"`, `"Password is required"`, anything with two blanks; a long random mix of
-/// capitals and small letters is a secret), a stand-in (`your-key-here`), a URL (`url_password` sees to its password), a file path
-/// (`"~/.ssh/id_ed25519"`, `"/etc/app/token"`), or a short number.
+/// capitals and small letters is a secret), a stand-in (`your-key-here`), a URL
+/// (`url_password` sees to its password), a file path (`"~/.ssh/id_ed25519"`,
+/// `"/etc/app/token"`), or a short number.
 fn is_secret_value(value: &str, bare: bool) -> bool {
     const TEMPLATES: &[&str] = &["${", "#{", "{{", "$(", "%("];
     if value.chars().count() < 4
@@ -934,7 +935,7 @@ fn is_expression(value: &str) -> bool {
                         || letters.bytes().all(|b| b.is_ascii_uppercase())))
         });
     let primitive = matches!(value, "u128" | "i128" | "f128");
-    MARKS.iter().any(|m| value.contains(m)) || path || sigil || snake || primitive
+    MARKS.iter().any(|m| value.contains(m)) || path || sigil || snake || primitive || is_code(value)
 }
 
 /// A quoted value that is a word, a name or prose (see [`is_secret_value`]).

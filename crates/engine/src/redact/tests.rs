@@ -588,6 +588,7 @@ fn assignments_of_expressions_stay() {
     keep("const token = req.headers.authorization?.split(' ')[1];");
     keep("token: res?.data?.token, password: data2.get(\"pw\"), secret: config.v2.secret");
     keep("fn new(token: &str, password: Option<String>, api_key: u128) -> Self");
+    keep("var token: String?\n    val token = response.body()?.token ?: error(\"no token\")");
     keep("token = token_v2; api_key=API_KEY_2; secret: *default_secret; password: !vault |");
     keep("export GITHUB_TOKEN=$(gh auth token); TOKEN=`cat ~/.token`");
     keep("password: ${{ secrets.DB_PASSWORD }}; token := os.Getenv(\"TOKEN\")");
