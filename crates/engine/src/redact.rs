@@ -352,10 +352,11 @@ const RULES: &[Rule] = &[
     // `PASSWORD=`, `DB_PASSWORD: `, `"api_key": "…"`, `SECRET_KEY => '…'`, `GITHUB_TOKEN=…`,
     // `secret_key_base: "…"` (Rails, Phoenix), `"api_key": 12345678901234`; each string of an
     // array, `"secret": ["…", "…"]`; in text that is itself escaped (a JSON line or a string
-    // literal printed as it is), between escaped quotes, `\"token\": \"…\"`. Only a value that reads as a secret goes
-    // (`Replace::SecretValue`): code assigns expressions (`token = Base.url_encode64(…)`,
-    // `token: &str`, `api_key = settings.API_KEY`), and a quoted value may be a word or a
-    // message (`test_token = "music"`, `password: "Password is required"`).
+    // literal printed as it is), between escaped quotes, `\"token\": \"…\"`. Only a value
+    // that reads as a secret goes (`Replace::SecretValue`): code assigns expressions
+    // (`token = Base.url_encode64(…)`, `token: &str`, `api_key = settings.API_KEY`), and a
+    // quoted value may be a word or a message (`test_token = "music"`,
+    // `password: "Password is required"`).
     //
     // A value is a whole token: a quoted one runs to its closing quote past any escaped one
     // (`\"`), an unquoted one stops at a quote, a blank, a separator, a shell operator or an
@@ -871,8 +872,8 @@ fn unwrap_escaped_quotes(haystack: &str, value: Range<usize>) -> Range<usize> {
 /// password or token with digits or symbols goes (`hunter2`, `abc123`, `S3cr3t-pw`).
 ///
 /// Quoted, a literal is a secret unless it is a word, a name or prose (`"music"`,
-/// `"YOUR_API_KEY"`, `"Password is required"`, anything with two blanks; a long random mix of
-/// capitals and small letters is a secret), a stand-in (`your-key-here`), a URL
+/// `"YOUR_API_KEY"`, `"Password is required"`, anything with two blanks or a `, `; a long
+/// random mix of capitals and small letters is a secret), a stand-in (`your-key-here`), a URL
 /// (`url_password` sees to its password), a file path (`"~/.ssh/id_ed25519"`,
 /// `"/etc/app/token"`), or a short number.
 fn is_secret_value(value: &str, bare: bool) -> bool {
@@ -891,8 +892,8 @@ fn is_secret_value(value: &str, bare: bool) -> bool {
 }
 
 /// A value an example file puts where the secret goes: `your-api-key-here`, `changeme123`,
-/// `replace_me`, `<example>`-like words. (Only for `assignment`: the AWS documentation's own
-/// example key is still an `aws_secret_access_key`.)
+/// `replace_me`, anything holding `example` or `placeholder`. (Only for `assignment`: the AWS
+/// documentation's own example key is still an `aws_secret_access_key`.)
 fn is_stand_in(value: &str) -> bool {
     let v = value.to_ascii_lowercase();
     const WORDS: &[&str] = &[
