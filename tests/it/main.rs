@@ -37,6 +37,7 @@ mod output_format;
 mod pager;
 mod progress;
 mod redaction;
+mod redaction_precision;
 mod resume;
 mod round_trips;
 mod sqlite;
