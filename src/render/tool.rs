@@ -1,14 +1,18 @@
 //! What a tool call does, read from its name and input, so text output can show it as a person
-//! would: a shell command as its command line, an edit as a diff. Recognised by the shape of
-//! the input (the harnesses name the same fields differently), so a harness's new tool of a
-//! known shape is shown right too; anything else is `Other`.
+//! would: a shell command as its command line, an edit as a diff. Which names and input keys
+//! mean what is the record's harness's [`ToolVocabulary`], asked of the engine's registry: this
+//! module knows the shapes (a command line, a replaced snippet, a file written whole, a patch
+//! envelope), never a harness's spelling of them. Edits are recognised by the keys of their
+//! input, so a harness's new tool with known keys is shown right too; anything else is `Other`.
 
+use clankie_engine::harness::{ToolVocabulary, tool_vocabulary};
+use clankie_model::Harness;
 use serde_json::Value;
 
 /// A tool call as text output shows it.
 #[derive(Debug, PartialEq)]
 pub enum CallView<'a> {
-    /// A command line run by a shell (`Bash`, `bash`, `exec_command`, `shell`, …).
+    /// A command line run by a shell tool ([`ToolVocabulary::shell_tools`]).
     Shell {
         command: String,
     },
@@ -23,64 +27,39 @@ pub enum CallView<'a> {
         path: &'a str,
         content: &'a str,
     },
-    /// The `apply_patch` envelope (Codex's, and OpenCode's since it took Codex's tool).
+    /// A patch envelope ([`ToolVocabulary::patch_tools`]).
     Patch {
         patch: &'a str,
     },
     Other,
 }
 
-/// Tool names that run their input as a shell command.
-const SHELLS: &[&str] = &[
-    "bash",
-    "shell",
-    "exec_command",
-    "local_shell",
-    "shell_command",
-    "run_shell_command",
-    "run_terminal_cmd",
-    "execute_command",
-];
-/// Where each harness keeps the edited file's path.
-const PATH_KEYS: &[&str] = &["file_path", "filePath", "path", "absolute_path"];
-/// And the old and new text of a replaced snippet (Claude, OpenCode, Pi, and the `str_replace`
-/// editors).
-const SNIPPET_KEYS: &[(&str, &str)] = &[
-    ("old_string", "new_string"),
-    ("oldString", "newString"),
-    ("oldText", "newText"),
-    ("old_str", "new_str"),
-];
-
-pub fn view<'a>(name: &str, input: &'a Value) -> CallView<'a> {
+/// How text output shows a call of tool `name` with `input` in a record of `harness`.
+pub fn view<'a>(harness: Harness, name: &str, input: &'a Value) -> CallView<'a> {
+    let tools = tool_vocabulary(harness);
     let lower = name.to_ascii_lowercase();
-    if lower == "apply_patch" {
+    if tools.patch_tools.contains(&lower.as_str()) {
         let patch = match input {
             Value::String(s) => Some(s.as_str()),
-            // Codex's function-call form, and OpenCode's `apply_patch` (`patchText`).
-            _ => ["input", "patch", "patchText"]
-                .iter()
-                .find_map(|k| input.get(k).and_then(Value::as_str)),
+            _ => first_str(input, tools.patch_keys),
         };
         // A patch the source left out (a recorder's placeholder) is shown as it is.
-        if let Some(patch) = patch.filter(|p| p.trim_start().starts_with("*** Begin Patch")) {
+        if let Some(patch) = patch.filter(|p| p.trim_start().starts_with(tools.patch_begin)) {
             return CallView::Patch { patch };
         }
         return CallView::Other;
     }
-    if SHELLS.contains(&lower.as_str())
-        && let Some(command) = shell_command(input)
+    if tools.shell_tools.contains(&lower.as_str())
+        && let Some(command) = shell_command(tools, input)
     {
         return CallView::Shell { command };
     }
-    let path = PATH_KEYS
-        .iter()
-        .find_map(|k| input.get(k).and_then(Value::as_str));
-    let Some(path) = path else {
+    let Some(path) = first_str(input, tools.path_keys) else {
         return CallView::Other;
     };
-    if let Some(edit) = snippet(input) {
-        let every = ["replace_all", "replaceAll"]
+    if let Some(edit) = snippet(tools, input) {
+        let every = tools
+            .replace_all_keys
             .iter()
             .any(|k| input.get(k).and_then(Value::as_bool) == Some(true));
         return CallView::Edit {
@@ -89,8 +68,8 @@ pub fn view<'a>(name: &str, input: &'a Value) -> CallView<'a> {
             every,
         };
     }
-    if let Some(Value::Array(items)) = input.get("edits") {
-        let edits: Option<Vec<_>> = items.iter().map(snippet).collect();
+    if let Some(Value::Array(items)) = tools.edit_list_keys.iter().find_map(|k| input.get(k)) {
+        let edits: Option<Vec<_>> = items.iter().map(|item| snippet(tools, item)).collect();
         if let Some(edits) = edits.filter(|e| !e.is_empty()) {
             return CallView::Edit {
                 path,
@@ -99,24 +78,31 @@ pub fn view<'a>(name: &str, input: &'a Value) -> CallView<'a> {
             };
         }
     }
-    if lower.contains("write")
-        && let Some(content) = input.get("content").and_then(Value::as_str)
+    if tools.write_tool_marks.iter().any(|m| lower.contains(m))
+        && let Some(content) = first_str(input, tools.content_keys)
     {
         return CallView::Write { path, content };
     }
     CallView::Other
 }
 
-fn snippet(input: &Value) -> Option<(&str, &str)> {
-    SNIPPET_KEYS
+/// The string under the first of `keys` that `input` has as a string.
+fn first_str<'a>(input: &'a Value, keys: &[&str]) -> Option<&'a str> {
+    keys.iter()
+        .find_map(|k| input.get(k).and_then(Value::as_str))
+}
+
+fn snippet<'a>(tools: &ToolVocabulary, input: &'a Value) -> Option<(&'a str, &'a str)> {
+    tools
+        .snippet_keys
         .iter()
         .find_map(|(old, new)| Some((input.get(old)?.as_str()?, input.get(new)?.as_str()?)))
 }
 
-/// The command line of a shell call: `command` or `cmd`, a string or an argv; an argv that is
-/// `sh -c SCRIPT` (Codex's `["bash", "-lc", "…"]`) is its script.
-fn shell_command(input: &Value) -> Option<String> {
-    let value = input.get("command").or_else(|| input.get("cmd"))?;
+/// The command line of a shell call: the first command key's value, a string or an argv; an
+/// argv that is `sh -c SCRIPT` (`["bash", "-lc", "…"]`) is its script.
+fn shell_command(tools: &ToolVocabulary, input: &Value) -> Option<String> {
+    let value = tools.command_keys.iter().find_map(|k| input.get(k))?;
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Array(items) => {
@@ -138,37 +124,52 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn harness(name: &str) -> Harness {
+        clankie_engine::harness::by_name(name).unwrap()
+    }
+
     #[test]
     fn shell_calls_are_their_command_lines() {
         let cases = [
             (
+                "claude",
                 "Bash",
                 json!({"command": "ls -la", "description": "list"}),
                 "ls -la",
             ),
             (
+                "codex",
                 "exec_command",
                 json!({"cmd": "rg foo", "workdir": "/w"}),
                 "rg foo",
             ),
             (
+                "codex",
                 "shell",
                 json!({"command": ["bash", "-lc", "cargo test"]}),
                 "cargo test",
             ),
-            ("shell", json!({"command": ["ls", "-l"]}), "ls -l"),
-            ("run_shell_command", json!({"command": "pwd"}), "pwd"),
+            ("codex", "shell", json!({"command": ["ls", "-l"]}), "ls -l"),
+            (
+                "gemini",
+                "run_shell_command",
+                json!({"command": "pwd"}),
+                "pwd",
+            ),
         ];
-        for (name, input, want) in cases {
+        for (harness_name, name, input, want) in cases {
             assert_eq!(
-                view(name, &input),
+                view(harness(harness_name), name, &input),
                 CallView::Shell {
                     command: want.into()
                 },
                 "{name}"
             );
         }
-        assert_eq!(view("Bash", &json!({"x": 1})), CallView::Other);
+        assert_eq!(
+            view(harness("claude"), "Bash", &json!({"x": 1})),
+            CallView::Other
+        );
     }
 
     #[test]
@@ -184,11 +185,11 @@ mod tests {
             edits: vec![("x", "y")],
             every,
         };
-        assert_eq!(view("Edit", &claude), edit(true));
-        assert_eq!(view("edit", &opencode), edit(false));
-        assert_eq!(view("edit", &pi), edit(false));
+        assert_eq!(view(harness("claude"), "Edit", &claude), edit(true));
+        assert_eq!(view(harness("opencode"), "edit", &opencode), edit(false));
+        assert_eq!(view(harness("pi"), "edit", &pi), edit(false));
         assert_eq!(
-            view("MultiEdit", &multi),
+            view(harness("claude"), "MultiEdit", &multi),
             CallView::Edit {
                 path: "/a",
                 edits: vec![("x", "y"), ("p", "q")],
@@ -196,7 +197,11 @@ mod tests {
             }
         );
         assert_eq!(
-            view("Write", &json!({"file_path": "/a", "content": "hi"})),
+            view(
+                harness("claude"),
+                "Write",
+                &json!({"file_path": "/a", "content": "hi"})
+            ),
             CallView::Write {
                 path: "/a",
                 content: "hi"
@@ -204,7 +209,11 @@ mod tests {
         );
         // Reading a file is not writing one, whatever fields it has.
         assert_eq!(
-            view("Read", &json!({"file_path": "/a", "content": "hi"})),
+            view(
+                harness("claude"),
+                "Read",
+                &json!({"file_path": "/a", "content": "hi"})
+            ),
             CallView::Other
         );
     }
@@ -212,23 +221,44 @@ mod tests {
     #[test]
     fn apply_patch_is_a_patch_unless_the_source_left_it_out() {
         let patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+        let (codex, opencode) = (harness("codex"), harness("opencode"));
         assert_eq!(
-            view("apply_patch", &json!(patch)),
+            view(codex, "apply_patch", &json!(patch)),
             CallView::Patch { patch }
         );
         assert_eq!(
-            view("apply_patch", &json!({"input": patch})),
+            view(codex, "apply_patch", &json!({"input": patch})),
             CallView::Patch { patch }
         );
         assert_eq!(
-            view("apply_patch", &json!({"patchText": patch})),
+            view(opencode, "apply_patch", &json!({"patchText": patch})),
             CallView::Patch { patch }
         );
         assert_eq!(
             view(
+                codex,
                 "apply_patch",
                 &json!("[REDACTED_INPUT len=6285 sha=a6f17956]")
             ),
+            CallView::Other
+        );
+    }
+
+    /// A harness's tools are its own: a call of the same name in a record of a harness whose
+    /// vocabulary does not hold it is shown by its name and input.
+    #[test]
+    fn names_are_read_in_the_record_harness_vocabulary() {
+        let patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+        assert_eq!(
+            view(harness("claude"), "apply_patch", &json!(patch)),
+            CallView::Other
+        );
+        assert_eq!(
+            view(harness("claude"), "exec_command", &json!({"cmd": "ls"})),
+            CallView::Other
+        );
+        assert_eq!(
+            view(harness("terminal"), "bash", &json!({"command": "ls"})),
             CallView::Other
         );
     }

@@ -199,7 +199,7 @@ fn with_hint(cursor: &str, rel: Option<&[u8]>) -> String {
         panic!("a line cursor: {cursor}")
     };
     lines.hint = rel.map(|rel| PathHint {
-        harness: "claude".into(),
+        harness: clankie_engine::harness::by_name("claude").unwrap(),
         rel: rel.to_vec(),
     });
     lines.encode()

@@ -20,6 +20,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use clankie_model::limits::MAX_RECORD_BYTES;
 
+/// What a line cursor carries of where its file was ([`LineCursor::hint`]).
+pub use clankie_model::PathHint;
+
 const VERSION: u8 = 1;
 const KIND_LINES: u8 = 1;
 const KIND_ROWS: u8 = 2;
@@ -211,16 +214,6 @@ pub struct LineCursor {
     pub hint: Option<PathHint>,
 }
 
-/// Where a line cursor's file was: its harness and its path below the harness's root. Only a
-/// hint, never filesystem authority: a host that is handed it confines it as any path
-/// (docs/cursors.md), and the cursor's hashes verify what is read there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathHint {
-    /// The harness's name.
-    pub harness: String,
-    pub rel: Vec<u8>,
-}
-
 /// Why a cursor string was refused (exit 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CursorError {
@@ -295,13 +288,13 @@ impl LineCursor {
     pub fn encode(&self) -> String {
         if let Some(hint) = &self.hint
             && let (Ok(harness_len), Ok(rel_len)) = (
-                u8::try_from(hint.harness.len()),
+                u8::try_from(hint.harness.name().len()),
                 u16::try_from(hint.rel.len()),
             )
         {
             let mut buf = self.body(KIND_LINES_HINTED);
             buf.push(harness_len);
-            buf.extend_from_slice(hint.harness.as_bytes());
+            buf.extend_from_slice(hint.harness.name().as_bytes());
             buf.extend_from_slice(&rel_len.to_be_bytes());
             buf.extend_from_slice(&hint.rel);
             let text = checksummed(buf);
@@ -336,9 +329,7 @@ impl LineCursor {
     fn from_body(body: &[u8]) -> Result<LineCursor, CursorError> {
         const FIXED: usize = ENCODED_LEN - 4;
         let (body, hint) = match body[1] {
-            KIND_LINES_HINTED if body.len() > FIXED => {
-                (&body[..FIXED], Some(hint_of(&body[FIXED..])?))
-            }
+            KIND_LINES_HINTED if body.len() > FIXED => (&body[..FIXED], hint_of(&body[FIXED..])?),
             KIND_LINES if body.len() == FIXED => (body, None),
             _ => return Err(CursorError::Invalid("wrong length")),
         };
@@ -367,9 +358,10 @@ impl LineCursor {
     }
 }
 
-/// A hint's bytes: `harness_len(1) harness rel_len(2) rel`, nothing after. What the path may
-/// hold is not checked here: every host confines it as any path it is given.
-fn hint_of(bytes: &[u8]) -> Result<PathHint, CursorError> {
+/// A hint's bytes: `harness_len(1) harness rel_len(2) rel`, nothing after; `None` when they
+/// name a harness this build does not know (the session is then found as without a hint).
+/// What the path may hold is not checked here: every host confines it as any path it is given.
+fn hint_of(bytes: &[u8]) -> Result<Option<PathHint>, CursorError> {
     let bad = CursorError::Invalid("bad path hint");
     let (&harness_len, rest) = bytes.split_first().ok_or(bad.clone())?;
     let harness = rest.get(..usize::from(harness_len)).ok_or(bad.clone())?;
@@ -380,10 +372,10 @@ fn hint_of(bytes: &[u8]) -> Result<PathHint, CursorError> {
         return Err(bad);
     }
     let harness = std::str::from_utf8(harness).map_err(|_| bad.clone())?;
-    Ok(PathHint {
-        harness: harness.to_string(),
+    Ok(crate::harness::by_name(harness).map(|harness| PathHint {
+        harness,
         rel: rel.to_vec(),
-    })
+    }))
 }
 
 /// `buf` with its checksum, as the cursor string.
@@ -520,7 +512,7 @@ mod tests {
             unreachable!()
         };
         let hint = PathHint {
-            harness: "claude".into(),
+            harness: crate::harness::by_name("claude").unwrap(),
             rel: b"projects/-w-app/abc.jsonl".to_vec(),
         };
         let hinted = plain.clone().with_hint(hint.clone());
@@ -543,7 +535,7 @@ mod tests {
         assert_eq!(old.encode(), OLD_CURSOR);
         // A hint that would make the cursor too long is left out.
         let long = plain.clone().with_hint(PathHint {
-            harness: "claude".into(),
+            harness: crate::harness::by_name("claude").unwrap(),
             rel: vec![b'a'; 900],
         });
         let Cursor::Lines(decoded) = Cursor::decode(&long.encode()).unwrap() else {
@@ -568,5 +560,37 @@ mod tests {
             bytes.extend_from_slice(tail);
             assert!(Cursor::decode(&checksummed(bytes)).is_err(), "{tail:?}");
         }
+    }
+
+    /// The hint is written as the harness's name, so the strings already issued still decode
+    /// to the same tag; a name this build does not know leaves the cursor without its hint.
+    #[test]
+    fn a_hint_names_its_harness_on_the_wire() {
+        let Cursor::Lines(plain) = sample() else {
+            unreachable!()
+        };
+        let claude = crate::harness::by_name("claude").unwrap();
+        let rel = b"projects/-w-app/abc.jsonl";
+        let wire = |name: &str| {
+            let mut bytes = plain.body(KIND_LINES_HINTED);
+            bytes.push(name.len() as u8);
+            bytes.extend_from_slice(name.as_bytes());
+            bytes.extend_from_slice(&(rel.len() as u16).to_be_bytes());
+            bytes.extend_from_slice(rel);
+            checksummed(bytes)
+        };
+        let hinted = plain.clone().with_hint(PathHint {
+            harness: claude,
+            rel: rel.to_vec(),
+        });
+        assert_eq!(hinted.encode(), wire("claude"));
+        assert_eq!(
+            Cursor::decode(&wire("claude")).unwrap(),
+            Cursor::Lines(hinted)
+        );
+        assert_eq!(
+            Cursor::decode(&wire("no-such-harness")).unwrap(),
+            Cursor::Lines(plain)
+        );
     }
 }

@@ -69,6 +69,18 @@ impl FileEntry {
     }
 }
 
+/// Where a session's file was when it was last read: its harness and its path below the
+/// harness's root, as a line cursor carries it (docs/cursors.md). Only a hint, never filesystem
+/// authority: a host that is handed it confines it like any path it is given, and the caller
+/// verifies what it reads there (a cursor's hashes); when the file is not there, the session is
+/// found as without it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathHint {
+    pub harness: Harness,
+    /// The file's path relative to the harness's root, `/`-separated as [`FileEntry::rel`].
+    pub rel: Vec<u8>,
+}
+
 /// What one `list` call found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {

@@ -38,9 +38,9 @@
 //!   they are read one by one.
 
 use super::{Invocation, MAX_RANGES, aligned, quote};
-use crate::{FileRef, FirstRead, PathHint, check_ranges, check_relative_path};
+use crate::{FileRef, FirstRead, check_ranges, check_relative_path};
 use clankie_model::harness::ID_MARK;
-use clankie_model::{ByteRange, Harness, RootSpec};
+use clankie_model::{ByteRange, Harness, PathHint, RootSpec};
 
 /// The exec string for every POSIX host: plain words that every login shell passes unchanged.
 pub const POSIX_EXEC: &str = "sh -s";
