@@ -1,11 +1,12 @@
 //! What a tool call does, read from its name and input, so text output can show it as a person
 //! would: a shell command as its command line, an edit as a diff. Which names and input keys
-//! mean what is the record's harness's [`ToolVocabulary`], asked of the engine's registry: this
-//! module knows the shapes (a command line, a replaced snippet, a file written whole, a patch
-//! envelope), never a harness's spelling of them. Edits are recognised by the keys of their
-//! input, so a harness's new tool with known keys is shown right too; anything else is `Other`.
+//! mean what is the harnesses' [`ToolVocabulary`], asked of the engine's registry: this module
+//! knows the shapes (a command line, a replaced snippet, a file written whole, a patch
+//! envelope), never a harness's spelling of them. Every harness's vocabulary is consulted, the
+//! record's own first, so a tool of a known shape is shown right whichever harness calls it (a
+//! harness's new tool, an OpenCode-shaped edit in a Codex rollout); anything else is `Other`.
 
-use clankie_engine::harness::{ToolVocabulary, tool_vocabulary};
+use clankie_engine::harness::{ToolVocabulary, all, tool_vocabulary};
 use clankie_model::Harness;
 use serde_json::Value;
 
@@ -36,40 +37,41 @@ pub enum CallView<'a> {
 
 /// How text output shows a call of tool `name` with `input` in a record of `harness`.
 pub fn view<'a>(harness: Harness, name: &str, input: &'a Value) -> CallView<'a> {
-    let tools = tool_vocabulary(harness);
+    let tools = Vocabularies::of(harness);
     let lower = name.to_ascii_lowercase();
-    if tools.patch_tools.contains(&lower.as_str()) {
+    if let Some(begin) = tools.patch_begin(&lower) {
         let patch = match input {
             Value::String(s) => Some(s.as_str()),
-            _ => first_str(input, tools.patch_keys),
+            _ => tools.first_str(input, |t| t.patch_keys),
         };
         // A patch the source left out (a recorder's placeholder) is shown as it is.
-        if let Some(patch) = patch.filter(|p| p.trim_start().starts_with(tools.patch_begin)) {
+        if let Some(patch) = patch.filter(|p| p.trim_start().starts_with(begin)) {
             return CallView::Patch { patch };
         }
         return CallView::Other;
     }
-    if tools.shell_tools.contains(&lower.as_str())
-        && let Some(command) = shell_command(tools, input)
+    if tools.any(|t| t.shell_tools.contains(&lower.as_str()))
+        && let Some(command) = shell_command(&tools, input)
     {
         return CallView::Shell { command };
     }
-    let Some(path) = first_str(input, tools.path_keys) else {
+    let Some(path) = tools.first_str(input, |t| t.path_keys) else {
         return CallView::Other;
     };
-    if let Some(edit) = snippet(tools, input) {
-        let every = tools
-            .replace_all_keys
-            .iter()
-            .any(|k| input.get(k).and_then(Value::as_bool) == Some(true));
+    if let Some(edit) = tools.snippet(input) {
+        let every = tools.any(|t| {
+            t.replace_all_keys
+                .iter()
+                .any(|k| input.get(k).and_then(Value::as_bool) == Some(true))
+        });
         return CallView::Edit {
             path,
             edits: vec![edit],
             every,
         };
     }
-    if let Some(Value::Array(items)) = tools.edit_list_keys.iter().find_map(|k| input.get(k)) {
-        let edits: Option<Vec<_>> = items.iter().map(|item| snippet(tools, item)).collect();
+    if let Some(Value::Array(items)) = tools.first(input, |t| t.edit_list_keys) {
+        let edits: Option<Vec<_>> = items.iter().map(|item| tools.snippet(item)).collect();
         if let Some(edits) = edits.filter(|e| !e.is_empty()) {
             return CallView::Edit {
                 path,
@@ -78,31 +80,78 @@ pub fn view<'a>(harness: Harness, name: &str, input: &'a Value) -> CallView<'a> 
             };
         }
     }
-    if tools.write_tool_marks.iter().any(|m| lower.contains(m))
-        && let Some(content) = first_str(input, tools.content_keys)
+    if tools.any(|t| t.write_tool_marks.iter().any(|m| lower.contains(m)))
+        && let Some(content) = tools.first_str(input, |t| t.content_keys)
     {
         return CallView::Write { path, content };
     }
     CallView::Other
 }
 
-/// The string under the first of `keys` that `input` has as a string.
-fn first_str<'a>(input: &'a Value, keys: &[&str]) -> Option<&'a str> {
-    keys.iter()
-        .find_map(|k| input.get(k).and_then(Value::as_str))
-}
+/// The vocabularies a record's call is read with: its harness's, then every other harness's in
+/// the registry's order.
+struct Vocabularies(Vec<&'static ToolVocabulary>);
 
-fn snippet<'a>(tools: &ToolVocabulary, input: &'a Value) -> Option<(&'a str, &'a str)> {
-    tools
-        .snippet_keys
-        .iter()
-        .find_map(|(old, new)| Some((input.get(old)?.as_str()?, input.get(new)?.as_str()?)))
+impl Vocabularies {
+    fn of(harness: Harness) -> Vocabularies {
+        let others = all().filter(|h| *h != harness);
+        Vocabularies(
+            std::iter::once(harness)
+                .chain(others)
+                .map(tool_vocabulary)
+                .collect(),
+        )
+    }
+
+    fn any(&self, holds: impl Fn(&ToolVocabulary) -> bool) -> bool {
+        self.0.iter().any(|t| holds(t))
+    }
+
+    /// The value under the first key of `keys` (in the vocabularies' order) that `input` has.
+    fn first<'a>(
+        &self,
+        input: &'a Value,
+        keys: fn(&ToolVocabulary) -> &'static [&'static str],
+    ) -> Option<&'a Value> {
+        self.0
+            .iter()
+            .flat_map(|t| keys(t))
+            .find_map(|k| input.get(k))
+    }
+
+    /// The string under the first key of `keys` that `input` has as a string.
+    fn first_str<'a>(
+        &self,
+        input: &'a Value,
+        keys: fn(&ToolVocabulary) -> &'static [&'static str],
+    ) -> Option<&'a str> {
+        self.0
+            .iter()
+            .flat_map(|t| keys(t))
+            .find_map(|k| input.get(k).and_then(Value::as_str))
+    }
+
+    /// The old and new text of a replaced snippet, under the first pair of keys `input` has.
+    fn snippet<'a>(&self, input: &'a Value) -> Option<(&'a str, &'a str)> {
+        self.0
+            .iter()
+            .flat_map(|t| t.snippet_keys)
+            .find_map(|(old, new)| Some((input.get(old)?.as_str()?, input.get(new)?.as_str()?)))
+    }
+
+    /// What an envelope of patch tool `lower` starts with, when a vocabulary names it one.
+    fn patch_begin(&self, lower: &str) -> Option<&'static str> {
+        self.0
+            .iter()
+            .find(|t| t.patch_tools.contains(&lower))
+            .map(|t| t.patch_begin)
+    }
 }
 
 /// The command line of a shell call: the first command key's value, a string or an argv; an
 /// argv that is `sh -c SCRIPT` (`["bash", "-lc", "…"]`) is its script.
-fn shell_command(tools: &ToolVocabulary, input: &Value) -> Option<String> {
-    let value = tools.command_keys.iter().find_map(|k| input.get(k))?;
+fn shell_command(tools: &Vocabularies, input: &Value) -> Option<String> {
+    let value = tools.first(input, |t| t.command_keys)?;
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Array(items) => {
@@ -244,22 +293,31 @@ mod tests {
         );
     }
 
-    /// A harness's tools are its own: a call of the same name in a record of a harness whose
-    /// vocabulary does not hold it is shown by its name and input.
+    /// A call of a known shape is recognised in a record of any harness; where keys of two
+    /// harnesses are both there, the record's own harness's win.
     #[test]
-    fn names_are_read_in_the_record_harness_vocabulary() {
-        let patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+    fn every_vocabulary_is_read_the_record_harness_first() {
+        let opencode_edit = json!({"filePath": "/a", "oldString": "x", "newString": "y"});
         assert_eq!(
-            view(harness("claude"), "apply_patch", &json!(patch)),
-            CallView::Other
-        );
-        assert_eq!(
-            view(harness("claude"), "exec_command", &json!({"cmd": "ls"})),
-            CallView::Other
+            view(harness("codex"), "edit", &opencode_edit),
+            CallView::Edit {
+                path: "/a",
+                edits: vec![("x", "y")],
+                every: false
+            }
         );
         assert_eq!(
             view(harness("terminal"), "bash", &json!({"command": "ls"})),
-            CallView::Other
+            CallView::Shell {
+                command: "ls".into()
+            }
         );
+        let both = json!({"path": "/p", "filePath": "/f", "content": "hi"});
+        let written = |path| CallView::Write {
+            path,
+            content: "hi",
+        };
+        assert_eq!(view(harness("opencode"), "write", &both), written("/f"));
+        assert_eq!(view(harness("pi"), "write", &both), written("/p"));
     }
 }

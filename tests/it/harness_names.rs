@@ -180,8 +180,8 @@ fn tool_name_literals<'t>(text: &'t str, names: &[&str]) -> Vec<(usize, &'t str)
         .collect()
 }
 
-/// The renderer shows a tool call by asking the record's harness for its tool vocabulary: it
-/// spells no harness's tool name, so a harness that renames a tool changes only its module.
+/// The renderer shows a tool call by asking the registry for the harnesses' tool vocabularies:
+/// it spells no harness's tool name, so a harness that renames a tool changes only its module.
 #[test]
 fn the_renderer_spells_no_tool_name() {
     let names = tool_names();

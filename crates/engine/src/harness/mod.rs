@@ -61,9 +61,9 @@ impl Source {
 
 /// The tools a harness's transcripts call, as text output needs them to show a call as a
 /// person would (a shell command as its command line, an edit as a diff): plain data that the
-/// renderer asks for by a record's harness ([`tool_vocabulary`]), so a harness that changes its
-/// tools changes only its own module. Tool names are lowercase; a call's name is compared
-/// ignoring case. Keys are tried in their order, the first present wins.
+/// renderer asks the registry for ([`tool_vocabulary`]), so a harness that changes its tools
+/// changes only its own module. Tool names are lowercase; a call's name is compared ignoring
+/// case. Keys are tried in their order, the first present wins.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ToolVocabulary {
     /// Tools that run their input as a shell command.
