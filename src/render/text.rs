@@ -560,14 +560,9 @@ mod tests {
         let mut printer = TextPrinter::new(TextOptions::default());
         let a = serde_json::json!({"cmd": "ls"});
         let b = serde_json::json!({"cmd": "pwd"});
-        // Calls of Codex's shell, in records of its harness.
-        let codex = |record: Record| Record {
-            harness: clankie_engine::harness::by_name("codex").unwrap(),
-            ..record
-        };
         let page = [
-            codex(record("2026-11-02T10:00:00Z", call("a", "exec_command", a))),
-            codex(record("2026-11-02T10:00:01Z", call("b", "exec_command", b))),
+            record("2026-11-02T10:00:00Z", call("a", "exec_command", a)),
+            record("2026-11-02T10:00:01Z", call("b", "exec_command", b)),
             record("2026-11-02T10:00:02Z", result("a", "file")),
             record("2026-11-02T10:00:03Z", result("b", "/w")),
         ];
