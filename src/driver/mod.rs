@@ -234,7 +234,7 @@ fn cut_at(ranges: &[ByteRange], size: u64) -> Vec<ByteRange> {
 fn hint_the_path(page: &mut Page, session: &SessionFile) {
     if let Cursor::Lines(cursor) = &mut page.cursor {
         cursor.hint = Some(PathHint {
-            harness: session.harness(),
+            harness: session.harness().name().to_string(),
             rel: session.entry.rel.clone(),
         });
     }

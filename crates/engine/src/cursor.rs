@@ -288,13 +288,13 @@ impl LineCursor {
     pub fn encode(&self) -> String {
         if let Some(hint) = &self.hint
             && let (Ok(harness_len), Ok(rel_len)) = (
-                u8::try_from(hint.harness.name().len()),
+                u8::try_from(hint.harness.len()),
                 u16::try_from(hint.rel.len()),
             )
         {
             let mut buf = self.body(KIND_LINES_HINTED);
             buf.push(harness_len);
-            buf.extend_from_slice(hint.harness.name().as_bytes());
+            buf.extend_from_slice(hint.harness.as_bytes());
             buf.extend_from_slice(&rel_len.to_be_bytes());
             buf.extend_from_slice(&hint.rel);
             let text = checksummed(buf);
@@ -329,7 +329,9 @@ impl LineCursor {
     fn from_body(body: &[u8]) -> Result<LineCursor, CursorError> {
         const FIXED: usize = ENCODED_LEN - 4;
         let (body, hint) = match body[1] {
-            KIND_LINES_HINTED if body.len() > FIXED => (&body[..FIXED], hint_of(&body[FIXED..])?),
+            KIND_LINES_HINTED if body.len() > FIXED => {
+                (&body[..FIXED], Some(hint_of(&body[FIXED..])?))
+            }
             KIND_LINES if body.len() == FIXED => (body, None),
             _ => return Err(CursorError::Invalid("wrong length")),
         };
@@ -358,10 +360,9 @@ impl LineCursor {
     }
 }
 
-/// A hint's bytes: `harness_len(1) harness rel_len(2) rel`, nothing after; `None` when they
-/// name a harness this build does not know (the session is then found as without a hint).
-/// What the path may hold is not checked here: every host confines it as any path it is given.
-fn hint_of(bytes: &[u8]) -> Result<Option<PathHint>, CursorError> {
+/// A hint's bytes: `harness_len(1) harness rel_len(2) rel`, nothing after. What the path may
+/// hold is not checked here: every host confines it as any path it is given.
+fn hint_of(bytes: &[u8]) -> Result<PathHint, CursorError> {
     let bad = CursorError::Invalid("bad path hint");
     let (&harness_len, rest) = bytes.split_first().ok_or(bad.clone())?;
     let harness = rest.get(..usize::from(harness_len)).ok_or(bad.clone())?;
@@ -372,10 +373,10 @@ fn hint_of(bytes: &[u8]) -> Result<Option<PathHint>, CursorError> {
         return Err(bad);
     }
     let harness = std::str::from_utf8(harness).map_err(|_| bad.clone())?;
-    Ok(crate::harness::by_name(harness).map(|harness| PathHint {
-        harness,
+    Ok(PathHint {
+        harness: harness.to_string(),
         rel: rel.to_vec(),
-    }))
+    })
 }
 
 /// `buf` with its checksum, as the cursor string.
@@ -512,7 +513,7 @@ mod tests {
             unreachable!()
         };
         let hint = PathHint {
-            harness: crate::harness::by_name("claude").unwrap(),
+            harness: "claude".into(),
             rel: b"projects/-w-app/abc.jsonl".to_vec(),
         };
         let hinted = plain.clone().with_hint(hint.clone());
@@ -535,7 +536,7 @@ mod tests {
         assert_eq!(old.encode(), OLD_CURSOR);
         // A hint that would make the cursor too long is left out.
         let long = plain.clone().with_hint(PathHint {
-            harness: crate::harness::by_name("claude").unwrap(),
+            harness: "claude".into(),
             rel: vec![b'a'; 900],
         });
         let Cursor::Lines(decoded) = Cursor::decode(&long.encode()).unwrap() else {
@@ -562,8 +563,8 @@ mod tests {
         }
     }
 
-    /// The hint is written as the harness's name, so the strings already issued still decode
-    /// to the same tag; a name this build does not know leaves the cursor without its hint.
+    /// The hint is written as the harness's name, so the strings already issued still decode;
+    /// a name no harness has is read as it is (it is for no root).
     #[test]
     fn a_hint_names_its_harness_on_the_wire() {
         let Cursor::Lines(plain) = sample() else {
@@ -579,18 +580,16 @@ mod tests {
             bytes.extend_from_slice(rel);
             checksummed(bytes)
         };
-        let hinted = plain.clone().with_hint(PathHint {
-            harness: claude,
-            rel: rel.to_vec(),
-        });
+        let hinted = plain.clone().with_hint(PathHint::new(claude, rel.to_vec()));
         assert_eq!(hinted.encode(), wire("claude"));
-        assert_eq!(
-            Cursor::decode(&wire("claude")).unwrap(),
-            Cursor::Lines(hinted)
-        );
-        assert_eq!(
-            Cursor::decode(&wire("no-such-harness")).unwrap(),
-            Cursor::Lines(plain)
-        );
+        let Cursor::Lines(decoded) = Cursor::decode(&wire("claude")).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(decoded, hinted);
+        assert!(decoded.hint.as_ref().is_some_and(|h| h.is_for(claude)));
+        let Cursor::Lines(stranger) = Cursor::decode(&wire("no-such-harness")).unwrap() else {
+            unreachable!()
+        };
+        assert!(crate::harness::all().all(|h| !stranger.hint.as_ref().unwrap().is_for(h)));
     }
 }

@@ -412,7 +412,7 @@ pub fn find_read_script_with(
 /// can write: this keeps `..`, absolute paths, quotes, `$`, newlines and anything the globs
 /// would not find out of the script.
 fn usable_hint<'h>(hint: Option<&'h PathHint>, harness: Harness, id: &str) -> Option<&'h [u8]> {
-    let hint = hint.filter(|h| h.harness == harness)?;
+    let hint = hint.filter(|h| h.is_for(harness))?;
     let rel = std::str::from_utf8(&hint.rel).ok()?;
     let plain = rel.bytes().all(|b| {
         b.is_ascii_alphanumeric()
