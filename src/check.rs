@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::driver::retry::recovery;
 use crate::driver::{DriverError, InHand, Reader, on_every_core};
 use clankie_engine::cursor::Cursor;
 use clankie_engine::page::{Mode, Page, PageRequest};
@@ -279,23 +280,10 @@ fn key(session: &SessionFile) -> String {
 /// Whether an error met reading one session fails its whole host: the host could not be
 /// reached or answered outside the wire format (SPEC: the host's fault, exit 3). Everything
 /// else — a file refused, gone, unreadable, over a cap, malformed — is that session's alone:
-/// it is reported and the host's other sessions go on.
+/// it is reported and the host's other sessions go on. The driver's retry policy decides
+/// ([`Recovery::fails_the_host`](crate::driver::retry::Recovery::fails_the_host)).
 pub fn fails_the_host(error: &DriverError) -> bool {
-    use clankie_host::HostError as H;
-    matches!(
-        error,
-        DriverError::Host(
-            H::Unreachable { .. }
-                | H::TimedOut { .. }
-                | H::SshConfig { .. }
-                | H::Auth { .. }
-                | H::HostKeyUnknown { .. }
-                | H::HostKeyChanged { .. }
-                | H::HostKeyRevoked { .. }
-                | H::ShellNotClean { .. }
-                | H::Protocol { .. }
-        )
-    )
+    matches!(error, DriverError::Host(e) if recovery(e).fails_the_host())
 }
 
 /// What checking one host found.

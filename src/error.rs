@@ -96,6 +96,12 @@ pub enum UsageError {
     Size { flag: &'static str, text: String },
     #[error("no hosts to search: `--hosts-all` found none in the hosts file")]
     NoHostsToSearch,
+    /// `--format json` (or `--json`) given to a subcommand that prints no NDJSON.
+    #[error(
+        "`{command}` prints no NDJSON: --format json is for read, ls, grep, check, hosts, \
+         resume and cache"
+    )]
+    NoNdjson { command: &'static str },
     /// The hosts file cannot be read or parsed.
     #[error(transparent)]
     HostsFile(#[from] ConfigError),

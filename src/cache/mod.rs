@@ -1,4 +1,4 @@
-//! The local cache of session bytes that `grep` searches (issue 17): the bytes of each session
+//! The local cache of session bytes that `grep` searches: the bytes of each session
 //! file fetched from a host through the read primitive are kept under the user's cache
 //! directory (`$XDG_CACHE_HOME/clankie-read`, else `~/.cache/clankie-read`; directories 0700,
 //! files 0600), keyed by host, harness and path. A later fetch reads only what was appended

@@ -33,9 +33,6 @@ pub struct CheckArgs {
     /// Also print the new records of each changed session.
     #[arg(long)]
     pub records: bool,
-    /// NDJSON output (an `error` object per session that cannot be read).
-    #[arg(long)]
-    pub json: bool,
     /// A session that cannot be read makes the exit status 6 (when no host failed); it is
     /// reported and the host's other sessions are checked and saved either way.
     #[arg(long)]
@@ -125,7 +122,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
 
     let mut state = (*previous).clone();
     state.version = 1;
-    let mut renderer = ctx.renderer(args.json, false);
+    let mut renderer = ctx.renderer(false);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut failed = 0;

@@ -39,6 +39,16 @@ pub enum ColorChoice {
     Never,
 }
 
+/// How a run prints: the one choice every subcommand's output follows (a [`Renderer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum OutputFormat {
+    /// For people: coloured on a terminal, wrapped to its width.
+    #[default]
+    Text,
+    /// NDJSON: one JSON object per line, each with a `type`.
+    Json,
+}
+
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Hosts file [default: $CLANKIE_HOSTS, else ~/.config/clankie/hosts.toml].
@@ -54,6 +64,22 @@ pub struct GlobalArgs {
     /// When to colour text output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// Output: text for people, or NDJSON for scripts (docs/ndjson.md). `script`,
+    /// `completions`, `man` and `mcp` print text only.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = OutputFormat::Text,
+        overrides_with = "format"
+    )]
+    pub format: OutputFormat,
+    /// The same as --format json.
+    // `main` spells it `--format=json` before clap parses the line, so that the last of the two
+    // wins wherever each stands (clap's `overrides_with` does not reach across a subcommand's
+    // level); declared here for --help, the man page and completion.
+    #[arg(long, global = true)]
+    pub json: bool,
     /// Say more on stderr.
     #[arg(short, long, global = true)]
     pub verbose: bool,
@@ -73,6 +99,21 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
+    /// `--format`, or `--json` (on a line parsed without `main`'s spelling of it as
+    /// `--format=json`).
+    pub fn output_format(&self) -> OutputFormat {
+        if self.json {
+            OutputFormat::Json
+        } else {
+            self.format
+        }
+    }
+
+    /// The output of a run that reaches no host (no hosts file is read).
+    pub(super) fn renderer(&self) -> Renderer {
+        renderer(self.output_format(), self.color_enabled(), false)
+    }
+
     /// Parses the `--root HARNESS=DIR` options (no I/O). An unknown harness is a usage error
     /// naming the supported ones.
     pub fn root_overrides(&self) -> Result<Vec<RootSpec>, UsageError> {
@@ -99,6 +140,20 @@ impl GlobalArgs {
                     && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
             }
         }
+    }
+}
+
+/// The one place a run's output is chosen: NDJSON, or text coloured (or not) and wrapped to the
+/// terminal's width.
+fn renderer(format: OutputFormat, color: bool, full: bool) -> Renderer {
+    match format {
+        OutputFormat::Json => Renderer::Ndjson,
+        OutputFormat::Text => Renderer::text(TextOptions {
+            full,
+            color,
+            width: crate::render::tty::stdout_width(),
+            ..TextOptions::default()
+        }),
     }
 }
 
@@ -137,6 +192,8 @@ fn parse_root(spec: &str) -> Result<RootSpec, UsageError> {
 #[derive(Debug)]
 pub(super) struct Context {
     verbose: bool,
+    /// `--format` (or `--json`).
+    format: OutputFormat,
     color: bool,
     /// `--root`: each replaces the hosts file's root of its harness, on every host.
     roots: Vec<RootSpec>,
@@ -168,6 +225,7 @@ impl Context {
         let hosts = HostsFile::load(global.hosts.as_deref())?;
         Ok(Context {
             verbose: global.verbose,
+            format: global.output_format(),
             color: global.color_enabled(),
             roots,
             hosts,
@@ -193,27 +251,13 @@ impl Context {
         self.verbose
     }
 
-    /// Whether text output is coloured (`--color`, `NO_COLOR`, whether stdout is a terminal).
-    pub(super) fn color(&self) -> bool {
-        self.color
-    }
-
     pub(super) fn hosts_file(&self) -> &HostsFile {
         &self.hosts
     }
 
-    /// The output format of this run.
-    pub(super) fn renderer(&self, json: bool, full: bool) -> Renderer {
-        if json {
-            Renderer::Ndjson
-        } else {
-            Renderer::text(TextOptions {
-                full,
-                color: self.color,
-                width: crate::render::tty::stdout_width(),
-                ..TextOptions::default()
-            })
-        }
+    /// The output of this run (`--format`); `full` is `read --full`.
+    pub(super) fn renderer(&self, full: bool) -> Renderer {
+        renderer(self.format, self.color, full)
     }
 
     /// How the host named `name` is reached: `local`, a host of the hosts file, or else
@@ -329,6 +373,8 @@ mod tests {
 
     fn context(roots: &[&str], hosts: &str) -> Context {
         let global = GlobalArgs {
+            format: OutputFormat::Text,
+            json: false,
             hosts: None,
             ssh_config: None,
             roots: roots.iter().map(|r| r.to_string()).collect(),
@@ -339,6 +385,7 @@ mod tests {
         };
         Context {
             verbose: false,
+            format: OutputFormat::Text,
             color: false,
             roots: global.root_overrides().unwrap(),
             hosts: HostsFile::parse(hosts, Path::new("h.toml")).unwrap(),
@@ -403,6 +450,8 @@ mod tests {
     #[test]
     fn the_whole_reply_bound_is_ten_times_the_silence_bound_unless_given() {
         let args = |timeout: f64, reply_timeout: Option<f64>| GlobalArgs {
+            format: OutputFormat::Text,
+            json: false,
             hosts: None,
             ssh_config: None,
             roots: Vec::new(),
@@ -435,6 +484,8 @@ mod tests {
     #[test]
     fn bad_roots_and_targets_are_usage_errors() {
         let global = |root: &str| GlobalArgs {
+            format: OutputFormat::Text,
+            json: false,
             hosts: None,
             ssh_config: None,
             roots: vec![root.to_string()],

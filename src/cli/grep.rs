@@ -1,5 +1,5 @@
 //! `clankie-read grep PATTERN [HOST…]`: the records of every session on the hosts whose text
-//! matches (issue 17). Hosts are searched concurrently, their output printed in the order they
+//! matches. Hosts are searched concurrently, their output printed in the order they
 //! were named (the first host's as it comes, the others' once those before them are done); a
 //! host that fails is reported and the others still answer. Exit 0 when something matched, 1
 //! when nothing did (nothing on stdout), 3 when a host failed.
@@ -9,13 +9,12 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use super::context::{Context, GlobalArgs};
+use super::context::{Context, GlobalArgs, OutputFormat};
 use crate::cache::{Cache, CacheOptions, DEFAULT_MAX_BYTES};
 use crate::driver::roots_for;
 use crate::driver::search::{HostSearched, search_host};
 use crate::error::{Error, Outcome, UsageError};
-use crate::render::grep::{GrepPrinter, Shape};
-use crate::render::tty;
+use crate::render::grep::Shape;
 use clankie_engine::filter::RecordFilter;
 use clankie_engine::search::{Case, Matcher, PatternOptions, Query};
 use clankie_host::AnyHost;
@@ -64,9 +63,6 @@ pub struct GrepArgs {
     /// Print the number of matching records per session (`host:session:COUNT`).
     #[arg(short = 'c', long)]
     pub count: bool,
-    /// NDJSON output: a `match` object per record, then a `summary` (docs/ndjson.md).
-    #[arg(long)]
-    pub json: bool,
     /// Also show N records after each match (of the same session).
     #[arg(short = 'A', long, value_name = "N")]
     pub after_context: Option<usize>,
@@ -160,7 +156,7 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
             .unwrap_or(0),
         // A session's name is printed once: its first match is enough (NDJSON counts all).
         max_count: match shape {
-            Shape::Sessions if !args.json => Some(1),
+            Shape::Sessions if global.output_format() == OutputFormat::Text => Some(1),
             _ => args.max_count,
         },
         redact: true,
@@ -178,12 +174,7 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
     if names.is_empty() {
         return Err(UsageError::NoHostsToSearch.into());
     }
-    let printer = GrepPrinter {
-        shape,
-        json: args.json,
-        color: ctx.color(),
-        width: tty::stdout_width(),
-    };
+    let printer = ctx.renderer(false).grep(shape);
     let opened: Vec<_> = names.iter().map(|name| ctx.open(name)).collect();
     // This machine's files are read where they are; only remote hosts go through the cache.
     let remote = opened.iter().any(|o| {

@@ -22,9 +22,6 @@ pub struct HostsArgs {
     /// Connect to each host and report what works and what does not.
     #[arg(long)]
     pub check: bool,
-    /// NDJSON output: one `host` object per line.
-    #[arg(long)]
-    pub json: bool,
 }
 
 pub(super) async fn run(global: &GlobalArgs, args: HostsArgs) -> Result<Outcome, Error> {
@@ -59,7 +56,7 @@ pub(super) async fn run(global: &GlobalArgs, args: HostsArgs) -> Result<Outcome,
     }
     let mut reports = tasks.join_all().await;
     reports.sort_by_key(|(index, _)| *index);
-    let renderer = ctx.renderer(args.json, false);
+    let renderer = ctx.renderer(false);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut failed = 0;

@@ -9,11 +9,8 @@ use crate::check::SessionError;
 use crate::driver::heads::SessionHead;
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
-use crate::render::Renderer;
-use crate::render::ls::{LsOptions, LsRow};
 use crate::render::progress::Progress;
 use clankie_engine::filter::parse_time;
-use clankie_engine::resolve::unique_prefix_lens;
 use clankie_engine::session::SessionFile;
 use clankie_model::{Harness, Listing, display_path};
 
@@ -25,10 +22,6 @@ pub struct LsArgs {
     /// Only this harness.
     #[arg(long, value_name = "NAME")]
     pub harness: Option<String>,
-    /// NDJSON output: one `session` object per line (and an `error` object per source that
-    /// cannot be read).
-    #[arg(long)]
-    pub json: bool,
     /// A source that cannot be read (a database, a name that is not UTF-8) makes the exit
     /// status 6; it is reported and the rest is listed either way.
     #[arg(long)]
@@ -135,15 +128,11 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
         .map_err(UsageError::from)?
         .map(|t| t.as_second());
     let ctx = Context::new(global)?;
-    let renderer = ctx.renderer(args.json, false);
-    let ls_options = LsOptions {
-        color: ctx.color(),
-        width: crate::render::tty::stdout_width(),
-        now: now.as_second(),
-    };
-    let want_heads = !args.json || args.view.long;
+    let renderer = ctx.renderer(false);
+    // NDJSON lists every session, and reads their heads only when asked (`--long`).
+    let json = renderer.is_ndjson();
+    let want_heads = !json || args.view.long;
     let view = std::sync::Arc::new(args.view);
-    let json = args.json;
     let names = if args.host_names.is_empty() {
         vec!["local".to_string()]
     } else {
@@ -219,14 +208,13 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                 more,
                 explicit,
             }) => {
-                print_sessions(
+                renderer.sessions(
                     &mut out,
-                    &renderer,
                     &name,
+                    show_host,
                     &sessions,
                     heads.as_deref(),
-                    show_host,
-                    &ls_options,
+                    now.as_second(),
                 )?;
                 for left_out in &listing.unreadable {
                     // On stderr always, and as an `error` object with --json; the host goes on.
@@ -289,39 +277,6 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
         failed,
         strict_failures: if args.strict { unreadable } else { 0 },
     })
-}
-
-/// One host's shown sessions: the text table, or `session` lines (with `title` and `cwd`
-/// when the heads were read, `--long`).
-fn print_sessions(
-    out: &mut impl Write,
-    renderer: &Renderer,
-    host: &str,
-    sessions: &[SessionFile],
-    heads: Option<&[SessionHead]>,
-    show_host: bool,
-    options: &LsOptions,
-) -> std::io::Result<()> {
-    match renderer {
-        Renderer::Ndjson => sessions.iter().enumerate().try_for_each(|(i, s)| {
-            crate::render::ndjson::session(out, host, s, heads.and_then(|h| h.get(i)))
-        }),
-        Renderer::Text(_) => {
-            let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
-            let unique = unique_prefix_lens(&ids);
-            let empty = SessionHead::default();
-            let rows: Vec<LsRow<'_>> = sessions
-                .iter()
-                .enumerate()
-                .map(|(i, session)| LsRow {
-                    session,
-                    head: heads.and_then(|h| h.get(i)).unwrap_or(&empty),
-                    unique: unique[i],
-                })
-                .collect();
-            crate::render::ls::rows(out, show_host.then_some(host), &rows, options)
-        }
-    }
 }
 
 /// `host: line`, unless the line already starts with the host's name (a host error names its

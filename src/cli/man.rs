@@ -29,8 +29,9 @@ at least 6 characters of one, optionally qualified as \fIHARNESS\fB/\fIID\fR.
 \fBclankie\-read\fR \fIHOST\fB:\fISESSION\fR is short for \fBclankie\-read read\fR
 \fIHOST\fB:\fISESSION\fR, and a bare \fISESSION\fR means \fBlocal:\fISESSION\fR.
 .PP
-Text output is for people; \fB\-\-json\fR prints NDJSON for scripts, one object per line, and a
-read's last line is a \fBpage\fR object whose cursor \fB\-\-since\fR continues from.
+Text output is for people; \fB\-\-format json\fR (or \fB\-\-json\fR) prints NDJSON for scripts,
+one object per line, and a read's last line is a \fBpage\fR object whose cursor \fB\-\-since\fR
+continues from.
 "#;
 
 /// The exit statuses, as SPEC.md states them.

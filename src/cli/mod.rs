@@ -20,10 +20,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{Error, Outcome, exit_status};
+use crate::error::{Error, Outcome, UsageError, exit_status};
 use clankie_model::sanitize::{sanitize, sanitize_line};
 
-pub use context::GlobalArgs;
+pub use context::{GlobalArgs, OutputFormat};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -82,6 +82,26 @@ pub enum Command {
     Cache(cache::CacheArgs),
 }
 
+impl Command {
+    /// The name of a subcommand that prints no NDJSON (`--format json` is refused), else
+    /// `None`.
+    fn text_only(&self) -> Option<&'static str> {
+        match self {
+            Command::Script(_) => Some("script"),
+            Command::Completions(_) => Some("completions"),
+            Command::Man(_) => Some("man"),
+            Command::Mcp(_) => Some("mcp"),
+            Command::Read(_)
+            | Command::Ls(_)
+            | Command::Grep(_)
+            | Command::Check(_)
+            | Command::Hosts(_)
+            | Command::Resume(_)
+            | Command::Cache(_) => None,
+        }
+    }
+}
+
 const SUBCOMMANDS: &[&str] = &[
     "read",
     "ls",
@@ -102,6 +122,7 @@ const VALUE_OPTIONS: &[&str] = &[
     "--ssh-config",
     "--root",
     "--color",
+    "--format",
     "--timeout",
     "--reply-timeout",
 ];
@@ -130,11 +151,28 @@ fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString
     args
 }
 
+/// `--json` spelled `--format=json`, so that of the two the last given wins, as for any option
+/// given twice (clap's overrides between two options stop at a subcommand's level). Words after
+/// `--` are left alone.
+fn json_as_format(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    args.into_iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            if i < end && arg == "--json" {
+                "--format=json".into()
+            } else {
+                arg
+            }
+        })
+        .collect()
+}
+
 /// Runs the CLI and returns the process exit status.
 pub fn main() -> ExitCode {
     // `CLANKIE_COMPLETE=SHELL`: a completion script asking; answers and exits.
     completions::answer_if_asked();
-    let args = expand_shorthand(std::env::args_os().collect());
+    let args = json_as_format(expand_shorthand(std::env::args_os().collect()));
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
@@ -144,6 +182,11 @@ pub fn main() -> ExitCode {
         }
     };
     let verbose = cli.global.verbose;
+    if cli.global.output_format() == OutputFormat::Json
+        && let Some(command) = cli.command.text_only()
+    {
+        return finish(Err(UsageError::NoNdjson { command }.into()), verbose);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -163,7 +206,7 @@ pub fn main() -> ExitCode {
             Command::Completions(args) => completions::run(args),
             Command::Man(args) => man::run(args),
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
-            Command::Cache(args) => cache::run(args),
+            Command::Cache(args) => cache::run(&cli.global, args),
         }
     });
     finish(result, verbose)
@@ -248,6 +291,41 @@ mod tests {
         assert_eq!(
             expand(&["c", "read", "local:abc"]),
             ["c", "read", "local:abc"]
+        );
+    }
+
+    #[test]
+    fn json_is_format_json_up_to_a_double_dash() {
+        let spelled = |args: &[&str]| -> Vec<String> {
+            json_as_format(args.iter().map(Into::into).collect())
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(
+            spelled(&["c", "--json", "ls", "--format", "text"]),
+            ["c", "--format=json", "ls", "--format", "text"]
+        );
+        assert_eq!(
+            spelled(&["c", "grep", "--json", "--", "--json"]),
+            ["c", "grep", "--format=json", "--", "--json"]
+        );
+        let last = |args: &[&str]| {
+            let cli = Cli::try_parse_from(spelled(args)).unwrap();
+            cli.global.output_format()
+        };
+        assert_eq!(last(&["c", "--json", "ls"]), OutputFormat::Json);
+        assert_eq!(
+            last(&["c", "--json", "ls", "--format", "text"]),
+            OutputFormat::Text
+        );
+        assert_eq!(
+            last(&["c", "--format", "text", "ls", "--json"]),
+            OutputFormat::Json
+        );
+        assert_eq!(
+            last(&["c", "ls", "--json", "--format=text"]),
+            OutputFormat::Text
         );
     }
 

@@ -9,6 +9,7 @@ use super::context::{Context, GlobalArgs, split_target, whole_host};
 use crate::driver::follow::{
     FeedError, FeedSink, FollowOptions, HostFeed, HostFeedSink, SessionFeed, TokioClock,
 };
+use crate::driver::request::{Pages, ReadRequest};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
 use crate::render::PageInfo;
@@ -18,9 +19,9 @@ use crate::render::progress::Progress;
 use crate::render::tty;
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
-use clankie_engine::harness::{self, Source};
+use clankie_engine::harness;
+use clankie_engine::page::Mode;
 use clankie_engine::page::Page;
-use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::resolve::SessionQuery;
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
@@ -51,9 +52,6 @@ pub struct ReadArgs {
     /// Records per page, 1 to 200.
     #[arg(long, short = 'n', value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=MAX_LIMIT as i64))]
     pub limit: u16,
-    /// NDJSON output: one `record` object per line, then one `page` object.
-    #[arg(long)]
-    pub json: bool,
     /// Irregular sources fail: a stale cursor exits 5, a malformed record exits 6.
     #[arg(long)]
     pub strict: bool,
@@ -129,17 +127,10 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     if let Some(harness) = whole_host(session_arg) {
         return follow_host(global, &args, host_name, harness).await;
     }
-    let query = SessionQuery::parse(session_arg)?;
-    let filter = args.filters.parse()?;
-    let mode = match (&args.since, args.head, args.all) {
-        (Some(cursor), _, _) => Mode::Since(Cursor::decode(cursor)?),
-        (None, true, _) => Mode::Head,
-        (None, _, true) => Mode::All,
-        _ => Mode::Tail,
-    };
+    let request = read_request(host_name, session_arg, &args)?;
     let interval = interval(&args)?;
     let ctx = Context::new(global)?;
-    let mut renderer = ctx.renderer(args.json, args.full);
+    let mut renderer = ctx.renderer(args.full);
     let on_terminal = tty::stdout_is_terminal();
     if let Some(text) = renderer.text_options_mut() {
         text.thinking = !args.no_thinking;
@@ -148,18 +139,12 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         text.cursor_line = on_terminal && !args.follow;
         text.screen = !args.follow;
     }
-    let out = if on_terminal && !args.json && !args.follow && !args.no_pager {
+    let out = if on_terminal && !renderer.is_ndjson() && !args.follow && !args.no_pager {
         PagedStdout::paged()
     } else {
         PagedStdout::direct()
     };
-    let request = PageRequest {
-        mode,
-        limit: usize::from(args.limit),
-        strict: args.strict,
-        redact: !args.no_redact,
-    };
-    if request.redact {
+    if request.page.redact {
         // Built on a thread of their own, the redaction's automata are ready by the first
         // text, and their millisecond overlaps opening the host and resolving the session.
         std::thread::spawn(clankie_engine::redact::prepare);
@@ -174,14 +159,14 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     // every poll.
     let mut reader = Reader::new(&host);
     // `--all --json`'s batches are redacted on the thread that writes them (`PrintSink`).
-    let redact_streamed = request.redact && matches!(renderer, Renderer::Ndjson);
+    let redact_streamed = request.page.redact && matches!(renderer, Renderer::Ndjson);
     if redact_streamed {
         reader = reader.with_streamed_batches_unredacted();
     }
     if matches!(renderer, Renderer::Ndjson) {
         reader = reader.with_texts_as_json_tokens();
     }
-    if matches!(request.mode, Mode::Tail) {
+    if matches!(request.page.mode, Mode::Tail) {
         // One read for a page of a few KiB a record (over SSH: one exec for the session's
         // resolution and its page).
         reader = reader.with_tail_window(FIRST_TAIL_WINDOW_BYTES);
@@ -193,9 +178,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         );
     }
     // Resolving reads the session's first range in the same round trip when it can.
-    let session = reader
-        .resolve_for_read(&roots_for(&opened.roots, query.harness), &query, &request)
-        .await?;
+    let session = request.resolve(&reader, &opened.roots).await?;
     let mut sink = PrintSink {
         renderer,
         out,
@@ -205,7 +188,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             session: &session.id,
             filtered: None,
         },
-        filter: &filter,
+        filter: &request.filter,
         filtered: 0,
         progress,
         on_terminal,
@@ -213,11 +196,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         redact_streamed,
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
-    let page = if args.all && args.since.is_some() {
-        all_since(&reader, &session, request, &mut sink).await
-    } else {
-        feed.page(request, &mut sink).await
-    };
+    let page = request.read(&mut feed, &mut sink).await;
     sink.progress.finish();
     // The page is whole: held output goes out, or the pager is waited for, before anything
     // else is said.
@@ -252,6 +231,23 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             .await?;
     }
     Ok(Outcome::Done)
+}
+
+/// The read `args` ask for of `session` on `host`, made by the driver's request builder (as the
+/// MCP server's `read_session` makes its own). The session is checked first, then the
+/// filters, then the cursor: the first that is wrong is the one reported.
+fn read_request(host: &str, session: &str, args: &ReadArgs) -> Result<ReadRequest, Error> {
+    let query = SessionQuery::parse(session)?;
+    let filter = args.filters.parse()?;
+    let pages = match (&args.since, args.head, args.all) {
+        (Some(cursor), _, true) => Pages::AllSince(Cursor::decode(cursor)?),
+        (Some(cursor), _, false) => Pages::Since(Cursor::decode(cursor)?),
+        (None, true, _) => Pages::Head,
+        (None, _, true) => Pages::All,
+        _ => Pages::Tail,
+    };
+    let request = ReadRequest::new(host, query, pages, usize::from(args.limit), filter);
+    Ok(request.strict(args.strict).redacted(!args.no_redact))
 }
 
 /// `--interval` as a duration; zero, negative or not a number is a usage error.
@@ -289,7 +285,7 @@ async fn follow_host(
     let filter = args.filters.parse()?;
     let interval = interval(args)?;
     let ctx = Context::new(global)?;
-    let mut renderer = ctx.renderer(args.json, args.full);
+    let mut renderer = ctx.renderer(args.full);
     if let Some(text) = renderer.text_options_mut() {
         text.thinking = !args.no_thinking;
         text.cursor_line = false;
@@ -372,7 +368,7 @@ struct HostPrintSink<'a> {
     harness: &'static str,
     session: String,
     prefix: String,
-    /// Text output of one batch, before its lines are prefixed.
+    /// Text output of one batch, before its lines are prefixed (kept between batches).
     buf: Vec<u8>,
 }
 
@@ -398,30 +394,24 @@ impl FeedSink for HostPrintSink<'_> {
         } else {
             records
         };
-        if matches!(self.renderer, Renderer::Ndjson) {
-            return self.renderer.records(&mut self.out, self.host, records);
-        }
-        self.buf.clear();
-        self.renderer.records(&mut self.buf, self.host, records)?;
-        for line in self.buf.split_inclusive(|&b| b == b'\n') {
-            self.out.write_all(self.prefix.as_bytes())?;
-            self.out.write_all(line)?;
-        }
-        Ok(())
+        self.renderer.prefixed_records(
+            &mut self.out,
+            self.host,
+            &self.prefix,
+            &mut self.buf,
+            records,
+        )
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
         let filtered = std::mem::take(&mut self.filtered);
-        if !matches!(self.renderer, Renderer::Ndjson) {
-            return Ok(());
-        }
         let info = PageInfo {
             host: self.host,
             harness: self.harness,
             session: &self.session,
             filtered: self.filter.is_active().then_some(filtered),
         };
-        self.renderer.page_end(&mut self.out, &info, page)
+        self.renderer.follow_page_end(&mut self.out, &info, page)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -430,53 +420,6 @@ impl FeedSink for HostPrintSink<'_> {
 
     fn warning(&mut self, line: &str) {
         super::warn(&[line.to_string()]);
-    }
-}
-
-/// `--all --since CURSOR`: every record after the cursor, page after page, within the bound of
-/// one run, ending with one page line. The bound counts the source read past the cursor, and
-/// for a source each page fetches whole (a document, a compressed transcript) every fetch.
-async fn all_since<H: Host>(
-    reader: &Reader<'_, H>,
-    session: &SessionFile,
-    first: PageRequest,
-    sink: &mut impl FeedSink,
-) -> Result<Page, FeedError> {
-    let offset = |mode: &Mode| match mode {
-        Mode::Since(Cursor::Lines(c)) => Some(c.resume),
-        _ => None,
-    };
-    let start = offset(&first.mode);
-    let fetched_per_page = match harness::source(session) {
-        Source::Document | Source::ZstdLines | Source::Tree => session.entry.size,
-        // Line ranges are counted by the cursor; a database's copy is kept between pages.
-        Source::Lines | Source::Database => 0,
-    };
-    let mut fetched = 0u64;
-    let mut request = PageRequest {
-        limit: MAX_LIMIT,
-        ..first
-    };
-    loop {
-        fetched = fetched.saturating_add(fetched_per_page);
-        let page = reader.read_page(session, request.clone(), |_| {}).await?;
-        for warning in &page.warnings {
-            sink.warning(warning);
-        }
-        if !page.records.is_empty() {
-            sink.records(&page.records)?;
-        }
-        let next = Mode::Since(page.cursor.clone());
-        let read = offset(&next)
-            .zip(start)
-            .map_or(0, |(now, from)| now.saturating_sub(from));
-        if !page.more || read.max(fetched) >= MAX_SOURCE_BYTES {
-            sink.page_end(&page)?;
-            sink.flush()?;
-            return Ok(page);
-        }
-        sink.flush()?;
-        request.mode = next;
     }
 }
 
@@ -626,5 +569,111 @@ mod tests {
             session_prefix("x", Some("/w/a\u{1b}[2J")),
             "x        a\\x1b[2J         │ "
         );
+    }
+
+    /// The CLI's `read` and the MCP server's `read_session`, given the same read, build the
+    /// same request with the driver's builder, field for field, and reading it the CLI's way
+    /// (through a feed into a sink) and the server's (a page at once) gives the same session,
+    /// page and records shown.
+    #[test]
+    fn the_cli_and_mcp_build_and_read_the_same_request() {
+        use crate::driver::follow::SessionFeed;
+        use crate::driver::testing::{Recorder, SHORT, block_on, claude_path};
+        use crate::mcp::read_request as mcp_request;
+        use crate::mcp::tools::ReadSessionArgs;
+        use clankie_host::memory::MemoryHost;
+        use clap::Parser;
+        use serde_json::json;
+
+        let id = "55604662-cf2a-4331-851a-ec234028f8ca";
+        let host = MemoryHost::new("local");
+        host.put(claude_path(&host, id), SHORT.as_bytes());
+        let cli_request = |args: &[&str]| {
+            let cli =
+                super::super::Cli::try_parse_from([&["clankie-read", "read"][..], args].concat())
+                    .unwrap();
+            let super::super::Command::Read(args) = cli.command else {
+                unreachable!("a read was parsed")
+            };
+            let (host, session) = split_target(&args.target).unwrap();
+            read_request(host, session, &args).unwrap()
+        };
+        let mcp_request = |arguments: serde_json::Value| {
+            let args: ReadSessionArgs = serde_json::from_value(arguments).unwrap();
+            mcp_request(&args).unwrap()
+        };
+        block_on(async {
+            let reader = Reader::new(&host);
+            let head = cli_request(&["local:55604662", "--head", "-n", "3"]);
+            let session = head.resolve(&reader, &[]).await.unwrap();
+            let head = reader.read_page(&session, head.page, |_| {}).await.unwrap();
+            let cursor = head.cursor.encode();
+            let named = format!("local:claude/{id}");
+            let reads = [
+                (
+                    vec!["local:55604662", "-n", "4"],
+                    json!({"target": "local:55604662", "limit": 4}),
+                ),
+                (
+                    vec![&named, "--head", "-n", "3", "--kind", "user,tools"],
+                    json!({"target": named, "mode": "head", "limit": 3,
+                           "kinds": ["user", "tools"]}),
+                ),
+                (
+                    vec!["55604662", "--since", &cursor, "-n", "2"],
+                    json!({"target": "55604662", "mode": "since", "cursor": cursor, "limit": 2}),
+                ),
+            ];
+            for (cli_args, arguments) in reads {
+                let cli = cli_request(&cli_args);
+                let mcp = mcp_request(arguments.clone());
+                assert_eq!(cli.host, mcp.host, "{arguments}");
+                assert_eq!(cli.query, mcp.query, "{arguments}");
+                assert_eq!(cli.page.mode, mcp.page.mode, "{arguments}");
+                assert_eq!(cli.page.limit, mcp.page.limit, "{arguments}");
+                assert_eq!(cli.page.strict, mcp.page.strict, "{arguments}");
+                assert_eq!(cli.page.redact, mcp.page.redact, "{arguments}");
+                assert_eq!(cli.to_the_end, mcp.to_the_end, "{arguments}");
+                assert_eq!(
+                    format!("{:?}", cli.filter),
+                    format!("{:?}", mcp.filter),
+                    "{arguments}"
+                );
+
+                let cli_session = cli.resolve(&reader, &[]).await.unwrap();
+                let mut sink = Recorder::default();
+                let mut feed = SessionFeed::new(&reader, &cli_session, false);
+                let cli_page = cli.read(&mut feed, &mut sink).await.unwrap();
+                let mcp_session = mcp.resolve(&reader, &[]).await.unwrap();
+                let mcp_page = mcp.read_page(&reader, &mcp_session).await.unwrap();
+                assert_eq!(cli_session, mcp_session, "{arguments}");
+                assert_eq!(cli_page, mcp_page, "{arguments}");
+                assert_eq!(sink.records, mcp_page.records, "{arguments}");
+                assert!(!mcp_page.records.is_empty(), "{arguments}");
+                let shown = |request: &ReadRequest, records: &[Record]| -> Vec<String> {
+                    let kept = records.iter().filter(|r| request.filter.keeps(r));
+                    kept.map(|r| r.id.clone()).collect()
+                };
+                assert_eq!(
+                    shown(&cli, &sink.records),
+                    shown(&mcp, &mcp_page.records),
+                    "{arguments}"
+                );
+            }
+
+            // `--all --since`: the pages after the cursor, read to the end by both ways.
+            let cli = cli_request(&["55604662", "--all", "--since", &cursor]);
+            assert!(cli.to_the_end);
+            let session = cli.resolve(&reader, &[]).await.unwrap();
+            let mut sink = Recorder::default();
+            let mut feed = SessionFeed::new(&reader, &session, false);
+            let last = cli.read(&mut feed, &mut sink).await.unwrap();
+            let whole = cli.read_page(&reader, &session).await.unwrap();
+            assert!(!last.more);
+            assert_eq!(sink.page_ends(), [(false, false)]);
+            assert_eq!(whole.cursor, last.cursor);
+            assert_eq!(whole.records, sink.records);
+            assert!(!sink.records.is_empty());
+        });
     }
 }

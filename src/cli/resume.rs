@@ -1,4 +1,5 @@
-//! `clankie-read resume HOST:SESSION`: prints the harness's own resume command; runs nothing.
+//! `clankie-read resume HOST:SESSION`: prints the harness's own resume command (with
+//! `--format json`, a `resume` object naming the session too); runs nothing.
 
 use std::io::Write;
 
@@ -7,6 +8,7 @@ use clap::Args;
 use super::context::{Context, GlobalArgs, split_target};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome};
+use crate::render::ResumeReport;
 use clankie_engine::resolve::SessionQuery;
 use clankie_engine::resume::Remote;
 use clankie_host::{Dialect, Transport};
@@ -54,10 +56,14 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome
     let command = reader
         .resume_command(&session, explicit_root, remote)
         .await?;
+    let report = ResumeReport {
+        host: host_name,
+        harness: session.harness().name(),
+        session: &session.id,
+        command: &command,
+    };
     let mut out = std::io::stdout().lock();
-    // The command holds names from the host: printed through the sanitiser like everything
-    // else that reaches a terminal (quoting already made it one line).
-    writeln!(out, "{}", clankie_model::sanitize::sanitize(&command))?;
+    ctx.renderer(false).resume(&mut out, &report)?;
     out.flush()?;
     Ok(Outcome::Done)
 }

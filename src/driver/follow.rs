@@ -12,6 +12,7 @@ use std::future::Future;
 use std::io;
 use std::time::Duration;
 
+use super::retry::recovery;
 use super::{DriverError, Reader};
 use clankie_engine::cursor::Cursor;
 use clankie_engine::page::{Mode, Page, PageRequest};
@@ -123,6 +124,16 @@ impl<'a, H: Host> SessionFeed<'a, H> {
         }
     }
 
+    /// The reader this feed reads with.
+    pub fn reader(&self) -> &'a Reader<'a, H> {
+        self.reader
+    }
+
+    /// The session this feed reads.
+    pub fn session(&self) -> &'a SessionFile {
+        self.session
+    }
+
     /// Reads one page into the sink, its page end included even when it has no records. With
     /// `--all` the records are given in batches as they complete.
     pub async fn page(
@@ -154,9 +165,11 @@ impl<'a, H: Host> SessionFeed<'a, H> {
 
     /// Polls from `cursor` every `options.interval` and gives the sink what completed, until
     /// `stop` resolves (or `options.polls` polls ran). Each poll reads pages until caught up.
-    /// A transient host error ([`is_transient`]) drops the connection, warns, and retries from
-    /// the last cursor after 1 s, then 2 s, … at most 30 s; the first poll that succeeds after
-    /// warns that the host is back. Returns the last cursor.
+    /// A host error that the retry policy retries ([`Recovery::retries`]) drops the connection,
+    /// warns, and retries from the last cursor after 1 s, then 2 s, … at most 30 s; the first
+    /// poll that succeeds after warns that the host is back. Returns the last cursor.
+    ///
+    /// [`Recovery::retries`]: super::retry::Recovery::retries
     pub async fn follow(
         &mut self,
         cursor: Cursor,
@@ -248,23 +261,6 @@ fn keep_unseen(seen: &mut Option<HashSet<String>>, records: &mut Vec<Record>) {
     if let Some(seen) = seen {
         records.retain(|r| seen.insert(r.id.clone()));
     }
-}
-
-/// Whether a later attempt may not see this host error: it is about the connection (dropped,
-/// or a reply that broke its time bound), not about the file or who we are (a refused path, a
-/// host key, authentication, the SSH configuration), nor a reply over a cap (what is there to
-/// send stays as large; asking again every few seconds would fetch it again and again).
-pub fn is_transient(err: &HostError) -> bool {
-    !matches!(
-        err,
-        HostError::PathRefused { .. }
-            | HostError::ReplyTooLarge { .. }
-            | HostError::HostKeyChanged { .. }
-            | HostError::HostKeyRevoked { .. }
-            | HostError::HostKeyUnknown { .. }
-            | HostError::Auth { .. }
-            | HostError::SshConfig { .. }
-    )
 }
 
 /// What a host-wide follow gives its sink besides a [`FeedSink`]'s records and page ends:
@@ -382,7 +378,7 @@ impl<'a, H: Host> HostFeed<'a, H> {
                         },
                     );
                 }
-                Err(DriverError::Host(err)) if is_transient(&err) => {
+                Err(DriverError::Host(err)) if recovery(&err).retries() => {
                     return Err(DriverError::Host(err).into());
                 }
                 // A session that cannot be read now is tried again when it changes.
@@ -431,7 +427,7 @@ impl<'a, H: Host> HostFeed<'a, H> {
                 .await
             {
                 Ok(()) => {}
-                Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
+                Err(FeedError::Read(DriverError::Host(err))) if recovery(&err).retries() => {
                     return Err(DriverError::Host(err).into());
                 }
                 Err(FeedError::Read(err)) => sink.warning(&err.to_string()),
@@ -577,7 +573,6 @@ impl<'a, H: Host> HostFeed<'a, H> {
     }
 }
 
-/// The warning for a transient error: the error, and when the next attempt is.
 /// The wait before the next poll, after one that ended with `result`: the interval after a
 /// good poll (saying so once when it ends an outage); after a dropped or stalled connection, a
 /// disconnect and a doubling wait (1 s to 30 s), said at each try. Any other error ends the
@@ -600,7 +595,7 @@ async fn next_delay<H: Reconnect>(
             }
             Ok(interval)
         }
-        Err(FeedError::Read(DriverError::Host(err))) if is_transient(&err) => {
+        Err(FeedError::Read(DriverError::Host(err))) if recovery(&err).retries() => {
             host.disconnect().await;
             let wait = outage.map_or(FIRST_RETRY, |w| (w * 2).min(MAX_RETRY));
             warn(&retry_line(&err, wait));
@@ -611,6 +606,7 @@ async fn next_delay<H: Reconnect>(
     }
 }
 
+/// The warning for a transient error: the error, and when the next attempt is.
 fn retry_line(err: &HostError, wait: Duration) -> String {
     let retrying = format!("retrying in {}s", wait.as_secs());
     match err {
@@ -1165,36 +1161,5 @@ mod tests {
                 ]
             );
         });
-    }
-
-    #[test]
-    fn only_connection_errors_are_transient() {
-        let host = || "h".to_string();
-        assert!(is_transient(&HostError::Unreachable {
-            host: host(),
-            reason: "reset".into()
-        }));
-        assert!(is_transient(&HostError::Protocol {
-            host: host(),
-            reason: "eof".into()
-        }));
-        assert!(is_transient(&HostError::TimedOut {
-            host: host(),
-            reason: "no reply for 30 s after the command was sent".into()
-        }));
-        assert!(!is_transient(&HostError::ReplyTooLarge {
-            host: host(),
-            reason: "remote output over 67108864 bytes; refusing it".into()
-        }));
-        assert!(!is_transient(&HostError::Auth {
-            host: host(),
-            reason: "denied".into()
-        }));
-        assert!(!is_transient(&HostError::HostKeyChanged {
-            host: host(),
-            key_host: "h".into(),
-            fingerprint: "SHA256:x".into(),
-            known_hosts_line: "~/.ssh/known_hosts:1".into(),
-        }));
     }
 }

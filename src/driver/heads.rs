@@ -89,7 +89,7 @@ impl<H: Host> Reader<'_, H> {
         let cwd = match harness::cwd_source(harness) {
             None => harness::session_cwd(harness, &head),
             Some(sidecar) => {
-                let rel = super::sidecar_rel(&session.entry.rel, sidecar);
+                let rel = super::resume::sidecar_rel(&session.entry.rel, sidecar);
                 let sidecar = FileRef { rel, ..file };
                 match self.host.read(&sidecar, &range).await {
                     Ok(result) => harness::session_cwd(harness, &result.chunks.concat()),

@@ -14,7 +14,7 @@
 
 mod kept;
 mod pool;
-mod tools;
+pub(crate) mod tools;
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -31,7 +31,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::check::{SessionError, State, StateError, StateLock, check_host};
-use crate::driver::follow::is_transient;
+use crate::driver::request::{Pages, ReadRequest};
+use crate::driver::retry::recovery;
 use crate::driver::{DriverError, Reader, roots_for};
 use crate::error::{Error, exit, exit_status};
 use crate::render::text::TextOptions;
@@ -39,7 +40,7 @@ use crate::render::{PageInfo, Renderer};
 use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::{RecordFilter, parse_time};
 use clankie_engine::harness::{self, Source};
-use clankie_engine::page::{Mode, Page, PageRequest};
+use clankie_engine::page::{Mode, Page};
 use clankie_engine::resolve::{SessionQuery, unique_prefix_lens};
 use clankie_engine::resume::Remote;
 use clankie_engine::session::SessionFile;
@@ -278,7 +279,10 @@ impl ServerHandler for McpServer {
 impl McpServer {
     /// Runs `op` on the warm host `name` (once it is allowed). A connection kept from an earlier
     /// call may have been dropped meanwhile (the other side restarted, a NAT forgot it): when
-    /// such a one fails as a dropped connection fails, `op` runs once more on a new one.
+    /// such a one fails as the retry policy says may pass ([`Recovery::retries_call`]), `op`
+    /// runs once more on a new one.
+    ///
+    /// [`Recovery::retries_call`]: crate::driver::retry::Recovery::retries_call
     async fn on_host<T, F, Fut>(&self, name: &str, op: F) -> Result<T, Failure>
     where
         F: Fn(Arc<pool::WarmHost>) -> Fut,
@@ -291,7 +295,7 @@ impl McpServer {
             .await
             .map_err(|e| self.failed(name, e))?;
         let result = match op(warm).await {
-            Err(DriverError::Host(e)) if reused && is_transient(&e) => {
+            Err(DriverError::Host(e)) if recovery(&e).retries_call(reused) => {
                 self.pool.forget(name).await;
                 let (warm, _) = self
                     .pool
@@ -413,50 +417,25 @@ impl McpServer {
     }
 
     async fn read_session(&self, args: tools::ReadSessionArgs) -> Result<Answer, Failure> {
-        let limit = tools::limit("read_session", args.limit).map_err(invalid)?;
-        let (host_name, session_arg) = split_target(&args.target).map_err(invalid)?;
-        let query =
-            SessionQuery::parse(session_arg).map_err(|e| invalid(format!("read_session: {e}")))?;
-        let mode = match (args.mode, &args.cursor) {
-            (ReadMode::Since, Some(cursor)) => Mode::Since(
-                Cursor::decode(cursor).map_err(|e| invalid(format!("read_session: {e}")))?,
-            ),
-            (ReadMode::Since, None) => {
-                return Err(invalid(
-                    "read_session: mode `since` needs `cursor` (a page's cursor)".to_string(),
-                ));
-            }
-            (_, Some(_)) => {
-                return Err(invalid(
-                    "read_session: `cursor` goes with mode `since`".to_string(),
-                ));
-            }
-            (ReadMode::Head, None) => Mode::Head,
-            (ReadMode::Tail, None) => Mode::Tail,
-        };
-        let filter = RecordFilter::parse(&args.kinds, None, None, None, jiff::Timestamp::now())
-            .map_err(|e| invalid(format!("read_session: {e}")))?;
-        let request = PageRequest {
-            mode,
-            limit,
-            strict: false,
-            // Redaction cannot be turned off through MCP.
-            redact: true,
-        };
-        let (query, request) = (&query, &request);
+        let request = read_request(&args).map_err(invalid)?;
+        let host_name = request.host.as_str();
+        // The kept resolution is found by the session argument as given.
+        let key = &kept_key(&request.query);
+        let request = &request;
         let (session, page) = self
             .on_host(host_name, |warm| async move {
-                if let Some(kept) = warm.sessions.get(session_arg) {
-                    match read_kept(&warm, session_arg, kept, request, limit).await {
+                if let Some(kept) = warm.sessions.get(key) {
+                    match read_kept(&warm, key, kept, request).await {
                         Ok(read) => return Ok(read),
                         Err(e) if !resolved_again_after(&e) => return Err(e),
                         // Gone, moved or no longer what it was: found again, as the CLI would.
-                        Err(_) => warm.sessions.forget(session_arg),
+                        Err(_) => warm.sessions.forget(key),
                     }
                 }
-                read_resolving(&warm, session_arg, query, request).await
+                read_resolving(&warm, key, request).await
             })
             .await?;
+        let filter = &request.filter;
         let total = page.records.len();
         let mut records: Vec<Record> = page
             .records
@@ -858,18 +837,15 @@ async fn read_kept(
     warm: &pool::WarmHost,
     key: &str,
     kept: Kept,
-    request: &PageRequest,
-    limit: usize,
+    request: &ReadRequest,
 ) -> Result<(SessionFile, Page), DriverError> {
     let mut reader = Reader::new(&warm.host);
-    if request.mode == Mode::Tail
-        && let Some(window) = kept.tail_window(limit)
+    if request.page.mode == Mode::Tail
+        && let Some(window) = kept.tail_window(request.page.limit)
     {
         reader = reader.with_tail_window(window);
     }
-    let page = reader
-        .read_page(&kept.session, request.clone(), |_| {})
-        .await?;
+    let page = request.read_page(&reader, &kept.session).await?;
     keep(
         warm,
         key,
@@ -886,14 +862,11 @@ async fn read_kept(
 async fn read_resolving(
     warm: &pool::WarmHost,
     key: &str,
-    query: &SessionQuery,
-    request: &PageRequest,
+    request: &ReadRequest,
 ) -> Result<(SessionFile, Page), DriverError> {
     let reader = Reader::new(&warm.host);
-    let session = reader
-        .resolve_for_read(&roots_for(&warm.roots, query.harness), query, request)
-        .await?;
-    let page = reader.read_page(&session, request.clone(), |_| {}).await?;
+    let session = request.resolve(&reader, &warm.roots).await?;
+    let page = request.read_page(&reader, &session).await?;
     // Only a transcript of lines is read from its resolution alone; a database or a tree is
     // listed or loaded by every read anyway.
     if harness::source(&session) == Source::Lines {
@@ -940,6 +913,38 @@ fn resolved_again_after(error: &DriverError) -> bool {
         ) | DriverError::Plan { .. }
             | DriverError::Source { .. }
     )
+}
+
+/// The read a `read_session` call asks for, made by the driver's request builder (as the CLI's
+/// `read` makes its own); what is wrong with the arguments, as the model reads it. A read
+/// through MCP is always redacted and never strict.
+pub(crate) fn read_request(args: &tools::ReadSessionArgs) -> Result<ReadRequest, String> {
+    let limit = tools::limit("read_session", args.limit)?;
+    let (host_name, session_arg) = split_target(&args.target)?;
+    let query = SessionQuery::parse(session_arg).map_err(|e| format!("read_session: {e}"))?;
+    let pages = match (args.mode, &args.cursor) {
+        (ReadMode::Since, Some(cursor)) => {
+            Pages::Since(Cursor::decode(cursor).map_err(|e| format!("read_session: {e}"))?)
+        }
+        (ReadMode::Since, None) => {
+            return Err("read_session: mode `since` needs `cursor` (a page's cursor)".to_string());
+        }
+        (_, Some(_)) => return Err("read_session: `cursor` goes with mode `since`".to_string()),
+        (ReadMode::Head, None) => Pages::Head,
+        (ReadMode::Tail, None) => Pages::Tail,
+    };
+    let filter = RecordFilter::parse(&args.kinds, None, None, None, jiff::Timestamp::now())
+        .map_err(|e| format!("read_session: {e}"))?;
+    Ok(ReadRequest::new(host_name, query, pages, limit, filter))
+}
+
+/// The session argument a query was parsed from (`[HARNESS/]ID`): what a kept resolution is
+/// found by.
+fn kept_key(query: &SessionQuery) -> String {
+    match query.harness {
+        Some(harness) => format!("{}/{}", harness.name(), query.id),
+        None => query.id.clone(),
+    }
 }
 
 /// `HOST:SESSION`, split at the first `:`; a bare `SESSION` is on `local` (as the CLI reads it).

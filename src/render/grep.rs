@@ -38,10 +38,12 @@ pub enum Shape {
     Sessions,
 }
 
-/// How `grep` prints, chosen once per run.
+/// How `grep` prints, chosen once per run: by the run's renderer (`Renderer::grep`), or by
+/// the MCP server, which gives both forms of each match.
 #[derive(Debug, Clone, Copy)]
 pub struct GrepPrinter {
     pub shape: Shape,
+    /// NDJSON, else text.
     pub json: bool,
     pub color: bool,
     /// The terminal's columns, when known.
@@ -96,6 +98,25 @@ struct SummaryLine {
 }
 
 impl GrepPrinter {
+    /// Text, coloured or not, cut to `width` columns when known.
+    pub(super) fn text(shape: Shape, color: bool, width: Option<usize>) -> GrepPrinter {
+        GrepPrinter {
+            shape,
+            json: false,
+            color,
+            width,
+        }
+    }
+
+    pub(super) fn ndjson(shape: Shape) -> GrepPrinter {
+        GrepPrinter {
+            shape,
+            json: true,
+            color: false,
+            width: None,
+        }
+    }
+
     /// One session with matches.
     pub fn session(&self, out: &mut impl Write, host: &str, s: &SessionFound) -> io::Result<()> {
         match (self.shape, self.json) {
@@ -429,12 +450,7 @@ mod tests {
 
     #[test]
     fn long_lines_are_cut_around_the_match_and_highlighted() {
-        let printer = GrepPrinter {
-            shape: Shape::Records,
-            json: false,
-            color: true,
-            width: Some(GUTTER + 1 + 60),
-        };
+        let printer = GrepPrinter::text(Shape::Records, true, Some(GUTTER + 1 + 60));
         let line = format!("{}deploy{}", "a".repeat(100), "b".repeat(100));
         let shown = printer.highlight(&line, &[[100, 106]]);
         assert_eq!(

@@ -2,6 +2,7 @@
 //! The output format is chosen once (`Renderer`); text goes through the one sanitiser, NDJSON
 //! stays exact (JSON escaping protects it).
 
+pub mod cache;
 pub mod diff;
 pub mod grep;
 pub mod ls;
@@ -15,9 +16,14 @@ pub mod tty;
 pub mod wrap;
 
 use std::io::{self, Write};
+use std::path::Path;
 
+use crate::cache::{CachedFileInfo, Cleared};
 use crate::check::{Activity, Change, SessionError};
+use crate::driver::heads::SessionHead;
 use clankie_engine::page::Page;
+use clankie_engine::resolve::unique_prefix_lens;
+use clankie_engine::session::SessionFile;
 use clankie_model::Record;
 
 /// What a page line needs besides the page itself.
@@ -57,6 +63,15 @@ pub struct HostReport {
     pub warnings: Vec<String>,
 }
 
+/// What `resume` says of a session: the harness's own command that resumes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResumeReport<'a> {
+    pub host: &'a str,
+    pub harness: &'a str,
+    pub session: &'a str,
+    pub command: &'a str,
+}
+
 /// One harness root of a checked host.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RootReport {
@@ -76,8 +91,9 @@ fn change_name(change: Change) -> &'static str {
     }
 }
 
-/// The output format, chosen once per invocation. Text output keeps what it has shown of a run
-/// (the day, the calls), so it is written through one `Renderer` per run.
+/// The output format, chosen once per invocation (`--format`): every subcommand prints through
+/// it, and none decides how to print. Text output keeps what it has shown of a run (the day,
+/// the calls), so it is written through one `Renderer` per run.
 #[derive(Debug, Clone)]
 pub enum Renderer {
     Text(text::TextPrinter),
@@ -87,6 +103,12 @@ pub enum Renderer {
 impl Renderer {
     pub fn text(options: text::TextOptions) -> Renderer {
         Renderer::Text(text::TextPrinter::new(options))
+    }
+
+    /// Whether this run prints NDJSON: what a run gathers may differ (`ls` lists every session
+    /// and reads no heads unless `--long`), how it prints is the renderer's.
+    pub fn is_ndjson(&self) -> bool {
+        matches!(self, Renderer::Ndjson)
     }
 
     /// The text options, to adjust for one subcommand; `None` for NDJSON.
@@ -121,6 +143,45 @@ impl Renderer {
             Renderer::Ndjson => ndjson::page(out, info, page),
         }
     }
+
+    /// Records of one session of a host-wide follow: NDJSON as [`Renderer::records`] writes
+    /// them (each line names its session); text with every line after `prefix`, the session's
+    /// (rendered into `buf` first, which is kept between calls).
+    pub fn prefixed_records(
+        &mut self,
+        out: &mut impl Write,
+        host: &str,
+        prefix: &str,
+        buf: &mut Vec<u8>,
+        records: &[Record],
+    ) -> io::Result<()> {
+        match self {
+            Renderer::Text(printer) => {
+                buf.clear();
+                printer.records(buf, records)?;
+                for line in buf.split_inclusive(|&b| b == b'\n') {
+                    out.write_all(prefix.as_bytes())?;
+                    out.write_all(line)?;
+                }
+                Ok(())
+            }
+            Renderer::Ndjson => ndjson::records(out, host, records),
+        }
+    }
+
+    /// A page end of a host-wide follow: NDJSON's `page` line; nothing in text, where the
+    /// sessions' lines run on.
+    pub fn follow_page_end(
+        &self,
+        out: &mut impl Write,
+        info: &PageInfo<'_>,
+        page: &Page,
+    ) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => Ok(()),
+            Renderer::Ndjson => ndjson::page(out, info, page),
+        }
+    }
 }
 
 impl Renderer {
@@ -145,6 +206,86 @@ impl Renderer {
         match self {
             Renderer::Text(_) => text::host(out, report),
             Renderer::Ndjson => ndjson::host(out, report),
+        }
+    }
+
+    /// One host's shown sessions (`ls`): the text table, prefixed with the host when
+    /// `show_host`, its modified column relative to `now` (Unix seconds); or `session` lines,
+    /// with `title` and `cwd` when the heads were read (`--long`).
+    pub fn sessions(
+        &self,
+        out: &mut impl Write,
+        host: &str,
+        show_host: bool,
+        sessions: &[SessionFile],
+        heads: Option<&[SessionHead]>,
+        now: i64,
+    ) -> io::Result<()> {
+        match self {
+            Renderer::Ndjson => sessions
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, s)| ndjson::session(out, host, s, heads.and_then(|h| h.get(i)))),
+            Renderer::Text(printer) => {
+                let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+                let unique = unique_prefix_lens(&ids);
+                let empty = SessionHead::default();
+                let rows: Vec<ls::LsRow<'_>> = sessions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, session)| ls::LsRow {
+                        session,
+                        head: heads.and_then(|h| h.get(i)).unwrap_or(&empty),
+                        unique: unique[i],
+                    })
+                    .collect();
+                let options = ls::LsOptions {
+                    color: printer.options.color,
+                    width: printer.options.width,
+                    now,
+                };
+                ls::rows(out, show_host.then_some(host), &rows, &options)
+            }
+        }
+    }
+
+    /// `grep`'s printer for one shape of output, in this run's format.
+    pub fn grep(&self, shape: grep::Shape) -> grep::GrepPrinter {
+        match self {
+            Renderer::Text(printer) => {
+                grep::GrepPrinter::text(shape, printer.options.color, printer.options.width)
+            }
+            Renderer::Ndjson => grep::GrepPrinter::ndjson(shape),
+        }
+    }
+
+    /// `cache ls`: the cached files.
+    pub fn cached(&self, out: &mut impl Write, files: &[CachedFileInfo]) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => cache::files(out, files),
+            Renderer::Ndjson => ndjson::cached(out, files),
+        }
+    }
+
+    /// `cache clear`: what was removed from `dir`, of one host or of all.
+    pub fn cleared(
+        &self,
+        out: &mut impl Write,
+        host: Option<&str>,
+        cleared: &Cleared,
+        dir: &Path,
+    ) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => cache::cleared(out, host, cleared, dir),
+            Renderer::Ndjson => ndjson::cleared(out, host, cleared),
+        }
+    }
+
+    /// `resume`: the command that resumes a session.
+    pub fn resume(&self, out: &mut impl Write, report: &ResumeReport<'_>) -> io::Result<()> {
+        match self {
+            Renderer::Text(_) => text::resume(out, report),
+            Renderer::Ndjson => ndjson::resume(out, report),
         }
     }
 }

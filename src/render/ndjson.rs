@@ -12,7 +12,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::{HostReport, PageInfo, RootReport, change_name};
+use super::{HostReport, PageInfo, ResumeReport, RootReport, change_name};
+use crate::cache::{CachedFileInfo, Cleared};
 use crate::check::{Activity, SessionError};
 use crate::driver::heads::SessionHead;
 use crate::handoff::Handoff;
@@ -122,6 +123,39 @@ struct RootLine<'a> {
     dir: &'a str,
     exists: bool,
     sessions: usize,
+}
+
+/// A `cached` line of `cache ls --json`.
+#[derive(Serialize)]
+struct CachedLine<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    host: &'a str,
+    harness: &'a str,
+    path: String,
+    bytes: u64,
+    used: String,
+}
+
+/// The `cleared` line of `cache clear --json`.
+#[derive(Serialize)]
+struct ClearedLine<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    host: Option<&'a str>,
+    files: u64,
+    bytes: u64,
+}
+
+/// The `resume` line of `resume --json`.
+#[derive(Serialize)]
+struct ResumeLine<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    host: &'a str,
+    harness: &'a str,
+    session: &'a str,
+    command: &'a str,
 }
 
 /// Writes `value` as one NDJSON line (terminal-safe, as every line here).
@@ -689,6 +723,50 @@ pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
             shell_noise: r.shell_noise.as_deref(),
             roots: r.roots.iter().map(root).collect(),
             warnings: &r.warnings,
+        },
+    )
+}
+
+/// One `cached` line per file.
+pub fn cached(out: &mut impl Write, files: &[CachedFileInfo]) -> io::Result<()> {
+    for file in files {
+        line(
+            out,
+            &CachedLine {
+                ty: "cached",
+                host: &file.host,
+                harness: &file.harness,
+                path: display_path(&file.path),
+                bytes: file.bytes,
+                used: super::cache::used(file),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// The `cleared` line: what was removed, of one host (`host`) or of all (`null`).
+pub fn cleared(out: &mut impl Write, host: Option<&str>, cleared: &Cleared) -> io::Result<()> {
+    line(
+        out,
+        &ClearedLine {
+            ty: "cleared",
+            host,
+            files: cleared.files,
+            bytes: cleared.bytes,
+        },
+    )
+}
+
+pub fn resume(out: &mut impl Write, r: &ResumeReport<'_>) -> io::Result<()> {
+    line(
+        out,
+        &ResumeLine {
+            ty: "resume",
+            host: r.host,
+            harness: r.harness,
+            session: r.session,
+            command: r.command,
         },
     )
 }

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 
 use super::styled::{Line, Style};
 use super::tool::{CallView, view};
-use super::{HostReport, change_name, diff, wrap};
+use super::{HostReport, ResumeReport, change_name, diff, wrap};
 use crate::check::Activity;
 use clankie_engine::page::Page;
 use clankie_model::sanitize::sanitize;
@@ -442,6 +442,12 @@ pub fn activity(out: &mut impl Write, a: &Activity) -> io::Result<()> {
         a.new_records,
         sanitize(a.last_ts.as_deref().unwrap_or("-"))
     )
+}
+
+/// `resume`: the command alone, ready to paste. It holds names from the host, so it goes
+/// through the sanitiser like everything else (quoting already made it one line).
+pub fn resume(out: &mut impl Write, r: &ResumeReport<'_>) -> io::Result<()> {
+    writeln!(out, "{}", sanitize(r.command))
 }
 
 /// One `hosts` entry: name, transport, shell and status, then what `--check` found, indented.

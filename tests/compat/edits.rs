@@ -2,8 +2,8 @@
 //! OpenCode for an `edit` of a file in the project directory (one line changed, one added), and
 //! the reader must show each as a unified diff of exactly that change.
 //!
-//! These sessions are also the fixtures of the text snapshots (`tests/it/text_snapshots.rs`,
-//! issue 16): with `CLANKIE_COMPAT_RECORD_DIR=DIR`, each test copies what its CLI wrote into
+//! These sessions are also the fixtures of the text snapshots (`tests/it/text_snapshots.rs`):
+//! with `CLANKIE_COMPAT_RECORD_DIR=DIR`, each test copies what its CLI wrote into
 //! `DIR` (Codex's rollout, OpenCode's database as an `sqlite3 .dump`), to be renamed into
 //! `tests/fixtures/` as `tests/fixtures/LAYOUT.md` says.
 

@@ -1,4 +1,4 @@
-//! Batched reads over the real sshd (issue 15): the small sessions `check` reads whole, many
+//! Batched reads over the real sshd: the small sessions `check` reads whole, many
 //! to a `cat`, give byte for byte what reads one by one and a local read give, under every
 //! test user's shell (the script runs under `/bin/sh`, busybox's or toybox's), hostile names
 //! included; and a session that grows while the batch reads it is read again, never wrongly.

@@ -361,9 +361,9 @@ fn usage_errors_exit_2_before_any_read() {
         (vec!["--root", "nosuch=/tmp", "read", &t], 2),
         (vec!["read", "local:nosuch/3f1c2a"], 2),
         (vec!["read", "local:3f1c2a"], 4), // ambiguous: two sessions share it
-        (vec!["read", "local:3f1c"], 2),   // too short to be a prefix (issue 16)
+        (vec!["read", "local:3f1c"], 2),   // too short to be a prefix
         (vec!["read", "local:ffffffff"], 4),
-        (vec!["read", "nohost"], 4), // a bare SESSION is on `local` (issue 16)
+        (vec!["read", "nohost"], 4), // a bare SESSION is on `local`
         (vec!["read", "no:"], 2),
         // Every subcommand that reaches hosts parses --root first, `hosts` too.
         (vec!["--root", "claude", "hosts"], 2),

@@ -1,4 +1,4 @@
-//! The everyday moves of issue 16, each with its exact stderr line and exit code: a bare
+//! The everyday moves, each with its exact stderr line and exit code: a bare
 //! `SESSION` is `local:SESSION`, `-n N`, a prefix under 6 characters, a session not found, a
 //! `--root` that is missing, and an `--all` stopped by the 64 MiB bound of one run, continued
 //! with the command it prints.

@@ -1,4 +1,4 @@
-//! `clankie-read grep` end to end (issue 17): the records it finds across harnesses are exactly
+//! `clankie-read grep` end to end: the records it finds across harnesses are exactly
 //! those `read --all --json` gives whose text holds the literal; hosts are searched together
 //! (this machine, an SSH test user) and a failing one leaves the others' matches printed with
 //! exit 3; secrets are redacted before matching and printing; case, `-F`, JSON-escaped

@@ -409,7 +409,7 @@ fn follow_rides_out_a_stall_like_a_dropped_connection() {
     assert!(!err.contains("giving up"), "{err}");
 }
 
-/// Hosts whose replies are hostile in shape, not in timing (issue 14): a flood far over the
+/// Hosts whose replies are hostile in shape, not in timing: a flood far over the
 /// reply cap, a list of millions of short names under one long root, a frame with another
 /// nonce, truncated and invalid base64. Each run ends with one clear line and the documented
 /// exit code (3 for a broken wire format, 6 for a cap), prints no raw control byte, and peaks

@@ -1,4 +1,4 @@
-//! Connection sharing (issue 15) against the real sshd and the real OpenSSH client: a master
+//! Connection sharing against the real sshd and the real OpenSSH client: a master
 //! started with `ssh -M -N -f` runs `ls`, `read --tail` and `hosts --check` with no connection
 //! of ours (a config whose own authentication would fail proves it); ControlPath tokens are
 //! expanded as `ssh -G` expands them; a master killed while a command runs through it falls back

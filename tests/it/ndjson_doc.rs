@@ -1,7 +1,7 @@
 //! docs/ndjson.md documents every field printed: the binary runs over the fixtures in every
 //! mode that prints NDJSON (`read` of every fixture session, with and without a filter, `ls
-//! --json` and `--long`, `check --json --records`, `hosts --json` and `--check`, `error`
-//! objects), every `(type, field)` printed is collected — objects nested in a field as
+//! --json` and `--long`, `check --json --records`, `hosts --json` and `--check`, `resume
+//! --json`, `error` objects), every `(type, field)` printed is collected — objects nested in a field as
 //! `field.key` — and each must be in the table of its type's section of the doc.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -194,6 +194,12 @@ fn every_printed_field_is_in_docs_ndjson_md() {
         lines.extend(ndjson(&out));
     }
 
+    // `resume`: the command that resumes a session.
+    lines.extend(json_lines(
+        home.path(),
+        &with_roots(&["resume", "--json", "local:claude/short"]),
+    ));
+
     // `grep`: matches with context, counts, the summary, and a host that fails.
     lines.extend(json_lines(
         home.path(),
@@ -226,8 +232,8 @@ fn every_printed_field_is_in_docs_ndjson_md() {
     assert_eq!(
         types,
         [
-            "activity", "context", "count", "error", "host", "match", "page", "record", "session",
-            "summary"
+            "activity", "context", "count", "error", "host", "match", "page", "record", "resume",
+            "session", "summary"
         ]
     );
     for ty in ["record", "page", "session", "activity", "error"] {

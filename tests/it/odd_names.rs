@@ -1,4 +1,4 @@
-//! Odd names and one bad session never sink a host (issue 14): names holding CR, LF, ESC,
+//! Odd names and one bad session never sink a host: names holding CR, LF, ESC,
 //! quotes, `$()`, bidi controls or backslashes are listed and read exactly — locally and over
 //! SSH through dash and busybox `sh` on the real sshd — and shown without a raw control byte;
 //! a name that is not UTF-8 is left out with one warning naming its directory; a session that

@@ -414,7 +414,7 @@ fn the_first_check_of_many_sessions_takes_few_execs_and_says_what_one_by_one_say
             "{a}"
         );
     }
-    // The same host read as a local root (one read per session, the old way) saves the same
+    // The same host read as a local root (one read per session, no batch) saves the same
     // state.
     assert_same_state_as_local(sshd, home.path(), &root, &state);
 }

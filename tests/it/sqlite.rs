@@ -427,7 +427,7 @@ fn grok_cli_database_reads_the_same_way() {
     assert_eq!(sessions.len(), 1, "{sessions:?}");
     assert_eq!(sessions[0]["harness"], "grok-cli");
     assert_eq!(sessions[0]["mtime"], "2026-11-02T10:00:05Z");
-    // `ls --long` (issue 16): the row's own title and working directory.
+    // `ls --long`: the row's own title and working directory.
     let out = run(
         home.path(),
         &["ls", "--json", "--long", "--harness", "grok-cli"],

@@ -1,4 +1,4 @@
-//! OpenCode databases read page by page over SSH (issue 15, the SQLite VFS): a database larger
+//! OpenCode databases read page by page over SSH (the SQLite VFS): a database larger
 //! than the 64 MiB bound lists its sessions and reads the newest page of one, moving a small
 //! part of it over the wire (the bytes of every exec's stdout, from `-v`) with bounded memory
 //! (GNU time's `%M`); `--follow` prints rows committed into the WAL, and goes on past a

@@ -128,7 +128,7 @@ fn verbose_tells_the_story_of_a_good_connection() {
         "{}",
         said("the exec")
     );
-    // Each phase says its time and the bytes it moved (issue 15).
+    // Each phase says its time and the bytes it moved.
     let exec_done = lines.iter().find(|l| l.starts_with(&prefixes[4])).unwrap();
     assert!(
         exec_done.contains("first byte after ") && exec_done.contains(" bytes on the wire"),

@@ -27,9 +27,15 @@
 //! prefixes and lengths, keyword rules (`Authorization:`, `PASSWORD=`, `scheme://user:pass@`,
 //! `mysql -pSECRET`, `.netrc`'s `password`) only when the value is not a placeholder (`$VAR`,
 //! `<token>`, `***`, empty) and, unquoted, not an expression (`api_key=api_key`,
-//! `token = os.environ[…]`). Each rule's test in `redact/tests.rs` keeps near-misses beside
-//! its secrets: prose that names the shape, ports (`ssh -p 22`, `mysql -P 3306`), identifiers
-//! (`shelf_life`, `hf_hub_download`).
+//! `token = os.environ[…]`); `assignment`, whose keywords name variables in every program,
+//! only when the value reads as a secret ([`is_secret_value`]: no call, path of names, type,
+//! template, word, message or file path). A marker replaces a whole token: in text that is
+//! itself escaped (a JSON line, a string literal) it never takes part of an escape sequence
+//! (`\"`, `\n`). Each rule's test in `redact/tests.rs` keeps near-misses beside its secrets:
+//! prose that names the shape, ports (`ssh -p 22`, `mysql -P 3306`), identifiers
+//! (`shelf_life`, `hf_hub_download`), code. Over every transcript in `tests/fixtures/` and
+//! the code-heavy corpus `tests/fixtures/precision/`, the redactions made are exactly a
+//! reviewed list (`tests/it/redaction_precision.rs`).
 
 use std::ops::Range;
 use std::sync::{LazyLock, OnceLock};
@@ -55,6 +61,10 @@ enum Replace {
     /// its strings replaced, placeholders kept. A group named `basic` is replaced only when
     /// it is the base64 of `user:password`.
     Value,
+    /// As `Value`, and only a value that reads as a secret ([`is_secret_value`]): a quoted
+    /// literal that is no word, prose, path, URL or template; an unquoted token that is no
+    /// expression. A quoted value wrapped in escaped quotes (`"\"s3cr3t\""`) loses them first.
+    SecretValue,
 }
 
 /// One redaction rule: `[REDACTED:<name>]` replaces what `pattern` matches.
@@ -289,11 +299,12 @@ const RULES: &[Rule] = &[
     },
     // HTTP `Authorization:` / `Proxy-Authorization:` values, after the scheme word when there
     // is one: "Authorization: Bearer abc.def", "-H 'authorization: token 0123…'",
-    // {"Authorization": "Basic dXNlcjpwYXNz"}. Source: RFC 9110 §11.6.2.
+    // {"Authorization": "Basic dXNlcjpwYXNz"}, and in escaped text `\"Authorization\": \"…\"`.
+    // Source: RFC 9110 §11.6.2.
     Rule {
         name: "authorization",
         triggers: &["uthorization", "UTHORIZATION"],
-        pattern: r#"(?i-u:authorization)["']?[ \t]*[:=][ \t]*["']?(?:(?i-u:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?(?P<bare>[^\s"'`,;]+)"#,
+        pattern: r#"(?i-u:authorization)(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?(?:(?i-u:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?(?P<bare>[^\s"'`,;]+)"#,
         replace: Replace::Value,
         anchored: true,
     },
@@ -339,7 +350,18 @@ const RULES: &[Rule] = &[
     },
     // Secret-named assignments in env files, shells, config and code: the value after
     // `PASSWORD=`, `DB_PASSWORD: `, `"api_key": "…"`, `SECRET_KEY => '…'`, `GITHUB_TOKEN=…`,
-    // `"api_key": 12345678901234`; each string of an array, `"secret": ["…", "…"]`.
+    // `secret_key_base: "…"` (Rails, Phoenix), `"api_key": 12345678901234`; each string of an
+    // array, `"secret": ["…", "…"]`; in text that is itself escaped (a JSON line or a string
+    // literal printed as it is), between escaped quotes, `\"token\": \"…\"`. Only a value
+    // that reads as a secret goes (`Replace::SecretValue`): code assigns expressions
+    // (`token = Base.url_encode64(…)`, `token: &str`, `api_key = settings.API_KEY`), and a
+    // quoted value may be a word or a message (`test_token = "music"`,
+    // `password: "Password is required"`).
+    //
+    // A value is a whole token: a quoted one runs to its closing quote past any escaped one
+    // (`\"`), an unquoted one stops at a quote, a blank, a separator, a shell operator or an
+    // escape (`\n`, `\"`), and takes no backslash that starts one; so no marker splits an
+    // escape sequence or leaves a dangling backslash.
     // Source: dotenv / YAML / JSON conventions; gitleaks `generic-api-key` for the key names.
     Rule {
         name: "assignment",
@@ -367,8 +389,15 @@ const RULES: &[Rule] = &[
             "rivateKey",
             "RIVATE_KEY",
         ],
-        pattern: r#"(?i-u:passw(?:or)?d|passphrase|secret(?:[_-]?access)?(?:[_-]?key)?|token|api[_-]?key|access[_-]?key|private[_-]?key)["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|(?P<items>\[\s*"[^"\n]*"(?:\s*,\s*"[^"\n]*")*\s*,?\s*\])|(?P<bare>[^\s"'`,;)\]}]+))"#,
-        replace: Replace::Value,
+        pattern: concat!(
+            r#"(?i-u:passw(?:or)?d|passphrase|secret(?:[_-]?access)?(?:[_-]?key)?(?:[_-]?base)?|token|api[_-]?key|access[_-]?key|private[_-]?key)"#,
+            r#"(?:\\?["'])?[ \t]*(?:=>|:=|=|:)[ \t]*"#,
+            r#"(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'"#,
+            r#"|\\"((?:[^"\\\n]|\\[^"\n])*)\\"|\\'((?:[^'\\\n]|\\[^'\n])*)\\'"#,
+            r#"|(?P<items>\[\s*"[^"\n]*"(?:\s*,\s*"[^"\n]*")*\s*,?\s*\])"#,
+            r#"|(?P<bare>(?:[^\s"'`,;)\]}&|<>\\]|\\[^\s"'nrt\\]|\\\\)+))"#,
+        ),
+        replace: Replace::SecretValue,
         anchored: true,
     },
 ];
@@ -658,13 +687,15 @@ fn shift(hits: &mut Vec<(usize, u32)>, ranges: &[Range<usize>], label_len: usize
     });
 }
 
-/// A cheap look before an anchored rule's regex: after the keyword, an optional quote and
-/// blanks, is there an `=` or `:`? Prose ("the token is", "tokens") stops here.
+/// A cheap look before an anchored rule's regex: after the keyword, an optional quote (or
+/// escaped quote, `\"`) and blanks, is there an `=` or `:`? Prose ("the token is", "tokens")
+/// stops here.
 fn may_assign(text: &str, trigger_at: usize) -> bool {
     let mut rest = text.as_bytes()[trigger_at..]
         .iter()
         .skip_while(|b| b.is_ascii_alphanumeric() || **b == b'_' || **b == b'-')
         .peekable();
+    rest.next_if(|b| **b == b'\\');
     rest.next_if(|b| matches!(b, b'"' | b'\''));
     rest.find(|b| !matches!(b, b' ' | b'\t'))
         .is_some_and(|b| matches!(b, b'=' | b':'))
@@ -732,11 +763,12 @@ fn targets(rule: &Rule, caps: &Captures, haystack: &str, ranges: &mut Vec<Range<
     };
     match rule.replace {
         Replace::Whole => ranges.push(whole.range()),
-        Replace::Value => {
+        Replace::Value | Replace::SecretValue => {
             let Some(value) = (1..caps.group_len()).find_map(|g| caps.get_group(g)) else {
                 return;
             };
             let value = value.range();
+            let secret_only = matches!(rule.replace, Replace::SecretValue);
             let is = |name| {
                 caps.get_group_by_name(name)
                     .is_some_and(|g| g.range() == value)
@@ -751,20 +783,199 @@ fn targets(rule: &Rule, caps: &Captures, haystack: &str, ranges: &mut Vec<Range<
                     quotes
                         .chunks_exact(2)
                         .map(|pair| pair[0] + 1..pair[1])
-                        .filter(|item| !is_placeholder(&haystack[item.clone()])),
+                        .filter(|item| {
+                            let text = &haystack[item.clone()];
+                            !is_placeholder(text) && (!secret_only || is_secret_value(text, false))
+                        }),
                 );
                 return;
             }
+            let bare = is("bare");
+            let basic = is("basic");
+            let value = whole_token(haystack, value, bare);
+            let value = if secret_only && !bare {
+                unwrap_escaped_quotes(haystack, value)
+            } else {
+                value
+            };
             let text = &haystack[value.clone()];
             if is_placeholder(text)
-                || (is("bare") && is_code(text))
-                || (is("basic") && !is_user_password_base64(text))
+                || (bare && is_code(text))
+                || (basic && !is_user_password_base64(text))
+                || (secret_only && !is_secret_value(text, bare))
             {
                 return;
             }
             ranges.push(value);
         }
     }
+}
+
+/// `value` cut so that its marker replaces a whole token: an unquoted value ends before an
+/// escape that stands for a line break, a tab or a quote (`abc\nNEXT=1`, `abc\"` in text that
+/// is itself escaped), and no value ends on the lone backslash of an escape its closing
+/// quote completes.
+fn whole_token(haystack: &str, value: Range<usize>, bare: bool) -> Range<usize> {
+    let bytes = haystack.as_bytes();
+    let mut end = value.end;
+    if bare {
+        let mut at = value.start;
+        while at < end {
+            if bytes[at] == b'\\' {
+                match bytes.get(at + 1) {
+                    Some(b'\\') => {
+                        at += 2;
+                        continue;
+                    }
+                    Some(b'n' | b'r' | b't' | b'"' | b'\'') | None => {
+                        end = at;
+                        break;
+                    }
+                    Some(_) => {}
+                }
+            }
+            at += 1;
+        }
+    }
+    let backslashes = bytes[value.start..end]
+        .iter()
+        .rev()
+        .take_while(|b| **b == b'\\')
+        .count();
+    if backslashes % 2 == 1 {
+        end -= 1;
+    }
+    value.start..end
+}
+
+/// A quoted value's inside without the escaped quotes that wrap it (`"\"s3cr3t\""`, a string
+/// holding a quoted string); the marker goes between them.
+fn unwrap_escaped_quotes(haystack: &str, value: Range<usize>) -> Range<usize> {
+    let text = &haystack[value.clone()];
+    for quote in ["\\\"", "\\'"] {
+        if text.len() >= 2 * quote.len() && text.starts_with(quote) && text.ends_with(quote) {
+            return value.start + quote.len()..value.end - quote.len();
+        }
+    }
+    value
+}
+
+/// Whether an assigned value reads as a secret rather than as code or a word; `bare` when it
+/// stood unquoted. Either way, four characters at least and no template (`${X}`, `#{x}`,
+/// `{{x}}`, `$(cmd)`).
+///
+/// Unquoted, code assigns expressions: a call or an index (`Base.url_encode64(…)`, `keys[0]`),
+/// a path of names (`settings.API_KEY`, `req.headers.authorization`, `data2.get`,
+/// `env::var`), a snake-case name with a number (`token_v2`, `api_key_2`), a reference,
+/// alias, atom, instance variable or tag (`*token`, `:token`, `@token`, `!vault`), an
+/// optional chain (`res?.token`), a type (`Option<String>`, `String?`, `u128`). Those stay; a
+/// password or token with digits or symbols goes (`hunter2`, `abc123`, `S3cr3t-pw`).
+///
+/// Quoted, a literal is a secret unless it is a word, a name or prose (`"music"`,
+/// `"YOUR_API_KEY"`, `"Password is required"`, anything with two blanks or a `, `; a long
+/// random mix of capitals and small letters is a secret), a stand-in (`your-key-here`), a URL
+/// (`url_password` sees to its password), a file path (`"~/.ssh/id_ed25519"`,
+/// `"/etc/app/token"`), or a short number.
+fn is_secret_value(value: &str, bare: bool) -> bool {
+    const TEMPLATES: &[&str] = &["${", "#{", "{{", "$(", "%("];
+    if value.chars().count() < 4
+        || TEMPLATES.iter().any(|t| value.contains(t))
+        || is_stand_in(value)
+    {
+        return false;
+    }
+    if bare {
+        !is_expression(value)
+    } else {
+        !is_word_or_prose(value) && !is_location(value) && !is_short_number(value)
+    }
+}
+
+/// A value an example file puts where the secret goes: `your-api-key-here`, `changeme123`,
+/// `replace_me`, anything holding `example` or `placeholder`. (Only for `assignment`: the AWS
+/// documentation's own example key is still an `aws_secret_access_key`.)
+fn is_stand_in(value: &str) -> bool {
+    let v = value.to_ascii_lowercase();
+    const WORDS: &[&str] = &[
+        "placeholder",
+        "changeme",
+        "change-me",
+        "change_me",
+        "replace-me",
+        "replace_me",
+        "replaceme",
+        "example",
+    ];
+    v.starts_with("your") || v.ends_with("here") || WORDS.iter().any(|w| v.contains(w))
+}
+
+/// An unquoted value that is an expression (see [`is_secret_value`]).
+fn is_expression(value: &str) -> bool {
+    // A non-null assertion or a try (`process.env.API_KEY!`, `token?`) ends an expression.
+    let value = value.trim_end_matches(['!', '?']);
+    const MARKS: &[&str] = &[
+        "(", ")", "[", "]", "{", "}", "<", ">", "$", "`", "::", "->", "?.", "!.",
+    ];
+    let is_name = |part: &str| {
+        part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    let path = value.contains('.') && value.split('.').all(is_name);
+    let sigil = value
+        .strip_prefix(['*', ':', '@', '!'])
+        .is_some_and(|rest| rest.split('.').all(is_name));
+    // `token_v2`, `API_KEY_2`: words joined by `_`, each of one case, digits only at its end.
+    let snake = value.contains('_')
+        && is_name(value)
+        && value.split('_').filter(|w| !w.is_empty()).all(|word| {
+            let letters = word.trim_end_matches(|c: char| c.is_ascii_digit());
+            (letters.is_empty() && word.len() <= 2)
+                || (!letters.is_empty()
+                    && letters.bytes().all(|b| b.is_ascii_alphabetic())
+                    && (letters.bytes().all(|b| b.is_ascii_lowercase())
+                        || letters.bytes().all(|b| b.is_ascii_uppercase())))
+        });
+    let primitive = matches!(value, "u128" | "i128" | "f128");
+    MARKS.iter().any(|m| value.contains(m)) || path || sigil || snake || primitive || is_code(value)
+}
+
+/// A quoted value that is a word, a name or prose (see [`is_secret_value`]).
+fn is_word_or_prose(value: &str) -> bool {
+    // Two blanks or a `, ` make a sentence or code (`getpass("Password: ", stream=err)` quotes
+    // from its `: ` to the next string), not a password.
+    if value.matches(' ').count() >= 2 || value.contains(", ") {
+        return true;
+    }
+    let letters_only = value
+        .chars()
+        .all(|c| c.is_alphabetic() || matches!(c, '_' | ' ' | '.' | ',' | '!' | '?' | '\''));
+    if !letters_only {
+        return false;
+    }
+    // Random letters: long, no blank, and capitals and small letters each a third or more.
+    let len = value.chars().count();
+    let upper = value.chars().filter(char::is_ascii_uppercase).count();
+    let lower = value.chars().filter(char::is_ascii_lowercase).count();
+    let random = len >= 16 && !value.contains(' ') && upper * 3 >= len && lower * 3 >= len;
+    !random
+}
+
+/// A URL or a file path (see [`is_secret_value`]).
+fn is_location(value: &str) -> bool {
+    value.contains("://")
+        || value.starts_with("~/")
+        || value.starts_with("./")
+        || value.starts_with("../")
+        || (value.starts_with('/')
+            && value[1..].starts_with(|c: char| c.is_ascii_lowercase())
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_./-".contains(&b)))
+}
+
+/// Digits alone, fewer than six: a count or a port, as [`is_code`] has it unquoted.
+fn is_short_number(value: &str) -> bool {
+    value.len() < 6 && value.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Whether `text` is base64 of `user:password`, as HTTP Basic and Docker's `"auth"` carry

@@ -573,6 +573,22 @@ fn scan_file(file: &Path, module: &[String], src: &str) -> FileFacts {
     facts
 }
 
+/// The paths the code of one source file names, each with the module whose code names it (the
+/// file's module `module`, or an inline module inside it): `use` trees and the
+/// `crate::`/`super::`/`self::`/`other_crate::` paths of its code, as written. Test-only code is
+/// left out as everywhere in this reader, and a file that is test-only as a whole names nothing.
+pub fn named_paths(module: &[String], src: &str) -> Vec<(ModPath, Reference)> {
+    let facts = scan_file(Path::new(""), module, src);
+    if facts.test_only {
+        return Vec::new();
+    }
+    facts
+        .modules
+        .into_iter()
+        .flat_map(|(at, module)| module.references.into_iter().map(move |r| (at.clone(), r)))
+        .collect()
+}
+
 /// One crate: its modules (file and inline, test-only ones left out) and its statics.
 #[derive(Debug, Default)]
 pub struct Crate {

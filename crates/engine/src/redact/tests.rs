@@ -6,7 +6,19 @@ use super::*;
 fn redacted(text: &str) -> String {
     let plain = redact_text(text);
     assert_same_as_a_token(text, &plain);
-    plain.map_or_else(|| text.to_string(), |(s, _)| s)
+    let out = plain.map_or_else(|| text.to_string(), |(s, _)| s);
+    assert_no_marker_after_a_lone_backslash(&out);
+    out
+}
+
+/// No marker starts right after the backslash of an escape (`\[REDACTED:…]` would have taken
+/// the character the backslash escaped).
+#[track_caller]
+fn assert_no_marker_after_a_lone_backslash(out: &str) {
+    for (at, _) in out.match_indices("[REDACTED:") {
+        let backslashes = out[..at].bytes().rev().take_while(|b| *b == b'\\').count();
+        assert!(backslashes % 2 == 0, "a marker inside an escape: {out}");
+    }
 }
 
 /// `text` held as the JSON token a transcript would hold it in is redacted exactly as the
@@ -480,6 +492,11 @@ fn authorization_headers() {
         "Proxy-Authorization: c2VjcmV0OnBhc3M=",
         "Proxy-Authorization: [REDACTED:authorization]",
     );
+    // In text that is itself escaped (a JSON line printed as it is).
+    check(
+        "{\\\"Authorization\\\": \\\"Bearer abc123def456\\\"}",
+        "{\\\"Authorization\\\": \\\"Bearer [REDACTED:authorization]\\\"}",
+    );
     keep("-H \"Authorization: Bearer $TOKEN\"");
     keep("Authorization: Bearer <token>");
     keep("send the Authorization: header with every request");
@@ -547,6 +564,10 @@ fn assignments() {
         "TWILIO_AUTH_TOKEN=0123456789abcdef0123456789abcdef",
         "TWILIO_AUTH_TOKEN=[REDACTED:assignment]",
     );
+    check(
+        "  secret_key_base: \"Kq7vRzL2xW9mNcT4bY6pHf3sJd8gAe1u\",",
+        "  secret_key_base: \"[REDACTED:assignment]\",",
+    );
     // Docs with empty values, code that names the variable, placeholders.
     keep("Set PASSWORD= and SECRET= in your .env:\nPASSWORD=\nAPI_KEY=\"\"\n");
     keep("client = OpenAI(api_key=api_key)");
@@ -554,6 +575,105 @@ fn assignments() {
     keep("PASSWORD=$DB_PASSWORD API_KEY=<your key> TOKEN=*** SECRET=${SECRET}");
     keep("max_tokens: 4096, the token: it expires; input_tokens=12");
     keep("Password: required");
+}
+
+/// Code assigns expressions to secret-named variables: no marker lands in one (over 23 real
+/// sessions, `token = Base.url_encode64(:crypto.strong_rand_bytes(24), padding: false)` read
+/// `token = [REDACTED:assignment]), padding: false)`).
+#[test]
+fn assignments_of_expressions_stay() {
+    keep("token = Base.url_encode64(:crypto.strong_rand_bytes(24), padding: false)");
+    keep("    token = :crypto.strong_rand_bytes(@rand_size)\n    {token, hash}");
+    keep("let api_key = env::var(\"OPENAI_API_KEY\")?;");
+    keep("const token = req.headers.authorization?.split(' ')[1];");
+    keep("token: res?.data?.token, password: data2.get(\"pw\"), secret: config.v2.secret");
+    keep("fn new(token: &str, password: Option<String>, api_key: u128) -> Self");
+    keep("var token: String?\n    val token = response.body()?.token ?: error(\"no token\")");
+    keep("token = token_v2; api_key=API_KEY_2; secret: *default_secret; password: !vault |");
+    keep("export GITHUB_TOKEN=$(gh auth token); TOKEN=`cat ~/.token`");
+    keep("password: ${{ secrets.DB_PASSWORD }}; token := os.Getenv(\"TOKEN\")");
+    keep("token = SecureRandom.hex(32); password: ENV.fetch(\"DB_PASSWORD\"); secret: :crypto");
+    keep("api_key: @api_key, token => $token, passwd = tokens[2]");
+    // The secrets beside them still go.
+    check(
+        "token = \"Zx9-s3cr3t\"; token = s3cr3t-Zx9",
+        "token = \"[REDACTED:assignment]\"; token = [REDACTED:assignment]",
+    );
+}
+
+/// A quoted value goes only when it reads as a secret: not a word, a name, a message, a path,
+/// a URL or a template.
+#[test]
+fn quoted_words_messages_paths_and_templates_stay() {
+    keep("test_token = \"music\"; password = 'swordfish'");
+    keep("errors.password = \"Password is required\"; secret: \"Keep it safe, always.\"");
+    keep("api_key: \"YOUR_API_KEY\"; private_key: \"~/.ssh/id_ed25519\"");
+    keep("private_key = \"/etc/app/keys/signing.pem\"; token: \"https://example.com/oauth\"");
+    keep("password: \"#{user.password}\"; token = \"${TOKEN:-dev}\"; api_key = \"{{ key }}\"");
+    keep("token: \"4096\"; secret: \"abc\"");
+    keep("API_KEY=your-api-key-here; SECRET=changeme123; token: \"replace_me\"");
+    keep("password = getpass.getpass(\"Password: \", stream=sys.stderr); print(\"ok\")");
+    keep("apiKey: process.env.API_KEY!, token: opts.token?");
+    // A long random mix of letters, digits or symbols is a secret.
+    check(
+        "api_key: \"hQzKxWbTmRcNvLpYsDfGjAeUiOoPlKjHgF\"",
+        "api_key: \"[REDACTED:assignment]\"",
+    );
+    check(
+        "password = \"correct-horse-9\"",
+        "password = \"[REDACTED:assignment]\"",
+    );
+}
+
+/// Text that is itself escaped (a JSON line printed as it is, a string literal holding code):
+/// a marker replaces a whole token, never a backslash of an escape (`test_token = \"music\"`
+/// lost one into the marker).
+#[test]
+fn markers_replace_whole_tokens_and_never_split_an_escape() {
+    keep("check(\"test_token = \\\"music\\\"\", want)");
+    keep("{\"input\":{\"token\":\"\\\"music\\\"\"}}");
+    check(
+        "check(\"test_token = \\\"s3cr3t-Zx9\\\"\", want)",
+        "check(\"test_token = \\\"[REDACTED:assignment]\\\"\", want)",
+    );
+    check(
+        "{\"token\":\"\\\"s3cr3t-Zx9\\\"\"}",
+        "{\"token\":\"\\\"[REDACTED:assignment]\\\"\"}",
+    );
+    check(
+        "{\\\"password\\\": \\\"s3cr3t-Zx9\\\", \\\"user\\\": \\\"me\\\"}",
+        "{\\\"password\\\": \\\"[REDACTED:assignment]\\\", \\\"user\\\": \\\"me\\\"}",
+    );
+    check(
+        "{\"command\": \"PASSWORD=S3cr3t-pw\\nNEXT=1\"}",
+        "{\"command\": \"PASSWORD=[REDACTED:assignment]\\nNEXT=1\"}",
+    );
+    check(
+        "echo \"TOKEN=abc123\\\"\" > .env",
+        "echo \"TOKEN=[REDACTED:assignment]\\\"\" > .env",
+    );
+    check(
+        "\"url\": \"/api?token=abc123&page=2\"",
+        "\"url\": \"/api?token=[REDACTED:assignment]&page=2\"",
+    );
+    // A quoted value with an escape inside goes whole; one with a backslash at its end too.
+    check(
+        "password = \"p4ss\\\"w0rd\"",
+        "password = \"[REDACTED:assignment]\"",
+    );
+    check(
+        "password = 'C:\\\\pw\\\\Zx9'",
+        "password = '[REDACTED:assignment]'",
+    );
+    // Other rules' values end before an escape too.
+    check(
+        "\"curl -H \\\"Authorization: Bearer abc123def456\\\" https://x\"",
+        "\"curl -H \\\"Authorization: Bearer [REDACTED:authorization]\\\" https://x\"",
+    );
+    check(
+        "\"mysql -uroot -pS3cr3t-pw\\nexit\"",
+        "\"mysql -uroot -p[REDACTED:cli_password]\\nexit\"",
+    );
 }
 
 #[test]

@@ -30,8 +30,9 @@
 
 use base64::Engine as _;
 
-use super::{Invocation, MAX_RANGES, aligned, hex_encode};
+use super::{Invocation, aligned, hex_encode};
 use crate::{FileRef, check_ranges, check_relative_path};
+use clankie_model::limits::MAX_RANGES;
 use clankie_model::{ByteRange, RootSpec};
 
 /// cmd.exe takes at most 8191 characters; stay clearly below.

@@ -36,7 +36,7 @@ pub struct SshHost {
     shared: SharedConnection,
     /// The encoder a POSIX read reply named (its META line): later reads use it instead of
     /// probing for one, and skip `uname` (the dialect is settled by then), two process
-    /// spawns fewer on the host per read (issue 19's warm read).
+    /// spawns fewer on the host per warm read.
     encoder: std::sync::Mutex<Option<posix::Encoder>>,
     /// A POSIX listing came compressed: `gzip` and `base64 -d` answer on the host, and batched
     /// read scripts go to it compressed ([`posix::compressed_invocation`]).
@@ -163,7 +163,7 @@ impl SshHost {
             Some(command) => (command.as_str(), &[][..]),
             None => (invocation.exec.as_str(), &invocation.stdin[..]),
         };
-        // Connection sharing (issue 15): the user's master at ControlPath runs the command when
+        // Connection sharing: the user's master at ControlPath runs the command when
         // there is one; `None` is our own connection.
         if let Some(out) = self
             .shared
@@ -267,7 +267,7 @@ impl SshHost {
     /// whether the login shell is clean.
     pub async fn probe(&self) -> Result<Probe, HostError> {
         let start = std::time::Instant::now();
-        // Through a master (issue 15) there is nothing of ours to connect.
+        // Through a master there is nothing of ours to connect.
         let path = self
             .shared
             .path(&self.name, self.timeouts, &self.options.log)

@@ -1,4 +1,4 @@
-//! OpenSSH connection sharing (issue 15): when the SSH configuration gives a ControlPath and an
+//! OpenSSH connection sharing: when the SSH configuration gives a ControlPath and an
 //! `ssh` master listens there, each command runs through it — the client side of OpenSSH's
 //! multiplexing protocol (`PROTOCOL.mux`, version 4): hello, `MUX_C_NEW_SESSION` with the
 //! command, our ends of three socketpairs passed as its stdin, stdout and stderr (SCM_RIGHTS),

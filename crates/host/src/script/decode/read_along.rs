@@ -1,0 +1,300 @@
+//! The files a listing reads along ([`crate::script::posix::list_reading_script`]): its
+//! stream taken apart into lines and read blocks ([`split_read_along`]), and each block's
+//! files answered only when every check holds ([`answer_blocks`]).
+
+use memchr::memmem;
+
+use clankie_model::{FileEntry, Listing, ReadResult};
+
+use super::fields::{DIRECTORY, FILE_TYPE, REGULAR_FILE, hex_mode, parse_u64, split_word};
+use crate::FileRef;
+
+/// A listing that reads along, taken apart (after its `<nonce>:RL` line): its lines (`\r`
+/// kept, empty ones included), its read blocks (those among the lines, then those after a
+/// `<nonce>:RD` line that follows `<nonce>:LE`), and whether the listing is whole: its `LE`
+/// line came, after complete lines and blocks only.
+pub(in crate::script) struct ReadAlongParts<'a> {
+    pub(super) lines: Vec<&'a [u8]>,
+    pub(in crate::script) blocks: Vec<ReadBlock<'a>>,
+    pub(super) whole: bool,
+}
+
+pub(in crate::script) fn split_read_along<'a>(
+    nonce: &str,
+    mut rest: &'a [u8],
+) -> ReadAlongParts<'a> {
+    let markers = BlockMarkers::new(nonce);
+    let listing_end = format!("{nonce}:LE");
+    let reads_after = format!("{nonce}:RD\n");
+    let mut parts = ReadAlongParts {
+        lines: Vec::new(),
+        blocks: Vec::new(),
+        whole: false,
+    };
+    while !rest.is_empty() {
+        if rest.starts_with(b"RD ") || rest.starts_with(b"RF ") {
+            // A block cut off, or one that cannot be taken apart, leaves the listing unfinished.
+            let Some((block, after)) = next_block(&markers, rest) else {
+                return parts;
+            };
+            parts.blocks.push(block);
+            rest = after;
+            continue;
+        }
+        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+            return parts;
+        };
+        let line = &rest[..nl];
+        rest = &rest[nl + 1..];
+        if line == listing_end.as_bytes() {
+            parts.whole = true;
+            break;
+        }
+        parts.lines.push(line.strip_suffix(b"\r").unwrap_or(line));
+    }
+    // The second walk's blocks (`statc`), up to one cut off.
+    if let Some(mut blocks) = rest.strip_prefix(reads_after.as_bytes()) {
+        while let Some((block, after)) = next_block(&markers, blocks) {
+            parts.blocks.push(block);
+            blocks = after;
+        }
+    } else if !rest.is_empty() {
+        // Anything else after the listing: a reply this script does not send.
+        parts.lines.push(rest);
+    }
+    parts
+}
+
+/// One `stat -c '%i %s %f %n'` line of a read block: size, mode, name (`./<path>`).
+pub(in crate::script) fn stat_line(line: &[u8]) -> Option<(u64, u32, &[u8])> {
+    let (inode, rest) = split_word(line);
+    let (size, rest) = split_word(rest);
+    let (mode, name) = split_word(rest);
+    parse_u64(inode)?;
+    let size = parse_u64(size)?;
+    Some((size, hex_mode(mode)?, name))
+}
+
+/// The nonce's markers inside a read block: after the files' bytes, and at its end.
+struct BlockMarkers {
+    second_stat: memmem::Finder<'static>,
+    end: memmem::Finder<'static>,
+}
+
+impl BlockMarkers {
+    fn new(nonce: &str) -> BlockMarkers {
+        let finder = |text: String| memmem::Finder::new(text.as_bytes()).into_owned();
+        BlockMarkers {
+            second_stat: finder(format!("\n{nonce}:S2\n")),
+            end: finder(format!("\n{nonce}:E\n")),
+        }
+    }
+}
+
+/// One read block ([`posix::list_reading_script`]), taken apart but not yet checked.
+///
+/// [`posix::list_reading_script`]: crate::script::posix::list_reading_script
+pub(in crate::script) struct ReadBlock<'a> {
+    root: u64,
+    pub(in crate::script) dirs: u64,
+    files: u64,
+    /// What the sizes and the types after the read are checked against.
+    pub(in crate::script) before: SizesBefore<'a>,
+    /// The files' bytes, up to the `S2` marker.
+    data: &'a [u8],
+    /// The `stat` after the read: its text, up to the `E` marker.
+    pub(in crate::script) second: &'a [u8],
+}
+
+/// Where a read block's sizes before its read come from.
+pub(in crate::script) enum SizesBefore<'a> {
+    /// An `RD` block's own `stat` before the read, which the one after must equal byte for
+    /// byte (inodes, sizes, modes).
+    FirstStat {
+        /// Its lines, as many as the block says (fewer where it sent fewer).
+        lines: Vec<&'a [u8]>,
+        /// Its text, to compare with the second's.
+        text: &'a [u8],
+    },
+    /// An `RF` block's: the listing's `F` lines (`find`'s `lstat` before it handed the files
+    /// on), which every file's size after the read must equal. No inode is compared: a file
+    /// replaced by one of the same size in between is not seen (the bytes are either one's).
+    Listing,
+}
+
+/// The block at the start of `rest`, and what follows it; `None` where none starts there or it
+/// is cut off (its end cannot be found).
+fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'a>, &'a [u8])> {
+    let nl = memchr::memchr(b'\n', rest)?;
+    let (tag, words) = split_word(&rest[..nl]);
+    let (k, words) = split_word(words);
+    let (nd, nf) = split_word(words);
+    let (root, dirs, files) = (parse_u64(k)?, parse_u64(nd)?, parse_u64(nf)?);
+    let body = &rest[nl + 1..];
+    let s2_len = markers.second_stat.needle().len();
+    let end_len = markers.end.needle().len();
+    let (before, data, after) = match tag {
+        b"RD" => {
+            // The first `stat`'s lines, as many as the block says (a `stat` that left one out
+            // is caught by the sizes or the second `stat`), then the concatenation, then `S2`.
+            let lines_wanted = dirs.saturating_add(files).min(body.len() as u64) as usize;
+            let mut at = 0;
+            let mut lines = Vec::with_capacity(lines_wanted);
+            for _ in 0..lines_wanted {
+                let len = memchr::memchr(b'\n', &body[at..])?;
+                lines.push(&body[at..at + len]);
+                at += len + 1;
+            }
+            let first = &body[..at.saturating_sub(1)];
+            let data = &body[at..];
+            // Where the first `stat` says the files end (where the marker is unless something
+            // changed), else wherever the marker is.
+            let expected = lines[(dirs as usize).min(lines.len())..]
+                .iter()
+                .filter_map(|line| stat_line(line))
+                .try_fold(0usize, |total, (size, ..)| total.checked_add(size as usize));
+            let s2 = markers.second_stat.needle();
+            let marker = match expected {
+                Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2)) => at,
+                _ => markers.second_stat.find(data)?,
+            };
+            let after = &data[marker + s2_len..];
+            let before = SizesBefore::FirstStat { lines, text: first };
+            (before, &data[..marker], after)
+        }
+        b"RF" => {
+            // No sizes before the read in the block: its bytes end at the first `S2` marker.
+            let marker = markers.second_stat.find(body)?;
+            (
+                SizesBefore::Listing,
+                &body[..marker],
+                &body[marker + s2_len..],
+            )
+        }
+        _ => return None,
+    };
+    let end = markers.end.needle();
+    let stop = match &before {
+        SizesBefore::FirstStat { text, .. }
+            if after.starts_with(text)
+                && after.get(text.len()..).is_some_and(|t| t.starts_with(end)) =>
+        {
+            text.len()
+        }
+        _ => markers.end.find(after)?,
+    };
+    let block = ReadBlock {
+        root,
+        dirs,
+        files,
+        before,
+        data,
+        second: &after[..stop],
+    };
+    Some((block, &after[stop + end_len..]))
+}
+
+/// The files of each block that passes every check, by the listing's files they are; a block
+/// that fails a check answers none of its files. A file not listed is left out of an `RD`
+/// block (its two `stat`s vouch for it) and refuses an `RF` block (the listing is its only
+/// `stat` before the read).
+pub(super) fn answer_blocks(
+    listing: &Listing,
+    blocks: Vec<ReadBlock<'_>>,
+    max_file: u64,
+) -> Vec<(FileRef, ReadResult)> {
+    let listed: std::collections::HashMap<(&[u8], &[u8]), &FileEntry> = listing
+        .files
+        .iter()
+        .map(|f| ((&f.root[..], &f.rel[..]), f))
+        .collect();
+    let mut out = Vec::new();
+    'blocks: for block in blocks {
+        let by_listing = matches!(block.before, SizesBefore::Listing);
+        let stat: Vec<&[u8]> = match block.before {
+            SizesBefore::FirstStat { lines, text } if block.second == text => lines,
+            SizesBefore::FirstStat { .. } => continue,
+            SizesBefore::Listing => block.second.split(|&b| b == b'\n').collect(),
+        };
+        if block.dirs.checked_add(block.files) != Some(stat.len() as u64) {
+            continue;
+        }
+        let Some(root) = usize::try_from(block.root)
+            .ok()
+            .and_then(|k| listing.roots.get(k))
+        else {
+            continue;
+        };
+        if !root.exists {
+            continue;
+        }
+        let (dirs, files) = stat.split_at(block.dirs as usize);
+        let mut dir_names = std::collections::HashSet::new();
+        for line in dirs {
+            match stat_line(line) {
+                Some((_, mode, name))
+                    if mode & FILE_TYPE == DIRECTORY && name.starts_with(b"./") =>
+                {
+                    dir_names.insert(name);
+                }
+                _ => continue 'blocks,
+            }
+        }
+        let mut total = 0u64;
+        let mut parsed = Vec::with_capacity(files.len());
+        for line in files {
+            let Some((size, mode, name)) = stat_line(line) else {
+                continue 'blocks;
+            };
+            let Some(rel) = name.strip_prefix(b"./") else {
+                continue 'blocks;
+            };
+            if mode & FILE_TYPE != REGULAR_FILE
+                || size > max_file
+                || crate::check_relative_path(rel).is_err()
+            {
+                continue 'blocks;
+            }
+            // Every directory on the way was one (in both `stat`s of an `RD` block).
+            let on_the_way = name
+                .iter()
+                .enumerate()
+                .skip(2)
+                .filter(|&(_, &b)| b == b'/')
+                .all(|(i, _)| dir_names.contains(&name[..i]));
+            if !on_the_way {
+                continue 'blocks;
+            }
+            let entry = listed.get(&(&root.dir[..], rel)).copied();
+            // An `RF` block's sizes before the read are the listing's.
+            if by_listing && entry.is_none_or(|e| e.size != size) {
+                continue 'blocks;
+            }
+            total += size;
+            parsed.push((size, rel, entry));
+        }
+        if total != block.data.len() as u64 {
+            continue;
+        }
+        let mut offset = 0usize;
+        for (size, rel, entry) in parsed {
+            let bytes = &block.data[offset..offset + size as usize];
+            offset += size as usize;
+            let Some(entry) = entry else {
+                continue;
+            };
+            out.push((
+                FileRef {
+                    harness: entry.harness,
+                    root: entry.root.to_vec(),
+                    rel: rel.to_vec(),
+                },
+                ReadResult {
+                    size,
+                    chunks: vec![bytes.to_vec()],
+                },
+            ));
+        }
+    }
+    out
+}
