@@ -622,6 +622,33 @@ mod tests {
     }
 
     #[test]
+    fn every_completed_kind_is_one_kind_takes() {
+        for (kind, _) in KINDS {
+            let parsed = clankie_engine::filter::RecordFilter::parse(
+                &[kind.to_string()],
+                None,
+                None,
+                None,
+                jiff::Timestamp::UNIX_EPOCH,
+            );
+            assert!(parsed.is_ok(), "{kind}");
+        }
+        let values = |current: &str| -> Vec<String> {
+            complete_kinds(OsStr::new(current))
+                .iter()
+                .map(|c| c.get_value().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            values("user,tool"),
+            ["user,tool_call", "user,tool_result", "user,tools"]
+        );
+        assert_eq!(values("user,a"), ["user,assistant"]);
+        assert_eq!(values("user,u"), Vec::<String>::new());
+        assert_eq!(values("no"), ["notice"]);
+    }
+
+    #[test]
     fn quoting_for_the_scripts() {
         assert_eq!(
             shell_quote("/usr/bin/clankie-read"),
