@@ -193,7 +193,7 @@ impl Pane {
         let wanted = format!("{PROMPT} {want}");
         self.wait_for(
             &format!("`{typed}` + Tab completed to `{want}`"),
-            |screen| screen.iter().any(|line| *line == wanted),
+            |screen| screen.contains(&wanted),
         );
         self.clear();
     }
