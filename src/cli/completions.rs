@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clankie_model::RecordKind;
 use clap::{Args, CommandFactory, Parser};
 use clap_complete::engine::{ArgValueCompleter, CompletionCandidate};
 use clap_complete::env::{EnvCompleter, Shells};
@@ -133,7 +134,9 @@ const KINDS: [(&str, &str); 7] = [
     ("tool_result", "what the tools returned"),
     ("tools", "tool_call and tool_result"),
     ("notice", "what the reader notes about the transcript"),
-    ("terminal", "a terminal recording's lines"),
+    // The kind's name as the model spells it (also a harness's name, which only its module
+    // spells).
+    (RecordKind::Terminal.name(), "a terminal recording's lines"),
 ];
 
 /// `--kind`'s comma-separated list: the kinds for the part after the last `,`, each after the

@@ -1,7 +1,9 @@
 //! Edits shown as unified diffs in text output: a replaced snippet (Claude's `Edit`/`MultiEdit`,
 //! OpenCode's and Pi's `edit`), a file written whole (`Write`, `write`), diffed with `similar`;
-//! and Codex's `apply_patch` envelope, which already is a diff, retold with unified headers.
+//! and a patch envelope, which already is a diff, retold with unified headers (its markers are
+//! the harness's, `clankie_engine::harness::PatchEnvelope`).
 
+use clankie_engine::harness::PatchEnvelope;
 use similar::{ChangeTag, TextDiff};
 
 use super::styled::{Line, Style};
@@ -47,10 +49,9 @@ pub fn new_file(content: &str) -> Vec<Line> {
     lines
 }
 
-/// Codex's `apply_patch` envelope (`*** Begin Patch`, `*** Update File: p`, `@@`, `+`/`-`/` `
-/// lines, `*** End Patch`) as a unified diff: each file gets `---`/`+++` headers, the envelope
-/// markers go.
-pub fn apply_patch(patch: &str) -> Vec<Line> {
+/// A patch envelope (file markers, `@@`, `+`/`-`/` ` lines, framing lines) as a unified diff:
+/// each file gets `---`/`+++` headers, the envelope's markers go.
+pub fn patch_envelope(patch: &str, envelope: &PatchEnvelope) -> Vec<Line> {
     let mut lines = Vec::new();
     let header = |lines: &mut Vec<Line>, old: String, new: String| {
         lines.push(Line::new(Style::FileHeader, format!("--- {old}")));
@@ -58,18 +59,20 @@ pub fn apply_patch(patch: &str) -> Vec<Line> {
     };
     for line in patch.lines() {
         let line = line.trim_end_matches('\r');
-        if let Some(path) = line.strip_prefix("*** Update File: ") {
+        let marked = |marker: &str| {
+            (!marker.is_empty())
+                .then(|| line.strip_prefix(marker))
+                .flatten()
+        };
+        if let Some(path) = marked(envelope.update_file) {
             header(&mut lines, format!("a/{path}"), format!("b/{path}"));
-        } else if let Some(path) = line.strip_prefix("*** Add File: ") {
+        } else if let Some(path) = marked(envelope.add_file) {
             header(&mut lines, "/dev/null".into(), format!("b/{path}"));
-        } else if let Some(path) = line.strip_prefix("*** Delete File: ") {
+        } else if let Some(path) = marked(envelope.delete_file) {
             header(&mut lines, format!("a/{path}"), "/dev/null".into());
-        } else if let Some(path) = line.strip_prefix("*** Move to: ") {
+        } else if let Some(path) = marked(envelope.move_to) {
             lines.push(Line::new(Style::FileHeader, format!("rename to {path}")));
-        } else if matches!(
-            line,
-            "*** Begin Patch" | "*** End Patch" | "*** End of File"
-        ) {
+        } else if envelope.framing.contains(&line) {
         } else if line.starts_with("@@") {
             lines.push(Line::new(Style::Hunk, line));
         } else if let Some(text) = line.strip_prefix('+') {
@@ -128,7 +131,7 @@ mod tests {
         let patch = "*** Begin Patch\n*** Update File: src/a.rs\n@@ fn main\n-old\n+new\n ctx\n\
                      *** Add File: b.txt\n+hi\n*** Delete File: c.txt\n*** End Patch\n";
         assert_eq!(
-            show(&apply_patch(patch)),
+            show(&patch_envelope(patch, &PatchEnvelope::APPLY_PATCH)),
             [
                 "FileHeader --- a/src/a.rs",
                 "FileHeader +++ b/src/a.rs",

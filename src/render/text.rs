@@ -368,9 +368,9 @@ fn call_lines(harness: Harness, name: &str, input: &serde_json::Value, full: boo
             lines.extend(cut(diff::new_file(content), DIFF_LINES, full));
             lines
         }
-        CallView::Patch { patch } => {
+        CallView::Patch { patch, envelope } => {
             let mut lines = vec![Line::new(Style::Plain, name)];
-            lines.extend(cut(diff::apply_patch(patch), DIFF_LINES, full));
+            lines.extend(cut(diff::patch_envelope(patch, envelope), DIFF_LINES, full));
             lines
         }
         CallView::Other => {

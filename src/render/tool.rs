@@ -6,7 +6,7 @@
 //! record's own first, so a tool of a known shape is shown right whichever harness calls it (a
 //! harness's new tool, an OpenCode-shaped edit in a Codex rollout); anything else is `Other`.
 
-use clankie_engine::harness::{ToolVocabulary, all, tool_vocabulary};
+use clankie_engine::harness::{PatchEnvelope, ToolVocabulary, all, tool_vocabulary};
 use clankie_model::Harness;
 use serde_json::Value;
 
@@ -28,9 +28,10 @@ pub enum CallView<'a> {
         path: &'a str,
         content: &'a str,
     },
-    /// A patch envelope ([`ToolVocabulary::patch_tools`]).
+    /// A patch envelope ([`ToolVocabulary::patch_tools`]) and the grammar it is written in.
     Patch {
         patch: &'a str,
+        envelope: &'static PatchEnvelope,
     },
     Other,
 }
@@ -39,14 +40,14 @@ pub enum CallView<'a> {
 pub fn view<'a>(harness: Harness, name: &str, input: &'a Value) -> CallView<'a> {
     let tools = Vocabularies::of(harness);
     let lower = name.to_ascii_lowercase();
-    if let Some(begin) = tools.patch_begin(&lower) {
+    if let Some(envelope) = tools.patch_envelope(&lower) {
         let patch = match input {
             Value::String(s) => Some(s.as_str()),
             _ => tools.first_str(input, |t| t.patch_keys),
         };
         // A patch the source left out (a recorder's placeholder) is shown as it is.
-        if let Some(patch) = patch.filter(|p| p.trim_start().starts_with(begin)) {
-            return CallView::Patch { patch };
+        if let Some(patch) = patch.filter(|p| p.trim_start().starts_with(envelope.begin)) {
+            return CallView::Patch { patch, envelope };
         }
         return CallView::Other;
     }
@@ -139,12 +140,12 @@ impl Vocabularies {
             .find_map(|(old, new)| Some((input.get(old)?.as_str()?, input.get(new)?.as_str()?)))
     }
 
-    /// What an envelope of patch tool `lower` starts with, when a vocabulary names it one.
-    fn patch_begin(&self, lower: &str) -> Option<&'static str> {
+    /// The envelope grammar of patch tool `lower`, when a vocabulary names it one.
+    fn patch_envelope(&self, lower: &str) -> Option<&'static PatchEnvelope> {
         self.0
             .iter()
             .find(|t| t.patch_tools.contains(&lower))
-            .map(|t| t.patch_begin)
+            .map(|t| t.patch_envelope)
     }
 }
 
@@ -273,15 +274,24 @@ mod tests {
         let (codex, opencode) = (harness("codex"), harness("opencode"));
         assert_eq!(
             view(codex, "apply_patch", &json!(patch)),
-            CallView::Patch { patch }
+            CallView::Patch {
+                patch,
+                envelope: &PatchEnvelope::APPLY_PATCH
+            }
         );
         assert_eq!(
             view(codex, "apply_patch", &json!({"input": patch})),
-            CallView::Patch { patch }
+            CallView::Patch {
+                patch,
+                envelope: &PatchEnvelope::APPLY_PATCH
+            }
         );
         assert_eq!(
             view(opencode, "apply_patch", &json!({"patchText": patch})),
-            CallView::Patch { patch }
+            CallView::Patch {
+                patch,
+                envelope: &PatchEnvelope::APPLY_PATCH
+            }
         );
         assert_eq!(
             view(

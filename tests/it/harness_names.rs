@@ -155,14 +155,30 @@ fn a_mention_outside_the_module_is_found() {
     assert_eq!(found.len(), 1, "{found:?}");
 }
 
-/// Every tool name the harnesses' vocabularies hold (`Format::tool_vocabulary`): shell tools
-/// and patch tools. A harness added to the registry adds its names here.
+/// Every tool name the harnesses' vocabularies hold (`Format::tool_vocabulary`): shell tools,
+/// patch tools and their envelopes' markers. A harness added to the registry adds its names
+/// here.
 fn tool_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = clankie_engine::harness::all()
         .flat_map(|harness| {
             let tools = clankie_engine::harness::tool_vocabulary(harness);
-            tools.shell_tools.iter().chain(tools.patch_tools).copied()
+            let envelope = tools.patch_envelope;
+            let markers = [
+                envelope.begin,
+                envelope.update_file,
+                envelope.add_file,
+                envelope.delete_file,
+                envelope.move_to,
+            ];
+            tools
+                .shell_tools
+                .iter()
+                .chain(tools.patch_tools)
+                .copied()
+                .chain(markers)
+                .chain(envelope.framing.iter().copied())
         })
+        .filter(|name| !name.is_empty())
         .collect();
     names.sort();
     names.dedup();
@@ -221,10 +237,11 @@ fn a_tool_name_in_the_renderer_is_found() {
     let code = "fn view(name: &str) -> bool {\n    name == \"apply_patch\"\n}\n\
                 // \"apply_patch\" in a comment\n\
                 const SHELLS: &[&str] = &[\"Bash\"];\n\
+                const FILE: &str = \"*** Update File: \";\n\
                 #[cfg(test)]\nmod tests { const P: &str = \"apply_patch\"; }\n";
     let found: Vec<usize> = tool_name_literals(code, &names)
         .into_iter()
         .map(|(number, _)| number)
         .collect();
-    assert_eq!(found, [2, 5]);
+    assert_eq!(found, [2, 5, 6]);
 }

@@ -242,7 +242,7 @@ pub enum RecordKind {
 }
 
 impl RecordKind {
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             RecordKind::User => "user",
             RecordKind::Assistant => "assistant",

@@ -19,7 +19,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::SourceCtx;
-use crate::harness::{Format, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::session::{SessionFile, valid_id};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
@@ -41,7 +41,7 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     content_keys: &["content"],
     patch_tools: &[],
     patch_keys: &[],
-    patch_begin: "",
+    patch_envelope: &PatchEnvelope::NONE,
 };
 
 static LAYOUT: Layout = Layout {

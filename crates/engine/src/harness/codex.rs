@@ -21,7 +21,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, Source, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, Source, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, image_placeholder, json_arguments, object_line, str_of};
 use crate::session::{SessionFile, session_file};
@@ -45,7 +45,7 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     content_keys: &[],
     patch_tools: &["apply_patch"],
     patch_keys: &["input", "patch"],
-    patch_begin: "*** Begin Patch",
+    patch_envelope: &PatchEnvelope::APPLY_PATCH,
 };
 
 static LAYOUT: Layout = Layout {

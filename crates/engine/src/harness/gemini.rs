@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, Source, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, Source, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file, valid_id};
@@ -47,7 +47,7 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     content_keys: &["content"],
     patch_tools: &[],
     patch_keys: &[],
-    patch_begin: "",
+    patch_envelope: &PatchEnvelope::NONE,
 };
 
 static LAYOUT: Layout = Layout {

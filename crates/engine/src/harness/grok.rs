@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, image_placeholder, json_arguments, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file};
@@ -31,7 +31,7 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     content_keys: &["content"],
     patch_tools: &[],
     patch_keys: &[],
-    patch_begin: "",
+    patch_envelope: &PatchEnvelope::NONE,
 };
 
 static LAYOUT: Layout = Layout {

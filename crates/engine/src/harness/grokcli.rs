@@ -15,7 +15,7 @@ use crate::records::{Out, image_placeholder, str_of, text_of};
 use clankie_model::TextKind;
 
 use crate::database::{Database, QueryError, SessionRow, query_map};
-use crate::harness::{Format, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, ToolVocabulary};
 use crate::rows::RowRecords;
 use clankie_model::{DefaultHome, Layout, ListSpec, Storage};
 
@@ -35,7 +35,7 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     content_keys: &["content"],
     patch_tools: &[],
     patch_keys: &[],
-    patch_begin: "",
+    patch_envelope: &PatchEnvelope::NONE,
 };
 
 static LAYOUT: Layout = Layout {

@@ -88,9 +88,8 @@ pub struct ToolVocabulary {
     pub patch_tools: &'static [&'static str],
     /// Input keys holding the envelope when the input is an object.
     pub patch_keys: &'static [&'static str],
-    /// What an envelope starts with (after blanks): an input that does not is something the
-    /// source wrote in the patch's place (a recorder's placeholder).
-    pub patch_begin: &'static str,
+    /// The grammar of the patch envelopes of [`ToolVocabulary::patch_tools`].
+    pub patch_envelope: &'static PatchEnvelope,
 }
 
 impl ToolVocabulary {
@@ -106,7 +105,48 @@ impl ToolVocabulary {
         content_keys: &[],
         patch_tools: &[],
         patch_keys: &[],
-        patch_begin: "",
+        patch_envelope: &PatchEnvelope::NONE,
+    };
+}
+
+/// The markers of a patch envelope: a diff whose files are introduced by marker lines instead
+/// of `---`/`+++` headers. Each marker is the line's whole prefix; what follows it is a path.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PatchEnvelope {
+    /// What an envelope starts with (after blanks): an input that does not is something the
+    /// source wrote in the patch's place (a recorder's placeholder).
+    pub begin: &'static str,
+    /// A file changed in place.
+    pub update_file: &'static str,
+    /// A file created.
+    pub add_file: &'static str,
+    /// A file removed.
+    pub delete_file: &'static str,
+    /// The new name of the file being updated.
+    pub move_to: &'static str,
+    /// Lines that frame the envelope and say nothing of its content.
+    pub framing: &'static [&'static str],
+}
+
+impl PatchEnvelope {
+    /// No envelope: a harness without patch tools.
+    pub const NONE: PatchEnvelope = PatchEnvelope {
+        begin: "",
+        update_file: "",
+        add_file: "",
+        delete_file: "",
+        move_to: "",
+        framing: &[],
+    };
+
+    /// The `apply_patch` envelope, as the harnesses whose patch tool writes it define it.
+    pub const APPLY_PATCH: PatchEnvelope = PatchEnvelope {
+        begin: "*** Begin Patch",
+        update_file: "*** Update File: ",
+        add_file: "*** Add File: ",
+        delete_file: "*** Delete File: ",
+        move_to: "*** Move to: ",
+        framing: &["*** Begin Patch", "*** End Patch", "*** End of File"],
     };
 }
 

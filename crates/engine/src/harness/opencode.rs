@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::SourceCtx;
 use crate::database::{Database, IndexRead, QueryError, SessionRow, query_map};
-use crate::harness::{Format, Source, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, Source, ToolVocabulary};
 use crate::records::{Out, count, json_arguments, stamp_model, str_of, text_of};
 use crate::rows::{RowRecords, rfc3339_millis};
 use crate::session::{SessionFile, session_file, valid_id};
@@ -40,7 +40,7 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     content_keys: &["content"],
     patch_tools: &["apply_patch"],
     patch_keys: &["patchText"],
-    patch_begin: "*** Begin Patch",
+    patch_envelope: &PatchEnvelope::APPLY_PATCH,
 };
 
 static LAYOUT: Layout = Layout {
