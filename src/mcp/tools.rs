@@ -13,6 +13,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::json;
 
+use clankie_model::RecordKind;
 use clankie_model::limits::MAX_LIMIT;
 
 /// Records (and sessions) a call returns when `limit` is not given.
@@ -117,13 +118,16 @@ fn read_only() -> ToolAnnotations {
 }
 
 /// The record kinds `read_session` filters on, as `read --kind` takes them.
-const KINDS: [&str; 6] = [
+const KINDS: [&str; 7] = [
     "user",
     "assistant",
     "tool_call",
     "tool_result",
     "notice",
     "tools",
+    // The kind's name as the model spells it (also a harness's name, which only its module
+    // spells).
+    RecordKind::Terminal.name(),
 ];
 
 const TARGET: &str = "The session as `HOST:SESSION`: HOST is `local` or a host name this server \
