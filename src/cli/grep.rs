@@ -118,7 +118,7 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
         None,
         args.after.as_deref(),
         args.before.as_deref(),
-        jiff::Timestamp::now(),
+        &jiff::ZonedDateTime::now(),
     )
     .map_err(UsageError::from)?;
     let harness = args

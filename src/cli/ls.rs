@@ -118,12 +118,12 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
         ),
         None => None,
     };
-    let now = jiff::Timestamp::now();
+    let now = jiff::ZonedDateTime::now();
     let since = args
         .view
         .modified_within
         .as_deref()
-        .map(|age| parse_time("--modified-within", age, now))
+        .map(|age| parse_time("--modified-within", age, &now))
         .transpose()
         .map_err(UsageError::from)?
         .map(|t| t.as_second());
@@ -214,7 +214,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                     show_host,
                     &sessions,
                     heads.as_deref(),
-                    now.as_second(),
+                    now.timestamp().as_second(),
                 )?;
                 for left_out in &listing.unreadable {
                     // On stderr always, and as an `error` object with --json; the host goes on.
