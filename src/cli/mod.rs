@@ -33,6 +33,9 @@ Examples:
   clankie-read devbox:3f1c2a                     the newest 50 records of a session (id prefix)
   clankie-read 3f1c2a --all --kind user --grep deploy
                                                  this machine's session: the prompts that say deploy
+  clankie-read devbox:3f1c2a --since 2h          every record of the last 2 hours (also today,
+                                                 yesterday, 2026-12-01, RFC 3339)
+  clankie-read devbox:3f1c2a --tail 5            its newest 5 records (--head 5: the first 5)
   clankie-read devbox:3f1c2a --follow            keep printing records as the agent works
   clankie-read devbox:3f1c2a --json --limit 200  NDJSON for scripts; ends with a `page` line
   clankie-read devbox:3f1c2a --json --since CURSOR
