@@ -42,10 +42,11 @@ pub struct GrepArgs {
     /// or `tools` for both tool kinds (comma-separated, repeatable).
     #[arg(long, value_name = "KIND[,KIND…]")]
     pub kind: Vec<String>,
-    /// Only records at or after TIME: RFC 3339 (2026-11-02T10:00:00Z) or an age (30m, 2h, 3d).
+    /// Only records at or after TIME: an age (30m, 2h, 3d), today, yesterday, a date
+    /// (2026-12-01; days begin at local midnight) or RFC 3339 (2026-11-02T10:00:00Z).
     #[arg(long, value_name = "TIME")]
     pub after: Option<String>,
-    /// Only records before TIME: RFC 3339 or an age (30m, 2h, 3d).
+    /// Only records before TIME (the same forms as --after).
     #[arg(long, value_name = "TIME")]
     pub before: Option<String>,
     /// PATTERN is a fixed string, not a regex.

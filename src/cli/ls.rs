@@ -36,7 +36,8 @@ pub struct ViewArgs {
     /// Order of the rows: newest first (mtime), by id (name), or largest first (size).
     #[arg(long, value_enum, default_value_t = SortKey::Mtime)]
     pub sort: SortKey,
-    /// Only sessions modified within this age (30m, 2h, 3d) or since an RFC 3339 time.
+    /// Only sessions modified within this age (30m, 2h, 3d) or since a time (today, yesterday,
+    /// 2026-12-01, RFC 3339).
     #[arg(long, value_name = "AGE")]
     pub modified_within: Option<String>,
     /// At most N sessions per host [text default: 50; --json: all].
