@@ -152,14 +152,38 @@ fn first_word(args: &[OsString]) -> Option<usize> {
 }
 
 /// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`, and so is a bare
-/// `clankie-read SESSION …` (any first word that is not a subcommand).
+/// `clankie-read SESSION …` (any first word that is not a subcommand). A read's own options may
+/// come first, as `docker logs --tail 5 NAME` has them: `read` goes before the first option that
+/// is not a global one (the global options are taken on either side of it).
 fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     if let Some(i) = first_word(&args)
         && !SUBCOMMANDS.contains(&args[i].to_string_lossy().as_ref())
     {
-        args.insert(i, "read".into());
+        let read_option = (1..i).find(|&j| {
+            let word = args[j].to_string_lossy();
+            let name = word.split_once('=').map_or(word.as_ref(), |(name, _)| name);
+            word.starts_with('-') && !is_global_option(name)
+        });
+        args.insert(read_option.unwrap_or(i), "read".into());
     }
     args
+}
+
+/// Whether `name` (`--hosts`, `-v`) is one of the global options, which every subcommand takes.
+fn is_global_option(name: &str) -> bool {
+    static NAMES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let globals = cli.get_arguments().filter(|a| a.is_global_set());
+        globals
+            .flat_map(|a| {
+                let long = a.get_long().map(|l| format!("--{l}"));
+                let short = a.get_short().map(|s| format!("-{s}"));
+                long.into_iter().chain(short)
+            })
+            .collect()
+    });
+    NAMES.iter().any(|n| n == name)
 }
 
 /// A read's `--tail N` and `--head N` spelled `--tail=N` and `--head=N` (clap takes their
@@ -335,6 +359,19 @@ mod tests {
         assert_eq!(
             expand(&["c", "read", "local:abc"]),
             ["c", "read", "local:abc"]
+        );
+        // A read's options before the session, as `docker logs --tail 5 NAME` has them.
+        assert_eq!(
+            expand(&["c", "--tail", "5", "local:abc"]),
+            ["c", "read", "--tail", "5", "local:abc"]
+        );
+        assert_eq!(
+            expand(&["c", "-v", "--since", "2h", "--json", "3f1c2a"]),
+            ["c", "-v", "read", "--since", "2h", "--json", "3f1c2a"]
+        );
+        assert_eq!(
+            expand(&["c", "--format=json", "-n", "5", "3f1c2a"]),
+            ["c", "--format=json", "read", "-n", "5", "3f1c2a"]
         );
     }
 

@@ -201,9 +201,17 @@ fn tail_and_head_take_a_count_and_never_a_session() {
         assert_eq!(code(&out), 0, "{flag}: {}", stderr(&out));
         assert_eq!(records(&ndjson(&out)).len(), 4, "{flag}");
     }
-    let out = run_in(&home, "UTC", &["read", "--tail", "2", "f1f1f1f1", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(ids(&records(&ndjson(&out))), ["c#0", "d#0"]);
+    // Before the session, with or without `read`, as `docker logs --tail 5 NAME` has it.
+    for args in [
+        &["read", "--tail", "2", "f1f1f1f1", "--json"][..],
+        &["--tail", "2", "f1f1f1f1", "--json"],
+        &["--json", "--tail=2", "f1f1f1f1"],
+        &["--since", "2h", "f1f1f1f1", "--json"],
+    ] {
+        let out = run_in(&home, "UTC", args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        assert_eq!(ids(&records(&ndjson(&out))), ["c#0", "d#0"], "{args:?}");
+    }
 }
 
 #[test]
