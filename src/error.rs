@@ -66,6 +66,13 @@ pub enum UsageError {
          --head, --all, --since (to list them: clankie-read ls {host})"
     )]
     WholeHostWithoutFollow { target: String, host: String },
+    /// `--tail N` or `--head N`, and `--limit` too.
+    #[error("{flag} {count} and --limit {limit} both say how many records: give one")]
+    PageSizeTwice {
+        flag: &'static str,
+        count: u16,
+        limit: u16,
+    },
     #[error("--interval wants a positive number of seconds, got {secs}")]
     Interval { secs: f64 },
     #[error("--wait wants seconds, got {secs}")]

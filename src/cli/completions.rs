@@ -632,7 +632,7 @@ mod tests {
                 None,
                 None,
                 None,
-                jiff::Timestamp::UNIX_EPOCH,
+                &jiff::Timestamp::UNIX_EPOCH.to_zoned_datetime(jiff::tz::TimeZone::UTC),
             );
             assert!(parsed.is_ok(), "{kind}");
         }

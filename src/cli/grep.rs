@@ -42,10 +42,11 @@ pub struct GrepArgs {
     /// or `tools` for both tool kinds (comma-separated, repeatable).
     #[arg(long, value_name = "KIND[,KIND…]")]
     pub kind: Vec<String>,
-    /// Only records at or after TIME: RFC 3339 (2026-11-02T10:00:00Z) or an age (30m, 2h, 3d).
+    /// Only records at or after TIME: an age (30m, 2h, 3d), today, yesterday, a date
+    /// (2026-12-01; days begin at local midnight) or RFC 3339 (2026-11-02T10:00:00Z).
     #[arg(long, value_name = "TIME")]
     pub after: Option<String>,
-    /// Only records before TIME: RFC 3339 or an age (30m, 2h, 3d).
+    /// Only records before TIME (the same forms as --after).
     #[arg(long, value_name = "TIME")]
     pub before: Option<String>,
     /// PATTERN is a fixed string, not a regex.
@@ -118,7 +119,7 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
         None,
         args.after.as_deref(),
         args.before.as_deref(),
-        jiff::Timestamp::now(),
+        &jiff::ZonedDateTime::now(),
     )
     .map_err(UsageError::from)?;
     let harness = args

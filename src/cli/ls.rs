@@ -36,7 +36,8 @@ pub struct ViewArgs {
     /// Order of the rows: newest first (mtime), by id (name), or largest first (size).
     #[arg(long, value_enum, default_value_t = SortKey::Mtime)]
     pub sort: SortKey,
-    /// Only sessions modified within this age (30m, 2h, 3d) or since an RFC 3339 time.
+    /// Only sessions modified within this age (30m, 2h, 3d) or since a time (today, yesterday,
+    /// 2026-12-01, RFC 3339).
     #[arg(long, value_name = "AGE")]
     pub modified_within: Option<String>,
     /// At most N sessions per host [text default: 50; --json: all].
@@ -118,12 +119,12 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
         ),
         None => None,
     };
-    let now = jiff::Timestamp::now();
+    let now = jiff::ZonedDateTime::now();
     let since = args
         .view
         .modified_within
         .as_deref()
-        .map(|age| parse_time("--modified-within", age, now))
+        .map(|age| parse_time("--modified-within", age, &now))
         .transpose()
         .map_err(UsageError::from)?
         .map(|t| t.as_second());
@@ -214,7 +215,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                     show_host,
                     &sessions,
                     heads.as_deref(),
-                    now.as_second(),
+                    now.timestamp().as_second(),
                 )?;
                 for left_out in &listing.unreadable {
                     // On stderr always, and as an `error` object with --json; the host goes on.

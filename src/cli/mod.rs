@@ -15,6 +15,7 @@ mod read;
 mod resume;
 mod script;
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -32,6 +33,9 @@ Examples:
   clankie-read devbox:3f1c2a                     the newest 50 records of a session (id prefix)
   clankie-read 3f1c2a --all --kind user --grep deploy
                                                  this machine's session: the prompts that say deploy
+  clankie-read devbox:3f1c2a --since 2h          every record of the last 2 hours (also today,
+                                                 yesterday, 2026-12-01, RFC 3339)
+  clankie-read devbox:3f1c2a --tail 5            its newest 5 records (--head 5: the first 5)
   clankie-read devbox:3f1c2a --follow            keep printing records as the agent works
   clankie-read devbox:3f1c2a --json --limit 200  NDJSON for scripts; ends with a `page` line
   clankie-read devbox:3f1c2a --json --since CURSOR
@@ -127,34 +131,96 @@ const VALUE_OPTIONS: &[&str] = &[
     "--reply-timeout",
 ];
 
-/// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`, and so is a bare
-/// `clankie-read SESSION …` (any first word that is not a subcommand).
-fn expand_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+/// Where the first word that is neither a global option nor an option's value is (the
+/// subcommand, or the target of the shorthand), if there is one before `--`.
+fn first_word(args: &[OsString]) -> Option<usize> {
     let mut i = 1;
     while i < args.len() {
         let arg = args[i].to_string_lossy();
         if arg == "--" {
-            break;
+            return None;
         }
-        if arg.starts_with('-') {
-            if VALUE_OPTIONS.contains(&arg.as_ref()) {
-                i += 1;
-            }
+        if !arg.starts_with('-') {
+            return Some(i);
+        }
+        if VALUE_OPTIONS.contains(&arg.as_ref()) {
             i += 1;
-            continue;
         }
-        if !SUBCOMMANDS.contains(&arg.as_ref()) {
-            args.insert(i, "read".into());
-        }
-        break;
+        i += 1;
+    }
+    None
+}
+
+/// `clankie-read HOST:SESSION …` is `clankie-read read HOST:SESSION …`, and so is a bare
+/// `clankie-read SESSION …` (any first word that is not a subcommand). A read's own options may
+/// come first, as `docker logs --tail 5 NAME` has them: `read` goes before the first option that
+/// is not a global one (the global options are taken on either side of it).
+fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
+    if let Some(i) = first_word(&args)
+        && !SUBCOMMANDS.contains(&args[i].to_string_lossy().as_ref())
+    {
+        let read_option = (1..i).find(|&j| {
+            let word = args[j].to_string_lossy();
+            let name = word.split_once('=').map_or(word.as_ref(), |(name, _)| name);
+            word.starts_with('-') && !is_global_option(name)
+        });
+        args.insert(read_option.unwrap_or(i), "read".into());
     }
     args
+}
+
+/// Whether `name` (`--hosts`, `-v`) is one of the global options, which every subcommand takes.
+fn is_global_option(name: &str) -> bool {
+    static NAMES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let globals = cli.get_arguments().filter(|a| a.is_global_set());
+        globals
+            .flat_map(|a| {
+                let long = a.get_long().map(|l| format!("--{l}"));
+                let short = a.get_short().map(|s| format!("-{s}"));
+                long.into_iter().chain(short)
+            })
+            .collect()
+    });
+    NAMES.iter().any(|n| n == name)
+}
+
+/// A read's `--tail N` and `--head N` spelled `--tail=N` and `--head=N` (clap takes their
+/// count only after `=`, so that `--tail SESSION` leaves the session alone). The word after is
+/// the count only when it is a number of 1 to 5 digits, which no session is (an id prefix has
+/// at least 6 characters); a number outside 1 to 200 is then refused by clap (exit 2). Words
+/// after `--` are left alone.
+fn counts_joined(args: Vec<OsString>) -> Vec<OsString> {
+    let Some(read) = first_word(&args).filter(|&i| args[i] == "read") else {
+        return args;
+    };
+    let is_count = |word: &OsString| {
+        word.to_str()
+            .is_some_and(|w| (1..=5).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut joined = Vec::with_capacity(args.len());
+    let mut words = args.into_iter().enumerate().peekable();
+    let mut options_end = false;
+    while let Some((i, mut arg)) = words.next() {
+        options_end |= arg == "--";
+        if !options_end
+            && i > read
+            && (arg == "--tail" || arg == "--head")
+            && let Some((_, count)) = words.next_if(|(_, next)| is_count(next))
+        {
+            arg.push("=");
+            arg.push(count);
+        }
+        joined.push(arg);
+    }
+    joined
 }
 
 /// `--json` spelled `--format=json`, so that of the two the last given wins, as for any option
 /// given twice (clap's overrides between two options stop at a subcommand's level). Words after
 /// `--` are left alone.
-fn json_as_format(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+fn json_as_format(args: Vec<OsString>) -> Vec<OsString> {
     let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
     args.into_iter()
         .enumerate()
@@ -172,7 +238,9 @@ fn json_as_format(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
 pub fn main() -> ExitCode {
     // `CLANKIE_COMPLETE=SHELL`: a completion script asking; answers and exits.
     completions::answer_if_asked();
-    let args = json_as_format(expand_shorthand(std::env::args_os().collect()));
+    let args = counts_joined(json_as_format(expand_shorthand(
+        std::env::args_os().collect(),
+    )));
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
@@ -292,6 +360,91 @@ mod tests {
             expand(&["c", "read", "local:abc"]),
             ["c", "read", "local:abc"]
         );
+        // A read's options before the session, as `docker logs --tail 5 NAME` has them.
+        assert_eq!(
+            expand(&["c", "--tail", "5", "local:abc"]),
+            ["c", "read", "--tail", "5", "local:abc"]
+        );
+        assert_eq!(
+            expand(&["c", "-v", "--since", "2h", "--json", "3f1c2a"]),
+            ["c", "-v", "read", "--since", "2h", "--json", "3f1c2a"]
+        );
+        assert_eq!(
+            expand(&["c", "--format=json", "-n", "5", "3f1c2a"]),
+            ["c", "--format=json", "read", "-n", "5", "3f1c2a"]
+        );
+    }
+
+    #[test]
+    fn a_reads_count_after_tail_or_head_is_joined_to_it_and_a_session_never_is() {
+        let joined = |args: &[&str]| -> Vec<String> {
+            counts_joined(expand_shorthand(args.iter().map(Into::into).collect()))
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(
+            joined(&["c", "local:abc", "--tail", "5"]),
+            ["c", "read", "local:abc", "--tail=5"]
+        );
+        assert_eq!(
+            joined(&["c", "-v", "read", "--head", "200", "x:3f1c2a"]),
+            ["c", "-v", "read", "--head=200", "x:3f1c2a"]
+        );
+        // Out of range, it is still the count, for clap to refuse.
+        assert_eq!(
+            joined(&["c", "3f1c2a", "--tail", "0"]),
+            ["c", "read", "3f1c2a", "--tail=0"]
+        );
+        assert_eq!(
+            joined(&["c", "3f1c2a", "--tail", "99999"]),
+            ["c", "read", "3f1c2a", "--tail=99999"]
+        );
+        // A session is never the count: not a number, or 6 digits and more (an id prefix).
+        for session in ["3f1c2a", "123456", "local:12", "5x"] {
+            assert_eq!(
+                joined(&["c", "read", "--tail", session]),
+                ["c", "read", "--tail", session]
+            );
+        }
+        assert_eq!(
+            joined(&["c", "read", "--tail=7", "s", "--head"]),
+            ["c", "read", "--tail=7", "s", "--head"]
+        );
+        // Not a read's option, and not after `--`.
+        assert_eq!(
+            joined(&["c", "ls", "--tail", "5"]),
+            ["c", "ls", "--tail", "5"]
+        );
+        assert_eq!(
+            joined(&["c", "read", "s", "--", "--tail", "5"]),
+            ["c", "read", "s", "--", "--tail", "5"]
+        );
+        let parsed = |args: &[&str]| {
+            let Command::Read(read) = Cli::try_parse_from(joined(args)).unwrap().command else {
+                unreachable!("a read was parsed")
+            };
+            (read.target, read.tail, read.head)
+        };
+        assert_eq!(
+            parsed(&["c", "s12345", "--tail", "5"]),
+            ("s12345".to_string(), Some(Some(5)), None)
+        );
+        assert_eq!(
+            parsed(&["c", "read", "--tail", "s12345"]),
+            ("s12345".to_string(), Some(None), None)
+        );
+        assert_eq!(
+            parsed(&["c", "read", "--head=3", "s12345"]),
+            ("s12345".to_string(), None, Some(Some(3)))
+        );
+        for bad in [
+            &["c", "s12345", "--tail", "0"][..],
+            &["c", "s12345", "--head=201"],
+        ] {
+            let err = Cli::try_parse_from(joined(bad)).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
     }
 
     #[test]

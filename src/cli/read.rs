@@ -1,4 +1,5 @@
-//! `clankie-read read HOST:SESSION`: one page of a session (tail, head, all, or since a cursor).
+//! `clankie-read read HOST:SESSION`: one page of a session (tail, head, all, since a cursor), or
+//! every record since a time.
 
 use std::io::Write;
 use std::time::Duration;
@@ -17,8 +18,7 @@ use crate::render::Renderer;
 use crate::render::pager::PagedStdout;
 use crate::render::progress::Progress;
 use crate::render::tty;
-use clankie_engine::cursor::Cursor;
-use clankie_engine::filter::RecordFilter;
+use clankie_engine::filter::{RecordFilter, Since, parse_since};
 use clankie_engine::harness;
 use clankie_engine::page::Mode;
 use clankie_engine::page::Page;
@@ -28,6 +28,7 @@ use clankie_host::Host;
 use clankie_model::Record;
 use clankie_model::limits::{FIRST_TAIL_WINDOW_BYTES, MAX_LIMIT, MAX_SOURCE_BYTES};
 use clankie_model::sanitize::sanitize_line;
+use jiff::ZonedDateTime;
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
@@ -36,22 +37,27 @@ pub struct ReadArgs {
     /// `HOST:*` (or `HOST:HARNESS/*`) follows every session of the host that changes.
     #[arg(value_name = "HOST:SESSION")]
     pub target: String,
-    /// The newest --limit records (the default).
-    #[arg(long, group = "mode")]
-    pub tail: bool,
-    /// The first --limit records.
-    #[arg(long, group = "mode")]
-    pub head: bool,
+    /// The newest records (the default): N of them with `--tail N` or `--tail=N` (1 to 200),
+    /// else --limit. A word after --tail is its N only when it is a number of 1 to 5 digits,
+    /// so `--tail SESSION` still names the session.
+    #[arg(long, group = "mode", value_name = "N", num_args = 0..=1, require_equals = true, value_parser = clap::value_parser!(u16).range(1..=MAX_LIMIT as i64))]
+    pub tail: Option<Option<u16>>,
+    /// The first records: N of them with `--head N` or `--head=N` (1 to 200), else --limit.
+    #[arg(long, group = "mode", value_name = "N", num_args = 0..=1, require_equals = true, value_parser = clap::value_parser!(u16).range(1..=MAX_LIMIT as i64))]
+    pub head: Option<Option<u16>>,
     /// Every record from the start, streamed (at most 64 MiB of source per run); with
-    /// --since, every record after CURSOR.
+    /// --since CURSOR, every record after CURSOR.
     #[arg(long, conflicts_with_all = ["tail", "head"])]
     pub all: bool,
-    /// The next --limit records after CURSOR (from a previous page).
-    #[arg(long, conflicts_with_all = ["tail", "head"], value_name = "CURSOR")]
+    /// A cursor or a time. CURSOR (a page's `cursor`): the next --limit records after it.
+    /// TIME (2h, 30m, today, yesterday, 2026-12-01, RFC 3339; days begin at local midnight):
+    /// every record at or after it, read from the session's start, streamed (as --all --after
+    /// TIME; --limit does not apply).
+    #[arg(long, conflicts_with_all = ["tail", "head"], value_name = "CURSOR|TIME")]
     pub since: Option<String>,
-    /// Records per page, 1 to 200.
-    #[arg(long, short = 'n', value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=MAX_LIMIT as i64))]
-    pub limit: u16,
+    /// Records per page, 1 to 200 (default 50).
+    #[arg(long, short = 'n', value_name = "N", value_parser = clap::value_parser!(u16).range(1..=MAX_LIMIT as i64))]
+    pub limit: Option<u16>,
     /// Irregular sources fail: a stale cursor exits 5, a malformed record exits 6.
     #[arg(long)]
     pub strict: bool,
@@ -99,23 +105,25 @@ pub struct FilterArgs {
     /// matched after redaction.
     #[arg(long, value_name = "REGEX")]
     pub grep: Option<String>,
-    /// Only records at or after TIME: RFC 3339 (2026-11-02T10:00:00Z) or an age (30m, 2h, 3d).
+    /// Only records at or after TIME: an age (30m, 2h, 3d), today, yesterday, a date
+    /// (2026-12-01; days begin at local midnight) or RFC 3339 (2026-11-02T10:00:00Z).
     #[arg(long, value_name = "TIME")]
     pub after: Option<String>,
-    /// Only records before TIME: RFC 3339 or an age (30m, 2h, 3d).
+    /// Only records before TIME (the same forms as --after).
     #[arg(long, value_name = "TIME")]
     pub before: Option<String>,
 }
 
 impl FilterArgs {
-    /// The filter these options ask for; a bad kind, regex or time is a usage error.
-    fn parse(&self) -> Result<RecordFilter, UsageError> {
+    /// The filter these options ask for, with times read at `now` in its time zone; a bad
+    /// kind, regex or time is a usage error.
+    fn parse(&self, now: &ZonedDateTime) -> Result<RecordFilter, UsageError> {
         RecordFilter::parse(
             &self.kind,
             self.grep.as_deref(),
             self.after.as_deref(),
             self.before.as_deref(),
-            jiff::Timestamp::now(),
+            now,
         )
         .map_err(UsageError::from)
     }
@@ -127,7 +135,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     if let Some(harness) = whole_host(session_arg) {
         return follow_host(global, &args, host_name, harness).await;
     }
-    let request = read_request(host_name, session_arg, &args)?;
+    let request = read_request(host_name, session_arg, &args, &ZonedDateTime::now())?;
     let interval = interval(&args)?;
     let ctx = Context::new(global)?;
     let mut renderer = ctx.renderer(args.full);
@@ -206,7 +214,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     }
     let page = page?;
     finished?;
-    if args.all && page.more {
+    if matches!(request.page.mode, Mode::All) && page.more {
         // The 64 MiB bound of one run stopped the read: say how to go on.
         super::warn(&[format!(
             "stopped at the {} MiB bound of one run; continue with: clankie-read {}:{} --all --since {}",
@@ -234,21 +242,57 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
 }
 
 /// The read `args` ask for of `session` on `host`, made by the driver's request builder (as the
-/// MCP server's `read_session` makes its own). The session is checked first, then the
-/// filters, then the cursor: the first that is wrong is the one reported.
-fn read_request(host: &str, session: &str, args: &ReadArgs) -> Result<ReadRequest, Error> {
+/// MCP server's `read_session` makes its own); times are read at `now`, in its time zone. The
+/// session is checked first, then the filters, then --since, then the page's size: the first
+/// that is wrong is the one reported.
+///
+/// `--since TIME` is `--all --after TIME`: every record at or after TIME, from the session's
+/// start (with an `--after` too, the later of the two holds).
+fn read_request(
+    host: &str,
+    session: &str,
+    args: &ReadArgs,
+    now: &ZonedDateTime,
+) -> Result<ReadRequest, Error> {
     let query = SessionQuery::parse(session)?;
-    let filter = args.filters.parse()?;
-    let pages = match (&args.since, args.head, args.all) {
-        (Some(cursor), _, true) => Pages::AllSince(Cursor::decode(cursor)?),
-        (Some(cursor), _, false) => Pages::Since(Cursor::decode(cursor)?),
+    let mut filter = args.filters.parse(now)?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|text| parse_since(text, now))
+        .transpose()
+        .map_err(UsageError::from)?;
+    let pages = match (since, args.head.is_some(), args.all) {
+        (Some(Since::Cursor(cursor)), _, true) => Pages::AllSince(cursor),
+        (Some(Since::Cursor(cursor)), _, false) => Pages::Since(cursor),
+        (Some(Since::Time(time)), _, _) => {
+            filter = filter.at_or_after(time);
+            Pages::All
+        }
         (None, true, _) => Pages::Head,
         (None, _, true) => Pages::All,
         _ => Pages::Tail,
     };
-    let request = ReadRequest::new(host, query, pages, usize::from(args.limit), filter);
+    let limit = page_size(args)?;
+    let request = ReadRequest::new(host, query, pages, usize::from(limit), filter);
     Ok(request.strict(args.strict).redacted(!args.no_redact))
 }
+
+/// Records a page: the N of `--tail N`/`--head N`, else `--limit`, else 50. Both an N and
+/// `--limit` is a usage error.
+fn page_size(args: &ReadArgs) -> Result<u16, UsageError> {
+    let counted = [("--tail", args.tail), ("--head", args.head)]
+        .into_iter()
+        .find_map(|(flag, count)| Some((flag, count.flatten()?)));
+    match (counted, args.limit) {
+        (Some((flag, count)), Some(limit)) => Err(UsageError::PageSizeTwice { flag, count, limit }),
+        (Some((_, count)), None) => Ok(count),
+        (None, limit) => Ok(limit.unwrap_or(DEFAULT_PAGE_SIZE)),
+    }
+}
+
+/// Records a page when neither `--limit` nor a count after `--tail`/`--head` says.
+const DEFAULT_PAGE_SIZE: u16 = 50;
 
 /// `--interval` as a duration; zero, negative or not a number is a usage error.
 fn interval(args: &ReadArgs) -> Result<Duration, UsageError> {
@@ -268,7 +312,7 @@ async fn follow_host(
     host_name: &str,
     harness: Option<&str>,
 ) -> Result<Outcome, Error> {
-    if !args.follow || args.head || args.all || args.since.is_some() {
+    if !args.follow || args.head.is_some() || args.all || args.since.is_some() {
         return Err(UsageError::WholeHostWithoutFollow {
             target: args.target.clone(),
             host: host_name.to_string(),
@@ -282,7 +326,7 @@ async fn follow_host(
             })
         })
         .transpose()?;
-    let filter = args.filters.parse()?;
+    let filter = args.filters.parse(&ZonedDateTime::now())?;
     let interval = interval(args)?;
     let ctx = Context::new(global)?;
     let mut renderer = ctx.renderer(args.full);
@@ -596,7 +640,7 @@ mod tests {
                 unreachable!("a read was parsed")
             };
             let (host, session) = split_target(&args.target).unwrap();
-            read_request(host, session, &args).unwrap()
+            read_request(host, session, &args, &ZonedDateTime::now()).unwrap()
         };
         let mcp_request = |arguments: serde_json::Value| {
             let args: ReadSessionArgs = serde_json::from_value(arguments).unwrap();

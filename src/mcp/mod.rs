@@ -336,11 +336,11 @@ impl McpServer {
             ),
             None => None,
         };
-        let now = jiff::Timestamp::now();
+        let now = jiff::ZonedDateTime::now();
         let since = args
             .modified_within
             .as_deref()
-            .map(|age| parse_time("modified_within", age, now))
+            .map(|age| parse_time("modified_within", age, &now))
             .transpose()
             .map_err(|e| invalid(format!("list_sessions: {e}")))?
             .map(|t| t.as_second());
@@ -395,7 +395,7 @@ impl McpServer {
         let ls_options = crate::render::ls::LsOptions {
             color: false,
             width: None,
-            now: now.as_second(),
+            now: now.timestamp().as_second(),
         };
         crate::render::ls::rows(&mut text, Some(host_name), &rows, &ls_options).map_err(output)?;
         let mut text = String::from_utf8_lossy(&text).into_owned();
@@ -638,8 +638,9 @@ impl McpServer {
             },
         )
         .map_err(|e| invalid(format!("search: {e}")))?;
-        let filter = RecordFilter::parse(&args.kinds, None, None, None, jiff::Timestamp::now())
-            .map_err(|e| invalid(format!("search: {e}")))?;
+        let filter =
+            RecordFilter::parse(&args.kinds, None, None, None, &jiff::ZonedDateTime::now())
+                .map_err(|e| invalid(format!("search: {e}")))?;
         let harness = match &args.harness {
             Some(name) => Some(
                 harness::by_name(name)
@@ -933,7 +934,7 @@ pub(crate) fn read_request(args: &tools::ReadSessionArgs) -> Result<ReadRequest,
         (ReadMode::Head, None) => Pages::Head,
         (ReadMode::Tail, None) => Pages::Tail,
     };
-    let filter = RecordFilter::parse(&args.kinds, None, None, None, jiff::Timestamp::now())
+    let filter = RecordFilter::parse(&args.kinds, None, None, None, &jiff::ZonedDateTime::now())
         .map_err(|e| format!("read_session: {e}"))?;
     Ok(ReadRequest::new(host_name, query, pages, limit, filter))
 }

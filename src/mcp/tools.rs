@@ -304,9 +304,9 @@ mod tests {
     fn the_kinds_offered_are_the_kinds_read_filters_on() {
         for kind in KINDS {
             let kinds = [kind.to_string()];
-            let now = jiff::Timestamp::now();
+            let now = jiff::ZonedDateTime::now();
             assert!(
-                clankie_engine::filter::RecordFilter::parse(&kinds, None, None, None, now).is_ok(),
+                clankie_engine::filter::RecordFilter::parse(&kinds, None, None, None, &now).is_ok(),
                 "{kind}"
             );
         }

@@ -128,8 +128,8 @@ fn bad_filters_exit_2_before_reading() {
             "clankie-read: error: --grep: unclosed group\n",
         ),
         (
-            &["--after", "yesterday"][..],
-            "clankie-read: error: --after wants an RFC 3339 time (2026-11-02T10:00:00Z) or an age such as 30m, 2h or 3d, got `yesterday`\n",
+            &["--after", "last week"][..],
+            "clankie-read: error: --after wants a time (2h, 30m, today, yesterday, 2026-12-01, RFC 3339), got `last week`\n",
         ),
     ] {
         // A host that does not exist: parsing fails first, so it is never reached.

@@ -41,6 +41,7 @@ mod redaction;
 mod redaction_precision;
 mod resume;
 mod round_trips;
+mod since_times;
 mod sqlite;
 mod sqlite_vfs;
 mod ssh_config;

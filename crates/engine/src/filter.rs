@@ -1,12 +1,20 @@
 //! Record filters for reads: `--kind`, `--grep` and the time window `--after`/`--before`.
 //! A filter is applied to the records of a page after paging has chosen them, so a page's
 //! cursor is the one the unfiltered page has and the next page continues exactly; the caller
-//! counts what the filter left out for the page line (`"filtered": N`). Pure: the present time
-//! that a relative time (`2h`) counts back from is given by the caller.
+//! counts what the filter left out for the page line (`"filtered": N`). Also the time grammar
+//! those options and `--since` share ([`parse_time`], [`parse_since`]). Pure: the present time
+//! that an age (`2h`) counts back from, and the time zone whose days `today`, `yesterday` and a
+//! date (`2026-12-01`) begin in, are given by the caller.
 
 use clankie_model::{Record, RecordBody, RecordKind};
-use jiff::{SignedDuration, Span, SpanRelativeTo, Timestamp};
+use jiff::civil::Date;
+use jiff::{SignedDuration, Span, SpanRelativeTo, Timestamp, ZonedDateTime};
 use regex::Regex;
+
+use crate::cursor::Cursor;
+
+/// The time forms, as error messages and help name them.
+pub const TIME_FORMS: &str = "2h, 30m, today, yesterday, 2026-12-01, RFC 3339";
 
 /// Why a filter option cannot be used: each message is the one line the user reads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -17,10 +25,20 @@ pub enum FilterError {
     UnknownKind { name: String },
     #[error("--grep: {reason}")]
     Regex { reason: String },
-    #[error(
-        "{flag} wants an RFC 3339 time (2026-11-02T10:00:00Z) or an age such as 30m, 2h or 3d, got `{text}`"
-    )]
+    #[error("{flag} wants a time ({TIME_FORMS}), got `{text}`")]
     Time { flag: &'static str, text: String },
+    /// `--since` given neither a time nor a cursor; `reason` is why it is not a cursor.
+    #[error("`--since {text}`: neither a time ({TIME_FORMS}) nor a cursor ({reason})")]
+    Since { text: String, reason: String },
+}
+
+/// What `--since` was given: a time, or a page's cursor.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Since {
+    /// Records at or after this time.
+    Time(Timestamp),
+    /// The records after this cursor.
+    Cursor(Cursor),
 }
 
 /// Which records a read keeps. The default keeps every record.
@@ -37,14 +55,15 @@ pub struct RecordFilter {
 }
 
 impl RecordFilter {
-    /// A filter from the read options as the user typed them. `now` is the time relative ages
-    /// (`--after 2h`) count back from.
+    /// A filter from the read options as the user typed them. `now` is the time ages
+    /// (`--after 2h`) count back from, in the time zone whose days `today`, `yesterday` and a
+    /// date begin in ([`parse_time`]).
     pub fn parse(
         kinds: &[String],
         grep: Option<&str>,
         after: Option<&str>,
         before: Option<&str>,
-        now: Timestamp,
+        now: &ZonedDateTime,
     ) -> Result<RecordFilter, FilterError> {
         let kinds = if kinds.is_empty() {
             None
@@ -66,6 +85,13 @@ impl RecordFilter {
             after,
             before,
         })
+    }
+
+    /// This filter, keeping only records at or after `time` as well (`--since TIME`): with an
+    /// `--after` too, the later of the two holds.
+    pub fn at_or_after(mut self, time: Timestamp) -> RecordFilter {
+        self.after = Some(self.after.map_or(time, |after| after.max(time)));
+        self
     }
 
     /// Whether the filter leaves anything out at all (else the page line says nothing of it).
@@ -156,13 +182,17 @@ fn parse_kinds(values: &[String]) -> Result<Vec<RecordKind>, FilterError> {
     Ok(kinds)
 }
 
-/// A time as `--after`/`--before` take it: RFC 3339 with an offset (`2026-11-02T10:00:00Z`),
-/// or an age counted back from `now` (`90s`, `30m`, `2h`, `3d`, `1w`, `1h30m`; a day is 24
-/// hours).
+/// A time as `--after`, `--before` and `--since` take it:
+/// - an age counted back from `now`: `90s`, `30m`, `2h`, `3d`, `1w`, `1h30m` (a day is 24 hours);
+/// - `today` or `yesterday`: the start of that day in `now`'s time zone;
+/// - a date, `YYYY-MM-DD`: the start of that day in `now`'s time zone;
+/// - RFC 3339 with an offset: `2026-11-02T10:00:00Z`.
+///
+/// A day starts at its first instant, which a daylight-saving change can move off midnight.
 pub fn parse_time(
     flag: &'static str,
     text: &str,
-    now: Timestamp,
+    now: &ZonedDateTime,
 ) -> Result<Timestamp, FilterError> {
     let bad = || FilterError::Time {
         flag,
@@ -171,6 +201,22 @@ pub fn parse_time(
     let trimmed = text.trim();
     if let Ok(t) = trimmed.parse::<Timestamp>() {
         return Ok(t);
+    }
+    let day = if trimmed.eq_ignore_ascii_case("today") {
+        Some(now.date())
+    } else if trimmed.eq_ignore_ascii_case("yesterday") {
+        Some(now.date().yesterday().map_err(|_| bad())?)
+    } else if is_date(trimmed) {
+        Some(trimmed.parse::<Date>().map_err(|_| bad())?)
+    } else {
+        None
+    };
+    if let Some(day) = day {
+        // A civil midnight a daylight-saving gap skips is taken as the instant after the gap.
+        let start = day
+            .to_zoned_datetime(now.time_zone().clone())
+            .map_err(|_| bad())?;
+        return Ok(start.timestamp());
     }
     // An age: jiff's friendly span format (`2h`, `3d 4h`, `1w`), never negative. A bare
     // number is refused: seconds, minutes or hours would each be a guess.
@@ -186,7 +232,36 @@ pub fn parse_time(
     let age: SignedDuration = span
         .to_duration(SpanRelativeTo::days_are_24_hours())
         .map_err(|_| bad())?;
-    now.checked_sub(age).map_err(|_| bad())
+    now.timestamp().checked_sub(age).map_err(|_| bad())
+}
+
+/// Whether `text` has the shape of a date, `YYYY-MM-DD` (whether it is one is the parser's to
+/// say): other forms jiff reads as dates (`20261201`, a date with a time and no offset) are no
+/// time here.
+fn is_date(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() == 10
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        })
+}
+
+/// What `--since` was given: a value in the time grammar ([`parse_time`]) is a time; anything
+/// else must decode as a cursor.
+pub fn parse_since(text: &str, now: &ZonedDateTime) -> Result<Since, FilterError> {
+    if let Ok(time) = parse_time("--since", text, now) {
+        return Ok(Since::Time(time));
+    }
+    Cursor::decode(text)
+        .map(Since::Cursor)
+        .map_err(|e| FilterError::Since {
+            text: text.to_string(),
+            reason: match e {
+                crate::cursor::CursorError::Invalid(reason) => reason.to_string(),
+                other => other.to_string(),
+            },
+        })
 }
 
 /// A regex error on one line: the regex crate draws the pattern with a caret under the
@@ -202,8 +277,13 @@ mod tests {
     use super::*;
     use clankie_model::TextKind;
 
-    fn now() -> Timestamp {
-        "2026-11-02T12:00:00Z".parse().unwrap()
+    /// 12:00Z on 2026-11-02, in UTC.
+    fn now() -> ZonedDateTime {
+        at("2026-11-02T12:00:00Z", jiff::tz::TimeZone::UTC)
+    }
+
+    fn at(instant: &str, tz: jiff::tz::TimeZone) -> ZonedDateTime {
+        instant.parse::<Timestamp>().unwrap().to_zoned_datetime(tz)
     }
 
     fn record(id: &str, ts: Option<&str>, body: RecordBody) -> Record {
@@ -276,7 +356,7 @@ mod tests {
         before: Option<&str>,
     ) -> RecordFilter {
         let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
-        RecordFilter::parse(&kinds, grep, after, before, now()).unwrap()
+        RecordFilter::parse(&kinds, grep, after, before, &now()).unwrap()
     }
 
     #[test]
@@ -299,7 +379,7 @@ mod tests {
             kept(&filter(&["assistant", " tool_result"], None, None, None)),
             ["t", "r"]
         );
-        let err = RecordFilter::parse(&["users".into()], None, None, None, now()).unwrap_err();
+        let err = RecordFilter::parse(&["users".into()], None, None, None, &now()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "--kind: unknown kind `users` (kinds: user, assistant, tool_call, tool_result, tools, notice, terminal)"
@@ -323,7 +403,7 @@ mod tests {
             kept(&filter(&["user"], Some("cargo"), None, None)),
             Vec::<String>::new()
         );
-        let err = RecordFilter::parse(&[], Some("(unclosed"), None, None, now()).unwrap_err();
+        let err = RecordFilter::parse(&[], Some("(unclosed"), None, None, &now()).unwrap_err();
         assert_eq!(err.to_string(), "--grep: unclosed group");
     }
 
@@ -357,8 +437,8 @@ mod tests {
     }
 
     #[test]
-    fn times_are_rfc3339_or_ages() {
-        let t = |s: &str| parse_time("--after", s, now()).map(|t| t.to_string());
+    fn times_are_ages_days_dates_or_rfc3339() {
+        let t = |s: &str| parse_time("--after", s, &now()).map(|t| t.to_string());
         assert_eq!(
             t("2026-11-01T08:00:00+02:00").unwrap(),
             "2026-11-01T06:00:00Z"
@@ -368,14 +448,98 @@ mod tests {
         assert_eq!(t("3d").unwrap(), "2026-10-30T12:00:00Z");
         assert_eq!(t("1w").unwrap(), "2026-10-26T12:00:00Z");
         assert_eq!(t("1h30m").unwrap(), "2026-11-02T10:30:00Z");
-        for bad in ["", "2", "-2h", "yesterday", "2026-11-02", "h2", "2x"] {
+        assert_eq!(t("today").unwrap(), "2026-11-02T00:00:00Z");
+        assert_eq!(t(" Yesterday ").unwrap(), "2026-11-01T00:00:00Z");
+        assert_eq!(t("2026-12-01").unwrap(), "2026-12-01T00:00:00Z");
+        for bad in [
+            "",
+            "2",
+            "-2h",
+            "yester",
+            "2026-13-01",
+            "2026-11-02T10:00:00",
+            "20261102",
+            "h2",
+            "2x",
+        ] {
             let err = t(bad).unwrap_err();
             assert_eq!(
                 err.to_string(),
                 format!(
-                    "--after wants an RFC 3339 time (2026-11-02T10:00:00Z) or an age such as 30m, 2h or 3d, got `{bad}`"
+                    "--after wants a time (2h, 30m, today, yesterday, 2026-12-01, RFC 3339), got `{bad}`"
                 )
             );
         }
+    }
+
+    /// `today`, `yesterday` and a date start at the first instant of that day where the
+    /// caller is, not in UTC; ages and RFC 3339 are instants wherever it is.
+    #[test]
+    fn days_begin_in_the_callers_time_zone() {
+        let t = |s: &str, now: &ZonedDateTime| parse_time("--after", s, now).unwrap().to_string();
+        // 02:00Z on 2 November is still 1 November, 21:00, in New York (EST, -05:00).
+        let new_york = jiff::tz::TimeZone::posix("EST5EDT,M3.2.0,M11.1.0").unwrap();
+        let evening = at("2026-11-02T02:00:00Z", new_york.clone());
+        assert_eq!(t("today", &evening), "2026-11-01T04:00:00Z");
+        assert_eq!(t("yesterday", &evening), "2026-10-31T04:00:00Z");
+        assert_eq!(t("2026-12-01", &evening), "2026-12-01T05:00:00Z");
+        assert_eq!(t("2h", &evening), "2026-11-02T00:00:00Z");
+        assert_eq!(
+            t("2026-11-02T10:00:00+01:00", &evening),
+            "2026-11-02T09:00:00Z"
+        );
+        // A day that DST made 23 hours long starts at its midnight, in the offset of then.
+        let spring = at("2026-03-08T18:00:00Z", new_york);
+        assert_eq!(t("today", &spring), "2026-03-08T05:00:00Z");
+        // Where a DST change skips midnight (Santiago, in September), the day starts at 01:00.
+        let santiago = jiff::tz::TimeZone::posix("<-04>4<-03>,M9.1.6/24,M4.1.6/24").unwrap();
+        let skipped = at("2026-09-06T15:00:00Z", santiago);
+        assert_eq!(t("today", &skipped), "2026-09-06T04:00:00Z");
+    }
+
+    #[test]
+    fn since_is_a_time_else_a_cursor() {
+        let since = |s: &str| parse_since(s, &now());
+        assert_eq!(
+            since("2h").unwrap(),
+            Since::Time("2026-11-02T10:00:00Z".parse().unwrap())
+        );
+        assert_eq!(
+            since("yesterday").unwrap(),
+            Since::Time("2026-11-01T00:00:00Z".parse().unwrap())
+        );
+        let cursor = crate::cursor::Cursor::Lines(crate::cursor::LineCursor::new(
+            [7; 16], 10, 0, 10, b"{}\n", b"{}\n", false,
+        ));
+        assert_eq!(since(&cursor.encode()).unwrap(), Since::Cursor(cursor));
+        for (bad, reason) in [
+            ("a", "not base64"),
+            ("last week", "characters outside [A-Za-z0-9_-]"),
+        ] {
+            assert_eq!(
+                since(bad).unwrap_err().to_string(),
+                format!(
+                    "`--since {bad}`: neither a time (2h, 30m, today, yesterday, 2026-12-01, RFC 3339) nor a cursor ({reason})"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn since_a_time_narrows_after_to_the_later_of_the_two() {
+        let late: Timestamp = "2026-11-02T11:00:00Z".parse().unwrap();
+        let early: Timestamp = "2026-11-02T09:30:00Z".parse().unwrap();
+        assert_eq!(
+            kept(&filter(&[], None, None, None).at_or_after(early)),
+            ["t", "c", "r"]
+        );
+        assert_eq!(
+            kept(&filter(&[], None, Some("2026-11-02T10:30:00Z"), None).at_or_after(early)),
+            ["r"]
+        );
+        assert_eq!(
+            kept(&filter(&[], None, Some("2026-11-02T09:30:00Z"), None).at_or_after(late)),
+            ["r"]
+        );
     }
 }
