@@ -12,9 +12,6 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 //
-// Modified for clankie-read (vendor/russh/PATCHES.md): `Config::sign_publickey_at_once`,
-// `Config::pipeline_auth_request` and `Config::pipeline_channel_open`.
-//
 use std::convert::TryInto;
 use std::ops::Deref;
 use std::str::FromStr;
@@ -102,17 +99,9 @@ impl Session {
                                 *accepted = true;
                                 if let Some(ref meth) = self.common.auth_method {
                                     let auth_request = AuthRequest::new(meth);
-                                    let signed = enc.write_auth_request_or_signature(
-                                        &self.common.auth_user,
-                                        meth,
-                                        self.common.config.sign_publickey_at_once,
-                                        &mut self.common.buffer,
-                                    )?;
-                                    debug!("enc: auth request written (signed: {signed})");
-                                    enc.state = EncryptedState::WaitingAuthRequest(auth_request);
-                                    if signed {
-                                        // Nothing is left to send for it: drop the key now.
-                                        self.common.auth_method = None;
+                                    if enc.write_auth_request(&self.common.auth_user, meth)? {
+                                        debug!("enc: auth request written");
+                                        enc.state = EncryptedState::WaitingAuthRequest(auth_request)
                                     }
                                 } else {
                                     debug!("no auth method")
@@ -131,25 +120,11 @@ impl Session {
                 EncryptedState::WaitingAuthRequest(ref mut auth_request) => {
                     trace!("waiting auth request, {:?}", buf.first(),);
                     match buf.split_first() {
-                        // The answer to the service request that the first authentication
-                        // request was sent behind (`Config::pipeline_auth_request`).
-                        Some((&msg::SERVICE_ACCEPT, mut r)) if self.service_accept_pending => {
-                            if map_err!(Bytes::decode(&mut r))?.as_ref() != b"ssh-userauth" {
-                                return Err(crate::Error::Inconsistent.into());
-                            }
-                            map_err!(ensure_end(&r))?;
-                            debug!("service accepted after the auth request was sent");
-                            self.service_accept_pending = false;
-                            return Ok(());
-                        }
                         Some((&msg::USERAUTH_SUCCESS, r)) => {
                             map_err!(ensure_end(&r))?;
                             debug!("userauth_success");
                             // Drop the credential as soon as it is no longer needed.
                             self.common.auth_method = None;
-                            // Channels asked for behind the request now go to the
-                            // connection service: their answers follow.
-                            self.early_channel_opens.clear();
                             self.sender
                                 .send(Reply::AuthSuccess)
                                 .map_err(|_| crate::Error::SendError)?;
@@ -180,14 +155,6 @@ impl Session {
 
                             let no_more_methods = auth_request.methods.is_empty();
                             self.common.auth_method = None;
-                            // Channels asked for behind the refused request are not opened
-                            // (OpenSSH answers SSH_MSG_UNIMPLEMENTED): forget them before
-                            // the caller hears of the failure, which drops their waiters.
-                            for id in self.early_channel_opens.drain(..) {
-                                debug!("channel {id:?} asked for early: forgotten");
-                                enc.channels.remove(&id);
-                                self.channels.remove(&id);
-                            }
                             self.sender
                                 .send(Reply::AuthFailure {
                                     proceed_with_methods: remaining_methods,
@@ -1121,7 +1088,6 @@ impl Session {
         meth: auth::Method,
     ) -> Result<bool, crate::Error> {
         let mut is_waiting = false;
-        let mut signed = false;
         if let Some(ref mut enc) = self.common.encrypted {
             is_waiting = match enc.state {
                 EncryptedState::WaitingAuthRequest(_) => true,
@@ -1138,33 +1104,20 @@ impl Session {
                         })?;
                         *sent = true
                     }
-                    if !accepted && self.common.config.pipeline_auth_request {
-                        // The request goes right behind the service request; the server
-                        // reads them in order (see `Config::pipeline_auth_request`).
-                        self.service_accept_pending = true;
-                        true
-                    } else {
-                        accepted
-                    }
+                    accepted
                 }
                 EncryptedState::InitCompression | EncryptedState::Authenticated => false,
             };
             debug!("write_auth_request_if_needed: is_waiting = {is_waiting:?}");
             if is_waiting {
-                signed = enc.write_auth_request_or_signature(
-                    user,
-                    &meth,
-                    self.common.config.sign_publickey_at_once,
-                    &mut self.common.buffer,
-                )?;
+                enc.write_auth_request(user, &meth)?;
                 let auth_request = AuthRequest::new(&meth);
                 enc.state = EncryptedState::WaitingAuthRequest(auth_request);
             }
         }
         self.common.auth_user.clear();
         self.common.auth_user.push_str(user);
-        // A request that went out signed needs its key no more (no USERAUTH_PK_OK follows).
-        self.common.auth_method = if signed { None } else { Some(meth) };
+        self.common.auth_method = Some(meth);
         Ok(is_waiting)
     }
 }
@@ -1429,34 +1382,6 @@ mod tests {
 }
 
 impl Encrypted {
-    /// Writes the authentication request of `auth_method`. With `sign_at_once`, a public key
-    /// or certificate whose private key is held goes out signed, without the query first
-    /// (RFC 4252, section 7, allows both; see [`crate::client::Config::sign_publickey_at_once`]);
-    /// every other method as [`Encrypted::write_auth_request`] writes it. Returns whether the
-    /// request went out signed (then no `SSH_MSG_USERAUTH_PK_OK` is to be answered).
-    fn write_auth_request_or_signature(
-        &mut self,
-        user: &str,
-        auth_method: &auth::Method,
-        sign_at_once: bool,
-        buffer: &mut Vec<u8>,
-    ) -> Result<bool, crate::Error> {
-        match auth_method {
-            auth::Method::PublicKey { .. } | auth::Method::OpenSshCertificate { .. }
-                if sign_at_once =>
-            {
-                buffer.clear();
-                // The same request as the one answering USERAUTH_PK_OK.
-                self.client_send_signature(user, auth_method, buffer)?;
-                Ok(true)
-            }
-            _ => {
-                self.write_auth_request(user, auth_method)?;
-                Ok(false)
-            }
-        }
-    }
-
     fn write_auth_request(
         &mut self,
         user: &str,
