@@ -2,7 +2,7 @@
 //! from the SSH config), lists once, then reads a small range of FILE (relative to ROOT) N
 //! times and prints the median milliseconds per read. Used by scripts/bench.
 //!
-//! Usage: cargo run --release --example ssh_reads -- SSH_CONFIG DEST ROOT REL N
+//! Usage: cargo run --profile dist --example ssh_reads -- SSH_CONFIG DEST ROOT REL N
 
 use std::time::Instant;
 
