@@ -130,12 +130,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
     for (_, name, result) in results {
         match result {
             Ok(checked) => {
-                for a in &checked.activity {
-                    if !a.records.is_empty() {
-                        renderer.records(&mut out, &a.host, &a.records)?;
-                    }
-                    renderer.activity(&mut out, a)?;
-                }
+                renderer.checked(&mut out, &checked.activity)?;
                 // A session that cannot be read: on stderr, and an `error` object with --json.
                 // It kept its old state; the host's other sessions advanced.
                 for error in &checked.errors {
