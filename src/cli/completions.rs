@@ -87,12 +87,75 @@ fn with_completers(cmd: clap::Command, global_words: Vec<OsString>) -> clap::Com
         let words = Arc::clone(&global_words);
         ArgValueCompleter::new(move |current: &OsStr| complete_host(&words, current))
     };
-    cmd.mut_subcommand("read", |c| c.mut_arg("target", |a| a.add(target())))
+    let cmd = cmd
+        .mut_subcommand("read", |c| c.mut_arg("target", |a| a.add(target())))
         .mut_subcommand("resume", |c| c.mut_arg("target", |a| a.add(target())))
         .mut_subcommand("ls", |c| c.mut_arg("host_names", |a| a.add(host())))
         .mut_subcommand("hosts", |c| c.mut_arg("host_names", |a| a.add(host())))
         .mut_subcommand("check", |c| c.mut_arg("host_names", |a| a.add(host())))
-        .mut_subcommand("grep", |c| c.mut_arg("host_names", |a| a.add(host())))
+        .mut_subcommand("grep", |c| c.mut_arg("host_names", |a| a.add(host())));
+    let cmd = on_every_subcommand(cmd, "harness", || ArgValueCompleter::new(complete_harness));
+    on_every_subcommand(cmd, "kind", || ArgValueCompleter::new(complete_kinds))
+}
+
+/// `completer` added to the argument `id` of every subcommand that has one.
+fn on_every_subcommand(
+    mut cmd: clap::Command,
+    id: &str,
+    completer: impl Fn() -> ArgValueCompleter,
+) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|sub| sub.get_arguments().any(|arg| arg.get_id() == id))
+        .map(|sub| sub.get_name().to_string())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |sub| sub.mut_arg(id, |arg| arg.add(completer())));
+    }
+    cmd
+}
+
+/// The harnesses' names, as `--harness` takes them.
+fn complete_harness(current: &OsStr) -> Vec<CompletionCandidate> {
+    let current = current.to_string_lossy();
+    clankie_engine::harness::all()
+        .map(|harness| harness.name())
+        .filter(|name| name.starts_with(current.as_ref()))
+        .map(CompletionCandidate::new)
+        .collect()
+}
+
+/// The record kinds `--kind` takes, with what each keeps.
+const KINDS: [(&str, &str); 7] = [
+    ("user", "what the person typed"),
+    ("assistant", "the agent's text"),
+    ("tool_call", "the agent's tool calls"),
+    ("tool_result", "what the tools returned"),
+    ("tools", "tool_call and tool_result"),
+    ("notice", "what the reader notes about the transcript"),
+    ("terminal", "a terminal recording's lines"),
+];
+
+/// `--kind`'s comma-separated list: the kinds for the part after the last `,`, each after the
+/// kinds already given (and not one of them).
+fn complete_kinds(current: &OsStr) -> Vec<CompletionCandidate> {
+    let current = current.to_string_lossy();
+    let (given, prefix) = match current.rsplit_once(',') {
+        Some((given, prefix)) => (Some(given), prefix),
+        None => (None, current.as_ref()),
+    };
+    let given_kinds: Vec<&str> = given.map(|g| g.split(',').collect()).unwrap_or_default();
+    KINDS
+        .iter()
+        .filter(|(kind, _)| kind.starts_with(prefix) && !given_kinds.contains(kind))
+        .map(|(kind, help)| {
+            let value = match given {
+                Some(given) => format!("{given},{kind}"),
+                None => kind.to_string(),
+            };
+            CompletionCandidate::new(value).help(Some((*help).into()))
+        })
+        .collect()
 }
 
 /// The candidates for `args[index]`. Besides clap's own: the shorthand `clankie-read
@@ -275,31 +338,50 @@ fn session_ids(global_words: &[OsString], host: &str) -> Vec<(String, &'static s
         .collect()
 }
 
-/// bash: clap_complete's adapter, but with the words glued back where bash splits them at `:`.
+/// bash: clap_complete's adapter, but with the words glued back where bash splits them at `:`
+/// and `=`.
 struct BashShell;
 /// zsh: clap_complete's registration and answer format, with [`candidates`].
 struct ZshShell;
 /// fish: clap_complete's registration and answer format, with [`candidates`].
 struct FishShell;
 
-/// The bash registration. bash splits `devbox:3f1c` into `devbox`, `:`, `3f1c` (`:` is in
-/// `COMP_WORDBREAKS`) and replaces only the part after the last `:`, so the function glues the
-/// words back for the binary and strips that part from each answer (as bash-completion's
-/// `__ltrim_colon_completions` does).
+/// The bash registration. bash splits `devbox:3f1c` into `devbox`, `:`, `3f1c` and
+/// `--sort=na` into `--sort`, `=`, `na` (`:` and `=` are in `COMP_WORDBREAKS`), and replaces
+/// only the part after the last of them, so the function glues the words back for the binary
+/// (where `COMP_LINE` shows no blank between them) and strips what precedes that part from each
+/// answer (as bash-completion's `__ltrim_colon_completions` does).
+///
+/// The word under the cursor is `$2`, the text before the cursor, except when the cursor is
+/// right after a `:` or `=`: then bash gives an empty `$2` and `COMP_WORDS` holds the `:` as
+/// that word, which must be glued to the host before it (an empty word would complete the
+/// options).
 const BASH_REGISTRATION: &str = r#"
 _clankie_read() {
     local IFS=$'\013'
-    local words=() word i
+    local breaks= words=() word raw i blank previous_break=0 is_break line=$COMP_LINE
+    [[ $COMP_WORDBREAKS == *:* ]] && breaks+=:
+    [[ $COMP_WORDBREAKS == *=* ]] && breaks+==
     for ((i = 0; i <= COMP_CWORD; i++)); do
-        word=${COMP_WORDS[i]}
-        if ((i == COMP_CWORD)) && [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+        raw=${COMP_WORDS[i]}
+        blank=0
+        if [[ $line == [[:space:]]* ]]; then
+            blank=1
+            line=${line#"${line%%[![:space:]]*}"}
+        fi
+        line=${line#"$raw"}
+        is_break=0
+        [[ -n $breaks && -n $raw && -z ${raw//["$breaks"]/} ]] && is_break=1
+        word=$raw
+        if ((i == COMP_CWORD && !is_break)) && [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
             word=$2
         fi
-        if ((${#words[@]} > 1)) && [[ $word == : || ${COMP_WORDS[i-1]} == : ]]; then
+        if ((${#words[@]} > 1 && !blank && (is_break || previous_break))); then
             words[${#words[@]}-1]+=$word
         else
             words+=("$word")
         fi
+        previous_break=$is_break
     done
     local index=$((${#words[@]} - 1))
     local answers
@@ -309,8 +391,8 @@ _clankie_read() {
     }
     COMPREPLY=($answers)
     local typed=${words[index]}
-    if [[ $typed == *:* && $COMP_WORDBREAKS == *:* ]]; then
-        local glued=${typed%"${typed##*:}"}
+    if [[ -n $breaks && $typed == *["$breaks"]* ]]; then
+        local glued=${typed%"${typed##*["$breaks"]}"}
         COMPREPLY=("${COMPREPLY[@]#"$glued"}")
     fi
     if [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *[:=/] ]]; then
@@ -537,6 +619,33 @@ mod tests {
             global_words(&words(&["c", "--hosts", "h.toml", "ls", "--ssh-config=s"])),
             words(&["--hosts", "h.toml", "--ssh-config=s"])
         );
+    }
+
+    #[test]
+    fn every_completed_kind_is_one_kind_takes() {
+        for (kind, _) in KINDS {
+            let parsed = clankie_engine::filter::RecordFilter::parse(
+                &[kind.to_string()],
+                None,
+                None,
+                None,
+                jiff::Timestamp::UNIX_EPOCH,
+            );
+            assert!(parsed.is_ok(), "{kind}");
+        }
+        let values = |current: &str| -> Vec<String> {
+            complete_kinds(OsStr::new(current))
+                .iter()
+                .map(|c| c.get_value().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            values("user,tool"),
+            ["user,tool_call", "user,tool_result", "user,tools"]
+        );
+        assert_eq!(values("user,a"), ["user,assistant"]);
+        assert_eq!(values("user,u"), Vec::<String>::new());
+        assert_eq!(values("no"), ["notice"]);
     }
 
     #[test]

@@ -139,10 +139,7 @@ pub struct Reader<'h, H: Host> {
 /// looking for it (`resolve_for_read`).
 fn hint_the_path(page: &mut Page, session: &SessionFile) {
     if let Cursor::Lines(cursor) = &mut page.cursor {
-        cursor.hint = Some(PathHint {
-            harness: session.harness().name().to_string(),
-            rel: session.entry.rel.clone(),
-        });
+        cursor.hint = Some(PathHint::new(session.harness(), session.entry.rel.clone()));
     }
 }
 

@@ -265,12 +265,7 @@ impl<'h, H: Host> Reader<'h, H> {
         };
         // A cursor names the file it was made from: the host tries it before looking.
         let hint = match &request.mode {
-            Mode::Since(Cursor::Lines(cursor)) => cursor.hint.as_ref().and_then(|hint| {
-                Some(clankie_host::PathHint {
-                    harness: harness::by_name(&hint.harness)?,
-                    rel: hint.rel.clone(),
-                })
-            }),
+            Mode::Since(Cursor::Lines(cursor)) => cursor.hint.as_ref(),
             _ => None,
         };
         // When no path holds the id, the databases' loads start from what this call reads of
@@ -286,7 +281,7 @@ impl<'h, H: Host> Reader<'h, H> {
         let began = std::time::Instant::now();
         let mut found = self
             .host
-            .find_and_read(&scoped, &query.id, &first, hint.as_ref(), &tops)
+            .find_and_read(&scoped, &query.id, &first, hint, &tops)
             .await?;
         self.seed_databases(began, std::mem::take(&mut found.tops));
         // A session of a database is found by no path: the databases of the narrowed listing

@@ -14,7 +14,7 @@ use super::{HostReport, ResumeReport, change_name, diff, wrap};
 use crate::check::Activity;
 use clankie_engine::page::Page;
 use clankie_model::sanitize::{sanitize, sanitize_line};
-use clankie_model::{Record, RecordBody, RecordKind, TerminalSource, TextKind};
+use clankie_model::{Harness, Record, RecordBody, RecordKind, TerminalSource, TextKind};
 
 /// Lines of a tool result, a command or thinking shown when not `--full`.
 const SHORT_LINES: usize = 6;
@@ -278,7 +278,9 @@ impl TextPrinter {
                     _ => vec![Line::new(Style::Plain, text)],
                 }
             }
-            RecordBody::ToolCall { name, input, .. } => call_lines(name, input, options.full),
+            RecordBody::ToolCall { name, input, .. } => {
+                call_lines(record.harness, name, input, options.full)
+            }
             RecordBody::ToolResult {
                 call_id,
                 output,
@@ -356,8 +358,8 @@ impl TextPrinter {
 
 /// A tool call's lines: a shell command as `$ command`, an edit as a diff under the file's
 /// name, anything else as its name and compact JSON input.
-fn call_lines(name: &str, input: &serde_json::Value, full: bool) -> Vec<Line> {
-    match view(name, input) {
+fn call_lines(harness: Harness, name: &str, input: &serde_json::Value, full: bool) -> Vec<Line> {
+    match view(harness, name, input) {
         CallView::Shell { command } => {
             let mut lines = shortened(command.trim_end_matches('\n'), Style::Plain, full);
             lines[0].text = format!("{name} $ {}", lines[0].text);

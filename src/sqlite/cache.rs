@@ -1,8 +1,8 @@
-//! The pages of the databases a reader reads, kept for its run ([`Databases`]): per database,
-//! the pages of its file (at most [`CACHE_BYTES`], oldest dropped first) and of its WAL, what
-//! they are valid for ([`Stamp`]), and what the last load and query left for the next
-//! ([`Opened`], [`Handover`], [`Seeded`]). A database's load starts here ([`Databases::load`],
-//! [`Databases::resume`]).
+//! The pages of the databases a reader reads, kept for its run (the methods of [`Databases`],
+//! which `mod.rs` defines): per database, the pages of its file (at most [`CACHE_BYTES`],
+//! oldest dropped first) and of its WAL, what they are valid for ([`Stamp`]), and what the last
+//! load and query left for the next ([`Opened`], [`Handover`], [`Seeded`]). A database's load
+//! starts here ([`Databases::load`], [`Databases::resume`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -13,8 +13,7 @@ use clankie_model::{FileEntry, ReadResult, display_path};
 
 #[cfg(doc)]
 use super::first_reads;
-use super::snapshot::{Headers, Snapshot};
-use super::{CACHE_BYTES, DatabaseError, HANDOVER_TIME};
+use super::{CACHE_BYTES, DatabaseError, DatabaseKey, Databases, HANDOVER_TIME, Headers, Snapshot};
 
 /// What must not change while cached pages are used: the database's change counter, and the
 /// WAL's checkpoint sequence and salts (none without a valid WAL).
@@ -118,17 +117,6 @@ impl Pages {
 pub(super) fn lock(pages: &Mutex<Pages>) -> std::sync::MutexGuard<'_, Pages> {
     pages.lock().unwrap_or_else(|e| e.into_inner())
 }
-
-/// The pages of the databases read, by host name and database path: owned by the driver's
-/// reader of a host, for its run. A mutex, not a cell, because a reader's futures may move
-/// between threads (`ls` lists hosts in tasks of their own).
-#[derive(Default)]
-pub struct Databases {
-    entries: Mutex<HashMap<DatabaseKey, Arc<Mutex<Pages>>>>,
-}
-
-/// A database by host name and path.
-type DatabaseKey = (String, String);
 
 impl std::fmt::Debug for Databases {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -13,9 +13,8 @@ use clankie_model::limits::{MAX_RANGES, MAX_READ_BYTES, MAX_SOURCE_BYTES};
 use super::cache::lock;
 use super::host_pages::{PageWanted, Request};
 use super::runner::Worker;
-use super::snapshot::Snapshot;
 use super::walk::{Walk, children_of, descend};
-use super::{DB_HEADER, DatabaseError, MAX_READ_AHEAD_PAGES};
+use super::{DB_HEADER, DatabaseError, MAX_READ_AHEAD_PAGES, Snapshot};
 
 impl<'h, H: Host> Snapshot<'h, H> {
     /// Answers SQLite's page requests until the job's result arrives.

@@ -43,9 +43,12 @@
 //!   script, not yet by the PowerShell one.
 //!
 //! Its files, by concern:
-//! - `cache.rs`: [`Databases`], the pages kept per database for the reader's run, and the
-//!   loads that start from them.
-//! - `snapshot.rs`: [`Snapshot`], a database opened for queries, and its load: both headers,
+//! - `mod.rs` (this file): the bounds, [`DatabaseError`], and the types several files share:
+//!   [`Databases`], [`Snapshot`] and `Headers`, their definitions only. They are defined here,
+//!   their methods in the files below, so that no two files import each other.
+//! - `cache.rs`: the pages kept per database for the reader's run, and the methods of
+//!   [`Databases`]: the loads that start from them.
+//! - `snapshot.rs`: the load of a [`Snapshot`], a database opened for queries: both headers,
 //!   the cache kept or dropped, the WAL's new frames.
 //! - `runner.rs`: SQLite's thread of a snapshot, and a query run on it, checked after it and
 //!   run again when the database changed under it.
@@ -72,15 +75,19 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub use cache::Databases;
-pub use snapshot::Snapshot;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
 #[cfg(doc)]
 use clankie_engine::database::Database;
-use clankie_host::HostError;
-use clankie_model::ByteRange;
-
+use clankie_engine::wal::WalIndex;
+use clankie_host::{FileRef, HostError};
 use clankie_model::limits::MAX_SOURCE_BYTES;
+use clankie_model::{ByteRange, Harness};
+
+use cache::Pages;
+use runner::Worker;
 
 /// Times a query runs while the database keeps changing under it.
 pub const MAX_ATTEMPTS: usize = 3;
@@ -130,4 +137,52 @@ pub enum DatabaseError {
     /// Reading the database through the host failed.
     #[error(transparent)]
     Host(#[from] HostError),
+}
+
+/// The pages of the databases read, by host name and database path: owned by the driver's
+/// reader of a host, for its run. A mutex, not a cell, because a reader's futures may move
+/// between threads (`ls` lists hosts in tasks of their own).
+#[derive(Default)]
+pub struct Databases {
+    entries: Mutex<HashMap<DatabaseKey, Arc<Mutex<Pages>>>>,
+}
+
+/// A database by host name and path.
+type DatabaseKey = (String, String);
+
+/// A database opened for queries: SQLite on a thread of its own, reading pages of the host's
+/// file through the cache of the [`Databases`] it was loaded from.
+pub struct Snapshot<'h, H> {
+    host: &'h H,
+    harness: Harness,
+    path: String,
+    db_ref: FileRef,
+    wal_ref: FileRef,
+    pages: Arc<Mutex<Pages>>,
+    /// Bytes fetched from the host by this load and its queries (the [`MAX_SOURCE_BYTES`]
+    /// bound).
+    fetched: AtomicU64,
+    /// `None` after the cache was dropped: the next query opens the database again.
+    worker: tokio::sync::Mutex<Option<Worker>>,
+    /// What stopped a fetch during a query (the query itself then fails with an I/O error,
+    /// which this explains).
+    failure: Mutex<Option<DatabaseError>>,
+    /// Pages the current query read from the database file (not the cache, not the WAL).
+    file_pages_read: Mutex<Vec<u32>>,
+    /// Pages an earlier query read from the database file since the headers were last read
+    /// ([`Databases::resume`]): the next check covers them too.
+    carried: Mutex<Vec<u32>>,
+    /// The headers as a read of pages that ended a walk read them after its pages, and when
+    /// that read began: the check after the query, unless it read pages after them.
+    headers_after: Mutex<Option<(std::time::Instant, Headers)>>,
+    /// Such headers of the query a [`Databases::resume`] follows, for the first query's check.
+    handed_headers: Mutex<Option<(std::time::Instant, Headers)>>,
+}
+
+/// The header fields a load needs, and the two files' sizes.
+struct Headers {
+    db: Vec<u8>,
+    db_size: u64,
+    wal: Option<WalIndex>,
+    wal_size: u64,
 }

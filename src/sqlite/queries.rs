@@ -17,8 +17,8 @@ use clankie_model::FileEntry;
 use super::DatabaseError;
 #[cfg(doc)]
 use super::Databases;
+use super::Snapshot;
 use super::host_pages::{HostPages, Request, Tracker};
-use super::snapshot::Snapshot;
 use super::walk::IndexHint;
 
 /// An index's root page → (its table's root page, its columns with the rowid).

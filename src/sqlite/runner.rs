@@ -17,8 +17,7 @@ use super::cache::Pages;
 use super::cache::{Handover, lock};
 use super::host_pages::{HostPages, Request};
 use super::queries::{Queries, index_roots};
-use super::snapshot::Snapshot;
-use super::{DatabaseError, MAX_ATTEMPTS, vfs};
+use super::{DatabaseError, MAX_ATTEMPTS, Snapshot, vfs};
 
 /// A query for SQLite's thread: the connection (or why it did not open), and the file it
 /// reads (to send hints).

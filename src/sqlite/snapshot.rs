@@ -1,6 +1,7 @@
-//! A database opened for queries ([`Snapshot`]): its state, and its load ([`Snapshot::open`]):
-//! both headers read in one call (or taken from what a read made ahead of it read), the cache
-//! kept or dropped by what they say, and the WAL's new frames read whole into the cache.
+//! A database opened for queries ([`Snapshot`], whose state `mod.rs` defines): its load
+//! ([`Snapshot::open`]): both headers read in one call (or taken from what a read made ahead of
+//! it read) into [`Headers`], the cache kept or dropped by what they say, and the WAL's new
+//! frames read whole into the cache.
 //! Running a query is `runner.rs`'s, fetching the pages it reads `fetch.rs`'s, and the
 //! harnesses' queries `queries.rs`'s.
 
@@ -10,13 +11,13 @@ use std::sync::{Arc, Mutex};
 use clankie_engine::wal::{HEADER, WalIndex};
 use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::{MAX_READ_BYTES, MAX_SOURCE_BYTES};
-use clankie_model::{ByteRange, FileEntry, Harness, ReadResult, display_path};
+use clankie_model::{ByteRange, FileEntry, ReadResult, display_path};
 
 #[cfg(doc)]
 use super::Databases;
 use super::cache::{Opened, Pages, Stamp, lock};
 use super::runner::Worker;
-use super::{DB_HEADER, DatabaseError, FIRST_READ, HANDOVER_TIME};
+use super::{DB_HEADER, DatabaseError, FIRST_READ, HANDOVER_TIME, Headers, Snapshot};
 
 pub(super) fn file_ref(entry: &FileEntry, suffix: &[u8]) -> FileRef {
     let mut rel = entry.rel.clone();
@@ -26,14 +27,6 @@ pub(super) fn file_ref(entry: &FileEntry, suffix: &[u8]) -> FileRef {
         root: entry.root.to_vec(),
         rel,
     }
-}
-
-/// The header fields a load needs, and the two files' sizes.
-pub(super) struct Headers {
-    pub(super) db: Vec<u8>,
-    db_size: u64,
-    pub(super) wal: Option<WalIndex>,
-    pub(super) wal_size: u64,
 }
 
 impl Headers {
@@ -70,35 +63,6 @@ impl Headers {
         }
         Ok(size)
     }
-}
-
-/// A database opened for queries: SQLite on a thread of its own, reading pages of the host's
-/// file through the cache of the [`Databases`] it was loaded from.
-pub struct Snapshot<'h, H> {
-    pub(super) host: &'h H,
-    pub(super) harness: Harness,
-    pub(super) path: String,
-    pub(super) db_ref: FileRef,
-    pub(super) wal_ref: FileRef,
-    pub(super) pages: Arc<Mutex<Pages>>,
-    /// Bytes fetched from the host by this load and its queries (the [`MAX_SOURCE_BYTES`]
-    /// bound).
-    pub(super) fetched: AtomicU64,
-    /// `None` after the cache was dropped: the next query opens the database again.
-    pub(super) worker: tokio::sync::Mutex<Option<Worker>>,
-    /// What stopped a fetch during a query (the query itself then fails with an I/O error,
-    /// which this explains).
-    pub(super) failure: Mutex<Option<DatabaseError>>,
-    /// Pages the current query read from the database file (not the cache, not the WAL).
-    pub(super) file_pages_read: Mutex<Vec<u32>>,
-    /// Pages an earlier query read from the database file since the headers were last read
-    /// ([`Databases::resume`]): the next check covers them too.
-    pub(super) carried: Mutex<Vec<u32>>,
-    /// The headers as a read of pages that ended a walk read them after its pages, and when
-    /// that read began: the check after the query, unless it read pages after them.
-    pub(super) headers_after: Mutex<Option<(std::time::Instant, Headers)>>,
-    /// Such headers of the query a [`Databases::resume`] follows, for the first query's check.
-    pub(super) handed_headers: Mutex<Option<(std::time::Instant, Headers)>>,
 }
 
 impl<H> std::fmt::Debug for Snapshot<'_, H> {

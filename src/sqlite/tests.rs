@@ -12,8 +12,8 @@ use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::{MAX_RANGES, MAX_READ_BYTES, MAX_SOURCE_BYTES};
 use clankie_model::{ByteRange, FileEntry, Listing, RootSpec};
 
-use super::snapshot::{Snapshot, file_ref};
-use super::{DB_HEADER, DatabaseError, Databases, FIRST_READ, first_reads};
+use super::snapshot::file_ref;
+use super::{DB_HEADER, DatabaseError, Databases, FIRST_READ, Snapshot, first_reads};
 
 /// The local host, counting the bytes it returns, and running `on_page_read` once after
 /// the first read of database pages (not headers) that follows its setting.

@@ -1,5 +1,5 @@
 //! Completion, driven through the real shells: bash's completion function called as bash calls
-//! it (`COMP_WORDS`, `COMP_CWORD`, the word split at `:`), zsh's completer as compinit
+//! it (`COMP_WORDS`, `COMP_CWORD`, `COMP_LINE`, the word split at `:`), zsh's completer as compinit
 //! registers it, with `_describe` capturing what it is given, and fish's `complete -C`. Each
 //! completes subcommands, their flags, hosts from the hosts file and the SSH config, and a
 //! host's session ids (a local host of the hosts file, and a real sshd); a host that does not
@@ -92,23 +92,33 @@ fn assert_offers(got: &[String], want: &[&str], not: &[&str], line: &str) {
 
 /// What bash offers for `words` (as bash splits them: `:` is a word of its own), the last
 /// being the word under the cursor, by calling the registered function as bash's programmable
-/// completion does.
+/// completion does: `COMP_LINE` without blanks around a `:`, and an empty current word right
+/// after a `:`.
 fn bash_complete(setup: &Setup, script: &Path, words: &[&str]) -> Vec<String> {
     let quoted: Vec<String> = words
         .iter()
         .map(|w| format!("'{}'", w.replace('\'', r"'\''")))
         .collect();
+    let mut line = String::new();
+    for (i, word) in words.iter().enumerate() {
+        if i > 0 && *word != ":" && words[i - 1] != ":" {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
     let program = format!(
         r#"source "$1" || exit 9
 function=$(complete -p clankie-read | sed -n 's/.*-F \([^ ]*\) .*/\1/p')
 [[ -n $function ]] || exit 8
 COMP_WORDS=({words})
 COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))
-COMP_LINE="${{COMP_WORDS[*]}}"
+COMP_LINE=$2
 COMP_POINT=${{#COMP_LINE}}
 prev=""
 ((COMP_CWORD > 0)) && prev=${{COMP_WORDS[COMP_CWORD-1]}}
-"$function" clankie-read "${{COMP_WORDS[COMP_CWORD]}}" "$prev"
+current=${{COMP_WORDS[COMP_CWORD]}}
+[[ $current == : ]] && current=""
+"$function" clankie-read "$current" "$prev"
 printf '%s\n' "${{COMPREPLY[@]}}"
 "#,
         words = quoted.join(" ")
@@ -117,6 +127,7 @@ printf '%s\n' "${{COMPREPLY[@]}}"
         .shell("bash")
         .args(["--norc", "--noprofile", "-c", &program, "bash"])
         .arg(script)
+        .arg(&line)
         .output()
         .unwrap();
     lines(&out).into_iter().filter(|l| !l.is_empty()).collect()

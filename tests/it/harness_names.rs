@@ -154,3 +154,77 @@ fn a_mention_outside_the_module_is_found() {
         .collect();
     assert_eq!(found.len(), 1, "{found:?}");
 }
+
+/// Every tool name the harnesses' vocabularies hold (`Format::tool_vocabulary`): shell tools
+/// and patch tools. A harness added to the registry adds its names here.
+fn tool_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = clankie_engine::harness::all()
+        .flat_map(|harness| {
+            let tools = clankie_engine::harness::tool_vocabulary(harness);
+            tools.shell_tools.iter().chain(tools.patch_tools).copied()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The code lines of `text` that spell one of the tool `names` as a string literal, in any case
+/// (`"apply_patch"`, `"Bash"`).
+fn tool_name_literals<'t>(text: &'t str, names: &[&str]) -> Vec<(usize, &'t str)> {
+    let alternatives: Vec<String> = names.iter().map(|n| regex::escape(n)).collect();
+    let literal = Regex::new(&format!(r#"(?i)"(?:{})""#, alternatives.join("|"))).unwrap();
+    code_lines(text)
+        .into_iter()
+        .filter(|(_, line)| literal.is_match(line))
+        .collect()
+}
+
+/// The renderer shows a tool call by asking the registry for the harnesses' tool vocabularies:
+/// it spells no harness's tool name, so a harness that renames a tool changes only its module.
+#[test]
+fn the_renderer_spells_no_tool_name() {
+    let names = tool_names();
+    assert!(
+        names.contains(&"apply_patch") && names.len() >= 5,
+        "{names:?}"
+    );
+    let render = workspace().join("src/render");
+    let files: Vec<PathBuf> = code_files()
+        .into_iter()
+        .filter(|f| f.starts_with(&render))
+        .collect();
+    assert!(files.len() > 5, "{} render files found", files.len());
+    let mut spelled = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (number, line) in tool_name_literals(&text, &names) {
+            spelled.push(format!(
+                "{}:{number}: {}",
+                file.strip_prefix(workspace()).unwrap().display(),
+                line.trim()
+            ));
+        }
+    }
+    assert!(
+        spelled.is_empty(),
+        "tool names spelled in the renderer (ask `clankie_engine::harness::tool_vocabulary`):\n{}",
+        spelled.join("\n")
+    );
+}
+
+/// The check itself finds a tool name planted in renderer code, whatever its case, and not one
+/// in a comment or a test.
+#[test]
+fn a_tool_name_in_the_renderer_is_found() {
+    let names = tool_names();
+    let code = "fn view(name: &str) -> bool {\n    name == \"apply_patch\"\n}\n\
+                // \"apply_patch\" in a comment\n\
+                const SHELLS: &[&str] = &[\"Bash\"];\n\
+                #[cfg(test)]\nmod tests { const P: &str = \"apply_patch\"; }\n";
+    let found: Vec<usize> = tool_name_literals(code, &names)
+        .into_iter()
+        .map(|(number, _)| number)
+        .collect();
+    assert_eq!(found, [2, 5]);
+}

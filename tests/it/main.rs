@@ -12,6 +12,7 @@ mod check;
 mod cli_local;
 mod cli_script;
 mod common;
+mod completion_keys;
 mod completions;
 mod dialect;
 mod escapes;

@@ -20,6 +20,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use clankie_model::limits::MAX_RECORD_BYTES;
 
+/// What a line cursor carries of where its file was ([`LineCursor::hint`]).
+pub use clankie_model::PathHint;
+
 const VERSION: u8 = 1;
 const KIND_LINES: u8 = 1;
 const KIND_ROWS: u8 = 2;
@@ -209,16 +212,6 @@ pub struct LineCursor {
     pub records_before: bool,
     /// Where the source's file was when the cursor was made: not part of what it verifies.
     pub hint: Option<PathHint>,
-}
-
-/// Where a line cursor's file was: its harness and its path below the harness's root. Only a
-/// hint, never filesystem authority: a host that is handed it confines it as any path
-/// (docs/cursors.md), and the cursor's hashes verify what is read there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathHint {
-    /// The harness's name.
-    pub harness: String,
-    pub rel: Vec<u8>,
 }
 
 /// Why a cursor string was refused (exit 2).
@@ -568,5 +561,35 @@ mod tests {
             bytes.extend_from_slice(tail);
             assert!(Cursor::decode(&checksummed(bytes)).is_err(), "{tail:?}");
         }
+    }
+
+    /// The hint is written as the harness's name, so the strings already issued still decode;
+    /// a name no harness has is read as it is (it is for no root).
+    #[test]
+    fn a_hint_names_its_harness_on_the_wire() {
+        let Cursor::Lines(plain) = sample() else {
+            unreachable!()
+        };
+        let claude = crate::harness::by_name("claude").unwrap();
+        let rel = b"projects/-w-app/abc.jsonl";
+        let wire = |name: &str| {
+            let mut bytes = plain.body(KIND_LINES_HINTED);
+            bytes.push(name.len() as u8);
+            bytes.extend_from_slice(name.as_bytes());
+            bytes.extend_from_slice(&(rel.len() as u16).to_be_bytes());
+            bytes.extend_from_slice(rel);
+            checksummed(bytes)
+        };
+        let hinted = plain.clone().with_hint(PathHint::new(claude, rel.to_vec()));
+        assert_eq!(hinted.encode(), wire("claude"));
+        let Cursor::Lines(decoded) = Cursor::decode(&wire("claude")).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(decoded, hinted);
+        assert!(decoded.hint.as_ref().is_some_and(|h| h.is_for(claude)));
+        let Cursor::Lines(stranger) = Cursor::decode(&wire("no-such-harness")).unwrap() else {
+            unreachable!()
+        };
+        assert!(crate::harness::all().all(|h| !stranger.hint.as_ref().unwrap().is_for(h)));
     }
 }

@@ -19,7 +19,7 @@ pub use script::Dialect;
 use std::path::Path;
 
 use clankie_model::limits::MAX_READ_BYTES;
-use clankie_model::{ByteRange, Harness, Listing, ReadResult, RootSpec};
+use clankie_model::{ByteRange, Harness, Listing, PathHint, ReadResult, RootSpec};
 use local::LocalHost;
 use ssh::SshHost;
 
@@ -59,16 +59,6 @@ impl FirstRead {
             }
         }
     }
-}
-
-/// Where a session's file was when it was last read: its harness and its path below the root
-/// (what a cursor carries, docs/cursors.md). Only a hint: a host that uses it confines it like
-/// any path it is given, and the caller verifies what it reads (a cursor's hashes); when the
-/// file is not there, the session is found as without it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathHint {
-    pub harness: Harness,
-    pub rel: Vec<u8>,
 }
 
 /// Ranges of the top files of the roots of one harness that [`Host::find_and_read`] reads

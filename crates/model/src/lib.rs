@@ -69,6 +69,35 @@ impl FileEntry {
     }
 }
 
+/// Where a session's file was when it was last read: its harness and its path below the
+/// harness's root, as a line cursor carries it (docs/cursors.md). Only a hint, never filesystem
+/// authority: a host that is handed it confines it like any path it is given, and the caller
+/// verifies what it reads there (a cursor's hashes); when the file is not there, the session is
+/// found as without it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathHint {
+    /// The harness's name ([`Harness::name`]), as the cursor's wire form holds it: the cursor is
+    /// decoded below the registry that makes tags, and a name no harness has is for no root.
+    pub harness: String,
+    /// The file's path relative to the harness's root, `/`-separated as [`FileEntry::rel`].
+    pub rel: Vec<u8>,
+}
+
+impl PathHint {
+    /// The hint of `rel` below a root of `harness`.
+    pub fn new(harness: Harness, rel: Vec<u8>) -> PathHint {
+        PathHint {
+            harness: harness.name().to_string(),
+            rel,
+        }
+    }
+
+    /// Whether the hint is for a root of `harness`.
+    pub fn is_for(&self, harness: Harness) -> bool {
+        self.harness == harness.name()
+    }
+}
+
 /// What one `list` call found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {

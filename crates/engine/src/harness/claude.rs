@@ -19,7 +19,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::SourceCtx;
-use crate::harness::Format;
+use crate::harness::{Format, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::session::{SessionFile, valid_id};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
@@ -27,6 +27,22 @@ use clankie_model::{LazyText, Record, RecordBody, TextKind};
 
 /// Claude Code.
 pub(super) struct Claude;
+
+/// Claude Code's tools: `Bash`; `Edit` and `MultiEdit` (`file_path`, `old_string`/`new_string`,
+/// `replace_all`, `edits`); `Write`.
+static TOOLS: ToolVocabulary = ToolVocabulary {
+    shell_tools: &["bash"],
+    command_keys: &["command"],
+    path_keys: &["file_path"],
+    snippet_keys: &[("old_string", "new_string")],
+    replace_all_keys: &["replace_all"],
+    edit_list_keys: &["edits"],
+    write_tool_marks: &["write"],
+    content_keys: &["content"],
+    patch_tools: &[],
+    patch_keys: &[],
+    patch_begin: "",
+};
 
 static LAYOUT: Layout = Layout {
     name: "claude",
@@ -81,6 +97,10 @@ impl Format for Claude {
                     .filter(|v| v.get("type").and_then(serde_json::Value::as_str) == Some(kind))
                     .find_map(|v| v.pointer(pointer)?.as_str().map(str::to_string))
             })
+    }
+
+    fn tool_vocabulary(&self) -> &'static ToolVocabulary {
+        &TOOLS
     }
 
     /// A subagent (`<parent>+agent-<id>`) is resumed as the session that started it: Claude

@@ -21,7 +21,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, Source};
+use crate::harness::{Format, Source, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, image_placeholder, json_arguments, object_line, str_of};
 use crate::session::{SessionFile, session_file};
@@ -30,6 +30,23 @@ use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
 
 /// Codex CLI.
 pub(super) struct Codex;
+
+/// Codex's tools: its shells (`shell` and `local_shell` with an argv, `shell_command`,
+/// `exec_command` with `cmd`) and the `apply_patch` envelope, the input itself (a custom tool)
+/// or under `input` (a function call) or `patch`.
+static TOOLS: ToolVocabulary = ToolVocabulary {
+    shell_tools: &["shell", "exec_command", "local_shell", "shell_command"],
+    command_keys: &["command", "cmd"],
+    path_keys: &[],
+    snippet_keys: &[],
+    replace_all_keys: &[],
+    edit_list_keys: &[],
+    write_tool_marks: &[],
+    content_keys: &[],
+    patch_tools: &["apply_patch"],
+    patch_keys: &["input", "patch"],
+    patch_begin: "*** Begin Patch",
+};
 
 static LAYOUT: Layout = Layout {
     name: "codex",
@@ -93,6 +110,10 @@ impl Format for Codex {
                     .and_then(Value::as_str)
                     .map(str::to_string)
             })
+    }
+
+    fn tool_vocabulary(&self) -> &'static ToolVocabulary {
+        &TOOLS
     }
 
     fn resume_command(&self, id: &str, _path: &str) -> String {

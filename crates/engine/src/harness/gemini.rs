@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, Source};
+use crate::harness::{Format, Source, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file, valid_id};
@@ -33,6 +33,22 @@ use clankie_model::{TextKind, Usage};
 
 /// Gemini CLI.
 pub(super) struct Gemini;
+
+/// Gemini CLI's tools: `run_shell_command`; `replace` (`file_path`, `old_string`/`new_string`);
+/// `write_file`; `absolute_path` is where its file tools of earlier versions took the path.
+static TOOLS: ToolVocabulary = ToolVocabulary {
+    shell_tools: &["run_shell_command"],
+    command_keys: &["command"],
+    path_keys: &["file_path", "absolute_path"],
+    snippet_keys: &[("old_string", "new_string")],
+    replace_all_keys: &[],
+    edit_list_keys: &[],
+    write_tool_marks: &["write"],
+    content_keys: &["content"],
+    patch_tools: &[],
+    patch_keys: &[],
+    patch_begin: "",
+};
 
 static LAYOUT: Layout = Layout {
     name: "gemini",
@@ -118,6 +134,10 @@ impl Format for Gemini {
 
     fn document_incomplete(&self, bytes: &[u8]) -> bool {
         document_incomplete(bytes)
+    }
+
+    fn tool_vocabulary(&self) -> &'static ToolVocabulary {
+        &TOOLS
     }
 
     fn resume_command(&self, id: &str, _path: &str) -> String {

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::Format;
+use crate::harness::{Format, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, image_placeholder, json_arguments, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file};
@@ -16,6 +16,23 @@ use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
 
 /// Grok Build.
 pub(super) struct Grok;
+
+/// Grok Build's tools: `run_terminal_cmd`; its editing tools are not in the fixtures, so the
+/// key shapes of both string-replace editor families are taken (`old_string`/`new_string`,
+/// `old_str`/`new_str`).
+static TOOLS: ToolVocabulary = ToolVocabulary {
+    shell_tools: &["run_terminal_cmd"],
+    command_keys: &["command"],
+    path_keys: &["file_path", "path"],
+    snippet_keys: &[("old_string", "new_string"), ("old_str", "new_str")],
+    replace_all_keys: &["replace_all"],
+    edit_list_keys: &["edits"],
+    write_tool_marks: &["write"],
+    content_keys: &["content"],
+    patch_tools: &[],
+    patch_keys: &[],
+    patch_begin: "",
+};
 
 static LAYOUT: Layout = Layout {
     name: "grok",
@@ -63,6 +80,10 @@ impl Format for Grok {
             .pointer("/info/cwd")
             .and_then(Value::as_str)
             .map(str::to_string)
+    }
+
+    fn tool_vocabulary(&self) -> &'static ToolVocabulary {
+        &TOOLS
     }
 
     fn resume_command(&self, id: &str, _path: &str) -> String {

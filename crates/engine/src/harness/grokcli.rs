@@ -15,12 +15,28 @@ use crate::records::{Out, image_placeholder, str_of, text_of};
 use clankie_model::TextKind;
 
 use crate::database::{Database, QueryError, SessionRow, query_map};
-use crate::harness::Format;
+use crate::harness::{Format, ToolVocabulary};
 use crate::rows::RowRecords;
 use clankie_model::{DefaultHome, Layout, ListSpec, Storage};
 
 /// The community grok-cli (`grok-dev`).
 pub(super) struct GrokCli;
+
+/// grok-cli's tools: `bash`; the `str_replace_editor` (`path`, `old_str`/`new_str`,
+/// `replace_all`), and the `file_path`/`old_string` shape of its later editors.
+static TOOLS: ToolVocabulary = ToolVocabulary {
+    shell_tools: &["bash"],
+    command_keys: &["command"],
+    path_keys: &["path", "file_path"],
+    snippet_keys: &[("old_str", "new_str"), ("old_string", "new_string")],
+    replace_all_keys: &["replace_all"],
+    edit_list_keys: &["edits"],
+    write_tool_marks: &["write"],
+    content_keys: &["content"],
+    patch_tools: &[],
+    patch_keys: &[],
+    patch_begin: "",
+};
 
 static LAYOUT: Layout = Layout {
     name: "grok-cli",
@@ -121,6 +137,10 @@ impl Format for GrokCli {
             r.opt_text(0)
         })?;
         Ok(found.into_iter().flatten().next())
+    }
+
+    fn tool_vocabulary(&self) -> &'static ToolVocabulary {
+        &TOOLS
     }
 
     fn resume_command(&self, id: &str, _path: &str) -> String {

@@ -59,6 +59,57 @@ impl Source {
     }
 }
 
+/// The tools a harness's transcripts call, as text output needs them to show a call as a
+/// person would (a shell command as its command line, an edit as a diff): plain data that the
+/// renderer asks the registry for ([`tool_vocabulary`]), so a harness that changes its tools
+/// changes only its own module. Tool names are lowercase; a call's name is compared ignoring
+/// case. Keys are tried in their order, the first present wins.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ToolVocabulary {
+    /// Tools that run their input as a shell command.
+    pub shell_tools: &'static [&'static str],
+    /// Input keys holding a shell tool's command line: a string, or an argv.
+    pub command_keys: &'static [&'static str],
+    /// Input keys holding the path of the file a tool edits or writes.
+    pub path_keys: &'static [&'static str],
+    /// Pairs of input keys holding a replaced snippet's old and new text.
+    pub snippet_keys: &'static [(&'static str, &'static str)],
+    /// Input keys of the flag saying a snippet replaces every occurrence.
+    pub replace_all_keys: &'static [&'static str],
+    /// Input keys holding a list of snippets replaced in one file, each with
+    /// [`ToolVocabulary::snippet_keys`].
+    pub edit_list_keys: &'static [&'static str],
+    /// What the name of a tool that writes a file whole contains.
+    pub write_tool_marks: &'static [&'static str],
+    /// Input keys holding what a write tool writes.
+    pub content_keys: &'static [&'static str],
+    /// Tools whose input is a patch envelope, itself or under one of
+    /// [`ToolVocabulary::patch_keys`].
+    pub patch_tools: &'static [&'static str],
+    /// Input keys holding the envelope when the input is an object.
+    pub patch_keys: &'static [&'static str],
+    /// What an envelope starts with (after blanks): an input that does not is something the
+    /// source wrote in the patch's place (a recorder's placeholder).
+    pub patch_begin: &'static str,
+}
+
+impl ToolVocabulary {
+    /// A harness whose calls text output shows by their name and input only.
+    pub const NONE: ToolVocabulary = ToolVocabulary {
+        shell_tools: &[],
+        command_keys: &[],
+        path_keys: &[],
+        snippet_keys: &[],
+        replace_all_keys: &[],
+        edit_list_keys: &[],
+        write_tool_marks: &[],
+        content_keys: &[],
+        patch_tools: &[],
+        patch_keys: &[],
+        patch_begin: "",
+    };
+}
+
 /// Everything the engine knows about one harness. Methods a harness does not need keep their
 /// defaults: no lines, no document, no database, no working directory.
 pub trait Format: Sync {
@@ -264,6 +315,11 @@ pub trait Format: Sync {
         false
     }
 
+    /// The tools the harness's transcripts call, as text output shows them.
+    fn tool_vocabulary(&self) -> &'static ToolVocabulary {
+        &ToolVocabulary::NONE
+    }
+
     /// The harness's command that resumes session `id` (whose transcript is at `path`),
     /// without any `cd`.
     fn resume_command(&self, id: &str, path: &str) -> String;
@@ -433,6 +489,11 @@ pub fn parse_document(
     terminal_size: Option<(usize, usize)>,
 ) -> Result<RowRecords, String> {
     format(ctx.harness).parse_document_rows(ctx, bytes, terminal_size)
+}
+
+/// The tools `harness`'s transcripts call ([`Format::tool_vocabulary`]).
+pub fn tool_vocabulary(harness: Harness) -> &'static ToolVocabulary {
+    format(harness).tool_vocabulary()
 }
 
 /// Whether sessions of `harness` can be resumed.

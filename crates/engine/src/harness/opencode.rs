@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::SourceCtx;
 use crate::database::{Database, IndexRead, QueryError, SessionRow, query_map};
-use crate::harness::{Format, Source};
+use crate::harness::{Format, Source, ToolVocabulary};
 use crate::records::{Out, count, json_arguments, stamp_model, str_of, text_of};
 use crate::rows::{RowRecords, rfc3339_millis};
 use crate::session::{SessionFile, session_file, valid_id};
@@ -26,6 +26,22 @@ use clankie_model::{TextKind, Usage};
 
 /// OpenCode.
 pub(super) struct OpenCode;
+
+/// OpenCode's tools: `bash`; `edit` and `multiedit` (`filePath`, `oldString`/`newString`,
+/// `replaceAll`, `edits`); `write`; and Codex's `apply_patch` envelope under `patchText`.
+static TOOLS: ToolVocabulary = ToolVocabulary {
+    shell_tools: &["bash"],
+    command_keys: &["command"],
+    path_keys: &["filePath"],
+    snippet_keys: &[("oldString", "newString")],
+    replace_all_keys: &["replaceAll"],
+    edit_list_keys: &["edits"],
+    write_tool_marks: &["write"],
+    content_keys: &["content"],
+    patch_tools: &["apply_patch"],
+    patch_keys: &["patchText"],
+    patch_begin: "*** Begin Patch",
+};
 
 static LAYOUT: Layout = Layout {
     name: "opencode",
@@ -349,6 +365,10 @@ impl Format for OpenCode {
             .get("directory")
             .and_then(Value::as_str)
             .map(str::to_string)
+    }
+
+    fn tool_vocabulary(&self) -> &'static ToolVocabulary {
+        &TOOLS
     }
 
     fn resume_command(&self, id: &str, _path: &str) -> String {

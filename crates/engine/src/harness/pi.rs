@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::Format;
+use crate::harness::{Format, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file};
@@ -24,6 +24,22 @@ use clankie_model::{TextKind, Usage};
 
 /// Pi (pi-coding-agent).
 pub(super) struct Pi;
+
+/// Pi's tools: `bash`; `edit` (`path`, `oldText`/`newText`, or a list of them under `edits`);
+/// `write`.
+static TOOLS: ToolVocabulary = ToolVocabulary {
+    shell_tools: &["bash"],
+    command_keys: &["command"],
+    path_keys: &["path"],
+    snippet_keys: &[("oldText", "newText")],
+    replace_all_keys: &[],
+    edit_list_keys: &["edits"],
+    write_tool_marks: &["write"],
+    content_keys: &["content"],
+    patch_tools: &[],
+    patch_keys: &[],
+    patch_begin: "",
+};
 
 static LAYOUT: Layout = Layout {
     name: "pi",
@@ -60,6 +76,10 @@ impl Format for Pi {
     /// The header's `cwd`.
     fn session_cwd(&self, head: &[u8]) -> Option<String> {
         crate::resume::first_in_lines(head, "/cwd")
+    }
+
+    fn tool_vocabulary(&self) -> &'static ToolVocabulary {
+        &TOOLS
     }
 
     /// Pi resumes by path, which is exact.

@@ -61,10 +61,10 @@ pub use read::{Encoder, encoder_named_in, read_script, read_script_with};
 // What the tests beside name through `use super::*`.
 #[cfg(all(test, unix))]
 use {
-    crate::{FileRef, FirstRead, PathHint},
+    crate::{FileRef, FirstRead},
     clankie_model::harness::ID_MARK,
     clankie_model::limits::MAX_RANGES,
-    clankie_model::{ByteRange, RootSpec},
+    clankie_model::{ByteRange, PathHint, RootSpec},
     find_read::find_read_by_walk,
 };
 

@@ -14,10 +14,9 @@ use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, BatchRead, Dialect, Invocation, posix};
 use crate::{
-    FileRef, FirstRead, Found, Host, HostError, PathHint, TopReads, default_find_and_read,
-    narrow_and_read,
+    FileRef, FirstRead, Found, Host, HostError, TopReads, default_find_and_read, narrow_and_read,
 };
-use clankie_model::{ByteRange, Listing, ReadResult, RootSpec};
+use clankie_model::{ByteRange, Listing, PathHint, ReadResult, RootSpec};
 
 /// A host reached over SSH.
 pub struct SshHost {

@@ -6,9 +6,9 @@ use super::listing::list_body;
 use super::read::{GZIP_PROBE, lean_encoder, read_file_body, read_prelude};
 use super::script::{Script, list_word, plain_words, root_dir};
 use crate::script::quote;
-use crate::{FirstRead, PathHint, check_relative_path};
+use crate::{FirstRead, check_relative_path};
 use clankie_model::harness::ID_MARK;
-use clankie_model::{Harness, RootSpec};
+use clankie_model::{Harness, PathHint, RootSpec};
 
 /// The find-and-read script ([`crate::Host::find_and_read`]): a listing of the files that may
 /// be the session `id` names (top files as usual), then, when exactly one such file below a
@@ -74,7 +74,7 @@ pub fn find_read_script_with(
 /// can write: this keeps `..`, absolute paths, quotes, `$`, newlines and anything the globs
 /// would not find out of the script.
 fn usable_hint<'h>(hint: Option<&'h PathHint>, harness: Harness, id: &str) -> Option<&'h [u8]> {
-    let hint = hint.filter(|h| h.harness == harness)?;
+    let hint = hint.filter(|h| h.is_for(harness))?;
     let rel = std::str::from_utf8(&hint.rel).ok()?;
     let plain = rel.bytes().all(|b| {
         b.is_ascii_alphanumeric()

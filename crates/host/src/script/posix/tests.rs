@@ -1219,10 +1219,7 @@ fn a_path_hint_is_read_when_it_is_there_and_confined_or_left_out_when_not() {
     write(tree.path().join("outside/dupe.jsonl"), b"outside\n");
     symlink(tree.path().join("outside"), p.join("-s")).unwrap();
     let claude = crate::test_support::harness("claude");
-    let hint = |rel: &[u8]| PathHint {
-        harness: claude,
-        rel: rel.to_vec(),
-    };
+    let hint = |rel: &[u8]| PathHint::new(claude, rel.to_vec());
     let all = shells(tree.path());
     let run_with = |shell: &Shell, hint: Option<&PathHint>| {
         let nonce = new_nonce();
@@ -1288,10 +1285,10 @@ fn a_path_hint_is_read_when_it_is_there_and_confined_or_left_out_when_not() {
         assert_eq!(found.listing.files.len(), 2);
     }
     // A hint for another harness is not this root's.
-    let other = PathHint {
-        harness: crate::test_support::harness("codex"),
-        rel: b"projects/-r/dupe.jsonl".to_vec(),
-    };
+    let other = PathHint::new(
+        crate::test_support::harness("codex"),
+        b"projects/-r/dupe.jsonl".to_vec(),
+    );
     assert!(run_with(&all[0], Some(&other)).1.read.is_none());
     assert!(!tree.path().join("cwd/pwned").exists());
 }
