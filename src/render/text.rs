@@ -480,8 +480,10 @@ pub fn hosts(out: &mut impl Write, reports: &[HostReport], header: bool) -> io::
             ]
         })
         .collect();
-    let header = (header && !reports.is_empty())
-        .then(|| ["HOST", "TRANSPORT", "SHELL", "STATUS"].map(String::from));
+    let header = (header && !reports.is_empty()).then(|| {
+        let mut names = "HOST TRANSPORT SHELL STATUS".split(' ').map(String::from);
+        std::array::from_fn(|_| names.next().unwrap_or_default())
+    });
     let width = |column: usize| {
         rows.iter()
             .chain(&header)
