@@ -27,10 +27,12 @@ pub struct CheckArgs {
     /// Hosts to check [default: every host in the hosts file].
     #[arg(value_name = "HOST")]
     pub host_names: Vec<String>,
-    /// The state file kept between runs (created on the first run).
+    /// The state file kept between runs (created on the first run, with its directory, 0700,
+    /// when missing).
     #[arg(long, value_name = "FILE")]
     pub state: PathBuf,
-    /// Also print the new records of each changed session.
+    /// Also print the new records of each changed session (text: after the activity lines,
+    /// each session's under a `host:session (harness)` heading).
     #[arg(long)]
     pub records: bool,
     /// A session that cannot be read makes the exit status 6 (when no host failed); it is
