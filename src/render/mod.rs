@@ -222,7 +222,7 @@ impl Renderer {
     /// their new records. NDJSON: per session its records, then its `activity` line. Text:
     /// the activity lines, then each session's records under a heading as `grep` prints it
     /// (`host:session (harness)`), so that in a cron mail no record reads as another
-    /// session's; a blank line before each heading.
+    /// session's: a blank line after the activity lines and after each group.
     pub fn checked(&mut self, out: &mut impl Write, activity: &[Activity]) -> io::Result<()> {
         match self {
             Renderer::Ndjson => activity.iter().try_for_each(|a| {
@@ -235,14 +235,20 @@ impl Renderer {
                 for a in activity {
                     text::activity(out, a)?;
                 }
-                // Records: `--records`; a baseline or a deleted session has none.
-                for a in activity.iter().filter(|a| !a.records.is_empty()) {
+                // Records: `--records`; a baseline or a deleted session has none. Each group
+                // ends with a blank line, as `grep`'s do, so that the next host's activity
+                // lines never run on from a record.
+                let mut groups = activity.iter().filter(|a| !a.records.is_empty()).peekable();
+                if groups.peek().is_some() {
                     writeln!(out)?;
+                }
+                for a in groups {
                     let color = printer.options.color;
                     let heading = grep::session_heading(&a.host, &a.harness, &a.session, color);
                     writeln!(out, "{heading}")?;
                     printer.start_session();
                     printer.records(out, &a.records)?;
+                    writeln!(out)?;
                 }
                 Ok(())
             }

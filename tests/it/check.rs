@@ -385,19 +385,20 @@ fn text_records_are_grouped_under_their_sessions_heading() {
     let mut sorted = changed.clone();
     sorted.sort();
     assert_eq!(sorted, [a, b], "{text}");
-    // Then, per session in the same order: a blank line, its heading, its records.
-    let mut rest = &lines[2..];
+    // Then a blank line and, per session in the same order, its heading, its records and a
+    // blank line, as `grep` prints a session's matches.
+    assert_eq!(lines[2], "", "{text}");
+    let mut rest = &lines[3..];
     for id in changed {
-        assert_eq!(rest[0], "", "{text}");
-        assert_eq!(rest[1], format!("local:{id} (claude)"), "{text}");
-        let next = rest[2..]
+        assert_eq!(rest[0], format!("local:{id} (claude)"), "{text}");
+        let end = rest
             .iter()
             .position(|l| l.is_empty())
-            .map_or(rest.len(), |k| k + 2);
-        let records = rest[2..next].join("\n");
+            .unwrap_or_else(|| panic!("{text}"));
+        let records = rest[1..end].join("\n");
         assert!(records.contains(&format!("p late-{id}")), "{text}");
-        assert!(!records.contains("p late-") || records.matches("p late-").count() == 1);
-        rest = &rest[next..];
+        assert_eq!(records.matches("p late-").count(), 1, "{text}");
+        rest = &rest[end + 1..];
     }
     assert!(rest.is_empty(), "{text}");
 }
