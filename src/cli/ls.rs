@@ -499,17 +499,19 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
 /// elsewhere), or none of those it listed passed the filters.
 fn nothing_found(host: &str, listing: &Listing, listed: usize, view: &ViewArgs) -> String {
     if listed > 0 {
-        let s = if listed == 1 { "" } else { "s" };
         return format!(
-            "none of the {listed} session{s} on {host} matches {}",
+            "no session on {host} matches {} ({listed} listed)",
             view.filters_given().join(", ")
         );
     }
-    let roots: Vec<String> = listing
-        .roots
-        .iter()
-        .map(|r| String::from_utf8_lossy(&r.dir).into_owned())
-        .collect();
+    // Each directory once: two harnesses may share one (`~/.grok`).
+    let mut roots: Vec<String> = Vec::new();
+    for root in &listing.roots {
+        let dir = String::from_utf8_lossy(&root.dir).into_owned();
+        if !roots.contains(&dir) {
+            roots.push(dir);
+        }
+    }
     if roots.is_empty() {
         return format!("no sessions on {host} (no harness root to look in; --root HARNESS=DIR)");
     }

@@ -111,6 +111,14 @@ fn ls_finding_nothing_says_where_it_looked_on_a_terminal_and_nothing_piped() {
     ))
     .unwrap();
     assert!(hint.is_match(&shown), "{shown:?}");
+    // Each directory once, though two harnesses share one.
+    let dirs: Vec<&str> = shown[shown.find('(').unwrap() + 1..shown.find(')').unwrap()]
+        .split(", ")
+        .collect();
+    let mut once = dirs.clone();
+    once.sort();
+    once.dedup();
+    assert_eq!(once.len(), dirs.len(), "{shown}");
     // The hint is stderr's: stdout piped to a file gets nothing, the terminal still the line.
     let file = home.path().join("stdout");
     let (shown, status) = on_a_terminal(home.path(), 200, &["ls"], Some(&file));
@@ -136,7 +144,7 @@ fn ls_finding_nothing_says_where_it_looked_on_a_terminal_and_nothing_piped() {
     assert_eq!(status, 0, "{shown}");
     assert_eq!(
         shown,
-        "clankie-read: none of the 1 session on local matches --title\n"
+        "clankie-read: no session on local matches --title (1 listed)\n"
     );
     // Only the harness asked for is looked for.
     let empty = tempfile::tempdir().unwrap();
