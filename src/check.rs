@@ -142,6 +142,20 @@ pub enum StateError {
     },
     #[error("{path}: another `check` holds the lock")]
     Locked { path: String },
+    /// The state file's directory is missing and cannot be made.
+    #[error("{path}: cannot create the state file's directory {dir}: {source}")]
+    Directory {
+        path: String,
+        dir: String,
+        source: std::io::Error,
+    },
+    /// The lock beside the state file cannot be opened (a directory not writable).
+    #[error("{path}: cannot open its lock file {lock}: {source}")]
+    Lock {
+        path: String,
+        lock: String,
+        source: std::io::Error,
+    },
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {
@@ -160,15 +174,21 @@ pub struct StateLock {
 
 impl StateLock {
     /// Takes the lock, waiting up to `wait`, and removes the temporary file a run killed while
-    /// saving left behind.
+    /// saving left behind. The state file's directory is made first when missing (0700, as
+    /// `mkdir -p`: `--state ~/.cache/x.json` from cron on a home without `~/.cache`).
     pub fn acquire(state: &Path, wait: Duration) -> Result<StateLock, StateError> {
+        make_dir_of(state)?;
         let path = lock_path(state);
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(io(&path))?;
+            .map_err(|source| StateError::Lock {
+                path: state.display().to_string(),
+                lock: path.display().to_string(),
+                source,
+            })?;
         let start = Instant::now();
         loop {
             // An flock-style lock: the kernel releases it when the process dies, so a crashed
@@ -185,6 +205,23 @@ impl StateLock {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Makes the directory `state` is in, and its missing parents, each 0700 (it holds where every
+/// session was read up to); an existing directory is left as it is.
+fn make_dir_of(state: &Path) -> Result<(), StateError> {
+    let Some(dir) = state.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|source| StateError::Directory {
+        path: state.display().to_string(),
+        dir: dir.display().to_string(),
+        source,
+    })
 }
 
 fn lock_path(state: &Path) -> PathBuf {

@@ -27,10 +27,12 @@ pub struct CheckArgs {
     /// Hosts to check [default: every host in the hosts file].
     #[arg(value_name = "HOST")]
     pub host_names: Vec<String>,
-    /// The state file kept between runs (created on the first run).
+    /// The state file kept between runs (created on the first run, with its directory, 0700,
+    /// when missing).
     #[arg(long, value_name = "FILE")]
     pub state: PathBuf,
-    /// Also print the new records of each changed session.
+    /// Also print the new records of each changed session (text: after the activity lines,
+    /// each session's under a `host:session (harness)` heading).
     #[arg(long)]
     pub records: bool,
     /// A session that cannot be read makes the exit status 6 (when no host failed); it is
@@ -130,12 +132,7 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
     for (_, name, result) in results {
         match result {
             Ok(checked) => {
-                for a in &checked.activity {
-                    if !a.records.is_empty() {
-                        renderer.records(&mut out, &a.host, &a.records)?;
-                    }
-                    renderer.activity(&mut out, a)?;
-                }
+                renderer.checked(&mut out, &checked.activity)?;
                 // A session that cannot be read: on stderr, and an `error` object with --json.
                 // It kept its old state; the host's other sessions advanced.
                 for error in &checked.errors {

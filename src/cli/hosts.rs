@@ -1,7 +1,8 @@
 //! `clankie-read hosts [--check] [HOST…]`: the configured hosts, and with `--check` why one does
 //! not answer — connection and auth, host key, shell dialect, whether the login shell is clean,
 //! which harness roots exist with how many sessions, round-trip times, and which way the
-//! commands go (the user's ControlMaster, or a new connection).
+//! commands go (the user's ControlMaster, or a new connection). Text is one table aligned
+//! across the hosts, with a header row on a terminal.
 
 use std::io::Write;
 
@@ -59,13 +60,9 @@ pub(super) async fn run(global: &GlobalArgs, args: HostsArgs) -> Result<Outcome,
     let renderer = ctx.renderer(false);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut failed = 0;
-    for (_, report) in &reports {
-        if report.ok == Some(false) {
-            failed += 1;
-        }
-        renderer.host(&mut out, report)?;
-    }
+    let reports: Vec<HostReport> = reports.into_iter().map(|(_, report)| report).collect();
+    let failed = reports.iter().filter(|r| r.ok == Some(false)).count();
+    renderer.hosts(&mut out, &reports, crate::render::tty::stdout_is_terminal())?;
     out.flush()?;
     Ok(Outcome::Checked {
         failed,

@@ -1,6 +1,12 @@
-//! `clankie-read ls [HOST…]`: the sessions on each host.
+//! `clankie-read ls [HOST…]`: the sessions on each host, in one table for people (a header row
+//! on a terminal, whole ids when piped) or NDJSON. Each id's bold prefix is unique among every
+//! session of its host's listing, not only the rows shown. On a terminal, a listing that finds
+//! nothing says on stderr where it looked; piped or from cron it prints nothing, as `ls` of an
+//! empty directory does.
 
-use std::io::Write;
+use std::borrow::Borrow;
+use std::io::{IsTerminal, Write};
+use std::path::{Component, Path, PathBuf};
 
 use clap::Args;
 
@@ -9,9 +15,12 @@ use crate::check::SessionError;
 use crate::driver::heads::SessionHead;
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
+use crate::render::ls::unique_prefixes;
 use crate::render::progress::Progress;
+use crate::render::{LsHost, LsView};
 use clankie_engine::filter::parse_time;
 use clankie_engine::session::SessionFile;
+use clankie_model::sanitize::sanitize_line;
 use clankie_model::{Harness, Listing, display_path};
 
 #[derive(Debug, Args)]
@@ -40,6 +49,18 @@ pub struct ViewArgs {
     /// 2026-12-01, RFC 3339).
     #[arg(long, value_name = "AGE")]
     pub modified_within: Option<String>,
+    /// Only sessions whose working directory is DIR or a directory under it (a relative DIR
+    /// is taken from the current directory). Reads the head of every listed session.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Only sessions whose working directory contains TEXT (any case): `--project parser`.
+    /// Reads the head of every listed session.
+    #[arg(long, value_name = "TEXT")]
+    pub project: Option<String>,
+    /// Only sessions whose title contains TEXT (any case). Reads the head of every listed
+    /// session.
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
     /// At most N sessions per host [text default: 50; --json: all].
     #[arg(long, short = 'n', value_name = "N", conflicts_with = "all", value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: Option<u32>,
@@ -66,27 +87,125 @@ pub enum SortKey {
 /// Sessions the text output shows unless `--limit` or `--all`.
 const TEXT_ROWS: usize = 50;
 
-impl ViewArgs {
-    /// The shown sessions of one host's listing, in order, and how many more matched.
-    fn select(
-        &self,
-        mut sessions: Vec<SessionFile>,
-        since: Option<i64>,
-        json: bool,
-    ) -> (Vec<SessionFile>, usize) {
-        if let Some(since) = since {
-            sessions.retain(|s| s.entry.mtime >= since);
+/// The filters on what a session's head says: `--cwd`, `--project`, `--title`. All given must
+/// hold; a session whose head says nothing of a filtered field is left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct HeadFilter {
+    /// An absolute directory, without a trailing separator.
+    cwd: Option<String>,
+    /// Lower case.
+    project: Option<String>,
+    /// Lower case.
+    title: Option<String>,
+}
+
+impl HeadFilter {
+    /// The filters of `view`; a relative `--cwd` is made absolute from `current`.
+    fn new(view: &ViewArgs, current: &Path) -> HeadFilter {
+        HeadFilter {
+            cwd: view.cwd.as_deref().map(|dir| absolute_dir(dir, current)),
+            project: view.project.as_deref().map(str::to_lowercase),
+            title: view.title.as_deref().map(str::to_lowercase),
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == HeadFilter::default()
+    }
+
+    fn matches(&self, head: &SessionHead) -> bool {
+        let contains = |field: &Option<String>, text: &Option<String>| match text {
+            None => true,
+            Some(text) => field
+                .as_deref()
+                .is_some_and(|field| field.to_lowercase().contains(text.as_str())),
+        };
+        let under = match &self.cwd {
+            None => true,
+            Some(dir) => head.cwd.as_deref().is_some_and(|cwd| {
+                let cwd = trim_separators(cwd);
+                // `dir` ends in a separator only when it is a root (`/`, `C:\\`).
+                cwd == dir
+                    || cwd.strip_prefix(dir.as_str()).is_some_and(|rest| {
+                        rest.starts_with(['/', '\\']) || dir.ends_with(['/', '\\'])
+                    })
+            }),
+        };
+        under && contains(&head.cwd, &self.project) && contains(&head.title, &self.title)
+    }
+}
+
+/// A directory without its trailing separators (`/` stays `/`).
+fn trim_separators(dir: &str) -> &str {
+    let trimmed = dir.trim_end_matches(['/', '\\']);
+    if trimmed.is_empty() {
+        &dir[..dir.len().min(1)]
+    } else {
+        trimmed
+    }
+}
+
+/// `--cwd`'s directory as the heads spell theirs: absolute (a relative one is joined to
+/// `current`, `.` and `..` resolved by name), without a trailing separator. A Windows path
+/// (`C:\\…`, `\\\\server\\…`) is absolute as given.
+fn absolute_dir(dir: &str, current: &Path) -> String {
+    let windows = dir.starts_with('\\') || dir.as_bytes().get(1) == Some(&b':');
+    if dir.starts_with('/') || windows {
+        return trim_separators(dir).to_string();
+    }
+    let mut path = PathBuf::new();
+    for component in current.join(dir).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                path.pop();
+            }
+            other => path.push(other),
+        }
+    }
+    trim_separators(&path.to_string_lossy()).to_string()
+}
+
+/// A session listed, with what `ls` knows of it so far.
+#[derive(Debug, Clone)]
+struct Listed {
+    session: SessionFile,
+    /// How many of its id's characters tell it from every session of its host.
+    unique: usize,
+    /// Its title and directory, once read.
+    head: Option<SessionHead>,
+}
+
+impl Borrow<SessionFile> for Listed {
+    fn borrow(&self) -> &SessionFile {
+        &self.session
+    }
+}
+
+/// Keeps the sessions modified at or after `since` (Unix seconds), when given.
+fn modified_since<T: Borrow<SessionFile>>(sessions: &mut Vec<T>, since: Option<i64>) {
+    if let Some(since) = since {
+        sessions.retain(|s| s.borrow().entry.mtime >= since);
+    }
+}
+
+impl ViewArgs {
+    /// The shown sessions of one host's (filtered) listing, in order, and how many more
+    /// matched.
+    fn select<T: Borrow<SessionFile>>(&self, mut sessions: Vec<T>, json: bool) -> (Vec<T>, usize) {
         match self.sort {
-            SortKey::Mtime => {
-                sessions.sort_by(|a, b| (b.entry.mtime, &a.id).cmp(&(a.entry.mtime, &b.id)))
-            }
-            SortKey::Name => {
-                sessions.sort_by(|a, b| (&a.id, a.harness()).cmp(&(&b.id, b.harness())))
-            }
-            SortKey::Size => {
-                sessions.sort_by(|a, b| (b.entry.size, &a.id).cmp(&(a.entry.size, &b.id)))
-            }
+            SortKey::Mtime => sessions.sort_by(|a, b| {
+                let (a, b): (&SessionFile, &SessionFile) = (a.borrow(), b.borrow());
+                (b.entry.mtime, &a.id).cmp(&(a.entry.mtime, &b.id))
+            }),
+            SortKey::Name => sessions.sort_by(|a, b| {
+                let (a, b): (&SessionFile, &SessionFile) = (a.borrow(), b.borrow());
+                (&a.id, a.harness()).cmp(&(&b.id, b.harness()))
+            }),
+            SortKey::Size => sessions.sort_by(|a, b| {
+                let (a, b): (&SessionFile, &SessionFile) = (a.borrow(), b.borrow());
+                (b.entry.size, &a.id).cmp(&(a.entry.size, &b.id))
+            }),
         }
         let shown = match (self.limit, self.all || json) {
             (Some(n), _) => n as usize,
@@ -97,14 +216,28 @@ impl ViewArgs {
         sessions.truncate(shown);
         (sessions, more)
     }
+
+    /// The filters given, by their flags, for a line that says none matched.
+    fn filters_given(&self) -> Vec<&'static str> {
+        [
+            ("--modified-within", self.modified_within.is_some()),
+            ("--cwd", self.cwd.is_some()),
+            ("--project", self.project.is_some()),
+            ("--title", self.title.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
 }
 
 /// What one host's listing gives `ls` to print.
 struct HostListing {
     listing: Listing,
-    sessions: Vec<SessionFile>,
-    /// The title and directory of each shown session, when asked for.
-    heads: Option<Vec<SessionHead>>,
+    /// Sessions the listing found, before any filter.
+    listed: usize,
+    /// The sessions shown, in order, each with its head when read.
+    shown: Vec<Listed>,
     /// Sessions that matched but are not shown (`--limit`, the text output's 50).
     more: usize,
     /// Harnesses whose root was given (`--root`, the hosts file), not defaulted.
@@ -128,9 +261,12 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
         .transpose()
         .map_err(UsageError::from)?
         .map(|t| t.as_second());
+    let current = std::env::current_dir().unwrap_or_default();
+    let filter = std::sync::Arc::new(HeadFilter::new(&args.view, &current));
     let ctx = Context::new(global)?;
     let renderer = ctx.renderer(false);
-    // NDJSON lists every session, and reads their heads only when asked (`--long`).
+    // NDJSON lists every session, and reads their heads only when asked (`--long`) or to
+    // filter on them.
     let json = renderer.is_ndjson();
     let want_heads = !json || args.view.long;
     let view = std::sync::Arc::new(args.view);
@@ -153,7 +289,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     for (index, name) in names.iter().enumerate() {
         let opened = ctx.open(name);
         let name = name.clone();
-        let view = view.clone();
+        let (view, filter) = (view.clone(), filter.clone());
         let progress = progress.clone();
         tasks.spawn(async move {
             let result = match opened {
@@ -168,16 +304,46 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                     let reader = Reader::new(&opened.host);
                     let result = match reader.list_sessions(&roots).await {
                         Ok((listing, sessions)) => {
-                            let (sessions, more) = view.select(sessions, since, json);
-                            let heads = if want_heads {
-                                Some(reader.session_heads(&sessions).await)
-                            } else {
-                                None
-                            };
+                            // Over every session listed: a prefix shown is one that resolves.
+                            let unique = unique_prefixes(&sessions, &sessions);
+                            let listed = sessions.len();
+                            let mut rows: Vec<Listed> = sessions
+                                .into_iter()
+                                .zip(unique)
+                                .map(|(session, unique)| Listed {
+                                    session,
+                                    unique,
+                                    head: None,
+                                })
+                                .collect();
+                            modified_since(&mut rows, since);
+                            if !filter.is_empty() {
+                                let sessions: Vec<SessionFile> =
+                                    rows.iter().map(|r| r.session.clone()).collect();
+                                let heads = reader.session_heads(&sessions).await;
+                                rows = rows
+                                    .into_iter()
+                                    .zip(heads)
+                                    .filter(|(_, head)| filter.matches(head))
+                                    .map(|(row, head)| Listed {
+                                        head: Some(head),
+                                        ..row
+                                    })
+                                    .collect();
+                            }
+                            let (mut shown, more) = view.select(rows, json);
+                            if want_heads && filter.is_empty() {
+                                let sessions: Vec<SessionFile> =
+                                    shown.iter().map(|r| r.session.clone()).collect();
+                                let heads = reader.session_heads(&sessions).await;
+                                for (row, head) in shown.iter_mut().zip(heads) {
+                                    row.head = Some(head);
+                                }
+                            }
                             Ok(HostListing {
                                 listing,
-                                sessions,
-                                heads,
+                                listed,
+                                shown,
                                 more,
                                 explicit,
                             })
@@ -198,41 +364,86 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     results.sort_by_key(|(index, _, _)| *index);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+
+    // The table (or the NDJSON lines) of every host that answered, at once: text aligns its
+    // columns across the hosts.
+    struct Drawn {
+        sessions: Vec<SessionFile>,
+        heads: Option<Vec<SessionHead>>,
+        unique: Vec<usize>,
+        errors: Vec<SessionError>,
+    }
+    let drawn: Vec<(usize, Drawn)> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(k, (_, name, result))| {
+            let listed = result.as_ref().ok()?;
+            let errors = listed
+                .listing
+                .unreadable
+                .iter()
+                .map(|left_out| SessionError {
+                    host: name.clone(),
+                    harness: left_out.harness.name().to_string(),
+                    session: None,
+                    path: display_path(&left_out.path),
+                    message: left_out.message.clone(),
+                })
+                .collect();
+            let heads = want_heads.then(|| {
+                listed
+                    .shown
+                    .iter()
+                    .map(|r| r.head.clone().unwrap_or_default())
+                    .collect()
+            });
+            Some((
+                k,
+                Drawn {
+                    sessions: listed.shown.iter().map(|r| r.session.clone()).collect(),
+                    heads,
+                    unique: listed.shown.iter().map(|r| r.unique).collect(),
+                    errors,
+                },
+            ))
+        })
+        .collect();
+    let hosts: Vec<LsHost<'_>> = drawn
+        .iter()
+        .map(|(k, d)| LsHost {
+            name: &results[*k].1,
+            sessions: &d.sessions,
+            heads: d.heads.as_deref(),
+            unique: &d.unique,
+            errors: &d.errors,
+        })
+        .collect();
+    renderer.sessions(
+        &mut out,
+        &hosts,
+        &LsView {
+            show_host,
+            terminal: crate::render::tty::stdout_is_terminal(),
+            now: now.timestamp().as_second(),
+        },
+    )?;
+    out.flush()?;
+    let answered = hosts.len();
+
     let mut failed = Vec::new();
     let mut unreadable = 0;
+    let mut found_nothing = Vec::new();
     for (_, name, result) in results {
         match result {
             Ok(HostListing {
                 listing,
-                sessions,
-                heads,
+                listed,
+                shown,
                 more,
                 explicit,
             }) => {
-                renderer.sessions(
-                    &mut out,
-                    &name,
-                    show_host,
-                    &sessions,
-                    heads.as_deref(),
-                    now.timestamp().as_second(),
-                )?;
-                for left_out in &listing.unreadable {
-                    // On stderr always, and as an `error` object with --json; the host goes on.
-                    renderer.session_error(
-                        &mut out,
-                        &SessionError {
-                            host: name.clone(),
-                            harness: left_out.harness.name().to_string(),
-                            session: None,
-                            path: display_path(&left_out.path),
-                            message: left_out.message.clone(),
-                        },
-                    )?;
-                    unreadable += 1;
-                }
+                unreadable += listing.unreadable.len();
                 if more > 0 {
-                    out.flush()?;
                     let on = if show_host {
                         format!(" on {name}")
                     } else {
@@ -254,7 +465,6 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                         )]);
                     }
                 }
-                out.flush()?;
                 for left_out in &listing.unreadable {
                     super::warn(&[on_host(&name, &left_out.message)]);
                 }
@@ -264,20 +474,52 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                         listing.skipped_names
                     )]);
                 }
+                if shown.is_empty() {
+                    found_nothing.push(nothing_found(&name, &listing, listed, &view));
+                }
             }
             Err(err) => {
                 // One failed host is one line; the others still list.
-                out.flush()?;
                 super::warn(&[err.to_string()]);
                 failed.push(err);
             }
         }
     }
-    out.flush()?;
+    // Nothing shown by any host that answered: a person is told where `ls` looked (a script
+    // or cron, with stderr not a terminal, is told nothing, as `ls` of an empty directory).
+    if answered > 0 && found_nothing.len() == answered && std::io::stderr().is_terminal() {
+        eprintln!("clankie-read: {}", sanitize_line(&found_nothing.join("; ")));
+    }
     Ok(Outcome::Listed {
         failed,
         strict_failures: if args.strict { unreadable } else { 0 },
     })
+}
+
+/// Why a host showed nothing: no session where it looked (the roots, and `--root` to look
+/// elsewhere), or none of those it listed passed the filters.
+fn nothing_found(host: &str, listing: &Listing, listed: usize, view: &ViewArgs) -> String {
+    if listed > 0 {
+        return format!(
+            "no session on {host} matches {} ({listed} listed)",
+            view.filters_given().join(", ")
+        );
+    }
+    // Each directory once: two harnesses may share one (`~/.grok`).
+    let mut roots: Vec<String> = Vec::new();
+    for root in &listing.roots {
+        let dir = String::from_utf8_lossy(&root.dir).into_owned();
+        if !roots.contains(&dir) {
+            roots.push(dir);
+        }
+    }
+    if roots.is_empty() {
+        return format!("no sessions on {host} (no harness root to look in; --root HARNESS=DIR)");
+    }
+    format!(
+        "no sessions on {host} (looked in {}); --root HARNESS=DIR looks in another harness home",
+        roots.join(", ")
+    )
 }
 
 /// `host: line`, unless the line already starts with the host's name (a host error names its
@@ -322,6 +564,9 @@ mod tests {
         let view = |sort, limit, all| ViewArgs {
             sort,
             modified_within: None,
+            cwd: None,
+            project: None,
+            title: None,
             limit,
             all,
             long: false,
@@ -338,32 +583,69 @@ mod tests {
         };
         let by_mtime = view(SortKey::Mtime, None, false);
         assert_eq!(
-            ids(by_mtime.select(sessions(), None, false)),
+            ids(by_mtime.select(sessions(), false)),
             (vec!["a".into(), "c".into(), "b".into()], 0)
         );
         assert_eq!(
-            ids(by_mtime.select(sessions(), Some(200), false)),
+            ids({
+                let mut recent = sessions();
+                modified_since(&mut recent, Some(200));
+                by_mtime.select(recent, false)
+            }),
             (vec!["a".into(), "c".into()], 0)
         );
         let by_size = view(SortKey::Size, Some(2), false);
         assert_eq!(
-            ids(by_size.select(sessions(), None, true)),
+            ids(by_size.select(sessions(), true)),
             (vec!["b".into(), "c".into()], 1)
         );
         let by_name = view(SortKey::Name, Some(1), false);
         assert_eq!(
-            ids(by_name.select(sessions(), None, false)),
+            ids(by_name.select(sessions(), false)),
             (vec!["a".into()], 2)
         );
         // Text shows the newest 50 unless --all; --json every one unless --limit.
         let many: Vec<SessionFile> = (0..60)
             .map(|i| session(&format!("s{i:02}"), 1, i))
             .collect();
-        assert_eq!(by_mtime.select(many.clone(), None, false).1, 10);
-        assert_eq!(by_mtime.select(many.clone(), None, true).1, 0);
-        assert_eq!(
-            view(SortKey::Mtime, None, true).select(many, None, false).1,
-            0
-        );
+        assert_eq!(by_mtime.select(many.clone(), false).1, 10);
+        assert_eq!(by_mtime.select(many.clone(), true).1, 0);
+        assert_eq!(view(SortKey::Mtime, None, true).select(many, false).1, 0);
+    }
+
+    #[test]
+    fn head_filters_match_the_directory_its_subdirectories_and_words_in_any_case() {
+        let view = |cwd: Option<&str>, project: Option<&str>, title: Option<&str>| ViewArgs {
+            sort: SortKey::Mtime,
+            modified_within: None,
+            cwd: cwd.map(String::from),
+            project: project.map(String::from),
+            title: title.map(String::from),
+            limit: None,
+            all: false,
+            long: false,
+        };
+        let here = Path::new("/home/me/src");
+        let head = |cwd: Option<&str>, title: Option<&str>| SessionHead {
+            cwd: cwd.map(String::from),
+            title: title.map(String::from),
+        };
+        let filter = HeadFilter::new(&view(Some("parser/"), None, None), here);
+        assert_eq!(filter.cwd.as_deref(), Some("/home/me/src/parser"));
+        assert!(filter.matches(&head(Some("/home/me/src/parser"), None)));
+        assert!(filter.matches(&head(Some("/home/me/src/parser/crates/x/"), None)));
+        assert!(!filter.matches(&head(Some("/home/me/src/parser-old"), None)));
+        assert!(!filter.matches(&head(None, None)));
+        let dots = HeadFilter::new(&view(Some("./a/../b"), None, None), here);
+        assert_eq!(dots.cwd.as_deref(), Some("/home/me/src/b"));
+        let windows = HeadFilter::new(&view(Some("C:\\work\\"), None, None), here);
+        assert!(windows.matches(&head(Some("C:\\work\\app"), None)));
+        let root = HeadFilter::new(&view(Some("/"), None, None), here);
+        assert!(root.matches(&head(Some("/srv"), None)));
+        let words = HeadFilter::new(&view(None, Some("PARSER"), Some("fix")), here);
+        assert!(words.matches(&head(Some("/w/Parser-x"), Some("Fix the parser"))));
+        assert!(!words.matches(&head(Some("/w/Parser-x"), None)));
+        assert!(!words.matches(&head(Some("/w/lexer"), Some("fix"))));
+        assert!(HeadFilter::new(&view(None, None, None), here).is_empty());
     }
 }

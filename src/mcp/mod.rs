@@ -387,6 +387,7 @@ impl McpServer {
             .zip(&heads)
             .zip(unique)
             .map(|((session, head), unique)| crate::render::ls::LsRow {
+                host: host_name,
                 session,
                 head,
                 unique,
@@ -396,8 +397,10 @@ impl McpServer {
             color: false,
             width: None,
             now: now.timestamp().as_second(),
+            terminal: false,
+            show_host: true,
         };
-        crate::render::ls::rows(&mut text, Some(host_name), &rows, &ls_options).map_err(output)?;
+        crate::render::ls::rows(&mut text, &rows, &ls_options).map_err(output)?;
         let mut text = String::from_utf8_lossy(&text).into_owned();
         if sessions.is_empty() {
             text.push_str(&format!("no sessions on {host_name}\n"));

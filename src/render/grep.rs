@@ -97,6 +97,33 @@ struct SummaryLine {
     hosts_failed: usize,
 }
 
+/// The heading of one session's records, as `grep` prints it and `check --records` too:
+/// `host:session (harness)` (what `read` takes), coloured as ripgrep colours a path.
+pub(super) fn session_heading(host: &str, harness: &str, session: &str, color: bool) -> String {
+    format!(
+        "{} {}",
+        name(host, session, color),
+        paint(color, "2", &format!("({harness})"))
+    )
+}
+
+/// `host:session`, coloured as ripgrep colours a path.
+fn name(host: &str, session: &str, color: bool) -> String {
+    paint(
+        color,
+        "35",
+        &format!("{}:{}", sanitize_line(host), sanitize_line(session)),
+    )
+}
+
+fn paint(color: bool, code: &str, text: &str) -> String {
+    if color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
 impl GrepPrinter {
     /// Text, coloured or not, cut to `width` columns when known.
     pub(super) fn text(shape: Shape, color: bool, width: Option<usize>) -> GrepPrinter {
@@ -141,9 +168,8 @@ impl GrepPrinter {
             (Shape::Records, false) => {
                 writeln!(
                     out,
-                    "{} {}",
-                    self.name(host, &s.session),
-                    self.paint("2", &format!("({})", s.harness))
+                    "{}",
+                    session_heading(host, s.harness, &s.session, self.color)
                 )?;
                 for found in &s.found {
                     self.text_found(out, found)?;
@@ -155,18 +181,11 @@ impl GrepPrinter {
 
     /// `host:session`, coloured as ripgrep colours a path.
     fn name(&self, host: &str, session: &str) -> String {
-        self.paint(
-            "35",
-            &format!("{}:{}", sanitize_line(host), sanitize_line(session)),
-        )
+        name(host, session, self.color)
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
+        paint(self.color, code, text)
     }
 
     fn json_found(

@@ -22,7 +22,6 @@ use crate::cache::{CachedFileInfo, Cleared};
 use crate::check::{Activity, Change, SessionError};
 use crate::driver::heads::SessionHead;
 use clankie_engine::page::Page;
-use clankie_engine::resolve::unique_prefix_lens;
 use clankie_engine::session::SessionFile;
 use clankie_model::Record;
 
@@ -61,6 +60,32 @@ pub struct HostReport {
     pub shell_noise: Option<String>,
     pub roots: Vec<RootReport>,
     pub warnings: Vec<String>,
+}
+
+/// One host's part of `ls`.
+#[derive(Debug, Clone, Copy)]
+pub struct LsHost<'a> {
+    pub name: &'a str,
+    /// The sessions shown, in order.
+    pub sessions: &'a [SessionFile],
+    /// The title and directory of each shown session, when read (text; NDJSON with `--long`).
+    pub heads: Option<&'a [SessionHead]>,
+    /// How many of each shown id's characters tell it from every session of the host
+    /// ([`ls::unique_prefixes`]).
+    pub unique: &'a [usize],
+    /// Sources the host's listing left out (NDJSON prints them; text warns on stderr).
+    pub errors: &'a [SessionError],
+}
+
+/// How `ls` draws, beyond the renderer's own options.
+#[derive(Debug, Clone, Copy)]
+pub struct LsView {
+    /// Several hosts are listed: rows name theirs.
+    pub show_host: bool,
+    /// stdout is a terminal: a header row, ids cut to fit (piped: whole ids).
+    pub terminal: bool,
+    /// The present time (Unix seconds), for the modified column.
+    pub now: i64,
 }
 
 /// What `resume` says of a session: the harness's own command that resumes it.
@@ -193,6 +218,43 @@ impl Renderer {
         }
     }
 
+    /// What `check` found on one host: one line per changed session and, with `--records`,
+    /// their new records. NDJSON: per session its records, then its `activity` line. Text:
+    /// the activity lines, then each session's records under a heading as `grep` prints it
+    /// (`host:session (harness)`), so that in a cron mail no record reads as another
+    /// session's: a blank line after the activity lines and after each group.
+    pub fn checked(&mut self, out: &mut impl Write, activity: &[Activity]) -> io::Result<()> {
+        match self {
+            Renderer::Ndjson => activity.iter().try_for_each(|a| {
+                if !a.records.is_empty() {
+                    ndjson::records(out, &a.host, &a.records)?;
+                }
+                ndjson::activity(out, a)
+            }),
+            Renderer::Text(printer) => {
+                for a in activity {
+                    text::activity(out, a)?;
+                }
+                // Records: `--records`; a baseline or a deleted session has none. Each group
+                // ends with a blank line, as `grep`'s do, so that the next host's activity
+                // lines never run on from a record.
+                let mut groups = activity.iter().filter(|a| !a.records.is_empty()).peekable();
+                if groups.peek().is_some() {
+                    writeln!(out)?;
+                }
+                for a in groups {
+                    let color = printer.options.color;
+                    let heading = grep::session_heading(&a.host, &a.harness, &a.session, color);
+                    writeln!(out, "{heading}")?;
+                    printer.start_session();
+                    printer.records(out, &a.records)?;
+                    writeln!(out)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// A session that could not be read (the caller also warns on stderr).
     pub fn session_error(&self, out: &mut impl Write, error: &SessionError) -> io::Result<()> {
         match self {
@@ -201,50 +263,64 @@ impl Renderer {
         }
     }
 
-    /// One `hosts` entry.
-    pub fn host(&self, out: &mut impl Write, report: &HostReport) -> io::Result<()> {
+    /// `hosts`: text as one aligned table (a header row when `terminal`); NDJSON one line per
+    /// host.
+    pub fn hosts(
+        &self,
+        out: &mut impl Write,
+        reports: &[HostReport],
+        terminal: bool,
+    ) -> io::Result<()> {
         match self {
-            Renderer::Text(_) => text::host(out, report),
-            Renderer::Ndjson => ndjson::host(out, report),
+            Renderer::Text(_) => text::hosts(out, reports, terminal),
+            Renderer::Ndjson => reports.iter().try_for_each(|r| ndjson::host(out, r)),
         }
     }
 
-    /// One host's shown sessions (`ls`): the text table, prefixed with the host when
-    /// `show_host`, its modified column relative to `now` (Unix seconds); or `session` lines,
-    /// with `title` and `cwd` when the heads were read (`--long`).
+    /// `ls`: the shown sessions of every host listed. Text: one table, aligned across the
+    /// hosts (a host column when `view.show_host`), a header row on a terminal, each id's
+    /// unique prefix bold with colour. NDJSON: per host, a `session` line each (`title` and
+    /// `cwd` when its heads are given, `--long`), then an `error` object per source its listing
+    /// left out.
     pub fn sessions(
         &self,
         out: &mut impl Write,
-        host: &str,
-        show_host: bool,
-        sessions: &[SessionFile],
-        heads: Option<&[SessionHead]>,
-        now: i64,
+        hosts: &[LsHost<'_>],
+        view: &LsView,
     ) -> io::Result<()> {
         match self {
-            Renderer::Ndjson => sessions
-                .iter()
-                .enumerate()
-                .try_for_each(|(i, s)| ndjson::session(out, host, s, heads.and_then(|h| h.get(i)))),
-            Renderer::Text(printer) => {
-                let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
-                let unique = unique_prefix_lens(&ids);
-                let empty = SessionHead::default();
-                let rows: Vec<ls::LsRow<'_>> = sessions
+            Renderer::Ndjson => hosts.iter().try_for_each(|host| {
+                host.sessions.iter().enumerate().try_for_each(|(i, s)| {
+                    ndjson::session(out, host.name, s, host.heads.and_then(|h| h.get(i)))
+                })?;
+                host.errors
                     .iter()
-                    .enumerate()
-                    .map(|(i, session)| ls::LsRow {
-                        session,
-                        head: heads.and_then(|h| h.get(i)).unwrap_or(&empty),
-                        unique: unique[i],
+                    .try_for_each(|error| ndjson::session_error(out, error))
+            }),
+            Renderer::Text(printer) => {
+                let empty = SessionHead::default();
+                let rows: Vec<ls::LsRow<'_>> = hosts
+                    .iter()
+                    .flat_map(|host| {
+                        host.sessions
+                            .iter()
+                            .enumerate()
+                            .map(|(i, session)| ls::LsRow {
+                                host: host.name,
+                                session,
+                                head: host.heads.and_then(|h| h.get(i)).unwrap_or(&empty),
+                                unique: host.unique.get(i).copied().unwrap_or(session.id.len()),
+                            })
                     })
                     .collect();
                 let options = ls::LsOptions {
                     color: printer.options.color,
                     width: printer.options.width,
-                    now,
+                    now: view.now,
+                    terminal: view.terminal,
+                    show_host: view.show_host,
                 };
-                ls::rows(out, show_host.then_some(host), &rows, &options)
+                ls::rows(out, &rows, &options)
             }
         }
     }

@@ -13,7 +13,7 @@ use super::tool::{CallView, view};
 use super::{HostReport, ResumeReport, change_name, diff, wrap};
 use crate::check::Activity;
 use clankie_engine::page::Page;
-use clankie_model::sanitize::sanitize;
+use clankie_model::sanitize::{sanitize, sanitize_line};
 use clankie_model::{Harness, Record, RecordBody, RecordKind, TerminalSource, TextKind};
 
 /// Lines of a tool result, a command or thinking shown when not `--full`.
@@ -181,6 +181,14 @@ impl TextPrinter {
             options,
             ..TextPrinter::default()
         }
+    }
+
+    /// Forgets what the records printed so far showed (the day, the calls' names): the next
+    /// records are another session's, under a heading of their own, and date their first.
+    pub fn start_session(&mut self) {
+        self.day = None;
+        self.call_names.clear();
+        self.terminal = None;
     }
 
     /// Records in order, except that a tool result is moved up to just under its call when
@@ -450,22 +458,60 @@ pub fn resume(out: &mut impl Write, r: &ResumeReport<'_>) -> io::Result<()> {
     writeln!(out, "{}", sanitize(r.command))
 }
 
-/// One `hosts` entry: name, transport, shell and status, then what `--check` found, indented.
-pub fn host(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
-    let status = match (r.ok, &r.error) {
+/// `hosts`: a table of the hosts — name, transport, shell, and with `--check` the status —
+/// aligned across them, with a header row on a terminal (`header`); under each checked host,
+/// indented, what the check found.
+pub fn hosts(out: &mut impl Write, reports: &[HostReport], header: bool) -> io::Result<()> {
+    let status = |r: &HostReport| match (r.ok, &r.error) {
         (None, _) => String::new(),
-        (Some(true), _) => "  ok".into(),
-        (Some(false), Some(e)) => format!("  FAILED: {e}"),
-        (Some(false), None) => "  FAILED".into(),
+        (Some(true), _) => "ok".into(),
+        (Some(false), Some(e)) => format!("FAILED: {e}"),
+        (Some(false), None) => "FAILED".into(),
     };
-    writeln!(
-        out,
-        "{}  {}  shell={}{}",
-        sanitize(&r.name),
-        sanitize(&r.transport),
-        r.shell,
-        sanitize(&status)
-    )?;
+    let checked = reports.iter().any(|r| r.ok.is_some());
+    let rows: Vec<[String; 4]> = reports
+        .iter()
+        .map(|r| {
+            [
+                sanitize_line(&r.name),
+                sanitize_line(&r.transport),
+                r.shell.to_string(),
+                sanitize_line(&status(r)),
+            ]
+        })
+        .collect();
+    let header = (header && !reports.is_empty())
+        .then(|| ["HOST", "TRANSPORT", "SHELL", "STATUS"].map(String::from));
+    let width = |column: usize| {
+        rows.iter()
+            .chain(&header)
+            .map(|row| row[column].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (name_width, transport_width, shell_width) = (width(0), width(1), width(2));
+    let line = |[name, transport, shell, status]: &[String; 4]| {
+        let line = if checked {
+            format!(
+                "{name:<name_width$}  {transport:<transport_width$}  {shell:<shell_width$}  {status}"
+            )
+        } else {
+            format!("{name:<name_width$}  {transport:<transport_width$}  {shell}")
+        };
+        line.trim_end().to_string()
+    };
+    if let Some(header) = &header {
+        writeln!(out, "{}", line(header))?;
+    }
+    for (row, report) in rows.iter().zip(reports) {
+        writeln!(out, "{}", line(row))?;
+        host_details(out, report)?;
+    }
+    Ok(())
+}
+
+/// What `hosts --check` found of one host, indented under its row.
+fn host_details(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
     if let (Some(c), Some(e)) = (r.connect_ms, r.exec_ms) {
         let uname = r.uname.as_deref().unwrap_or("?");
         let auth = r.auth.as_deref().unwrap_or("?");

@@ -298,3 +298,107 @@ fn a_temporary_file_left_by_a_killed_run_is_removed() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!leftover.exists());
 }
+
+/// `--state` in a directory that is not there yet (cron, on a home without `~/.cache`): it is
+/// made, 0700; one that cannot be made is said as such, naming the state file.
+#[test]
+fn the_state_files_directory_is_made_or_said_to_be_impossible() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".claude/projects/-p");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ffffffff-1.jsonl"), line("f1")).unwrap();
+    let state = home.path().join(".cache/clankie/state.json");
+    let out = run(
+        home.path(),
+        &["check", "local", "--state", state.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(state.is_file());
+    #[cfg(unix)]
+    for made in [".cache", ".cache/clankie"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(home.path().join(made))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "{made}: {mode:o}");
+    }
+    // A file where the directory would be.
+    let blocked = home.path().join("not-a-dir");
+    std::fs::write(&blocked, "").unwrap();
+    let state = blocked.join("state.json");
+    let out = run(
+        home.path(),
+        &["check", "local", "--state", state.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "{}: cannot create the state file's directory {}: ",
+            state.display(),
+            blocked.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains(".lock"), "{err}");
+}
+
+/// `check --records` in text: the activity lines, then each session's new records under its
+/// heading (`host:session (harness)`, as `grep` heads a session), never a record before the
+/// line that says whose it is.
+#[test]
+fn text_records_are_grouped_under_their_sessions_heading() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".claude/projects/-p");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = ("aaaaaaaa-7", "bbbbbbbb-7");
+    for id in [a, b] {
+        std::fs::write(dir.join(format!("{id}.jsonl")), line(&format!("{id}-0"))).unwrap();
+    }
+    let state = home.path().join("state.json");
+    let args = [
+        "check",
+        "local",
+        "--state",
+        state.to_str().unwrap(),
+        "--records",
+        "--color",
+        "never",
+    ];
+    assert_eq!(code(&run(home.path(), &args)), 0);
+    for id in [a, b] {
+        let path = dir.join(format!("{id}.jsonl"));
+        let grown = std::fs::read_to_string(&path).unwrap() + &line(&format!("late-{id}"));
+        std::fs::write(&path, grown).unwrap();
+    }
+    let out = run(home.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let activity = regex::Regex::new(r"^local claude/(\S+) grew \+1 2026-11-02T10:00:00").unwrap();
+    let changed: Vec<&str> = lines[..2]
+        .iter()
+        .map(|l| activity.captures(l).unwrap_or_else(|| panic!("{text}"))[1].to_string())
+        .map(|id| if id == a { a } else { b })
+        .collect();
+    let mut sorted = changed.clone();
+    sorted.sort();
+    assert_eq!(sorted, [a, b], "{text}");
+    // Then a blank line and, per session in the same order, its heading, its records and a
+    // blank line, as `grep` prints a session's matches.
+    assert_eq!(lines[2], "", "{text}");
+    let mut rest = &lines[3..];
+    for id in changed {
+        assert_eq!(rest[0], format!("local:{id} (claude)"), "{text}");
+        let end = rest
+            .iter()
+            .position(|l| l.is_empty())
+            .unwrap_or_else(|| panic!("{text}"));
+        let records = rest[1..end].join("\n");
+        assert!(records.contains(&format!("p late-{id}")), "{text}");
+        assert_eq!(records.matches("p late-").count(), 1, "{text}");
+        rest = &rest[end + 1..];
+    }
+    assert!(rest.is_empty(), "{text}");
+}

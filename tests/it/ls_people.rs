@@ -1,7 +1,9 @@
 //! `ls` made for people, end to end: newest first; columns harness, id, modified, size,
 //! project and title (the harness's own title, else the first prompt) read from the heads of
-//! the rows shown; `--sort`, `--limit`/`-n`, `--all`, `--modified-within`; the text output's
-//! 50-row default with the rest counted on stderr; `--json --long`; and the same over SSH.
+//! the rows shown; `--sort`, `--limit`/`-n`, `--all`, `--modified-within`, `--cwd`,
+//! `--project`, `--title`; the text output's 50-row default with the rest counted on stderr;
+//! bold prefixes unique among every session, whole ids when piped; several hosts in one
+//! aligned table; `--json --long`; and the same over SSH.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -126,22 +128,211 @@ fn text_rows_are_newest_first_with_every_column() {
 
 #[test]
 fn rows_fit_the_width_and_the_unique_prefix_is_bold() {
+    if !crate::common::require_tool("script") {
+        return;
+    }
     let (_dir, home) = local_home();
-    let out = clankie(&home)
-        .env("COLUMNS", "60")
-        .args(["ls", "--color", "always"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let text = String::from_utf8(out.stdout).unwrap();
+    // A terminal of 60 columns: rows are cut to it (piped, nothing is cut).
+    let (text, status) =
+        crate::tables::on_a_terminal(&home, 60, &["ls", "--color", "always"], None);
+    assert_eq!(status, 0, "{text}");
     let plain = text.replace("\x1b[1m", "").replace("\x1b[0m", "");
     assert!(plain.lines().all(|l| l.chars().count() <= 60), "{plain}");
     // Too narrow for whole ids beside a project: each is cut after what tells it apart.
-    let first = text.lines().next().unwrap();
+    let first = text.lines().nth(1).unwrap();
     assert!(
-        first.starts_with("claude  \x1b[1maaaa11\x1b[0m… "),
+        first.starts_with("claude   \x1b[1maaaa11\x1b[0m… "),
         "{first:?}"
     );
+}
+
+/// `ls --color always ARGS`, piped.
+fn ls_coloured(home: &Path, args: &[&str]) -> String {
+    let out = clankie(home)
+        .args(["ls", "--color", "always"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The id column of each text row, and the part of it in bold.
+fn bold_ids(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(|l| {
+            let id = l.split_whitespace().nth(1).unwrap();
+            let bold = id
+                .strip_prefix("\x1b[1m")
+                .and_then(|rest| rest.split_once("\x1b[0m"))
+                .unwrap_or_else(|| panic!("no bold prefix: {l:?}"));
+            (format!("{}{}", bold.0, bold.1), bold.0.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_bold_prefix_is_unique_among_every_session_not_only_those_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join(".claude/projects/-w");
+    let (newest, older) = (
+        "cafe0001-aaaa-4000-8000-000000000001",
+        "cafe0001-bbbb-4000-8000-000000000002",
+    );
+    put(
+        &projects.join(format!("{newest}.jsonl")),
+        &transcript("/w", None, "p", 1),
+        MINUTE,
+    );
+    put(
+        &projects.join(format!("{older}.jsonl")),
+        &transcript("/w", None, "p", 1),
+        HOUR,
+    );
+    // Only the newest is shown; the older one still makes `cafe00` ambiguous.
+    let text = ls_coloured(dir.path(), &["-n", "1"]);
+    let shown = bold_ids(&text);
+    assert_eq!(
+        shown,
+        [(newest.to_string(), "cafe0001-a".to_string())],
+        "{text:?}"
+    );
+    let read = run(
+        dir.path(),
+        &["read", &format!("local:{}", shown[0].1), "--json"],
+    );
+    assert_eq!(code(&read), 0, "{}", stderr(&read));
+}
+
+#[test]
+fn subagent_ids_are_whole_when_piped_and_their_bold_prefix_runs_past_the_plus() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "5ab0a9e0-0000-4000-8000-000000000000";
+    let projects = dir.path().join(".claude/projects/-w");
+    put(
+        &projects.join(format!("{parent}.jsonl")),
+        &transcript("/w", None, "p", 1),
+        MINUTE,
+    );
+    for (agent, age) in [("a1b2c3d4", 2 * MINUTE), ("a1b2ffff", 3 * MINUTE)] {
+        put(
+            &projects.join(format!("{parent}/subagents/agent-{agent}.jsonl")),
+            &transcript("/w", None, "p", 1),
+            age,
+        );
+    }
+    let text = ls_coloured(dir.path(), &[]);
+    let shown = bold_ids(&text);
+    let whole: Vec<&str> = shown.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        whole,
+        [
+            parent.to_string(),
+            format!("{parent}+agent-a1b2c3d4"),
+            format!("{parent}+agent-a1b2ffff"),
+        ],
+        "{text:?}"
+    );
+    let bold: Vec<&str> = shown.iter().map(|(_, bold)| bold.as_str()).collect();
+    assert_eq!(
+        bold,
+        [
+            "5ab0a9",
+            &format!("{parent}+agent-a1b2c")[..],
+            &format!("{parent}+agent-a1b2f")[..]
+        ]
+    );
+    for (id, prefix) in &shown {
+        let read = run(dir.path(), &["read", &format!("local:{prefix}"), "--json"]);
+        assert_eq!(code(&read), 0, "{prefix}: {}", stderr(&read));
+        assert_eq!(ndjson(&read).last().unwrap()["session"], id.as_str());
+    }
+}
+
+#[test]
+fn cwd_project_and_title_choose_the_sessions_in_text_and_json() {
+    let (_dir, home) = local_home();
+    for (args, expected) in [
+        (&["--cwd", "/w/alpha"][..], &[RENAMED][..]),
+        (&["--cwd", "/w/alpha/"][..], &[RENAMED][..]),
+        (&["--cwd", "/w"][..], &[RENAMED, PROMPTED][..]),
+        (&["--cwd", "/w/al"][..], &[][..]),
+        (&["--project", "BET"][..], &[PROMPTED][..]),
+        (&["--title", "renamed"][..], &[RENAMED][..]),
+        (&["--title", "parser", "--cwd", "/w/alpha"][..], &[][..]),
+        (
+            &["--project", "a", "--sort", "name"][..],
+            &[RENAMED, PROMPTED][..],
+        ),
+    ] {
+        let (text, _) = ls_text(&home, args);
+        assert_eq!(ids_of(&text), expected, "{args:?}: {text}");
+        let json = run(&home, &[&["ls", "--json"][..], args].concat());
+        assert_eq!(code(&json), 0, "{args:?}: {}", stderr(&json));
+        let lines = ndjson(&json);
+        let ids: Vec<&str> = lines
+            .iter()
+            .map(|l| l["session"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, expected, "{args:?}");
+        // Filtering reads the heads; the lines carry them only with --long, as ever.
+        assert!(lines.iter().all(|l| l.get("title").is_none()), "{lines:?}");
+    }
+    // `-n` counts the sessions that pass the filters.
+    let (text, err) = ls_text(&home, &["--cwd", "/w", "-n", "1"]);
+    assert_eq!(ids_of(&text), [RENAMED]);
+    assert!(err.contains("1 more session not shown"), "{err}");
+}
+
+#[test]
+fn rows_of_several_hosts_are_aligned_in_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (
+        dir.path().join("one/.claude"),
+        dir.path().join("two/.claude"),
+    );
+    put(
+        &one.join("projects/-w/short-id.jsonl"),
+        &transcript("/w/a", None, "first", 1),
+        MINUTE,
+    );
+    put(
+        &two.join(format!("projects/-w/{PROMPTED}.jsonl")),
+        &transcript("/w/a-much-longer-directory", None, "second", 5000),
+        HOUR,
+    );
+    let hosts = dir.path().join("hosts.toml");
+    fs::write(
+        &hosts,
+        format!(
+            "[hosts.one]\nlocal = true\nroots = {{ claude = \"{}\" }}\n\
+             [hosts.second-host]\nlocal = true\nroots = {{ claude = \"{}\" }}\n",
+            one.display(),
+            two.display()
+        ),
+    )
+    .unwrap();
+    let (text, err) = ls_text(
+        dir.path(),
+        &["--hosts", hosts.to_str().unwrap(), "one", "second-host"],
+    );
+    assert_eq!(err, "");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("one          claude  short-id  "),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("second-host  claude  aaaa2222-"),
+        "{text}"
+    );
+    // Every column starts where the other host's does.
+    for column in ["ago", "/w/a", "first"] {
+        let at = lines[0].find(column).unwrap();
+        let other = if column == "first" { "second" } else { column };
+        assert_eq!(lines[1].rfind(other), Some(at), "{column}: {text}");
+    }
 }
 
 #[test]

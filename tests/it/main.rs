@@ -49,6 +49,7 @@ mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;
 mod support;
+mod tables;
 mod terminal;
 mod text_snapshots;
 mod toybox;
