@@ -12,9 +12,6 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 //
-// Modified for clankie-read (vendor/russh/PATCHES.md): `Config::sign_publickey_at_once`,
-// `Config::pipeline_auth_request` and `Config::pipeline_channel_open`.
-//
 use std::convert::TryInto;
 use std::ops::Deref;
 use std::str::FromStr;
@@ -42,6 +39,7 @@ use crate::{
 fn verify_hostkeys_proof(
     session_id: &[u8],
     keys: &[PublicKey],
+    allowed_algorithms: &[Algorithm],
     mut r: &[u8],
 ) -> Result<(), crate::Error> {
     for key in keys {
@@ -49,6 +47,14 @@ fn verify_hostkeys_proof(
         let mut signature_reader = &signature[..];
         let signature = Signature::decode(&mut signature_reader)?;
         ensure_end(&signature_reader)?;
+
+        // An RSA signature chooses its hash, so ssh-rsa (SHA-1) would pass
+        // even when the client does not allow it
+        if matches!(signature.algorithm(), Algorithm::Rsa { .. })
+            && !allowed_algorithms.contains(&signature.algorithm())
+        {
+            return Err(crate::Error::WrongServerSig);
+        }
 
         // CryptoVec: the session id is key material and is zeroized on drop.
         let mut signed = CryptoVec::new();
@@ -102,17 +108,10 @@ impl Session {
                                 *accepted = true;
                                 if let Some(ref meth) = self.common.auth_method {
                                     let auth_request = AuthRequest::new(meth);
-                                    let signed = enc.write_auth_request_or_signature(
-                                        &self.common.auth_user,
-                                        meth,
-                                        self.common.config.sign_publickey_at_once,
-                                        &mut self.common.buffer,
-                                    )?;
-                                    debug!("enc: auth request written (signed: {signed})");
-                                    enc.state = EncryptedState::WaitingAuthRequest(auth_request);
-                                    if signed {
-                                        // Nothing is left to send for it: drop the key now.
-                                        self.common.auth_method = None;
+                                    if enc.write_auth_request(&self.common.auth_user, meth)? {
+                                        debug!("enc: auth request written");
+                                        self.pending_auth_requests += 1;
+                                        enc.state = EncryptedState::WaitingAuthRequest(auth_request)
                                     }
                                 } else {
                                     debug!("no auth method")
@@ -131,25 +130,11 @@ impl Session {
                 EncryptedState::WaitingAuthRequest(ref mut auth_request) => {
                     trace!("waiting auth request, {:?}", buf.first(),);
                     match buf.split_first() {
-                        // The answer to the service request that the first authentication
-                        // request was sent behind (`Config::pipeline_auth_request`).
-                        Some((&msg::SERVICE_ACCEPT, mut r)) if self.service_accept_pending => {
-                            if map_err!(Bytes::decode(&mut r))?.as_ref() != b"ssh-userauth" {
-                                return Err(crate::Error::Inconsistent.into());
-                            }
-                            map_err!(ensure_end(&r))?;
-                            debug!("service accepted after the auth request was sent");
-                            self.service_accept_pending = false;
-                            return Ok(());
-                        }
                         Some((&msg::USERAUTH_SUCCESS, r)) => {
                             map_err!(ensure_end(&r))?;
                             debug!("userauth_success");
                             // Drop the credential as soon as it is no longer needed.
                             self.common.auth_method = None;
-                            // Channels asked for behind the request now go to the
-                            // connection service: their answers follow.
-                            self.early_channel_opens.clear();
                             self.sender
                                 .send(Reply::AuthSuccess)
                                 .map_err(|_| crate::Error::SendError)?;
@@ -176,18 +161,19 @@ impl Session {
                             debug!(
                                 "remaining methods {remaining_methods:?}, partial success {partial_success:?}"
                             );
+                            // Nothing reads the reply to a failure that answers no
+                            // request, and the reply queue is unbounded
+                            self.pending_auth_requests = self
+                                .pending_auth_requests
+                                .checked_sub(1)
+                                .ok_or(crate::Error::Inconsistent)?;
+                            if self.pending_auth_requests == 0 {
+                                auth_request.current = None;
+                            }
                             auth_request.methods = remaining_methods.clone();
 
                             let no_more_methods = auth_request.methods.is_empty();
                             self.common.auth_method = None;
-                            // Channels asked for behind the refused request are not opened
-                            // (OpenSSH answers SSH_MSG_UNIMPLEMENTED): forget them before
-                            // the caller hears of the failure, which drops their waiters.
-                            for id in self.early_channel_opens.drain(..) {
-                                debug!("channel {id:?} asked for early: forgotten");
-                                enc.channels.remove(&id);
-                                self.channels.remove(&id);
-                            }
                             self.sender
                                 .send(Reply::AuthFailure {
                                     proceed_with_methods: remaining_methods,
@@ -522,6 +508,9 @@ impl Session {
                 map_err!(ensure_end(&reader))?;
                 let local_id = ChannelId(msg.recipient_channel);
 
+                if !self.common.is_pending_channel_open(local_id) {
+                    return Err(crate::Error::Inconsistent.into());
+                }
                 if let Some(ref mut enc) = self.common.encrypted {
                     if let Some(parameters) = enc.channels.get_mut(&local_id) {
                         parameters.confirm(&msg);
@@ -565,7 +554,7 @@ impl Session {
                 if let Some(ref mut enc) = self.common.encrypted {
                     // The CHANNEL_CLOSE message must be sent to the server at this point or the session
                     // will not be released.
-                    enc.close(channel_num)?;
+                    enc.close_from_peer(channel_num)?;
                 }
                 // Forward the close to the channel before removing it, so that
                 // consumers waiting on `Channel::wait()` receive an explicit
@@ -596,16 +585,14 @@ impl Session {
                 let descr = map_err!(String::decode(&mut r))?;
                 let language = map_err!(String::decode(&mut r))?;
                 map_err!(ensure_end(&r))?;
-                // Unlike other channel-scoped messages this arrives for a
-                // channel the client opened but that is not yet confirmed, so
-                // gate on existence in the encrypted table rather than
-                // `is_established_channel` (which requires `confirmed`).
-                let known = match self.common.encrypted {
-                    Some(ref mut enc) => enc.channels.remove(&channel_num).is_some(),
-                    None => false,
-                };
-                if !known {
+                // Only valid for a channel the client opened that is not yet
+                // confirmed; an established channel must go through
+                // CHANNEL_CLOSE instead.
+                if !self.common.is_pending_channel_open(channel_num) {
                     return Ok(());
+                }
+                if let Some(ref mut enc) = self.common.encrypted {
+                    enc.channels.remove(&channel_num);
                 }
 
                 if let Some(sender) = self.channels.remove(&channel_num) {
@@ -613,8 +600,6 @@ impl Session {
                         .send(ChannelMsg::OpenFailure(reason_code.clone()))
                         .await;
                 }
-
-                let _ = self.sender.send(Reply::ChannelOpenFailure);
 
                 client
                     .channel_open_failure(channel_num, reason_code, &descr, &language, self)
@@ -838,8 +823,10 @@ impl Session {
                         return client.openssh_ext_host_keys_announced(keys, self).await;
                     } else {
                         warn!("Unhandled global request: {req:?} {wants_reply:?}",);
-                        self.common.wants_reply = false;
-                        push_packet!(enc.write, enc.write.push(msg::REQUEST_FAILURE))
+                        if wants_reply == 1 {
+                            self.common.wants_reply = false;
+                            push_packet!(enc.write, enc.write.push(msg::REQUEST_FAILURE))
+                        }
                     }
                 }
                 self.common.received_data = false;
@@ -1054,7 +1041,12 @@ impl Session {
                         keys,
                     }) => {
                         let result = match self.common.encrypted {
-                            Some(ref enc) => verify_hostkeys_proof(&enc.session_id, &keys, r),
+                            Some(ref enc) => verify_hostkeys_proof(
+                                &enc.session_id,
+                                &keys,
+                                &self.common.config.preferred.key,
+                                r,
+                            ),
                             None => Err(crate::Error::Inconsistent),
                         };
                         if let Err(ref e) = result {
@@ -1121,7 +1113,6 @@ impl Session {
         meth: auth::Method,
     ) -> Result<bool, crate::Error> {
         let mut is_waiting = false;
-        let mut signed = false;
         if let Some(ref mut enc) = self.common.encrypted {
             is_waiting = match enc.state {
                 EncryptedState::WaitingAuthRequest(_) => true,
@@ -1138,33 +1129,21 @@ impl Session {
                         })?;
                         *sent = true
                     }
-                    if !accepted && self.common.config.pipeline_auth_request {
-                        // The request goes right behind the service request; the server
-                        // reads them in order (see `Config::pipeline_auth_request`).
-                        self.service_accept_pending = true;
-                        true
-                    } else {
-                        accepted
-                    }
+                    accepted
                 }
                 EncryptedState::InitCompression | EncryptedState::Authenticated => false,
             };
             debug!("write_auth_request_if_needed: is_waiting = {is_waiting:?}");
             if is_waiting {
-                signed = enc.write_auth_request_or_signature(
-                    user,
-                    &meth,
-                    self.common.config.sign_publickey_at_once,
-                    &mut self.common.buffer,
-                )?;
+                enc.write_auth_request(user, &meth)?;
+                self.pending_auth_requests += 1;
                 let auth_request = AuthRequest::new(&meth);
                 enc.state = EncryptedState::WaitingAuthRequest(auth_request);
             }
         }
         self.common.auth_user.clear();
         self.common.auth_user.push_str(user);
-        // A request that went out signed needs its key no more (no USERAUTH_PK_OK follows).
-        self.common.auth_method = if signed { None } else { Some(meth) };
+        self.common.auth_method = Some(meth);
         Ok(is_waiting)
     }
 }
@@ -1182,6 +1161,41 @@ mod tests {
     use crate::kex::{KEXES, NONE};
     use crate::session::Exchange;
     use crate::{CryptoVec, MethodKind};
+
+    #[cfg(feature = "rsa")]
+    #[test]
+    fn hostkeys_proof_rsa_hash_must_be_an_allowed_algorithm() {
+        use ssh_key::{HashAlg, PrivateKey};
+
+        let key = PrivateKey::random(&mut rand::rng(), Algorithm::Rsa { hash: None }).unwrap();
+        let ssh_key::private::KeypairData::Rsa(keypair) = key.key_data() else {
+            unreachable!()
+        };
+        let mut signed = Vec::new();
+        "hostkeys-prove-00@openssh.com".encode(&mut signed).unwrap();
+        b"session".as_slice().encode(&mut signed).unwrap();
+        key.public_key()
+            .to_bytes()
+            .unwrap()
+            .encode(&mut signed)
+            .unwrap();
+        // ssh-rsa (SHA-1)
+        let signature: Signature =
+            signature::Signer::try_sign(&(keypair, None), signed.as_slice()).unwrap();
+        let mut proof = Vec::new();
+        signature.encoded().unwrap().encode(&mut proof).unwrap();
+
+        let keys = [key.public_key().clone()];
+        let sha2_only = [Algorithm::Rsa {
+            hash: Some(HashAlg::Sha512),
+        }];
+        assert!(matches!(
+            verify_hostkeys_proof(b"session", &keys, &sha2_only, &proof),
+            Err(crate::Error::WrongServerSig)
+        ));
+        let with_ssh_rsa = [Algorithm::Rsa { hash: None }];
+        assert!(verify_hostkeys_proof(b"session", &keys, &with_ssh_rsa, &proof).is_ok());
+    }
 
     fn test_encrypted() -> Encrypted {
         Encrypted {
@@ -1429,34 +1443,6 @@ mod tests {
 }
 
 impl Encrypted {
-    /// Writes the authentication request of `auth_method`. With `sign_at_once`, a public key
-    /// or certificate whose private key is held goes out signed, without the query first
-    /// (RFC 4252, section 7, allows both; see [`crate::client::Config::sign_publickey_at_once`]);
-    /// every other method as [`Encrypted::write_auth_request`] writes it. Returns whether the
-    /// request went out signed (then no `SSH_MSG_USERAUTH_PK_OK` is to be answered).
-    fn write_auth_request_or_signature(
-        &mut self,
-        user: &str,
-        auth_method: &auth::Method,
-        sign_at_once: bool,
-        buffer: &mut Vec<u8>,
-    ) -> Result<bool, crate::Error> {
-        match auth_method {
-            auth::Method::PublicKey { .. } | auth::Method::OpenSshCertificate { .. }
-                if sign_at_once =>
-            {
-                buffer.clear();
-                // The same request as the one answering USERAUTH_PK_OK.
-                self.client_send_signature(user, auth_method, buffer)?;
-                Ok(true)
-            }
-            _ => {
-                self.write_auth_request(user, auth_method)?;
-                Ok(false)
-            }
-        }
-    }
-
     fn write_auth_request(
         &mut self,
         user: &str,
