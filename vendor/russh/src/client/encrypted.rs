@@ -108,10 +108,18 @@ impl Session {
                                 *accepted = true;
                                 if let Some(ref meth) = self.common.auth_method {
                                     let auth_request = AuthRequest::new(meth);
-                                    if enc.write_auth_request(&self.common.auth_user, meth)? {
-                                        debug!("enc: auth request written");
-                                        self.pending_auth_requests += 1;
-                                        enc.state = EncryptedState::WaitingAuthRequest(auth_request)
+                                    let signed = enc.write_auth_request_or_signature(
+                                        &self.common.auth_user,
+                                        meth,
+                                        self.common.config.sign_publickey_at_once,
+                                        &mut self.common.buffer,
+                                    )?;
+                                    debug!("enc: auth request written (signed: {signed})");
+                                    self.pending_auth_requests += 1;
+                                    enc.state = EncryptedState::WaitingAuthRequest(auth_request);
+                                    if signed {
+                                        // Nothing is left to send for it: drop the key now.
+                                        self.common.auth_method = None;
                                     }
                                 } else {
                                     debug!("no auth method")
@@ -1113,6 +1121,7 @@ impl Session {
         meth: auth::Method,
     ) -> Result<bool, crate::Error> {
         let mut is_waiting = false;
+        let mut signed = false;
         if let Some(ref mut enc) = self.common.encrypted {
             is_waiting = match enc.state {
                 EncryptedState::WaitingAuthRequest(_) => true,
@@ -1135,7 +1144,12 @@ impl Session {
             };
             debug!("write_auth_request_if_needed: is_waiting = {is_waiting:?}");
             if is_waiting {
-                enc.write_auth_request(user, &meth)?;
+                signed = enc.write_auth_request_or_signature(
+                    user,
+                    &meth,
+                    self.common.config.sign_publickey_at_once,
+                    &mut self.common.buffer,
+                )?;
                 self.pending_auth_requests += 1;
                 let auth_request = AuthRequest::new(&meth);
                 enc.state = EncryptedState::WaitingAuthRequest(auth_request);
@@ -1143,7 +1157,8 @@ impl Session {
         }
         self.common.auth_user.clear();
         self.common.auth_user.push_str(user);
-        self.common.auth_method = Some(meth);
+        // A request that went out signed needs its key no more (no USERAUTH_PK_OK follows).
+        self.common.auth_method = if signed { None } else { Some(meth) };
         Ok(is_waiting)
     }
 }
@@ -1443,6 +1458,34 @@ mod tests {
 }
 
 impl Encrypted {
+    /// Writes the authentication request of `auth_method`. With `sign_at_once`, a public key
+    /// or certificate whose private key is held goes out signed, without the query first
+    /// (RFC 4252, section 7, allows both; see [`crate::client::Config::sign_publickey_at_once`]);
+    /// every other method as [`Encrypted::write_auth_request`] writes it. Returns whether the
+    /// request went out signed (then no `SSH_MSG_USERAUTH_PK_OK` is to be answered).
+    fn write_auth_request_or_signature(
+        &mut self,
+        user: &str,
+        auth_method: &auth::Method,
+        sign_at_once: bool,
+        buffer: &mut Vec<u8>,
+    ) -> Result<bool, crate::Error> {
+        match auth_method {
+            auth::Method::PublicKey { .. } | auth::Method::OpenSshCertificate { .. }
+                if sign_at_once =>
+            {
+                buffer.clear();
+                // The same request as the one answering USERAUTH_PK_OK.
+                self.client_send_signature(user, auth_method, buffer)?;
+                Ok(true)
+            }
+            _ => {
+                self.write_auth_request(user, auth_method)?;
+                Ok(false)
+            }
+        }
+    }
+
     fn write_auth_request(
         &mut self,
         user: &str,

@@ -2785,6 +2785,17 @@ pub struct Config {
     pub gex: GexParams,
     /// If active, invoke `set_nodelay(true)` on the ssh socket; disabled by default (i.e. Nagle's algorithm is active).
     pub nodelay: bool,
+    /// If active, a public key whose private key the client holds
+    /// ([`Handle::authenticate_publickey`], [`Handle::authenticate_openssh_cert`]) is sent
+    /// signed at once, instead of first asking whether the server would accept it and
+    /// signing only after its `SSH_MSG_USERAUTH_PK_OK` (RFC 4252, section 7: "The client MAY
+    /// send the signature directly without first verifying whether the key is acceptable").
+    /// This saves one round trip per key; a key the server refuses is answered with
+    /// `SSH_MSG_USERAUTH_FAILURE` as before, and was signed for nothing. Keys signed
+    /// elsewhere ([`Handle::authenticate_publickey_with`], e.g. by an agent that may ask its
+    /// user to confirm each signature) are still offered with a query first. Disabled by
+    /// default.
+    pub sign_publickey_at_once: bool,
 }
 
 impl Default for Config {
@@ -2807,6 +2818,7 @@ impl Default for Config {
             anonymous: false,
             gex: Default::default(),
             nodelay: false,
+            sign_publickey_at_once: false,
         }
     }
 }
