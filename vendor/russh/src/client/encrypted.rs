@@ -138,6 +138,17 @@ impl Session {
                 EncryptedState::WaitingAuthRequest(ref mut auth_request) => {
                     trace!("waiting auth request, {:?}", buf.first(),);
                     match buf.split_first() {
+                        // The answer to the service request that the first authentication
+                        // request was sent behind (`Config::pipeline_auth_request`).
+                        Some((&msg::SERVICE_ACCEPT, mut r)) if self.service_accept_pending => {
+                            if map_err!(Bytes::decode(&mut r))?.as_ref() != b"ssh-userauth" {
+                                return Err(crate::Error::Inconsistent.into());
+                            }
+                            map_err!(ensure_end(&r))?;
+                            debug!("service accepted after the auth request was sent");
+                            self.service_accept_pending = false;
+                            return Ok(());
+                        }
                         Some((&msg::USERAUTH_SUCCESS, r)) => {
                             map_err!(ensure_end(&r))?;
                             debug!("userauth_success");
@@ -1138,7 +1149,14 @@ impl Session {
                         })?;
                         *sent = true
                     }
-                    accepted
+                    if !accepted && self.common.config.pipeline_auth_request {
+                        // The request goes right behind the service request; the server
+                        // reads them in order (see `Config::pipeline_auth_request`).
+                        self.service_accept_pending = true;
+                        true
+                    } else {
+                        accepted
+                    }
                 }
                 EncryptedState::InitCompression | EncryptedState::Authenticated => false,
             };

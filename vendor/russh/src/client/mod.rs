@@ -105,6 +105,9 @@ pub struct Session {
     ext_info_count: u8,
     /// USERAUTH_REQUESTs sent and not yet answered with success or failure
     pending_auth_requests: usize,
+    /// The first authentication request went out before the server's SERVICE_ACCEPT came in
+    /// ([`Config::pipeline_auth_request`]): that answer is still to be read.
+    service_accept_pending: bool,
 }
 
 impl Drop for Session {
@@ -1337,6 +1340,7 @@ impl Session {
             server_sig_algs: None,
             ext_info_count: 0,
             pending_auth_requests: 0,
+            service_accept_pending: false,
         }
     }
 
@@ -2198,6 +2202,107 @@ mod tests {
         (session, sender, reply_receiver)
     }
 
+    /// `Config::pipeline_auth_request` and `Config::sign_publickey_at_once` (PATCHES.md), each
+    /// on and off: the first request goes right behind the service request only when pipelined
+    /// (else once SERVICE_ACCEPT is in), signed only when asked to, the SERVICE_ACCEPT read
+    /// ahead of the request's answer is taken once, and the request is counted as unanswered
+    /// (`pending_auth_requests`) as one written after SERVICE_ACCEPT is, so that its failure is
+    /// read and a second failure is not.
+    #[tokio::test]
+    async fn first_publickey_request_pipelined_and_signed_when_asked() {
+        use ssh_encoding::Decode;
+        let cases = [(false, false), (false, true), (true, false), (true, true)];
+        for ((pipelined, signed), refused) in cases
+            .into_iter()
+            .flat_map(|case| [(case, false), (case, true)])
+        {
+            let (mut session, _sender, mut replies) = keyboard_interactive_session();
+            // No request written yet.
+            session.pending_auth_requests = 0;
+            {
+                let config = Arc::get_mut(&mut session.common.config).unwrap();
+                config.pipeline_auth_request = pipelined;
+                config.sign_publickey_at_once = signed;
+            }
+            session.common.auth_method = None;
+            session.common.encrypted.as_mut().unwrap().state =
+                EncryptedState::WaitingAuthServiceRequest {
+                    sent: false,
+                    accepted: false,
+                };
+            let key =
+                ssh_key::PrivateKey::random(&mut rand::rng(), ssh_key::Algorithm::Ed25519).unwrap();
+            let method = Method::PublicKey {
+                key: crate::keys::PrivateKeyWithHashAlg::new(Arc::new(key), None),
+            };
+            let mut accept = vec![crate::msg::SERVICE_ACCEPT];
+            "ssh-userauth".encode(&mut accept).unwrap();
+
+            let written = session.write_auth_request_if_needed("alice", method).unwrap();
+            assert_eq!(written, pipelined);
+            // The service request is written first, whatever follows it.
+            assert_eq!(
+                session.common.packet_writer.buffer().buffer.get(5),
+                Some(&crate::msg::SERVICE_REQUEST)
+            );
+            if !pipelined {
+                assert!(session.common.encrypted.as_ref().unwrap().write.is_empty());
+                session
+                    .process_packet(&mut TestHandler, &accept)
+                    .await
+                    .unwrap();
+            }
+            let enc = session.common.encrypted.as_ref().unwrap();
+            assert!(matches!(enc.state, EncryptedState::WaitingAuthRequest(_)));
+            let mut request = &enc.write[4..];
+            assert_eq!(u8::decode(&mut request).unwrap(), crate::msg::USERAUTH_REQUEST);
+            assert_eq!(String::decode(&mut request).unwrap(), "alice");
+            assert_eq!(String::decode(&mut request).unwrap(), "ssh-connection");
+            assert_eq!(String::decode(&mut request).unwrap(), "publickey");
+            assert_eq!(u8::decode(&mut request).unwrap(), u8::from(signed));
+            // A signed request leaves nothing to answer PK_OK with: the key is dropped.
+            assert_eq!(session.common.auth_method.is_none(), signed);
+
+            if pipelined {
+                session
+                    .process_packet(&mut TestHandler, &accept)
+                    .await
+                    .unwrap();
+            }
+            // Only one SERVICE_ACCEPT was asked for.
+            assert!(
+                session
+                    .process_packet(&mut TestHandler, &accept)
+                    .await
+                    .is_err()
+            );
+            assert_eq!(session.pending_auth_requests, 1);
+            if refused {
+                let mut failure = vec![crate::msg::USERAUTH_FAILURE];
+                "publickey".encode(&mut failure).unwrap();
+                0u8.encode(&mut failure).unwrap();
+                session
+                    .process_packet(&mut TestHandler, &failure)
+                    .await
+                    .unwrap();
+                assert!(matches!(replies.try_recv(), Ok(Reply::AuthFailure { .. })));
+                assert_eq!(session.pending_auth_requests, 0);
+                // A failure that answers no request is refused.
+                assert!(matches!(
+                    session.process_packet(&mut TestHandler, &failure).await,
+                    Err(crate::Error::Inconsistent)
+                ));
+                assert!(replies.try_recv().is_err());
+            } else {
+                session
+                    .process_packet(&mut TestHandler, &[crate::msg::USERAUTH_SUCCESS])
+                    .await
+                    .unwrap();
+                assert!(matches!(replies.try_recv(), Ok(Reply::AuthSuccess)));
+            }
+        }
+    }
+
     const HOSTKEYS_SESSION_ID: &[u8] = b"hostkeys-session-id";
 
     /// An authenticated session with one outstanding `hostkeys-prove-00` request.
@@ -2796,6 +2901,15 @@ pub struct Config {
     /// user to confirm each signature) are still offered with a query first. Disabled by
     /// default.
     pub sign_publickey_at_once: bool,
+    /// If active, the first authentication request is sent right behind the `ssh-userauth`
+    /// service request instead of once the server's `SSH_MSG_SERVICE_ACCEPT` is in; that
+    /// answer is still expected (and checked) ahead of the answer to the request. This saves
+    /// one round trip per connection. RFC 4253, section 10, asks the client to wait only
+    /// "after a key exchange with implicit server authentication"; every key exchange of this
+    /// crate has the server sign the exchange hash (explicit server authentication). A
+    /// server that refuses the service disconnects, and the request is never read. Disabled
+    /// by default.
+    pub pipeline_auth_request: bool,
 }
 
 impl Default for Config {
@@ -2819,6 +2933,7 @@ impl Default for Config {
             gex: Default::default(),
             nodelay: false,
             sign_publickey_at_once: false,
+            pipeline_auth_request: false,
         }
     }
 }
