@@ -154,6 +154,9 @@ impl Session {
                             debug!("userauth_success");
                             // Drop the credential as soon as it is no longer needed.
                             self.common.auth_method = None;
+                            // Channels asked for behind the request now go to the
+                            // connection service: their answers follow.
+                            self.early_channel_opens.clear();
                             self.sender
                                 .send(Reply::AuthSuccess)
                                 .map_err(|_| crate::Error::SendError)?;
@@ -193,6 +196,14 @@ impl Session {
 
                             let no_more_methods = auth_request.methods.is_empty();
                             self.common.auth_method = None;
+                            // Channels asked for behind the refused request are not opened
+                            // (OpenSSH answers SSH_MSG_UNIMPLEMENTED): forget them before
+                            // the caller hears of the failure, which drops their waiters.
+                            for id in self.early_channel_opens.drain(..) {
+                                debug!("channel {id:?} asked for early: forgotten");
+                                enc.channels.remove(&id);
+                                self.channels.remove(&id);
+                            }
                             self.sender
                                 .send(Reply::AuthFailure {
                                     proceed_with_methods: remaining_methods,

@@ -108,6 +108,10 @@ pub struct Session {
     /// The first authentication request went out before the server's SERVICE_ACCEPT came in
     /// ([`Config::pipeline_auth_request`]): that answer is still to be read.
     service_accept_pending: bool,
+    /// Session channels asked for behind a signed authentication request that is not yet
+    /// answered ([`Config::pipeline_channel_open`]): open ones once it succeeds, forgotten
+    /// (their waiters told) when it fails.
+    early_channel_opens: Vec<ChannelId>,
 }
 
 impl Drop for Session {
@@ -157,6 +161,13 @@ pub enum Msg {
     Authenticate {
         user: String,
         method: auth::Method,
+    },
+    /// [`Handle::authenticate_publickey_opening_session`]: the request, and a session
+    /// channel asked for in the same flight when [`Config::pipeline_channel_open`] allows.
+    AuthenticateOpeningSession {
+        user: String,
+        method: auth::Method,
+        channel_ref: ChannelRef,
     },
     AuthInfoResponse {
         responses: Vec<String>,
@@ -323,6 +334,55 @@ pub struct Handle<H: Handler> {
     join: russh_util::runtime::JoinHandle<Result<(), H::Error>>,
     channel_buffer_size: usize,
     agent_session_binding: Option<crate::keys::agent::AgentSessionBinding>,
+}
+
+/// A session channel asked for with an authentication request
+/// ([`Handle::authenticate_publickey_opening_session`]) whose confirmation is yet to be awaited.
+/// Dropping it leaves the channel open on the server until the connection ends.
+#[derive(Debug)]
+pub struct ChannelOpening {
+    sender: Sender<Msg>,
+    receiver: Receiver<ChannelMsg>,
+    window_size_ref: WindowSizeRef,
+}
+
+impl ChannelOpening {
+    /// The channel, once the server confirmed it.
+    pub async fn confirmed(mut self) -> Result<Channel<Msg>, crate::Error> {
+        loop {
+            match self.receiver.recv().await {
+                Some(ChannelMsg::Open {
+                    id,
+                    max_packet_size,
+                    window_size,
+                }) => {
+                    self.window_size_ref.grow(window_size).await;
+
+                    return Ok(Channel {
+                        write_half: ChannelWriteHalf {
+                            id,
+                            sender: self.sender,
+                            max_packet_size,
+                            window_size: self.window_size_ref,
+                        },
+                        read_half: ChannelReadHalf {
+                            receiver: self.receiver,
+                        },
+                    });
+                }
+                Some(ChannelMsg::OpenFailure(reason)) => {
+                    return Err(crate::Error::ChannelOpenFailure(reason));
+                }
+                None => {
+                    debug!("channel confirmation sender was dropped");
+                    return Err(crate::Error::Disconnect);
+                }
+                msg => {
+                    debug!("msg = {msg:?}");
+                }
+            }
+        }
+    }
 }
 
 impl<H: Handler> Drop for Handle<H> {
@@ -508,6 +568,46 @@ impl<H: Handler> Handle<H> {
             .await
             .map_err(|_| crate::Error::SendError)?;
         self.wait_recv_reply().await
+    }
+
+    /// [`Handle::authenticate_publickey`], with a session channel asked for in the same
+    /// flight as the signed request when [`Config::pipeline_channel_open`] and
+    /// [`Config::sign_publickey_at_once`] are set (and the connection is not compressed
+    /// with `zlib@openssh.com`, which starts only once authenticated): the channel's
+    /// confirmation then comes right behind `SSH_MSG_USERAUTH_SUCCESS`, one round trip
+    /// earlier than [`Handle::channel_open_session`] would have it.
+    ///
+    /// The channel is `Some` only when authentication succeeded and it was asked for early;
+    /// await [`ChannelOpening::confirmed`] for it. When authentication fails, the server
+    /// does not open it (OpenSSH answers `SSH_MSG_UNIMPLEMENTED`), and it is forgotten
+    /// here: `None`, and the next attempt may ask again. When it was not asked for (the
+    /// flags are off, the request could not go out signed at once), `None` too: open a
+    /// channel the usual way once authenticated.
+    pub async fn authenticate_publickey_opening_session<U: Into<String>>(
+        &mut self,
+        user: U,
+        key: PrivateKeyWithHashAlg,
+    ) -> Result<(AuthResult, Option<ChannelOpening>), crate::Error> {
+        let (sender, receiver) = channel(self.channel_buffer_size);
+        let channel_ref = ChannelRef::new(sender);
+        let window_size_ref = channel_ref.window_size().clone();
+        self.sender
+            .send(Msg::AuthenticateOpeningSession {
+                user: user.into(),
+                method: auth::Method::PublicKey { key },
+                channel_ref,
+            })
+            .await
+            .map_err(|_| crate::Error::SendError)?;
+        let result = self.wait_recv_reply().await?;
+        // The session loop holds the channel's sender only if it asked for the channel, and
+        // drops it before answering a failure: by now, whichever it was is settled.
+        let opening = (result.success() && !receiver.is_closed()).then(|| ChannelOpening {
+            sender: self.sender.clone(),
+            receiver,
+            window_size_ref,
+        });
+        Ok((result, opening))
     }
 
     /// Perform public OpenSSH Certificate-based SSH authentication
@@ -744,40 +844,16 @@ impl<H: Handler> Handle<H> {
     /// Wait for confirmation that a channel is open
     async fn wait_channel_confirmation(
         &self,
-        mut receiver: Receiver<ChannelMsg>,
+        receiver: Receiver<ChannelMsg>,
         window_size_ref: WindowSizeRef,
     ) -> Result<Channel<Msg>, crate::Error> {
-        loop {
-            match receiver.recv().await {
-                Some(ChannelMsg::Open {
-                    id,
-                    max_packet_size,
-                    window_size,
-                }) => {
-                    window_size_ref.grow(window_size).await;
-
-                    return Ok(Channel {
-                        write_half: ChannelWriteHalf {
-                            id,
-                            sender: self.sender.clone(),
-                            max_packet_size,
-                            window_size: window_size_ref,
-                        },
-                        read_half: ChannelReadHalf { receiver },
-                    });
-                }
-                Some(ChannelMsg::OpenFailure(reason)) => {
-                    return Err(crate::Error::ChannelOpenFailure(reason));
-                }
-                None => {
-                    debug!("channel confirmation sender was dropped");
-                    return Err(crate::Error::Disconnect);
-                }
-                msg => {
-                    debug!("msg = {msg:?}");
-                }
-            }
+        ChannelOpening {
+            sender: self.sender.clone(),
+            receiver,
+            window_size_ref,
         }
+        .confirmed()
+        .await
     }
 
     /// See [`Handle::best_supported_rsa_hash`].
@@ -1341,6 +1417,7 @@ impl Session {
             ext_info_count: 0,
             pending_auth_requests: 0,
             service_accept_pending: false,
+            early_channel_opens: Vec::new(),
         }
     }
 
@@ -1630,6 +1707,20 @@ impl Session {
         match msg {
             Msg::Authenticate { user, method } => {
                 self.write_auth_request_if_needed(&user, method)?;
+            }
+            Msg::AuthenticateOpeningSession {
+                user,
+                method,
+                channel_ref,
+            } => {
+                let written = self.write_auth_request_if_needed(&user, method)?;
+                if written && self.may_open_channel_early() {
+                    let id = self.channel_open_session_early()?;
+                    debug!("channel {id:?} asked for behind the signed auth request");
+                    self.channels.insert(id, channel_ref);
+                    self.early_channel_opens.push(id);
+                }
+                // Else `channel_ref` is dropped: the caller opens one once authenticated.
             }
             Msg::Signed { .. } | Msg::SignFailed => {}
             Msg::AuthInfoResponse { .. } => {}
@@ -2200,6 +2291,97 @@ mod tests {
         );
         session.pending_auth_requests = 1;
         (session, sender, reply_receiver)
+    }
+
+    /// `Config::pipeline_channel_open` (PATCHES.md): the session channel is asked for right
+    /// behind a signed request only; a refused request forgets it (its waiter is dropped, no
+    /// channel is left behind) and the next one may ask again; a success keeps it for its
+    /// confirmation. With the flag off, or a request that is not signed, nothing is asked for.
+    #[tokio::test]
+    async fn channel_open_pipelined_behind_a_signed_request_only() {
+        use ssh_encoding::Decode;
+        /// The message types in `enc.write` (packets of a length and a payload).
+        fn written_types(session: &Session) -> Vec<u8> {
+            let mut written = &session.common.encrypted.as_ref().unwrap().write[..];
+            let mut types = Vec::new();
+            while !written.is_empty() {
+                let len = u32::decode(&mut written).unwrap() as usize;
+                types.push(written[0]);
+                written = &written[len..];
+            }
+            types
+        }
+        fn attempt(session: &mut Session) -> tokio::sync::mpsc::Receiver<ChannelMsg> {
+            let key =
+                ssh_key::PrivateKey::random(&mut rand::rng(), ssh_key::Algorithm::Ed25519).unwrap();
+            let (sender, receiver) = channel(16);
+            session
+                .handle_msg(Msg::AuthenticateOpeningSession {
+                    user: "alice".into(),
+                    method: Method::PublicKey {
+                        key: crate::keys::PrivateKeyWithHashAlg::new(Arc::new(key), None),
+                    },
+                    channel_ref: ChannelRef::new(sender),
+                })
+                .unwrap();
+            receiver
+        }
+        let failure = {
+            let mut failure = vec![crate::msg::USERAUTH_FAILURE];
+            ssh_encoding::Encode::encode(&"publickey", &mut failure).unwrap();
+            failure.push(0);
+            failure
+        };
+        for (pipelined, signed) in [(true, true), (false, true), (true, false)] {
+            let (mut session, _sender, mut replies) = keyboard_interactive_session();
+            {
+                let config = Arc::get_mut(&mut session.common.config).unwrap();
+                config.sign_publickey_at_once = signed;
+                config.pipeline_channel_open = pipelined;
+            }
+            session.common.auth_method = None;
+            // No request written yet.
+            session.pending_auth_requests = 0;
+            let expected: &[u8] = if pipelined && signed {
+                &[crate::msg::USERAUTH_REQUEST, crate::msg::CHANNEL_OPEN]
+            } else {
+                &[crate::msg::USERAUTH_REQUEST]
+            };
+
+            // A refused key: the channel asked for with it is forgotten.
+            let mut refused = attempt(&mut session);
+            assert_eq!(written_types(&session), expected);
+            assert_eq!(session.channels.len(), expected.len() - 1);
+            // One request to answer, whatever follows it.
+            assert_eq!(session.pending_auth_requests, 1);
+            session
+                .process_packet(&mut TestHandler, &failure)
+                .await
+                .unwrap();
+            assert!(matches!(replies.try_recv(), Ok(Reply::AuthFailure { .. })));
+            assert_eq!(session.pending_auth_requests, 0);
+            assert!(refused.recv().await.is_none());
+            assert!(session.channels.is_empty());
+            assert!(session.common.encrypted.as_ref().unwrap().channels.is_empty());
+            // The server's UNIMPLEMENTED for the CHANNEL_OPEN is ignored (`reply`).
+
+            // The next key is accepted: its channel stays, waiting for its confirmation.
+            session.common.encrypted.as_mut().unwrap().write.clear();
+            let _accepted = attempt(&mut session);
+            assert_eq!(written_types(&session), expected);
+            assert_eq!(session.pending_auth_requests, 1);
+            session
+                .process_packet(&mut TestHandler, &[crate::msg::USERAUTH_SUCCESS])
+                .await
+                .unwrap();
+            assert!(matches!(replies.try_recv(), Ok(Reply::AuthSuccess)));
+            assert!(session.early_channel_opens.is_empty());
+            assert_eq!(session.channels.len(), expected.len() - 1);
+            assert_eq!(
+                session.common.encrypted.as_ref().unwrap().channels.len(),
+                expected.len() - 1
+            );
+        }
     }
 
     /// `Config::pipeline_auth_request` and `Config::sign_publickey_at_once` (PATCHES.md), each
@@ -2910,6 +3092,19 @@ pub struct Config {
     /// server that refuses the service disconnects, and the request is never read. Disabled
     /// by default.
     pub pipeline_auth_request: bool,
+    /// If active, [`Handle::authenticate_publickey_opening_session`] asks for its session
+    /// channel (`SSH_MSG_CHANNEL_OPEN`) right behind a request that went out signed
+    /// ([`Config::sign_publickey_at_once`]), before the server answered it, so that the
+    /// channel's confirmation comes back with `SSH_MSG_USERAUTH_SUCCESS`: one round trip less
+    /// per connection. RFC 4252, section 5.1: "any non-authentication messages sent by the
+    /// client after the request that resulted in SSH_MSG_USERAUTH_SUCCESS being sent MUST be
+    /// passed to the service being run on top of this protocol." If the request fails, the
+    /// server does not open the channel (OpenSSH answers `SSH_MSG_UNIMPLEMENTED`, which is
+    /// ignored) and the channel is forgotten. Never with a request that is a query or asks
+    /// for more (agent keys, passwords, keyboard-interactive), nor under delayed compression
+    /// (`zlib@openssh.com`, which the server starts right after the success). Disabled by
+    /// default.
+    pub pipeline_channel_open: bool,
 }
 
 impl Default for Config {
@@ -2934,6 +3129,7 @@ impl Default for Config {
             nodelay: false,
             sign_publickey_at_once: false,
             pipeline_auth_request: false,
+            pipeline_channel_open: false,
         }
     }
 }

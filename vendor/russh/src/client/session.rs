@@ -15,9 +15,47 @@ impl Session {
     where
         F: FnOnce(&mut Vec<u8>) -> Result<(), crate::Error>,
     {
+        self.channel_open_in_state(kind, false, write_suffix)
+    }
+
+    /// Whether a session channel may be asked for now, behind the authentication request
+    /// just written and not yet answered ([`crate::client::Config::pipeline_channel_open`]):
+    /// the request went out signed (no PK_OK or prompt is to come: the key was dropped, see
+    /// `sign_publickey_at_once`), and no delayed compression starts with its success (the
+    /// server would read the CHANNEL_OPEN, written uncompressed, as compressed).
+    pub(crate) fn may_open_channel_early(&self) -> bool {
+        self.common.config.pipeline_channel_open
+            && self.common.auth_method.is_none()
+            && self.common.encrypted.as_ref().is_some_and(|enc| {
+                matches!(enc.state, EncryptedState::WaitingAuthRequest(_))
+                    && !enc.client_compression.is_deferred()
+                    && !enc.server_compression.is_deferred()
+            })
+    }
+
+    /// Writes a CHANNEL_OPEN for a session behind the authentication request still
+    /// unanswered (only when [`Session::may_open_channel_early`]).
+    pub(crate) fn channel_open_session_early(&mut self) -> Result<ChannelId, crate::Error> {
+        self.channel_open_in_state(b"session", true, |_| Ok(()))
+    }
+
+    /// A CHANNEL_OPEN once authenticated or, with `early`, while the authentication request
+    /// it follows is unanswered.
+    fn channel_open_in_state<F>(
+        &mut self,
+        kind: &[u8],
+        early: bool,
+        write_suffix: F,
+    ) -> Result<ChannelId, crate::Error>
+    where
+        F: FnOnce(&mut Vec<u8>) -> Result<(), crate::Error>,
+    {
         let result = if let Some(ref mut enc) = self.common.encrypted {
             match enc.state {
-                EncryptedState::Authenticated => {
+                EncryptedState::WaitingAuthRequest(_) if !early => {
+                    return Err(crate::Error::NotAuthenticated);
+                }
+                EncryptedState::Authenticated | EncryptedState::WaitingAuthRequest(_) => {
                     let sender_channel = enc.new_channel(
                         self.common.config.window_size,
                         self.common.config.maximum_packet_size,
