@@ -12,6 +12,9 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 //
+// Modified for clankie-read (vendor/russh/PATCHES.md): `Config::sign_publickey_at_once`,
+// `Config::pipeline_auth_request` and `Config::pipeline_channel_open`.
+//
 use std::convert::TryInto;
 use std::ops::Deref;
 use std::str::FromStr;

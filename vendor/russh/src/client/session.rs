@@ -1,3 +1,6 @@
+// Modified for clankie-read (vendor/russh/PATCHES.md): `Config::pipeline_channel_open` (see
+// the notice in mod.rs; russh is under the Apache License 2.0).
+
 use log::error;
 use ssh_encoding::Encode;
 use tokio::sync::oneshot;
