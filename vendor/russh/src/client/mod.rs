@@ -106,6 +106,8 @@ pub struct Session {
     server_sig_algs: Option<Vec<Algorithm>>,
     /// Number of EXT_INFO messages received (RFC 8308 allows at most two).
     ext_info_count: u8,
+    /// USERAUTH_REQUESTs sent and not yet answered with success or failure
+    pending_auth_requests: usize,
     /// The first authentication request went out before the server's SERVICE_ACCEPT came in
     /// ([`Config::pipeline_auth_request`]): that answer is still to be read.
     service_accept_pending: bool,
@@ -129,7 +131,6 @@ enum Reply {
         proceed_with_methods: MethodSet,
         partial_success: bool,
     },
-    ChannelOpenFailure,
     SignRequest {
         key: ssh_key::PublicKey,
         data: Vec<u8>,
@@ -1417,6 +1418,7 @@ impl Session {
             open_global_requests: VecDeque::new(),
             server_sig_algs: None,
             ext_info_count: 0,
+            pending_auth_requests: 0,
             service_accept_pending: false,
             early_channel_opens: Vec::new(),
         }
@@ -2248,7 +2250,7 @@ mod tests {
         let auth_request = AuthRequest::new(&Method::KeyboardInteractive {
             submethods: String::new(),
         });
-        let session = Session::new(
+        let mut session = Session::new(
             config.window_size,
             CommonSession {
                 auth_user: "user".to_owned(),
@@ -2290,6 +2292,7 @@ mod tests {
             receiver,
             reply_sender,
         );
+        session.pending_auth_requests = 1;
         (session, sender, reply_receiver)
     }
 
@@ -2340,6 +2343,8 @@ mod tests {
                 config.pipeline_channel_open = pipelined;
             }
             session.common.auth_method = None;
+            // No request written yet.
+            session.pending_auth_requests = 0;
             let expected: &[u8] = if pipelined && signed {
                 &[crate::msg::USERAUTH_REQUEST, crate::msg::CHANNEL_OPEN]
             } else {
@@ -2350,11 +2355,14 @@ mod tests {
             let mut refused = attempt(&mut session);
             assert_eq!(written_types(&session), expected);
             assert_eq!(session.channels.len(), expected.len() - 1);
+            // One request to answer, whatever follows it.
+            assert_eq!(session.pending_auth_requests, 1);
             session
                 .process_packet(&mut TestHandler, &failure)
                 .await
                 .unwrap();
             assert!(matches!(replies.try_recv(), Ok(Reply::AuthFailure { .. })));
+            assert_eq!(session.pending_auth_requests, 0);
             assert!(refused.recv().await.is_none());
             assert!(session.channels.is_empty());
             assert!(session.common.encrypted.as_ref().unwrap().channels.is_empty());
@@ -2364,6 +2372,7 @@ mod tests {
             session.common.encrypted.as_mut().unwrap().write.clear();
             let _accepted = attempt(&mut session);
             assert_eq!(written_types(&session), expected);
+            assert_eq!(session.pending_auth_requests, 1);
             session
                 .process_packet(&mut TestHandler, &[crate::msg::USERAUTH_SUCCESS])
                 .await
@@ -2380,13 +2389,21 @@ mod tests {
 
     /// `Config::pipeline_auth_request` and `Config::sign_publickey_at_once` (PATCHES.md), each
     /// on and off: the first request goes right behind the service request only when pipelined
-    /// (else once SERVICE_ACCEPT is in), signed only when asked to, and the SERVICE_ACCEPT
-    /// read ahead of the request's answer is taken once.
+    /// (else once SERVICE_ACCEPT is in), signed only when asked to, the SERVICE_ACCEPT read
+    /// ahead of the request's answer is taken once, and the request is counted as unanswered
+    /// (`pending_auth_requests`) as one written after SERVICE_ACCEPT is, so that its failure is
+    /// read and a second failure is not.
     #[tokio::test]
     async fn first_publickey_request_pipelined_and_signed_when_asked() {
         use ssh_encoding::Decode;
-        for (pipelined, signed) in [(false, false), (false, true), (true, false), (true, true)] {
+        let cases = [(false, false), (false, true), (true, false), (true, true)];
+        for ((pipelined, signed), refused) in cases
+            .into_iter()
+            .flat_map(|case| [(case, false), (case, true)])
+        {
             let (mut session, _sender, mut replies) = keyboard_interactive_session();
+            // No request written yet.
+            session.pending_auth_requests = 0;
             {
                 let config = Arc::get_mut(&mut session.common.config).unwrap();
                 config.pipeline_auth_request = pipelined;
@@ -2444,11 +2461,30 @@ mod tests {
                     .await
                     .is_err()
             );
-            session
-                .process_packet(&mut TestHandler, &[crate::msg::USERAUTH_SUCCESS])
-                .await
-                .unwrap();
-            assert!(matches!(replies.try_recv(), Ok(Reply::AuthSuccess)));
+            assert_eq!(session.pending_auth_requests, 1);
+            if refused {
+                let mut failure = vec![crate::msg::USERAUTH_FAILURE];
+                "publickey".encode(&mut failure).unwrap();
+                0u8.encode(&mut failure).unwrap();
+                session
+                    .process_packet(&mut TestHandler, &failure)
+                    .await
+                    .unwrap();
+                assert!(matches!(replies.try_recv(), Ok(Reply::AuthFailure { .. })));
+                assert_eq!(session.pending_auth_requests, 0);
+                // A failure that answers no request is refused.
+                assert!(matches!(
+                    session.process_packet(&mut TestHandler, &failure).await,
+                    Err(crate::Error::Inconsistent)
+                ));
+                assert!(replies.try_recv().is_err());
+            } else {
+                session
+                    .process_packet(&mut TestHandler, &[crate::msg::USERAUTH_SUCCESS])
+                    .await
+                    .unwrap();
+                assert!(matches!(replies.try_recv(), Ok(Reply::AuthSuccess)));
+            }
         }
     }
 
@@ -2538,6 +2574,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn unsolicited_userauth_failure_is_rejected() {
+        let (mut session, _sender, mut replies) = keyboard_interactive_session();
+        let mut packet = vec![msg::USERAUTH_FAILURE];
+        "password".encode(&mut packet).unwrap();
+        0u8.encode(&mut packet).unwrap();
+
+        session
+            .process_packet(&mut TestHandler, &packet)
+            .await
+            .unwrap();
+        assert!(matches!(
+            session.process_packet(&mut TestHandler, &packet).await,
+            Err(crate::Error::Inconsistent)
+        ));
+        assert!(matches!(replies.try_recv(), Ok(Reply::AuthFailure { .. })));
+        assert!(replies.try_recv().is_err());
+    }
+
+    #[tokio::test]
     async fn third_ext_info_is_rejected() {
         let (mut session, _sender, _reply) = keyboard_interactive_session();
         let mut packet = vec![msg::EXT_INFO];
@@ -2612,6 +2667,23 @@ mod tests {
             reply.try_recv(),
             Ok(Err(crate::Error::RequestDenied))
         ));
+    }
+
+    #[tokio::test]
+    async fn global_request_is_answered_only_if_it_wants_a_reply() {
+        let (mut session, _sender, _replies) = keyboard_interactive_session();
+        session.common.encrypted.as_mut().unwrap().state = EncryptedState::Authenticated;
+        for want_reply in [0, 1] {
+            let packet = [msg::GLOBAL_REQUEST, 0, 0, 0, 1, b'x', want_reply];
+            session
+                .process_packet(&mut TestHandler, &packet)
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            session.common.encrypted.as_ref().unwrap().write,
+            [0, 0, 0, 1, msg::REQUEST_FAILURE]
+        );
     }
 
     /// `keyboard_interactive_session` negotiates the `none` kex, which cannot
