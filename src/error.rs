@@ -85,8 +85,6 @@ pub enum UsageError {
         "{harness}/{session} is a {harness} recording, not an agent's session: there is nothing to resume"
     )]
     NothingToResume { harness: String, session: String },
-    #[error("no hosts to check: name some, or define them in the hosts file")]
-    NoHostsToCheck,
     #[error("`script list` takes no --path")]
     ScriptListPath,
     #[error("--path `{path}`: {reason}")]

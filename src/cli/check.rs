@@ -24,7 +24,7 @@ const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Hosts to check [default: every host in the hosts file].
+    /// Hosts to check [default: `local` and every host in the hosts file].
     #[arg(value_name = "HOST")]
     pub host_names: Vec<String>,
     /// The state file kept between runs (created on the first run, with its directory, 0700,
@@ -54,13 +54,10 @@ pub(super) async fn run(global: &GlobalArgs, args: CheckArgs) -> Result<Outcome,
     let run_timeout = positive_secs("--run-timeout", args.run_timeout)?;
     let ctx = Context::new(global)?;
     let names: Vec<String> = if args.host_names.is_empty() {
-        ctx.hosts_file().names().map(String::from).collect()
+        ctx.default_hosts()
     } else {
         args.host_names.clone()
     };
-    if names.is_empty() {
-        return Err(UsageError::NoHostsToCheck.into());
-    }
     let lock = match StateLock::acquire(&args.state, wait) {
         Ok(lock) => lock,
         Err(StateError::Locked { path }) => {

@@ -255,6 +255,19 @@ impl Context {
         &self.hosts
     }
 
+    /// The hosts a command that names none goes over (`check`, MCP's `check`): `local`, then
+    /// every host of the hosts file.
+    pub(super) fn default_hosts(&self) -> Vec<String> {
+        let mut names = vec!["local".to_string()];
+        names.extend(
+            self.hosts
+                .names()
+                .filter(|name| *name != "local")
+                .map(String::from),
+        );
+        names
+    }
+
     /// The output of this run (`--format`); `full` is `read --full`.
     pub(super) fn renderer(&self, full: bool) -> Renderer {
         renderer(self.format, self.color, full)

@@ -485,9 +485,14 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
             }
         }
     }
-    // Nothing shown by any host that answered: a person is told where `ls` looked (a script
-    // or cron, with stderr not a terminal, is told nothing, as `ls` of an empty directory).
-    if answered > 0 && found_nothing.len() == answered && std::io::stderr().is_terminal() {
+    // Nothing shown by any host that answered: a person reading text is told where `ls` looked
+    // (a script or cron, with stderr not a terminal or NDJSON asked for, is told nothing, as
+    // `ls` of an empty directory).
+    if answered > 0
+        && found_nothing.len() == answered
+        && !renderer.is_ndjson()
+        && std::io::stderr().is_terminal()
+    {
         eprintln!("clankie-read: {}", sanitize_line(&found_nothing.join("; ")));
     }
     Ok(Outcome::Listed {

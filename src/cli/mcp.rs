@@ -39,8 +39,7 @@ pub struct McpArgs {
 pub(super) async fn run(global: &GlobalArgs, args: McpArgs) -> Result<Outcome, Error> {
     let idle = positive_secs("--idle-timeout", args.idle_timeout)?;
     let ctx = Context::new(global)?;
-    let mut checked_by_default = vec!["local".to_string()];
-    checked_by_default.extend(ctx.hosts_file().names().map(String::from));
+    let checked_by_default = ctx.default_hosts();
     let mut names: BTreeSet<String> = checked_by_default.iter().cloned().collect();
     names.extend(args.allow_hosts.iter().cloned());
     if args.allow_ssh_config {

@@ -402,3 +402,59 @@ fn text_records_are_grouped_under_their_sessions_heading() {
     }
     assert!(rest.is_empty(), "{text}");
 }
+
+/// `check` naming no host goes over `local` and every host of the hosts file, as MCP's `check`
+/// does: without a hosts file that is `local` alone, never "no hosts to check".
+#[test]
+fn no_host_named_checks_local_and_the_hosts_files_hosts() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".claude/projects/-p");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("aaaaaaaa-1.jsonl"), line("aaaaaaaa-1-0")).unwrap();
+    let state = home.path().join("state.json");
+    let state = state.to_str().unwrap();
+
+    let alone = run(home.path(), &["check", "--state", state, "--json"]);
+    assert_eq!(code(&alone), 0, "{}", stderr(&alone));
+    let lines = activity(&alone);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["host"], "local");
+    assert_eq!(lines[0]["change"], "new");
+
+    let other = home.path().join("other/.claude");
+    std::fs::create_dir_all(other.join("projects/-q")).unwrap();
+    std::fs::write(
+        other.join("projects/-q/bbbbbbbb-2.jsonl"),
+        line("bbbbbbbb-2-0"),
+    )
+    .unwrap();
+    let hosts = home.path().join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!(
+            "[hosts.other]\nlocal = true\nroots = {{ claude = \"{}\" }}\n",
+            other.display()
+        ),
+    )
+    .unwrap();
+    let both = run(
+        home.path(),
+        &[
+            "--hosts",
+            hosts.to_str().unwrap(),
+            "check",
+            "--state",
+            state,
+            "--json",
+        ],
+    );
+    assert_eq!(code(&both), 0, "{}", stderr(&both));
+    let lines = activity(&both);
+    assert_eq!(
+        lines.len(),
+        1,
+        "local's session is known; other's is new: {lines:?}"
+    );
+    assert_eq!(lines[0]["host"], "other");
+    assert_eq!(lines[0]["session"], "bbbbbbbb-2");
+}
