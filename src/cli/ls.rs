@@ -630,19 +630,29 @@ mod tests {
             all: false,
             long: false,
         };
-        let here = Path::new("/home/me/src");
+        // A relative --cwd is joined to this machine's current directory, in its own spelling.
+        let (here, parser, b) = if cfg!(windows) {
+            (
+                r"C:\home\me\src",
+                r"C:\home\me\src\parser",
+                r"C:\home\me\src\b",
+            )
+        } else {
+            ("/home/me/src", "/home/me/src/parser", "/home/me/src/b")
+        };
+        let here = Path::new(here);
         let head = |cwd: Option<&str>, title: Option<&str>| SessionHead {
             cwd: cwd.map(String::from),
             title: title.map(String::from),
         };
         let filter = HeadFilter::new(&view(Some("parser/"), None, None), here);
-        assert_eq!(filter.cwd.as_deref(), Some("/home/me/src/parser"));
-        assert!(filter.matches(&head(Some("/home/me/src/parser"), None)));
-        assert!(filter.matches(&head(Some("/home/me/src/parser/crates/x/"), None)));
-        assert!(!filter.matches(&head(Some("/home/me/src/parser-old"), None)));
+        assert_eq!(filter.cwd.as_deref(), Some(parser));
+        assert!(filter.matches(&head(Some(parser), None)));
+        assert!(filter.matches(&head(Some(&format!("{parser}/crates/x/")), None)));
+        assert!(!filter.matches(&head(Some(&format!("{parser}-old")), None)));
         assert!(!filter.matches(&head(None, None)));
         let dots = HeadFilter::new(&view(Some("./a/../b"), None, None), here);
-        assert_eq!(dots.cwd.as_deref(), Some("/home/me/src/b"));
+        assert_eq!(dots.cwd.as_deref(), Some(b));
         let windows = HeadFilter::new(&view(Some("C:\\work\\"), None, None), here);
         assert!(windows.matches(&head(Some("C:\\work\\app"), None)));
         let root = HeadFilter::new(&view(Some("/"), None, None), here);
