@@ -225,7 +225,9 @@ fn exit_code(error: &Error) -> u8 {
                 PlanError::Stale { .. } => exit::STALE,
                 PlanError::Malformed { .. }
                 | PlanError::MalformedRow { .. }
-                | PlanError::Oversized { .. } => exit::SOURCE,
+                | PlanError::Oversized { .. }
+                | PlanError::Unread { .. }
+                | PlanError::NoRecords => exit::SOURCE,
                 // Like a database that kept changing while it was copied.
                 PlanError::Moving { .. } => exit::SOURCE,
                 PlanError::ShortRead { .. } => exit::HOST,

@@ -235,11 +235,19 @@ impl<'h, H: Host> Reader<'h, H> {
         {
             return Err(CursorError::Invalid("cursor class does not match the source").into());
         }
-        if source.is_rows() {
-            self.read_rows(session, ctx, source, request, emit).await
+        let strict = request.strict;
+        let page = if source.is_rows() {
+            self.read_rows(session, ctx, source, request, emit).await?
         } else {
-            self.read_lines(session, ctx, source, request, emit).await
+            self.read_lines(session, ctx, source, request, emit).await?
+        };
+        if strict {
+            page.strict_check().map_err(|source| DriverError::Plan {
+                path: String::from_utf8_lossy(&session.entry.full_path()).into_owned(),
+                source,
+            })?;
         }
+        Ok(page)
     }
 }
 

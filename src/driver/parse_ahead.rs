@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use clankie_engine::SourceCtx;
-use clankie_engine::lines::LineOutcome;
 use clankie_engine::plan::{ParsedLine, lines_to_parse_ahead};
 use clankie_model::Record;
 
@@ -62,7 +61,7 @@ impl Job {
                     let line = &self.chunk[at..at + len];
                     let mut outcome = clankie_engine::harness::parse_line(ctx, offset, line);
                     if self.plain
-                        && let LineOutcome::Records(records) = &mut outcome
+                        && let Some(records) = outcome.records_mut()
                     {
                         records.iter_mut().for_each(Record::make_text_plain);
                     }

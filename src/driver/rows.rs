@@ -25,13 +25,19 @@ impl<'h, H: Host> Reader<'h, H> {
     ) -> Result<Page, DriverError> {
         let stream = matches!(request.mode, Mode::All);
         let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+        // The bytes of a source read whole, for the notice of one that gave no record (a
+        // database's session is its rows, and a row-less one is empty).
+        let mut source_bytes = 0;
         let rows = if source == Source::Database {
             self.database_rows(session, &ctx, &request).await?
         } else if source == Source::Tree {
-            self.tree_records(session, &ctx, &path).await?
+            let (rows, bytes) = self.tree_records(session, &ctx, &path).await?;
+            source_bytes = bytes;
+            rows
         } else {
             let file = file_ref(&session.entry);
             let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
+            source_bytes = bytes.len() as u64;
             match harness::parse_document(&ctx, &bytes, self.terminal_size) {
                 Ok(rows) => rows,
                 // Caught in the middle of an in-place rewrite (Gemini's legacy `.json`):
@@ -58,6 +64,9 @@ impl<'h, H: Host> Reader<'h, H> {
                 source,
             }
         })?;
+        if !matches!(request.mode, Mode::Since(_)) {
+            page.mark_no_records(&ctx, source_bytes, false);
+        }
         if stream && !page.records.is_empty() {
             emit(std::mem::take(&mut page.records));
         }
@@ -112,7 +121,7 @@ impl<'h, H: Host> Reader<'h, H> {
         session: &SessionFile,
         ctx: &SourceCtx,
         path: &str,
-    ) -> Result<clankie_engine::rows::RowRecords, DriverError> {
+    ) -> Result<(clankie_engine::rows::RowRecords, u64), DriverError> {
         use clankie_model::limits::MAX_SOURCE_BYTES;
         let root = RootSpec {
             harness: session.harness(),
@@ -139,7 +148,8 @@ impl<'h, H: Host> Reader<'h, H> {
                 Err(e) => return Err(e),
             }
         }
-        Ok(harness::parse_tree(ctx, &files))
+        let bytes = files.iter().map(|(_, b)| b.len() as u64).sum();
+        Ok((harness::parse_tree(ctx, &files), bytes))
     }
 }
 
@@ -155,6 +165,8 @@ fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
         reset: false,
         warnings: Vec::new(),
         screen: Vec::new(),
+        unknown: 0,
+        no_records: false,
     };
     match &request.mode {
         Mode::Since(cursor) => page(cursor.clone(), true),

@@ -39,6 +39,13 @@ struct PageLine<'a> {
     /// Present when a filter was given: the records it left out of the page.
     #[serde(skip_serializing_if = "Option::is_none")]
     filtered: Option<usize>,
+    /// Entries, content blocks or fields of the page the harness's parser did not understand.
+    #[serde(skip_serializing_if = "is_zero")]
+    unknown: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -638,6 +645,7 @@ pub fn page(out: &mut impl Write, info: &PageInfo<'_>, page: &Page) -> io::Resul
             reset: page.reset,
             screen: &page.screen,
             filtered: info.filtered,
+            unknown: page.unknown,
         },
     )
 }

@@ -418,6 +418,15 @@ pub fn page_end(
         let line = format!("-- {n} {records} left out by the filter");
         writeln!(out, "{}", paint(options, "2", &line))?;
     }
+    // Said on every page that has any, like the filter's count: a format that drifted must
+    // never read as a quiet session.
+    if page.unknown > 0 {
+        let n = page.unknown;
+        let entries = if n == 1 { "entry" } else { "entries" };
+        let line =
+            format!("-- {n} {entries} of a kind this version does not read (--strict fails)");
+        writeln!(out, "{}", paint(options, "2", &line))?;
+    }
     if !options.cursor_line {
         return Ok(());
     }

@@ -75,7 +75,7 @@ pub(crate) mod test_support {
     /// The records of one line that must parse, read at `offset`.
     pub(crate) fn records(harness: Harness, offset: u64, line: &str) -> Vec<Record> {
         match crate::harness::parse_line(&ctx(harness), offset, line.as_bytes()) {
-            LineOutcome::Records(r) => r,
+            LineOutcome::Records(r) | LineOutcome::Unread(r, _) => r,
             LineOutcome::Malformed(e) => panic!("malformed: {e}"),
         }
     }

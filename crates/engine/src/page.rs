@@ -48,6 +48,45 @@ pub struct Page {
     /// ones left out): what the terminal shows now, not records yet. Empty for every other source, and on a page
     /// that does not reach the end.
     pub screen: Vec<String>,
+    /// Entries, content blocks or fields of this page's part of the source that the harness's
+    /// parser did not understand (a format newer than this version): `--strict` fails on any.
+    pub unknown: u32,
+    /// The whole of a non-empty source was read and gave no record: the page holds a notice
+    /// saying so instead ([`crate::lines::no_records_notice`]); `--strict` fails on it.
+    pub no_records: bool,
+}
+
+impl Page {
+    /// What `--strict` refuses in a page that was read: entries it did not understand, or a
+    /// non-empty source that gave no record.
+    pub fn strict_check(&self) -> Result<(), PlanError> {
+        if self.unknown > 0 {
+            return Err(PlanError::Unread {
+                count: self.unknown,
+            });
+        }
+        if self.no_records {
+            return Err(PlanError::NoRecords);
+        }
+        Ok(())
+    }
+
+    /// Marks a page that read the whole of a non-empty source (`source_bytes`) and found no
+    /// record (none on it, `emitted` none streamed before it): a notice stands in for them.
+    pub fn mark_no_records(&mut self, ctx: &crate::SourceCtx, source_bytes: u64, emitted: bool) {
+        if source_bytes > 0
+            && !emitted
+            && self.records.is_empty()
+            && !self.older
+            && !self.more
+            && !self.pending_tail
+            && !self.reset
+        {
+            self.records
+                .push(crate::lines::no_records_notice(ctx, source_bytes));
+            self.no_records = true;
+        }
+    }
 }
 
 /// Irregular sources under `--strict`.
@@ -67,6 +106,12 @@ pub enum PlanError {
     Oversized { offset: u64, len: u64 },
     #[error("the host returned {got} bytes for a request of {want}")]
     ShortRead { got: u64, want: u64 },
+    /// The page holds entries, content blocks or fields its harness's parser does not read.
+    #[error("{count} entries of a kind this version does not read")]
+    Unread { count: u32 },
+    /// A non-empty source gave no record at all.
+    #[error("the session is not empty but gave no record this version reads")]
+    NoRecords,
     /// The file kept shrinking or moving under the read (now `size` bytes), past the retries.
     #[error("the file kept changing while it was read (now {size} bytes); try again")]
     Moving { size: u64 },

@@ -41,6 +41,8 @@ pub struct ReadPlan {
     out: Vec<Record>,
     /// Lines the caller parsed ahead ([`ReadPlan::parsed_ahead`]), in file order.
     ahead: VecDeque<ParsedLine>,
+    /// Lines holding something their parser did not understand: (offset, how many things).
+    unknown: Vec<(u64, u32)>,
 }
 
 /// A line parsed ahead of a forward read by its caller: its offset, its length (without the
@@ -121,6 +123,7 @@ impl ReadPlan {
             reset: false,
             ahead: VecDeque::new(),
             out: Vec::new(),
+            unknown: Vec::new(),
         }
     }
 
@@ -204,6 +207,7 @@ impl ReadPlan {
             strict: self.strict,
             warnings: &mut self.warnings,
             ahead: &mut self.ahead,
+            unknown: &mut self.unknown,
         };
         match &mut self.state {
             State::Tail(tail) => tail.feed(
@@ -299,8 +303,10 @@ impl ReadPlan {
     fn finish_unredacted(mut self) -> Page {
         let binding = self.binding;
         let limit = self.limit.unwrap_or(MAX_LIMIT);
+        let ctx = self.ctx;
+        let unknown = self.unknown;
         match self.state {
-            State::Tail(tail) => tail.finish(binding, limit, self.warnings),
+            State::Tail(tail) => tail.finish(&ctx, binding, limit, self.warnings, &unknown),
             State::Verify { cursor, .. } => Page {
                 records: self.out,
                 cursor: Cursor::Lines(cursor),
@@ -310,10 +316,12 @@ impl ReadPlan {
                 reset: false,
                 warnings: self.warnings,
                 screen: Vec::new(),
+                unknown: 0,
+                no_records: false,
             },
             State::Forward(fwd) => {
                 let records = std::mem::take(&mut self.out);
-                fwd.finish(binding, records, self.reset, self.warnings)
+                fwd.finish(&ctx, binding, records, self.reset, self.warnings, &unknown)
             }
         }
     }
@@ -349,6 +357,7 @@ struct Sink<'a> {
     strict: bool,
     warnings: &'a mut Vec<String>,
     ahead: &'a mut VecDeque<ParsedLine>,
+    unknown: &'a mut Vec<(u64, u32)>,
 }
 
 impl Sink<'_> {
@@ -398,6 +407,10 @@ impl Sink<'_> {
             }
             Some(bytes) => match self.parse(offset, bytes) {
                 LineOutcome::Records(records) => records,
+                LineOutcome::Unread(records, unknown) => {
+                    self.unknown.push((offset, unknown));
+                    records
+                }
                 LineOutcome::Malformed(reason) => {
                     if self.strict {
                         return Err(PlanError::Malformed {
@@ -499,6 +512,8 @@ struct Forward {
     /// Lines starting before this offset were returned by earlier pages: their ids go into
     /// `seen`, nothing is emitted ([`Forward::replaying`]).
     replay_until: u64,
+    /// The read starts at the source's start (not after a cursor).
+    from_start: bool,
 }
 
 impl Forward {
@@ -523,6 +538,7 @@ impl Forward {
             done: false,
             seen: SeenIds::default(),
             replay_until: 0,
+            from_start: true,
         }
     }
 
@@ -536,6 +552,7 @@ impl Forward {
         fwd.pos = from;
         fwd.line_start = from;
         fwd.replay_until = cursor.resume;
+        fwd.from_start = false;
         fwd.skip_first = cursor.skip;
         fwd.records_before = cursor.records_before || cursor.skip > 0;
         fwd.head = head.to_vec();
@@ -548,6 +565,7 @@ impl Forward {
         let mut fwd = Forward::start();
         fwd.pos = cursor.resume;
         fwd.line_start = cursor.resume;
+        fwd.from_start = false;
         fwd.skip_first = cursor.skip;
         fwd.records_before = cursor.records_before || cursor.skip > 0;
         let before = &verify[..(cursor.resume - verify_start) as usize];
@@ -655,7 +673,7 @@ impl Forward {
                 // Returned by an earlier page: learn its ids (irregular lines were reported
                 // then, and their notices' ids never repeat).
                 if let Some(bytes) = &line
-                    && let LineOutcome::Records(records) = sink.parse(line_start, bytes)
+                    && let Ok((records, _)) = sink.parse(line_start, bytes).into_parts()
                 {
                     for record in &records {
                         self.seen.insert(&record.id);
@@ -761,10 +779,12 @@ impl Forward {
 
     fn finish(
         self,
+        ctx: &SourceCtx,
         binding: [u8; 16],
         records: Vec<Record>,
         reset: bool,
         warnings: Vec<String>,
+        unknown: &[(u64, u32)],
     ) -> Page {
         // Without a cut by the limit, continue after the last complete line consumed.
         let cut = self.cut.clone().unwrap_or_else(|| Cut {
@@ -787,7 +807,14 @@ impl Forward {
             records_before,
         );
         let pending_tail = self.partial_len > 0 && self.size.is_some_and(|s| self.pos >= s);
-        Page {
+        // What this page's lines held that was not understood: the lines up to its cut (a
+        // line cut inside is counted by the page that finishes it).
+        let unknown = unknown
+            .iter()
+            .filter(|(offset, _)| self.cut.as_ref().is_none_or(|cut| *offset < cut.resume))
+            .map(|(_, n)| n)
+            .sum();
+        let mut page = Page {
             records,
             cursor: Cursor::Lines(cursor),
             older: self.records_before,
@@ -796,7 +823,13 @@ impl Forward {
             reset,
             warnings,
             screen: Vec::new(),
+            unknown,
+            no_records: false,
+        };
+        if self.from_start && self.done {
+            page.mark_no_records(ctx, self.rolling_end, self.emitted > 0);
         }
+        page
     }
 }
 
@@ -1090,11 +1123,33 @@ impl Tail {
         Some(end.saturating_sub(first))
     }
 
-    fn finish(mut self, binding: [u8; 16], limit: usize, warnings: Vec<String>) -> Page {
+    fn finish(
+        mut self,
+        ctx: &SourceCtx,
+        binding: [u8; 16],
+        limit: usize,
+        warnings: Vec<String>,
+        unknown: &[(u64, u32)],
+    ) -> Page {
         // A replayed line repeats its ids; keep the first copy, as a forward read does.
         let mut seen = HashSet::new();
-        self.records.retain(|r| seen.insert(r.id.clone()));
+        let kept: Vec<bool> = self
+            .records
+            .iter()
+            .map(|r| seen.insert(r.id.clone()))
+            .collect();
+        let mut keep = kept.iter();
+        self.offsets.retain(|_| *keep.next().unwrap_or(&true));
+        let mut keep = kept.iter();
+        self.records.retain(|_| *keep.next().unwrap_or(&true));
         let dropped = self.records.len().saturating_sub(limit);
+        // The page's lines start at its first record's (all lines read when it has none).
+        let first_line = self.offsets.get(dropped).copied().unwrap_or(0);
+        let unknown = unknown
+            .iter()
+            .filter(|(offset, _)| *offset >= first_line)
+            .map(|(_, n)| n)
+            .sum();
         let records: Vec<Record> = self.records.drain(dropped..).collect();
         let end = self.last_line_end.unwrap_or(0);
         let head = &self.head[..(self.head.len() as u64).min(end).min(HEAD_BYTES) as usize];
@@ -1109,7 +1164,7 @@ impl Tail {
             head,
             older || !records.is_empty(),
         );
-        Page {
+        let mut page = Page {
             records,
             cursor: Cursor::Lines(cursor),
             older,
@@ -1118,7 +1173,13 @@ impl Tail {
             reset: false,
             warnings,
             screen: Vec::new(),
+            unknown,
+            no_records: false,
+        };
+        if self.lo == 0 && self.done {
+            page.mark_no_records(ctx, end, false);
         }
+        page
     }
 }
 

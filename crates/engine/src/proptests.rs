@@ -100,7 +100,7 @@ fn transcript_json() -> impl Strategy<Value = serde_json::Value> {
 /// as; a malformed line says why.
 fn check_outcome(harness: clankie_model::Harness, outcome: &LineOutcome) {
     match outcome {
-        LineOutcome::Records(records) => {
+        LineOutcome::Records(records) | LineOutcome::Unread(records, _) => {
             for record in records {
                 assert!(!record.id.is_empty(), "{record:?}");
                 assert_eq!(record.harness, harness);

@@ -44,6 +44,8 @@ pub(crate) struct Out<'c> {
     ctx: &'c SourceCtx,
     ts: Option<String>,
     pub(crate) records: Vec<Record>,
+    /// Entries, content blocks or fields of the line the parser did not understand.
+    pub(crate) unknown: u32,
 }
 
 impl<'c> Out<'c> {
@@ -52,6 +54,7 @@ impl<'c> Out<'c> {
             ctx,
             ts,
             records: Vec::new(),
+            unknown: 0,
         }
     }
 
@@ -104,8 +107,14 @@ impl<'c> Out<'c> {
         );
     }
 
+    /// Counts something of the line the parser does not understand: an entry of an unknown
+    /// type, a known one without the fields it needs, a content block of an unknown kind.
+    pub(crate) fn unknown(&mut self) {
+        self.unknown += 1;
+    }
+
     pub(crate) fn done(self) -> LineOutcome {
-        LineOutcome::Records(self.records)
+        LineOutcome::records(self.records, self.unknown)
     }
 }
 

@@ -32,6 +32,26 @@ pub struct RowRecords {
     /// The records are the source's newest only (a database session read for a `--tail`
     /// page from its newest rows): more precede them, and a tail page's cursor is anchored.
     pub older_omitted: bool,
+    /// Where the parser met something it did not understand (an entry, a content block, a
+    /// field): for each, the number of records before it. A page counts those in its range.
+    pub unknown: Vec<usize>,
+}
+
+impl RowRecords {
+    /// Notes that the parser met something it does not understand, after the records so far.
+    pub fn unknown_here(&mut self) {
+        self.unknown.push(self.records.len());
+    }
+
+    /// How many things not understood lie in the page of `records[start..end]`: those before
+    /// one of its records, and those after the last record when the page reaches it.
+    pub fn unknown_in(&self, start: usize, end: usize) -> u32 {
+        let n = self.records.len();
+        let counted = |p: usize| {
+            (start <= p && p < end) || (end == n && p >= n && (start < end || start == 0))
+        };
+        self.unknown.iter().filter(|&&p| counted(p)).count() as u32
+    }
 }
 
 /// A content hash of a record: what a cursor's prefix hash is made of. Covers everything the
@@ -168,6 +188,7 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
         },
         anchored: false,
     };
+    let unknown = rows.unknown_in(start, end);
     let mut records: Vec<Record> = notice.into_iter().collect();
     records.extend(rows.records[start..end].iter().cloned());
     // Redacted after hashing: the cursor's hashes are of what the source holds.
@@ -183,6 +204,8 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
         reset,
         warnings,
         screen: if end == n { rows.screen } else { Vec::new() },
+        unknown,
+        no_records: false,
     })
 }
 
@@ -200,14 +223,16 @@ fn newest_page(
     let page = n.saturating_sub(limit)..n;
     let cursor = anchored_cursor(&rows.records, hashes, page.clone(), binding);
     let pending_tail = rows.pending;
-    newest_rows_page(
-        &rows.records[page],
+    let mut out = newest_rows_page(
+        &rows.records[page.clone()],
         cursor,
         false,
         pending_tail,
         warnings,
         redact,
-    )
+    );
+    out.unknown = rows.unknown_in(page.start, page.end);
+    out
 }
 
 /// An anchored cursor at the end of `records[page]`: it counts and hashes them and names the
@@ -257,6 +282,8 @@ fn newest_rows_page(
         reset: false,
         warnings,
         screen: Vec::new(),
+        unknown: 0,
+        no_records: false,
     }
 }
 
@@ -280,14 +307,16 @@ fn newest_since_page(
         given.clone()
     };
     let pending_tail = end == n && rows.pending;
-    newest_rows_page(
+    let mut page = newest_rows_page(
         &rows.records[start..end],
         cursor,
         end < n,
         pending_tail,
         warnings,
         redact,
-    )
+    );
+    page.unknown = rows.unknown_in(start, end);
+    page
 }
 
 /// Whether records that may be the source's newest only hold an anchored cursor's records:

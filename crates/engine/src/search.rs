@@ -706,7 +706,7 @@ impl<'q> SessionSearch<'q> {
 
     fn line(&mut self, offset: u64, line: &[u8], out: &mut Vec<Found>) {
         let records = match parse_line(&self.ctx, offset, line) {
-            LineOutcome::Records(records) => records,
+            LineOutcome::Records(records) | LineOutcome::Unread(records, _) => records,
             LineOutcome::Malformed(reason) => {
                 let len = line.strip_suffix(b"\r").unwrap_or(line).len() as u64;
                 vec![malformed_notice(&self.ctx, offset, len, &reason)]

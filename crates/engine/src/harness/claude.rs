@@ -450,7 +450,8 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         }
     };
     let Some(ty) = env.ty.as_deref() else {
-        return LineOutcome::Records(Vec::new());
+        // An entry without a type: a renamed field, not something to skip silently.
+        return LineOutcome::records(Vec::new(), 1);
     };
     // The message is taken out so that its strings move into records instead of being copied.
     let message = env.message.take();
@@ -460,19 +461,48 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         message,
         offset,
         records: Vec::new(),
+        unknown: 0,
     };
     match ty {
         "user" => out.user(),
         "assistant" => out.assistant(),
         "system" => out.system(),
         "attachment" => out.attachment(),
-        // progress, summary, file-history-snapshot, queue-operation (the attachment carries the
-        // event), titles, last-prompt, mode, … are metadata; unknown types too — formats change
-        // monthly and must never abort a read.
-        _ => {}
+        ty if SKIPPED_TYPES.contains(&ty) => {}
+        // A type newer than this reader: counted, never fatal (formats change monthly).
+        _ => out.unknown += 1,
     }
-    LineOutcome::Records(out.records)
+    LineOutcome::records(out.records, out.unknown)
 }
+
+/// Entry types read and skipped on purpose: metadata, never records. A type neither here nor
+/// read is counted as not understood ([`LineOutcome::Unread`]).
+const SKIPPED_TYPES: &[&str] = &[
+    "progress",
+    "summary",
+    "file-history-snapshot",
+    // The attachment carries the event.
+    "queue-operation",
+    "ai-title",
+    "custom-title",
+    "agent-name",
+    "last-prompt",
+    "mode",
+    "permission-mode",
+    "api-request",
+    "api-request-blob",
+    "api-request-shape",
+    "tools-used",
+    "cost-state",
+    "atis-latch",
+    "pr-link",
+    "worktree-state",
+    "frame-link",
+    "bridge-session",
+    "relocated",
+    "started",
+    "result",
+];
 
 /// Claude's `message.usage`: `input_tokens`, `output_tokens`, `cache_read_input_tokens`,
 /// `cache_creation_input_tokens`.
@@ -650,6 +680,8 @@ struct LineBuilder<'c, 'e, 'a> {
     message: Option<Message<'a>>,
     offset: u64,
     records: Vec<Record>,
+    /// What of the line was not understood ([`LineOutcome::Unread`]).
+    unknown: u32,
 }
 
 impl LineBuilder<'_, '_, '_> {
@@ -692,6 +724,7 @@ impl LineBuilder<'_, '_, '_> {
 
     fn user(&mut self) {
         let Some(message) = self.message.take() else {
+            self.unknown += 1;
             return;
         };
         if self.env.is_compact_summary == Some(true) {
@@ -727,11 +760,14 @@ impl LineBuilder<'_, '_, '_> {
                             let placeholder = media_placeholder(block.ty(), &block.source);
                             self.text(i, TextKind::User, placeholder);
                         }
-                        other => self.text(
-                            i,
-                            TextKind::Notice,
-                            format!("unsupported user block `{other}`"),
-                        ),
+                        other => {
+                            self.unknown += 1;
+                            self.text(
+                                i,
+                                TextKind::Notice,
+                                format!("unsupported user block `{other}`"),
+                            );
+                        }
                     }
                 }
             }
@@ -783,6 +819,7 @@ impl LineBuilder<'_, '_, '_> {
 
     fn assistant(&mut self) {
         let Some(mut message) = self.message.take() else {
+            self.unknown += 1;
             return;
         };
         let model = message.model.clone();
@@ -839,11 +876,14 @@ impl LineBuilder<'_, '_, '_> {
                         },
                     );
                 }
-                other => self.text(
-                    i,
-                    TextKind::Notice,
-                    format!("unsupported assistant block `{other}`"),
-                ),
+                other => {
+                    self.unknown += 1;
+                    self.text(
+                        i,
+                        TextKind::Notice,
+                        format!("unsupported assistant block `{other}`"),
+                    );
+                }
             }
         }
     }
@@ -1096,7 +1136,7 @@ mod tests {
 
     fn records(line: &str) -> Vec<Record> {
         match parse_line(&ctx(), 0, line.as_bytes()) {
-            LineOutcome::Records(r) => r,
+            LineOutcome::Records(r) | LineOutcome::Unread(r, _) => r,
             LineOutcome::Malformed(e) => panic!("malformed: {e}"),
         }
     }

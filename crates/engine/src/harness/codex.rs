@@ -220,13 +220,98 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         Some(ty) if !map.contains_key("payload") && ITEM_TYPES.contains(&ty) => {
             item(&mut out, offset, &Value::Object(map.clone()))
         }
-        // session_meta (later copies), turn_context, world_state, token usage, the legacy
-        // `{id, timestamp, instructions}` header and `record_type` lines, and types newer than
-        // this reader: metadata.
-        _ => {}
+        Some(ty) if SKIPPED_TYPES.contains(&ty) => {}
+        // The legacy `{id, timestamp, instructions}` header and `record_type` lines.
+        None if !map.contains_key("payload") => {}
+        // A type newer than this reader, or an envelope without its type.
+        _ => out.unknown(),
     }
     out.done()
 }
+
+/// Line types skipped on purpose: metadata (`session_meta` after the first line too).
+const SKIPPED_TYPES: &[&str] = &[
+    "session_meta",
+    "turn_context",
+    "world_state",
+    "token_usage_record",
+    "inter_agent_communication_metadata",
+];
+
+/// Response item types skipped on purpose: bookkeeping, not conversation.
+const SKIPPED_ITEMS: &[&str] = &["compaction", "ghost_snapshot", "additional_tools"];
+
+/// Event types skipped on purpose: each duplicates a response item, or is usage, turn or
+/// interface bookkeeping. The few that are records are read in `event`.
+const SKIPPED_EVENTS: &[&str] = &[
+    "agent_message",
+    "agent_message_delta",
+    "agent_message_content_delta",
+    "agent_reasoning",
+    "agent_reasoning_delta",
+    "agent_reasoning_raw_content",
+    "agent_reasoning_raw_content_delta",
+    "agent_reasoning_section_break",
+    "reasoning_content_delta",
+    "reasoning_raw_content_delta",
+    "user_message",
+    "token_count",
+    "task_started",
+    "task_complete",
+    "turn_started",
+    "turn_complete",
+    "context_compacted",
+    "item_started",
+    "item_completed",
+    "exec_command_begin",
+    "exec_command_output_delta",
+    "exec_command_end",
+    "exec_approval_request",
+    "apply_patch_approval_request",
+    "request_user_input",
+    "elicitation_request",
+    "patch_apply_begin",
+    "patch_apply_end",
+    "mcp_tool_call_begin",
+    "mcp_tool_call_end",
+    "mcp_startup_update",
+    "mcp_startup_complete",
+    "mcp_list_tools_response",
+    "web_search_begin",
+    "web_search_end",
+    "image_generation_begin",
+    "image_generation_end",
+    "view_image_tool_call",
+    "dynamic_tool_call_request",
+    "dynamic_tool_call_response",
+    "collab_agent_spawn_begin",
+    "collab_agent_spawn_end",
+    "collab_agent_interaction_begin",
+    "collab_agent_interaction_end",
+    "collab_waiting_begin",
+    "collab_waiting_end",
+    "collab_close_begin",
+    "collab_close_end",
+    "guardian_assessment",
+    "sub_agent_activity",
+    "session_configured",
+    "thread_name_updated",
+    "thread_goal_updated",
+    "thread_settings_applied",
+    "turn_diff",
+    "plan_update",
+    "background_event",
+    "stream_error",
+    "warning",
+    "shutdown_complete",
+    "undo_started",
+    "undo_completed",
+    "get_history_entry_response",
+    "list_custom_prompts_response",
+    "list_skills_response",
+    "deprecation_notice",
+    "raw_response_item",
+];
 
 /// The fork or subagent notice on the first line's `session_meta`.
 fn fork_notice(out: &mut Out<'_>, meta: &Value) {
@@ -329,8 +414,9 @@ fn item(out: &mut Out<'_>, offset: u64, p: &Value) {
             };
             out.result(id, call_id, output, is_error);
         }
-        // compaction, ghost_snapshot, additional_tools, … and unknown items: metadata.
-        _ => {}
+        ty if SKIPPED_ITEMS.contains(&ty) => {}
+        // An item type newer than this reader, or an item without its type.
+        _ => out.unknown(),
     }
 }
 
@@ -344,7 +430,8 @@ fn message(out: &mut Out<'_>, base: &str, p: &Value) {
     let items: Vec<Value> = match p.get("content") {
         Some(Value::Array(items)) => items.clone(),
         Some(Value::String(s)) => vec![serde_json::json!({"type": "input_text", "text": s})],
-        _ => return,
+        // A message without its content: a renamed field.
+        _ => return out.unknown(),
     };
     for (i, item) in items.iter().enumerate() {
         let id = format!("{base}#{i}");
@@ -366,7 +453,7 @@ fn message(out: &mut Out<'_>, base: &str, p: &Value) {
                 TextKind::Notice,
                 format!("refusal: {}", str_of(item, "refusal")),
             ),
-            _ => {}
+            _ => out.unknown(),
         }
     }
 }
@@ -391,8 +478,11 @@ fn event(out: &mut Out<'_>, offset: u64, p: &Value) {
         },
         "entered_review_mode" => "entered review mode".to_string(),
         "exited_review_mode" => "exited review mode".to_string(),
-        // Everything else duplicates a response_item, or is usage and turn bookkeeping.
-        _ => return,
+        ty if SKIPPED_EVENTS.contains(&ty) => return,
+        _ => {
+            out.unknown();
+            return;
+        }
     };
     out.text(id, TextKind::Notice, text);
 }
@@ -531,7 +621,7 @@ mod tests {
 
     fn at(offset: u64, line: &str) -> Vec<Record> {
         match parse_line(&ctx(), offset, line.as_bytes()) {
-            LineOutcome::Records(r) => r,
+            LineOutcome::Records(r) | LineOutcome::Unread(r, _) => r,
             LineOutcome::Malformed(e) => panic!("malformed: {e}"),
         }
     }

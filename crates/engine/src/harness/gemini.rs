@@ -100,6 +100,15 @@ impl Format for Gemini {
         parse_document(ctx, bytes)
     }
 
+    fn parse_document_rows(
+        &self,
+        ctx: &SourceCtx,
+        bytes: &[u8],
+        _terminal_size: Option<(usize, usize)>,
+    ) -> Result<crate::rows::RowRecords, String> {
+        document_rows(ctx, bytes)
+    }
+
     /// The project's `.project_root`, next to its `chats/`.
     fn cwd_file(&self) -> Option<&'static str> {
         Some("../.project_root")
@@ -183,21 +192,27 @@ pub(super) fn parse_document(
     ctx: &SourceCtx,
     bytes: &[u8],
 ) -> Result<Vec<clankie_model::Record>, String> {
+    document_rows(ctx, bytes).map(|rows| rows.records)
+}
+
+/// [`parse_document`], with where each message it did not understand stands among the records.
+fn document_rows(ctx: &SourceCtx, bytes: &[u8]) -> Result<crate::rows::RowRecords, String> {
     let doc: Value =
         serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
     let messages = doc
         .get("messages")
         .and_then(Value::as_array)
         .ok_or_else(|| "no `messages` array: not a Gemini session document".to_string())?;
-    let mut records = Vec::new();
+    let mut rows = crate::rows::RowRecords::default();
     for (ordinal, message) in messages.iter().enumerate() {
         let line = serde_json::to_vec(message).expect("a JSON value serializes");
-        match parse_line(ctx, ordinal as u64, &line) {
-            LineOutcome::Records(mut r) => records.append(&mut r),
-            LineOutcome::Malformed(reason) => return Err(reason),
+        let (mut records, unknown) = parse_line(ctx, ordinal as u64, &line).into_parts()?;
+        rows.records.append(&mut records);
+        for _ in 0..unknown {
+            rows.unknown_here();
         }
     }
-    Ok(records)
+    Ok(rows)
 }
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
@@ -227,11 +242,21 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
     }
     let id = str_of(&entry, "id");
     if id.is_empty() {
-        // The header and unknown shapes: metadata.
+        // The header is metadata; any other entry without an id is not understood.
+        if entry.get("sessionId").is_none() {
+            out.unknown();
+        }
         return out.done();
+    }
+    for _ in 0..unknown_parts(entry.get("content")) {
+        out.unknown();
     }
     match str_of(&entry, "type") {
         "user" => {
+            if entry.get("content").is_none() {
+                // A message without its content: a renamed field.
+                out.unknown();
+            }
             let content = entry.get("content").unwrap_or(&Value::Null);
             let shown = entry.get("displayContent").unwrap_or(content);
             let text = parts_text(shown);
@@ -302,7 +327,8 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
             };
             out.text(id.to_string(), TextKind::Notice, text);
         }
-        _ => {}
+        // A type newer than this reader, or a message without its type.
+        _ => out.unknown(),
     }
     out.done()
 }
@@ -345,6 +371,34 @@ fn parts_text(value: &Value) -> String {
             }
         }
         _ => String::new(),
+    }
+}
+
+/// The keys a content part is read by (or skipped by on purpose: a model's thought, code it
+/// ran); a part with none of them is of a kind this reader does not know.
+const PART_KEYS: &[&str] = &[
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "thought",
+    "thoughtSignature",
+    "executableCode",
+    "codeExecutionResult",
+    "videoMetadata",
+];
+
+/// How many parts of a `PartListUnion` are of a kind this reader does not know.
+fn unknown_parts(value: Option<&Value>) -> usize {
+    let part_unknown = |part: &Value| {
+        part.as_object()
+            .is_some_and(|p| !PART_KEYS.iter().any(|k| p.contains_key(*k)))
+    };
+    match value {
+        Some(Value::Array(parts)) => parts.iter().filter(|p| part_unknown(p)).count(),
+        Some(part @ Value::Object(_)) => usize::from(part_unknown(part)),
+        _ => 0,
     }
 }
 

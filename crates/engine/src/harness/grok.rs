@@ -127,15 +127,22 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                         let text = match str_of(block, "type") {
                             "text" => str_of(block, "text").to_string(),
                             "image" => image_placeholder(str_of(block, "url")),
-                            _ => continue,
+                            _ => {
+                                out.unknown();
+                                continue;
+                            }
                         };
                         out.text(id(i), TextKind::User, text);
                     }
                 }
-                _ => {}
+                // A user entry without its content: a renamed field.
+                _ => out.unknown(),
             }
         }
         "assistant" => {
+            if entry.get("content").is_none() && entry.get("tool_calls").is_none() {
+                out.unknown();
+            }
             out.text(
                 id(0),
                 TextKind::Assistant,
@@ -193,11 +200,15 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
             let input = kind.get("action").cloned().unwrap_or(Value::Null);
             out.call(id(0), str_of(kind, "id"), name, input);
         }
-        // The system prompt and types newer than this reader: metadata.
-        _ => {}
+        ty if SKIPPED_TYPES.contains(&ty) => {}
+        // A type newer than this reader, or an entry without its type.
+        _ => out.unknown(),
     }
     out.done()
 }
+
+/// Entry types skipped on purpose: the system prompt.
+const SKIPPED_TYPES: &[&str] = &["system"];
 
 #[cfg(test)]
 mod tests {

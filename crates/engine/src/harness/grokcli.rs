@@ -200,7 +200,11 @@ pub(super) fn records(
         let parts: Vec<Value> = match value.get("content") {
             Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],
             Some(Value::Array(parts)) => parts.clone(),
-            _ => Vec::new(),
+            // A message without its content: a renamed field.
+            _ => {
+                out.unknown_here();
+                Vec::new()
+            }
         };
         for (i, part) in parts.iter().enumerate() {
             let id = format!("{key}#{i}");
@@ -246,14 +250,18 @@ pub(super) fn records(
                     };
                     o.result(id, call_id, output_text(output), is_error);
                 }
-                // reasoning, and part types yet unknown.
-                _ => {}
+                (_, ty) if SKIPPED_PARTS.contains(&ty) => {}
+                // A part type newer than this reader, or a role it does not know.
+                _ => out.unknown_here(),
             }
         }
         out.records.extend(o.records);
     }
     out
 }
+
+/// Part types skipped on purpose: the model's reasoning.
+const SKIPPED_PARTS: &[&str] = &["reasoning"];
 
 /// An AI SDK tool output (`{type: "text"|"json"|"error-text"|…, value}`) as text.
 fn output_text(output: Option<&Value>) -> String {

@@ -578,7 +578,7 @@ pub fn session_title(ctx: &SourceCtx, head: &[u8]) -> Option<String> {
     for line in complete.split_inclusive(|&b| b == b'\n') {
         let start = offset;
         offset += line.len() as u64;
-        let LineOutcome::Records(records) = parse_line(ctx, start, &line[..line.len() - 1]) else {
+        let Ok((records, _)) = parse_line(ctx, start, &line[..line.len() - 1]).into_parts() else {
             continue;
         };
         let prompt = records.iter().find_map(|r| match &r.body {

@@ -517,6 +517,10 @@ fn records_until(
             }
         };
         let role = str_of(&info, "role");
+        if !matches!(role, "user" | "assistant") {
+            // A role newer than this reader, or a message without its role.
+            out.unknown_here();
+        }
         let error = info.get("error").filter(|e| !e.is_null());
         let finished =
             role != "assistant" || info.pointer("/time/completed").is_some() || error.is_some();
@@ -666,8 +670,9 @@ pub(super) fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowReco
                             );
                             o.result(format!("{bid}:result"), &call_id, output, is_error);
                         }
-                        // reasoning, and block types yet unknown.
-                        _ => {}
+                        "reasoning" => {}
+                        // A block type newer than this reader.
+                        _ => out.unknown_here(),
                     }
                 }
                 if !finished {
@@ -676,8 +681,9 @@ pub(super) fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowReco
                     return out;
                 }
             }
-            // system, skill, agent-switched, model-switched, and types yet unknown.
-            _ => {}
+            "system" | "skill" | "agent-switched" | "model-switched" => {}
+            // A row kind newer than this reader.
+            _ => out.unknown_here(),
         }
         out.records.extend(o.records);
     }
@@ -788,12 +794,24 @@ fn map_part(
             );
             o.text(id, TextKind::Notice, text);
         }
-        // reasoning, step-start, step-finish, snapshot, patch, agent, and types yet unknown.
-        _ => {}
+        ty if SKIPPED_PARTS.contains(&ty) => {}
+        // A part type newer than this reader, or a part without its type.
+        _ => out.unknown_here(),
     }
     out.records.extend(o.records);
     true
 }
+
+/// Part types skipped on purpose: steps, snapshots, patches, agents, an assistant's files.
+const SKIPPED_PARTS: &[&str] = &[
+    "reasoning",
+    "step-start",
+    "step-finish",
+    "snapshot",
+    "patch",
+    "agent",
+    "file",
+];
 
 fn malformed(ctx: &SourceCtx, out: &mut RowRecords, key: &str, reason: String) {
     let mut o = Out::new(ctx, None);

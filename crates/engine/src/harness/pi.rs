@@ -119,11 +119,11 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
     };
     let mut out = Out::new(ctx, ts);
     match str_of(&entry, "type") {
-        "message" => {
-            if let Some(message) = entry.get("message") {
-                message_records(&mut out, &base, message);
-            }
-        }
+        "message" => match entry.get("message") {
+            Some(message) => message_records(&mut out, &base, message),
+            // A message entry without its message: a renamed field.
+            None => out.unknown(),
+        },
         "compaction" => {
             let tokens = entry
                 .get("tokensBefore")
@@ -151,12 +151,24 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                 format!("{}: {text}", str_of(&entry, "customType")),
             );
         }
-        // The header (and a duplicated one), model and thinking-level changes, labels, names,
-        // extension state, and types newer than this reader: metadata.
-        _ => {}
+        ty if SKIPPED_TYPES.contains(&ty) => {}
+        // A type newer than this reader, or an entry without its type.
+        _ => out.unknown(),
     }
     out.done()
 }
+
+/// Entry types skipped on purpose: the header (and a duplicated one), model and thinking-level
+/// changes, labels, names, extension state, and custom messages not displayed.
+const SKIPPED_TYPES: &[&str] = &[
+    "session",
+    "model_change",
+    "thinking_level_change",
+    "session_info",
+    "label",
+    "custom",
+    "custom_message",
+];
 
 fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
     let content = message.get("content").unwrap_or(&Value::Null);
@@ -169,7 +181,7 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                     match str_of(block, "type") {
                         "text" => out.text(id, TextKind::User, str_of(block, "text").to_string()),
                         "image" => out.text(id, TextKind::User, image(block)),
-                        _ => {}
+                        _ => out.unknown(),
                     }
                 }
             }
@@ -198,7 +210,7 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                             .cloned()
                             .unwrap_or_else(|| Value::Object(Default::default())),
                     ),
-                    _ => {}
+                    _ => out.unknown(),
                 }
             }
             let usage = message.get("usage").and_then(|u| {
@@ -268,8 +280,10 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                 ),
             );
         }
-        // `system` (prompt and tool snapshots) and unknown roles: metadata.
-        _ => {}
+        // Prompt and tool snapshots, and custom messages not displayed.
+        "system" | "custom" | "hookMessage" => {}
+        // A role newer than this reader, or a message without its role.
+        _ => out.unknown(),
     }
 }
 

@@ -176,6 +176,8 @@ struct Replay<'c> {
     emulator: Option<(avt::Terminal, Collector)>,
     records: Vec<Record>,
     malformed: Vec<(String, String)>,
+    /// Events of a kind this reader does not know, each as the number of records before it.
+    unknown: Vec<usize>,
 }
 
 impl<'c> Replay<'c> {
@@ -188,6 +190,7 @@ impl<'c> Replay<'c> {
             emulator: None,
             records: Vec::new(),
             malformed: Vec::new(),
+            unknown: Vec::new(),
         }
     }
 
@@ -283,6 +286,7 @@ impl<'c> Replay<'c> {
             screen,
             history_is_the_source: true,
             older_omitted: false,
+            unknown: self.unknown,
         }
     }
 }
@@ -460,7 +464,9 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
             }
             "x" => replay.finish(ts.as_deref()),
             // Input, markers: not what the terminal showed.
-            _ => {}
+            "i" | "m" => {}
+            // An event code newer than this reader.
+            _ => replay.unknown.push(replay.records.len()),
         }
     }
 }

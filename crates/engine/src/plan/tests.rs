@@ -410,11 +410,53 @@ fn edge_shapes() {
     assert!(no_newline.records.is_empty() && no_newline.pending_tail);
     let head = run(b"{\"type\":\"user\"", Mode::Head, 5, true).unwrap();
     assert!(head.pending_tail);
+    // A non-empty source that gives no record is never a silent empty page: one notice says
+    // so (a format this version does not read looks exactly like it), whichever way it is read.
     let meta = b"{\"type\":\"summary\"}\n{\"type\":\"progress\"}\n";
     let page = run(meta, Mode::Tail, 5, true).unwrap();
-    assert!(page.records.is_empty() && !page.pending_tail);
+    assert!(page.no_records && !page.pending_tail && page.unknown == 0);
+    assert_eq!(ids(&page), [format!("empty@{}", meta.len())]);
+    assert!(run(meta, Mode::Head, 5, true).unwrap().no_records);
+    assert!(run(meta, Mode::All, 5, true).unwrap().no_records);
+    assert!(page.strict_check().is_err());
     let next = run(meta, Mode::Since(page.cursor), 5, true).unwrap();
-    assert!(!next.reset);
+    assert!(!next.reset && next.records.is_empty() && !next.no_records);
+    // The empty file is not such a source.
+    assert!(!empty.no_records);
+}
+
+#[test]
+fn a_page_counts_what_its_lines_held_that_was_not_understood() {
+    let line = |uuid: &str| {
+        format!(
+            "{{\"type\":\"user\",\"uuid\":\"{uuid}\",\"message\":{{\"role\":\"user\",\"content\":\"hi {uuid}\"}}}}\n"
+        )
+    };
+    let file = [
+        line("a"),
+        "{\"type\":\"brand-new-entry\"}\n".to_string(),
+        line("b"),
+        "{\"type\":\"user\",\"uuid\":\"c\",\"mesage\":{}}\n".to_string(),
+        line("d"),
+    ]
+    .concat();
+    let file = file.as_bytes();
+    let all = run(file, Mode::All, 5, true).unwrap();
+    assert_eq!(ids(&all), ["a#0", "b#0", "d#0"]);
+    assert_eq!(all.unknown, 2);
+    assert!(all.strict_check().is_err());
+    // A tail of the last record counts only its own part of the source.
+    let tail = run(file, Mode::Tail, 1, true).unwrap();
+    assert_eq!((ids(&tail), tail.unknown), (vec!["d#0".to_string()], 0));
+    let tail = run(file, Mode::Tail, 2, true).unwrap();
+    assert_eq!(tail.unknown, 1);
+    // Paging forward counts each once.
+    let first = run(file, Mode::Head, 1, true).unwrap();
+    assert_eq!(first.unknown, 0);
+    let second = run(file, Mode::Since(first.cursor), 1, true).unwrap();
+    assert_eq!((ids(&second), second.unknown), (vec!["b#0".to_string()], 1));
+    let third = run(file, Mode::Since(second.cursor), 5, true).unwrap();
+    assert_eq!((ids(&third), third.unknown), (vec!["d#0".to_string()], 1));
 }
 
 #[test]
