@@ -31,11 +31,11 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
         "-fixtures/fed8ce56-bc79-401f-a83e-af084253362f.jsonl",
         [2, 3, 7, 7, 1],
     ),
-    // only a summary line: zero records, no error.
+    // only a summary line: no record of its own, so one notice says the session gave none.
     (
         "ff71dbed-a4f2-4284-a4fc-fe2fb90de929",
         "-fixtures/ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl",
-        [0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 1],
     ),
     // thinking + text, two denied calls, interrupt, /model local command (2 notices).
     ("short", "-fixtures/short.jsonl", [1, 2, 2, 2, 3]),

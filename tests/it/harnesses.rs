@@ -77,8 +77,9 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
         "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.excerpt-L1770-L1800-compacted",
         [0, 3, 6, 4, 1],
     ),
-    // session_meta, turn_context and token_count only: an empty transcript.
-    ("codex", "parent", [0, 0, 0, 0, 0]),
+    // session_meta, turn_context and token_count only: an empty transcript, which one notice
+    // says gave no record.
+    ("codex", "parent", [0, 0, 0, 0, 1]),
     // The fork: one notice naming the parent, the copied token_count rows are metadata.
     ("codex", "child", [0, 0, 0, 0, 1]),
     // Synthetic coverage: unknown types tolerated.

@@ -15,6 +15,7 @@ mod common;
 mod completion_keys;
 mod completions;
 mod dialect;
+mod drift;
 mod escapes;
 mod everyday;
 mod filters;

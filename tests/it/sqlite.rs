@@ -386,7 +386,7 @@ fn opencode_v2_sessions_come_from_session_v2_and_the_old_tables_fill_in() {
 }
 
 /// grok-cli's schema (`src/storage/migrations.ts`), in WAL mode.
-const GROK_DDL: &str = "
+pub(crate) const GROK_DDL: &str = "
 PRAGMA journal_mode=WAL;
 CREATE TABLE workspaces (id TEXT PRIMARY KEY, scope_key TEXT NOT NULL UNIQUE, canonical_path TEXT NOT NULL,
   git_root TEXT, display_name TEXT NOT NULL, last_seen_at TEXT NOT NULL) STRICT;
