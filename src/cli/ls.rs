@@ -644,6 +644,7 @@ mod tests {
         let head = |cwd: Option<&str>, title: Option<&str>| SessionHead {
             cwd: cwd.map(String::from),
             title: title.map(String::from),
+            writer_version: None,
         };
         let filter = HeadFilter::new(&view(Some("parser/"), None, None), here);
         assert_eq!(filter.cwd.as_deref(), Some(parser));

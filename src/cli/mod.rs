@@ -317,6 +317,15 @@ pub(crate) async fn join_each<T: 'static>(
 }
 
 /// Prints warnings (one sanitised line each) to stderr.
+/// One line of advice on stderr (never an error: the exit status is not touched).
+pub(crate) fn hint(line: &str) {
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "clankie-read: hint: {}",
+        sanitize_line(line)
+    );
+}
+
 pub(crate) fn warn(lines: &[String]) {
     let mut stderr = std::io::stderr().lock();
     for line in lines {

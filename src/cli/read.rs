@@ -202,6 +202,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
         on_terminal,
         pipeline: None,
         redact_streamed,
+        version_hinted: false,
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
     let page = request.read(&mut feed, &mut sink).await;
@@ -365,6 +366,7 @@ async fn follow_host(
         session: String::new(),
         prefix: String::new(),
         buf: Vec::new(),
+        version_hinted: false,
     };
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -414,6 +416,8 @@ struct HostPrintSink<'a> {
     prefix: String,
     /// Text output of one batch, before its lines are prefixed (kept between batches).
     buf: Vec<u8>,
+    /// Whether the hint for a session written by an untested release was given (once a run).
+    version_hinted: bool,
 }
 
 impl HostFeedSink for HostPrintSink<'_> {
@@ -422,6 +426,13 @@ impl HostFeedSink for HostPrintSink<'_> {
         self.session.clone_from(&session.id);
         self.prefix = session_prefix(&session.id, cwd);
     }
+}
+
+/// The hint for a page of a session written by a newer release of its CLI than any this
+/// reader is tested against.
+fn untested_writer_hint(harness: &str, page: &Page) -> Option<String> {
+    let version = page.writer_version.as_deref()?;
+    clankie_engine::harness::untested_writer(clankie_engine::harness::by_name(harness)?, version)
 }
 
 impl FeedSink for HostPrintSink<'_> {
@@ -448,6 +459,12 @@ impl FeedSink for HostPrintSink<'_> {
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
+        if !self.version_hinted
+            && let Some(hint) = untested_writer_hint(self.harness, page)
+        {
+            self.version_hinted = true;
+            super::hint(&hint);
+        }
         let filtered = std::mem::take(&mut self.filtered);
         let info = PageInfo {
             host: self.host,
@@ -486,6 +503,8 @@ struct PrintSink<'a> {
     /// (`Reader::with_streamed_batches_unredacted`): this sink redacts them, on the
     /// pipeline's thread or before it writes them itself.
     redact_streamed: bool,
+    /// Whether the hint for a session written by an untested release was given (once a run).
+    version_hinted: bool,
 }
 
 impl PrintSink<'_> {
@@ -552,6 +571,12 @@ impl FeedSink for PrintSink<'_> {
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
         self.write_pipelined(true)?;
         self.progress(0);
+        if !self.version_hinted
+            && let Some(hint) = untested_writer_hint(self.info.harness, page)
+        {
+            self.version_hinted = true;
+            self.progress.suspend(|| super::hint(&hint));
+        }
         self.info.filtered = self
             .filter
             .is_active()

@@ -13,6 +13,8 @@ use clankie_model::limits::LS_HEAD_BYTES;
 pub struct SessionHead {
     pub title: Option<String>,
     pub cwd: Option<String>,
+    /// The version of the CLI that wrote the session, where its transcript records it.
+    pub writer_version: Option<String>,
 }
 
 impl<H: Host> Reader<'_, H> {
@@ -64,6 +66,7 @@ impl<H: Host> Reader<'_, H> {
             return Some(SessionHead {
                 title: snapshot.session_title(&session.id).await.ok().flatten(),
                 cwd: snapshot.session_cwd(&session.id).await.ok().flatten(),
+                writer_version: None,
             });
         }
         // A compressed transcript's first bytes say nothing until all of it is decompressed.
@@ -97,7 +100,12 @@ impl<H: Host> Reader<'_, H> {
                 }
             }
         };
-        Some(SessionHead { title, cwd })
+        let writer_version = harness::writer_version(harness, &head);
+        Some(SessionHead {
+            title,
+            cwd,
+            writer_version,
+        })
     }
 }
 

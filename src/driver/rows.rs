@@ -167,6 +167,7 @@ fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
         screen: Vec::new(),
         unknown: 0,
         no_records: false,
+        writer_version: None,
     };
     match &request.mode {
         Mode::Since(cursor) => page(cursor.clone(), true),

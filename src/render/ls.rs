@@ -322,6 +322,7 @@ mod tests {
         let head = SessionHead {
             title: Some("fix the parser\u{1b}[31m".into()),
             cwd: Some("/home/me/src/a-project-with-a-long-name".into()),
+            writer_version: None,
         };
         let empty = SessionHead::default();
         let rows_of = [

@@ -63,6 +63,10 @@ struct SessionLine<'a> {
     title: Option<Option<&'a str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cwd: Option<Option<&'a str>>,
+    /// `ls --json --long`: the version of the CLI that wrote the session, where the transcript
+    /// records it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writer_version: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -669,6 +673,7 @@ pub fn session(
             mtime: super::rfc3339(session.entry.mtime),
             title: head.map(|h| h.title.as_deref()),
             cwd: head.map(|h| h.cwd.as_deref()),
+            writer_version: head.and_then(|h| h.writer_version.as_deref()),
         },
     )
 }

@@ -521,3 +521,72 @@ fn a_source_that_gives_no_record_is_a_notice_and_strict_fails() {
     assert_eq!(page(&lines)["unknown"], 1);
     assert_eq!(records(&lines).len(), 1);
 }
+
+#[test]
+fn a_session_written_by_a_newer_release_gives_one_hint_and_ls_long_its_version() {
+    let file = "sessions/2026/12/01/rollout-2026-12-01T11-17-51-01a23153-4790-7660-8b79-1ac09239b292.jsonl";
+    let (home, root) = copied("codex-0.171.0", &[file]);
+    let root_arg = format!("codex={}", root.display());
+    let target = "local:codex/01a23153-4790";
+    let ls = |home: &Path| {
+        let out = run(
+            home,
+            &[
+                "--root",
+                &root_arg,
+                "ls",
+                "--json",
+                "--long",
+                "--harness",
+                "codex",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        ndjson(&out)[0]["writer_version"].clone()
+    };
+    // The tested release: its version listed, nothing said.
+    assert_eq!(ls(home.path()), "0.171.0");
+    let out = run(home.path(), &["--root", &root_arg, "read", target, "--all"]);
+    assert_eq!(code(&out), 0);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    // A newer one: one line on stderr, however many pages; the output and status unchanged.
+    let path = root.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen(
+            "\"cli_version\":\"0.171.0\"",
+            "\"cli_version\":\"0.180.2\"",
+            1,
+        ),
+    )
+    .unwrap();
+    assert_eq!(ls(home.path()), "0.180.2");
+    let hint = "clankie-read: hint: codex session written by Codex 0.180.2, tested up to 0.171.0: report what looks wrong\n";
+    for args in [
+        vec!["read", target, "--all", "--json"],
+        vec!["read", target, "--tail", "2"],
+    ] {
+        let mut all = vec!["--root", root_arg.as_str()];
+        all.extend(args);
+        let out = run(home.path(), &all);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(stderr(&out), hint);
+    }
+    // Paged one record at a time over --since, each run says it once.
+    let first = run(
+        home.path(),
+        &["--root", &root_arg, "read", target, "--head", "1", "--json"],
+    );
+    let cursor = page(&ndjson(&first))["cursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let next = run(
+        home.path(),
+        &[
+            "--root", &root_arg, "read", target, "--since", &cursor, "--json",
+        ],
+    );
+    assert_eq!(stderr(&next), hint);
+}

@@ -54,6 +54,9 @@ pub struct Page {
     /// The whole of a non-empty source was read and gave no record: the page holds a notice
     /// saying so instead ([`crate::lines::no_records_notice`]); `--strict` fails on it.
     pub no_records: bool,
+    /// The version of the CLI that wrote the session, where its transcript records it
+    /// ([`crate::harness::writer_version`]).
+    pub writer_version: Option<String>,
 }
 
 impl Page {

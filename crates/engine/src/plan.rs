@@ -318,6 +318,7 @@ impl ReadPlan {
                 screen: Vec::new(),
                 unknown: 0,
                 no_records: false,
+                writer_version: None,
             },
             State::Forward(fwd) => {
                 let records = std::mem::take(&mut self.out);
@@ -825,6 +826,7 @@ impl Forward {
             screen: Vec::new(),
             unknown,
             no_records: false,
+            writer_version: crate::harness::writer_version(ctx.harness, &self.head),
         };
         if self.from_start && self.done {
             page.mark_no_records(ctx, self.rolling_end, self.emitted > 0);
@@ -1175,6 +1177,7 @@ impl Tail {
             screen: Vec::new(),
             unknown,
             no_records: false,
+            writer_version: crate::harness::writer_version(ctx.harness, &self.head),
         };
         if self.lo == 0 && self.done {
             page.mark_no_records(ctx, end, false);

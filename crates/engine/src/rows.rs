@@ -206,6 +206,7 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
         screen: if end == n { rows.screen } else { Vec::new() },
         unknown,
         no_records: false,
+        writer_version: None,
     })
 }
 
@@ -284,6 +285,7 @@ fn newest_rows_page(
         screen: Vec::new(),
         unknown: 0,
         no_records: false,
+        writer_version: None,
     }
 }
 

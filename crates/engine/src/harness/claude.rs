@@ -99,6 +99,15 @@ impl Format for Claude {
             })
     }
 
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
+    }
+
+    /// Every entry's `version`: the Claude Code release that wrote it.
+    fn writer_version(&self, head: &[u8]) -> Option<String> {
+        super::version_field(head, "version")
+    }
+
     fn tool_vocabulary(&self) -> &'static ToolVocabulary {
         &TOOLS
     }
@@ -474,6 +483,12 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
     }
     LineOutcome::records(out.records, out.unknown)
 }
+
+/// The newest Claude Code this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "Claude Code",
+    version: "2.1.332",
+};
 
 /// Entry types read and skipped on purpose: metadata, never records. A type neither here nor
 /// read is counted as not understood ([`LineOutcome::Unread`]).

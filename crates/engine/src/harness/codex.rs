@@ -112,6 +112,15 @@ impl Format for Codex {
             })
     }
 
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
+    }
+
+    /// `session_meta.payload.cli_version`: the Codex release that wrote the rollout.
+    fn writer_version(&self, head: &[u8]) -> Option<String> {
+        super::version_field(head, "cli_version")
+    }
+
     fn tool_vocabulary(&self) -> &'static ToolVocabulary {
         &TOOLS
     }
@@ -228,6 +237,12 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
     }
     out.done()
 }
+
+/// The newest Codex this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "Codex",
+    version: "0.171.0",
+};
 
 /// Line types skipped on purpose: metadata (`session_meta` after the first line too).
 const SKIPPED_TYPES: &[&str] = &[

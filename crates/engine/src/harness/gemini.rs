@@ -71,6 +71,12 @@ static LAYOUT: Layout = Layout {
     id_globs: &["tmp/*/chats/{id}*.jsonl", "tmp/*/chats/{id}*.json"],
 };
 
+/// The newest Gemini CLI this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "Gemini CLI",
+    version: "0.61.0",
+};
+
 impl Format for Gemini {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
@@ -143,6 +149,11 @@ impl Format for Gemini {
 
     fn document_incomplete(&self, bytes: &[u8]) -> bool {
         document_incomplete(bytes)
+    }
+
+    /// Its transcripts do not record the release that wrote them.
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
     }
 
     fn tool_vocabulary(&self) -> &'static ToolVocabulary {

@@ -360,9 +360,91 @@ pub trait Format: Sync {
         &ToolVocabulary::NONE
     }
 
+    /// The newest version of the harness's CLI this reader is tested against
+    /// (`docs/harnesses.md`), where one is.
+    fn tested(&self) -> Option<&'static Tested> {
+        None
+    }
+
+    /// The version of the CLI that wrote a session, from the first bytes of its transcript
+    /// (possibly cut mid-line), where the transcript records it.
+    fn writer_version(&self, head: &[u8]) -> Option<String> {
+        let _ = head;
+        None
+    }
+
     /// The harness's command that resumes session `id` (whose transcript is at `path`),
     /// without any `cd`.
     fn resume_command(&self, id: &str, path: &str) -> String;
+}
+
+/// The newest release of a harness's CLI this reader is tested against: data each harness
+/// module holds, from `docs/harnesses.md`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Tested {
+    /// The CLI's name as its makers write it (`Codex`).
+    pub product: &'static str,
+    /// Its version (`0.171.0`).
+    pub version: &'static str,
+}
+
+/// The newest release of `harness`'s CLI this reader is tested against, where one is.
+pub fn tested(harness: Harness) -> Option<&'static Tested> {
+    format(harness).tested()
+}
+
+/// The version of the CLI that wrote a session, from its transcript's first bytes, where the
+/// transcript records one.
+pub fn writer_version(harness: Harness, head: &[u8]) -> Option<String> {
+    format(harness).writer_version(head)
+}
+
+/// The one-line hint for a session written by a newer release of its CLI than any this reader
+/// is tested against (`written by Codex 0.180.0, tested up to 0.171.0: …`); `None` when the
+/// version is not newer, or cannot be compared.
+pub fn untested_writer(harness: Harness, version: &str) -> Option<String> {
+    let tested = tested(harness)?;
+    let newer = numeric_version(version)? > numeric_version(tested.version)?;
+    newer.then(|| {
+        format!(
+            "{} session written by {} {version}, tested up to {}: report what looks wrong",
+            harness.name(),
+            tested.product,
+            tested.version
+        )
+    })
+}
+
+/// The numbers of a dotted version (`0.171.0`, `2.1.332-beta`: its leading digits each), for
+/// comparing; `None` when it does not start with one.
+fn numeric_version(version: &str) -> Option<Vec<u64>> {
+    let parts: Vec<u64> = version
+        .split('.')
+        .map_while(|part| {
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect();
+    (!parts.is_empty()).then_some(parts)
+}
+
+/// The string value of the first `"key":"…"` (or `"key": "…"`) in a transcript's first bytes,
+/// when it looks like a version: what the harnesses that record their writer's version
+/// share. Inside a JSON string every quote is escaped, so the pattern only meets real keys;
+/// the first is the envelope's, written before any content.
+pub(crate) fn version_field(head: &[u8], key: &str) -> Option<String> {
+    let text = String::from_utf8_lossy(head);
+    let needle = format!("\"{key}\":");
+    let at = text.find(&needle)? + needle.len();
+    let rest = text[at..].trim_start().strip_prefix('"')?;
+    let value = &rest[..rest.find('"')?];
+    let plausible = !value.is_empty()
+        && value.len() <= 40
+        && value.starts_with(|c: char| c.is_ascii_digit())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+    plausible.then(|| value.to_string())
 }
 
 /// Every harness, in display order.
@@ -777,6 +859,37 @@ mod tests {
             session_title(&ctx("claude"), long.as_bytes()).map(|t| t.chars().count()),
             Some(TITLE_CHARS)
         );
+    }
+
+    #[test]
+    fn writer_versions_and_the_hint_for_a_newer_one() {
+        let claude = named("claude");
+        let head = br#"{"type":"queue-operation"}
+{"parentUuid":null,"type":"user","message":{"content":"\"version\":\"9.9.9\""},"version":"2.1.332","cwd":"/w"}"#;
+        // Quoted inside a string is not the field; the envelope's is.
+        assert_eq!(writer_version(claude, head).as_deref(), Some("2.1.332"));
+        let codex = named("codex");
+        let head = br#"{"type":"session_meta","payload":{"id":"x","cli_version": "0.180.0","instructions":"#;
+        assert_eq!(writer_version(codex, head).as_deref(), Some("0.180.0"));
+        assert_eq!(writer_version(codex, b"{\"cli_version\":\"$(rm)\"}"), None);
+        assert_eq!(
+            untested_writer(codex, "0.180.0").as_deref(),
+            Some(
+                "codex session written by Codex 0.180.0, tested up to 0.171.0: report what looks wrong"
+            )
+        );
+        assert_eq!(untested_writer(codex, "0.171.0"), None);
+        assert_eq!(untested_writer(codex, "0.99.12"), None);
+        assert!(untested_writer(claude, "2.1.400").is_some());
+        assert!(untested_writer(claude, "2.2.0-beta.1").is_some());
+        assert_eq!(untested_writer(claude, "2.1.197"), None);
+        assert_eq!(untested_writer(claude, "next"), None);
+        // Every harness with a tested release names one that compares.
+        for harness in all() {
+            if let Some(t) = tested(harness) {
+                assert!(numeric_version(t.version).is_some(), "{t:?}");
+            }
+        }
     }
 
     #[test]

@@ -100,6 +100,12 @@ impl<'f> TreeFile<'f> {
     }
 }
 
+/// The newest OpenCode this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "OpenCode",
+    version: "1.18.33",
+};
+
 impl Format for OpenCode {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
@@ -365,6 +371,11 @@ impl Format for OpenCode {
             .get("directory")
             .and_then(Value::as_str)
             .map(str::to_string)
+    }
+
+    /// The release is in its database rows, not read for `ls`.
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
     }
 
     fn tool_vocabulary(&self) -> &'static ToolVocabulary {

@@ -60,6 +60,12 @@ static LAYOUT: Layout = Layout {
     id_globs: &["sessions/*{id}*.jsonl", "sessions/*/*{id}*.jsonl"],
 };
 
+/// The newest Pi this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "Pi",
+    version: "0.73.1",
+};
+
 impl Format for Pi {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
@@ -76,6 +82,11 @@ impl Format for Pi {
     /// The header's `cwd`.
     fn session_cwd(&self, head: &[u8]) -> Option<String> {
         crate::resume::first_in_lines(head, "/cwd")
+    }
+
+    /// Its header's `version` is the file format's, not the release's.
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
     }
 
     fn tool_vocabulary(&self) -> &'static ToolVocabulary {
