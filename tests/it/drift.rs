@@ -590,3 +590,40 @@ fn a_session_written_by_a_newer_release_gives_one_hint_and_ls_long_its_version()
     );
     assert_eq!(stderr(&next), hint);
 }
+
+/// The table of docs/harnesses.md and the harness modules name the same tested releases: the
+/// first version of its "versions the suite passes" column is the module's `TESTED`.
+#[test]
+fn docs_tested_versions_are_the_modules_data() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/harnesses.md"))
+            .unwrap();
+    let mut checked = 0;
+    for harness in clankie_engine::harness::all() {
+        let row = doc.lines().find(|l| {
+            l.starts_with(&format!("| `{}` |", harness.name()))
+                || l.starts_with(&format!("| `{}` |", harness.name().replace('-', "")))
+        });
+        let tested = clankie_engine::harness::tested(harness);
+        let Some(row) = row else {
+            assert!(
+                tested.is_none(),
+                "{}: tested but not in the table",
+                harness.name()
+            );
+            continue;
+        };
+        let column = row.split('|').nth(3).unwrap().trim();
+        let first = column
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .find(|w| w.contains('.'));
+        assert_eq!(
+            first,
+            tested.map(|t| t.version),
+            "{}: docs/harnesses.md says `{column}`",
+            harness.name()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked}");
+}
