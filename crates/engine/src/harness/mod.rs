@@ -749,6 +749,9 @@ pub fn resume_line(harness: Harness, id: &str, path: &str, place: &crate::resume
 }
 
 #[cfg(test)]
+mod drift_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use clankie_model::harness::ID_MARK;
