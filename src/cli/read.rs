@@ -472,7 +472,8 @@ impl FeedSink for HostPrintSink<'_> {
             session: &self.session,
             filtered: self.filter.is_active().then_some(filtered),
         };
-        self.renderer.follow_page_end(&mut self.out, &info, page)
+        self.renderer
+            .follow_page_end(&mut self.out, &info, page, &self.prefix)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

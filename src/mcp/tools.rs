@@ -178,7 +178,8 @@ pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
                  `page.cursor` continues from the last record (mode `since`), `more` says \
                  records follow the page, `older` that records precede it (tail), \
                  `pending_tail` that a record is still being written, `reset` that the \
-                 transcript was replaced and read from its start. To follow an agent's work, \
+                 transcript was replaced and read from its start, `unknown` (when present) how \
+                 many entries this version could not read. To follow an agent's work, \
                  call again with mode `since` and the last cursor. {host_note}",
                 super::MAX_RECORD_TEXT_BYTES >> 10
             ).into()),

@@ -194,16 +194,17 @@ impl Renderer {
         }
     }
 
-    /// A page end of a host-wide follow: NDJSON's `page` line; nothing in text, where the
-    /// sessions' lines run on.
+    /// A page end of a host-wide follow: NDJSON's `page` line; in text, where the sessions'
+    /// lines run on, only what was not understood, after the session's `prefix`.
     pub fn follow_page_end(
         &self,
         out: &mut impl Write,
         info: &PageInfo<'_>,
         page: &Page,
+        prefix: &str,
     ) -> io::Result<()> {
         match self {
-            Renderer::Text(_) => Ok(()),
+            Renderer::Text(printer) => text::unknown_line(out, page, &printer.options, prefix),
             Renderer::Ndjson => ndjson::page(out, info, page),
         }
     }

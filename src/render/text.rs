@@ -418,15 +418,7 @@ pub fn page_end(
         let line = format!("-- {n} {records} left out by the filter");
         writeln!(out, "{}", paint(options, "2", &line))?;
     }
-    // Said on every page that has any, like the filter's count: a format that drifted must
-    // never read as a quiet session.
-    if page.unknown > 0 {
-        let n = page.unknown;
-        let entries = if n == 1 { "entry" } else { "entries" };
-        let line =
-            format!("-- {n} {entries} of a kind this version does not read (--strict fails)");
-        writeln!(out, "{}", paint(options, "2", &line))?;
-    }
+    unknown_line(out, page, options, "")?;
     if !options.cursor_line {
         return Ok(());
     }
@@ -445,6 +437,23 @@ pub fn page_end(
         line.push_str(&format!(" ({})", notes.join("; ")));
     }
     writeln!(out, "{}", paint(options, "2", &line))
+}
+
+/// Said, dim, on every page that has any, like the filter's count: a format that drifted must
+/// never read as a quiet session. `prefix` starts the line (a host-wide follow's session).
+pub fn unknown_line(
+    out: &mut impl Write,
+    page: &Page,
+    options: &TextOptions,
+    prefix: &str,
+) -> io::Result<()> {
+    let n = page.unknown;
+    if n == 0 {
+        return Ok(());
+    }
+    let entries = if n == 1 { "entry" } else { "entries" };
+    let line = format!("-- {n} {entries} of a kind this version does not read (--strict fails)");
+    writeln!(out, "{prefix}{}", paint(options, "2", &line))
 }
 
 /// One `check` line: `host harness/session change +new_records last_ts`.
