@@ -191,14 +191,13 @@ fn codex_calls_pair_and_a_mid_turn_session_ends_pending() {
             match r["kind"].as_str().unwrap() {
                 "tool_call" => {
                     entry.0 += 1;
-                    assert_eq!(r["id"], format!("call:{}", r["call_id"].as_str().unwrap()));
+                    let prefix = format!("call:{}@", r["call_id"].as_str().unwrap());
+                    assert!(r["id"].as_str().unwrap().starts_with(&prefix), "{r}");
                 }
                 "tool_result" => {
                     entry.1 += 1;
-                    assert_eq!(
-                        r["id"],
-                        format!("result:{}", r["call_id"].as_str().unwrap())
-                    );
+                    let prefix = format!("result:{}@", r["call_id"].as_str().unwrap());
+                    assert!(r["id"].as_str().unwrap().starts_with(&prefix), "{r}");
                 }
                 _ => {}
             }
@@ -782,18 +781,65 @@ fn codex_0_171_command_results_are_their_output_and_fail_on_a_nonzero_exit() {
         [
             json!({"id": "msg_01a2314a-c1ca-7b73-97b3-7d3068c051ae#0", "kind": "user",
                 "text": "list a missing dir, then echo a marker"}),
-            json!({"id": "call:call_fail", "kind": "tool_call", "call_id": "call_fail",
+            json!({"id": "call:call_fail@32331", "kind": "tool_call", "call_id": "call_fail",
                 "name": "exec_command", "input": {"cmd": "ls /nonexistent-hf-dir"}}),
-            json!({"id": "result:call_fail", "kind": "tool_result", "call_id": "call_fail",
+            json!({"id": "result:call_fail@34296", "kind": "tool_result", "call_id": "call_fail",
                 "output": "ls: cannot access '/nonexistent-hf-dir': No such file or directory\n",
                 "is_error": true}),
-            json!({"id": "call:call_ok", "kind": "tool_call", "call_id": "call_ok",
+            json!({"id": "call:call_ok@35653", "kind": "tool_call", "call_id": "call_ok",
                 "name": "exec_command", "input": {"cmd": "echo MARKER-HF"}}),
-            json!({"id": "result:call_ok", "kind": "tool_result", "call_id": "call_ok",
+            json!({"id": "result:call_ok@37508", "kind": "tool_result", "call_id": "call_ok",
                 "output": "MARKER-HF\n", "is_error": false}),
             json!({"id": "msg_2#0", "kind": "assistant", "text": "Done: MARKER-HF."}),
         ]
     );
+}
+
+/// The real Codex 0.171 session with its call and result appended again, as a resumed session
+/// whose model reuses the `call_id` writes them: both pairs are read, each call followed by its
+/// own result, with distinct ids that a second read gives again.
+#[test]
+fn codex_0_171_call_id_used_again_after_a_resume_reads_both_pairs() {
+    let home = tempfile::tempdir().unwrap();
+    let source = fixture_home("codex-0.171.0");
+    let rel = "sessions/2026/12/01/rollout-2026-12-01T11-17-51-01a23153-4790-7660-8b79-1ac09239b292.jsonl";
+    let text = fs::read_to_string(source.join(rel)).unwrap();
+    let pair: String = text
+        .lines()
+        .filter(|l| {
+            l.contains(r#""call_id":"call_compat01""#)
+                && (l.contains(r#""type":"function_call""#)
+                    || l.contains(r#""type":"function_call_output""#))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(pair.lines().count(), 2, "the fixture's call and result");
+    let path = home.path().join(".codex").join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, format!("{text}{pair}")).unwrap();
+    let target = "local:codex/01a23153-4790-7660-8b79-1ac09239b292";
+    let read = || {
+        let out = run(home.path(), &["read", target, "--all", "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        records(&ndjson(&out))
+    };
+    let recs = read();
+    let tools: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["call_id"] == "call_compat01")
+        .collect();
+    let kinds: Vec<&str> = tools.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["tool_call", "tool_result", "tool_call", "tool_result"],
+        "{recs:#?}"
+    );
+    let tool_ids: Vec<&str> = tools.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let mut distinct = tool_ids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{tool_ids:?}");
+    assert_eq!(ids(&read()), ids(&recs), "ids are stable");
 }
 
 /// `read TARGET --all --json` over the Claude home `home` (exit 0): its records, and stderr.
