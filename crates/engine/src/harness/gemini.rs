@@ -7,8 +7,9 @@
 //! the driver reads each file's first line ([`Format::id_in_head`]), and a file that repeats an
 //! id — the startup-only file a resume in a later minute writes — is not a second session.
 //!
-//! Record ids follow the message id: `<id>` (user, info, warning, error), `<id>#text` (the
-//! model's text), `<id>#tc:<call id>` (a tool call) and `tr:<call id>` (its result, once the
+//! Record ids follow the message id: `<id>` (user, info, warning, error), `<id>#thoughts` (the
+//! model's reasoning, its `thoughts` as `subject: description` lines), `<id>#text` (the model's
+//! text), `<id>#tc:<call id>` (a tool call) and `tr:<call id>` (its result, once the
 //! call's status is final). A result is written twice — in the `gemini` message's `toolCalls`
 //! and as a `functionResponse` user message — and both give the same id, so it is one record. A
 //! message re-appended with more fields gives the same ids again; the read planner keeps the
@@ -245,7 +246,11 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
             }
         }
         "gemini" => {
-            // `thoughts` are subject lines of the model's reasoning; not shown.
+            out.text(
+                format!("{id}#thoughts"),
+                TextKind::Thinking,
+                thoughts_text(entry.get("thoughts")),
+            );
             out.text(
                 format!("{id}#text"),
                 TextKind::Assistant,
@@ -305,6 +310,26 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         _ => {}
     }
     out.done()
+}
+
+/// A `gemini` message's `thoughts` (`[{subject, description, timestamp}]`), one
+/// `subject: description` paragraph each.
+fn thoughts_text(thoughts: Option<&Value>) -> String {
+    let Some(Value::Array(thoughts)) = thoughts else {
+        return String::new();
+    };
+    thoughts
+        .iter()
+        .map(
+            |t| match (str_of(t, "subject").trim(), str_of(t, "description").trim()) {
+                ("", d) => d.to_string(),
+                (s, "") => s.to_string(),
+                (s, d) => format!("{s}: {d}"),
+            },
+        )
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// The id of a tool call's result: the call id alone, as the `gemini` message's `toolCalls`
@@ -442,6 +467,26 @@ mod tests {
         };
         assert_eq!(got[0].usage.as_deref(), Some(&usage));
         assert!(got[1..].iter().all(|r| r.usage.is_none()));
+    }
+
+    #[test]
+    fn thoughts_are_thinking_before_the_text() {
+        let line = r#"{"id":"g1","timestamp":"t","type":"gemini","content":"done","thoughts":[{"subject":"Planning","description":"List the files first.","timestamp":"t"},{"subject":"Checking","description":"","timestamp":"t"}]}"#;
+        let got = records(line);
+        assert_eq!(
+            summary(line),
+            [
+                ("g1#thoughts".into(), RecordKind::Assistant),
+                ("g1#text".into(), RecordKind::Assistant)
+            ]
+        );
+        assert_eq!(
+            got[0].body,
+            RecordBody::Text {
+                kind: TextKind::Thinking,
+                text: "Planning: List the files first.\n\nChecking".into()
+            }
+        );
     }
 
     #[test]
