@@ -759,6 +759,35 @@ fn gemini_legacy_documents_read_and_page() {
     assert_eq!(code(&strict), 5, "{}", stderr(&strict));
 }
 
+/// A legacy `.json` session resumes by its `sessionId` (`gemini --resume` rejects the file
+/// name): the fixture's document, pretty-printed as Gemini writes it, with a UUID session id.
+#[test]
+fn gemini_legacy_document_resumes_by_its_session_id() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".gemini/tmp/p");
+    fs::create_dir_all(project.join("chats")).unwrap();
+    fs::write(project.join(".project_root"), "/work/app\n").unwrap();
+    let fixture =
+        fixture_home("gemini").join("tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json");
+    let mut doc: Value = serde_json::from_slice(&fs::read(&fixture).unwrap()).unwrap();
+    let uuid = "3739ef95-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    doc["sessionId"] = json!(uuid);
+    fs::write(
+        project.join("chats/session-2026-04-29T21-00-3739ef95.json"),
+        serde_json::to_vec_pretty(&doc).unwrap(),
+    )
+    .unwrap();
+    let out = run(
+        home.path(),
+        &["resume", "local:gemini/session-2026-04-29T21-00-3739ef95"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        format!("cd /work/app && gemini --resume {uuid}")
+    );
+}
+
 /// A rollout Codex 0.171 wrote (see SOURCES): a failed command is an error and a passing one is
 /// not, each result the command's output without the unified exec wrapper; the injected
 /// context and the developer message are not prompts.
