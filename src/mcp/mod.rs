@@ -1063,6 +1063,7 @@ mod tests {
                 call_id: "c".into(),
                 name: "Bash".into(),
                 input: json!({"command": "x".repeat(MAX_RECORD_TEXT_BYTES)}),
+                by_user: false,
             },
         };
         assert!(truncate_record(&mut record));

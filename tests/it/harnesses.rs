@@ -81,11 +81,12 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
     ("codex", "parent", [0, 0, 0, 0, 0]),
     // The fork: one notice naming the parent, the copied token_count rows are metadata.
     ("codex", "child", [0, 0, 0, 0, 1]),
-    // Synthetic coverage: unknown types tolerated.
+    // Synthetic coverage: unknown types tolerated. Its trimming gave several calls one
+    // `call_id` ("[trimmed for fixture]"): each call and result is a record of its own.
     (
         "codex",
         "agent-sessions-stage0-codex-small",
-        [3, 4, 6, 4, 17],
+        [3, 4, 8, 6, 17],
     ),
     // 0.87.1: system message (metadata), two turns, `call_1` reused as call id.
     (
@@ -869,6 +870,136 @@ fn codex_0_171_call_id_used_again_after_a_resume_reads_both_pairs() {
     distinct.dedup();
     assert_eq!(distinct.len(), 4, "{tool_ids:?}");
     assert_eq!(ids(&read()), ids(&recs), "ids are stable");
+}
+
+/// Real Claude Code sessions (1.0.108, 2.1.39) where the user typed a slash command with
+/// arguments: a `user` record naming the command, shown by `--kind user`.
+#[test]
+fn claude_slash_command_with_arguments_is_the_users_request() {
+    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+    let root = format!("claude={}", home.display());
+    for (session, want) in [
+        (
+            "5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
+            "/orchestrator @CLAUDE.md を最新の状態にアップデートしてください",
+        ),
+        (
+            "ae4a77f8-aedd-4bc1-888f-c94edc91af04.excerpt-L1470-L1495-compact",
+            "/compact and continue with the reamining tasks",
+        ),
+    ] {
+        let target = format!("local:claude/{session}");
+        let out = run(
+            &home,
+            &[
+                "--root", &root, "read", &target, "--all", "--kind", "user", "--json",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let recs = records(&ndjson(&out));
+        assert!(
+            recs.iter()
+                .any(|r| r["kind"] == "user" && r["text"] == want),
+            "{session}: {recs:#?}"
+        );
+    }
+}
+
+/// Real Claude Code subagents (2.1.39 under `<parent>/subagents/`, 2.0.77 at the project's
+/// root) whose parent transcript is gone: `ls` lists each under an id that reads it, and
+/// `resume` names no parent (Claude would reject it), failing with a line that says why.
+#[test]
+fn claude_subagent_whose_parent_is_gone_lists_and_resumes_truthfully() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/projects");
+    for (dir, parent) in [
+        (
+            "-fixtures/ae4a77f8-aedd-4bc1-888f-c94edc91af04",
+            "ae4a77f8-aedd-4bc1-888f-c94edc91af04",
+        ),
+        ("-claude-2.0.77", "194d1d00-2427-4b27-a0d5-8064117bcc38"),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join(".claude/projects/-w");
+        let source = fixtures.join(dir);
+        let to = if dir.starts_with("-fixtures/") {
+            project.join(parent)
+        } else {
+            project.clone()
+        };
+        copy_tree(&source, &to);
+        let _ = fs::remove_file(project.join(format!("{parent}.jsonl")));
+        let ls = run(home.path(), &["ls", "--harness", "claude"]);
+        assert_eq!(code(&ls), 0, "{}", stderr(&ls));
+        let listed: Vec<String> = String::from_utf8_lossy(&ls.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .collect();
+        assert!(!listed.is_empty(), "{dir}");
+        for id in &listed {
+            assert!(id.starts_with(&format!("{parent}+")), "{dir}: {id}");
+            let read = run(home.path(), &["read", id, "--limit", "1", "--json"]);
+            assert_eq!(code(&read), 0, "{id}: {}", stderr(&read));
+            assert_eq!(page(&ndjson(&read))["type"], "page", "{id}");
+            let resume = run(home.path(), &["resume", id]);
+            assert_ne!(code(&resume), 0, "{id}");
+            assert!(resume.stdout.is_empty(), "{id}: {:?}", resume.stdout);
+            assert!(
+                stderr(&resume).contains("is gone"),
+                "{id}: {}",
+                stderr(&resume)
+            );
+        }
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A `!cmd` the user ran in Pi (a `bashExecution` message, appended to the real 0.73.1
+/// session in the shape Pi writes it): a `bash` call marked `"by": "user"` and its result; the
+/// agent's own call in the same session carries no `by`.
+#[test]
+fn pi_user_run_command_is_a_call_by_the_user() {
+    let home = tempfile::tempdir().unwrap();
+    let source = fixture_home("pi-0.73.1");
+    let rel = "sessions/--compat-project--/2026-12-01T11-17-41-237Z_01a23153-20f4-7763-ada7-12a9044fc8ee.jsonl";
+    let text = fs::read_to_string(source.join(rel)).unwrap();
+    let bash = json!({"type": "message", "id": "b7e1c0de", "parentId": "9ecb2add",
+        "timestamp": "2026-12-01T11:18:00.000Z",
+        "message": {"role": "bashExecution", "command": "git status --short", "output": " M a.rs\n",
+            "exitCode": 0, "cancelled": false, "truncated": false, "timestamp": 1796123880000u64}});
+    let path = home.path().join(".pi/agent").join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, format!("{text}{bash}\n")).unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "read",
+            "local:pi/01a23153-20f4-7763-ada7-12a9044fc8ee",
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recs = records(&ndjson(&out));
+    let calls: Vec<&Value> = recs.iter().filter(|r| r["kind"] == "tool_call").collect();
+    assert_eq!(calls.len(), 2, "{recs:#?}");
+    assert!(calls[0].get("by").is_none(), "{}", calls[0]);
+    assert_eq!(calls[1]["by"], "user", "{}", calls[1]);
+    assert_eq!(calls[1]["input"]["command"], "git status --short");
+    let last = recs.last().unwrap();
+    assert_eq!(last["kind"], "tool_result");
+    assert_eq!(last["call_id"], calls[1]["call_id"]);
 }
 
 /// `read TARGET --all --json` over the Claude home `home` (exit 0): its records, and stderr.

@@ -640,7 +640,8 @@ mod tests {
             RecordBody::ToolCall {
                 call_id: "call_1".into(),
                 name: "exec_command".into(),
-                input: serde_json::json!({"cmd":"ls"})
+                input: serde_json::json!({"cmd":"ls"}),
+                by_user: false,
             }
         );
         let result = r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"boom\",\"metadata\":{\"exit_code\":2}}"}}"#;
