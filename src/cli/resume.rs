@@ -81,6 +81,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome
     let command = reader
         .resume_command(&session, explicit_root, remote)
         .await?;
+    if let Some(note) = crate::driver::unnamed_root_note(&session, explicit_root) {
+        super::warn(&[note]);
+    }
     let report = ResumeReport {
         host: host_name,
         harness: session.harness().name(),

@@ -789,6 +789,60 @@ fn gemini_legacy_document_resumes_by_its_session_id() {
     );
 }
 
+/// A Gemini root given by `--root` but not named `.gemini` cannot be put in `GEMINI_CLI_HOME`
+/// (Gemini appends `.gemini`): `resume` still prints the command, and says so in one line.
+#[test]
+fn gemini_root_not_named_dot_gemini_is_said_not_dropped() {
+    let home = tempfile::tempdir().unwrap();
+    let root_dir = home.path().join("gem-copy");
+    let project = root_dir.join("tmp/p");
+    fs::create_dir_all(project.join("chats")).unwrap();
+    fs::write(project.join(".project_root"), "/work/app\n").unwrap();
+    fs::copy(
+        fixture_home("gemini").join("tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"),
+        project.join("chats/session-2026-04-29T21-00-legacysm.json"),
+    )
+    .unwrap();
+    let root = format!("gemini={}", root_dir.display());
+    let out = run(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "resume",
+            "local:gemini/session-2026-04-29T21-00-legacysm",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("cd /work/app && gemini --resume "),
+        "{:?}",
+        out.stdout
+    );
+    let note = stderr(&out);
+    assert_eq!(note.lines().count(), 1, "{note}");
+    assert!(
+        note.contains("$GEMINI_CLI_HOME/.gemini") && note.contains(&root_dir.display().to_string()),
+        "{note}"
+    );
+    // Named `.gemini`, the root is the variable's, and there is nothing to say.
+    let named = home.path().join("h/.gemini");
+    fs::create_dir_all(named.parent().unwrap()).unwrap();
+    fs::rename(&root_dir, &named).unwrap();
+    let root = format!("gemini={}", named.display());
+    let out = run(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "resume",
+            "local:gemini/session-2026-04-29T21-00-legacysm",
+        ],
+    );
+    assert_eq!(stderr(&out), "");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("GEMINI_CLI_HOME="));
+}
+
 /// A rollout Codex 0.171 wrote (see SOURCES): a failed command is an error and a passing one is
 /// not, each result the command's output without the unified exec wrapper; the injected
 /// context and the developer message are not prompts.
