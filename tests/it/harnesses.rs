@@ -843,6 +843,57 @@ fn gemini_root_not_named_dot_gemini_is_said_not_dropped() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("GEMINI_CLI_HOME="));
 }
 
+/// Grok Build: a session written in the older (v0) chat-message format reads into its records
+/// (it gave none), and an interjection the user typed mid-turn is a user record, beside the
+/// fixture's `summary.json`.
+#[test]
+fn grok_v0_history_and_interjections_read() {
+    let home = tempfile::tempdir().unwrap();
+    let id = "019f6851-7ec4-7ef0-97d3-03f3eee38755";
+    let source = fixture_home("grok")
+        .join("sessions/%2Ftmp%2Fas-agent-lab%2Fgrok%2Fproject")
+        .join(id);
+    let dir = home.path().join(".grok/sessions/%2Fw").join(id);
+    fs::create_dir_all(&dir).unwrap();
+    fs::copy(source.join("summary.json"), dir.join("summary.json")).unwrap();
+    let lines = [
+        json!({"role": "system", "content": "You are Grok"}),
+        json!({"role": "user", "content": "list the files"}),
+        json!({"role": "assistant", "content": "", "reasoning_content": "ls will do",
+            "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "run_terminal_cmd", "arguments": "{\"command\":\"ls\"}"}}]}),
+        json!({"type": "user", "content": [{"type": "text", "text": "only .rs files"}],
+            "synthetic_reason": "interjection"}),
+        json!({"role": "tool", "tool_call_id": "call_1", "content": "a.rs\n"}),
+        json!({"role": "assistant", "content": "One file: a.rs."}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join("chat_history.jsonl"), text).unwrap();
+    let out = run(
+        home.path(),
+        &["read", &format!("local:grok/{id}"), "--all", "--json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recs = records(&ndjson(&out));
+    let shown: Vec<(&str, bool)> = recs
+        .iter()
+        .map(|r| (r["kind"].as_str().unwrap(), r["thinking"] == true))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("user", false),
+            ("assistant", true),
+            ("tool_call", false),
+            ("user", false),
+            ("tool_result", false),
+            ("assistant", false)
+        ],
+        "{recs:#?}"
+    );
+    assert_eq!(recs[3]["text"], "only .rs files");
+}
+
 /// A rollout Codex 0.171 wrote (see SOURCES): a failed command is an error and a passing one is
 /// not, each result the command's output without the unified exec wrapper; the injected
 /// context and the developer message are not prompts.
