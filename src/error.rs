@@ -85,6 +85,13 @@ pub enum UsageError {
         "{harness}/{session} is a {harness} recording, not an agent's session: there is nothing to resume"
     )]
     NothingToResume { harness: String, session: String },
+    /// `resume` of a subagent, which its harness resumes only through its parent, when the
+    /// parent's transcript is gone.
+    #[error(
+        "{harness}/{session} is a subagent, which {harness} resumes only through the session \
+         that started it, and that session's transcript is gone: there is nothing to resume"
+    )]
+    ParentGone { harness: String, session: String },
     #[error("`script list` takes no --path")]
     ScriptListPath,
     #[error("--path `{path}`: {reason}")]

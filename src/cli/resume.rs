@@ -38,6 +38,31 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome
         }
         .into());
     }
+    if let Some((parent, _)) = session.id.split_once('+')
+        && session.agent.is_some()
+    {
+        // The harness resumes a subagent as its parent: a command naming a parent whose
+        // transcript is gone would fail, so none is printed.
+        let query = SessionQuery::parse(&format!("{}/{parent}", session.harness().name()))?;
+        let found = reader
+            .resolve_session(&roots_for(&opened.roots, query.harness), &query)
+            .await;
+        let present = match found {
+            Ok(found) => found.id == parent,
+            Err(
+                crate::driver::DriverError::NotFound { .. }
+                | crate::driver::DriverError::Resolve(_),
+            ) => false,
+            Err(e) => return Err(e.into()),
+        };
+        if !present {
+            return Err(crate::error::UsageError::ParentGone {
+                harness: session.harness().name().to_string(),
+                session: session.id.clone(),
+            }
+            .into());
+        }
+    }
     let explicit_root = opened
         .roots
         .iter()
@@ -56,6 +81,9 @@ pub(super) async fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome
     let command = reader
         .resume_command(&session, explicit_root, remote)
         .await?;
+    if let Some(note) = crate::driver::unnamed_root_note(&session, explicit_root) {
+        super::warn(&[note]);
+    }
     let report = ResumeReport {
         host: host_name,
         harness: session.harness().name(),

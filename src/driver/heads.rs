@@ -61,7 +61,8 @@ impl<H: Host> Reader<'_, H> {
         first: Option<Vec<u8>>,
     ) -> Option<SessionHead> {
         let harness = session.harness();
-        if harness.is_sqlite() {
+        // A session of OpenCode's pre-1.2 tree is a file of that tree, not a database row.
+        if harness.is_sqlite() && harness::source(session) == Source::Database {
             let snapshot = self.databases.load(self.host, &session.entry).await.ok()?;
             return Some(SessionHead {
                 title: snapshot.session_title(&session.id).await.ok().flatten(),

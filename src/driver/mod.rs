@@ -50,6 +50,7 @@ use clankie_model::{ByteRange, FileEntry, Harness, Record, RootSpec};
 
 use prefetch::{FileKey, Prefetched, WholeReads};
 pub use prefetch::{InHand, on_every_core};
+pub use resume::unnamed_root_note;
 
 /// Everything that can end a read, by layer.
 #[derive(Debug, thiserror::Error)]

@@ -62,6 +62,24 @@ impl<'h, H: Host> Reader<'h, H> {
     }
 }
 
+/// The note `resume` gives beside its command when the session's root was given
+/// (`explicit_root`) but no variable of its harness can name it, so the command leaves it out
+/// ([`clankie_engine::resume::unnamed_root_note`]); `None` otherwise.
+pub fn unnamed_root_note(session: &SessionFile, explicit_root: bool) -> Option<String> {
+    use clankie_engine::resume::{root_variable, unnamed_root_note};
+    if !explicit_root {
+        return None;
+    }
+    let harness = session.harness();
+    let path = String::from_utf8_lossy(&session.entry.full_path()).into_owned();
+    let root = String::from_utf8_lossy(&session.entry.root).into_owned();
+    let is_database = harness::source(session) == Source::Database;
+    match root_variable(harness, &root, is_database.then_some(path.as_str())) {
+        Some(_) => None,
+        None => Some(unnamed_root_note(harness, &root)),
+    }
+}
+
 /// The path of a sidecar file (`summary.json`, `../x`) relative to the directory of the
 /// transcript at `rel`.
 pub(super) fn sidecar_rel(rel: &[u8], sidecar: &str) -> Vec<u8> {

@@ -805,7 +805,7 @@ impl McpServer {
         let query = SessionQuery::parse(session_arg)
             .map_err(|e| invalid(format!("resume_command: {e}")))?;
         let query = &query;
-        let (session, command) = self
+        let (session, command, note) = self
             .on_host(host_name, |warm| async move {
                 let reader = Reader::new(&warm.host);
                 let session = reader
@@ -819,18 +819,22 @@ impl McpServer {
                 let command = reader
                     .resume_command(&session, explicit_root, remote)
                     .await?;
-                Ok((session, command))
+                let note = crate::driver::unnamed_root_note(&session, explicit_root);
+                Ok((session, command, note))
             })
             .await?;
-        Ok(Answer {
-            structured: json!({
-                "host": host_name,
-                "harness": session.harness().name(),
-                "session": session.id,
-                "command": command,
-            }),
-            text: format!("{command}\n"),
-        })
+        let mut structured = json!({
+            "host": host_name,
+            "harness": session.harness().name(),
+            "session": session.id,
+            "command": command,
+        });
+        let mut text = format!("{command}\n");
+        if let Some(note) = note {
+            text = format!("note: {note}\n{text}");
+            structured["note"] = json!(note);
+        }
+        Ok(Answer { structured, text })
     }
 }
 
@@ -1063,6 +1067,7 @@ mod tests {
                 call_id: "c".into(),
                 name: "Bash".into(),
                 input: json!({"command": "x".repeat(MAX_RECORD_TEXT_BYTES)}),
+                by_user: false,
             },
         };
         assert!(truncate_record(&mut record));

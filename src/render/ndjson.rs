@@ -515,6 +515,7 @@ fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()
             call_id,
             name,
             input,
+            by_user,
         } => {
             buf.extend_from_slice(b",\"call_id\":");
             write_str(buf, call_id);
@@ -522,6 +523,9 @@ fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()
             write_str(buf, name);
             buf.extend_from_slice(b",\"input\":");
             to_writer(&mut *buf, input)?;
+            if *by_user {
+                buf.extend_from_slice(b",\"by\":\"user\"");
+            }
         }
         RecordBody::ToolResult {
             call_id,
@@ -870,6 +874,7 @@ mod tests {
                         call_id: format!("toolu_01{i:022}"),
                         name: "Bash".into(),
                         input: serde_json::json!({"command": "cargo test --workspace", "description": "Run the tests"}),
+                        by_user: false,
                     },
                     _ => RecordBody::ToolResult {
                         call_id: format!("toolu_01{i:022}"),
@@ -1155,6 +1160,7 @@ mod tests {
                 call_id: "t".into(),
                 name: "Bash".into(),
                 input: serde_json::json!({"k": [1, "\u{1b}"]}),
+                by_user: false,
             },
             model: None,
             usage: None,

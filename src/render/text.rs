@@ -608,6 +608,7 @@ mod tests {
             call_id: id.into(),
             name: name.into(),
             input,
+            by_user: false,
         }
     }
 

@@ -19,11 +19,12 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
         "-fixtures/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
         [0, 3, 12, 12, 1],
     ),
-    // three Task calls, inline sidechains, split assistant messages.
+    // three Task calls, inline sidechains, split assistant messages; the first prompt is a
+    // slash command typed with arguments (a user record).
     (
         "5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
         "-fixtures/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
-        [2, 7, 21, 21, 1],
+        [3, 7, 21, 21, 0],
     ),
     // summary line (metadata), parallel Bash, a denied call, an interrupt notice.
     (
@@ -47,11 +48,12 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
         "-fixtures/ae4a77f8-aedd-4bc1-888f-c94edc91af04.excerpt-L71-L99-task-subagent.jsonl",
         [0, 0, 2, 1, 0],
     ),
-    // /compact: boundary + summary + command lines as notices.
+    // /compact: boundary + summary + command output as notices; `/compact` typed with its
+    // instructions is the user's.
     (
         "ae4a77f8-aedd-4bc1-888f-c94edc91af04.excerpt-L1470-L1495-compact",
         "-fixtures/ae4a77f8-aedd-4bc1-888f-c94edc91af04.excerpt-L1470-L1495-compact.jsonl",
-        [1, 3, 1, 1, 4],
+        [2, 3, 1, 1, 3],
     ),
     (
         "ae4a77f8-aedd-4bc1-888f-c94edc91af04+agent-aac57f5",

@@ -82,11 +82,12 @@ const EXPECTED: &[(&str, &str, [usize; 5])] = &[
     ("codex", "parent", [0, 0, 0, 0, 1]),
     // The fork: one notice naming the parent, the copied token_count rows are metadata.
     ("codex", "child", [0, 0, 0, 0, 1]),
-    // Synthetic coverage: unknown types tolerated.
+    // Synthetic coverage: unknown types tolerated. Its trimming gave several calls one
+    // `call_id` ("[trimmed for fixture]"): each call and result is a record of its own.
     (
         "codex",
         "agent-sessions-stage0-codex-small",
-        [3, 4, 6, 4, 17],
+        [3, 4, 8, 6, 17],
     ),
     // 0.87.1: system message (metadata), two turns, `call_1` reused as call id.
     (
@@ -192,14 +193,13 @@ fn codex_calls_pair_and_a_mid_turn_session_ends_pending() {
             match r["kind"].as_str().unwrap() {
                 "tool_call" => {
                     entry.0 += 1;
-                    assert_eq!(r["id"], format!("call:{}", r["call_id"].as_str().unwrap()));
+                    let prefix = format!("call:{}@", r["call_id"].as_str().unwrap());
+                    assert!(r["id"].as_str().unwrap().starts_with(&prefix), "{r}");
                 }
                 "tool_result" => {
                     entry.1 += 1;
-                    assert_eq!(
-                        r["id"],
-                        format!("result:{}", r["call_id"].as_str().unwrap())
-                    );
+                    let prefix = format!("result:{}@", r["call_id"].as_str().unwrap());
+                    assert!(r["id"].as_str().unwrap().starts_with(&prefix), "{r}");
                 }
                 _ => {}
             }
@@ -761,6 +761,140 @@ fn gemini_legacy_documents_read_and_page() {
     assert_eq!(code(&strict), 5, "{}", stderr(&strict));
 }
 
+/// A legacy `.json` session resumes by its `sessionId` (`gemini --resume` rejects the file
+/// name): the fixture's document, pretty-printed as Gemini writes it, with a UUID session id.
+#[test]
+fn gemini_legacy_document_resumes_by_its_session_id() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".gemini/tmp/p");
+    fs::create_dir_all(project.join("chats")).unwrap();
+    fs::write(project.join(".project_root"), "/work/app\n").unwrap();
+    let fixture =
+        fixture_home("gemini").join("tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json");
+    let mut doc: Value = serde_json::from_slice(&fs::read(&fixture).unwrap()).unwrap();
+    let uuid = "3739ef95-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    doc["sessionId"] = json!(uuid);
+    fs::write(
+        project.join("chats/session-2026-04-29T21-00-3739ef95.json"),
+        serde_json::to_vec_pretty(&doc).unwrap(),
+    )
+    .unwrap();
+    let out = run(
+        home.path(),
+        &["resume", "local:gemini/session-2026-04-29T21-00-3739ef95"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        format!("cd /work/app && gemini --resume {uuid}")
+    );
+}
+
+/// A Gemini root given by `--root` but not named `.gemini` cannot be put in `GEMINI_CLI_HOME`
+/// (Gemini appends `.gemini`): `resume` still prints the command, and says so in one line.
+#[test]
+fn gemini_root_not_named_dot_gemini_is_said_not_dropped() {
+    let home = tempfile::tempdir().unwrap();
+    let root_dir = home.path().join("gem-copy");
+    let project = root_dir.join("tmp/p");
+    fs::create_dir_all(project.join("chats")).unwrap();
+    fs::write(project.join(".project_root"), "/work/app\n").unwrap();
+    fs::copy(
+        fixture_home("gemini").join("tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"),
+        project.join("chats/session-2026-04-29T21-00-legacysm.json"),
+    )
+    .unwrap();
+    let root = format!("gemini={}", root_dir.display());
+    let out = run(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "resume",
+            "local:gemini/session-2026-04-29T21-00-legacysm",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("cd /work/app && gemini --resume "),
+        "{:?}",
+        out.stdout
+    );
+    let note = stderr(&out);
+    assert_eq!(note.lines().count(), 1, "{note}");
+    assert!(
+        note.contains("$GEMINI_CLI_HOME/.gemini") && note.contains(&root_dir.display().to_string()),
+        "{note}"
+    );
+    // Named `.gemini`, the root is the variable's, and there is nothing to say.
+    let named = home.path().join("h/.gemini");
+    fs::create_dir_all(named.parent().unwrap()).unwrap();
+    fs::rename(&root_dir, &named).unwrap();
+    let root = format!("gemini={}", named.display());
+    let out = run(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "resume",
+            "local:gemini/session-2026-04-29T21-00-legacysm",
+        ],
+    );
+    assert_eq!(stderr(&out), "");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("GEMINI_CLI_HOME="));
+}
+
+/// Grok Build: a session written in the older (v0) chat-message format reads into its records
+/// (it gave none), and an interjection the user typed mid-turn is a user record, beside the
+/// fixture's `summary.json`.
+#[test]
+fn grok_v0_history_and_interjections_read() {
+    let home = tempfile::tempdir().unwrap();
+    let id = "019f6851-7ec4-7ef0-97d3-03f3eee38755";
+    let source = fixture_home("grok")
+        .join("sessions/%2Ftmp%2Fas-agent-lab%2Fgrok%2Fproject")
+        .join(id);
+    let dir = home.path().join(".grok/sessions/%2Fw").join(id);
+    fs::create_dir_all(&dir).unwrap();
+    fs::copy(source.join("summary.json"), dir.join("summary.json")).unwrap();
+    let lines = [
+        json!({"role": "system", "content": "You are Grok"}),
+        json!({"role": "user", "content": "list the files"}),
+        json!({"role": "assistant", "content": "", "reasoning_content": "ls will do",
+            "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "run_terminal_cmd", "arguments": "{\"command\":\"ls\"}"}}]}),
+        json!({"type": "user", "content": [{"type": "text", "text": "only .rs files"}],
+            "synthetic_reason": "interjection"}),
+        json!({"role": "tool", "tool_call_id": "call_1", "content": "a.rs\n"}),
+        json!({"role": "assistant", "content": "One file: a.rs."}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join("chat_history.jsonl"), text).unwrap();
+    let out = run(
+        home.path(),
+        &["read", &format!("local:grok/{id}"), "--all", "--json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recs = records(&ndjson(&out));
+    let shown: Vec<(&str, bool)> = recs
+        .iter()
+        .map(|r| (r["kind"].as_str().unwrap(), r["thinking"] == true))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("user", false),
+            ("assistant", true),
+            ("tool_call", false),
+            ("user", false),
+            ("tool_result", false),
+            ("assistant", false)
+        ],
+        "{recs:#?}"
+    );
+    assert_eq!(recs[3]["text"], "only .rs files");
+}
+
 /// A rollout Codex 0.171 wrote (see SOURCES): a failed command is an error and a passing one is
 /// not, each result the command's output without the unified exec wrapper; the injected
 /// context and the developer message are not prompts.
@@ -783,18 +917,195 @@ fn codex_0_171_command_results_are_their_output_and_fail_on_a_nonzero_exit() {
         [
             json!({"id": "msg_01a2314a-c1ca-7b73-97b3-7d3068c051ae#0", "kind": "user",
                 "text": "list a missing dir, then echo a marker"}),
-            json!({"id": "call:call_fail", "kind": "tool_call", "call_id": "call_fail",
+            json!({"id": "call:call_fail@32331", "kind": "tool_call", "call_id": "call_fail",
                 "name": "exec_command", "input": {"cmd": "ls /nonexistent-hf-dir"}}),
-            json!({"id": "result:call_fail", "kind": "tool_result", "call_id": "call_fail",
+            json!({"id": "result:call_fail@34296", "kind": "tool_result", "call_id": "call_fail",
                 "output": "ls: cannot access '/nonexistent-hf-dir': No such file or directory\n",
                 "is_error": true}),
-            json!({"id": "call:call_ok", "kind": "tool_call", "call_id": "call_ok",
+            json!({"id": "call:call_ok@35653", "kind": "tool_call", "call_id": "call_ok",
                 "name": "exec_command", "input": {"cmd": "echo MARKER-HF"}}),
-            json!({"id": "result:call_ok", "kind": "tool_result", "call_id": "call_ok",
+            json!({"id": "result:call_ok@37508", "kind": "tool_result", "call_id": "call_ok",
                 "output": "MARKER-HF\n", "is_error": false}),
             json!({"id": "msg_2#0", "kind": "assistant", "text": "Done: MARKER-HF."}),
         ]
     );
+}
+
+/// The real Codex 0.171 session with its call and result appended again, as a resumed session
+/// whose model reuses the `call_id` writes them: both pairs are read, each call followed by its
+/// own result, with distinct ids that a second read gives again.
+#[test]
+fn codex_0_171_call_id_used_again_after_a_resume_reads_both_pairs() {
+    let home = tempfile::tempdir().unwrap();
+    let source = fixture_home("codex-0.171.0");
+    let rel = "sessions/2026/12/01/rollout-2026-12-01T11-17-51-01a23153-4790-7660-8b79-1ac09239b292.jsonl";
+    let text = fs::read_to_string(source.join(rel)).unwrap();
+    let pair: String = text
+        .lines()
+        .filter(|l| {
+            l.contains(r#""call_id":"call_compat01""#)
+                && (l.contains(r#""type":"function_call""#)
+                    || l.contains(r#""type":"function_call_output""#))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(pair.lines().count(), 2, "the fixture's call and result");
+    let path = home.path().join(".codex").join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, format!("{text}{pair}")).unwrap();
+    let target = "local:codex/01a23153-4790-7660-8b79-1ac09239b292";
+    let read = || {
+        let out = run(home.path(), &["read", target, "--all", "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        records(&ndjson(&out))
+    };
+    let recs = read();
+    let tools: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["call_id"] == "call_compat01")
+        .collect();
+    let kinds: Vec<&str> = tools.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["tool_call", "tool_result", "tool_call", "tool_result"],
+        "{recs:#?}"
+    );
+    let tool_ids: Vec<&str> = tools.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let mut distinct = tool_ids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{tool_ids:?}");
+    assert_eq!(ids(&read()), ids(&recs), "ids are stable");
+}
+
+/// Real Claude Code sessions (1.0.108, 2.1.39) where the user typed a slash command with
+/// arguments: a `user` record naming the command, shown by `--kind user`.
+#[test]
+fn claude_slash_command_with_arguments_is_the_users_request() {
+    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+    let root = format!("claude={}", home.display());
+    for (session, want) in [
+        (
+            "5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
+            "/orchestrator @CLAUDE.md を最新の状態にアップデートしてください",
+        ),
+        (
+            "ae4a77f8-aedd-4bc1-888f-c94edc91af04.excerpt-L1470-L1495-compact",
+            "/compact and continue with the reamining tasks",
+        ),
+    ] {
+        let target = format!("local:claude/{session}");
+        let out = run(
+            &home,
+            &[
+                "--root", &root, "read", &target, "--all", "--kind", "user", "--json",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let recs = records(&ndjson(&out));
+        assert!(
+            recs.iter()
+                .any(|r| r["kind"] == "user" && r["text"] == want),
+            "{session}: {recs:#?}"
+        );
+    }
+}
+
+/// Real Claude Code subagents (2.1.39 under `<parent>/subagents/`, 2.0.77 at the project's
+/// root) whose parent transcript is gone: `ls` lists each under an id that reads it, and
+/// `resume` names no parent (Claude would reject it), failing with a line that says why.
+#[test]
+fn claude_subagent_whose_parent_is_gone_lists_and_resumes_truthfully() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/projects");
+    for (dir, parent) in [
+        (
+            "-fixtures/ae4a77f8-aedd-4bc1-888f-c94edc91af04",
+            "ae4a77f8-aedd-4bc1-888f-c94edc91af04",
+        ),
+        ("-claude-2.0.77", "194d1d00-2427-4b27-a0d5-8064117bcc38"),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join(".claude/projects/-w");
+        let source = fixtures.join(dir);
+        let to = if dir.starts_with("-fixtures/") {
+            project.join(parent)
+        } else {
+            project.clone()
+        };
+        copy_tree(&source, &to);
+        let _ = fs::remove_file(project.join(format!("{parent}.jsonl")));
+        let ls = run(home.path(), &["ls", "--harness", "claude"]);
+        assert_eq!(code(&ls), 0, "{}", stderr(&ls));
+        let listed: Vec<String> = String::from_utf8_lossy(&ls.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .collect();
+        assert!(!listed.is_empty(), "{dir}");
+        for id in &listed {
+            assert!(id.starts_with(&format!("{parent}+")), "{dir}: {id}");
+            let read = run(home.path(), &["read", id, "--limit", "1", "--json"]);
+            assert_eq!(code(&read), 0, "{id}: {}", stderr(&read));
+            assert_eq!(page(&ndjson(&read))["type"], "page", "{id}");
+            let resume = run(home.path(), &["resume", id]);
+            assert_ne!(code(&resume), 0, "{id}");
+            assert!(resume.stdout.is_empty(), "{id}: {:?}", resume.stdout);
+            assert!(
+                stderr(&resume).contains("is gone"),
+                "{id}: {}",
+                stderr(&resume)
+            );
+        }
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A `!cmd` the user ran in Pi (a `bashExecution` message, appended to the real 0.73.1
+/// session in the shape Pi writes it): a `bash` call marked `"by": "user"` and its result; the
+/// agent's own call in the same session carries no `by`.
+#[test]
+fn pi_user_run_command_is_a_call_by_the_user() {
+    let home = tempfile::tempdir().unwrap();
+    let source = fixture_home("pi-0.73.1");
+    let rel = "sessions/--compat-project--/2026-12-01T11-17-41-237Z_01a23153-20f4-7763-ada7-12a9044fc8ee.jsonl";
+    let text = fs::read_to_string(source.join(rel)).unwrap();
+    let bash = json!({"type": "message", "id": "b7e1c0de", "parentId": "9ecb2add",
+        "timestamp": "2026-12-01T11:18:00.000Z",
+        "message": {"role": "bashExecution", "command": "git status --short", "output": " M a.rs\n",
+            "exitCode": 0, "cancelled": false, "truncated": false, "timestamp": 1796123880000u64}});
+    let path = home.path().join(".pi/agent").join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, format!("{text}{bash}\n")).unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "read",
+            "local:pi/01a23153-20f4-7763-ada7-12a9044fc8ee",
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recs = records(&ndjson(&out));
+    let calls: Vec<&Value> = recs.iter().filter(|r| r["kind"] == "tool_call").collect();
+    assert_eq!(calls.len(), 2, "{recs:#?}");
+    assert!(calls[0].get("by").is_none(), "{}", calls[0]);
+    assert_eq!(calls[1]["by"], "user", "{}", calls[1]);
+    assert_eq!(calls[1]["input"]["command"], "git status --short");
+    let last = recs.last().unwrap();
+    assert_eq!(last["kind"], "tool_result");
+    assert_eq!(last["call_id"], calls[1]["call_id"]);
 }
 
 /// `read TARGET --all --json` over the Claude home `home` (exit 0): its records, and stderr.

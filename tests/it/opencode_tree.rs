@@ -489,6 +489,20 @@ fn the_tree_opencode_1_1_65_wrote_reads_exactly() {
         String::from_utf8_lossy(&resume.stdout),
         "cd /tmp/clis-harnessfix/oc-run/work && opencode --session ses_dceb0a358ffe05ut6vbYpCxqM3\n"
     );
+    // The root is not named `opencode`, so no variable points OpenCode at it: said, not dropped.
+    let note = String::from_utf8_lossy(&resume.stderr);
+    assert!(
+        note.starts_with(
+            "clankie-read: warning: opencode finds sessions only under $XDG_DATA_HOME/opencode"
+        ) && note.contains(&data.display().to_string()),
+        "{note}"
+    );
+    // `ls --long` knows the directory `resume` uses.
+    let long = json_lines(home.path(), &["--root", &root, "ls", "--json", "--long"]);
+    assert_eq!(
+        long[0]["cwd"], "/tmp/clis-harnessfix/oc-run/work",
+        "{long:?}"
+    );
 }
 
 /// `--follow` on a tree session while OpenCode writes a new turn the way it does, rewriting each

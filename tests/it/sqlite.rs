@@ -550,6 +550,63 @@ fn follow_prints_wal_rows_once(home: &Path, global: &[&str], target: &str, conn:
     assert!(ids(&got).contains(&"prt_0f21b0500003zzzzzzzzzzzzzz".to_string()));
 }
 
+/// OpenCode 1.18 writes an assistant message's row before its parts, with zero tokens and no
+/// `time.completed` (the real dump's first `message.updated.1` event of the message holds that
+/// row). Under `--follow` the message waits, pending, until it completes; then its records are
+/// printed once, with the final model and usage, exactly as a later `--all` gives them.
+#[test]
+fn follow_holds_an_assistant_message_back_until_it_completes() {
+    let (home, db) = opencode_home();
+    let conn = writer(&db);
+    let done: String = conn
+        .query_row("SELECT data FROM message WHERE id = ?1", [ASSISTANT], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let first: String = conn
+        .query_row(
+            "SELECT json_extract(data, '$.info') FROM event WHERE type = 'message.updated.1' \
+             AND json_extract(data, '$.info.id') = ?1 ORDER BY seq LIMIT 1",
+            [ASSISTANT],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(!first.contains("completed"), "{first}");
+    conn.execute(
+        "UPDATE message SET data = ?1 WHERE id = ?2",
+        (&first, ASSISTANT),
+    )
+    .unwrap();
+    let (recs, p) = read(home.path(), &["read", "local:ses_f0de50", "--json"]);
+    assert_eq!(kinds(&recs), ["user"]);
+    assert_eq!(p["pending_tail"], true);
+    let args = crate::follow::follow_args(&[], "local:ses_f0de50", "0.05");
+    let (child, rx) = crate::follow::follow(&args, home.path());
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    conn.execute(
+        "UPDATE message SET data = ?1 WHERE id = ?2",
+        (&done, ASSISTANT),
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let (whole, p) = read(
+        home.path(),
+        &["read", "local:ses_f0de50", "--all", "--json"],
+    );
+    assert_eq!(p["pending_tail"], false);
+    let (got, err) = crate::follow::collect(
+        child,
+        rx,
+        whole.len() + 1,
+        std::time::Duration::from_secs(3),
+    );
+    assert_eq!(without_host(got), without_host(whole.clone()), "{err}");
+    let call = whole.iter().find(|r| r["kind"] == "tool_call").unwrap();
+    assert_eq!(call["model"], "fake-model", "{call}");
+    assert_eq!(call["usage"]["input"], 120, "{call}");
+    drop(conn);
+}
+
 #[test]
 fn follow_prints_rows_committed_into_the_wal_once() {
     let (home, db) = opencode_home();

@@ -327,6 +327,7 @@ mod tests {
                     call_id: "1".into(),
                     name: "Bash".into(),
                     input: serde_json::json!({"command": "cargo test parser"}),
+                    by_user: false,
                 },
             ),
             record(

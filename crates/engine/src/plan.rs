@@ -94,7 +94,11 @@ impl ReadPlan {
             _ => Some(request.limit.clamp(1, MAX_LIMIT)),
         };
         let state = match request.mode {
-            Mode::Tail => State::Tail(Box::new(Tail::new(size_hint))),
+            Mode::Tail => {
+                let mut tail = Tail::new(size_hint);
+                tail.upserts = crate::harness::upserts_by_id(ctx.harness);
+                State::Tail(Box::new(tail))
+            }
             Mode::Head | Mode::All => State::Forward(Box::new(Forward::start())),
             // The driver refuses a row cursor for a file; should one get here, start over.
             Mode::Since(Cursor::Rows(_)) => State::Forward(Box::new(Forward::start())),
@@ -871,6 +875,10 @@ struct Tail {
     read_total: u64,
     done: bool,
     retries: u8,
+    /// The harness's lines upsert by id ([`crate::harness::upserts_by_id`]): a line near the
+    /// end may repeat ids first returned far before it, where `--all` places them. Such a tail
+    /// reads on past its page (to the start, or [`UPSERT_REPLAY_BYTES`]) to learn them.
+    upserts: bool,
 }
 
 impl Tail {
@@ -892,6 +900,7 @@ impl Tail {
             read_total: 0,
             done: false,
             retries: 0,
+            upserts: false,
         }
     }
 
@@ -955,6 +964,7 @@ impl Tail {
             }
             *self = Tail {
                 first_back: self.first_back,
+                upserts: self.upserts,
                 ..Tail::new(size)
             };
             self.retries = retries;
@@ -1008,7 +1018,7 @@ impl Tail {
             }
             right_in_partial = false;
             right = seg_start;
-            if !sink.strict && self.page_is_full(&found, limit) {
+            if !sink.strict && !self.upserts && self.page_is_full(&found, limit) {
                 full_at = Some(seg_start);
                 break;
             }
@@ -1052,7 +1062,12 @@ impl Tail {
             }
             self.done = true;
         }
-        if self.records.len() >= limit || self.read_total >= MAX_SOURCE_BYTES {
+        let enough = if self.upserts {
+            self.read_total >= UPSERT_REPLAY_BYTES
+        } else {
+            self.records.len() >= limit
+        };
+        if enough || self.read_total >= MAX_SOURCE_BYTES {
             self.done = true;
         }
         Ok(())

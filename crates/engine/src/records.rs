@@ -92,8 +92,19 @@ impl<'c> Out<'c> {
                 call_id: call_id.to_string(),
                 name: name.to_string(),
                 input,
+                by_user: false,
             },
         );
+    }
+
+    /// [`Out::call`] of a command the user ran themselves (Pi's `!cmd`), not the agent.
+    pub(crate) fn user_call(&mut self, id: String, call_id: &str, name: &str, input: Value) {
+        self.call(id, call_id, name, input);
+        if let Some(RecordBody::ToolCall { by_user, .. }) =
+            self.records.last_mut().map(|r| &mut r.body)
+        {
+            *by_user = true;
+        }
     }
 
     pub(crate) fn result(&mut self, id: String, call_id: &str, output: String, is_error: bool) {

@@ -64,6 +64,26 @@ pub fn root_variable(
     }
 }
 
+/// What `resume` says when a session's root was given (`--root`, the hosts file) but no
+/// variable of the harness can name it ([`root_variable`] gives none: a Gemini root not named
+/// `.gemini`, an OpenCode tree not named `opencode`): the command it prints runs the harness on
+/// its own home, which may not hold the session.
+pub fn unnamed_root_note(harness: Harness, root: &str) -> String {
+    let name = harness.name();
+    let home = harness.default_home();
+    match home.env_var {
+        Some(var) if !home.env_relative.is_empty() => format!(
+            "{name} finds sessions only under ${var}/{rel}, and {root} is not named {rel}: the \
+             command resumes it only once the session is under such a directory",
+            rel = home.env_relative
+        ),
+        _ => format!(
+            "no variable of {name} names {root}: the command resumes it only from {name}'s own \
+             home"
+        ),
+    }
+}
+
 /// The command line `resume` prints: `command` (a harness's command, POSIX-quoted) run in the
 /// session's directory with the harness's variable, and for a remote host inside
 /// `ssh -t HOST '…'`. The outer line is for the POSIX shell the user types it into.

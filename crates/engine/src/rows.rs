@@ -71,6 +71,7 @@ pub fn content_hash(record: &Record) -> [u8; 16] {
             call_id,
             name,
             input,
+            ..
         } => {
             field(call_id.as_bytes());
             field(name.as_bytes());

@@ -263,6 +263,8 @@ pub enum RecordBody {
         call_id: String,
         name: String,
         input: serde_json::Value,
+        /// The user ran it themselves (Pi's `!cmd`), not the agent: `"by": "user"` on the wire.
+        by_user: bool,
     },
     ToolResult {
         call_id: String,

@@ -808,13 +808,14 @@ impl LineBuilder<'_, '_, '_> {
         } else if !wrapped {
             self.text(block, TextKind::User, text);
         } else if let Some(name) = tag_content(trimmed, "command-name") {
-            let args = tag_content(trimmed, "command-args").unwrap_or("");
-            let line = if args.is_empty() {
-                name.to_string()
+            let args = tag_content(trimmed, "command-args").unwrap_or("").trim();
+            if args.is_empty() {
+                self.text(block, TextKind::Notice, format!("local command: {name}"));
             } else {
-                format!("{name} {args}")
-            };
-            self.text(block, TextKind::Notice, format!("local command: {line}"));
+                // A slash command typed with arguments (`/plugin:command text…`): the user's
+                // request to the model, named by its command.
+                self.text(block, TextKind::User, format!("{name} {args}"));
+            }
         } else if let Some(out) = tag_content(trimmed, "local-command-stdout") {
             self.text(
                 block,
@@ -888,6 +889,7 @@ impl LineBuilder<'_, '_, '_> {
                             call_id,
                             name,
                             input,
+                            by_user: false,
                         },
                     );
                 }
@@ -1417,6 +1419,14 @@ mod tests {
         assert_eq!(command[0].kind(), RecordKind::Notice);
         assert!(
             matches!(&command[0].body, RecordBody::Text { text, .. } if text == "local command: /init")
+        );
+        // Typed with arguments, it is the user's request, named by its command.
+        let with_args = r#"{"type":"user","uuid":"c","message":{"role":"user","content":"<command-message>review is running…</command-message>\n<command-name>/plugin:review</command-name>\n<command-args>the parser, please</command-args>"}}"#;
+        let with_args = records(with_args);
+        assert_eq!(with_args[0].kind(), RecordKind::User);
+        assert!(
+            matches!(&with_args[0].body, RecordBody::Text { text, .. } if text == "/plugin:review the parser, please"),
+            "{with_args:?}"
         );
         let typed = r#"{"type":"user","uuid":"t","message":{"role":"user","content":"why does <command-name>/x</command-name> show up?"}}"#;
         let typed = records(typed);

@@ -7,9 +7,11 @@
 //!   from the `compacted` line (its `event_msg/context_compacted` twin is skipped).
 //! - Injected context (`<environment_context>`, AGENTS.md, `<user_instructions>`, …, and the
 //!   whole `developer`/`system` roles) is not a prompt and gives nothing.
-//! - Ids: `call:<call_id>` for a tool call and `result:<call_id>` for its output, so each
-//!   `call_id` pairs exactly once; other records `<payload.id>#<i>` or `@<offset>#<i>`, notices
-//!   `@<offset>`. A line's byte offset is stable because a rollout only grows.
+//! - Ids: `call:<call_id>@<offset>` for a tool call and `result:<call_id>@<offset>` for its
+//!   output: a `call_id` can come back later in the same rollout (a resumed session whose model
+//!   reuses it), and each such call and result is its own record, paired by `call_id` in order.
+//!   Other records `<payload.id>#<i>` or `@<offset>#<i>`, notices `@<offset>`. A line's byte
+//!   offset is stable because a rollout only grows.
 //! - Forks and subagents: the first line's `session_meta` names the parent; it becomes a notice
 //!   saying the records that follow begin with a copy of the parent's history. Parsing is per
 //!   line and stateless (ids must not depend on where a page starts), and a copied line carries
@@ -374,7 +376,7 @@ fn item(out: &mut Out<'_>, offset: u64, p: &Value) {
         if call_id.is_empty() {
             base.clone()
         } else {
-            format!("call:{call_id}")
+            format!("call:{call_id}@{offset}")
         }
     };
     match str_of(p, "type") {
@@ -425,7 +427,7 @@ fn item(out: &mut Out<'_>, offset: u64, p: &Value) {
             let id = if call_id.is_empty() {
                 base.clone()
             } else {
-                format!("result:{call_id}")
+                format!("result:{call_id}@{offset}")
             };
             out.result(id, call_id, output, is_error);
         }
@@ -737,13 +739,14 @@ mod tests {
     fn tools_pair_by_call_id() {
         let call = r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"call_1"}}"#;
         let got = records(call);
-        assert_eq!(got[0].id, "call:call_1");
+        assert_eq!(got[0].id, "call:call_1@100");
         assert_eq!(
             got[0].body,
             RecordBody::ToolCall {
                 call_id: "call_1".into(),
                 name: "exec_command".into(),
-                input: serde_json::json!({"cmd":"ls"})
+                input: serde_json::json!({"cmd":"ls"}),
+                by_user: false,
             }
         );
         let result = r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"boom\",\"metadata\":{\"exit_code\":2}}"}}"#;
@@ -755,9 +758,9 @@ mod tests {
                 is_error: true
             }
         );
-        assert_eq!(records(result)[0].id, "result:call_1");
+        assert_eq!(records(result)[0].id, "result:call_1@100");
         let patch = r#"{"timestamp":"t","type":"response_item","payload":{"type":"custom_tool_call","status":"completed","call_id":"c2","name":"apply_patch","input":"*** Begin Patch"}}"#;
-        assert_eq!(records(patch)[0].id, "call:c2");
+        assert_eq!(records(patch)[0].id, "call:c2@100");
         let items = r#"{"timestamp":"t","type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"c2","output":[{"type":"input_text","text":"ok"}]}}"#;
         assert!(
             matches!(&records(items)[0].body, RecordBody::ToolResult { output, .. } if output == "ok")
@@ -766,6 +769,27 @@ mod tests {
         assert_eq!(
             summary(&records(search)),
             [("@100".into(), RecordKind::ToolCall)]
+        );
+    }
+
+    #[test]
+    fn a_call_id_used_again_later_gives_records_of_its_own() {
+        // A resumed session whose model reuses a call_id: the pair is appended again.
+        let call = r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"call_1"}}"#;
+        let result = r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"x"}}"#;
+        let ids: Vec<String> = [(0, call), (200, result), (400, call), (600, result)]
+            .into_iter()
+            .flat_map(|(offset, line)| at(offset, line))
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "call:call_1@0",
+                "result:call_1@200",
+                "call:call_1@400",
+                "result:call_1@600"
+            ]
         );
     }
 
@@ -830,7 +854,7 @@ mod tests {
         assert_eq!(summary(&got), [("@100#0".into(), RecordKind::User)]);
         assert_eq!(got[0].ts, None);
         let call = r#"{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_9"}"#;
-        assert_eq!(records(call)[0].id, "call:call_9");
+        assert_eq!(records(call)[0].id, "call:call_9@100");
         let output = r#"{"type":"function_call_output","call_id":"call_9","output":"{\"output\":\"a\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.1}}"}"#;
         assert_eq!(
             records(output)[0].body,

@@ -7,8 +7,9 @@
 //! the driver reads each file's first line ([`Format::id_in_head`]), and a file that repeats an
 //! id — the startup-only file a resume in a later minute writes — is not a second session.
 //!
-//! Record ids follow the message id: `<id>` (user, info, warning, error), `<id>#text` (the
-//! model's text), `<id>#tc:<call id>` (a tool call) and `tr:<call id>` (its result, once the
+//! Record ids follow the message id: `<id>` (user, info, warning, error), `<id>#thoughts` (the
+//! model's reasoning, its `thoughts` as `subject: description` lines), `<id>#text` (the model's
+//! text), `<id>#tc:<call id>` (a tool call) and `tr:<call id>` (its result, once the
 //! call's status is final). A result is written twice — in the `gemini` message's `toolCalls`
 //! and as a `functionResponse` user message — and both give the same id, so it is one record. A
 //! message re-appended with more fields gives the same ids again; the read planner keeps the
@@ -124,13 +125,14 @@ impl Format for Gemini {
         std::str::from_utf8(head).ok().map(|s| s.trim().to_string())
     }
 
-    /// The header's full `sessionId` (file names hold only 8 characters of it).
+    /// The full `sessionId` (file names hold only 8 characters of it): the header line's, or
+    /// a legacy `.json` document's top-level one (what `gemini --resume` accepts; the file
+    /// name it rejects).
     fn native_id(&self, head: &[u8]) -> Option<String> {
         crate::resume::complete_lines(head)
-            .next()?
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .map(str::to_string)
+            .next()
+            .and_then(|v| v.get("sessionId")?.as_str().map(str::to_string))
+            .or_else(|| document_session_id(head))
     }
 
     /// `session-*.jsonl` files. Subagents' files are named by their own id already; a legacy
@@ -183,6 +185,26 @@ fn classify(entry: &FileEntry) -> Option<SessionFile> {
         }
         _ => None,
     }
+}
+
+/// The value of the first `"sessionId"` key in the first bytes of a legacy document (Gemini
+/// writes it before `messages`; pretty-printed, so it is on no line of its own), when it is an
+/// id.
+fn document_session_id(head: &[u8]) -> Option<String> {
+    const KEY: &[u8] = b"\"sessionId\"";
+    let at = head
+        .windows(KEY.len())
+        .enumerate()
+        .find(|&(i, w)| w == KEY && (i == 0 || head[i - 1] != b'\\'))?
+        .0;
+    let rest = head[at + KEY.len()..]
+        .trim_ascii_start()
+        .strip_prefix(b":")?;
+    let id = serde_json::Deserializer::from_slice(rest.trim_ascii_start())
+        .into_iter::<String>()
+        .next()?
+        .ok()?;
+    valid_id(&id).then_some(id)
 }
 
 /// Whether a legacy document is one caught in the middle of Gemini's in-place rewrite (it
@@ -281,7 +303,11 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
             }
         }
         "gemini" => {
-            // `thoughts` are subject lines of the model's reasoning; not shown.
+            out.text(
+                format!("{id}#thoughts"),
+                TextKind::Thinking,
+                thoughts_text(entry.get("thoughts")),
+            );
             out.text(
                 format!("{id}#text"),
                 TextKind::Assistant,
@@ -342,6 +368,26 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
         _ => out.unknown(),
     }
     out.done()
+}
+
+/// A `gemini` message's `thoughts` (`[{subject, description, timestamp}]`), one
+/// `subject: description` paragraph each.
+fn thoughts_text(thoughts: Option<&Value>) -> String {
+    let Some(Value::Array(thoughts)) = thoughts else {
+        return String::new();
+    };
+    thoughts
+        .iter()
+        .map(
+            |t| match (str_of(t, "subject").trim(), str_of(t, "description").trim()) {
+                ("", d) => d.to_string(),
+                (s, "") => s.to_string(),
+                (s, d) => format!("{s}: {d}"),
+            },
+        )
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// The id of a tool call's result: the call id alone, as the `gemini` message's `toolCalls`
@@ -510,6 +556,37 @@ mod tests {
     }
 
     #[test]
+    fn thoughts_are_thinking_before_the_text() {
+        let line = r#"{"id":"g1","timestamp":"t","type":"gemini","content":"done","thoughts":[{"subject":"Planning","description":"List the files first.","timestamp":"t"},{"subject":"Checking","description":"","timestamp":"t"}]}"#;
+        let got = records(line);
+        assert_eq!(
+            summary(line),
+            [
+                ("g1#thoughts".into(), RecordKind::Assistant),
+                ("g1#text".into(), RecordKind::Assistant)
+            ]
+        );
+        assert_eq!(
+            got[0].body,
+            RecordBody::Text {
+                kind: TextKind::Thinking,
+                text: "Planning: List the files first.\n\nChecking".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_legacy_document_resumes_by_its_session_id() {
+        let doc = b"{\n  \"sessionId\": \"3739ef95-1c2d-4e5f-8a9b-0c1d2e3f4a5b\",\n  \"projectHash\": \"ab\",\n  \"messages\": [\n    {\n      \"id\": \"m1\",\n      \"type\": \"user\",\n      \"content\": \"say \\\"sessionId\\\": \\\"no\\\"\"";
+        assert_eq!(
+            Gemini.native_id(doc).as_deref(),
+            Some("3739ef95-1c2d-4e5f-8a9b-0c1d2e3f4a5b")
+        );
+        let quoted_only = b"{\"messages\":[{\"content\":\"\\\"sessionId\\\": \\\"x\\\"\"}]}";
+        assert_eq!(Gemini.native_id(quoted_only), None);
+    }
+
+    #[test]
     fn header_set_and_rewind() {
         assert!(records(r#"{"sessionId":"x","projectHash":"h","startTime":"t","lastUpdated":"t","kind":"main"}"#).is_empty());
         assert!(records(r#"{"$set":{"lastUpdated":"t"}}"#).is_empty());
@@ -561,10 +638,19 @@ mod tests {
 
     /// Runs a read plan over `file` in memory, as a host would serve it.
     fn serve(file: &[u8], mode: crate::page::Mode, limit: usize) -> crate::page::Page {
+        serve_as(file, mode, limit, true)
+    }
+
+    fn serve_as(
+        file: &[u8],
+        mode: crate::page::Mode,
+        limit: usize,
+        strict: bool,
+    ) -> crate::page::Page {
         let request = crate::page::PageRequest {
             mode,
             limit,
-            strict: true,
+            strict,
             redact: false,
         };
         let ctx = test_support::ctx(test_support::harness("gemini"));
@@ -585,6 +671,35 @@ mod tests {
         records.append(&mut page.records);
         page.records = records;
         page
+    }
+
+    #[test]
+    fn a_tail_is_the_end_of_all_when_an_older_message_is_rewritten_at_the_end() {
+        // The real 0.61 session, each of its lines in turn appended again: a message written
+        // back with the ids it already had, which `--all` keeps where they first appeared.
+        let file = std::fs::read(format!("{CLI_0_61}{MAIN_FILE}")).unwrap();
+        let lines: Vec<&[u8]> = file.split_inclusive(|&b| b == b'\n').collect();
+        for line in &lines {
+            let rewritten = [&file[..], line].concat();
+            let all: Vec<String> = serve_as(&rewritten, crate::page::Mode::All, 200, false)
+                .records
+                .into_iter()
+                .map(|r| r.id)
+                .collect();
+            for limit in 1..=all.len() + 1 {
+                let tail: Vec<String> = serve_as(&rewritten, crate::page::Mode::Tail, limit, false)
+                    .records
+                    .into_iter()
+                    .map(|r| r.id)
+                    .collect();
+                assert_eq!(
+                    tail,
+                    all[all.len().saturating_sub(limit)..],
+                    "limit {limit}, appended again: {}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
     }
 
     #[test]

@@ -3,6 +3,14 @@
 //! `research/formats-pi-grok-opencode-gemini.md` §2.3 and §5.3. Ids are the line's byte offset
 //! plus the block position (`@<offset>#<i>`); `/rewind` truncates the file, which the cursor's
 //! prefix hash turns into a `reset`.
+//!
+//! A user line's `synthetic_reason` says the runtime wrote it (environment, project
+//! instructions, reminders, auto-continue, …: not a prompt), except `interjection`: what the user
+//! typed while the agent worked, a prompt like any other. The older history format (v0) wrote
+//! chat-completion messages, `{role, content, reasoning_content?, tool_calls?[{id, function:
+//! {name, arguments}}]}` and `{role: "tool", tool_call_id, content}`; such a line reads as the
+//! line of its role would, and an assistant's inline reasoning (`reasoning_content`, or a later
+//! `reasoning: {text}`) is its thinking.
 
 use serde_json::Value;
 
@@ -109,9 +117,19 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
     let entry = Value::Object(map);
     let id = |i: usize| format!("@{offset}#{i}");
     let mut out = Out::new(ctx, None);
-    match str_of(&entry, "type") {
-        // Injected context (environment, project instructions, reminders) is not a prompt.
-        "user" if entry.get("synthetic_reason").is_some_and(|r| !r.is_null()) => {}
+    // The v0 format names a line's kind by its chat role.
+    let kind = match (str_of(&entry, "type"), str_of(&entry, "role")) {
+        ("", "tool") => "tool_result",
+        ("", role) => role,
+        (kind, _) => kind,
+    };
+    match kind {
+        // Injected context (environment, project instructions, reminders) is not a prompt; an
+        // interjection is the user's.
+        "user"
+            if entry
+                .get("synthetic_reason")
+                .is_some_and(|r| !r.is_null() && r.as_str() != Some("interjection")) => {}
         "user" => {
             if let Some(reason) = entry.get("prior_turn_interrupt").and_then(Value::as_str) {
                 out.text(
@@ -140,21 +158,38 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
             }
         }
         "assistant" => {
+            // Inline reasoning of the older formats (its own `reasoning` line since).
+            let inline = match entry.get("reasoning_content") {
+                Some(Value::String(text)) => text.clone(),
+                _ => entry
+                    .pointer("/reasoning/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            };
             if entry.get("content").is_none() && entry.get("tool_calls").is_none() {
                 out.unknown();
             }
-            out.text(
-                id(0),
-                TextKind::Assistant,
-                str_of(&entry, "content").to_string(),
-            );
+            out.text(format!("@{offset}#r"), TextKind::Thinking, inline);
+            let text = match entry.get("content") {
+                Some(Value::Array(blocks)) => blocks
+                    .iter()
+                    .filter(|b| str_of(b, "type") == "text")
+                    .map(|b| str_of(b, "text"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => str_of(&entry, "content").to_string(),
+            };
+            out.text(id(0), TextKind::Assistant, text);
             let calls = entry.get("tool_calls").and_then(Value::as_array);
             for (k, call) in calls.into_iter().flatten().enumerate() {
+                // v0: `{id, type: "function", function: {name, arguments}}`.
+                let function = call.get("function").unwrap_or(call);
                 out.call(
                     id(k + 1),
                     str_of(call, "id"),
-                    str_of(call, "name"),
-                    json_arguments(call.get("arguments")),
+                    str_of(function, "name"),
+                    json_arguments(function.get("arguments")),
                 );
             }
             // Grok Build records the model with the message, but no token counts.
@@ -231,6 +266,53 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert!(got.iter().all(|r| r.model.as_deref() == Some("grok-4.5")));
         assert!(got.iter().all(|r| r.usage.is_none()));
+    }
+
+    #[test]
+    fn an_interjection_is_the_users_and_other_synthetic_lines_are_not() {
+        let typed = r#"{"type":"user","content":[{"type":"text","text":"also check the tests"}],"synthetic_reason":"interjection"}"#;
+        assert_eq!(summary(typed), [("@7#0".into(), RecordKind::User)]);
+        let wake = r#"{"type":"user","content":[{"type":"text","text":"task done"}],"synthetic_reason":"task_completed"}"#;
+        assert!(records(wake).is_empty());
+    }
+
+    #[test]
+    fn the_v0_chat_message_lines_read_by_their_role() {
+        let user = r#"{"role":"user","content":"list the files"}"#;
+        assert_eq!(summary(user), [("@7#0".into(), RecordKind::User)]);
+        let assistant = r#"{"role":"assistant","content":"Listing.","reasoning_content":"ls will do","tool_calls":[{"id":"call_1","type":"function","function":{"name":"run_terminal_cmd","arguments":"{\"command\":\"ls\"}"}}]}"#;
+        let got = records(assistant);
+        assert_eq!(
+            test_support::summary(&got),
+            [
+                ("@7#r".into(), RecordKind::Assistant),
+                ("@7#0".into(), RecordKind::Assistant),
+                ("@7#1".into(), RecordKind::ToolCall)
+            ]
+        );
+        assert!(
+            matches!(&got[0].body, RecordBody::Text { kind: clankie_model::TextKind::Thinking, text } if text == "ls will do")
+        );
+        assert!(
+            matches!(&got[2].body, RecordBody::ToolCall { call_id, name, input, .. }
+            if call_id == "call_1" && name == "run_terminal_cmd" && input["command"] == "ls")
+        );
+        let tool = r#"{"role":"tool","tool_call_id":"call_1","content":"a.txt\n"}"#;
+        assert!(
+            matches!(&records(tool)[0].body, RecordBody::ToolResult { call_id, output, .. }
+            if call_id == "call_1" && output == "a.txt\n")
+        );
+        assert!(records(r#"{"role":"system","content":"You are Grok"}"#).is_empty());
+        // The intermediate form: a `type` line with its reasoning inline.
+        let inline =
+            r#"{"type":"assistant","content":"answer","reasoning":{"text":"step by step"}}"#;
+        assert_eq!(
+            summary(inline),
+            [
+                ("@7#r".into(), RecordKind::Assistant),
+                ("@7#0".into(), RecordKind::Assistant)
+            ]
+        );
     }
 
     #[test]

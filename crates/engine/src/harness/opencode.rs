@@ -8,10 +8,12 @@
 //!
 //! Order is upstream's: messages by `(time_created, id)`, parts of a message by `id`. Ids are
 //! the part ids (`prt_…`), tool parts giving `<prt>:call` and `<prt>:result`, message-level
-//! notices `<msg>:error`. Only final rows become records: a tool part still `pending` or
-//! `running`, or assistant text without `time.end` in a message that has not completed, stops
-//! the records there (`pending_tail`); the call is returned once it has completed, together
-//! with its result, exactly once.
+//! notices `<msg>:error`. Reasoning parts are `thinking` records. Only final rows become
+//! records: an assistant message is held back whole until it has completed (`time.completed`,
+//! or an error), because OpenCode writes its `modelID` and `tokens` while the parts are still
+//! coming; until then the records stop before it (`pending_tail`), and it is returned once,
+//! with its final model and usage. In a 2.x session a tool block still `pending` or `running`,
+//! or text of a message without `finish`, stops the records there the same way.
 
 use serde_json::Value;
 
@@ -535,6 +537,11 @@ fn records_until(
         let error = info.get("error").filter(|e| !e.is_null());
         let finished =
             role != "assistant" || info.pointer("/time/completed").is_some() || error.is_some();
+        if !finished {
+            // Its model and usage are not final yet: nothing of it until it has completed.
+            out.pending = true;
+            return out;
+        }
         let first = out.records.len();
         let start = parts.partition_point(|p| p.message_id < message.id);
         let end = parts.partition_point(|p| p.message_id <= message.id);
@@ -579,10 +586,6 @@ fn records_until(
             let mut o = Out::new(ctx, ms(info.pointer("/time/created")));
             o.text(format!("{}:error", message.id), TextKind::Notice, text);
             out.records.extend(o.records);
-        } else if !finished {
-            // Parts may still be added to a message that has not completed.
-            out.pending = true;
-            return out;
         }
     }
     out
@@ -638,16 +641,16 @@ pub(super) fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowReco
                 let finished = data.get("finish").is_some_and(|f| !f.is_null())
                     || data.pointer("/time/completed").is_some()
                     || data.get("error").is_some_and(|e| !e.is_null());
+                if !finished {
+                    // Held back whole until it ends, as a 1.x message is.
+                    out.pending = true;
+                    return out;
+                }
                 let blocks = data.get("content").and_then(Value::as_array);
                 for (i, block) in blocks.into_iter().flatten().enumerate() {
                     let bid = format!("{id}#{i}");
                     match str_of(block, "type") {
                         "text" => {
-                            if !finished {
-                                out.records.extend(o.records);
-                                out.pending = true;
-                                return out;
-                            }
                             o.text(bid, TextKind::Assistant, str_of(block, "text").to_string());
                         }
                         "tool" => {
@@ -663,14 +666,7 @@ pub(super) fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowReco
                                     Some(e) if !e.is_null() => (text_of(Some(e)), true),
                                     _ => (content_text(state), true),
                                 },
-                                _ if finished => {
-                                    (format!("tool did not finish (status `{status}`)"), true)
-                                }
-                                _ => {
-                                    out.records.extend(o.records);
-                                    out.pending = true;
-                                    return out;
-                                }
+                                _ => (format!("tool did not finish (status `{status}`)"), true),
                             };
                             let call_id = call_id.to_string();
                             o.call(
@@ -681,15 +677,12 @@ pub(super) fn records_v2(ctx: &SourceCtx, rows: &[SessionMessageRow]) -> RowReco
                             );
                             o.result(format!("{bid}:result"), &call_id, output, is_error);
                         }
-                        "reasoning" => {}
+                        "reasoning" => {
+                            o.text(bid, TextKind::Thinking, str_of(block, "text").to_string())
+                        }
                         // A block type newer than this reader.
                         _ => out.unknown_here(),
                     }
-                }
-                if !finished {
-                    out.records.extend(o.records);
-                    out.pending = true;
-                    return out;
                 }
             }
             "system" | "skill" | "agent-switched" | "model-switched" => {}
@@ -743,6 +736,7 @@ fn map_part(
                 o.text(id, TextKind::Assistant, text);
             }
         }
+        "reasoning" => o.text(id, TextKind::Thinking, str_of(data, "text").to_string()),
         "file" if role == "user" => {
             let name = data
                 .get("filename")
@@ -815,7 +809,6 @@ fn map_part(
 
 /// Part types skipped on purpose: steps, snapshots, patches, agents, an assistant's files.
 const SKIPPED_PARTS: &[&str] = &[
-    "reasoning",
     "step-start",
     "step-finish",
     "snapshot",
@@ -906,17 +899,11 @@ mod tests {
             assert_eq!(rows.records.len(), 1, "{status}");
             assert_eq!(rows.records[0].kind(), RecordKind::User);
         }
+        // The message itself has not completed: its model and usage may still change.
         let rows = session("completed", false);
         let kinds: Vec<_> = rows.records.iter().map(|r| r.kind()).collect();
-        assert_eq!(
-            kinds,
-            [
-                RecordKind::User,
-                RecordKind::ToolCall,
-                RecordKind::ToolResult
-            ]
-        );
-        assert!(rows.pending, "the message itself has not completed");
+        assert_eq!(kinds, [RecordKind::User]);
+        assert!(rows.pending);
         let rows = session("completed", true);
         assert!(!rows.pending);
         let ids: Vec<_> = rows.records.iter().map(|r| r.id.as_str()).collect();
@@ -973,6 +960,7 @@ mod tests {
             ids,
             [
                 "m1",
+                "m3#0",
                 "m3#1",
                 "m3#2:call",
                 "m3#2:result",
@@ -980,7 +968,14 @@ mod tests {
                 "m4:result"
             ]
         );
-        match &done.records[3].body {
+        assert_eq!(
+            done.records[1].body,
+            RecordBody::Text {
+                kind: TextKind::Thinking,
+                text: "hm".into()
+            }
+        );
+        match &done.records[4].body {
             RecordBody::ToolResult {
                 call_id,
                 output,
@@ -999,7 +994,7 @@ mod tests {
         assert_eq!(ids, ["m1"], "unfinished text waits too");
         let aborted = records_v2(&ctx(), &rows("running", r#","finish":"aborted""#));
         assert!(!aborted.pending);
-        assert_eq!(aborted.records.len(), 6);
+        assert_eq!(aborted.records.len(), 7);
     }
 
     fn tree_file(rel: &str, size: u64, mtime: i64) -> FileEntry {

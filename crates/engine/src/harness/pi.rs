@@ -260,7 +260,7 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
         "bashExecution" => {
             // A command the user ran with `!`: a call and its result in one entry.
             let command = str_of(message, "command");
-            out.call(
+            out.user_call(
                 format!("{base}#call"),
                 base,
                 "bash",
@@ -410,6 +410,13 @@ mod tests {
                 ("b1#call".into(), RecordKind::ToolCall),
                 ("b1#result".into(), RecordKind::ToolResult)
             ]
+        );
+        assert!(
+            matches!(
+                &records(bash)[0].body,
+                RecordBody::ToolCall { by_user: true, .. }
+            ),
+            "the user ran it"
         );
     }
 }

@@ -188,6 +188,7 @@ fn tool_calls_are_searched_by_name_and_input_values() {
             call_id: "1".into(),
             name: "Bash".into(),
             input: serde_json::json!({"command": "echo \"hi\"", "timeout": 5, "opts": [true, null]}),
+            by_user: false,
         },
         model: None,
         usage: None,
