@@ -93,8 +93,10 @@ pub struct ReadArgs {
     pub filters: FilterArgs,
 }
 
-/// Which of a page's records are shown. Filters apply after paging: the page's cursor is the
-/// unfiltered page's, and the page line counts what they left out (`"filtered": N`).
+/// Which records a page holds. Filters apply before paging: `-n 5` is the five newest (with
+/// `--head`, first) records they keep, read further back within the 64 MiB bound of one read;
+/// the page's cursor continues after the last record examined, and the page line counts the
+/// records examined and left out (`"filtered": N`).
 #[derive(Debug, Args)]
 pub struct FilterArgs {
     /// Only records of these kinds: user, assistant, tool_call, tool_result, notice, terminal,
@@ -165,9 +167,11 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     let host = opened.host;
     // One reader for the run: the database copy it keeps serves resolving, the first page and
     // every poll.
-    let mut reader = Reader::new(&host);
-    // `--all --json`'s batches are redacted on the thread that writes them (`PrintSink`).
-    let redact_streamed = request.page.redact && matches!(renderer, Renderer::Ndjson);
+    // `--all --json`'s batches are redacted on the thread that writes them (`PrintSink`); a
+    // filter's `--grep` matches redacted text, so a filtered read redacts them as it reads.
+    let redact_streamed =
+        request.page.redact && matches!(renderer, Renderer::Ndjson) && !request.filter.is_active();
+    let mut reader = Reader::new(&host).with_filter(&request.filter);
     if redact_streamed {
         reader = reader.with_streamed_batches_unredacted();
     }
@@ -196,8 +200,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             session: &session.id,
             filtered: None,
         },
-        filter: &request.filter,
-        filtered: 0,
+        filtering: request.filter.is_active(),
+        following: false,
         progress,
         on_terminal,
         pipeline: None,
@@ -205,6 +209,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
     let page = request.read(&mut feed, &mut sink).await;
+    sink.following = args.follow;
     sink.progress.finish();
     // The page is whole: held output goes out, or the pager is waited for, before anything
     // else is said.
@@ -340,7 +345,7 @@ async fn follow_host(
     }
     let opened = ctx.open(host_name)?;
     let host = opened.host;
-    let reader = Reader::new(&host);
+    let reader = Reader::new(&host).with_filter(&filter);
     let options = FollowOptions {
         interval,
         strict: args.strict,
@@ -359,8 +364,7 @@ async fn follow_host(
         renderer,
         out: PagedStdout::direct(),
         host: host.name(),
-        filter: &filter,
-        filtered: 0,
+        filtering: filter.is_active(),
         harness: "",
         session: String::new(),
         prefix: String::new(),
@@ -406,8 +410,8 @@ struct HostPrintSink<'a> {
     renderer: Renderer,
     out: PagedStdout,
     host: &'a str,
-    filter: &'a RecordFilter,
-    filtered: usize,
+    /// A filter is given: the NDJSON page lines count what it left out.
+    filtering: bool,
     /// The session being given.
     harness: &'static str,
     session: String,
@@ -426,18 +430,6 @@ impl HostFeedSink for HostPrintSink<'_> {
 
 impl FeedSink for HostPrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
-        let kept: Vec<Record>;
-        let records = if self.filter.is_active() {
-            kept = records
-                .iter()
-                .filter(|r| self.filter.keeps(r))
-                .cloned()
-                .collect();
-            self.filtered += records.len() - kept.len();
-            &kept[..]
-        } else {
-            records
-        };
         self.renderer.prefixed_records(
             &mut self.out,
             self.host,
@@ -448,12 +440,11 @@ impl FeedSink for HostPrintSink<'_> {
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
-        let filtered = std::mem::take(&mut self.filtered);
         let info = PageInfo {
             host: self.host,
             harness: self.harness,
             session: &self.session,
-            filtered: self.filter.is_active().then_some(filtered),
+            filtered: self.filtering.then_some(page.filtered),
         };
         self.renderer.follow_page_end(&mut self.out, &info, page)
     }
@@ -467,15 +458,17 @@ impl FeedSink for HostPrintSink<'_> {
     }
 }
 
-/// Prints a feed: records and page ends through the renderer, warnings on stderr. The
-/// filter is applied here, after paging, and what it left out of each page is counted.
+/// Prints a feed: records and page ends through the renderer, warnings on stderr. The reader
+/// applied the filter; the page line says what it left out.
 struct PrintSink<'a> {
     renderer: Renderer,
     out: PagedStdout,
     info: PageInfo<'a>,
-    filter: &'a RecordFilter,
-    /// Records the filter left out since the last page end.
-    filtered: usize,
+    /// A filter is given: page lines count what it left out.
+    filtering: bool,
+    /// The first page is out and polls follow: the text output stays quiet about what the
+    /// filter left out (NDJSON page lines still count it).
+    following: bool,
     /// Counts the records given; erased before the first output when stdout is a terminal.
     progress: Progress,
     on_terminal: bool,
@@ -515,22 +508,12 @@ impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
         self.write_pipelined(true)?;
         self.progress(records.len());
-        if !self.filter.is_active() {
-            return self
-                .renderer
-                .records(&mut self.out, self.info.host, records);
-        }
-        let kept: Vec<Record> = records
-            .iter()
-            .filter(|r| self.filter.keeps(r))
-            .cloned()
-            .collect();
-        self.filtered += records.len() - kept.len();
-        self.renderer.records(&mut self.out, self.info.host, &kept)
+        self.renderer
+            .records(&mut self.out, self.info.host, records)
     }
 
     fn records_owned(&mut self, mut records: Vec<Record>) -> std::io::Result<()> {
-        let pipelined = matches!(self.renderer, Renderer::Ndjson) && !self.filter.is_active();
+        let pipelined = matches!(self.renderer, Renderer::Ndjson);
         if pipelined && self.pipeline.is_none() {
             self.pipeline =
                 crate::render::ndjson::Pipeline::start(self.info.host, self.redact_streamed);
@@ -542,7 +525,6 @@ impl FeedSink for PrintSink<'_> {
             }
             return self.write_pipelined(false);
         }
-        // Before the filter: `--grep` matches redacted text.
         if self.redact_streamed {
             clankie_engine::redact::redact_records(&mut records);
         }
@@ -552,10 +534,8 @@ impl FeedSink for PrintSink<'_> {
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
         self.write_pipelined(true)?;
         self.progress(0);
-        self.info.filtered = self
-            .filter
-            .is_active()
-            .then_some(std::mem::take(&mut self.filtered));
+        let quiet = self.following && !self.renderer.is_ndjson();
+        self.info.filtered = (self.filtering && !quiet).then_some(page.filtered);
         self.renderer.page_end(&mut self.out, &self.info, page)
     }
 

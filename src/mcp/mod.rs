@@ -438,20 +438,13 @@ impl McpServer {
                 read_resolving(&warm, key, request).await
             })
             .await?;
-        let filter = &request.filter;
-        let total = page.records.len();
-        let mut records: Vec<Record> = page
-            .records
-            .iter()
-            .filter(|r| filter.keeps(r))
-            .cloned()
-            .collect();
+        let mut records: Vec<Record> = page.records.clone();
         let truncated: Vec<bool> = records.iter_mut().map(truncate_record).collect();
         let info = PageInfo {
             host: host_name,
             harness: session.harness().name(),
             session: &session.id,
-            filtered: filter.is_active().then_some(total - records.len()),
+            filtered: request.filter.is_active().then_some(page.filtered),
         };
         let mut record_lines = Vec::new();
         crate::render::ndjson::records(&mut record_lines, host_name, &records).map_err(output)?;
@@ -843,7 +836,7 @@ async fn read_kept(
     kept: Kept,
     request: &ReadRequest,
 ) -> Result<(SessionFile, Page), DriverError> {
-    let mut reader = Reader::new(&warm.host);
+    let mut reader = Reader::new(&warm.host).with_filter(&request.filter);
     if request.page.mode == Mode::Tail
         && let Some(window) = kept.tail_window(request.page.limit)
     {
@@ -868,7 +861,7 @@ async fn read_resolving(
     key: &str,
     request: &ReadRequest,
 ) -> Result<(SessionFile, Page), DriverError> {
-    let reader = Reader::new(&warm.host);
+    let reader = Reader::new(&warm.host).with_filter(&request.filter);
     let session = request.resolve(&reader, &warm.roots).await?;
     let page = request.read_page(&reader, &session).await?;
     // Only a transcript of lines is read from its resolution alone; a database or a tree is

@@ -189,7 +189,7 @@ pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
                     "mode": {"type": "string", "enum": ["tail", "head", "since"], "default": "tail", "description": "`tail`: the newest `limit` records; `head`: the first `limit`; `since`: the next `limit` records after `cursor`."},
                     "cursor": {"type": "string", "description": "With mode `since`: the `page.cursor` of an earlier read_session of this session."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Records in the page."},
-                    "kinds": {"type": "array", "items": {"type": "string", "enum": KINDS}, "description": "Only records of these kinds (`tools`: both tool kinds). Applied after paging: `page.filtered` counts what it left out, and the cursor still covers the whole page."}
+                    "kinds": {"type": "array", "items": {"type": "string", "enum": KINDS}, "description": "Only records of these kinds (`tools`: both tool kinds). Applied before paging: `limit` counts the records kept, read further back (or on) within the 64 MiB bound; `page.filtered` counts the records examined and left out, and the cursor continues after the last record examined."}
                 },
                 "required": ["target"],
                 "additionalProperties": false
