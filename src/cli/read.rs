@@ -33,7 +33,8 @@ use jiff::ZonedDateTime;
 #[derive(Debug, Args)]
 pub struct ReadArgs {
     /// The session: `HOST:SESSION`, where SESSION is an id, a unique prefix of at least 6
-    /// characters, or `HARNESS/ID`; a bare `SESSION` is `local:SESSION`. With --follow,
+    /// characters, `HARNESS/ID`, or `@latest`, the host's newest session (the one `ls` lists
+    /// first; `@latest/HARNESS` within one harness); a bare `SESSION` is `local:SESSION`. With --follow,
     /// `HOST:*` (or `HOST:HARNESS/*`) follows every session of the host that changes.
     #[arg(value_name = "HOST:SESSION")]
     pub target: String,

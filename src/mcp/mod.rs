@@ -427,7 +427,11 @@ impl McpServer {
         let request = &request;
         let (session, page) = self
             .on_host(host_name, |warm| async move {
-                if let Some(kept) = warm.sessions.get(key) {
+                // `@latest` is looked for again by every call: a newer session may have begun.
+                let kept = (!request.query.is_latest())
+                    .then(|| warm.sessions.get(key))
+                    .flatten();
+                if let Some(kept) = kept {
                     match read_kept(&warm, key, kept, request).await {
                         Ok(read) => return Ok(read),
                         Err(e) if !resolved_again_after(&e) => return Err(e),
@@ -866,7 +870,7 @@ async fn read_resolving(
     let page = request.read_page(&reader, &session).await?;
     // Only a transcript of lines is read from its resolution alone; a database or a tree is
     // listed or loaded by every read anyway.
-    if harness::source(&session) == Source::Lines {
+    if harness::source(&session) == Source::Lines && !request.query.is_latest() {
         keep(warm, key, session.clone(), None, &reader, &page);
     }
     Ok((session, page))

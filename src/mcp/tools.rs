@@ -132,7 +132,8 @@ const KINDS: [&str; 7] = [
 
 const TARGET: &str = "The session as `HOST:SESSION`: HOST is `local` or a host name this server \
 allows (see list_sessions); SESSION is a session id, a unique prefix of it (at least 6 \
-characters), or `HARNESS/ID`. Take it from list_sessions: `<host>:<session>`.";
+characters), `HARNESS/ID`, or `@latest` for the host's newest session (`@latest/HARNESS` within \
+one harness). Take it from list_sessions: `<host>:<session>`.";
 
 /// The tools' names, in the order `tools/list` gives them.
 pub(crate) fn names() -> Vec<String> {

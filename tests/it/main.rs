@@ -27,6 +27,7 @@ mod harnesses;
 mod host_keys;
 mod hostile;
 mod hosts;
+mod latest;
 mod ls_people;
 mod man;
 mod mcp;

@@ -944,3 +944,27 @@ fn an_idle_connection_is_closed_and_the_next_call_reconnects() {
         "each call on its new connection finds and reads at once: {log}"
     );
 }
+
+/// `read_session` with `@latest` reads the host's newest session, looked for again by every
+/// call (a session that became the newest is found, not the one a call before resolved).
+#[test]
+fn read_session_at_latest_reads_the_newest_session_each_call() {
+    use crate::latest::{NEWER, OLDER, age, home, line};
+    let dir = tempfile::tempdir().unwrap();
+    let (older, _) = home(dir.path());
+    let mut server = Server::start(dir.path(), &[], &[]);
+    let read = server.ok("read_session", json!({"target": "local:@latest"}));
+    assert_eq!(read["page"]["session"], NEWER, "{read}");
+    let read = server.ok("read_session", json!({"target": "@latest/claude"}));
+    assert_eq!(read["page"]["session"], NEWER, "{read}");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&older)
+        .unwrap();
+    file.write_all(line("o2", "back to it").as_bytes()).unwrap();
+    drop(file);
+    age(&older, Duration::from_secs(1));
+    let read = server.ok("read_session", json!({"target": "local:@latest"}));
+    assert_eq!(read["page"]["session"], OLDER, "{read}");
+    server.finish();
+}
