@@ -237,11 +237,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             redact: !args.no_redact,
             polls: None,
         };
-        // Ctrl-C ends a follow with exit 0 (as does a failure to listen for it).
-        let ctrl_c = async {
-            let _ = tokio::signal::ctrl_c().await;
-        };
-        feed.follow(page.cursor, &options, &mut sink, &mut TokioClock, ctrl_c)
+        feed.follow(page.cursor, &options, &mut sink, &mut TokioClock, stopped())
             .await?;
     }
     Ok(Outcome::Done)
@@ -300,6 +296,53 @@ fn page_size(args: &ReadArgs) -> Result<u16, UsageError> {
 /// Records a page when neither `--limit` nor a count after `--tail`/`--head` says.
 const DEFAULT_PAGE_SIZE: u16 = 50;
 
+/// What ends a follow, with exit 0: Ctrl-C (or a failure to listen for it), or stdout's reader
+/// gone (`--follow | head -1`, as `tail -f` ends), noticed while nothing is written too.
+async fn stopped() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = stdout_closed() => {}
+    }
+}
+
+/// Resolves once stdout is a pipe or socket whose reader has gone: a write would fail, and a
+/// follow that writes nothing for hours would otherwise never learn it. Looked at every 100 ms.
+async fn stdout_closed() {
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if stdout_reader_gone() {
+            return;
+        }
+    }
+}
+
+/// Whether stdout's reader has gone: `poll` reports an error (a pipe with no reader) or a
+/// hang-up on it, which it does whatever events are asked for. A terminal, a file or
+/// `/dev/null` never reports either while usable.
+#[cfg(unix)]
+fn stdout_reader_gone() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use std::os::fd::AsFd;
+    let stdout = std::io::stdout();
+    let fd = stdout.as_fd();
+    let mut fds = [PollFd::new(&fd, PollFlags::empty())];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(1..))
+        && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
+}
+
+/// Elsewhere the follow learns it from the first write that fails.
+#[cfg(not(unix))]
+fn stdout_reader_gone() -> bool {
+    false
+}
+
 /// `--interval` as a duration; zero, negative or not a number is a usage error.
 fn interval(args: &ReadArgs) -> Result<Duration, UsageError> {
     Duration::try_from_secs_f64(args.interval)
@@ -346,7 +389,9 @@ async fn follow_host(
     }
     let opened = ctx.open(host_name)?;
     let host = opened.host;
-    let reader = Reader::new(&host).with_filter(&filter);
+    // The filter is the sink's: the feed's start reads one record of each session for its
+    // cursor, which a filtered reader would look for further back.
+    let reader = Reader::new(&host);
     let options = FollowOptions {
         interval,
         strict: args.strict,
@@ -361,23 +406,45 @@ async fn follow_host(
         super::warn(&host.take_notes());
     }
     started?;
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{}", following_line(host.name(), &feed));
+    }
     let mut sink = HostPrintSink {
         renderer,
         out: PagedStdout::direct(),
         host: host.name(),
-        filtering: filter.is_active(),
+        filter: &filter,
+        filtered: 0,
         harness: "",
         session: String::new(),
         prefix: String::new(),
         buf: Vec::new(),
     };
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    feed.follow(&options, &mut sink, &mut TokioClock, ctrl_c)
+    feed.follow(&options, &mut sink, &mut TokioClock, stopped())
         .await?;
     sink.out.finish()?;
     Ok(Outcome::Done)
+}
+
+/// What a host-wide follow says on a terminal before its first record: what it follows.
+/// `following 3 sessions on devbox (claude 2, codex 1) and every new one; Ctrl-C ends`.
+fn following_line<H: Host>(host: &str, feed: &HostFeed<'_, H>) -> String {
+    let count = feed.followed();
+    let sessions = if count == 1 { "session" } else { "sessions" };
+    let harnesses: Vec<String> = feed
+        .followed_harnesses()
+        .into_iter()
+        .map(|(harness, n)| format!("{} {n}", harness.name()))
+        .collect();
+    let which = if harnesses.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", harnesses.join(", "))
+    };
+    let line =
+        format!("following {count} {sessions} on {host}{which} and every new one; Ctrl-C ends");
+    sanitize_line(&line)
 }
 
 /// The width of a host-wide follow's text prefix: an 8-character id, a space, the project in
@@ -406,13 +473,15 @@ fn session_prefix(id: &str, cwd: Option<&str>) -> String {
 
 /// Prints a host-wide follow: NDJSON lines as a read prints them (each names its host, harness
 /// and session); text lines each prefixed with their session ([`session_prefix`]), and no
-/// page ends.
+/// page ends. Each poll reads every record after a session's cursor, so the filter is applied
+/// here, to what it gives.
 struct HostPrintSink<'a> {
     renderer: Renderer,
     out: PagedStdout,
     host: &'a str,
-    /// A filter is given: the NDJSON page lines count what it left out.
-    filtering: bool,
+    filter: &'a RecordFilter,
+    /// Records the filter left out since the last page end.
+    filtered: usize,
     /// The session being given.
     harness: &'static str,
     session: String,
@@ -431,6 +500,18 @@ impl HostFeedSink for HostPrintSink<'_> {
 
 impl FeedSink for HostPrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
+        let kept: Vec<Record>;
+        let records = if self.filter.is_active() {
+            kept = records
+                .iter()
+                .filter(|r| self.filter.keeps(r))
+                .cloned()
+                .collect();
+            self.filtered += records.len() - kept.len();
+            &kept[..]
+        } else {
+            records
+        };
         self.renderer.prefixed_records(
             &mut self.out,
             self.host,
@@ -441,11 +522,12 @@ impl FeedSink for HostPrintSink<'_> {
     }
 
     fn page_end(&mut self, page: &Page) -> std::io::Result<()> {
+        let filtered = std::mem::take(&mut self.filtered);
         let info = PageInfo {
             host: self.host,
             harness: self.harness,
             session: &self.session,
-            filtered: self.filtering.then_some(page.filtered),
+            filtered: self.filter.is_active().then_some(filtered),
         };
         self.renderer.follow_page_end(&mut self.out, &info, page)
     }

@@ -20,6 +20,7 @@ mod everyday;
 mod filters;
 mod fixtures;
 mod follow;
+mod follow_ends;
 mod follow_host;
 mod grep;
 mod harness_names;
