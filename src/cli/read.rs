@@ -33,7 +33,8 @@ use jiff::ZonedDateTime;
 #[derive(Debug, Args)]
 pub struct ReadArgs {
     /// The session: `HOST:SESSION`, where SESSION is an id, a unique prefix of at least 6
-    /// characters, or `HARNESS/ID`; a bare `SESSION` is `local:SESSION`. With --follow,
+    /// characters, `HARNESS/ID`, or `@latest`, the host's newest session (the one `ls` lists
+    /// first; `@latest/HARNESS` within one harness); a bare `SESSION` is `local:SESSION`. With --follow,
     /// `HOST:*` (or `HOST:HARNESS/*`) follows every session of the host that changes.
     #[arg(value_name = "HOST:SESSION")]
     pub target: String,
@@ -93,8 +94,10 @@ pub struct ReadArgs {
     pub filters: FilterArgs,
 }
 
-/// Which of a page's records are shown. Filters apply after paging: the page's cursor is the
-/// unfiltered page's, and the page line counts what they left out (`"filtered": N`).
+/// Which records a page holds. Filters apply before paging: `-n 5` is the five newest (with
+/// `--head`, first) records they keep, read further back within the 64 MiB bound of one read;
+/// the page's cursor continues after the last record examined, and the page line counts the
+/// records examined and left out (`"filtered": N`).
 #[derive(Debug, Args)]
 pub struct FilterArgs {
     /// Only records of these kinds: user, assistant, tool_call, tool_result, notice, terminal,
@@ -165,9 +168,11 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     let host = opened.host;
     // One reader for the run: the database copy it keeps serves resolving, the first page and
     // every poll.
-    let mut reader = Reader::new(&host);
-    // `--all --json`'s batches are redacted on the thread that writes them (`PrintSink`).
-    let redact_streamed = request.page.redact && matches!(renderer, Renderer::Ndjson);
+    // `--all --json`'s batches are redacted on the thread that writes them (`PrintSink`); a
+    // filter's `--grep` matches redacted text, so a filtered read redacts them as it reads.
+    let redact_streamed =
+        request.page.redact && matches!(renderer, Renderer::Ndjson) && !request.filter.is_active();
+    let mut reader = Reader::new(&host).with_filter(&request.filter);
     if redact_streamed {
         reader = reader.with_streamed_batches_unredacted();
     }
@@ -196,8 +201,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             session: &session.id,
             filtered: None,
         },
-        filter: &request.filter,
-        filtered: 0,
+        filtering: request.filter.is_active(),
+        following: false,
         progress,
         on_terminal,
         pipeline: None,
@@ -206,6 +211,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     };
     let mut feed = SessionFeed::new(&reader, &session, args.follow);
     let page = request.read(&mut feed, &mut sink).await;
+    sink.following = args.follow;
     sink.progress.finish();
     // The page is whole: held output goes out, or the pager is waited for, before anything
     // else is said.
@@ -232,11 +238,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
             redact: !args.no_redact,
             polls: None,
         };
-        // Ctrl-C ends a follow with exit 0 (as does a failure to listen for it).
-        let ctrl_c = async {
-            let _ = tokio::signal::ctrl_c().await;
-        };
-        feed.follow(page.cursor, &options, &mut sink, &mut TokioClock, ctrl_c)
+        feed.follow(page.cursor, &options, &mut sink, &mut TokioClock, stopped())
             .await?;
     }
     Ok(Outcome::Done)
@@ -295,6 +297,53 @@ fn page_size(args: &ReadArgs) -> Result<u16, UsageError> {
 /// Records a page when neither `--limit` nor a count after `--tail`/`--head` says.
 const DEFAULT_PAGE_SIZE: u16 = 50;
 
+/// What ends a follow, with exit 0: Ctrl-C (or a failure to listen for it), or stdout's reader
+/// gone (`--follow | head -1`, as `tail -f` ends), noticed while nothing is written too.
+async fn stopped() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = stdout_closed() => {}
+    }
+}
+
+/// Resolves once stdout is a pipe or socket whose reader has gone: a write would fail, and a
+/// follow that writes nothing for hours would otherwise never learn it. Looked at every 100 ms.
+async fn stdout_closed() {
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if stdout_reader_gone() {
+            return;
+        }
+    }
+}
+
+/// Whether stdout's reader has gone: `poll` reports an error (a pipe with no reader) or a
+/// hang-up on it, which it does whatever events are asked for. A terminal, a file or
+/// `/dev/null` never reports either while usable.
+#[cfg(unix)]
+fn stdout_reader_gone() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use std::os::fd::AsFd;
+    let stdout = std::io::stdout();
+    let fd = stdout.as_fd();
+    let mut fds = [PollFd::new(&fd, PollFlags::empty())];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(1..))
+        && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
+}
+
+/// Elsewhere the follow learns it from the first write that fails.
+#[cfg(not(unix))]
+fn stdout_reader_gone() -> bool {
+    false
+}
+
 /// `--interval` as a duration; zero, negative or not a number is a usage error.
 fn interval(args: &ReadArgs) -> Result<Duration, UsageError> {
     Duration::try_from_secs_f64(args.interval)
@@ -341,6 +390,8 @@ async fn follow_host(
     }
     let opened = ctx.open(host_name)?;
     let host = opened.host;
+    // The filter is the sink's: the feed's start reads one record of each session for its
+    // cursor, which a filtered reader would look for further back.
     let reader = Reader::new(&host);
     let options = FollowOptions {
         interval,
@@ -356,6 +407,10 @@ async fn follow_host(
         super::warn(&host.take_notes());
     }
     started?;
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{}", following_line(host.name(), &feed));
+    }
     let mut sink = HostPrintSink {
         renderer,
         out: PagedStdout::direct(),
@@ -368,13 +423,30 @@ async fn follow_host(
         buf: Vec::new(),
         version_hinted: false,
     };
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    feed.follow(&options, &mut sink, &mut TokioClock, ctrl_c)
+    feed.follow(&options, &mut sink, &mut TokioClock, stopped())
         .await?;
     sink.out.finish()?;
     Ok(Outcome::Done)
+}
+
+/// What a host-wide follow says on a terminal before its first record: what it follows.
+/// `following 3 sessions on devbox (claude 2, codex 1) and every new one; Ctrl-C ends`.
+fn following_line<H: Host>(host: &str, feed: &HostFeed<'_, H>) -> String {
+    let count = feed.followed();
+    let sessions = if count == 1 { "session" } else { "sessions" };
+    let harnesses: Vec<String> = feed
+        .followed_harnesses()
+        .into_iter()
+        .map(|(harness, n)| format!("{} {n}", harness.name()))
+        .collect();
+    let which = if harnesses.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", harnesses.join(", "))
+    };
+    let line =
+        format!("following {count} {sessions} on {host}{which} and every new one; Ctrl-C ends");
+    sanitize_line(&line)
 }
 
 /// The width of a host-wide follow's text prefix: an 8-character id, a space, the project in
@@ -403,12 +475,14 @@ fn session_prefix(id: &str, cwd: Option<&str>) -> String {
 
 /// Prints a host-wide follow: NDJSON lines as a read prints them (each names its host, harness
 /// and session); text lines each prefixed with their session ([`session_prefix`]), and no
-/// page ends.
+/// page ends. Each poll reads every record after a session's cursor, so the filter is applied
+/// here, to what it gives.
 struct HostPrintSink<'a> {
     renderer: Renderer,
     out: PagedStdout,
     host: &'a str,
     filter: &'a RecordFilter,
+    /// Records the filter left out since the last page end.
     filtered: usize,
     /// The session being given.
     harness: &'static str,
@@ -485,15 +559,17 @@ impl FeedSink for HostPrintSink<'_> {
     }
 }
 
-/// Prints a feed: records and page ends through the renderer, warnings on stderr. The
-/// filter is applied here, after paging, and what it left out of each page is counted.
+/// Prints a feed: records and page ends through the renderer, warnings on stderr. The reader
+/// applied the filter; the page line says what it left out.
 struct PrintSink<'a> {
     renderer: Renderer,
     out: PagedStdout,
     info: PageInfo<'a>,
-    filter: &'a RecordFilter,
-    /// Records the filter left out since the last page end.
-    filtered: usize,
+    /// A filter is given: page lines count what it left out.
+    filtering: bool,
+    /// The first page is out and polls follow: the text output stays quiet about what the
+    /// filter left out (NDJSON page lines still count it).
+    following: bool,
     /// Counts the records given; erased before the first output when stdout is a terminal.
     progress: Progress,
     on_terminal: bool,
@@ -535,22 +611,12 @@ impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
         self.write_pipelined(true)?;
         self.progress(records.len());
-        if !self.filter.is_active() {
-            return self
-                .renderer
-                .records(&mut self.out, self.info.host, records);
-        }
-        let kept: Vec<Record> = records
-            .iter()
-            .filter(|r| self.filter.keeps(r))
-            .cloned()
-            .collect();
-        self.filtered += records.len() - kept.len();
-        self.renderer.records(&mut self.out, self.info.host, &kept)
+        self.renderer
+            .records(&mut self.out, self.info.host, records)
     }
 
     fn records_owned(&mut self, mut records: Vec<Record>) -> std::io::Result<()> {
-        let pipelined = matches!(self.renderer, Renderer::Ndjson) && !self.filter.is_active();
+        let pipelined = matches!(self.renderer, Renderer::Ndjson);
         if pipelined && self.pipeline.is_none() {
             self.pipeline =
                 crate::render::ndjson::Pipeline::start(self.info.host, self.redact_streamed);
@@ -562,7 +628,6 @@ impl FeedSink for PrintSink<'_> {
             }
             return self.write_pipelined(false);
         }
-        // Before the filter: `--grep` matches redacted text.
         if self.redact_streamed {
             clankie_engine::redact::redact_records(&mut records);
         }
@@ -578,10 +643,8 @@ impl FeedSink for PrintSink<'_> {
             self.version_hinted = true;
             self.progress.suspend(|| super::hint(&hint));
         }
-        self.info.filtered = self
-            .filter
-            .is_active()
-            .then_some(std::mem::take(&mut self.filtered));
+        let quiet = self.following && !self.renderer.is_ndjson();
+        self.info.filtered = (self.filtering && !quiet).then_some(page.filtered);
         self.renderer.page_end(&mut self.out, &self.info, page)
     }
 

@@ -16,7 +16,8 @@ use clankie_host::{Dialect, Transport};
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The session: `HOST:SESSION`, where SESSION is an id, a unique prefix of at least 6
-    /// characters, or `HARNESS/ID`.
+    /// characters, `HARNESS/ID`, or `@latest` for the host's newest session (`@latest/HARNESS`
+    /// within one harness).
     #[arg(value_name = "HOST:SESSION")]
     pub target: String,
 }

@@ -20,7 +20,7 @@ use clankie_engine::session::SessionFile;
 use clankie_host::memory::MemoryHost;
 use clankie_host::{AnyHost, Host, HostError};
 use clankie_model::limits::{FOLLOW_WAKE_RECORDS, MAX_FOLLOWED_SESSIONS, MAX_LIMIT};
-use clankie_model::{Record, RootSpec};
+use clankie_model::{Harness, Record, RootSpec};
 
 /// Where a feed goes: the CLI renders to stdout and warns on stderr; tests record.
 pub trait FeedSink {
@@ -341,6 +341,21 @@ impl<'a, H: Host> HostFeed<'a, H> {
     /// How many sessions have a cursor now.
     pub fn followed(&self) -> usize {
         self.followed.len()
+    }
+
+    /// The harnesses of the sessions that have a cursor now, each with how many, in the
+    /// registry's order.
+    pub fn followed_harnesses(&self) -> Vec<(Harness, usize)> {
+        let mut counts: Vec<(Harness, usize)> = Vec::new();
+        for followed in self.followed.values() {
+            let harness = followed.session.harness();
+            match counts.iter_mut().find(|(h, _)| *h == harness) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((harness, 1)),
+            }
+        }
+        counts.sort_by_key(|(h, _)| *h);
+        counts
     }
 
     /// Lists the host and takes the end of its most recently modified sessions (at most the

@@ -39,7 +39,7 @@ impl<'h, H: Host> Reader<'h, H> {
             .map_or(session.entry.size, |d| d.len() as u64);
         // The batches `--all` streams go out unredacted when the caller redacts them (the CLI,
         // on the thread that writes them); the page's own records are redacted at its end.
-        let redact_aside = stream && request.redact && self.streamed_unredacted;
+        let redact_aside = stream && request.redact && self.streams_unredacted();
         let request = PageRequest {
             redact: request.redact && !redact_aside,
             ..request
@@ -48,7 +48,7 @@ impl<'h, H: Host> Reader<'h, H> {
         // sequential: repeated ids, the page's bounds), with the context the plan gets.
         let mut parse_ahead =
             stream.then(|| parse_ahead::ParseAhead::new(ctx.clone(), !self.texts_as_json_tokens));
-        let mut plan = ReadPlan::new(ctx, request, size_hint);
+        let mut plan = ReadPlan::new(ctx, request, size_hint).with_filter(&self.filter);
         if let Some(bytes) = self.tail_window {
             plan = plan.with_tail_window(bytes);
         }

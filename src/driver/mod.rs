@@ -41,6 +41,7 @@ mod to_end;
 
 use clankie_engine::SourceCtx;
 use clankie_engine::cursor::{Cursor, CursorError, PathHint, binding};
+use clankie_engine::filter::RecordFilter;
 use clankie_engine::harness;
 use clankie_engine::page::{Mode, Page, PageRequest, PlanError};
 use clankie_engine::resolve::ResolveError;
@@ -134,6 +135,8 @@ pub struct Reader<'h, H: Host> {
     /// The caller writes records as JSON: `--all`'s texts may stay JSON tokens
     /// ([`Reader::with_texts_as_json_tokens`]).
     texts_as_json_tokens: bool,
+    /// Which records every page holds ([`Reader::with_filter`]).
+    filter: RecordFilter,
 }
 
 /// The cursor says where the file is, so that a `--since` with it finds the file without
@@ -165,7 +168,24 @@ impl<'h, H: Host> Reader<'h, H> {
             whole: std::sync::Mutex::new(std::collections::HashMap::new()),
             streamed_unredacted: false,
             texts_as_json_tokens: false,
+            filter: RecordFilter::default(),
         }
+    }
+
+    /// This reader, holding in every page it reads (a read's, each `--follow` poll's) only the
+    /// records `filter` keeps: a page's `limit` counts those, read further back or on within
+    /// the 64 MiB bound of one read, and the page counts what it examined and left out
+    /// ([`Page::filtered`]). A filter that matches text (`--grep`) matches it redacted when the
+    /// page is, so `--all`'s batches are then redacted here whatever
+    /// [`Reader::with_streamed_batches_unredacted`] says.
+    pub fn with_filter(mut self, filter: &RecordFilter) -> Reader<'h, H> {
+        self.filter = filter.clone();
+        self
+    }
+
+    /// Whether `--all`'s batches go out unredacted for the caller to redact.
+    fn streams_unredacted(&self) -> bool {
+        self.streamed_unredacted && !self.filter.is_active()
     }
 
     /// This reader, leaving the texts of `--all`'s lines parsed ahead as the JSON tokens the

@@ -330,7 +330,8 @@ impl<'h, H: Host> Reader<'h, H> {
             return None;
         }
         let ctx = source_ctx(self.host.name(), session);
-        let mut plan = ReadPlan::new(ctx, request.clone(), session.entry.size);
+        let mut plan =
+            ReadPlan::new(ctx, request.clone(), session.entry.size).with_filter(&self.filter);
         if let Some(bytes) = self.tail_window {
             plan = plan.with_tail_window(bytes);
         }

@@ -193,8 +193,9 @@ impl<'h, H: Host> Reader<'h, H> {
             Some(h) => roots.iter().filter(|r| r.harness == h).cloned().collect(),
             None => roots.to_vec(),
         };
-        let (listing, sessions, mut db_errors) =
-            self.list_all(&roots, Some(&query.id), None).await?;
+        // The newest session is any of them: none is left out of the listing.
+        let wanted = (!query.is_latest()).then_some(query.id.as_str());
+        let (listing, sessions, mut db_errors) = self.list_all(&roots, wanted, None).await?;
         match resolve::resolve(&sessions, query) {
             Ok(found) => Ok(found.clone()),
             // The session may be in the database that could not be read: say why.
@@ -250,7 +251,9 @@ impl<'h, H: Host> Reader<'h, H> {
         request: &PageRequest,
     ) -> Result<SessionFile, DriverError> {
         // Subagent ids (`PARENT+agent-X`, `agent-X`) are named inside their files.
-        if query.id.contains('+')
+        // The newest session is found by listing the host.
+        if query.is_latest()
+            || query.id.contains('+')
             || query.id.starts_with("agent-")
             || !clankie_host::is_plain_id(&query.id)
         {

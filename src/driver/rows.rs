@@ -55,15 +55,14 @@ impl<'h, H: Host> Reader<'h, H> {
         };
         // Every record of a streamed page is emitted: unredacted when the caller redacts.
         let rows_request = PageRequest {
-            redact: request.redact && !(stream && self.streamed_unredacted),
+            redact: request.redact && !(stream && self.streams_unredacted()),
             ..request.clone()
         };
-        let mut page = clankie_engine::rows::page(&ctx, rows, &rows_request).map_err(|source| {
-            DriverError::Plan {
+        let mut page = clankie_engine::rows::page_filtered(&ctx, rows, &rows_request, &self.filter)
+            .map_err(|source| DriverError::Plan {
                 path: path.clone(),
                 source,
-            }
-        })?;
+            })?;
         if !matches!(request.mode, Mode::Since(_)) {
             page.mark_no_records(&ctx, source_bytes, false);
         }
@@ -85,8 +84,9 @@ impl<'h, H: Host> Reader<'h, H> {
         let snapshot = self.databases.resume(self.host, &session.entry).await?;
         let rows = match &request.mode {
             // The newest rows only, where the harness can (a tail page's cursor is then
-            // anchored at its last record).
-            Mode::Tail => {
+            // anchored at its last record). A filtered tail reads every row: its records may
+            // lie further back.
+            Mode::Tail if !self.filter.is_active() => {
                 let limit = request.limit.clamp(1, clankie_model::limits::MAX_LIMIT);
                 snapshot.newest_records(ctx, limit).await?
             }
@@ -168,6 +168,7 @@ fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
         unknown: 0,
         no_records: false,
         writer_version: None,
+        filtered: 0,
     };
     match &request.mode {
         Mode::Since(cursor) => page(cursor.clone(), true),

@@ -70,7 +70,7 @@ impl<'h, H: Host> Reader<'h, H> {
         if !streamed.is_empty() {
             // Handed over unredacted for a caller that redacts them: this one is that caller
             // here.
-            if self.streamed_unredacted && redact {
+            if self.streams_unredacted() && redact {
                 clankie_engine::redact::redact_records(&mut streamed);
             }
             streamed.append(&mut page.records);

@@ -313,7 +313,7 @@ impl McpServer {
     /// is the call's fault; anything else is a tool error, and a host that failed is forgotten
     /// (its connection dropped) so that the next call connects again.
     fn failed(&self, host: &str, error: Error) -> Failure {
-        let message = error.to_string();
+        let message = tool_message(&error);
         match exit_status(&Err(error)) {
             exit::USAGE => invalid(message),
             status => {
@@ -427,7 +427,11 @@ impl McpServer {
         let request = &request;
         let (session, page) = self
             .on_host(host_name, |warm| async move {
-                if let Some(kept) = warm.sessions.get(key) {
+                // `@latest` is looked for again by every call: a newer session may have begun.
+                let kept = (!request.query.is_latest())
+                    .then(|| warm.sessions.get(key))
+                    .flatten();
+                if let Some(kept) = kept {
                     match read_kept(&warm, key, kept, request).await {
                         Ok(read) => return Ok(read),
                         Err(e) if !resolved_again_after(&e) => return Err(e),
@@ -438,20 +442,13 @@ impl McpServer {
                 read_resolving(&warm, key, request).await
             })
             .await?;
-        let filter = &request.filter;
-        let total = page.records.len();
-        let mut records: Vec<Record> = page
-            .records
-            .iter()
-            .filter(|r| filter.keeps(r))
-            .cloned()
-            .collect();
+        let mut records: Vec<Record> = page.records.clone();
         let truncated: Vec<bool> = records.iter_mut().map(truncate_record).collect();
         let info = PageInfo {
             host: host_name,
             harness: session.harness().name(),
             session: &session.id,
-            filtered: filter.is_active().then_some(total - records.len()),
+            filtered: request.filter.is_active().then_some(page.filtered),
         };
         let mut record_lines = Vec::new();
         crate::render::ndjson::records(&mut record_lines, host_name, &records).map_err(output)?;
@@ -556,7 +553,7 @@ impl McpServer {
                     state.hosts.insert(name, checked.state);
                 }
                 Err(err) => {
-                    let message = err.to_string();
+                    let message = host_failure(&name, &err);
                     if exit_status(&Err(err)) == exit::HOST {
                         self.pool.forget(&name).await;
                     }
@@ -748,11 +745,16 @@ impl McpServer {
                                 spans,
                             } = found
                             {
-                                let cut_text = cut(text);
-                                if cut_text {
-                                    spans.retain(|[_, end]| *end <= text.len());
-                                }
-                                truncated.push(truncate_record(record) || cut_text);
+                                let matched = spans
+                                    .first()
+                                    .and_then(|&[start, end]| text.get(start..end))
+                                    .map(str::to_string);
+                                let cut_text = cut_match(text, spans);
+                                let cut_record = match &matched {
+                                    Some(matched) => cut_record_around(record, matched),
+                                    None => truncate_record(record),
+                                };
+                                truncated.push(cut_record || cut_text);
                             }
                         }
                         json_printer
@@ -773,7 +775,7 @@ impl McpServer {
                     }
                 }
                 Err(err) => {
-                    let message = err.to_string();
+                    let message = host_failure(&name, &err);
                     if exit_status(&Err(err)) == exit::HOST {
                         self.pool.forget(&name).await;
                     }
@@ -847,7 +849,7 @@ async fn read_kept(
     kept: Kept,
     request: &ReadRequest,
 ) -> Result<(SessionFile, Page), DriverError> {
-    let mut reader = Reader::new(&warm.host);
+    let mut reader = Reader::new(&warm.host).with_filter(&request.filter);
     if request.page.mode == Mode::Tail
         && let Some(window) = kept.tail_window(request.page.limit)
     {
@@ -872,12 +874,12 @@ async fn read_resolving(
     key: &str,
     request: &ReadRequest,
 ) -> Result<(SessionFile, Page), DriverError> {
-    let reader = Reader::new(&warm.host);
+    let reader = Reader::new(&warm.host).with_filter(&request.filter);
     let session = request.resolve(&reader, &warm.roots).await?;
     let page = request.read_page(&reader, &session).await?;
     // Only a transcript of lines is read from its resolution alone; a database or a tree is
     // listed or loaded by every read anyway.
-    if harness::source(&session) == Source::Lines {
+    if harness::source(&session) == Source::Lines && !request.query.is_latest() {
         keep(warm, key, session.clone(), None, &reader, &page);
     }
     Ok((session, page))
@@ -1030,6 +1032,117 @@ fn truncate_record(record: &mut Record) -> bool {
     }
 }
 
+/// A failed call's message as the model reads it: the tools named where the CLI's message
+/// names a command.
+fn tool_message(error: &Error) -> String {
+    match error {
+        Error::Driver(DriverError::NotFound { host, id, searched }) => format!(
+            "no session `{id}` on {host} ({searched}); list its sessions with the list_sessions tool (`host`: \"{host}\")"
+        ),
+        error => error.to_string(),
+    }
+}
+
+/// What failed on one host of several (`search`, `check`), given next to the host's name:
+/// the message without that name again in front.
+fn host_failure(host: &str, error: &Error) -> String {
+    let message = tool_message(error);
+    match message
+        .strip_prefix(host)
+        .and_then(|m| m.strip_prefix(": "))
+    {
+        Some(rest) => rest.to_string(),
+        None => message,
+    }
+}
+
+/// Cuts a match's `text` to at most [`MAX_RECORD_TEXT_BYTES`] around its first match
+/// ([`cut_around`]), its spans moved with it (those outside the cut dropped). Whether it cut.
+fn cut_match(text: &mut String, spans: &mut Vec<[usize; 2]>) -> bool {
+    let at = spans.first().map_or(0, |&[start, _]| start);
+    let Some(window) = cut_around(text, at) else {
+        return false;
+    };
+    spans.retain(|&[start, end]| start >= window.from && end <= window.to);
+    for span in spans.iter_mut() {
+        *span = [
+            span[0] - window.from + window.lead,
+            span[1] - window.from + window.lead,
+        ];
+    }
+    true
+}
+
+/// Cuts a matching record's text, output or input around where it holds `matched` (the first
+/// match's text), as [`cut_match`] cuts the text searched; a record that does not hold it as
+/// written is cut as `read_session` cuts one. Whether it cut.
+fn cut_record_around(record: &mut Record, matched: &str) -> bool {
+    let around = |text: &mut String| match text.find(matched) {
+        Some(at) => cut_around(text, at).is_some(),
+        None => cut(text),
+    };
+    match &mut record.body {
+        RecordBody::Text { text, .. } => around(text.make_plain()),
+        RecordBody::ToolResult { output, .. } => around(output.make_plain()),
+        RecordBody::ToolCall { input, .. } => {
+            let mut written = input.to_string();
+            if written.len() <= MAX_RECORD_TEXT_BYTES {
+                return false;
+            }
+            // Cut JSON is no longer JSON: it is given as the string it was cut from.
+            around(&mut written);
+            *input = Value::String(written);
+            true
+        }
+    }
+}
+
+/// Where [`cut_around`] cut: the bytes `from..to` of the text were kept, after a marker of
+/// `lead` bytes.
+struct Window {
+    from: usize,
+    to: usize,
+    lead: usize,
+}
+
+/// Cuts `text` to at most [`MAX_RECORD_TEXT_BYTES`] (and its markers) around byte `at`, a
+/// quarter of the room before it, on character boundaries; what was left out at either end is
+/// marked (`[… 1200 bytes cut] `, ` [800 bytes cut …]`). `None` when the text fits.
+fn cut_around(text: &mut String, at: usize) -> Option<Window> {
+    if text.len() <= MAX_RECORD_TEXT_BYTES {
+        return None;
+    }
+    let floor = |text: &str, mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let at = at.min(text.len());
+    // A window that would run past the end starts earlier, keeping its room.
+    let from = at
+        .saturating_sub(MAX_RECORD_TEXT_BYTES / 4)
+        .min(text.len() - MAX_RECORD_TEXT_BYTES);
+    let from = floor(text, from);
+    let to = floor(text, (from + MAX_RECORD_TEXT_BYTES).min(text.len()));
+    let lead = if from > 0 {
+        format!("[… {from} bytes cut] ")
+    } else {
+        String::new()
+    };
+    let trail = if to < text.len() {
+        format!(" [{} bytes cut …]", text.len() - to)
+    } else {
+        String::new()
+    };
+    *text = format!("{lead}{}{trail}", &text[from..to]);
+    Some(Window {
+        from,
+        to,
+        lead: lead.len(),
+    })
+}
+
 /// Cuts `text` to at most [`MAX_RECORD_TEXT_BYTES`] on a character boundary.
 fn cut(text: &mut String) -> bool {
     if text.len() <= MAX_RECORD_TEXT_BYTES {
@@ -1046,6 +1159,58 @@ fn cut(text: &mut String) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A match past the bound is kept: the text is cut around it, marked at both ends, and
+    /// its spans still point at it; a text that fits is left alone.
+    #[test]
+    fn a_long_text_is_cut_around_its_first_match() {
+        let long = format!("{}é NEEDLE{}", "a".repeat(20_000), "é".repeat(10_000));
+        let at = long.find("NEEDLE").unwrap();
+        let mut text = long.clone();
+        let mut spans = vec![[at, at + 6], [3, 4]];
+        assert!(cut_match(&mut text, &mut spans));
+        assert_eq!(spans.len(), 1);
+        assert_eq!(&text[spans[0][0]..spans[0][1]], "NEEDLE");
+        assert!(
+            text.starts_with("[… ") && text.ends_with(" bytes cut …]"),
+            "{text}"
+        );
+        let kept = text.len() - "[… 18463 bytes cut] ".len() - " [12345 bytes cut …]".len();
+        assert!(kept <= MAX_RECORD_TEXT_BYTES);
+        // Near the end: the window keeps its room, and nothing is cut after it.
+        let mut text = format!("{}NEEDLE", "a".repeat(20_000));
+        let mut spans = vec![[20_000, 20_006]];
+        assert!(cut_match(&mut text, &mut spans));
+        assert!(text.ends_with("NEEDLE") && text.starts_with("[… "));
+        assert_eq!(&text[spans[0][0]..spans[0][1]], "NEEDLE");
+        let mut short = "short NEEDLE".to_string();
+        let mut spans = vec![[6, 12]];
+        assert!(!cut_match(&mut short, &mut spans));
+        assert_eq!(spans, [[6, 12]]);
+    }
+
+    /// A host's failure given next to its name does not name it again; the CLI's command
+    /// hint becomes the tool's name.
+    #[test]
+    fn failures_name_the_host_once_and_the_tools() {
+        let refused = Error::Driver(DriverError::Host(HostError::Unreachable {
+            host: "devbox".into(),
+            reason: "refused".into(),
+        }));
+        assert_eq!(host_failure("devbox", &refused), "cannot connect: refused");
+        assert_eq!(
+            host_failure("other", &refused),
+            "devbox: cannot connect: refused"
+        );
+        let missing = Error::Driver(DriverError::NotFound {
+            host: "devbox".into(),
+            id: "abc123".into(),
+            searched: "searched /h/.claude".into(),
+        });
+        let said = tool_message(&missing);
+        assert!(said.contains("list_sessions tool"), "{said}");
+        assert!(!said.contains("clankie-read"), "{said}");
+    }
 
     #[test]
     fn long_texts_are_cut_on_a_character_boundary() {

@@ -132,7 +132,8 @@ const KINDS: [&str; 7] = [
 
 const TARGET: &str = "The session as `HOST:SESSION`: HOST is `local` or a host name this server \
 allows (see list_sessions); SESSION is a session id, a unique prefix of it (at least 6 \
-characters), or `HARNESS/ID`. Take it from list_sessions: `<host>:<session>`.";
+characters), `HARNESS/ID`, or `@latest` for the host's newest session (`@latest/HARNESS` within \
+one harness). Take it from list_sessions: `<host>:<session>`.";
 
 /// The tools' names, in the order `tools/list` gives them.
 pub(crate) fn names() -> Vec<String> {
@@ -190,7 +191,7 @@ pub(crate) fn all(allowed_hosts: &str) -> Vec<Tool> {
                     "mode": {"type": "string", "enum": ["tail", "head", "since"], "default": "tail", "description": "`tail`: the newest `limit` records; `head`: the first `limit`; `since`: the next `limit` records after `cursor`."},
                     "cursor": {"type": "string", "description": "With mode `since`: the `page.cursor` of an earlier read_session of this session."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Records in the page."},
-                    "kinds": {"type": "array", "items": {"type": "string", "enum": KINDS}, "description": "Only records of these kinds (`tools`: both tool kinds). Applied after paging: `page.filtered` counts what it left out, and the cursor still covers the whole page."}
+                    "kinds": {"type": "array", "items": {"type": "string", "enum": KINDS}, "description": "Only records of these kinds (`tools`: both tool kinds). Applied before paging: `limit` counts the records kept, read further back (or on) within the 64 MiB bound; `page.filtered` counts the records examined and left out, and the cursor continues after the last record examined."}
                 },
                 "required": ["target"],
                 "additionalProperties": false

@@ -362,13 +362,20 @@ fn every_tool_answers_as_the_cli_does_and_bad_calls_are_errors() {
             if ours["record"]["truncated"] == true {
                 cut += 1;
                 assert_eq!(ours["record"]["id"], cli["record"]["id"]);
-                assert!(ours["text"].as_str().unwrap().len() <= 8192);
-                assert!(
-                    cli["text"]
-                        .as_str()
-                        .unwrap()
-                        .starts_with(ours["text"].as_str().unwrap())
-                );
+                // Cut around the first match, marked where it was cut; the match is inside.
+                let text = ours["text"].as_str().unwrap();
+                assert!(text.len() <= 8192 + 64, "{}", text.len());
+                let kept = text
+                    .split_once("bytes cut] ")
+                    .map_or(text, |(_, kept)| kept);
+                let kept = kept.rsplit_once(" [").map_or(kept, |(kept, _)| kept);
+                let cli_text = cli["text"].as_str().unwrap();
+                assert!(cli_text.contains(kept));
+                let span = |line: &Value, text: &str| {
+                    let [start, end] = [0, 1].map(|i| line["spans"][0][i].as_u64().unwrap());
+                    text[start as usize..end as usize].to_string()
+                };
+                assert_eq!(span(ours, text), span(cli, cli_text));
             } else {
                 assert_eq!(ours, cli);
             }
@@ -453,16 +460,14 @@ fn every_tool_answers_as_the_cli_does_and_bad_calls_are_errors() {
     }
     let answer = server.raw(r#"{"jsonrpc":"2.0","id":900,"method":"tools/call","params":"x"}"#);
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
-    // A session that is not there is the tool's error, for the model to read.
+    // A session that is not there is the tool's error, for the model to read, naming the
+    // tool that lists the sessions (not a command of the CLI).
     let missing = server.call("read_session", json!({"target": "local:claude/0000000"}));
     assert_eq!(missing["result"]["isError"], true, "{missing}");
-    assert!(
-        missing["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("no session"),
-        "{missing}"
-    );
+    let says = missing["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(says.contains("no session"), "{missing}");
+    assert!(says.contains("the list_sessions tool"), "{says}");
+    assert!(!says.contains("clankie-read"), "{says}");
     // Still serving.
     server.ok("read_session", json!({"target": "local:short", "limit": 1}));
     server.finish();
@@ -943,4 +948,80 @@ fn an_idle_connection_is_closed_and_the_next_call_reconnects() {
         execs, 2,
         "each call on its new connection finds and reads at once: {log}"
     );
+}
+
+/// `read_session` with `@latest` reads the host's newest session, looked for again by every
+/// call (a session that became the newest is found, not the one a call before resolved).
+#[test]
+fn read_session_at_latest_reads_the_newest_session_each_call() {
+    use crate::latest::{NEWER, OLDER, age, home, line};
+    let dir = tempfile::tempdir().unwrap();
+    let (older, _) = home(dir.path());
+    let mut server = Server::start(dir.path(), &[], &[]);
+    let read = server.ok("read_session", json!({"target": "local:@latest"}));
+    assert_eq!(read["page"]["session"], NEWER, "{read}");
+    let read = server.ok("read_session", json!({"target": "@latest/claude"}));
+    assert_eq!(read["page"]["session"], NEWER, "{read}");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&older)
+        .unwrap();
+    file.write_all(line("o2", "back to it").as_bytes()).unwrap();
+    drop(file);
+    age(&older, Duration::from_secs(1));
+    let read = server.ok("read_session", json!({"target": "local:@latest"}));
+    assert_eq!(read["page"]["session"], OLDER, "{read}");
+    server.finish();
+}
+
+/// `search` gives the match inside the text it returns however far into a long record it
+/// lies (cut around it, marked), and a host that fails is named once in what it says.
+#[test]
+fn search_cuts_around_the_match_and_names_a_failed_host_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join(".claude/projects/-w");
+    std::fs::create_dir_all(&project).unwrap();
+    let long = format!("{}NEEDLE-42{}", "a".repeat(15_000), " b".repeat(5_000));
+    let line = json!({"type":"user","uuid":"u1","timestamp":"2026-12-01T10:00:00Z",
+        "message":{"role":"user","content":long}});
+    std::fs::write(project.join("eeeeeeee-0001.jsonl"), format!("{line}\n")).unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let hosts = dir.path().join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!("[hosts.down]\nssh = \"nobody@127.0.0.1:{closed}\"\n"),
+    )
+    .unwrap();
+    let hosts = hosts.display().to_string();
+    let mut server = Server::start(dir.path(), &["--hosts", &hosts], &["--allow-host", "down"]);
+    let found = server.ok(
+        "search",
+        json!({"pattern": "NEEDLE-[0-9]+", "hosts": ["local", "down"]}),
+    );
+    let matched = &found["matches"][0];
+    let text = matched["text"].as_str().unwrap();
+    let [start, end] = [0, 1].map(|i| matched["spans"][0][i].as_u64().unwrap() as usize);
+    assert_eq!(&text[start..end], "NEEDLE-42", "{text}");
+    assert!(
+        text.starts_with("[… ") && text.ends_with(" bytes cut …]"),
+        "{text}"
+    );
+    assert!(text.len() <= 8192 + 64);
+    assert_eq!(matched["record"]["truncated"], true);
+    assert!(
+        matched["record"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("NEEDLE-42"),
+        "{matched}"
+    );
+    let failed = &found["failed"][0];
+    assert_eq!(failed["host"], "down", "{found}");
+    let message = failed["message"].as_str().unwrap();
+    assert!(!message.starts_with("down:"), "{message}");
+    server.finish();
 }

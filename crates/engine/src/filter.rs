@@ -1,7 +1,9 @@
 //! Record filters for reads: `--kind`, `--grep` and the time window `--after`/`--before`.
-//! A filter is applied to the records of a page after paging has chosen them, so a page's
-//! cursor is the one the unfiltered page has and the next page continues exactly; the caller
-//! counts what the filter left out for the page line (`"filtered": N`). Also the time grammar
+//! A filter is applied while a page is read, before paging counts its records: `-n 5` is the
+//! five newest (or first) records the filter keeps, the read going further back (or on) within
+//! the 64 MiB bound of one read ([`crate::plan`], [`crate::rows`]); the page's cursor continues
+//! after the last record examined, and the page counts the records examined and left out
+//! (`"filtered": N`). Also the time grammar
 //! those options and `--since` share ([`parse_time`], [`parse_since`]). Pure: the present time
 //! that an age (`2h`) counts back from, and the time zone whose days `today`, `yesterday` and a
 //! date (`2026-12-01`) begin in, are given by the caller.
@@ -125,6 +127,18 @@ impl RecordFilter {
             return record_texts(record).any(|text| grep.is_match(&text));
         }
         true
+    }
+
+    /// Whether `record` is kept as it is shown: `--grep` matches the text after redaction when
+    /// `redact` (the record itself is left as it is; only a copy is redacted, and only for
+    /// `--grep`).
+    pub fn keeps_shown(&self, record: &Record, redact: bool) -> bool {
+        if redact && self.grep.is_some() {
+            let mut shown = record.clone();
+            crate::redact::redact_record(&mut shown);
+            return self.keeps(&shown);
+        }
+        self.keeps(record)
     }
 
     /// Removes the records the filter does not keep, in place, and returns how many it removed.

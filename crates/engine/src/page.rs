@@ -42,8 +42,13 @@ pub struct Page {
     pub pending_tail: bool,
     /// The cursor given was stale; the page restarted from the start.
     pub reset: bool,
-    /// One line per irregularity (malformed or oversized records), for stderr.
+    /// One line per irregularity (malformed or oversized records), and the 64 MiB bound met
+    /// before a filtered page was full, for stderr.
     pub warnings: Vec<String>,
+    /// Records examined and left out by the read's filter (0 without one): a filtered page
+    /// reads on until it holds its `limit` records the filter keeps, or the source ends, or
+    /// the 64 MiB bound of one read stops it.
+    pub filtered: usize,
     /// A terminal recording's current screen (its lines, wrapped rows joined, trailing blank
     /// ones left out): what the terminal shows now, not records yet. Empty for every other source, and on a page
     /// that does not reach the end.
@@ -75,7 +80,8 @@ impl Page {
     }
 
     /// Marks a page that read the whole of a non-empty source (`source_bytes`) and found no
-    /// record (none on it, `emitted` none streamed before it): a notice stands in for them.
+    /// record (none on it, `emitted` none streamed before it, none left out by a filter): a
+    /// notice stands in for them.
     pub fn mark_no_records(&mut self, ctx: &crate::SourceCtx, source_bytes: u64, emitted: bool) {
         if source_bytes > 0
             && !emitted
@@ -84,6 +90,7 @@ impl Page {
             && !self.more
             && !self.pending_tail
             && !self.reset
+            && self.filtered == 0
         {
             self.records
                 .push(crate::lines::no_records_notice(ctx, source_bytes));

@@ -13,6 +13,7 @@ use std::collections::{HashSet, VecDeque};
 
 use super::SourceCtx;
 use super::cursor::{Cursor, HEAD_BYTES, LineCursor, WINDOW_BYTES, binding};
+use super::filter::RecordFilter;
 use super::harness::parse_line;
 use super::lines::{LineOutcome, malformed_notice, oversized_notice, synthetic_notice};
 use super::page::{Mode, Page, PageRequest, PlanError};
@@ -43,6 +44,10 @@ pub struct ReadPlan {
     ahead: VecDeque<ParsedLine>,
     /// Lines holding something their parser did not understand: (offset, how many things).
     unknown: Vec<(u64, u32)>,
+    /// Which records the page holds ([`ReadPlan::with_filter`]); `None` keeps every record.
+    filter: Option<RecordFilter>,
+    /// Records examined and left out by the filter.
+    filtered: usize,
 }
 
 /// A line parsed ahead of a forward read by its caller: its offset, its length (without the
@@ -128,7 +133,19 @@ impl ReadPlan {
             ahead: VecDeque::new(),
             out: Vec::new(),
             unknown: Vec::new(),
+            filter: None,
+            filtered: 0,
         }
+    }
+
+    /// This plan, holding only the records `filter` keeps: the page's `limit` counts those, so
+    /// a tail reads further back and a forward read further on until the page holds `limit`
+    /// of them, the source ends, or the 64 MiB bound of one plan stops it (a warning says so).
+    /// The records examined and left out are counted ([`Page::filtered`]); the cursor
+    /// continues after the last record examined.
+    pub fn with_filter(mut self, filter: &RecordFilter) -> ReadPlan {
+        self.filter = filter.is_active().then(|| filter.clone());
+        self
     }
 
     /// This plan, with a tail's first read taking `bytes` before the listed end instead of
@@ -212,6 +229,9 @@ impl ReadPlan {
             warnings: &mut self.warnings,
             ahead: &mut self.ahead,
             unknown: &mut self.unknown,
+            filter: self.filter.as_ref(),
+            redact: self.redact,
+            filtered: &mut self.filtered,
         };
         match &mut self.state {
             State::Tail(tail) => tail.feed(
@@ -307,10 +327,22 @@ impl ReadPlan {
     fn finish_unredacted(mut self) -> Page {
         let binding = self.binding;
         let limit = self.limit.unwrap_or(MAX_LIMIT);
+        let filtering = self.filter.is_some();
         let ctx = self.ctx;
-        let unknown = self.unknown;
+        let unknown = std::mem::take(&mut self.unknown);
         match self.state {
-            State::Tail(tail) => tail.finish(&ctx, binding, limit, self.warnings, &unknown),
+            State::Tail(tail) => {
+                let short = filtering && tail.stopped_at_the_bound(limit);
+                let mut page = tail.finish(&ctx, binding, limit, self.warnings, &unknown);
+                if short {
+                    page.warnings.push(format!(
+                        "{} of {limit} records found by the filter in the newest {} MiB (the bound of one read); older records were not examined",
+                        page.records.len(),
+                        MAX_SOURCE_BYTES >> 20
+                    ));
+                }
+                page
+            }
             State::Verify { cursor, .. } => Page {
                 records: self.out,
                 cursor: Cursor::Lines(cursor),
@@ -323,13 +355,46 @@ impl ReadPlan {
                 unknown: 0,
                 no_records: false,
                 writer_version: None,
+                filtered: 0,
             },
             State::Forward(fwd) => {
                 let records = std::mem::take(&mut self.out);
-                fwd.finish(&ctx, binding, records, self.reset, self.warnings, &unknown)
+                let short = filtering && self.limit.is_some() && fwd.stopped_at_the_bound();
+                let mut page = fwd.finish(
+                    &ctx,
+                    binding,
+                    records,
+                    self.reset,
+                    self.warnings,
+                    &unknown,
+                    self.filtered,
+                );
+                if short {
+                    page.warnings.push(format!(
+                        "{} of {limit} records found by the filter in {} MiB (the bound of one read); continue with --since {}",
+                        page.records.len(),
+                        MAX_SOURCE_BYTES >> 20,
+                        page.cursor.encode()
+                    ));
+                }
+                page
             }
         }
     }
+}
+
+/// The records of the line at `offset` that the page holds; the offset of each one left out
+/// is noted in `left_out`.
+fn keep_at(
+    sink: &mut Sink<'_>,
+    left_out: &mut Vec<u64>,
+    offset: u64,
+    records: Vec<Record>,
+) -> Vec<Record> {
+    let all = records.len();
+    let kept = sink.kept(records);
+    left_out.extend(std::iter::repeat_n(offset, all - kept.len()));
+    kept
 }
 
 /// Why a cursor no longer matches the source, or `None` when it does.
@@ -363,9 +428,35 @@ struct Sink<'a> {
     warnings: &'a mut Vec<String>,
     ahead: &'a mut VecDeque<ParsedLine>,
     unknown: &'a mut Vec<(u64, u32)>,
+    filter: Option<&'a RecordFilter>,
+    /// Whether records leave the plan redacted: `--grep` matches what is shown.
+    redact: bool,
+    /// Records examined and left out by the filter.
+    filtered: &'a mut usize,
 }
 
 impl Sink<'_> {
+    /// Whether the page holds `record` (the filter keeps it, or there is none); a record left
+    /// out is counted.
+    fn keeps(&mut self, record: &Record) -> bool {
+        let Some(filter) = self.filter else {
+            return true;
+        };
+        let kept = filter.keeps_shown(record, self.redact);
+        if !kept {
+            *self.filtered += 1;
+        }
+        kept
+    }
+
+    /// The records of `records` the page holds ([`Sink::keeps`]).
+    fn kept(&mut self, mut records: Vec<Record>) -> Vec<Record> {
+        if self.filter.is_some() {
+            records.retain(|r| self.keeps(r));
+        }
+        records
+    }
+
     /// What `line` at `offset` holds: its outcome parsed ahead when the caller gave it (at
     /// this offset and length), else parsed here. Lines given for offsets already passed are
     /// dropped on the way.
@@ -708,6 +799,9 @@ impl Forward {
                     self.done = true;
                     break;
                 }
+                if !sink.keeps(&record) {
+                    continue;
+                }
                 out.push(record);
                 self.emitted += 1;
                 if Some(self.emitted) == limit {
@@ -743,6 +837,14 @@ impl Forward {
             self.more = true;
         }
         Ok(())
+    }
+
+    /// Whether the 64 MiB bound ended the read before the page was full, with more of the
+    /// source unread.
+    fn stopped_at_the_bound(&self) -> bool {
+        self.cut.is_none()
+            && self.read_total >= MAX_SOURCE_BYTES
+            && self.size.is_some_and(|size| self.pos < size)
     }
 
     fn append_partial(&mut self, piece: &[u8]) {
@@ -790,6 +892,7 @@ impl Forward {
         reset: bool,
         warnings: Vec<String>,
         unknown: &[(u64, u32)],
+        filtered: usize,
     ) -> Page {
         // Without a cut by the limit, continue after the last complete line consumed.
         let cut = self.cut.clone().unwrap_or_else(|| Cut {
@@ -831,6 +934,7 @@ impl Forward {
             unknown,
             no_records: false,
             writer_version: crate::harness::writer_version(ctx.harness, &self.head),
+            filtered,
         };
         if self.from_start && self.done {
             page.mark_no_records(ctx, self.rolling_end, self.emitted > 0);
@@ -866,6 +970,9 @@ struct Tail {
     records: VecDeque<Record>,
     /// The offset of each record's line, in step with `records`.
     offsets: VecDeque<u64>,
+    /// The line offset of each record the filter left out: those at or after the page's first
+    /// record are the page's `filtered`.
+    left_out: Vec<u64>,
     /// End of the last complete line, and the window of bytes before it.
     last_line_end: Option<u64>,
     window: Vec<u8>,
@@ -892,6 +999,7 @@ impl Tail {
             partial_len: 0,
             records: VecDeque::new(),
             offsets: VecDeque::new(),
+            left_out: Vec::new(),
             last_line_end: None,
             window: Vec::new(),
             head: Vec::new(),
@@ -982,6 +1090,8 @@ impl Tail {
         let mut right_in_partial = true;
         let mut right = data.len();
         let mut found: Vec<(u64, Vec<Record>)> = Vec::new();
+        // The offsets of the lines of records the filter left out.
+        let mut left_out = Vec::new();
         // Where the parse stopped once the page was full: the start of its oldest line.
         let mut full_at = None;
         for nl in memchr::memrchr_iter(b'\n', data) {
@@ -1004,7 +1114,8 @@ impl Tail {
                 self.partial_len = 0;
             } else if right_in_partial {
                 let (bytes, len) = self.join_partial(&data[seg_start..right]);
-                found.push((offset, sink.line(offset, bytes.as_deref(), len)?));
+                let records = sink.line(offset, bytes.as_deref(), len)?;
+                found.push((offset, keep_at(sink, &mut left_out, offset, records)));
             } else {
                 // The segment ends with the `\n` found on the previous turn.
                 let seg = &data[seg_start..right - 1];
@@ -1014,7 +1125,8 @@ impl Tail {
                 } else {
                     Some(seg)
                 };
-                found.push((offset, sink.line(offset, bytes, len)?));
+                let records = sink.line(offset, bytes, len)?;
+                found.push((offset, keep_at(sink, &mut left_out, offset, records)));
             }
             right_in_partial = false;
             right = seg_start;
@@ -1040,6 +1152,7 @@ impl Tail {
             self.prepend_partial(&data[..right]);
             self.lo = start;
         }
+        self.left_out.extend(left_out);
         for (offset, records) in found {
             for record in records.into_iter().rev() {
                 self.records.push_front(record);
@@ -1051,7 +1164,11 @@ impl Tail {
                 if self.last_line_end.is_some() {
                     // The first line of the file.
                     let (bytes, len) = self.take_partial_line();
-                    for record in sink.line(0, bytes.as_deref(), len)?.into_iter().rev() {
+                    let records = sink.line(0, bytes.as_deref(), len)?;
+                    let mut left = Vec::new();
+                    let records = keep_at(sink, &mut left, 0, records);
+                    self.left_out.extend(left);
+                    for record in records.into_iter().rev() {
                         self.records.push_front(record);
                         self.offsets.push_front(0);
                     }
@@ -1071,6 +1188,12 @@ impl Tail {
             self.done = true;
         }
         Ok(())
+    }
+
+    /// Whether the 64 MiB bound ended the read with fewer than `limit` records found and
+    /// older bytes left unread.
+    fn stopped_at_the_bound(&self, limit: usize) -> bool {
+        self.read_total >= MAX_SOURCE_BYTES && self.lo > 0 && self.records.len() < limit
     }
 
     /// Whether the records found so far (`found`, this chunk's, and those of the chunks
@@ -1150,24 +1273,26 @@ impl Tail {
     ) -> Page {
         // A replayed line repeats its ids; keep the first copy, as a forward read does.
         let mut seen = HashSet::new();
-        let kept: Vec<bool> = self
-            .records
-            .iter()
-            .map(|r| seen.insert(r.id.clone()))
+        let mut kept: Vec<(Record, u64)> = std::mem::take(&mut self.records)
+            .into_iter()
+            .zip(std::mem::take(&mut self.offsets))
+            .filter(|(r, _)| seen.insert(r.id.clone()))
             .collect();
-        let mut keep = kept.iter();
-        self.offsets.retain(|_| *keep.next().unwrap_or(&true));
-        let mut keep = kept.iter();
-        self.records.retain(|_| *keep.next().unwrap_or(&true));
-        let dropped = self.records.len().saturating_sub(limit);
+        let dropped = kept.len().saturating_sub(limit);
         // The page's lines start at its first record's (all lines read when it has none).
-        let first_line = self.offsets.get(dropped).copied().unwrap_or(0);
+        let first_line = kept.get(dropped).map_or(0, |&(_, at)| at);
         let unknown = unknown
             .iter()
             .filter(|(offset, _)| *offset >= first_line)
             .map(|(_, n)| n)
             .sum();
-        let records: Vec<Record> = self.records.drain(dropped..).collect();
+        // What the filter left out of the span the page covers (all it examined, for a page
+        // of nothing).
+        let filtered = match kept.get(dropped) {
+            Some(&(_, first)) => self.left_out.iter().filter(|&&at| at >= first).count(),
+            None => self.left_out.len(),
+        };
+        let records: Vec<Record> = kept.drain(dropped..).map(|(r, _)| r).collect();
         let end = self.last_line_end.unwrap_or(0);
         let head = &self.head[..(self.head.len() as u64).min(end).min(HEAD_BYTES) as usize];
         let window = if end == 0 { &[][..] } else { &self.window[..] };
@@ -1193,6 +1318,7 @@ impl Tail {
             unknown,
             no_records: false,
             writer_version: crate::harness::writer_version(ctx.harness, &self.head),
+            filtered,
         };
         if self.lo == 0 && self.done {
             page.mark_no_records(ctx, end, false);

@@ -1,11 +1,15 @@
 //! Resolving what a user typed — an exact id, a unique prefix of at least 6 characters, or the
 //! session file's name without its extension (a Gemini session's id is the UUID in its header,
 //! its file is `session-<time>-<8 hex>.jsonl`), optionally `HARNESS/ID` — to exactly one of the
-//! sessions a listing holds.
+//! sessions a listing holds. `@latest` (`@latest/HARNESS`, or `HARNESS/@latest`) names the
+//! newest session, the one `ls` lists first: the latest activity, subagents aside.
 
 use crate::harness;
 use crate::session::{SessionFile, valid_id};
 use clankie_model::Harness;
+
+/// The session argument that names the newest session ([`SessionQuery::is_latest`]).
+pub const LATEST: &str = "@latest";
 
 /// Shortest prefix accepted for a session id.
 pub const MIN_PREFIX: usize = 6;
@@ -31,15 +35,25 @@ pub enum ResolveError {
     },
 }
 
-/// A parsed session argument: `[HARNESS/]ID`.
+/// A parsed session argument: `[HARNESS/]ID`, or `@latest[/HARNESS]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionQuery {
     pub harness: Option<Harness>,
+    /// The id or prefix typed, or [`LATEST`].
     pub id: String,
 }
 
 impl SessionQuery {
     pub fn parse(text: &str) -> Result<SessionQuery, ResolveError> {
+        let turned;
+        let text = match text.strip_prefix(LATEST).and_then(|h| h.strip_prefix('/')) {
+            // `@latest/HARNESS` is `HARNESS/@latest`.
+            Some(harness) => {
+                turned = format!("{harness}/{LATEST}");
+                turned.as_str()
+            }
+            None => text,
+        };
         let (harness, id) = match text.split_once('/') {
             Some((h, id)) => {
                 let harness = harness::by_name(h)
@@ -48,13 +62,18 @@ impl SessionQuery {
             }
             None => (None, text),
         };
-        if !valid_id(id) {
+        if id != LATEST && !valid_id(id) {
             return Err(ResolveError::InvalidId(id.to_string()));
         }
         Ok(SessionQuery {
             harness,
             id: id.to_string(),
         })
+    }
+
+    /// Whether the query names the newest session (`@latest`), not an id.
+    pub fn is_latest(&self) -> bool {
+        self.id == LATEST
     }
 }
 
@@ -74,6 +93,15 @@ pub fn resolve<'s>(
     query: &SessionQuery,
 ) -> Result<&'s SessionFile, ResolveError> {
     let in_scope = |s: &&SessionFile| query.harness.is_none_or(|h| h == s.harness());
+    if query.is_latest() {
+        // As `ls` sorts: the latest activity first, then the id.
+        return sessions
+            .iter()
+            .filter(in_scope)
+            .filter(|s| s.agent.is_none())
+            .max_by(|a, b| (a.entry.mtime, &b.id).cmp(&(b.entry.mtime, &a.id)))
+            .ok_or_else(|| ResolveError::NotFound(query.id.clone()));
+    }
     let exact: Vec<&SessionFile> = sessions
         .iter()
         .filter(in_scope)
@@ -172,6 +200,41 @@ mod tests {
             entry("projects/-q/agent-old.jsonl"),
             entry("projects/-q/it's bad.jsonl"),
         ])
+    }
+
+    /// `@latest` is the session of the latest activity, subagents aside, within a harness when
+    /// one is named (either way round); an empty scope is no session.
+    #[test]
+    fn latest_is_the_newest_session() {
+        let mut sessions = all();
+        for s in &mut sessions {
+            s.entry.mtime = match s.id.as_str() {
+                "3f1c2a00-aaaa" => 100,
+                "3f1c2b00-bbbb" => 200,
+                _ => 300,
+            };
+        }
+        let latest = SessionQuery::parse("@latest").unwrap();
+        assert!(latest.is_latest() && latest.harness.is_none());
+        assert_eq!(resolve(&sessions, &latest).unwrap().id, "3f1c2b00-bbbb");
+        for text in ["@latest/claude", "claude/@latest"] {
+            let query = SessionQuery::parse(text).unwrap();
+            assert_eq!(query.harness, harness::by_name("claude"), "{text}");
+            assert_eq!(resolve(&sessions, &query).unwrap().id, "3f1c2b00-bbbb");
+        }
+        let codex = SessionQuery::parse("@latest/codex").unwrap();
+        assert_eq!(
+            resolve(&sessions, &codex),
+            Err(ResolveError::NotFound("@latest".into()))
+        );
+        assert!(matches!(
+            SessionQuery::parse("@latest/nope"),
+            Err(ResolveError::UnknownHarness(_))
+        ));
+        assert!(matches!(
+            SessionQuery::parse("@latestx"),
+            Err(ResolveError::InvalidId(_))
+        ));
     }
 
     #[test]

@@ -6,9 +6,12 @@
 //! `crate::sqlite`), so paging is positional over the normalized records: `--tail`, `--head`,
 //! `--all` and `--limit` mean what they mean for files; `--since` finds the cursor's key at its
 //! position and checks the prefix hash, and a record changed or deleted before it gives `reset`.
+//! A filtered page ([`page_filtered`]) counts only the records its filter keeps, and its cursor
+//! ends after the last record examined.
 
 use super::SourceCtx;
 use super::cursor::{Cursor, RowCursor, binding, hash16, prefix_hash};
+use super::filter::RecordFilter;
 use super::lines::synthetic_notice;
 use super::page::{Mode, Page, PageRequest, PlanError};
 use clankie_model::limits::MAX_LIMIT;
@@ -92,6 +95,18 @@ pub fn content_hash(record: &Record) -> [u8; 16] {
 
 /// One page of a row source, its records redacted as the request asked.
 pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<Page, PlanError> {
+    page_filtered(ctx, rows, request, &RecordFilter::default())
+}
+
+/// [`page`], holding only the records `filter` keeps: a tail page is the `limit` newest of
+/// them, a head or since page the `limit` first after its start, its cursor after the last
+/// record examined; the records examined and left out are counted ([`Page::filtered`]).
+pub fn page_filtered(
+    ctx: &SourceCtx,
+    rows: RowRecords,
+    request: &PageRequest,
+    filter: &RecordFilter,
+) -> Result<Page, PlanError> {
     let binding = binding(&ctx.host, ctx.harness.name(), &ctx.session);
     let limit = request.limit.clamp(1, MAX_LIMIT);
     let hashes: Vec<[u8; 16]> = rows.records.iter().map(content_hash).collect();
@@ -115,34 +130,43 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
     if rows.older_omitted {
         match &request.mode {
             Mode::Tail => {
-                return Ok(newest_page(
-                    rows,
-                    &hashes,
-                    limit,
-                    binding,
-                    warnings,
-                    request.redact,
-                ));
+                let page = newest_page(rows, &hashes, limit, binding, warnings, request.redact);
+                return Ok(filtered_after(page, filter));
             }
             Mode::Since(Cursor::Rows(cursor))
                 if cursor.anchored && anchored_fit(&rows, cursor) == Some(true) =>
             {
-                return Ok(newest_since_page(
-                    rows,
-                    &hashes,
-                    cursor,
-                    limit,
-                    warnings,
-                    request.redact,
-                ));
+                let page =
+                    newest_since_page(rows, &hashes, cursor, limit, warnings, request.redact);
+                return Ok(filtered_after(page, filter));
             }
             // The driver reads all rows for anything else.
             _ => {}
         }
     }
+    // Whether the page holds a record: `--grep` matches what is shown, redacted as asked.
+    let keeps = |r: &Record| !filter.is_active() || filter.keeps_shown(r, request.redact);
+    // The end of a page that starts at `start`: after its `limit`-th kept record.
+    let end_after = |start: usize| {
+        let mut found = 0;
+        let mut end = start;
+        while end < n && found < limit {
+            found += usize::from(keeps(&rows.records[end]));
+            end += 1;
+        }
+        end
+    };
     let (start, end) = match &request.mode {
-        Mode::Tail => (n.saturating_sub(limit), n),
-        Mode::Head => (0, n.min(limit)),
+        Mode::Tail => {
+            let mut start = n;
+            let mut found = 0;
+            while start > 0 && found < limit {
+                start -= 1;
+                found += usize::from(keeps(&rows.records[start]));
+            }
+            (start, n)
+        }
+        Mode::Head => (0, end_after(0)),
         Mode::All => (0, n),
         Mode::Since(cursor) => match stale_reason(cursor, &rows.records, &hashes) {
             None => {
@@ -151,7 +175,7 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
                     Cursor::Rows(c) => c.position as usize,
                     Cursor::Lines(_) => 0,
                 };
-                (start, n.min(start + limit))
+                (start, end_after(start))
             }
             Some(reason) if request.strict => return Err(PlanError::Stale { reason }),
             Some(reason) => {
@@ -169,7 +193,7 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
                         )
                     },
                 ));
-                (0, n.min(limit))
+                (0, end_after(0))
             }
         },
     };
@@ -191,7 +215,9 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
     };
     let unknown = rows.unknown_in(start, end);
     let mut records: Vec<Record> = notice.into_iter().collect();
-    records.extend(rows.records[start..end].iter().cloned());
+    let shown = rows.records[start..end].iter().filter(|r| keeps(r));
+    records.extend(shown.cloned());
+    let filtered = (end - start) - (records.len() - usize::from(reset));
     // Redacted after hashing: the cursor's hashes are of what the source holds.
     if request.redact {
         super::redact::redact_records(&mut records);
@@ -208,7 +234,15 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
         unknown,
         no_records: false,
         writer_version: None,
+        filtered,
     })
+}
+
+/// A page read from the source's newest rows, holding only the records `filter` keeps (they
+/// are redacted already, as `--grep` matches them).
+fn filtered_after(mut page: Page, filter: &RecordFilter) -> Page {
+    page.filtered = filter.apply(&mut page.records);
+    page
 }
 
 /// The tail page of records that are the source's newest only: its cursor is anchored at its
@@ -287,6 +321,7 @@ fn newest_rows_page(
         unknown: 0,
         no_records: false,
         writer_version: None,
+        filtered: 0,
     }
 }
 

@@ -690,3 +690,107 @@ fn a_file_that_moves_then_shrinks_is_read_or_refused_never_a_crash() {
         "{shrinking:?}"
     );
 }
+
+/// A session whose few user prompts lie among many other records: a filtered page holds
+/// `limit` of the records the filter keeps, read further back (tail) or on (head, since)
+/// than an unfiltered page would; the cursor continues after the last record examined, and
+/// the page counts what it examined and left out.
+#[test]
+fn a_filtered_page_holds_limit_records_the_filter_keeps() {
+    let mut text = String::new();
+    let mut prompts = Vec::new();
+    for p in 0..8 {
+        prompts.push(format!("q{p}#0"));
+        text += &user(&format!("q{p}"), &format!("question {p}"));
+        for i in 0..2000 {
+            text += &format!(
+                "{}\n",
+                format_args!(
+                    r#"{{"type":"assistant","uuid":"a{p}-{i}","message":{{"content":[{{"type":"text","text":"an answer of some length, line {i}"}}]}}}}"#
+                )
+            );
+        }
+    }
+    let file = text.into_bytes();
+    let now = jiff::Timestamp::UNIX_EPOCH.to_zoned_datetime(jiff::tz::TimeZone::UTC);
+    let users = RecordFilter::parse(&["user".into()], None, None, None, &now).unwrap();
+    let filtered = |mode: Mode, limit: usize| {
+        let request = PageRequest {
+            mode,
+            limit,
+            strict: false,
+            redact: true,
+        };
+        let mut plan = ReadPlan::new(ctx(), request, file.len() as u64).with_filter(&users);
+        while let Some(ranges) = plan.next_read() {
+            let chunks = ranges
+                .iter()
+                .map(|r| file[r.start as usize..r.end().min(file.len() as u64) as usize].to_vec())
+                .collect();
+            plan.feed(chunks, file.len() as u64).unwrap();
+        }
+        plan.finish()
+    };
+
+    let tail = filtered(Mode::Tail, 5);
+    assert_eq!(ids(&tail), prompts[3..]);
+    assert!(tail.older && tail.warnings.is_empty());
+    // Examined: from the fourth prompt to the end, its answers left out.
+    assert_eq!(tail.filtered, 5 * 2000);
+    let unfiltered = run(&file, Mode::Tail, 5, false).unwrap();
+    assert_eq!(tail.cursor, unfiltered.cursor);
+
+    let head = filtered(Mode::Head, 5);
+    assert_eq!(ids(&head), prompts[..5]);
+    assert!(head.more);
+    assert_eq!(head.filtered, 4 * 2000);
+    let next = filtered(Mode::Since(head.cursor.clone()), 5);
+    assert_eq!(ids(&next), prompts[5..]);
+    assert!(!next.more && next.older);
+    // The fifth prompt's answers on, the last one's included: the cursor is at the end.
+    assert_eq!(next.filtered, 4 * 2000);
+    assert_eq!(next.cursor, unfiltered.cursor);
+    let after = filtered(Mode::Since(next.cursor.clone()), 5);
+    assert!(after.records.is_empty() && after.filtered == 0 && !after.reset);
+
+    // A filter that keeps every record pages as no filter does.
+    let everything = RecordFilter::parse(&[], None, None, None, &now).unwrap();
+    assert!(!everything.is_active());
+}
+
+/// A filtered tail that meets the 64 MiB bound before its page is full says so.
+#[test]
+fn a_filtered_tail_stopped_by_the_bound_says_so() {
+    let mut file = user("q0", "the only question").into_bytes();
+    // Lines over the record bound are notices, never parsed: 66 MiB of them cost little.
+    let long = vec![b'x'; (2 << 20) - 1];
+    while (file.len() as u64) < MAX_SOURCE_BYTES + (2 << 20) {
+        file.extend_from_slice(&long);
+        file.push(b'\n');
+    }
+    let now = jiff::Timestamp::UNIX_EPOCH.to_zoned_datetime(jiff::tz::TimeZone::UTC);
+    let users = RecordFilter::parse(&["user".into()], None, None, None, &now).unwrap();
+    let request = PageRequest {
+        mode: Mode::Tail,
+        limit: 5,
+        strict: false,
+        redact: false,
+    };
+    let mut plan = ReadPlan::new(ctx(), request, file.len() as u64).with_filter(&users);
+    while let Some(ranges) = plan.next_read() {
+        let chunks = ranges
+            .iter()
+            .map(|r| file[r.start as usize..r.end().min(file.len() as u64) as usize].to_vec())
+            .collect();
+        plan.feed(chunks, file.len() as u64).unwrap();
+    }
+    let page = plan.finish();
+    assert!(page.records.is_empty() && page.older);
+    assert!(page.filtered > 0);
+    let said = page.warnings.iter().find(|w| w.contains("64 MiB"));
+    assert!(
+        said.is_some_and(|w| w.contains("0 of 5")),
+        "{:?}",
+        page.warnings
+    );
+}
