@@ -366,8 +366,10 @@ impl ReadPlan {
                     records,
                     self.reset,
                     self.warnings,
-                    &unknown,
-                    self.filtered,
+                    Tallies {
+                        unknown: &unknown,
+                        filtered: self.filtered,
+                    },
                 );
                 if short {
                     page.warnings.push(format!(
@@ -419,6 +421,13 @@ fn stale_reason(
         return Some("the bytes before the cursor changed: rewritten");
     }
     None
+}
+
+/// What a forward page counts beside its records: the lines whose parser did not understand
+/// something (offset, how many things), and the records the filter examined and left out.
+struct Tallies<'a> {
+    unknown: &'a [(u64, u32)],
+    filtered: usize,
 }
 
 /// Where parsed lines go: counts irregularities, applies `--strict`, de-duplicates ids.
@@ -891,9 +900,9 @@ impl Forward {
         records: Vec<Record>,
         reset: bool,
         warnings: Vec<String>,
-        unknown: &[(u64, u32)],
-        filtered: usize,
+        tallies: Tallies<'_>,
     ) -> Page {
+        let Tallies { unknown, filtered } = tallies;
         // Without a cut by the limit, continue after the last complete line consumed.
         let cut = self.cut.clone().unwrap_or_else(|| Cut {
             resume: self.rolling_end,
