@@ -225,11 +225,17 @@ impl<'c> Suite<'c> {
         self.check_turn_two(&after);
         self.check_paging(&target, &all2);
 
-        // `--follow`: each record once, all of them.
+        // `--follow`: each record once, all of them, as `--all` gives them afterwards (a record
+        // printed while still being written, without its final model or usage, would differ).
         let followed = follow.finish(all2.len(), Duration::from_secs(15));
         let followed_ids: Vec<&Value> = followed.iter().map(|r| &r["id"]).collect();
         let all_ids: Vec<&Value> = all2.iter().map(|r| &r["id"]).collect();
         assert_eq!(followed_ids, all_ids, "{h}: --follow printed {followed:#?}");
+        assert_eq!(
+            strip(&followed),
+            strip(&all2),
+            "{h}: --follow printed a record otherwise than --all gives it"
+        );
 
         self.check_ssh(&id, &all2);
     }
