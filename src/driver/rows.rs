@@ -148,7 +148,13 @@ impl<'h, H: Host> Reader<'h, H> {
                 Err(e) => return Err(e),
             }
         }
-        let bytes = files.iter().map(|(_, b)| b.len() as u64).sum();
+        // The session's own file names it; its content is in the others (a session without
+        // messages is empty, as a database's session without rows).
+        let bytes = files
+            .iter()
+            .filter(|(entry, _)| entry.rel != session.entry.rel)
+            .map(|(_, b)| b.len() as u64)
+            .sum();
         Ok((harness::parse_tree(ctx, &files), bytes))
     }
 }
