@@ -480,6 +480,50 @@ mod tests {
         }
     }
 
+    /// A filtered page counts only the records its filter keeps: a tail the newest of them,
+    /// however far back; a head up to its last kept record, where the next page continues.
+    #[test]
+    fn a_filtered_page_holds_limit_records_the_filter_keeps() {
+        let now = jiff::Timestamp::UNIX_EPOCH.to_zoned_datetime(jiff::tz::TimeZone::UTC);
+        let filter = RecordFilter::parse(&[], Some("^keep"), None, None, &now).unwrap();
+        let ids = [
+            "keep1", "x1", "x2", "keep2", "x3", "keep3", "x4", "x5", "x6",
+        ];
+        let tail = page_filtered(
+            &ctx(),
+            rows(&ids, false),
+            &req(Mode::Tail, 2, false),
+            &filter,
+        )
+        .unwrap();
+        let got: Vec<&str> = tail.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(got, ["keep2", "keep3"]);
+        assert_eq!(tail.filtered, 4);
+        assert!(tail.older && !tail.more);
+        let head = page_filtered(
+            &ctx(),
+            rows(&ids, false),
+            &req(Mode::Head, 2, false),
+            &filter,
+        )
+        .unwrap();
+        let got: Vec<&str> = head.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(got, ["keep1", "keep2"]);
+        assert_eq!(head.filtered, 2);
+        assert!(head.more);
+        let next = page_filtered(
+            &ctx(),
+            rows(&ids, false),
+            &req(Mode::Since(head.cursor), 2, false),
+            &filter,
+        )
+        .unwrap();
+        let got: Vec<&str> = next.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(got, ["keep3"]);
+        assert_eq!(next.filtered, 4);
+        assert!(!next.more);
+    }
+
     fn req(mode: Mode, limit: usize, strict: bool) -> PageRequest {
         PageRequest {
             mode,
