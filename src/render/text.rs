@@ -12,6 +12,7 @@ use super::styled::{Line, Style};
 use super::tool::{CallView, view};
 use super::{HostReport, ResumeReport, change_name, diff, wrap};
 use crate::check::Activity;
+use clankie_engine::harness::ToolRole;
 use clankie_engine::page::Page;
 use clankie_model::sanitize::{sanitize, sanitize_line};
 use clankie_model::{Harness, Record, RecordBody, RecordKind, TerminalSource, TextKind};
@@ -379,6 +380,16 @@ fn call_lines(harness: Harness, name: &str, input: &serde_json::Value, full: boo
         CallView::Patch { patch, envelope } => {
             let mut lines = vec![Line::new(Style::Plain, name)];
             lines.extend(cut(diff::patch_envelope(patch, envelope), DIFF_LINES, full));
+            lines
+        }
+        CallView::Role { role, line, body } => {
+            // An agent's task reads as `Task: description`; the other tools as a command
+            // would: `Read path`, `Grep "pattern" in dir`.
+            let separator = if role == ToolRole::Agent { ": " } else { " " };
+            let mut lines = vec![Line::new(Style::Plain, format!("{name}{separator}{line}"))];
+            if let Some(body) = body {
+                lines.extend(shortened(body.trim_end(), Style::Dim, full));
+            }
             lines
         }
         CallView::Other => {
