@@ -41,6 +41,7 @@ mod redaction;
 mod redaction_precision;
 mod resume;
 mod round_trips;
+mod session_header;
 mod since_times;
 mod sqlite;
 mod sqlite_vfs;
