@@ -15,6 +15,7 @@ mod common;
 mod completion_keys;
 mod completions;
 mod dialect;
+mod did_you_mean;
 mod escapes;
 mod everyday;
 mod filters;
