@@ -121,9 +121,11 @@ async fn check(report: &mut HostReport, opened: Result<OpenHost, Error>) {
                     .count();
                 let dir = String::from_utf8_lossy(&root.dir).into_owned();
                 if !root.exists {
-                    report
-                        .warnings
-                        .push(format!("no {} root at {dir}", root.harness));
+                    report.warnings.push(format!(
+                        "no {} root at {dir}{}",
+                        root.harness,
+                        root.harness.list_spec().where_sessions_go()
+                    ));
                 }
                 report.roots.push(RootReport {
                     harness: root.harness.name().into(),

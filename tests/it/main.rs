@@ -53,6 +53,7 @@ mod sshd_fixture;
 mod support;
 mod tables;
 mod terminal;
+mod terminal_roots;
 mod text_snapshots;
 mod toybox;
 mod wal;
