@@ -28,6 +28,7 @@ mod harnesses;
 mod host_keys;
 mod hostile;
 mod hosts;
+mod hosts_handshake;
 mod ls_people;
 mod man;
 mod mcp;
