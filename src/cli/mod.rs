@@ -7,6 +7,7 @@ mod check;
 mod completions;
 mod context;
 mod grep;
+mod help;
 mod hosts;
 mod ls;
 mod man;
@@ -242,7 +243,7 @@ pub fn main() -> ExitCode {
     let args = counts_joined(json_as_format(expand_shorthand(
         std::env::args_os().collect(),
     )));
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match help::parse(args) {
         Ok(cli) => cli,
         Err(err) => {
             // A bare first word that made no read (`gerp foo`, `tail X`) is a mistyped

@@ -25,6 +25,7 @@ mod follow_host;
 mod grep;
 mod harness_names;
 mod harnesses;
+mod help_sections;
 mod host_keys;
 mod hostile;
 mod hosts;
