@@ -84,7 +84,7 @@ started and last activity, records shown and their tokens, and `earlier records 
         "mcp",
         "Examples:
   clankie-read mcp                                serve MCP on stdio (docs/mcp.md)
-  claude mcp add clankie -- clankie-read mcp      give it to Claude Code",
+  {\"command\": \"clankie-read\", \"args\": [\"mcp\"]}   in an agent's MCP server list",
     ),
     (
         "cache",
