@@ -73,6 +73,9 @@ pub enum UsageError {
         count: u16,
         limit: u16,
     },
+    /// A bare word that named no session and is close to a subcommand or a read's option.
+    #[error("`{word}` is neither a subcommand nor a session; did you mean '{suggestion}'?")]
+    DidYouMean { word: String, suggestion: String },
     #[error("--interval wants a positive number of seconds, got {secs}")]
     Interval { secs: f64 },
     #[error("--wait wants seconds, got {secs}")]

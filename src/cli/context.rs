@@ -49,26 +49,32 @@ pub enum OutputFormat {
     Json,
 }
 
+/// The heading of the global options that say which hosts and how to reach them: every
+/// subcommand's help lists them after its own.
+pub(super) const HOST_OPTIONS: &str = "Global host options";
+/// The heading of the global options that say how to print.
+pub(super) const OUTPUT_OPTIONS: &str = "Global output options";
+
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Hosts file [default: $CLANKIE_HOSTS, else ~/.config/clankie/hosts.toml].
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = HOST_OPTIONS, value_name = "FILE")]
     pub hosts: Option<PathBuf>,
     /// SSH configuration file, like `ssh -F` [default: ~/.ssh/config].
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = HOST_OPTIONS, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
     /// A harness's home directory on the addressed host, replacing its default
     /// (e.g. `claude=/srv/agent/.claude`). Repeatable.
-    #[arg(long = "root", global = true, value_name = "HARNESS=DIR")]
+    #[arg(long = "root", global = true, help_heading = HOST_OPTIONS, value_name = "HARNESS=DIR")]
     pub roots: Vec<String>,
     /// When to colour text output.
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    #[arg(long, global = true, help_heading = OUTPUT_OPTIONS, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
     /// Output: text for people, or NDJSON for scripts (docs/ndjson.md). `script`,
     /// `completions`, `man` and `mcp` print text only.
     #[arg(
         long,
-        global = true,
+        global = true, help_heading = OUTPUT_OPTIONS,
         value_enum,
         default_value_t = OutputFormat::Text,
         overrides_with = "format"
@@ -78,23 +84,23 @@ pub struct GlobalArgs {
     // `main` spells it `--format=json` before clap parses the line, so that the last of the two
     // wins wherever each stands (clap's `overrides_with` does not reach across a subcommand's
     // level); declared here for --help, the man page and completion.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = OUTPUT_OPTIONS)]
     pub json: bool,
     /// Say more on stderr.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = OUTPUT_OPTIONS)]
     pub verbose: bool,
     /// Give up on a host whose reply to a command has sent no byte for SECS (fractions
     /// allowed); exit 3.
     #[arg(
         long,
-        global = true,
+        global = true, help_heading = HOST_OPTIONS,
         value_name = "SECS",
         default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64()
     )]
     pub timeout: f64,
     /// Give up on a host whose reply to one command is not complete after SECS, however
     /// steadily it arrives [default: 10 × --timeout, so 300].
-    #[arg(long, global = true, value_name = "SECS")]
+    #[arg(long, global = true, help_heading = HOST_OPTIONS, value_name = "SECS")]
     pub reply_timeout: Option<f64>,
 }
 

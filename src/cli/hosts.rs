@@ -120,10 +120,18 @@ async fn check(report: &mut HostReport, opened: Result<OpenHost, Error>) {
                     .filter(|s| s.harness() == root.harness && *s.entry.root == *root.dir)
                     .count();
                 let dir = String::from_utf8_lossy(&root.dir).into_owned();
-                if !root.exists {
-                    report
-                        .warnings
-                        .push(format!("no {} root at {dir}", root.harness));
+                // A harness whose root the user named is one they use; a default home that
+                // is not there is a harness never installed, not worth a warning.
+                let named = opened
+                    .roots
+                    .iter()
+                    .any(|r| r.harness == root.harness && r.dir.is_some());
+                if !root.exists && named {
+                    report.warnings.push(format!(
+                        "no {} root at {dir}{}",
+                        root.harness,
+                        root.harness.list_spec().where_sessions_go()
+                    ));
                 }
                 report.roots.push(RootReport {
                     harness: root.harness.name().into(),

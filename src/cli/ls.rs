@@ -459,9 +459,10 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
                     // that is simply not installed is not (unless -v).
                     if verbose || explicit.contains(&root.harness) {
                         super::warn(&[format!(
-                            "{name}: no {} root at {}",
+                            "{name}: no {} root at {}{}",
                             root.harness,
-                            String::from_utf8_lossy(&root.dir)
+                            String::from_utf8_lossy(&root.dir),
+                            root.harness.list_spec().where_sessions_go()
                         )]);
                     }
                 }

@@ -7,6 +7,7 @@ mod check;
 mod completions;
 mod context;
 mod grep;
+mod help;
 mod hosts;
 mod ls;
 mod man;
@@ -14,6 +15,7 @@ mod mcp;
 mod read;
 mod resume;
 mod script;
+mod suggest;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -241,9 +243,14 @@ pub fn main() -> ExitCode {
     let args = counts_joined(json_as_format(expand_shorthand(
         std::env::args_os().collect(),
     )));
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match help::parse(args) {
         Ok(cli) => cli,
         Err(err) => {
+            // A bare first word that made no read (`gerp foo`, `tail X`) is a mistyped
+            // subcommand or option.
+            if let Some(error) = mistyped_first_word(&std::env::args_os().collect::<Vec<_>>()) {
+                return finish(Err(error.into()), false);
+            }
             // clap words its own errors (and prints help and the version, which end with 0).
             let _ = err.print();
             return ExitCode::from(exit_status(&Err(err.into())));
@@ -264,7 +271,10 @@ pub fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Read(args) => read::run(&cli.global, args).await,
+            Command::Read(args) => {
+                let target = args.target.clone();
+                suggest::after_read(&target, read::run(&cli.global, args).await, SUBCOMMANDS)
+            }
             Command::Ls(args) => ls::run(&cli.global, args).await,
             Command::Check(args) => check::run(&cli.global, args).await,
             Command::Grep(args) => grep::run(&cli.global, args).await,
@@ -278,6 +288,20 @@ pub fn main() -> ExitCode {
         }
     });
     finish(result, verbose)
+}
+
+/// "did you mean" for the first word of `args` when it is not a subcommand and is close to one
+/// (or is a read's option without its `--`).
+fn mistyped_first_word(args: &[OsString]) -> Option<UsageError> {
+    let word = args.get(first_word(args)?)?.to_str()?;
+    if SUBCOMMANDS.contains(&word) {
+        return None;
+    }
+    let suggestion = suggest::meant(word, SUBCOMMANDS)?;
+    Some(UsageError::DidYouMean {
+        word: word.to_string(),
+        suggestion,
+    })
 }
 
 /// Prints the error that ended the run, if any, as one sanitised line, and returns the exit

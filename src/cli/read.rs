@@ -17,6 +17,7 @@ use crate::render::PageInfo;
 use crate::render::Renderer;
 use crate::render::pager::PagedStdout;
 use crate::render::progress::Progress;
+use crate::render::text::SessionHeader;
 use crate::render::tty;
 use clankie_engine::filter::{RecordFilter, Since, parse_since};
 use clankie_engine::harness;
@@ -65,6 +66,10 @@ pub struct ReadArgs {
     /// Show tool inputs, results and thinking whole instead of shortened.
     #[arg(long)]
     pub full: bool,
+    /// End a text page with its cursor (`-- cursor …`), to pass to --since for the next page.
+    /// NDJSON's `page` line always holds it.
+    #[arg(long)]
+    pub show_cursor: bool,
     /// Leave the model's thinking out of the text output.
     #[arg(long)]
     pub no_thinking: bool,
@@ -145,9 +150,10 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     let on_terminal = tty::stdout_is_terminal();
     if let Some(text) = renderer.text_options_mut() {
         text.thinking = !args.no_thinking;
-        // The cursor is for a person at a terminal who may ask for the next page; between
+        // The page-end line is for a person at a terminal (or who asked for the cursor); between
         // polls it is noise, and scripts use --json.
-        text.cursor_line = on_terminal && !args.follow;
+        text.cursor_line = (on_terminal || args.show_cursor) && !args.follow;
+        text.show_cursor = args.show_cursor;
         text.screen = !args.follow;
     }
     let out = if on_terminal && !renderer.is_ndjson() && !args.follow && !args.no_pager {
@@ -192,7 +198,15 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     }
     // Resolving reads the session's first range in the same round trip when it can.
     let session = request.resolve(&reader, &opened.roots).await?;
+    let header = if on_terminal && !renderer.is_ndjson() {
+        Some(session_header(&reader, host.name(), &session).await)
+    } else {
+        None
+    };
     let mut sink = PrintSink {
+        header,
+        held: None,
+        streamed: matches!(request.page.mode, Mode::All),
         renderer,
         out,
         info: PageInfo {
@@ -559,9 +573,40 @@ impl FeedSink for HostPrintSink<'_> {
     }
 }
 
+/// The header of a page of `session` on a terminal, with what is known before reading it: its
+/// title and directory (its first KiB read: one more read), when its file last changed.
+async fn session_header<H: Host>(
+    reader: &Reader<'_, H>,
+    host: &str,
+    session: &SessionFile,
+) -> SessionHeader {
+    let head = reader
+        .session_heads(std::slice::from_ref(session))
+        .await
+        .pop()
+        .unwrap_or_default();
+    SessionHeader {
+        host: host.to_string(),
+        harness: session.harness().name().to_string(),
+        session: session.id.clone(),
+        title: head.title,
+        cwd: head.cwd,
+        last_activity: Some(session.entry.mtime),
+        ..SessionHeader::default()
+    }
+}
+
 /// Prints a feed: records and page ends through the renderer, warnings on stderr. The reader
 /// applied the filter; the page line says what it left out.
 struct PrintSink<'a> {
+    /// The session header of a page on a terminal, until it is written: before the first
+    /// page's records, with what they tell (held until the page ends, but for `--all`, whose
+    /// records stream).
+    header: Option<SessionHeader>,
+    /// The first page's text, while its header waits for the page to end.
+    held: Option<Vec<u8>>,
+    /// The records stream (`--all`): the header goes out before the first of them.
+    streamed: bool,
     renderer: Renderer,
     out: PagedStdout,
     info: PageInfo<'a>,
@@ -611,6 +656,16 @@ impl FeedSink for PrintSink<'_> {
     fn records(&mut self, records: &[Record]) -> std::io::Result<()> {
         self.write_pipelined(true)?;
         self.progress(records.len());
+        if let Some(header) = &mut self.header {
+            header.note_records(records);
+            if self.streamed {
+                self.renderer.session_header(&mut self.out, header)?;
+                self.header = None;
+            } else {
+                let held = self.held.get_or_insert_with(Vec::new);
+                return self.renderer.records(held, self.info.host, records);
+            }
+        }
         self.renderer
             .records(&mut self.out, self.info.host, records)
     }
@@ -645,6 +700,13 @@ impl FeedSink for PrintSink<'_> {
         }
         let quiet = self.following && !self.renderer.is_ndjson();
         self.info.filtered = (self.filtering && !quiet).then_some(page.filtered);
+        if let Some(mut header) = self.header.take() {
+            header.earlier = page.older;
+            self.renderer.session_header(&mut self.out, &header)?;
+            if let Some(held) = self.held.take() {
+                self.out.write_all(&held)?;
+            }
+        }
         self.renderer.page_end(&mut self.out, &self.info, page)
     }
 

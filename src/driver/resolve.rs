@@ -220,9 +220,10 @@ impl<'h, H: Host> Reader<'h, H> {
                         .any(|r| r.harness == root.harness && r.dir.is_some())
                     {
                         searched.push_str(&format!(
-                            "; no {} root at {}",
+                            "; no {} root at {}{}",
                             root.harness,
-                            String::from_utf8_lossy(&root.dir)
+                            String::from_utf8_lossy(&root.dir),
+                            root.harness.list_spec().where_sessions_go()
                         ));
                     }
                 }

@@ -468,6 +468,7 @@ impl McpServer {
             width: None,
             thinking: true,
             cursor_line: true,
+            show_cursor: true,
             screen: true,
         });
         renderer

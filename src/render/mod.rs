@@ -169,6 +169,19 @@ impl Renderer {
         }
     }
 
+    /// The header of a page on a terminal ([`text::session_header`]); nothing in NDJSON, whose
+    /// `page` line and records say it all.
+    pub fn session_header(
+        &self,
+        out: &mut impl Write,
+        header: &text::SessionHeader,
+    ) -> io::Result<()> {
+        match self {
+            Renderer::Text(printer) => text::session_header(out, header, &printer.options),
+            Renderer::Ndjson => Ok(()),
+        }
+    }
+
     /// Records of one session of a host-wide follow: NDJSON as [`Renderer::records`] writes
     /// them (each line names its session); text with every line after `prefix`, the session's
     /// (rendered into `buf` first, which is kept between calls).

@@ -12,6 +12,7 @@ use super::styled::{Line, Style};
 use super::tool::{CallView, view};
 use super::{HostReport, ResumeReport, change_name, diff, wrap};
 use crate::check::Activity;
+use clankie_engine::harness::ToolRole;
 use clankie_engine::page::Page;
 use clankie_model::sanitize::{sanitize, sanitize_line};
 use clankie_model::{Harness, Record, RecordBody, RecordKind, TerminalSource, TextKind};
@@ -40,8 +41,11 @@ pub struct TextOptions {
     pub width: Option<usize>,
     /// Show thinking (`--no-thinking` turns it off).
     pub thinking: bool,
-    /// Print the cursor line after a page (stdout is a terminal, and not following).
+    /// Print the page-end line after a page (stdout is a terminal, or `--show-cursor`; not
+    /// following): what the page leaves out or what follows it.
     pub cursor_line: bool,
+    /// `--show-cursor`: the page-end line holds the page's cursor.
+    pub show_cursor: bool,
     /// Print a terminal recording's current screen after a page (not when following: it
     /// would be printed again at every poll).
     pub screen: bool,
@@ -55,6 +59,7 @@ impl Default for TextOptions {
             width: None,
             thinking: true,
             cursor_line: true,
+            show_cursor: true,
             screen: true,
         }
     }
@@ -381,6 +386,16 @@ fn call_lines(harness: Harness, name: &str, input: &serde_json::Value, full: boo
             lines.extend(cut(diff::patch_envelope(patch, envelope), DIFF_LINES, full));
             lines
         }
+        CallView::Role { role, line, body } => {
+            // An agent's task reads as `Task: description`; the other tools as a command
+            // would: `Read path`, `Grep "pattern" in dir`.
+            let separator = if role == ToolRole::Agent { ": " } else { " " };
+            let mut lines = vec![Line::new(Style::Plain, format!("{name}{separator}{line}"))];
+            if let Some(body) = body {
+                lines.extend(shortened(body.trim_end(), Style::Dim, full));
+            }
+            lines
+        }
         CallView::Other => {
             let input = serde_json::to_string(input).unwrap_or_default();
             let mut lines = shortened_to(&input, Style::Plain, full, SHORT_INPUT_CHARS);
@@ -432,10 +447,12 @@ pub fn page_end(
     if page.more {
         notes.push("more records follow");
     }
-    let mut line = format!("-- cursor {}", page.cursor.encode());
-    if !notes.is_empty() {
-        line.push_str(&format!(" ({})", notes.join("; ")));
-    }
+    let line = match (options.show_cursor, notes.is_empty()) {
+        (true, true) => format!("-- cursor {}", page.cursor.encode()),
+        (true, false) => format!("-- cursor {} ({})", page.cursor.encode(), notes.join("; ")),
+        (false, false) => format!("-- {}", notes.join("; ")),
+        (false, true) => return Ok(()),
+    };
     writeln!(out, "{}", paint(options, "2", &line))
 }
 
@@ -454,6 +471,148 @@ pub fn unknown_line(
     let entries = if n == 1 { "entry" } else { "entries" };
     let line = format!("-- {n} {entries} of a kind this version does not read (--strict fails)");
     writeln!(out, "{prefix}{}", paint(options, "2", &line))
+}
+
+/// What the header of a page on a terminal says of its session, each part where known.
+#[derive(Debug, Clone, Default)]
+pub struct SessionHeader {
+    pub host: String,
+    pub harness: String,
+    pub session: String,
+    pub title: Option<String>,
+    pub cwd: Option<String>,
+    /// The model of the page's last record that names one.
+    pub model: Option<String>,
+    /// The first record's time, when the page starts at the session's start.
+    pub started: Option<String>,
+    /// When the session's file last changed (Unix seconds).
+    pub last_activity: Option<i64>,
+    /// Records on the page.
+    pub records: usize,
+    /// Tokens of the page's records, summed where the harness counts them.
+    pub tokens: TokenTotals,
+    /// Records exist before the page.
+    pub earlier: bool,
+}
+
+/// Tokens summed over records; `None` where no record counted that kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenTotals {
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+    pub cache_read: Option<u64>,
+}
+
+impl TokenTotals {
+    pub fn add(&mut self, usage: &clankie_model::Usage) {
+        let sum = |total: &mut Option<u64>, more: Option<u64>| {
+            if let Some(more) = more {
+                *total = Some(total.unwrap_or(0).saturating_add(more));
+            }
+        };
+        sum(&mut self.input, usage.input);
+        sum(&mut self.output, usage.output);
+        sum(&mut self.cache_read, usage.cache_read);
+    }
+}
+
+impl SessionHeader {
+    /// Takes in what `records` tell of the session (model, tokens, the first time).
+    pub fn note_records(&mut self, records: &[Record]) {
+        if self.records == 0 {
+            self.started = records.first().and_then(|r| r.ts.clone());
+        }
+        self.records += records.len();
+        for r in records {
+            if let Some(model) = &r.model {
+                self.model = Some(model.clone());
+            }
+            if let Some(usage) = &r.usage {
+                self.tokens.add(usage);
+            }
+        }
+    }
+}
+
+/// A count of tokens as people read it: `950`, `12.3k`, `4.1M`.
+fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// The header of a page on a terminal: the session's title (else its id) in bold, then under
+/// it, dim, one line each where known: harness and `host:id`; its directory; model; started and
+/// last activity; records and tokens on the page; and whether earlier records exist and how to
+/// see them. Each line is cut to the width with `…`, so that a narrow terminal keeps one line a
+/// part.
+pub fn session_header(
+    out: &mut impl Write,
+    header: &SessionHeader,
+    options: &TextOptions,
+) -> io::Result<()> {
+    let id = format!("{}:{}", header.host, header.session);
+    let title = header.title.as_deref().unwrap_or(&id);
+    let mut lines = vec![format!("{} {id}", header.harness)];
+    if let Some(cwd) = &header.cwd {
+        lines.push(format!("cwd {cwd}"));
+    }
+    if let Some(model) = &header.model {
+        lines.push(format!("model {model}"));
+    }
+    let when = |ts: &str| {
+        local_time(Some(ts)).map_or_else(
+            || ts.to_string(),
+            |z| z.strftime("%Y-%m-%d %H:%M").to_string(),
+        )
+    };
+    let mut times = Vec::new();
+    if let Some(started) = header.started.as_deref().filter(|_| !header.earlier) {
+        times.push(format!("started {}", when(started)));
+    }
+    if let Some(last) = header.last_activity {
+        times.push(format!("last activity {}", when(&super::rfc3339(last))));
+    }
+    if !times.is_empty() {
+        lines.push(times.join(" · "));
+    }
+    let s = if header.records == 1 { "" } else { "s" };
+    let mut counts = format!("{} record{s} shown", header.records);
+    let t = header.tokens;
+    let mut spent = Vec::new();
+    if let Some(n) = t.input {
+        spent.push(format!("{} in", tokens(n)));
+    }
+    if let Some(n) = t.cache_read {
+        spent.push(format!("{} cached", tokens(n)));
+    }
+    if let Some(n) = t.output {
+        spent.push(format!("{} out", tokens(n)));
+    }
+    if !spent.is_empty() {
+        counts.push_str(&format!(" · tokens {}", spent.join(", ")));
+    }
+    lines.push(counts);
+    if header.earlier {
+        lines.push("earlier records not shown (--head, --all)".to_string());
+    }
+    let fit = |line: &str| {
+        let line = sanitize_line(line);
+        match options.width {
+            Some(width) if line.chars().count() > width => {
+                let kept: String = line.chars().take(width.saturating_sub(1)).collect();
+                format!("{kept}…")
+            }
+            _ => line,
+        }
+    };
+    writeln!(out, "{}", paint(options, "1", &fit(&format!("── {title}"))))?;
+    for line in &lines {
+        writeln!(out, "{}", paint(options, "2", &fit(&format!("   {line}"))))?;
+    }
+    Ok(())
 }
 
 /// One `check` line: `host harness/session change +new_records last_ts`.

@@ -303,6 +303,7 @@ fn fish_completes_subcommands_flags_hosts_and_session_ids() {
     let cases: &[(&str, &[&str], &[&str])] = &[
         ("clankie-read l", &["ls"], &[]),
         ("clankie-read ls --h", &["--harness", "--help"], &[]),
+        ("clankie-read ls --sort ", &["mtime", "name", "size"], &[]),
         (
             "clankie-read read --no-",
             &["--no-pager", "--no-redact", "--no-thinking"],

@@ -98,7 +98,7 @@ fn a_missing_root_is_a_warning_without_verbose() {
     assert_eq!(
         stderr(&out),
         format!(
-            "clankie-read: warning: local: no claude root at {}\n",
+            "clankie-read: warning: local: no claude root at {} (sessions are read from its projects/ directory)\n",
             missing.display()
         )
     );
@@ -111,7 +111,7 @@ fn a_missing_root_is_a_warning_without_verbose() {
     assert_eq!(
         stderr(&out),
         format!(
-            "clankie-read: error: no session `e7e7da11` on local (no harness directory exists there; no claude root at {}); list its sessions with `clankie-read ls local`\n",
+            "clankie-read: error: no session `e7e7da11` on local (no harness directory exists there; no claude root at {} (sessions are read from its projects/ directory)); list its sessions with `clankie-read ls local`\n",
             missing.display()
         )
     );

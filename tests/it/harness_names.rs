@@ -156,7 +156,7 @@ fn a_mention_outside_the_module_is_found() {
 }
 
 /// Every tool name the harnesses' vocabularies hold (`Format::tool_vocabulary`): shell tools,
-/// patch tools and their envelopes' markers. A harness added to the registry adds its names
+/// patch tools and their envelopes' markers, the read, search, list and agent tools. A harness added to the registry adds its names
 /// here.
 fn tool_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = clankie_engine::harness::all()
@@ -175,6 +175,7 @@ fn tool_names() -> Vec<&'static str> {
                 .iter()
                 .chain(tools.patch_tools)
                 .copied()
+                .chain(tools.roles.iter().map(|(name, _)| *name))
                 .chain(markers)
                 .chain(envelope.framing.iter().copied())
         })

@@ -1,8 +1,8 @@
 //! The pager, under a real terminal: `script` (util-linux) runs the binary on a pty, with
 //! `CLANKIE_PAGER` a shell command that records what it is given. A page longer than the screen
 //! (`LINES`) goes to the pager, whole; a short page, `--no-pager` and `--json` go straight to
-//! the terminal. On the terminal the colour is on (`--color auto`) and the cursor line is shown,
-//! dim.
+//! the terminal. On the terminal the colour is on (`--color auto`), the page starts with its
+//! session header, and `--show-cursor` ends it with the cursor line, dim.
 
 use std::path::Path;
 use std::process::Command;
@@ -66,8 +66,8 @@ fn shell_quote_path(path: &Path) -> String {
     shell_quote(&path.display().to_string())
 }
 
-/// The session is 11 records, one of them two lines long at 100 columns; with the day and the
-/// cursor line, 14 lines.
+/// The session is 11 records, one of them two lines long at 100 columns; with the day, the
+/// session header and the cursor line, more than 14 lines.
 const RECORD: &str = "mix phx.server doesnt seem to start";
 
 #[test]
@@ -75,7 +75,7 @@ fn a_page_longer_than_the_screen_goes_through_the_pager() {
     if !require_tool("script") {
         return;
     }
-    let run = on_a_terminal(10, &["--all"]);
+    let run = on_a_terminal(10, &["--all", "--show-cursor"]);
     let paged = run.paged.expect("the pager ran");
     assert!(paged.contains(RECORD), "{paged}");
     // The pager got the page whole, coloured, with the dim cursor line at its end.
@@ -98,9 +98,9 @@ fn a_short_page_and_no_pager_go_straight_to_the_terminal() {
         return;
     }
     for (lines, args) in [
-        (40, &["--all"][..]),
-        (10, &["--all", "--no-pager"][..]),
-        (10, &["--limit", "2"][..]),
+        (40, &["--all", "--show-cursor"][..]),
+        (10, &["--all", "--no-pager", "--show-cursor"][..]),
+        (16, &["--limit", "2", "--show-cursor"][..]),
     ] {
         let run = on_a_terminal(lines, args);
         assert_eq!(run.paged, None, "{args:?}");

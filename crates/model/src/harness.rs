@@ -188,6 +188,21 @@ pub struct ListSpec {
 }
 
 impl ListSpec {
+    /// What a warning about a root that holds none of [`ListSpec::subdirs`] adds: where under it
+    /// sessions are looked for (` (sessions are read from its casts/, logs/ or scripts/
+    /// directory)`); empty when they are looked for in the root itself.
+    pub fn where_sessions_go(&self) -> String {
+        let dirs: Vec<String> = self.subdirs.iter().map(|d| format!("{d}/")).collect();
+        match dirs.as_slice() {
+            [] => String::new(),
+            [one] => format!(" (sessions are read from its {one} directory)"),
+            [init @ .., last] => format!(
+                " (sessions are read from its {} or {last} directory)",
+                init.join(", ")
+            ),
+        }
+    }
+
     /// Whether a file name (no directory) matches one of the suffixes.
     pub fn matches_name(&self, name: &[u8]) -> bool {
         self.suffixes

@@ -19,7 +19,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::SourceCtx;
-use crate::harness::{Format, PatchEnvelope, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, ToolRole, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::session::{SessionFile, valid_id};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Storage};
@@ -30,6 +30,8 @@ pub(super) struct Claude;
 
 /// Claude Code's tools: `Bash`; `Edit` and `MultiEdit` (`file_path`, `old_string`/`new_string`,
 /// `replace_all`, `edits`); `Write`.
+/// Its read, search and agent tools: `Read` (`offset`, `limit`), `Grep`, `Glob`, `LS`, `Task`
+/// and `Agent` (`description`, `prompt`, `subagent_type`), `WebFetch`, `WebSearch`.
 static TOOLS: ToolVocabulary = ToolVocabulary {
     shell_tools: &["bash"],
     command_keys: &["command"],
@@ -42,6 +44,26 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     patch_tools: &[],
     patch_keys: &[],
     patch_envelope: &PatchEnvelope::NONE,
+    roles: &[
+        ("read", ToolRole::Read),
+        ("grep", ToolRole::Search),
+        ("glob", ToolRole::Glob),
+        ("ls", ToolRole::List),
+        ("task", ToolRole::Agent),
+        ("agent", ToolRole::Agent),
+        ("webfetch", ToolRole::Fetch),
+        ("websearch", ToolRole::WebSearch),
+    ],
+    first_line_keys: &["offset"],
+    line_count_keys: &["limit"],
+    pattern_keys: &["pattern", "query"],
+    dir_keys: &["path"],
+    file_filter_keys: &["glob", "type"],
+    description_keys: &["description"],
+    prompt_keys: &["prompt"],
+    agent_type_keys: &["subagent_type"],
+    url_keys: &["url"],
+    ..ToolVocabulary::NONE
 };
 
 static LAYOUT: Layout = Layout {

@@ -23,7 +23,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, PatchEnvelope, Source, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, Source, ToolRole, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, image_placeholder, json_arguments, object_line, str_of};
 use crate::session::{SessionFile, session_file};
@@ -36,6 +36,8 @@ pub(super) struct Codex;
 /// Codex's tools: its shells (`shell` and `local_shell` with an argv, `shell_command`,
 /// `exec_command` with `cmd`) and the `apply_patch` envelope, the input itself (a custom tool)
 /// or under `input` (a function call) or `patch`.
+/// Its file tools: `read_file` (`file_path`, `offset`, `limit`), `grep_files`, `list_dir`,
+/// `web_search`.
 static TOOLS: ToolVocabulary = ToolVocabulary {
     shell_tools: &["shell", "exec_command", "local_shell", "shell_command"],
     command_keys: &["command", "cmd"],
@@ -48,6 +50,19 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     patch_tools: &["apply_patch"],
     patch_keys: &["input", "patch"],
     patch_envelope: &PatchEnvelope::APPLY_PATCH,
+    roles: &[
+        ("read_file", ToolRole::Read),
+        ("grep_files", ToolRole::Search),
+        ("list_dir", ToolRole::List),
+        ("web_search", ToolRole::WebSearch),
+    ],
+    read_path_keys: &["file_path"],
+    first_line_keys: &["offset"],
+    line_count_keys: &["limit"],
+    pattern_keys: &["pattern", "query"],
+    dir_keys: &["path", "dir_path"],
+    file_filter_keys: &["include"],
+    ..ToolVocabulary::NONE
 };
 
 static LAYOUT: Layout = Layout {

@@ -25,7 +25,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, PatchEnvelope, Source, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, Source, ToolRole, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file, valid_id};
@@ -37,6 +37,8 @@ pub(super) struct Gemini;
 
 /// Gemini CLI's tools: `run_shell_command`; `replace` (`file_path`, `old_string`/`new_string`);
 /// `write_file`; `absolute_path` is where its file tools of earlier versions took the path.
+/// Its file tools: `read_file` (`offset` counts from 0), `search_file_content` (`grep` in later
+/// versions), `glob`, `list_directory`, `web_fetch`, `google_web_search`.
 static TOOLS: ToolVocabulary = ToolVocabulary {
     shell_tools: &["run_shell_command"],
     command_keys: &["command"],
@@ -49,6 +51,23 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     patch_tools: &[],
     patch_keys: &[],
     patch_envelope: &PatchEnvelope::NONE,
+    roles: &[
+        ("read_file", ToolRole::Read),
+        ("search_file_content", ToolRole::Search),
+        ("grep", ToolRole::Search),
+        ("glob", ToolRole::Glob),
+        ("list_directory", ToolRole::List),
+        ("web_fetch", ToolRole::Fetch),
+        ("google_web_search", ToolRole::WebSearch),
+    ],
+    first_line_keys: &["offset"],
+    first_line_base: 0,
+    line_count_keys: &["limit"],
+    pattern_keys: &["pattern", "query"],
+    dir_keys: &["dir_path", "path"],
+    file_filter_keys: &["include"],
+    prompt_keys: &["prompt"],
+    ..ToolVocabulary::NONE
 };
 
 static LAYOUT: Layout = Layout {

@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, PatchEnvelope, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, ToolRole, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, image_placeholder, json_arguments, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file};
@@ -28,6 +28,7 @@ pub(super) struct Grok;
 /// Grok Build's tools: `run_terminal_cmd`; its editing tools are not in the fixtures, so the
 /// key shapes of both string-replace editor families are taken (`old_string`/`new_string`,
 /// `old_str`/`new_str`).
+/// Its file tools: `read_file` (`target_file`), `web_search`.
 static TOOLS: ToolVocabulary = ToolVocabulary {
     shell_tools: &["run_terminal_cmd"],
     command_keys: &["command"],
@@ -40,6 +41,16 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     patch_tools: &[],
     patch_keys: &[],
     patch_envelope: &PatchEnvelope::NONE,
+    roles: &[
+        ("read_file", ToolRole::Read),
+        ("web_search", ToolRole::WebSearch),
+    ],
+    read_path_keys: &["target_file"],
+    first_line_keys: &["offset", "start_line"],
+    line_count_keys: &["limit"],
+    last_line_keys: &["end_line"],
+    pattern_keys: &["query"],
+    ..ToolVocabulary::NONE
 };
 
 static LAYOUT: Layout = Layout {

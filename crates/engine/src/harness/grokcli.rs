@@ -15,7 +15,7 @@ use crate::records::{Out, image_placeholder, str_of, text_of};
 use clankie_model::TextKind;
 
 use crate::database::{Database, QueryError, SessionRow, query_map};
-use crate::harness::{Format, PatchEnvelope, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, ToolRole, ToolVocabulary};
 use crate::rows::RowRecords;
 use clankie_model::{DefaultHome, Layout, ListSpec, Storage};
 
@@ -24,6 +24,7 @@ pub(super) struct GrokCli;
 
 /// grok-cli's tools: `bash`; the `str_replace_editor` (`path`, `old_str`/`new_str`,
 /// `replace_all`), and the `file_path`/`old_string` shape of its later editors.
+/// Its file tools: `view_file` (`start_line`, `end_line`), `search` (`query`).
 static TOOLS: ToolVocabulary = ToolVocabulary {
     shell_tools: &["bash"],
     command_keys: &["command"],
@@ -36,6 +37,12 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     patch_tools: &[],
     patch_keys: &[],
     patch_envelope: &PatchEnvelope::NONE,
+    roles: &[("view_file", ToolRole::Read), ("search", ToolRole::Search)],
+    first_line_keys: &["start_line"],
+    last_line_keys: &["end_line"],
+    pattern_keys: &["query"],
+    file_filter_keys: &["include_pattern"],
+    ..ToolVocabulary::NONE
 };
 
 static LAYOUT: Layout = Layout {

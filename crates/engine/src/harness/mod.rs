@@ -90,6 +90,53 @@ pub struct ToolVocabulary {
     pub patch_keys: &'static [&'static str],
     /// The grammar of the patch envelopes of [`ToolVocabulary::patch_tools`].
     pub patch_envelope: &'static PatchEnvelope,
+    /// The tools that read, search, list, fetch or start an agent, each with what it does.
+    pub roles: &'static [(&'static str, ToolRole)],
+    /// Input keys holding the file a read tool reads, besides [`ToolVocabulary::path_keys`].
+    pub read_path_keys: &'static [&'static str],
+    /// Input keys holding the first line a read tool reads.
+    pub first_line_keys: &'static [&'static str],
+    /// What the first line's number counts from: 1, or 0 for a tool that counts lines as an
+    /// index.
+    pub first_line_base: u64,
+    /// Input keys holding how many lines a read tool reads.
+    pub line_count_keys: &'static [&'static str],
+    /// Input keys holding the last line a read tool reads.
+    pub last_line_keys: &'static [&'static str],
+    /// Input keys holding a search's pattern, a glob, or a web search's query.
+    pub pattern_keys: &'static [&'static str],
+    /// Input keys holding the directory (or file) a search, glob or listing looks in.
+    pub dir_keys: &'static [&'static str],
+    /// Input keys holding the file filter of a search (`*.rs`).
+    pub file_filter_keys: &'static [&'static str],
+    /// Input keys holding the short description of an agent's task.
+    pub description_keys: &'static [&'static str],
+    /// Input keys holding the prompt an agent is given.
+    pub prompt_keys: &'static [&'static str],
+    /// Input keys holding the kind of agent started.
+    pub agent_type_keys: &'static [&'static str],
+    /// Input keys holding a fetched URL.
+    pub url_keys: &'static [&'static str],
+}
+
+/// What a tool that is neither a shell, an edit, a write nor a patch does, as text output
+/// names it: `Read path (lines 40–120)`, `Grep "pattern" in path`, `Task: description`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolRole {
+    /// Reads a file, or a window of its lines.
+    Read,
+    /// Searches files' content for a pattern.
+    Search,
+    /// Finds files by a glob pattern.
+    Glob,
+    /// Lists a directory.
+    List,
+    /// Starts an agent on a task.
+    Agent,
+    /// Fetches a URL.
+    Fetch,
+    /// Searches the web.
+    WebSearch,
 }
 
 impl ToolVocabulary {
@@ -106,6 +153,19 @@ impl ToolVocabulary {
         patch_tools: &[],
         patch_keys: &[],
         patch_envelope: &PatchEnvelope::NONE,
+        roles: &[],
+        read_path_keys: &[],
+        first_line_keys: &[],
+        first_line_base: 1,
+        line_count_keys: &[],
+        last_line_keys: &[],
+        pattern_keys: &[],
+        dir_keys: &[],
+        file_filter_keys: &[],
+        description_keys: &[],
+        prompt_keys: &[],
+        agent_type_keys: &[],
+        url_keys: &[],
     };
 }
 

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::SourceCtx;
 use crate::database::{Database, IndexRead, QueryError, SessionRow, query_map};
-use crate::harness::{Format, PatchEnvelope, Source, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, Source, ToolRole, ToolVocabulary};
 use crate::records::{Out, count, json_arguments, stamp_model, str_of, text_of};
 use crate::rows::{RowRecords, rfc3339_millis};
 use crate::session::{SessionFile, session_file, valid_id};
@@ -31,6 +31,8 @@ pub(super) struct OpenCode;
 
 /// OpenCode's tools: `bash`; `edit` and `multiedit` (`filePath`, `oldString`/`newString`,
 /// `replaceAll`, `edits`); `write`; and Codex's `apply_patch` envelope under `patchText`.
+/// Its file tools: `read` (`offset` counts from 0), `grep`, `glob`, `list`, `task`, `webfetch`,
+/// `websearch`.
 static TOOLS: ToolVocabulary = ToolVocabulary {
     shell_tools: &["bash"],
     command_keys: &["command"],
@@ -43,6 +45,26 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     patch_tools: &["apply_patch"],
     patch_keys: &["patchText"],
     patch_envelope: &PatchEnvelope::APPLY_PATCH,
+    roles: &[
+        ("read", ToolRole::Read),
+        ("grep", ToolRole::Search),
+        ("glob", ToolRole::Glob),
+        ("list", ToolRole::List),
+        ("task", ToolRole::Agent),
+        ("webfetch", ToolRole::Fetch),
+        ("websearch", ToolRole::WebSearch),
+    ],
+    first_line_keys: &["offset"],
+    first_line_base: 0,
+    line_count_keys: &["limit"],
+    pattern_keys: &["pattern", "query"],
+    dir_keys: &["path"],
+    file_filter_keys: &["include"],
+    description_keys: &["description"],
+    prompt_keys: &["prompt"],
+    agent_type_keys: &["subagent_type"],
+    url_keys: &["url"],
+    ..ToolVocabulary::NONE
 };
 
 static LAYOUT: Layout = Layout {

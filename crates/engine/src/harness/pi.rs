@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use crate::SourceCtx;
-use crate::harness::{Format, PatchEnvelope, ToolVocabulary};
+use crate::harness::{Format, PatchEnvelope, ToolRole, ToolVocabulary};
 use crate::lines::LineOutcome;
 use crate::records::{Out, count, object_line, stamp_model, str_of};
 use crate::session::{SessionFile, session_file};
@@ -27,6 +27,7 @@ pub(super) struct Pi;
 
 /// Pi's tools: `bash`; `edit` (`path`, `oldText`/`newText`, or a list of them under `edits`);
 /// `write`.
+/// Its file tools: `read` (`offset`, `limit`), `grep`, `find`, `ls`.
 static TOOLS: ToolVocabulary = ToolVocabulary {
     shell_tools: &["bash"],
     command_keys: &["command"],
@@ -39,6 +40,18 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     patch_tools: &[],
     patch_keys: &[],
     patch_envelope: &PatchEnvelope::NONE,
+    roles: &[
+        ("read", ToolRole::Read),
+        ("grep", ToolRole::Search),
+        ("find", ToolRole::Glob),
+        ("ls", ToolRole::List),
+    ],
+    first_line_keys: &["offset"],
+    line_count_keys: &["limit"],
+    pattern_keys: &["pattern"],
+    dir_keys: &["path"],
+    file_filter_keys: &["glob"],
+    ..ToolVocabulary::NONE
 };
 
 static LAYOUT: Layout = Layout {

@@ -15,7 +15,9 @@
 //! footer, an asciinema v3 exit event, or the next recording in the same file). The current
 //! screen is not a record: it is the page's `screen`. Records depend only on the bytes before
 //! them, so a longer recording gives the same records and more, and the row cursor stays
-//! exact; a file truncated or rewritten under a cursor is a reset.
+//! exact; a file truncated or rewritten under a cursor is a reset. A raw log holding no `\r`
+//! (a program's output redirected to a file, not a terminal's) reads each `\n` as a new line
+//! until its first `\r`.
 //!
 //! Generations: each recording one file holds (a new asciinema header, a new
 //! `Script started on …` line) counts from 1, and every record carries its own.
@@ -178,6 +180,9 @@ struct Replay<'c> {
     malformed: Vec<(String, String)>,
     /// Events of a kind this reader does not know, each as the number of records before it.
     unknown: Vec<usize>,
+    /// A raw log with no `\r` so far: a program's output redirected to a file, never through a
+    /// terminal (whose driver turns each `\n` into `\r\n`), so `\n` is a new line.
+    bare_newlines: bool,
 }
 
 impl<'c> Replay<'c> {
@@ -191,6 +196,7 @@ impl<'c> Replay<'c> {
             records: Vec::new(),
             malformed: Vec::new(),
             unknown: Vec::new(),
+            bare_newlines: source == TerminalSource::Raw,
         }
     }
 
@@ -542,6 +548,14 @@ fn feed_bytes(replay: &mut Replay, mut bytes: &[u8]) {
             }
         }
     }
+    if replay.bare_newlines {
+        // Until the first `\r`: what comes after is read as a terminal wrote it, so a longer
+        // log never changes the records of the bytes before.
+        let cr = text.find('\r').unwrap_or(text.len());
+        replay.bare_newlines = cr == text.len();
+        let (bare, rest) = text.split_at(cr);
+        text = format!("{}{rest}", bare.replace('\n', "\r\n"));
+    }
     if !text.is_empty() {
         replay.output(&text, None);
     }
@@ -779,5 +793,24 @@ mod tests {
         assert_eq!(id("logs/a/pane-1.log").as_deref(), Some("pane-1"));
         assert_eq!(id("scripts/typescript").as_deref(), Some("typescript"));
         assert_eq!(id("scripts/build.typescript").as_deref(), Some("build"));
+    }
+
+    /// A program's output redirected to a file (`\n` alone) reads as lines, not a staircase;
+    /// once a `\r` comes, the log is read as a terminal wrote it.
+    #[test]
+    fn a_raw_log_without_carriage_returns_reads_newlines_as_new_lines() {
+        let rows = replay(&ctx(), b"alpha\nbeta\ngamma\n", Some((20, 5)));
+        let all: Vec<String> = rows
+            .records
+            .iter()
+            .filter_map(|r| match &r.body {
+                RecordBody::Text { text, .. } => Some(text.to_string()),
+                _ => None,
+            })
+            .chain(rows.screen.iter().cloned())
+            .collect();
+        assert!(all.iter().any(|l| l == "beta"), "{all:?}");
+        assert!(all.iter().any(|l| l == "gamma"), "{all:?}");
+        assert!(!all.iter().any(|l| l.starts_with(' ')), "{all:?}");
     }
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use russh::keys::Algorithm;
 use russh::{ChannelMsg, Disconnect, Preferred, client};
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
@@ -254,8 +255,21 @@ impl SshSession {
         options: &ConnectOptions,
     ) -> Result<SshSession, HostError> {
         let timeout = target.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
-        match tokio::time::timeout(timeout, connect_via(host_label, target, 0, options)).await {
+        let in_handshake = AtomicBool::new(false);
+        let connecting = connect_via(host_label, target, 0, options, &in_handshake);
+        match tokio::time::timeout(timeout, connecting).await {
             Ok(result) => result,
+            // As `ssh` says it: the TCP connection was made, the server never said its version.
+            Err(_) if in_handshake.load(Ordering::Relaxed) => Err(unreachable(
+                host_label,
+                format!(
+                    "Connection timed out during banner exchange with {}:{} (after {}s, \
+                     ConnectTimeout)",
+                    target.host_name,
+                    target.port,
+                    timeout.as_secs_f32()
+                ),
+            )),
             Err(_) => Err(unreachable(
                 host_label,
                 format!(
@@ -502,6 +516,7 @@ fn connect_via<'a>(
     target: &'a SshTarget,
     depth: usize,
     options: &'a ConnectOptions,
+    in_handshake: &'a AtomicBool,
 ) -> BoxedConnect<'a> {
     Box::pin(async move {
         let log = &options.log;
@@ -516,7 +531,17 @@ fn connect_via<'a>(
             if let Some(command) = &target.proxy_command {
                 log.say(label, || format!("proxy: ProxyCommand {command}"));
                 let (stream, mut proxy) = spawn_proxy_command(label, command, log)?;
-                return match handshake(label, target, stream, None, depth == 0, options).await {
+                return match handshake(
+                    label,
+                    target,
+                    stream,
+                    None,
+                    depth == 0,
+                    options,
+                    in_handshake,
+                )
+                .await
+                {
                     Ok(mut session) => {
                         session._proxy = Some(proxy.child);
                         Ok(session)
@@ -531,7 +556,16 @@ fn connect_via<'a>(
             }
             log.say(label, || "proxy: none (direct TCP)".to_string());
             let stream = tcp_connect(label, &target.host_name, target.port, log).await?;
-            return handshake(label, target, stream, None, depth == 0, options).await;
+            return handshake(
+                label,
+                target,
+                stream,
+                None,
+                depth == 0,
+                options,
+                in_handshake,
+            )
+            .await;
         };
         log.say(label, || {
             format!("proxy: ProxyJump {}", target.proxy_jump.join(","))
@@ -552,7 +586,7 @@ fn connect_via<'a>(
             hop.proxy_jump = earlier.to_vec();
         }
         let jump_label = format!("{label} (via jump host {last})");
-        let jump = connect_via(&jump_label, &hop, depth + 1, options)
+        let jump = connect_via(&jump_label, &hop, depth + 1, options, in_handshake)
             .await
             .map_err(|e| match e {
                 HostError::Unreachable { reason, .. } => {
@@ -591,6 +625,7 @@ fn connect_via<'a>(
             Some(Box::new(jump)),
             depth == 0,
             options,
+            in_handshake,
         )
         .await
     })
@@ -734,6 +769,34 @@ async fn tcp_connect(
     Err(unreachable(label, last_error))
 }
 
+/// Why a handshake failed, in `ssh`'s words where it has them: a server that closes the
+/// connection before or during the key exchange (MaxStartups, a `sshd` refusing the address,
+/// a port that is not SSH) is `Connection closed by HOST port N`, not russh's "Disconnected".
+fn handshake_failure(target: &SshTarget, e: &russh::Error) -> String {
+    let closed = match e {
+        russh::Error::Disconnect | russh::Error::HUP => true,
+        russh::Error::IO(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::UnexpectedEof
+                | std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+                | std::io::ErrorKind::BrokenPipe
+        ),
+        _ => false,
+    };
+    if closed {
+        format!(
+            "Connection closed by {} port {} during the SSH handshake",
+            target.host_name, target.port
+        )
+    } else {
+        format!(
+            "SSH handshake with {}:{} failed: {e}",
+            target.host_name, target.port
+        )
+    }
+}
+
 /// SSH handshake (with host key verification) and authentication over `stream`. With
 /// `for_commands` (not a jump host, which only carries tunnels), a key file's authentication
 /// asks for the first exec's channel in the same round trip.
@@ -744,6 +807,7 @@ async fn handshake<S>(
     jump: Option<Box<SshSession>>,
     for_commands: bool,
     options: &ConnectOptions,
+    in_handshake: &AtomicBool,
 ) -> Result<SshSession, HostError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -783,19 +847,16 @@ where
     let wire = Arc::new(WireBytes::default());
     let stream = Counted::new(stream, wire.clone());
     let start = std::time::Instant::now();
-    let mut handle = match client::connect_stream(Arc::new(config), stream, verifier).await {
+    in_handshake.store(true, Ordering::Relaxed);
+    let connected = client::connect_stream(Arc::new(config), stream, verifier).await;
+    in_handshake.store(false, Ordering::Relaxed);
+    let mut handle = match connected {
         Ok(handle) => handle,
         Err(e) => {
             if let Some(err) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 return Err(err);
             }
-            return Err(unreachable(
-                label,
-                format!(
-                    "SSH handshake with {}:{} failed: {e}",
-                    target.host_name, target.port
-                ),
-            ));
+            return Err(unreachable(label, handshake_failure(target, &e)));
         }
     };
     options.log.say(label, || {
