@@ -32,7 +32,10 @@ impl<'h, H: Host> Reader<'h, H> {
         } else {
             let file = file_ref(&session.entry);
             let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
-            match harness::parse_document(&ctx, &bytes, self.terminal_size) {
+            // A tail page needs the newest records only: a source that can keeps no others.
+            let newest = matches!(request.mode, Mode::Tail)
+                .then(|| request.limit.clamp(1, clankie_model::limits::MAX_LIMIT));
+            match harness::parse_document(&ctx, &bytes, self.terminal_size, newest) {
                 Ok(rows) => rows,
                 // Caught in the middle of an in-place rewrite (Gemini's legacy `.json`):
                 // nothing complete to return yet, like a line still being written.

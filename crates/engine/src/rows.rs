@@ -70,7 +70,11 @@ pub fn content_hash(record: &Record) -> [u8; 16] {
 }
 
 /// One page of a row source, its records redacted as the request asked.
-pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<Page, PlanError> {
+pub fn page(
+    ctx: &SourceCtx,
+    mut rows: RowRecords,
+    request: &PageRequest,
+) -> Result<Page, PlanError> {
     let binding = binding(&ctx.host, ctx.harness.name(), &ctx.session);
     let limit = request.limit.clamp(1, MAX_LIMIT);
     let hashes: Vec<[u8; 16]> = rows.records.iter().map(content_hash).collect();
@@ -169,7 +173,9 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
         anchored: false,
     };
     let mut records: Vec<Record> = notice.into_iter().collect();
-    records.extend(rows.records[start..end].iter().cloned());
+    // Moved, not copied: an `--all` page is every record, and holding them twice doubles the
+    // read's memory.
+    records.extend(rows.records.drain(start..end));
     // Redacted after hashing: the cursor's hashes are of what the source holds.
     if request.redact {
         super::redact::redact_records(&mut records);

@@ -17,8 +17,17 @@
 //! them, so a longer recording gives the same records and more, and the row cursor stays
 //! exact; a file truncated or rewritten under a cursor is a reset.
 //!
+//! Bounds: the replay's work and output are bounded by the bytes replayed so far, not by what
+//! they ask for (see [`bounds`]): every control sequence's count is clamped to the screen, the
+//! operations are costed and counted, and the lines held are counted. Past a bound the replay
+//! stops: a `notice` record says where and why (and `--strict` fails), and the rest of the
+//! recording is not shown. The bounds depend only on the bytes before a point, so records
+//! still depend only on the bytes before them.
+//!
 //! Generations: each recording one file holds (a new asciinema header, a new
 //! `Script started on …` line) counts from 1, and every record carries its own.
+
+use std::collections::VecDeque;
 
 use avt::observer::{Observation, Observer};
 use avt::parser::Function;
@@ -27,6 +36,8 @@ use serde_json::Value;
 
 use crate::SourceCtx;
 use crate::harness::{Format, Source};
+
+pub(crate) mod bounds;
 use crate::rows::{RowRecords, rfc3339_millis};
 use crate::session::{SessionFile, session_file};
 use clankie_model::{
@@ -85,7 +96,7 @@ impl Format for Recordings {
     }
 
     fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
-        Ok(replay(ctx, bytes, None).records)
+        Ok(replay(ctx, bytes, None, None).records)
     }
 
     fn parse_document_rows(
@@ -93,8 +104,9 @@ impl Format for Recordings {
         ctx: &SourceCtx,
         bytes: &[u8],
         terminal_size: Option<(usize, usize)>,
+        newest: Option<usize>,
     ) -> Result<RowRecords, String> {
-        Ok(replay(ctx, bytes, terminal_size))
+        Ok(replay(ctx, bytes, terminal_size, newest))
     }
 
     /// The recording's title (asciinema's `title`), else the command it recorded (the cast's
@@ -149,15 +161,20 @@ pub(crate) fn source_of(bytes: &[u8]) -> TerminalSource {
 }
 
 /// The records and current screen of a whole recording; `fallback_size` is the terminal's size
-/// when the recording gives none (else 80×24).
+/// when the recording gives none (else 80×24). `newest`: only the newest that many records
+/// are wanted (a tail page): the older ones are replayed and counted but not kept
+/// ([`RowRecords::older_omitted`]).
 pub(crate) fn replay(
     ctx: &SourceCtx,
     bytes: &[u8],
     fallback_size: Option<(usize, usize)>,
+    newest: Option<usize>,
 ) -> RowRecords {
     let source = source_of(bytes);
     let mut replay = Replay::new(ctx, source);
     replay.fallback_size = fallback_size.filter(|&(c, r)| c > 0 && r > 0);
+    replay.keep = newest.map(|n| n.max(1));
+    replay.len = bytes.len() as u64;
     match source {
         TerminalSource::Asciinema => asciinema(&mut replay, bytes),
         TerminalSource::Script | TerminalSource::Raw => typescript(&mut replay, bytes),
@@ -173,9 +190,32 @@ struct Replay<'c> {
     generation: u32,
     /// The size of a terminal whose recording gives none (`--cols`/`--rows`).
     fallback_size: Option<(usize, usize)>,
-    emulator: Option<(avt::Terminal, Collector)>,
-    records: Vec<Record>,
+    emulator: Option<Emulator>,
+    /// The records kept: all of them, or the newest `keep`.
+    records: VecDeque<Record>,
+    /// How many records there are, kept or not: the next record's index.
+    counted: usize,
+    /// Keep only the newest this many records (a tail page).
+    keep: Option<usize>,
+    /// A record was left out for `keep`.
+    older_omitted: bool,
     malformed: Vec<(String, String)>,
+    /// The whole recording's size, for the notice of a bound.
+    len: u64,
+    /// What the replay has spent of its bounds.
+    spent: bounds::Spent,
+    /// A bound stopped the replay: nothing after it is replayed.
+    stopped: bool,
+}
+
+/// One recording's terminal: the parser is ours, so that every operation is clamped and
+/// costed before the terminal runs it.
+struct Emulator {
+    terminal: avt::Terminal,
+    parser: avt::Parser,
+    collector: Collector,
+    /// The terminal is in insert mode (IRM): every character printed shifts its row.
+    insert: bool,
 }
 
 impl<'c> Replay<'c> {
@@ -186,62 +226,182 @@ impl<'c> Replay<'c> {
             generation: 0,
             fallback_size: None,
             emulator: None,
-            records: Vec::new(),
+            records: VecDeque::new(),
+            counted: 0,
+            keep: None,
+            older_omitted: false,
             malformed: Vec::new(),
+            len: 0,
+            spent: bounds::Spent::default(),
+            stopped: false,
         }
     }
 
     /// Starts the next recording, on a fresh terminal of `size` (0 in either: the default).
     fn start(&mut self, size: Option<(usize, usize)>) {
         self.finish(None);
+        if self.stopped {
+            return;
+        }
         self.generation += 1;
         let given = size.filter(|&(cols, rows)| cols > 0 && rows > 0);
         let (cols, rows) = terminal_size(given.or(self.fallback_size));
+        if !self.spend_work(bounds::screen_cost(cols, rows)) {
+            return;
+        }
         let terminal = avt::Terminal::new(cols, rows).expect("a size of at least 1×1");
-        self.emulator = Some((terminal, Collector::default()));
+        self.emulator = Some(Emulator {
+            terminal,
+            parser: avt::Parser::new(),
+            collector: Collector::default(),
+            insert: false,
+        });
     }
 
-    /// Feeds output of the current recording (starting one when none is).
-    fn output(&mut self, text: &str, ts: Option<&str>) {
+    /// Marks the bytes up to `offset` replayed: the bounds grow with them.
+    fn consumed(&mut self, offset: usize) {
+        self.spent.consumed = self.spent.consumed.max(offset as u64);
+    }
+
+    /// Feeds output of the current recording (starting one when none is). `start`: the byte
+    /// offset of `text` in the file when it is the file's own bytes (a raw log, a
+    /// typescript), so that each character replayed counts; an asciinema event counts whole.
+    fn output(&mut self, text: &str, ts: Option<&str>, start: Option<usize>) {
+        if self.stopped {
+            return;
+        }
         if self.emulator.is_none() {
             self.start(None);
         }
-        if let Some((terminal, collector)) = &mut self.emulator {
-            terminal.feed_with(text, &mut *collector);
+        for (at, ch) in text.char_indices() {
+            if let Some(start) = start {
+                self.consumed(start + at + ch.len_utf8());
+            }
+            let Some(emulator) = &mut self.emulator else {
+                return;
+            };
+            let Some(mut function) = emulator.parser.feed(ch) else {
+                continue;
+            };
+            let (cols, rows) = emulator.terminal.size();
+            let cost = bounds::clamp(&mut function, cols, rows, &mut emulator.insert);
+            if !self.spend_work(cost) {
+                return;
+            }
+            let Some(emulator) = &mut self.emulator else {
+                return;
+            };
+            emulator
+                .terminal
+                .execute_with(function, &mut emulator.collector);
+            self.take_lines(ts);
+            if self.stopped {
+                return;
+            }
         }
-        self.take_lines(ts);
     }
 
     fn resize(&mut self, cols: usize, rows: usize, ts: Option<&str>) {
-        if let Some((terminal, collector)) = &mut self.emulator {
-            let (cols, rows) = terminal_size(Some((cols.max(1), rows.max(1))));
-            terminal.resize_with(cols, rows, &mut *collector);
+        let (cols, rows) = terminal_size(Some((cols.max(1), rows.max(1))));
+        if self.stopped
+            || self.emulator.is_none()
+            || !self.spend_work(bounds::screen_cost(cols, rows))
+        {
+            return;
+        }
+        if let Some(emulator) = &mut self.emulator {
+            emulator
+                .terminal
+                .resize_with(cols, rows, &mut emulator.collector);
         }
         self.take_lines(ts);
     }
 
     /// Ends the current recording: what its terminal still shows becomes records.
     fn finish(&mut self, ts: Option<&str>) {
-        if let Some((terminal, mut collector)) = self.emulator.take() {
-            if terminal.active_screen_kind() == ScreenKind::Alternate {
-                collector.primary_then_alternate(&terminal);
-            } else {
-                collector.finish_primary(&terminal);
+        if self.stopped {
+            return;
+        }
+        if let Some(mut emulator) = self.emulator.take() {
+            let (cols, rows) = emulator.terminal.size();
+            if !self.spend_work(bounds::screen_cost(cols, rows)) {
+                return;
             }
-            self.emulator = Some((terminal, collector));
+            let terminal = &emulator.terminal;
+            if terminal.active_screen_kind() == ScreenKind::Alternate {
+                emulator.collector.primary_then_alternate(terminal);
+            } else {
+                emulator.collector.finish_primary(terminal);
+            }
+            self.emulator = Some(emulator);
             self.take_lines(ts);
             self.emulator = None;
         }
     }
 
-    /// Turns the lines the collector completed into records.
+    /// Spends `cost` of the work bound; past it, stops the replay (false).
+    fn spend_work(&mut self, cost: u64) -> bool {
+        if self.stopped {
+            return false;
+        }
+        self.spent.work = self.spent.work.saturating_add(cost);
+        if self.spent.work > self.spent.work_bound() {
+            self.stop(format!(
+                "its replay reached the work bound of {} steps ({} per byte replayed, at most {})",
+                self.spent.work_bound(),
+                bounds::WORK_PER_BYTE,
+                bounds::MAX_WORK
+            ));
+            return false;
+        }
+        true
+    }
+
+    /// Stops the replay at the bytes consumed so far: a notice says where and why, and the
+    /// current screen is not shown (the recording did not end there).
+    fn stop(&mut self, why: String) {
+        self.stopped = true;
+        self.emulator = None;
+        let offset = self.spent.consumed;
+        let key = format!("bound@{offset}");
+        let reason = format!(
+            "the recording's replay stopped at byte {offset} of {}: {why}; the rest is not shown",
+            self.len
+        );
+        self.push(crate::lines::synthetic_notice(
+            self.ctx,
+            key.clone(),
+            reason.clone(),
+        ));
+        self.malformed.push((key, reason));
+    }
+
+    /// Keeps a record: all of them, or the newest `keep`.
+    fn push(&mut self, record: Record) {
+        self.counted += 1;
+        self.records.push_back(record);
+        if let Some(keep) = self.keep
+            && self.records.len() > keep
+        {
+            self.records.pop_front();
+            self.older_omitted = true;
+        }
+    }
+
+    /// Turns the lines the collector completed into records, within the output bounds.
     fn take_lines(&mut self, ts: Option<&str>) {
-        let Some((_, collector)) = &mut self.emulator else {
+        let Some(emulator) = &mut self.emulator else {
             return;
         };
-        for text in collector.ready.drain(..) {
-            let index = self.records.len();
-            self.records.push(Record {
+        let ready = std::mem::take(&mut emulator.collector.ready);
+        let pending = emulator.collector.pending.len() as u64;
+        for text in ready {
+            if let Some(why) = self.spent.spend_line(text.len() as u64) {
+                self.stop(why);
+                return;
+            }
+            let index = self.counted;
+            self.push(Record {
                 id: format!("t{}.{index}", self.generation),
                 harness: self.ctx.harness,
                 session: self.ctx.session.clone(),
@@ -259,11 +419,18 @@ impl<'c> Replay<'c> {
                 },
             });
         }
+        // A line still scrolling off (wrapped, not ended) is output already.
+        if let Some(why) = self.spent.check_pending(pending) {
+            self.stop(why);
+        }
     }
 
     fn malformed(&mut self, offset: usize, reason: String) {
+        if self.stopped {
+            return;
+        }
         let key = format!("@{offset}");
-        self.records.push(crate::lines::synthetic_notice(
+        self.push(crate::lines::synthetic_notice(
             self.ctx,
             key.clone(),
             format!("malformed recording line at byte {offset} skipped: {reason}"),
@@ -273,16 +440,16 @@ impl<'c> Replay<'c> {
 
     fn into_rows(self) -> RowRecords {
         let screen = match &self.emulator {
-            Some((terminal, collector)) => screen_lines(terminal, &collector.pending),
+            Some(emulator) => screen_lines(&emulator.terminal, &emulator.collector.pending),
             None => Vec::new(),
         };
         RowRecords {
             pending: !screen.is_empty(),
-            records: self.records,
+            records: self.records.into(),
             malformed: self.malformed,
             screen,
             history_is_the_source: true,
-            older_omitted: false,
+            older_omitted: self.older_omitted,
         }
     }
 }
@@ -405,8 +572,13 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
     let mut elapsed = 0f64;
     let mut offset = 0usize;
     for raw in complete.split_inclusive(|&b| b == b'\n') {
+        if replay.stopped {
+            return;
+        }
         let at = offset;
         offset += raw.len();
+        // An event line is replayed whole: its bytes count before it runs.
+        replay.consumed(offset);
         let line = raw.trim_ascii();
         if line.is_empty() || line.starts_with(b"#") {
             continue;
@@ -450,7 +622,7 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
         elapsed = if version >= 3 { elapsed + time } else { time };
         let ts = start_ms.map(|ms| rfc3339_millis(ms + (elapsed * 1000.0) as i64));
         match code {
-            "o" => replay.output(data, ts.as_deref()),
+            "o" => replay.output(data, ts.as_deref(), None),
             "r" => {
                 if let Some((cols, rows)) = data.split_once('x')
                     && let (Ok(cols), Ok(rows)) = (cols.parse(), rows.parse())
@@ -471,11 +643,16 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
 fn typescript(replay: &mut Replay, bytes: &[u8]) {
     let mut rest = bytes;
     loop {
+        if replay.stopped {
+            return;
+        }
+        let at = bytes.len() - rest.len();
         if rest.starts_with(SCRIPT_STARTED) {
             let Some(eol) = rest.iter().position(|&b| b == b'\n') else {
                 // The header is still being written.
                 return;
             };
+            replay.consumed(at + eol + 1);
             replay.start(script_size(&rest[..eol]));
             rest = &rest[eol + 1..];
             continue;
@@ -497,8 +674,9 @@ fn typescript(replay: &mut Replay, bytes: &[u8]) {
             // `script` writes the footer after a newline of its own, which is not output.
             output = output.strip_suffix(b"\n").unwrap_or(output);
         }
-        feed_bytes(replay, output);
+        feed_bytes(replay, output, at);
         if after.starts_with(SCRIPT_DONE) {
+            replay.consumed(bytes.len() - after.len());
             replay.finish(None);
             rest = match after.iter().position(|&b| b == b'\n') {
                 Some(eol) => &after[eol + 1..],
@@ -513,31 +691,36 @@ fn typescript(replay: &mut Replay, bytes: &[u8]) {
     }
 }
 
-/// Feeds raw terminal bytes: invalid UTF-8 is shown as U+FFFD, and a character cut off at the
-/// end (still being written) waits.
-fn feed_bytes(replay: &mut Replay, mut bytes: &[u8]) {
-    let mut text = String::with_capacity(bytes.len());
-    while !bytes.is_empty() {
-        match std::str::from_utf8(bytes) {
-            Ok(s) => {
-                text.push_str(s);
-                break;
-            }
+/// Feeds raw terminal bytes that start at byte `offset` of the file: invalid UTF-8 is shown as
+/// U+FFFD, and a character cut off at the end (still being written) waits. Fed as they are
+/// decoded, a valid run at a time: never copied whole.
+fn feed_bytes(replay: &mut Replay, mut bytes: &[u8], mut offset: usize) {
+    while !bytes.is_empty() && !replay.stopped {
+        let (valid, skip) = match std::str::from_utf8(bytes) {
+            Ok(s) => (s, None),
             Err(e) => {
-                let (valid, after) = bytes.split_at(e.valid_up_to());
-                text.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                let (valid, _) = bytes.split_at(e.valid_up_to());
                 match e.error_len() {
-                    Some(n) => {
-                        text.push('\u{FFFD}');
-                        bytes = &after[n..];
-                    }
-                    None => break,
+                    Some(n) => (std::str::from_utf8(valid).unwrap_or_default(), Some(n)),
+                    // A character cut off at the end waits.
+                    None => (std::str::from_utf8(valid).unwrap_or_default(), None),
                 }
             }
+        };
+        if !valid.is_empty() {
+            replay.output(valid, None, Some(offset));
         }
-    }
-    if !text.is_empty() {
-        replay.output(&text, None);
+        offset += valid.len();
+        bytes = &bytes[valid.len()..];
+        match skip {
+            Some(n) => {
+                replay.output("\u{FFFD}", None, None);
+                replay.consumed(offset + n);
+                offset += n;
+                bytes = &bytes[n..];
+            }
+            None => break,
+        }
     }
 }
 
@@ -560,14 +743,14 @@ mod tests {
     }
 
     fn replay_at(ctx: &SourceCtx, bytes: &[u8]) -> RowRecords {
-        replay(ctx, bytes, None)
+        replay(ctx, bytes, None, None)
     }
 
     #[test]
     fn a_recording_without_a_size_takes_the_one_given_else_80_by_24() {
         // 30 lines: how many scrolled off tells the rows.
         let log = "a\r\n".repeat(30);
-        let scrolled = |bytes: &[u8], size| replay(&ctx(), bytes, size).records.len();
+        let scrolled = |bytes: &[u8], size| replay(&ctx(), bytes, size, None).records.len();
         assert_eq!(scrolled(log.as_bytes(), None), 30 - 23);
         assert_eq!(scrolled(log.as_bytes(), Some((10, 3))), 30 - 2);
         // A header's size wins; a header's 0 is no size.
@@ -580,7 +763,7 @@ mod tests {
         assert_eq!(scrolled(cast(25, 10).as_bytes(), Some((50, 5))), 30 - 9);
         // Columns: a long line is joined, on the screen as in the records.
         let long = "x".repeat(100);
-        let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)));
+        let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)), None);
         // The rows that scrolled off are the start of one wrapped line, not finished yet.
         assert!(narrow.records.is_empty());
         assert_eq!(narrow.screen, std::slice::from_ref(&long));
@@ -588,6 +771,7 @@ mod tests {
             &ctx(),
             format!("{long}\r\nb\r\nc\r\n").as_bytes(),
             Some((10, 3)),
+            None,
         );
         assert_eq!(wrapped.records.len(), 1);
         assert_eq!(texts(&wrapped), [long]);
