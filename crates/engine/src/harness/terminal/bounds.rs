@@ -27,14 +27,14 @@ pub(crate) const MAX_OUTPUT: u64 = 64 << 20;
 /// printing one record costs (a record's NDJSON framing alone is over 100 bytes).
 pub(crate) const LINE_COST: u64 = 32;
 /// The most lines (records) one read of a recording holds.
-pub(crate) const MAX_LINES: u64 = 500_000;
+pub(crate) const MAX_LINES: u64 = 200_000;
 /// The work steps one byte replayed may cost.
-pub(crate) const WORK_PER_BYTE: u64 = 64;
+pub(crate) const WORK_PER_BYTE: u64 = 32;
 /// Work steps any recording may spend besides its bytes' share: a few dozen clears of the
 /// largest screen (1000×1000).
 pub(crate) const WORK_ALLOWANCE: u64 = 4 << 20;
 /// The most work steps one replay spends, however large the recording.
-pub(crate) const MAX_WORK: u64 = 1 << 30;
+pub(crate) const MAX_WORK: u64 = 256 << 20;
 
 /// What a replay has spent of its bounds, and the bytes it has replayed (which the bounds grow
 /// with).
