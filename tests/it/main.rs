@@ -26,6 +26,7 @@ mod harness_names;
 mod harnesses;
 mod host_keys;
 mod hostile;
+mod hostile_recordings;
 mod hosts;
 mod ls_people;
 mod man;
