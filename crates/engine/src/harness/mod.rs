@@ -14,7 +14,7 @@ mod grok;
 mod grokcli;
 mod opencode;
 mod pi;
-mod terminal;
+pub(crate) mod terminal;
 
 use clankie_model::{FileEntry, Harness, Layout, Record};
 

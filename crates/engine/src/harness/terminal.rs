@@ -170,6 +170,29 @@ pub(crate) fn replay(
     fallback_size: Option<(usize, usize)>,
     newest: Option<usize>,
 ) -> RowRecords {
+    run(ctx, bytes, fallback_size, newest).into_rows()
+}
+
+/// The records of a replay and what it spent of its bounds (the property tests check them).
+#[cfg(test)]
+pub(crate) fn replay_measured(
+    ctx: &SourceCtx,
+    bytes: &[u8],
+    fallback_size: Option<(usize, usize)>,
+    newest: Option<usize>,
+) -> (RowRecords, bounds::Spent) {
+    let replay = run(ctx, bytes, fallback_size, newest);
+    let spent = replay.spent.clone();
+    (replay.into_rows(), spent)
+}
+
+/// Replays a whole recording.
+fn run<'c>(
+    ctx: &'c SourceCtx,
+    bytes: &[u8],
+    fallback_size: Option<(usize, usize)>,
+    newest: Option<usize>,
+) -> Replay<'c> {
     let source = source_of(bytes);
     let mut replay = Replay::new(ctx, source);
     replay.fallback_size = fallback_size.filter(|&(c, r)| c > 0 && r > 0);
@@ -179,7 +202,7 @@ pub(crate) fn replay(
         TerminalSource::Asciinema => asciinema(&mut replay, bytes),
         TerminalSource::Script | TerminalSource::Raw => typescript(&mut replay, bytes),
     }
-    replay.into_rows()
+    replay
 }
 
 /// One recording's emulator, and the records of all the file's recordings so far.
@@ -344,17 +367,19 @@ impl<'c> Replay<'c> {
         if self.stopped {
             return false;
         }
-        self.spent.work = self.spent.work.saturating_add(cost);
-        if self.spent.work > self.spent.work_bound() {
+        // Not spent when over: the work counted never passes the bound.
+        let work = self.spent.work.saturating_add(cost);
+        if work <= self.spent.work_bound() {
+            self.spent.work = work;
+        } else {
             self.stop(format!(
                 "its replay reached the work bound of {} steps ({} per byte replayed, at most {})",
                 self.spent.work_bound(),
                 bounds::WORK_PER_BYTE,
                 bounds::MAX_WORK
             ));
-            return false;
         }
-        true
+        !self.stopped
     }
 
     /// Stops the replay at the bytes consumed so far: a notice says where and why, and the
