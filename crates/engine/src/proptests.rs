@@ -262,7 +262,13 @@ proptest! {
                 _ => None,
             })
             .collect();
-        let output: u64 = lines.iter().map(|t| t.len() as u64 + bounds::LINE_COST).sum();
+        let notices: u64 = rows_read
+            .malformed
+            .iter()
+            .filter(|(key, _)| !key.starts_with("bound@"))
+            .map(|(key, reason)| (key.len() + reason.len()) as u64 + bounds::LINE_COST)
+            .sum();
+        let output = lines.iter().map(|t| t.len() as u64 + bounds::LINE_COST).sum::<u64>() + notices;
         prop_assert_eq!(output, spent.output);
         prop_assert!(output <= (bounds::OUTPUT_PER_BYTE * len).min(bounds::MAX_OUTPUT));
         prop_assert!(lines.len() as u64 <= bounds::MAX_LINES);

@@ -36,13 +36,13 @@ use serde_json::Value;
 
 use crate::SourceCtx;
 use crate::harness::{Format, Source};
-
-pub(crate) mod bounds;
 use crate::rows::{RowRecords, rfc3339_millis};
 use crate::session::{SessionFile, session_file};
 use clankie_model::{
     DefaultHome, FileEntry, Layout, ListSpec, Record, RecordBody, Storage, TerminalSource, TextKind,
 };
+
+pub(crate) mod bounds;
 
 /// Terminal recordings.
 pub(super) struct Recordings;
@@ -197,7 +197,6 @@ fn run<'c>(
     let mut replay = Replay::new(ctx, source);
     replay.fallback_size = fallback_size.filter(|&(c, r)| c > 0 && r > 0);
     replay.keep = newest.map(|n| n.max(1));
-    replay.len = bytes.len() as u64;
     match source {
         TerminalSource::Asciinema => asciinema(&mut replay, bytes),
         TerminalSource::Script | TerminalSource::Raw => typescript(&mut replay, bytes),
@@ -223,8 +222,6 @@ struct Replay<'c> {
     /// A record was left out for `keep`.
     older_omitted: bool,
     malformed: Vec<(String, String)>,
-    /// The whole recording's size, for the notice of a bound.
-    len: u64,
     /// What the replay has spent of its bounds.
     spent: bounds::Spent,
     /// A bound stopped the replay: nothing after it is replayed.
@@ -254,7 +251,6 @@ impl<'c> Replay<'c> {
             keep: None,
             older_omitted: false,
             malformed: Vec::new(),
-            len: 0,
             spent: bounds::Spent::default(),
             stopped: false,
         }
@@ -389,9 +385,10 @@ impl<'c> Replay<'c> {
         self.emulator = None;
         let offset = self.spent.consumed;
         let key = format!("bound@{offset}");
+        // Not the file's size: the notice depends only on the bytes before it, like the
+        // records, so that a recording still growing keeps it.
         let reason = format!(
-            "the recording's replay stopped at byte {offset} of {}: {why}; the rest is not shown",
-            self.len
+            "the recording's replay stopped at byte {offset}: {why}; the rest is not shown"
         );
         self.push(crate::lines::synthetic_notice(
             self.ctx,
@@ -455,6 +452,11 @@ impl<'c> Replay<'c> {
             return;
         }
         let key = format!("@{offset}");
+        // A notice is held like a line: a file of torn lines is bounded as one of lines.
+        if let Some(why) = self.spent.spend_line((key.len() + reason.len()) as u64) {
+            self.stop(why);
+            return;
+        }
         self.push(crate::lines::synthetic_notice(
             self.ctx,
             key.clone(),
@@ -966,6 +968,59 @@ mod tests {
             "\n",
         );
         assert_eq!(replay_at(&ctx(), cast.as_bytes()).screen, ["fits"]);
+    }
+
+    /// The bound's notice, if the replay stopped: its text.
+    fn bound_notice(rows: &RowRecords) -> Option<String> {
+        let last = rows.records.last()?;
+        match &last.body {
+            RecordBody::Text {
+                kind: TextKind::Notice,
+                text,
+            } if last.id.starts_with("bound@") => Some(text.to_string()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_few_bytes_that_ask_for_millions_of_cells_stop_at_the_output_bound() {
+        // A character repeated 65,535 times, then a screen scrolled off, on 1000×1000.
+        let event = r#"[0.1, "o", "x\u001b[65535b\u001b[999S\r\n"]"#;
+        let cast = format!(
+            "{{\"version\": 2, \"width\": 1000, \"height\": 1000}}\n{}",
+            format!("{event}\n").repeat(50)
+        );
+        let rows = replay_at(&ctx(), cast.as_bytes());
+        let notice = bound_notice(&rows).expect("the replay stops");
+        assert!(notice.contains("its output reached the bound"), "{notice}");
+        assert!(rows.screen.is_empty() && !rows.pending);
+        assert_eq!(rows.malformed.len(), 1);
+        let lines = &texts(&rows)[..rows.records.len() - 1];
+        let text: usize = lines.iter().map(String::len).sum();
+        assert!(text as u64 <= bounds::OUTPUT_PER_BYTE * cast.len() as u64);
+        // Each repeat is clamped to a row: the character and 1000 repeats, not 65,536.
+        assert!(lines.iter().all(|t| t.chars().count() <= 1001));
+        // A longer recording gives the same records: the bound grows with the bytes before.
+        let longer = replay_at(&ctx(), format!("{cast}{event}\n").as_bytes());
+        assert_eq!(longer.records, rows.records);
+    }
+
+    #[test]
+    fn a_file_of_torn_lines_is_bounded_as_one_of_lines() {
+        let cast = format!("{{\"version\": 2}}\n{}", "x\n".repeat(100_000));
+        let rows = replay_at(&ctx(), cast.as_bytes());
+        assert!(bound_notice(&rows).is_some());
+        assert!(rows.records.len() < 1000, "{}", rows.records.len());
+    }
+
+    #[test]
+    fn a_tail_keeps_the_newest_records_only() {
+        let log = "line\r\n".repeat(100);
+        let whole = replay(&ctx(), log.as_bytes(), None, None);
+        let tail = replay(&ctx(), log.as_bytes(), None, Some(5));
+        assert!(tail.older_omitted && !whole.older_omitted);
+        assert_eq!(tail.records, whole.records[whole.records.len() - 5..]);
+        assert_eq!(tail.screen, whole.screen);
     }
 
     #[test]
