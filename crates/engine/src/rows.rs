@@ -206,6 +206,7 @@ fn newest_page(
     let page = n.saturating_sub(limit)..n;
     let cursor = anchored_cursor(&rows.records, hashes, page.clone(), binding);
     let pending_tail = rows.pending;
+    // A tail page reaches the source's end: a terminal's current screen follows it.
     newest_rows_page(
         &rows.records[page],
         cursor,
@@ -213,6 +214,7 @@ fn newest_page(
         pending_tail,
         warnings,
         redact,
+        rows.screen,
     )
 }
 
@@ -249,6 +251,7 @@ fn newest_rows_page(
     pending_tail: bool,
     warnings: Vec<String>,
     redact: bool,
+    screen: Vec<String>,
 ) -> Page {
     let mut records = records.to_vec();
     if redact {
@@ -262,7 +265,7 @@ fn newest_rows_page(
         pending_tail,
         reset: false,
         warnings,
-        screen: Vec::new(),
+        screen,
     }
 }
 
@@ -286,6 +289,7 @@ fn newest_since_page(
         given.clone()
     };
     let pending_tail = end == n && rows.pending;
+    let screen = if end == n { rows.screen } else { Vec::new() };
     newest_rows_page(
         &rows.records[start..end],
         cursor,
@@ -293,6 +297,7 @@ fn newest_since_page(
         pending_tail,
         warnings,
         redact,
+        screen,
     )
 }
 

@@ -1021,6 +1021,18 @@ mod tests {
         assert!(tail.older_omitted && !whole.older_omitted);
         assert_eq!(tail.records, whole.records[whole.records.len() - 5..]);
         assert_eq!(tail.screen, whole.screen);
+        // The tail page shows the live screen, as a page of all records does.
+        let request = |mode| crate::page::PageRequest {
+            mode,
+            limit: 5,
+            strict: false,
+            redact: false,
+        };
+        let page = crate::rows::page(&ctx(), tail, &request(crate::page::Mode::Tail)).unwrap();
+        let all = crate::rows::page(&ctx(), whole, &request(crate::page::Mode::All)).unwrap();
+        assert!(!page.screen.is_empty());
+        assert_eq!(page.screen, all.screen);
+        assert_eq!(page.records, all.records[all.records.len() - 5..]);
     }
 
     #[test]
