@@ -38,7 +38,11 @@ impl<'h, H: Host> Reader<'h, H> {
             let file = file_ref(&session.entry);
             let bytes = fetch_whole(self.host, &file, session.entry.size, &path).await?;
             source_bytes = bytes.len() as u64;
-            match harness::parse_document(&ctx, &bytes, self.terminal_size) {
+            // A tail page needs the newest records only: a source that can keeps no others
+            // (but a filtered tail looks further back for records the filter keeps).
+            let newest = (matches!(request.mode, Mode::Tail) && !self.filter.is_active())
+                .then(|| request.limit.clamp(1, clankie_model::limits::MAX_LIMIT));
+            match harness::parse_document(&ctx, &bytes, self.terminal_size, newest) {
                 Ok(rows) => rows,
                 // Caught in the middle of an in-place rewrite (Gemini's legacy `.json`):
                 // nothing complete to return yet, like a line still being written.

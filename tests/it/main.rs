@@ -30,6 +30,7 @@ mod harnesses;
 mod help_sections;
 mod host_keys;
 mod hostile;
+mod hostile_recordings;
 mod hosts;
 mod hosts_handshake;
 mod latest;

@@ -103,7 +103,7 @@ pub fn page(ctx: &SourceCtx, rows: RowRecords, request: &PageRequest) -> Result<
 /// record examined; the records examined and left out are counted ([`Page::filtered`]).
 pub fn page_filtered(
     ctx: &SourceCtx,
-    rows: RowRecords,
+    mut rows: RowRecords,
     request: &PageRequest,
     filter: &RecordFilter,
 ) -> Result<Page, PlanError> {
@@ -215,8 +215,9 @@ pub fn page_filtered(
     };
     let unknown = rows.unknown_in(start, end);
     let mut records: Vec<Record> = notice.into_iter().collect();
-    let shown = rows.records[start..end].iter().filter(|r| keeps(r));
-    records.extend(shown.cloned());
+    // Moved, not copied: an `--all` page is every record, and holding them twice doubles the
+    // read's memory.
+    records.extend(rows.records.drain(start..end).filter(|r| keeps(r)));
     let filtered = (end - start) - (records.len() - usize::from(reset));
     // Redacted after hashing: the cursor's hashes are of what the source holds.
     if request.redact {
@@ -259,15 +260,18 @@ fn newest_page(
     let page = n.saturating_sub(limit)..n;
     let cursor = anchored_cursor(&rows.records, hashes, page.clone(), binding);
     let pending_tail = rows.pending;
+    let unknown = rows.unknown_in(page.start, page.end);
+    // A tail page reaches the source's end: a terminal's current screen follows it.
     let mut out = newest_rows_page(
-        &rows.records[page.clone()],
+        &rows.records[page],
         cursor,
         false,
         pending_tail,
         warnings,
         redact,
+        rows.screen,
     );
-    out.unknown = rows.unknown_in(page.start, page.end);
+    out.unknown = unknown;
     out
 }
 
@@ -304,6 +308,7 @@ fn newest_rows_page(
     pending_tail: bool,
     warnings: Vec<String>,
     redact: bool,
+    screen: Vec<String>,
 ) -> Page {
     let mut records = records.to_vec();
     if redact {
@@ -317,7 +322,7 @@ fn newest_rows_page(
         pending_tail,
         reset: false,
         warnings,
-        screen: Vec::new(),
+        screen,
         unknown: 0,
         no_records: false,
         writer_version: None,
@@ -345,6 +350,8 @@ fn newest_since_page(
         given.clone()
     };
     let pending_tail = end == n && rows.pending;
+    let unknown = rows.unknown_in(start, end);
+    let screen = if end == n { rows.screen } else { Vec::new() };
     let mut page = newest_rows_page(
         &rows.records[start..end],
         cursor,
@@ -352,8 +359,9 @@ fn newest_since_page(
         pending_tail,
         warnings,
         redact,
+        screen,
     );
-    page.unknown = rows.unknown_in(start, end);
+    page.unknown = unknown;
     page
 }
 

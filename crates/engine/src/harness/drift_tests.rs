@@ -156,8 +156,13 @@ fn gemini_counts_unknown_types_parts_and_missing_content() {
         {"id": "a", "type": "user", "content": "one"},
         {"id": "b", "type": "hologram"},
         {"id": "c", "type": "user", "content": "two"}]});
-    let rows =
-        super::parse_document(&ctx(harness("gemini")), doc.to_string().as_bytes(), None).unwrap();
+    let rows = super::parse_document(
+        &ctx(harness("gemini")),
+        doc.to_string().as_bytes(),
+        None,
+        None,
+    )
+    .unwrap();
     assert_eq!((rows.records.len(), rows.unknown.clone()), (2, vec![1]));
     assert_eq!((rows.unknown_in(0, 1), rows.unknown_in(1, 2)), (0, 1));
 }
@@ -221,7 +226,8 @@ fn grok_cli_counts_unknown_parts_roles_and_missing_content() {
 #[test]
 fn a_terminal_recording_counts_unknown_event_codes() {
     let cast = "{\"version\": 3, \"term\": {\"cols\": 20, \"rows\": 2}}\n[0.1, \"o\", \"a\\r\\n\"]\n[0.1, \"m\", \"mark\"]\n[0.1, \"z\", \"?\"]\n";
-    let rows = super::parse_document(&ctx(harness("terminal")), cast.as_bytes(), None).unwrap();
+    let rows =
+        super::parse_document(&ctx(harness("terminal")), cast.as_bytes(), None, None).unwrap();
     assert_eq!(rows.unknown.len(), 1);
 }
 

@@ -131,6 +131,7 @@ impl Format for Gemini {
         ctx: &SourceCtx,
         bytes: &[u8],
         _terminal_size: Option<(usize, usize)>,
+        _newest: Option<usize>,
     ) -> Result<crate::rows::RowRecords, String> {
         document_rows(ctx, bytes)
     }

@@ -14,7 +14,7 @@ mod grok;
 mod grokcli;
 mod opencode;
 mod pi;
-mod terminal;
+pub(crate) mod terminal;
 
 use clankie_model::{FileEntry, Harness, Layout, Record};
 
@@ -298,13 +298,16 @@ pub trait Format: Sync {
     /// The records of a whole-document session with what a page says besides them: whether
     /// the source ends in something not final yet, and a terminal's current screen.
     /// `terminal_size`: the columns and rows of a terminal recording whose header gives none.
+    /// `newest`: only a tail page of that many records is wanted; a source may then keep its
+    /// newest records only ([`RowRecords::older_omitted`]).
     fn parse_document_rows(
         &self,
         ctx: &SourceCtx,
         bytes: &[u8],
         terminal_size: Option<(usize, usize)>,
+        newest: Option<usize>,
     ) -> Result<RowRecords, String> {
-        let _ = terminal_size;
+        let _ = (terminal_size, newest);
         Ok(RowRecords {
             records: self.parse_document(ctx, bytes)?,
             ..RowRecords::default()
@@ -664,13 +667,15 @@ pub fn databases(files: &[FileEntry]) -> impl Iterator<Item = &FileEntry> {
 }
 
 /// The records of a whole-document session, and what its page says besides them;
-/// `terminal_size` is the size of a terminal recording whose header gives none.
+/// `terminal_size` is the size of a terminal recording whose header gives none; `newest`, the
+/// size of the tail page wanted, if that is what is wanted.
 pub fn parse_document(
     ctx: &SourceCtx,
     bytes: &[u8],
     terminal_size: Option<(usize, usize)>,
+    newest: Option<usize>,
 ) -> Result<RowRecords, String> {
-    format(ctx.harness).parse_document_rows(ctx, bytes, terminal_size)
+    format(ctx.harness).parse_document_rows(ctx, bytes, terminal_size, newest)
 }
 
 /// The tools `harness`'s transcripts call ([`Format::tool_vocabulary`]).

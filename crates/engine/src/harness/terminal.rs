@@ -19,8 +19,17 @@
 //! (a program's output redirected to a file, not a terminal's) reads each `\n` as a new line
 //! until its first `\r`.
 //!
+//! Bounds: the replay's work and output are bounded by the bytes replayed so far, not by what
+//! they ask for (see [`bounds`]): every control sequence's count is clamped to the screen, the
+//! operations are costed and counted, and the lines held are counted. Past a bound the replay
+//! stops: a `notice` record says where and why (and `--strict` fails), and the rest of the
+//! recording is not shown. The bounds depend only on the bytes before a point, so records
+//! still depend only on the bytes before them.
+//!
 //! Generations: each recording one file holds (a new asciinema header, a new
 //! `Script started on …` line) counts from 1, and every record carries its own.
+
+use std::collections::VecDeque;
 
 use avt::observer::{Observation, Observer};
 use avt::parser::Function;
@@ -34,6 +43,8 @@ use crate::session::{SessionFile, session_file};
 use clankie_model::{
     DefaultHome, FileEntry, Layout, ListSpec, Record, RecordBody, Storage, TerminalSource, TextKind,
 };
+
+pub(crate) mod bounds;
 
 /// Terminal recordings.
 pub(super) struct Recordings;
@@ -87,7 +98,7 @@ impl Format for Recordings {
     }
 
     fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
-        Ok(replay(ctx, bytes, None).records)
+        Ok(replay(ctx, bytes, None, None).records)
     }
 
     fn parse_document_rows(
@@ -95,8 +106,9 @@ impl Format for Recordings {
         ctx: &SourceCtx,
         bytes: &[u8],
         terminal_size: Option<(usize, usize)>,
+        newest: Option<usize>,
     ) -> Result<RowRecords, String> {
-        Ok(replay(ctx, bytes, terminal_size))
+        Ok(replay(ctx, bytes, terminal_size, newest))
     }
 
     /// The recording's title (asciinema's `title`), else the command it recorded (the cast's
@@ -151,20 +163,47 @@ pub(crate) fn source_of(bytes: &[u8]) -> TerminalSource {
 }
 
 /// The records and current screen of a whole recording; `fallback_size` is the terminal's size
-/// when the recording gives none (else 80×24).
+/// when the recording gives none (else 80×24). `newest`: only the newest that many records
+/// are wanted (a tail page): the older ones are replayed and counted but not kept
+/// ([`RowRecords::older_omitted`]).
 pub(crate) fn replay(
     ctx: &SourceCtx,
     bytes: &[u8],
     fallback_size: Option<(usize, usize)>,
+    newest: Option<usize>,
 ) -> RowRecords {
+    run(ctx, bytes, fallback_size, newest).into_rows()
+}
+
+/// The records of a replay and what it spent of its bounds (the property tests check them).
+#[cfg(test)]
+pub(crate) fn replay_measured(
+    ctx: &SourceCtx,
+    bytes: &[u8],
+    fallback_size: Option<(usize, usize)>,
+    newest: Option<usize>,
+) -> (RowRecords, bounds::Spent) {
+    let replay = run(ctx, bytes, fallback_size, newest);
+    let spent = replay.spent.clone();
+    (replay.into_rows(), spent)
+}
+
+/// Replays a whole recording.
+fn run<'c>(
+    ctx: &'c SourceCtx,
+    bytes: &[u8],
+    fallback_size: Option<(usize, usize)>,
+    newest: Option<usize>,
+) -> Replay<'c> {
     let source = source_of(bytes);
     let mut replay = Replay::new(ctx, source);
     replay.fallback_size = fallback_size.filter(|&(c, r)| c > 0 && r > 0);
+    replay.keep = newest.map(|n| n.max(1));
     match source {
         TerminalSource::Asciinema => asciinema(&mut replay, bytes),
         TerminalSource::Script | TerminalSource::Raw => typescript(&mut replay, bytes),
     }
-    replay.into_rows()
+    replay
 }
 
 /// One recording's emulator, and the records of all the file's recordings so far.
@@ -175,14 +214,35 @@ struct Replay<'c> {
     generation: u32,
     /// The size of a terminal whose recording gives none (`--cols`/`--rows`).
     fallback_size: Option<(usize, usize)>,
-    emulator: Option<(avt::Terminal, Collector)>,
-    records: Vec<Record>,
+    emulator: Option<Emulator>,
+    /// The records kept: all of them, or the newest `keep`.
+    records: VecDeque<Record>,
+    /// How many records there are, kept or not: the next record's index.
+    counted: usize,
+    /// Keep only the newest this many records (a tail page).
+    keep: Option<usize>,
+    /// A record was left out for `keep`.
+    older_omitted: bool,
     malformed: Vec<(String, String)>,
     /// Events of a kind this reader does not know, each as the number of records before it.
     unknown: Vec<usize>,
     /// A raw log with no `\r` so far: a program's output redirected to a file, never through a
     /// terminal (whose driver turns each `\n` into `\r\n`), so `\n` is a new line.
     bare_newlines: bool,
+    /// What the replay has spent of its bounds.
+    spent: bounds::Spent,
+    /// A bound stopped the replay: nothing after it is replayed.
+    stopped: bool,
+}
+
+/// One recording's terminal: the parser is ours, so that every operation is clamped and
+/// costed before the terminal runs it.
+struct Emulator {
+    terminal: avt::Terminal,
+    parser: avt::Parser,
+    collector: Collector,
+    /// The terminal is in insert mode (IRM): every character printed shifts its row.
+    insert: bool,
 }
 
 impl<'c> Replay<'c> {
@@ -193,64 +253,200 @@ impl<'c> Replay<'c> {
             generation: 0,
             fallback_size: None,
             emulator: None,
-            records: Vec::new(),
+            records: VecDeque::new(),
+            counted: 0,
+            keep: None,
+            older_omitted: false,
             malformed: Vec::new(),
             unknown: Vec::new(),
             bare_newlines: source == TerminalSource::Raw,
+            spent: bounds::Spent::default(),
+            stopped: false,
         }
     }
 
     /// Starts the next recording, on a fresh terminal of `size` (0 in either: the default).
     fn start(&mut self, size: Option<(usize, usize)>) {
         self.finish(None);
+        if self.stopped {
+            return;
+        }
         self.generation += 1;
         let given = size.filter(|&(cols, rows)| cols > 0 && rows > 0);
         let (cols, rows) = terminal_size(given.or(self.fallback_size));
+        if !self.spend_work(bounds::screen_cost(cols, rows)) {
+            return;
+        }
         let terminal = avt::Terminal::new(cols, rows).expect("a size of at least 1×1");
-        self.emulator = Some((terminal, Collector::default()));
+        self.emulator = Some(Emulator {
+            terminal,
+            parser: avt::Parser::new(),
+            collector: Collector::default(),
+            insert: false,
+        });
     }
 
-    /// Feeds output of the current recording (starting one when none is).
-    fn output(&mut self, text: &str, ts: Option<&str>) {
+    /// Marks the bytes up to `offset` replayed: the bounds grow with them.
+    fn consumed(&mut self, offset: usize) {
+        self.spent.consumed = self.spent.consumed.max(offset as u64);
+    }
+
+    /// Feeds output of the current recording (starting one when none is). `start`: the byte
+    /// offset of `text` in the file when it is the file's own bytes (a raw log, a
+    /// typescript), so that each character replayed counts; an asciinema event counts whole.
+    fn output(&mut self, text: &str, ts: Option<&str>, start: Option<usize>) {
+        if self.stopped {
+            return;
+        }
         if self.emulator.is_none() {
             self.start(None);
         }
-        if let Some((terminal, collector)) = &mut self.emulator {
-            terminal.feed_with(text, &mut *collector);
+        for (at, ch) in text.char_indices() {
+            if let Some(start) = start {
+                self.consumed(start + at + ch.len_utf8());
+            }
+            if self.bare_newlines {
+                // Until the first `\r`: what comes after is read as a terminal wrote it, so a
+                // longer log never changes the records of the bytes before.
+                if ch == '\r' {
+                    self.bare_newlines = false;
+                } else if ch == '\n' && !self.feed_char('\r', ts) {
+                    return;
+                }
+            }
+            if !self.feed_char(ch, ts) {
+                return;
+            }
         }
+    }
+
+    /// Feeds one character to the current recording's terminal; false once the replay stopped.
+    fn feed_char(&mut self, ch: char, ts: Option<&str>) -> bool {
+        let Some(emulator) = &mut self.emulator else {
+            return false;
+        };
+        let Some(mut function) = emulator.parser.feed(ch) else {
+            return true;
+        };
+        let (cols, rows) = emulator.terminal.size();
+        let cost = bounds::clamp(&mut function, cols, rows, &mut emulator.insert);
+        if !self.spend_work(cost) {
+            return false;
+        }
+        let Some(emulator) = &mut self.emulator else {
+            return false;
+        };
+        emulator
+            .terminal
+            .execute_with(function, &mut emulator.collector);
         self.take_lines(ts);
+        !self.stopped
     }
 
     fn resize(&mut self, cols: usize, rows: usize, ts: Option<&str>) {
-        if let Some((terminal, collector)) = &mut self.emulator {
-            let (cols, rows) = terminal_size(Some((cols.max(1), rows.max(1))));
-            terminal.resize_with(cols, rows, &mut *collector);
+        let (cols, rows) = terminal_size(Some((cols.max(1), rows.max(1))));
+        if self.stopped
+            || self.emulator.is_none()
+            || !self.spend_work(bounds::screen_cost(cols, rows))
+        {
+            return;
+        }
+        if let Some(emulator) = &mut self.emulator {
+            emulator
+                .terminal
+                .resize_with(cols, rows, &mut emulator.collector);
         }
         self.take_lines(ts);
     }
 
     /// Ends the current recording: what its terminal still shows becomes records.
     fn finish(&mut self, ts: Option<&str>) {
-        if let Some((terminal, mut collector)) = self.emulator.take() {
-            if terminal.active_screen_kind() == ScreenKind::Alternate {
-                collector.primary_then_alternate(&terminal);
-            } else {
-                collector.finish_primary(&terminal);
+        if self.stopped {
+            return;
+        }
+        if let Some(mut emulator) = self.emulator.take() {
+            let (cols, rows) = emulator.terminal.size();
+            if !self.spend_work(bounds::screen_cost(cols, rows)) {
+                return;
             }
-            self.emulator = Some((terminal, collector));
+            let terminal = &emulator.terminal;
+            if terminal.active_screen_kind() == ScreenKind::Alternate {
+                emulator.collector.primary_then_alternate(terminal);
+            } else {
+                emulator.collector.finish_primary(terminal);
+            }
+            self.emulator = Some(emulator);
             self.take_lines(ts);
             self.emulator = None;
         }
     }
 
-    /// Turns the lines the collector completed into records.
+    /// Spends `cost` of the work bound; past it, stops the replay (false).
+    fn spend_work(&mut self, cost: u64) -> bool {
+        if self.stopped {
+            return false;
+        }
+        // Not spent when over: the work counted never passes the bound.
+        let work = self.spent.work.saturating_add(cost);
+        if work <= self.spent.work_bound() {
+            self.spent.work = work;
+        } else {
+            self.stop(format!(
+                "its replay reached the work bound of {} steps ({} per byte replayed, at most {})",
+                self.spent.work_bound(),
+                bounds::WORK_PER_BYTE,
+                bounds::MAX_WORK
+            ));
+        }
+        !self.stopped
+    }
+
+    /// Stops the replay at the bytes consumed so far: a notice says where and why, and the
+    /// current screen is not shown (the recording did not end there).
+    fn stop(&mut self, why: String) {
+        self.stopped = true;
+        self.emulator = None;
+        let offset = self.spent.consumed;
+        let key = format!("bound@{offset}");
+        // Not the file's size: the notice depends only on the bytes before it, like the
+        // records, so that a recording still growing keeps it.
+        let reason = format!(
+            "the recording's replay stopped at byte {offset}: {why}; the rest is not shown"
+        );
+        self.push(crate::lines::synthetic_notice(
+            self.ctx,
+            key.clone(),
+            reason.clone(),
+        ));
+        self.malformed.push((key, reason));
+    }
+
+    /// Keeps a record: all of them, or the newest `keep`.
+    fn push(&mut self, record: Record) {
+        self.counted += 1;
+        self.records.push_back(record);
+        if let Some(keep) = self.keep
+            && self.records.len() > keep
+        {
+            self.records.pop_front();
+            self.older_omitted = true;
+        }
+    }
+
+    /// Turns the lines the collector completed into records, within the output bounds.
     fn take_lines(&mut self, ts: Option<&str>) {
-        let Some((_, collector)) = &mut self.emulator else {
+        let Some(emulator) = &mut self.emulator else {
             return;
         };
-        for text in collector.ready.drain(..) {
-            let index = self.records.len();
-            self.records.push(Record {
+        let ready = std::mem::take(&mut emulator.collector.ready);
+        let pending = emulator.collector.pending.len() as u64;
+        for text in ready {
+            if let Some(why) = self.spent.spend_line(text.len() as u64) {
+                self.stop(why);
+                return;
+            }
+            let index = self.counted;
+            self.push(Record {
                 id: format!("t{}.{index}", self.generation),
                 harness: self.ctx.harness,
                 session: self.ctx.session.clone(),
@@ -268,11 +464,23 @@ impl<'c> Replay<'c> {
                 },
             });
         }
+        // A line still scrolling off (wrapped, not ended) is output already.
+        if let Some(why) = self.spent.check_pending(pending) {
+            self.stop(why);
+        }
     }
 
     fn malformed(&mut self, offset: usize, reason: String) {
+        if self.stopped {
+            return;
+        }
         let key = format!("@{offset}");
-        self.records.push(crate::lines::synthetic_notice(
+        // A notice is held like a line: a file of torn lines is bounded as one of lines.
+        if let Some(why) = self.spent.spend_line((key.len() + reason.len()) as u64) {
+            self.stop(why);
+            return;
+        }
+        self.push(crate::lines::synthetic_notice(
             self.ctx,
             key.clone(),
             format!("malformed recording line at byte {offset} skipped: {reason}"),
@@ -281,18 +489,24 @@ impl<'c> Replay<'c> {
     }
 
     fn into_rows(self) -> RowRecords {
+        let omitted = self.counted.saturating_sub(self.records.len());
         let screen = match &self.emulator {
-            Some((terminal, collector)) => screen_lines(terminal, &collector.pending),
+            Some(emulator) => screen_lines(&emulator.terminal, &emulator.collector.pending),
             None => Vec::new(),
         };
         RowRecords {
             pending: !screen.is_empty(),
-            records: self.records,
+            records: self.records.into(),
             malformed: self.malformed,
             screen,
             history_is_the_source: true,
-            older_omitted: false,
-            unknown: self.unknown,
+            older_omitted: self.older_omitted,
+            // Positions among the records kept: what came before a tail's newest is not theirs.
+            unknown: self
+                .unknown
+                .into_iter()
+                .filter_map(|at| at.checked_sub(omitted))
+                .collect(),
         }
     }
 }
@@ -415,8 +629,13 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
     let mut elapsed = 0f64;
     let mut offset = 0usize;
     for raw in complete.split_inclusive(|&b| b == b'\n') {
+        if replay.stopped {
+            return;
+        }
         let at = offset;
         offset += raw.len();
+        // An event line is replayed whole: its bytes count before it runs.
+        replay.consumed(offset);
         let line = raw.trim_ascii();
         if line.is_empty() || line.starts_with(b"#") {
             continue;
@@ -460,7 +679,7 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
         elapsed = if version >= 3 { elapsed + time } else { time };
         let ts = start_ms.map(|ms| rfc3339_millis(ms + (elapsed * 1000.0) as i64));
         match code {
-            "o" => replay.output(data, ts.as_deref()),
+            "o" => replay.output(data, ts.as_deref(), None),
             "r" => {
                 if let Some((cols, rows)) = data.split_once('x')
                     && let (Ok(cols), Ok(rows)) = (cols.parse(), rows.parse())
@@ -472,7 +691,7 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
             // Input, markers: not what the terminal showed.
             "i" | "m" => {}
             // An event code newer than this reader.
-            _ => replay.unknown.push(replay.records.len()),
+            _ => replay.unknown.push(replay.counted),
         }
     }
 }
@@ -483,11 +702,16 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
 fn typescript(replay: &mut Replay, bytes: &[u8]) {
     let mut rest = bytes;
     loop {
+        if replay.stopped {
+            return;
+        }
+        let at = bytes.len() - rest.len();
         if rest.starts_with(SCRIPT_STARTED) {
             let Some(eol) = rest.iter().position(|&b| b == b'\n') else {
                 // The header is still being written.
                 return;
             };
+            replay.consumed(at + eol + 1);
             replay.start(script_size(&rest[..eol]));
             rest = &rest[eol + 1..];
             continue;
@@ -509,8 +733,9 @@ fn typescript(replay: &mut Replay, bytes: &[u8]) {
             // `script` writes the footer after a newline of its own, which is not output.
             output = output.strip_suffix(b"\n").unwrap_or(output);
         }
-        feed_bytes(replay, output);
+        feed_bytes(replay, output, at);
         if after.starts_with(SCRIPT_DONE) {
+            replay.consumed(bytes.len() - after.len());
             replay.finish(None);
             rest = match after.iter().position(|&b| b == b'\n') {
                 Some(eol) => &after[eol + 1..],
@@ -525,39 +750,36 @@ fn typescript(replay: &mut Replay, bytes: &[u8]) {
     }
 }
 
-/// Feeds raw terminal bytes: invalid UTF-8 is shown as U+FFFD, and a character cut off at the
-/// end (still being written) waits.
-fn feed_bytes(replay: &mut Replay, mut bytes: &[u8]) {
-    let mut text = String::with_capacity(bytes.len());
-    while !bytes.is_empty() {
-        match std::str::from_utf8(bytes) {
-            Ok(s) => {
-                text.push_str(s);
-                break;
-            }
+/// Feeds raw terminal bytes that start at byte `offset` of the file: invalid UTF-8 is shown as
+/// U+FFFD, and a character cut off at the end (still being written) waits. Fed as they are
+/// decoded, a valid run at a time: never copied whole.
+fn feed_bytes(replay: &mut Replay, mut bytes: &[u8], mut offset: usize) {
+    while !bytes.is_empty() && !replay.stopped {
+        let (valid, skip) = match std::str::from_utf8(bytes) {
+            Ok(s) => (s, None),
             Err(e) => {
-                let (valid, after) = bytes.split_at(e.valid_up_to());
-                text.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                let (valid, _) = bytes.split_at(e.valid_up_to());
                 match e.error_len() {
-                    Some(n) => {
-                        text.push('\u{FFFD}');
-                        bytes = &after[n..];
-                    }
-                    None => break,
+                    Some(n) => (std::str::from_utf8(valid).unwrap_or_default(), Some(n)),
+                    // A character cut off at the end waits.
+                    None => (std::str::from_utf8(valid).unwrap_or_default(), None),
                 }
             }
+        };
+        if !valid.is_empty() {
+            replay.output(valid, None, Some(offset));
         }
-    }
-    if replay.bare_newlines {
-        // Until the first `\r`: what comes after is read as a terminal wrote it, so a longer
-        // log never changes the records of the bytes before.
-        let cr = text.find('\r').unwrap_or(text.len());
-        replay.bare_newlines = cr == text.len();
-        let (bare, rest) = text.split_at(cr);
-        text = format!("{}{rest}", bare.replace('\n', "\r\n"));
-    }
-    if !text.is_empty() {
-        replay.output(&text, None);
+        offset += valid.len();
+        bytes = &bytes[valid.len()..];
+        match skip {
+            Some(n) => {
+                replay.output("\u{FFFD}", None, None);
+                replay.consumed(offset + n);
+                offset += n;
+                bytes = &bytes[n..];
+            }
+            None => break,
+        }
     }
 }
 
@@ -580,14 +802,14 @@ mod tests {
     }
 
     fn replay_at(ctx: &SourceCtx, bytes: &[u8]) -> RowRecords {
-        replay(ctx, bytes, None)
+        replay(ctx, bytes, None, None)
     }
 
     #[test]
     fn a_recording_without_a_size_takes_the_one_given_else_80_by_24() {
         // 30 lines: how many scrolled off tells the rows.
         let log = "a\r\n".repeat(30);
-        let scrolled = |bytes: &[u8], size| replay(&ctx(), bytes, size).records.len();
+        let scrolled = |bytes: &[u8], size| replay(&ctx(), bytes, size, None).records.len();
         assert_eq!(scrolled(log.as_bytes(), None), 30 - 23);
         assert_eq!(scrolled(log.as_bytes(), Some((10, 3))), 30 - 2);
         // A header's size wins; a header's 0 is no size.
@@ -600,7 +822,7 @@ mod tests {
         assert_eq!(scrolled(cast(25, 10).as_bytes(), Some((50, 5))), 30 - 9);
         // Columns: a long line is joined, on the screen as in the records.
         let long = "x".repeat(100);
-        let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)));
+        let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)), None);
         // The rows that scrolled off are the start of one wrapped line, not finished yet.
         assert!(narrow.records.is_empty());
         assert_eq!(narrow.screen, std::slice::from_ref(&long));
@@ -608,6 +830,7 @@ mod tests {
             &ctx(),
             format!("{long}\r\nb\r\nc\r\n").as_bytes(),
             Some((10, 3)),
+            None,
         );
         assert_eq!(wrapped.records.len(), 1);
         assert_eq!(texts(&wrapped), [long]);
@@ -779,6 +1002,71 @@ mod tests {
         assert_eq!(replay_at(&ctx(), cast.as_bytes()).screen, ["fits"]);
     }
 
+    /// The bound's notice, if the replay stopped: its text.
+    fn bound_notice(rows: &RowRecords) -> Option<String> {
+        let last = rows.records.last()?;
+        match &last.body {
+            RecordBody::Text {
+                kind: TextKind::Notice,
+                text,
+            } if last.id.starts_with("bound@") => Some(text.to_string()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_few_bytes_that_ask_for_millions_of_cells_stop_at_the_output_bound() {
+        // A character repeated 65,535 times, then a screen scrolled off, on 1000×1000.
+        let event = r#"[0.1, "o", "x\u001b[65535b\u001b[999S\r\n"]"#;
+        let cast = format!(
+            "{{\"version\": 2, \"width\": 1000, \"height\": 1000}}\n{}",
+            format!("{event}\n").repeat(50)
+        );
+        let rows = replay_at(&ctx(), cast.as_bytes());
+        let notice = bound_notice(&rows).expect("the replay stops");
+        assert!(notice.contains("its output reached the bound"), "{notice}");
+        assert!(rows.screen.is_empty() && !rows.pending);
+        assert_eq!(rows.malformed.len(), 1);
+        let lines = &texts(&rows)[..rows.records.len() - 1];
+        let text: usize = lines.iter().map(String::len).sum();
+        assert!(text as u64 <= bounds::OUTPUT_PER_BYTE * cast.len() as u64);
+        // Each repeat is clamped to a row: the character and 1000 repeats, not 65,536.
+        assert!(lines.iter().all(|t| t.chars().count() <= 1001));
+        // A longer recording gives the same records: the bound grows with the bytes before.
+        let longer = replay_at(&ctx(), format!("{cast}{event}\n").as_bytes());
+        assert_eq!(longer.records, rows.records);
+    }
+
+    #[test]
+    fn a_file_of_torn_lines_is_bounded_as_one_of_lines() {
+        let cast = format!("{{\"version\": 2}}\n{}", "x\n".repeat(100_000));
+        let rows = replay_at(&ctx(), cast.as_bytes());
+        assert!(bound_notice(&rows).is_some());
+        assert!(rows.records.len() < 1000, "{}", rows.records.len());
+    }
+
+    #[test]
+    fn a_tail_keeps_the_newest_records_only() {
+        let log = "line\r\n".repeat(100);
+        let whole = replay(&ctx(), log.as_bytes(), None, None);
+        let tail = replay(&ctx(), log.as_bytes(), None, Some(5));
+        assert!(tail.older_omitted && !whole.older_omitted);
+        assert_eq!(tail.records, whole.records[whole.records.len() - 5..]);
+        assert_eq!(tail.screen, whole.screen);
+        // The tail page shows the live screen, as a page of all records does.
+        let request = |mode| crate::page::PageRequest {
+            mode,
+            limit: 5,
+            strict: false,
+            redact: false,
+        };
+        let page = crate::rows::page(&ctx(), tail, &request(crate::page::Mode::Tail)).unwrap();
+        let all = crate::rows::page(&ctx(), whole, &request(crate::page::Mode::All)).unwrap();
+        assert!(!page.screen.is_empty());
+        assert_eq!(page.screen, all.screen);
+        assert_eq!(page.records, all.records[all.records.len() - 5..]);
+    }
+
     #[test]
     fn sessions_are_named_by_their_stem() {
         let entry = |rel: &str| FileEntry {
@@ -799,7 +1087,7 @@ mod tests {
     /// once a `\r` comes, the log is read as a terminal wrote it.
     #[test]
     fn a_raw_log_without_carriage_returns_reads_newlines_as_new_lines() {
-        let rows = replay(&ctx(), b"alpha\nbeta\ngamma\n", Some((20, 5)));
+        let rows = replay(&ctx(), b"alpha\nbeta\ngamma\n", Some((20, 5)), None);
         let all: Vec<String> = rows
             .records
             .iter()
