@@ -209,6 +209,7 @@ impl serde_json::ser::Formatter for TerminalSafe {
 /// Default_Ignorable_Code_Point and Bidi_Control character ([`is_invisible`]: zero-width
 /// characters, bidi marks, embeddings, overrides and isolates, variation selectors, tags),
 /// which make a line read differently from what it holds.
+#[cfg_attr(not(test), allow(dead_code))]
 fn is_escaped(c: char) -> bool {
     matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}') || is_invisible(c)
 }
