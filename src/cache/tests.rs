@@ -678,3 +678,145 @@ fn an_unsafe_cache_directory_is_refused() {
         panic!("the ownership cases need root (chown) under CI");
     }
 }
+
+mod proptests {
+    //! `scripts/fuzz`'s cache target: whatever an entry's metadata and data files hold (bytes
+    //! from anywhere, or the real ones with bytes changed), and however the file changed on
+    //! the host since, a fetch gives exactly what a fetch through no cache gives.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What is done to the entry on disk before the next fetch.
+    #[derive(Debug, Clone)]
+    enum Damage {
+        Meta(Vec<u8>),
+        MetaField(String, serde_json::Value),
+        DataByte(prop::sample::Index, u8),
+        DataLen(prop::sample::Index),
+    }
+
+    fn damage() -> impl Strategy<Value = Damage> {
+        let field = prop_oneof![
+            Just("version"),
+            Just("host"),
+            Just("harness"),
+            Just("path"),
+            Just("size"),
+            Just("mtime"),
+            Just("head"),
+            Just("tail"),
+            Just("used"),
+        ]
+        .prop_map(String::from);
+        let value = prop_oneof![
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<u64>().prop_map(serde_json::Value::from),
+            "[0-9a-f]{0,40}".prop_map(serde_json::Value::from),
+            Just(serde_json::Value::Null),
+        ];
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..300).prop_map(Damage::Meta),
+            (field, value).prop_map(|(f, v)| Damage::MetaField(f, v)),
+            (any::<prop::sample::Index>(), any::<u8>()).prop_map(|(i, b)| Damage::DataByte(i, b)),
+            any::<prop::sample::Index>().prop_map(Damage::DataLen),
+        ]
+    }
+
+    /// How the file changes on the host.
+    #[derive(Debug, Clone)]
+    enum Change {
+        None,
+        Append(usize),
+        Rewrite(prop::sample::Index, u8),
+        Truncate(prop::sample::Index),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        prop_oneof![
+            Just(Change::None),
+            (1usize..20_000).prop_map(Change::Append),
+            (any::<prop::sample::Index>(), any::<u8>()).prop_map(|(i, b)| Change::Rewrite(i, b)),
+            any::<prop::sample::Index>().prop_map(Change::Truncate),
+        ]
+    }
+
+    fn apply(dir: &Path, damage: &Damage) {
+        let meta = entry_file(dir, "meta");
+        let data = entry_file(dir, "data");
+        match damage {
+            Damage::Meta(bytes) => std::fs::write(meta, bytes).unwrap(),
+            Damage::MetaField(field, value) => {
+                // After another damage the metadata may be no JSON object to change.
+                let Ok(serde_json::Value::Object(mut json)) =
+                    serde_json::from_slice(&std::fs::read(&meta).unwrap())
+                else {
+                    return;
+                };
+                json.insert(field.clone(), value.clone());
+                std::fs::write(meta, serde_json::to_vec(&json).unwrap()).unwrap();
+            }
+            Damage::DataByte(at, byte) => {
+                // In a verification window: bytes between them are trusted as the user's own
+                // (the directory is 0700, checked to be theirs alone), as docs/cache.md says.
+                let mut bytes = std::fs::read(&data).unwrap();
+                let len = bytes.len();
+                let head = len.min(HEAD_BYTES as usize);
+                let tail = len.min(WINDOW_BYTES as usize);
+                let at = at.index(head + tail);
+                let at = if at < head {
+                    at
+                } else {
+                    len - tail + (at - head)
+                };
+                bytes[at] = *byte;
+                std::fs::write(data, bytes).unwrap();
+            }
+            Damage::DataLen(len) => {
+                let file = std::fs::OpenOptions::new().write(true).open(&data).unwrap();
+                let len = len.index(file.metadata().unwrap().len() as usize * 2 + 1);
+                file.set_len(len as u64).unwrap();
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+        #[test]
+        fn any_entry_on_disk_gives_what_no_cache_gives(
+            size in 1usize..40_000,
+            damages in prop::collection::vec(damage(), 0..3),
+            change in change(),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let host = host_with(&[("a", lines(1, size))]);
+            fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+            for damage in &damages {
+                apply(tmp.path(), damage);
+            }
+            let path = session_path(&host, "a");
+            let mut now = host.contents(&path).unwrap();
+            match change {
+                Change::None => {}
+                Change::Append(n) => {
+                    host.append(&path, lines(2, n));
+                    now.extend_from_slice(&lines(2, n));
+                }
+                Change::Rewrite(at, byte) => {
+                    let at = at.index(now.len());
+                    now[at] = byte;
+                    host.rewrite(&path, &now);
+                }
+                Change::Truncate(len) => {
+                    let len = len.index(now.len());
+                    host.truncate(&path, len as u64);
+                    now.truncate(len);
+                }
+            }
+            let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+            prop_assert_eq!(&got[0].0, &content(&now));
+            prop_assert_eq!(vec![got[0].0.clone()], uncached(&host));
+        }
+    }
+}

@@ -445,4 +445,111 @@ mod tests {
             (json!(-32600), json!("big"))
         );
     }
+
+    mod proptests {
+        //! `scripts/fuzz`'s MCP target: any bytes on stdin, cut anywhere into reads, get one
+        //! message or one well-formed error per line (none for blank lines and notifications),
+        //! and the server reads on.
+
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Lines shaped like requests, broken in the ways a client or an attacker breaks them.
+        fn request_line() -> impl Strategy<Value = Vec<u8>> {
+            let good = (0u32..1000).prop_map(|id| {
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).into_bytes()
+            });
+            let cut = (good.clone(), any::<prop::sample::Index>()).prop_map(|(line, at)| {
+                let at = at.index(line.len());
+                line[..at].to_vec()
+            });
+            let deep = (0usize..200, any::<bool>()).prop_map(|(depth, object)| {
+                let (open, close) = if object { ("{\"a\":", "}") } else { ("[", "]") };
+                format!(
+                    r#"{{"id":1,"method":"ping","params":{}1{}}}"#,
+                    open.repeat(depth),
+                    close.repeat(depth)
+                )
+                .into_bytes()
+            });
+            let junk = prop::collection::vec(any::<u8>(), 0..300)
+                .prop_map(|b| b.into_iter().filter(|&c| c != b'\n').collect());
+            prop_oneof![good, cut, deep, junk]
+        }
+
+        proptest! {
+            #[test]
+            fn any_line_is_decoded_or_answered(line in prop::collection::vec(any::<u8>(), 0..400)) {
+                check(&line);
+            }
+
+            #[test]
+            fn request_shaped_lines_are_decoded_or_answered(line in request_line()) {
+                check(&line);
+            }
+
+            #[test]
+            fn any_input_cut_anywhere_gets_one_answer_per_line(
+                lines in prop::collection::vec(request_line(), 1..8),
+                chunk in 1usize..64,
+            ) {
+                let mut input = Vec::new();
+                for line in &lines {
+                    input.extend_from_slice(line);
+                    input.push(b'\n');
+                }
+                let expected: usize = lines
+                    .iter()
+                    .filter(|l| !matches!(decode_line(l), Decoded::Nothing))
+                    .count();
+                let (answered, messages) = run_chunked(&input, chunk);
+                prop_assert_eq!(answered + messages, expected);
+            }
+        }
+
+        fn check(line: &[u8]) {
+            match decode_line(line) {
+                Decoded::Error(answer) => {
+                    let code = answer["error"]["code"].as_i64().unwrap();
+                    assert!(code == -32700 || code == -32600, "{answer}");
+                    assert!(is_id(&answer["id"]) || answer["id"].is_null(), "{answer}");
+                }
+                Decoded::Message(_) | Decoded::Nothing => {}
+            }
+        }
+
+        /// Feeds `input` to a transport `chunk` bytes a read: (errors written, messages given).
+        fn run_chunked(input: &[u8], chunk: usize) -> (usize, usize) {
+            let (mut client, server) = tokio::io::duplex(chunk);
+            let (mut out, write) = tokio::io::duplex(1 << 20);
+            let input = input.to_vec();
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(async move {
+                    let feed = tokio::spawn(async move {
+                        tokio::io::AsyncWriteExt::write_all(&mut client, &input)
+                            .await
+                            .unwrap();
+                    });
+                    let mut transport = LineTransport::new(server, write);
+                    let mut messages = 0;
+                    while transport.receive().await.is_some() {
+                        messages += 1;
+                    }
+                    feed.await.unwrap();
+                    drop(transport);
+                    let mut written = String::new();
+                    tokio::io::AsyncReadExt::read_to_string(&mut out, &mut written)
+                        .await
+                        .unwrap();
+                    for line in written.lines() {
+                        let answer: Value = serde_json::from_str(line).unwrap();
+                        assert!(answer["error"]["code"].is_i64(), "{answer}");
+                    }
+                    (written.lines().count(), messages)
+                })
+        }
+    }
 }
