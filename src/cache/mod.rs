@@ -480,9 +480,11 @@ impl Cache {
 /// and mtime (unchanged, or rewritten within the same second without growing: the windows
 /// check that), or grown (appended to, or rewritten longer: the windows check that). The same
 /// size with another mtime is a file written in place whose changed part cannot be located: it
-/// is fetched whole, whatever its windows say.
+/// is fetched whole, whatever its windows say. An entry kept without an mtime (the file grew
+/// past its listed size while it was fetched) is checked by its windows.
 fn unchanged_or_grown(entry: &FileEntry, meta: &Meta) -> bool {
-    entry.size > meta.size || (entry.size == meta.size && entry.mtime == meta.mtime)
+    entry.size > meta.size
+        || (entry.size == meta.size && meta.mtime.is_none_or(|mtime| mtime == entry.mtime))
 }
 
 /// Whether a file only grows at its end or is written anew, so that its verification windows
@@ -708,6 +710,9 @@ impl Job {
             kept: None,
         };
         let harness = self.file.harness.name();
+        // The mtime kept with `size` cached bytes: the listing's, when it listed that size.
+        let (hint, mtime) = (self.hint, self.mtime);
+        let listed_mtime = |size: u64| (size == hint).then_some(mtime);
         let (bytes, kept) = match self.state {
             State::Failed(e) => {
                 return failed(e.unwrap_or_else(|| self_failure(host, &self.path)));
@@ -721,7 +726,8 @@ impl Job {
                 let key = self.key.unwrap_or_default();
                 let grown = pos - meta.size;
                 if grown > 0 || meta.used + USED_SLACK < now {
-                    let new = Meta::describe(host, harness, &self.path, &bytes, self.mtime, now);
+                    let new =
+                        Meta::describe(host, harness, &self.path, &bytes, listed_mtime(pos), now);
                     if store.write_meta(&key, &new).is_err() {
                         // The next run finds the data longer than its metadata: dropped.
                         return Finished {
@@ -742,8 +748,14 @@ impl Job {
                 };
                 let kept = match (sink, self.key) {
                     (Sink::Temp(temp), Some(key)) if pos > 0 && pos <= max_bytes => {
-                        let meta =
-                            Meta::describe(host, harness, &self.path, &bytes, self.mtime, now);
+                        let meta = Meta::describe(
+                            host,
+                            harness,
+                            &self.path,
+                            &bytes,
+                            listed_mtime(pos),
+                            now,
+                        );
                         let published = store.publish(&key, temp, &meta);
                         if published.is_err() {
                             store.remove(&key);

@@ -41,8 +41,10 @@ pub(super) struct Meta {
     pub(super) path: String,
     /// Bytes cached: the data file's size.
     pub(super) size: u64,
-    /// The file's mtime as the listing that fetched it said (seconds since the epoch).
-    pub(super) mtime: i64,
+    /// The file's mtime as the listing that fetched it said (seconds since the epoch), when
+    /// that listing's size is the cached size (`None`: the file grew while it was fetched, so
+    /// the listed mtime may be older than the bytes cached).
+    pub(super) mtime: Option<i64>,
     /// hash16 of the head window, hex.
     pub(super) head: String,
     /// hash16 of the window ending at `size`, hex.
@@ -58,7 +60,7 @@ impl Meta {
         harness: &str,
         path: &[u8],
         bytes: &[u8],
-        mtime: i64,
+        mtime: Option<i64>,
         used: u64,
     ) -> Meta {
         let size = bytes.len() as u64;
