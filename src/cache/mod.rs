@@ -3,7 +3,9 @@
 //! directory (`$XDG_CACHE_HOME/clankie-read`, else `~/.cache/clankie-read`; directories 0700,
 //! files 0600), keyed by host, harness and path. A later fetch reads only what was appended
 //! since, after checking that the cached prefix is still the file's (the same verification
-//! windows as cursors), and fetches again a file whose prefix changed: never a stale hit.
+//! windows as cursors, and for a file of the cached size, the cached mtime), and fetches again
+//! a file whose prefix changed. `docs/cache.md` says what a rewrite would have to do to be
+//! missed. A directory another user could change is refused ([`CacheError::Unsafe`]).
 //!
 //! Used by the driver side only (it reads through [`Host`]); it never parses transcripts.
 //! The local host is not cached (its files are already on this disk): callers read it
@@ -66,6 +68,10 @@ pub enum CacheError {
     Io { path: String, reason: String },
     #[error("cache: neither $XDG_CACHE_HOME nor $HOME is set")]
     NoDirectory,
+    /// A directory another user could change (or reached through their symlink): refused as
+    /// OpenSSH refuses such a `~/.ssh`.
+    #[error("cache {path}: {reason}, so it is not used")]
+    Unsafe { path: String, reason: String },
 }
 
 /// The bytes of one file as fetched: its whole current content, up to the size the host
@@ -188,7 +194,12 @@ impl Cache {
             None => default_dir()?,
         };
         let store = if options.enabled {
-            Store::open(dir)?
+            let store = Store::open(dir)?;
+            store::check_safe(store.dir()).map_err(|reason| CacheError::Unsafe {
+                path: store.dir().display().to_string(),
+                reason,
+            })?;
+            store
         } else {
             Store::at(dir)
         };
@@ -321,6 +332,7 @@ impl Cache {
             file,
             path,
             hint: entry.size,
+            mtime: entry.mtime,
             key: None,
             lock: None,
             state: State::Failed(None),
@@ -364,7 +376,7 @@ impl Cache {
             return job;
         }
         job.state = match self.store.load(&key, host, harness, &job.path) {
-            Some(meta) if entry.size >= meta.size => State::Verify { meta },
+            Some(meta) if unchanged_or_grown(entry, &meta) => State::Verify { meta },
             _ => match self.store.temp() {
                 Ok(temp) => State::Fresh {
                     sink: Sink::Temp(temp),
@@ -464,6 +476,17 @@ impl Cache {
     }
 }
 
+/// Whether the listing of `entry` leaves its cached copy `meta` worth verifying: the same size
+/// and mtime (unchanged, or rewritten within the same second without growing: the windows
+/// check that), or grown (appended to, or rewritten longer: the windows check that). The same
+/// size with another mtime is a file written in place whose changed part cannot be located: it
+/// is fetched whole, whatever its windows say. An entry kept without an mtime (the file grew
+/// past its listed size while it was fetched) is checked by its windows.
+fn unchanged_or_grown(entry: &FileEntry, meta: &Meta) -> bool {
+    entry.size > meta.size
+        || (entry.size == meta.size && meta.mtime.is_none_or(|mtime| mtime == entry.mtime))
+}
+
 /// Whether a file only grows at its end or is written anew, so that its verification windows
 /// tell whether a cached copy is a prefix of it. An SQLite database changes pages anywhere
 /// (and its change counter need not move in WAL mode): it is fetched whole, never kept.
@@ -502,6 +525,8 @@ struct Job {
     path: Vec<u8>,
     /// Its size as listed: what the first read asks for.
     hint: u64,
+    /// Its mtime as listed: kept with the entry.
+    mtime: i64,
     /// The entry's key, when this fetch may keep the file.
     key: Option<String>,
     /// The entry's lock, held to the end of the fetch.
@@ -685,6 +710,9 @@ impl Job {
             kept: None,
         };
         let harness = self.file.harness.name();
+        // The mtime kept with `size` cached bytes: the listing's, when it listed that size.
+        let (hint, mtime) = (self.hint, self.mtime);
+        let listed_mtime = |size: u64| (size == hint).then_some(mtime);
         let (bytes, kept) = match self.state {
             State::Failed(e) => {
                 return failed(e.unwrap_or_else(|| self_failure(host, &self.path)));
@@ -698,7 +726,8 @@ impl Job {
                 let key = self.key.unwrap_or_default();
                 let grown = pos - meta.size;
                 if grown > 0 || meta.used + USED_SLACK < now {
-                    let new = Meta::describe(host, harness, &self.path, &bytes, now);
+                    let new =
+                        Meta::describe(host, harness, &self.path, &bytes, listed_mtime(pos), now);
                     if store.write_meta(&key, &new).is_err() {
                         // The next run finds the data longer than its metadata: dropped.
                         return Finished {
@@ -719,7 +748,14 @@ impl Job {
                 };
                 let kept = match (sink, self.key) {
                     (Sink::Temp(temp), Some(key)) if pos > 0 && pos <= max_bytes => {
-                        let meta = Meta::describe(host, harness, &self.path, &bytes, now);
+                        let meta = Meta::describe(
+                            host,
+                            harness,
+                            &self.path,
+                            &bytes,
+                            listed_mtime(pos),
+                            now,
+                        );
                         let published = store.publish(&key, temp, &meta);
                         if published.is_err() {
                             store.remove(&key);

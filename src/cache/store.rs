@@ -8,7 +8,10 @@
 //! moment exists where they are wider, whatever the umask). A data file only ever grows in
 //! place (appends past what any reader mapped) or is replaced whole by a rename, so a reader's
 //! map stays valid. Nothing read back is trusted: an entry whose metadata does not parse, names
-//! another file, or whose data file's size or windows disagree with it is dropped.
+//! another file, or whose data file's size or windows disagree with it is dropped. Every file
+//! is opened without following a symlink (`O_NOFOLLOW`) and without blocking (`O_NONBLOCK`, so
+//! a FIFO put in place of a file cannot hang a search), and anything that is not a regular file
+//! is refused. A directory another user could change is refused whole ([`Store::check_safe`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -21,7 +24,7 @@ use clankie_engine::cursor::{HEAD_BYTES, WINDOW_BYTES, hash16};
 use clankie_model::ByteRange;
 
 /// The metadata format; another version is dropped as corrupt.
-const META_VERSION: u32 = 1;
+const META_VERSION: u32 = 2;
 const DATA: &str = "data";
 const META: &str = "meta";
 const LOCK: &str = "lock";
@@ -38,6 +41,10 @@ pub(super) struct Meta {
     pub(super) path: String,
     /// Bytes cached: the data file's size.
     pub(super) size: u64,
+    /// The file's mtime as the listing that fetched it said (seconds since the epoch), when
+    /// that listing's size is the cached size (`None`: the file grew while it was fetched, so
+    /// the listed mtime may be older than the bytes cached).
+    pub(super) mtime: Option<i64>,
     /// hash16 of the head window, hex.
     pub(super) head: String,
     /// hash16 of the window ending at `size`, hex.
@@ -53,6 +60,7 @@ impl Meta {
         harness: &str,
         path: &[u8],
         bytes: &[u8],
+        mtime: Option<i64>,
         used: u64,
     ) -> Meta {
         let size = bytes.len() as u64;
@@ -63,6 +71,7 @@ impl Meta {
             harness: harness.to_string(),
             path: hex(path),
             size,
+            mtime,
             head: hex(&hash16(slice(bytes, head))),
             tail: hex(&hash16(slice(bytes, tail))),
             used,
@@ -137,10 +146,10 @@ impl Store {
     /// Takes the entry's lock without waiting: `None` when another fetch (of this process or
     /// another) holds it.
     pub(super) fn try_lock_entry(&self, key: &str) -> io::Result<Option<File>> {
-        let file = create_options()
-            .read(true)
-            .write(true)
-            .open(self.file(key, LOCK))?;
+        let file = open_regular(
+            &self.file(key, LOCK),
+            create_options().read(true).write(true),
+        )?;
         match file.try_lock() {
             Ok(()) => Ok(Some(file)),
             Err(fs::TryLockError::WouldBlock) => Ok(None),
@@ -151,10 +160,7 @@ impl Store {
     /// Takes the directory's lock (evicting, clearing), waiting for it.
     pub(super) fn lock_dir(&self) -> Result<File, CacheError> {
         let path = self.dir.join(LOCK);
-        let file = create_options()
-            .read(true)
-            .write(true)
-            .open(&path)
+        let file = open_regular(&path, create_options().read(true).write(true))
             .map_err(|e| io_error(&path, &e))?;
         file.lock().map_err(|e| io_error(&path, &e))?;
         Ok(file)
@@ -162,17 +168,21 @@ impl Store {
 
     /// The entry's metadata, if it parses (and names a file at all).
     pub(super) fn read_meta(&self, key: &str) -> Option<Meta> {
-        let text = fs::read(self.file(key, META)).ok()?;
+        let mut text = Vec::new();
+        open_regular(&self.file(key, META), OpenOptions::new().read(true))
+            .ok()?
+            .read_to_end(&mut text)
+            .ok()?;
         let meta: Meta = serde_json::from_slice(&text).ok()?;
         (meta.version == META_VERSION && unhex(&meta.path).is_some()).then_some(meta)
     }
 
     /// The entry's data file, open to read and append (the caller holds its lock).
     pub(super) fn open_data(&self, key: &str) -> io::Result<File> {
-        OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(self.file(key, DATA))
+        open_regular(
+            &self.file(key, DATA),
+            OpenOptions::new().read(true).append(true),
+        )
     }
 
     /// The metadata of the entry of `key` for this file, when it and the data file are sound;
@@ -182,7 +192,7 @@ impl Store {
             m.host == host && m.harness == harness && m.path_bytes() == path && m.size > 0
         });
         let loaded = sound.and_then(|meta| {
-            let data = File::open(self.file(key, DATA)).ok()?;
+            let data = open_regular(&self.file(key, DATA), OpenOptions::new().read(true)).ok()?;
             let len = data.metadata().ok()?.len();
             let [head, tail] = windows(meta.size);
             let head = read_range(&data, head).ok()?;
@@ -280,6 +290,73 @@ impl Store {
             }
         }
     }
+}
+
+/// Whether `dir` is safe to keep a cache in: owned by the user, not group- or world-writable,
+/// and not reached through a symlink owned by another user (root's are trusted: `/tmp` on
+/// macOS). The reason it is not, as the user reads it.
+#[cfg(unix)]
+pub(super) fn check_safe(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = nix::unistd::getuid().as_raw();
+    let mut walked = PathBuf::new();
+    for component in dir.components() {
+        walked.push(component);
+        let Ok(meta) = fs::symlink_metadata(&walked) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() && meta.uid() != uid && meta.uid() != 0 {
+            return Err(format!(
+                "reached through {}, a symlink owned by another user (uid {})",
+                walked.display(),
+                meta.uid()
+            ));
+        }
+    }
+    let meta = fs::metadata(dir).map_err(|e| e.to_string())?;
+    if !meta.is_dir() {
+        return Err("not a directory".to_string());
+    }
+    if meta.uid() != uid {
+        return Err(format!(
+            "owned by another user (uid {}, not {uid})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "group- or world-writable (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Other systems keep no owners this checks.
+#[cfg(not(unix))]
+pub(super) fn check_safe(_dir: &Path) -> Result<(), String> {
+    Ok(())
+}
+
+/// Opens `path` with `options` only when it is a regular file: never through a symlink, never
+/// blocking on a FIFO or device (which is then refused).
+fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::OFlags;
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            options,
+            (OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32,
+        );
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
 }
 
 /// Options that create a file 0600 (on Unix), when it is missing.

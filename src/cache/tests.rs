@@ -159,7 +159,9 @@ fn a_rewritten_file_of_the_same_size_is_fetched_again() {
     let new = lines(2, 50_000);
     host.rewrite(session_path(&host, "a"), &new);
     let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
-    assert_eq!(got[0], (content(&new), WINDOWS + 50_000));
+    // The listing's new mtime at the same size says it was written in place: fetched whole
+    // without checking its windows first.
+    assert_eq!(got[0], (content(&new), 50_000));
     // And the cache now holds the new content.
     let again = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
     assert_eq!(again[0], (content(&new), WINDOWS));
@@ -547,5 +549,274 @@ fn runs_sharing_a_directory_never_serve_or_keep_a_wrong_byte() {
         assert_eq!(got, content(&want.chunks[0]));
         assert_eq!(kept.path, session_path(&host, name));
         assert_eq!(moved, WINDOWS + want.size - kept.bytes);
+    }
+}
+
+/// What a fetch through no cache gives: what every cached fetch must equal.
+fn uncached(host: &MemoryHost) -> Vec<Content> {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = Cache::open(CacheOptions {
+        dir: Some(tmp.path().to_path_buf()),
+        max_bytes: DEFAULT_MAX_BYTES,
+        enabled: false,
+    })
+    .unwrap();
+    fetch(&cache, host).into_iter().map(|(c, _)| c).collect()
+}
+
+#[test]
+fn a_same_size_rewrite_in_the_middle_is_never_a_stale_hit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = lines(1, 50_000);
+    let host = host_with(&[("a", old.clone())]);
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    for round in 0..4u8 {
+        // Past the head window and before the tail window: the windows alone cannot see it.
+        let mut new = old.clone();
+        new[20_000..20_010].copy_from_slice(format!("REWRITE{round:03}").as_bytes());
+        host.rewrite(session_path(&host, "a"), &new);
+        let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+        assert_eq!(got[0], (content(&new), 50_000), "round {round}");
+        assert_eq!(vec![got[0].0.clone()], uncached(&host));
+    }
+}
+
+/// The path of the one file of the cache directory named `*.EXT`.
+fn entry_file(dir: &Path, ext: &str) -> std::path::PathBuf {
+    let name = files_in(dir)
+        .into_iter()
+        .find(|n| n.len() > 64 && n.ends_with(ext))
+        .unwrap();
+    dir.join(name)
+}
+
+/// Runs `f` on a thread of its own, failing the test when it takes over 30 s (a hang).
+fn within_30s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(f());
+    });
+    receive
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the fetch hung")
+}
+
+#[test]
+fn a_fifo_or_a_symlink_in_the_cache_is_refused() {
+    let data = lines(1, 30_000);
+    for ext in ["data", "meta"] {
+        for kind in ["fifo", "symlink"] {
+            let tmp = tempfile::tempdir().unwrap();
+            let host = host_with(&[("a", data.clone())]);
+            fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+            let victim = entry_file(tmp.path(), ext);
+            let original = std::fs::read(&victim).unwrap();
+            std::fs::remove_file(&victim).unwrap();
+            if kind == "fifo" {
+                let status = std::process::Command::new("mkfifo")
+                    .arg(&victim)
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            } else {
+                // Another file holding what the entry held: sound in every byte, and still
+                // not the cache's own file.
+                let elsewhere = tmp.path().join("elsewhere");
+                std::fs::write(&elsewhere, &original).unwrap();
+                std::os::unix::fs::symlink(&elsewhere, &victim).unwrap();
+            }
+            let (dir, host2) = (tmp.path().to_path_buf(), host_with(&[("a", data.clone())]));
+            let got = within_30s(move || fetch(&open(&dir, DEFAULT_MAX_BYTES), &host2));
+            assert_eq!(got[0].0, content(&data), "{kind} as {ext}");
+            assert_eq!(vec![got[0].0.clone()], uncached(&host), "{kind} as {ext}");
+            assert_eq!(
+                got[0].1, 30_000,
+                "{kind} as {ext}: fetched again, not served"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unsafe_cache_directory_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let host = host_with(&[("a", lines(1, 5000))]);
+    let dir = tmp.path().join("cache");
+    fetch(&open(&dir, DEFAULT_MAX_BYTES), &host);
+    let options = |dir: &Path| CacheOptions {
+        dir: Some(dir.to_path_buf()),
+        max_bytes: DEFAULT_MAX_BYTES,
+        enabled: true,
+    };
+    let refused = |dir: &Path| match Cache::open(options(dir)) {
+        Err(e @ CacheError::Unsafe { .. }) => e.to_string(),
+        other => panic!("{} not refused: {other:?}", dir.display()),
+    };
+    for mode in [0o777, 0o770, 0o702] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        assert!(refused(&dir).contains("writable"), "{mode:o}");
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(Cache::open(options(&dir)).is_ok());
+    let me = nix::unistd::getuid().as_raw();
+    let other = if me == 0 { 4242 } else { me };
+    if me == 0 {
+        // Owned by another user.
+        std::os::unix::fs::chown(&dir, Some(other), None).unwrap();
+        assert!(refused(&dir).contains("another user"));
+        std::os::unix::fs::chown(&dir, Some(me), None).unwrap();
+        // Reached through another user's symlink.
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(other), None).unwrap();
+        assert!(refused(&link).contains("symlink owned by another user"));
+        // The user's own symlink is followed.
+        std::os::unix::fs::lchown(&link, Some(me), None).unwrap();
+        assert!(Cache::open(options(&link)).is_ok());
+    } else if std::env::var_os("CI").is_some() {
+        panic!("the ownership cases need root (chown) under CI");
+    }
+}
+
+mod proptests {
+    //! `scripts/fuzz`'s cache target: whatever an entry's metadata and data files hold (bytes
+    //! from anywhere, or the real ones with bytes changed), and however the file changed on
+    //! the host since, a fetch gives exactly what a fetch through no cache gives.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What is done to the entry on disk before the next fetch.
+    #[derive(Debug, Clone)]
+    enum Damage {
+        Meta(Vec<u8>),
+        MetaField(String, serde_json::Value),
+        DataByte(prop::sample::Index, u8),
+        DataLen(prop::sample::Index),
+    }
+
+    fn damage() -> impl Strategy<Value = Damage> {
+        let field = prop_oneof![
+            Just("version"),
+            Just("host"),
+            Just("harness"),
+            Just("path"),
+            Just("size"),
+            Just("mtime"),
+            Just("head"),
+            Just("tail"),
+            Just("used"),
+        ]
+        .prop_map(String::from);
+        let value = prop_oneof![
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<u64>().prop_map(serde_json::Value::from),
+            "[0-9a-f]{0,40}".prop_map(serde_json::Value::from),
+            Just(serde_json::Value::Null),
+        ];
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..300).prop_map(Damage::Meta),
+            (field, value).prop_map(|(f, v)| Damage::MetaField(f, v)),
+            (any::<prop::sample::Index>(), any::<u8>()).prop_map(|(i, b)| Damage::DataByte(i, b)),
+            any::<prop::sample::Index>().prop_map(Damage::DataLen),
+        ]
+    }
+
+    /// How the file changes on the host.
+    #[derive(Debug, Clone)]
+    enum Change {
+        None,
+        Append(usize),
+        Rewrite(prop::sample::Index, u8),
+        Truncate(prop::sample::Index),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        prop_oneof![
+            Just(Change::None),
+            (1usize..20_000).prop_map(Change::Append),
+            (any::<prop::sample::Index>(), any::<u8>()).prop_map(|(i, b)| Change::Rewrite(i, b)),
+            any::<prop::sample::Index>().prop_map(Change::Truncate),
+        ]
+    }
+
+    fn apply(dir: &Path, damage: &Damage) {
+        let meta = entry_file(dir, "meta");
+        let data = entry_file(dir, "data");
+        match damage {
+            Damage::Meta(bytes) => std::fs::write(meta, bytes).unwrap(),
+            Damage::MetaField(field, value) => {
+                // After another damage the metadata may be no JSON object to change.
+                let Ok(serde_json::Value::Object(mut json)) =
+                    serde_json::from_slice(&std::fs::read(&meta).unwrap())
+                else {
+                    return;
+                };
+                json.insert(field.clone(), value.clone());
+                std::fs::write(meta, serde_json::to_vec(&json).unwrap()).unwrap();
+            }
+            Damage::DataByte(at, byte) => {
+                // In a verification window: bytes between them are trusted as the user's own
+                // (the directory is 0700, checked to be theirs alone), as docs/cache.md says.
+                let mut bytes = std::fs::read(&data).unwrap();
+                let len = bytes.len();
+                let head = len.min(HEAD_BYTES as usize);
+                let tail = len.min(WINDOW_BYTES as usize);
+                let at = at.index(head + tail);
+                let at = if at < head {
+                    at
+                } else {
+                    len - tail + (at - head)
+                };
+                bytes[at] = *byte;
+                std::fs::write(data, bytes).unwrap();
+            }
+            Damage::DataLen(len) => {
+                let file = std::fs::OpenOptions::new().write(true).open(&data).unwrap();
+                let len = len.index(file.metadata().unwrap().len() as usize * 2 + 1);
+                file.set_len(len as u64).unwrap();
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+        #[test]
+        fn any_entry_on_disk_gives_what_no_cache_gives(
+            size in 1usize..40_000,
+            damages in prop::collection::vec(damage(), 0..3),
+            change in change(),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let host = host_with(&[("a", lines(1, size))]);
+            fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+            for damage in &damages {
+                apply(tmp.path(), damage);
+            }
+            let path = session_path(&host, "a");
+            let mut now = host.contents(&path).unwrap();
+            match change {
+                Change::None => {}
+                Change::Append(n) => {
+                    host.append(&path, lines(2, n));
+                    now.extend_from_slice(&lines(2, n));
+                }
+                Change::Rewrite(at, byte) => {
+                    let at = at.index(now.len());
+                    now[at] = byte;
+                    host.rewrite(&path, &now);
+                }
+                Change::Truncate(len) => {
+                    let len = len.index(now.len());
+                    host.truncate(&path, len as u64);
+                    now.truncate(len);
+                }
+            }
+            let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+            prop_assert_eq!(&got[0].0, &content(&now));
+            prop_assert_eq!(vec![got[0].0.clone()], uncached(&host));
+        }
     }
 }

@@ -15,6 +15,7 @@
 mod kept;
 mod pool;
 pub(crate) mod tools;
+mod wire;
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -152,7 +153,10 @@ pub async fn serve(source: Arc<dyn HostSource>, options: ServerOptions) -> Resul
     };
     let result = async {
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(wire::LineTransport::new(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+            ))
             .await
             .map_err(|e| Error::Output(std::io::Error::other(format!("MCP: {e}"))))?;
         running

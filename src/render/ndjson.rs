@@ -3,7 +3,8 @@
 //!
 //! Output stays exact (no sanitising: a parser gets every string as the source had it), but it
 //! is also safe to `cat` in a terminal: besides what JSON must escape, DEL, the C1 controls, the
-//! line and paragraph separators and the bidi controls are written as `\uXXXX` ([`find_unsafe`]).
+//! line and paragraph separators and Unicode's default-ignorable and bidi-control characters are
+//! written as `\uXXXX` ([`is_escaped`]).
 //!
 //! `--all --json` writes (and redacts) its record lines on a thread of its own while the next
 //! chunk is parsed: [`Pipeline`].
@@ -19,6 +20,7 @@ use crate::driver::heads::SessionHead;
 use crate::handoff::Handoff;
 use clankie_engine::page::Page;
 use clankie_engine::session::SessionFile;
+use clankie_model::invisible::is_invisible;
 use clankie_model::{LazyText, Record, RecordBody, TextKind, Usage, display_path};
 
 #[derive(Serialize)]
@@ -212,104 +214,135 @@ impl serde_json::ser::Formatter for TerminalSafe {
     }
 }
 
-/// Where the first character is that JSON lets through raw but a terminal acts on, and its
-/// length in bytes: DEL (0x7F), the C1 controls U+0080–U+009F (0xC2 0x80–0x9F; a terminal may
-/// take U+009B as CSI), the line and paragraph separators U+2028/U+2029 (JavaScript and some
-/// terminals break lines on them) and the bidi embeddings and overrides U+202A–U+202E (0xE2
-/// 0x80 0xA8–0xAE together), and the bidi isolates U+2066–U+2069 (0xE2 0x81 0xA6–0xA9). A byte
-/// scan: `s` is UTF-8, so these sequences are those characters and nothing else.
+/// Whether `--json` writes `c` as `\uXXXX` although JSON lets it through raw: DEL and the C1
+/// controls U+0080–U+009F (a terminal may take U+009B as CSI), the line and paragraph
+/// separators U+2028/U+2029 (JavaScript and some terminals break lines on them), and every
+/// Default_Ignorable_Code_Point and Bidi_Control character ([`is_invisible`]: zero-width
+/// characters, bidi marks, embeddings, overrides and isolates, variation selectors, tags),
+/// which make a line read differently from what it holds.
+#[cfg_attr(not(test), allow(dead_code))]
+fn is_escaped(c: char) -> bool {
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}') || is_invisible(c)
+}
+
+/// Where the first [`is_escaped`] character is, and its length in bytes. A byte scan: `s` is
+/// UTF-8, so the sequences [`escaped_at`] matches are those characters and nothing else.
 fn find_unsafe(s: &[u8]) -> Option<(usize, usize)> {
-    let mut from = 0;
-    while let Some(i) = memchr::memchr3(0x7f, 0xc2, 0xe2, &s[from..]) {
-        let at = from + i;
-        let len = unsafe_len(s, at);
-        if len > 0 {
-            return Some((at, len));
-        }
-        from = at + 1;
-    }
-    None
+    (0..s.len())
+        .filter(|&at| s[at] >= 0x7f)
+        .find_map(|at| Some((at, unsafe_len(s, at))).filter(|&(_, len)| len > 0))
 }
 
-/// Whether `s` holds a character [`find_unsafe`] finds (nearly all text does not). memchr3
-/// skips plain text at memory speed, but it stops at every 0xC2 and 0xE2 byte, and prose is
-/// full of other characters led by those (’ “ ” — … • arrows and box drawing are 0xE2 …);
-/// after two such stops the rest is checked by [`has_unsafe_in_blocks`], whose speed does not
-/// depend on what the text holds.
+/// Whether `s` holds an [`is_escaped`] character (nearly all text does not): in ASCII only DEL
+/// can be one; other text is checked by [`has_unsafe_in_blocks`], whose speed does not depend
+/// on what the text holds (prose is full of characters that share lead bytes with the escaped
+/// ones: ’ “ ” — … are 0xE2 …).
 fn has_unsafe(s: &[u8]) -> bool {
-    let mut from = 0;
-    for _ in 0..2 {
-        let Some(i) = memchr::memchr3(0x7f, 0xc2, 0xe2, &s[from..]) else {
-            return false;
-        };
-        let at = from + i;
-        if unsafe_len(s, at) > 0 {
-            return true;
-        }
-        from = at + 1;
+    if s.is_ascii() {
+        return memchr::memchr(0x7f, s).is_some();
     }
-    has_unsafe_in_blocks(&s[from..])
+    has_unsafe_in_blocks(s)
 }
 
-/// The length of the [`find_unsafe`] character at `s[at]`, else 0.
+/// The length of the [`is_escaped`] character at `s[at]`, else 0.
 fn unsafe_len(s: &[u8], at: usize) -> usize {
-    match (s[at], s.get(at + 1), s.get(at + 2)) {
-        (0x7f, ..) => 1,
-        (0xc2, Some(0x80..=0x9f), _) => 2,
-        (0xe2, Some(0x80), Some(0xa8..=0xae)) | (0xe2, Some(0x81), Some(0xa6..=0xa9)) => 3,
-        _ => 0,
+    let byte = |k: usize| s.get(at + k).copied().unwrap_or(0);
+    if escaped_at(s[at], byte(1), byte(2), byte(3)) == 0 {
+        return 0;
     }
+    match s[at] {
+        0..0x80 => 1,
+        0x80..0xe0 => 2,
+        0xe0..0xf0 => 3,
+        _ => 4,
+    }
+}
+
+/// 1 when the UTF-8 bytes `x y z w` start an [`is_escaped`] character, else 0; without a
+/// branch, so that [`block_has_unsafe`] vectorizes. The encodings of `is_escaped`'s ranges,
+/// lead byte by lead byte (a test holds the two equal over every code point):
+/// 7F; C2 80–9F, C2 AD (U+00AD); CD 8F (U+034F); D8 9C (U+061C); E1 85 9F–A0 (U+115F–1160),
+/// E1 9E B4–B5 (U+17B4–17B5), E1 A0 8B–8F (U+180B–180F); E2 80 8B–8F (U+200B–200F), E2 80
+/// A8–AE (U+2028–202E), E2 81 A0–AF (U+2060–206F); E3 85 A4 (U+3164); EF B8 80–8F
+/// (U+FE00–FE0F), EF BB BF (U+FEFF), EF BE A0 (U+FFA0), EF BF B0–B8 (U+FFF0–FFF8); F0 9B B2
+/// A0–A3 (U+1BCA0–1BCA3), F0 9D 85 B3–BA (U+1D173–1D17A); F3 A0 (U+E0000–E0FFF).
+#[inline(always)]
+fn escaped_at(x: u8, y: u8, z: u8, w: u8) -> u8 {
+    let is = |a: u8, b: u8| u8::from(a == b);
+    let within = |a: u8, lo: u8, hi: u8| u8::from(a.wrapping_sub(lo) <= hi - lo);
+    let c2 = is(x, 0xc2) & (within(y, 0x80, 0x9f) | is(y, 0xad));
+    let cd_d8 = (is(x, 0xcd) & is(y, 0x8f)) | (is(x, 0xd8) & is(y, 0x9c));
+    let e1 = is(x, 0xe1)
+        & ((is(y, 0x85) & within(z, 0x9f, 0xa0))
+            | (is(y, 0x9e) & within(z, 0xb4, 0xb5))
+            | (is(y, 0xa0) & within(z, 0x8b, 0x8f)));
+    let e2 = is(x, 0xe2)
+        & ((is(y, 0x80) & (within(z, 0x8b, 0x8f) | within(z, 0xa8, 0xae)))
+            | (is(y, 0x81) & within(z, 0xa0, 0xaf)));
+    let e3 = is(x, 0xe3) & is(y, 0x85) & is(z, 0xa4);
+    let ef = is(x, 0xef)
+        & ((is(y, 0xb8) & within(z, 0x80, 0x8f))
+            | (is(y, 0xbb) & is(z, 0xbf))
+            | (is(y, 0xbe) & is(z, 0xa0))
+            | (is(y, 0xbf) & within(z, 0xb0, 0xb8)));
+    let f0 = is(x, 0xf0)
+        & ((is(y, 0x9b) & is(z, 0xb2) & within(w, 0xa0, 0xa3))
+            | (is(y, 0x9d) & is(z, 0x85) & within(w, 0xb3, 0xba)));
+    let f3 = is(x, 0xf3) & is(y, 0xa0);
+    is(x, 0x7f) | c2 | cd_d8 | e1 | e2 | e3 | ef | f0 | f3
 }
 
 const BLOCK: usize = 64;
+/// How far past a position [`escaped_at`] looks.
+const LOOKAHEAD: usize = 3;
 
 /// [`has_unsafe`] a block of 64 positions at a time, each checked without a branch so that
-/// the compiler vectorizes the loop. Each position looks at the two bytes after it; the end is
-/// padded with zeros. (`s` may start inside a character: a continuation byte never matches.)
+/// the compiler vectorizes the loop. Each position looks at the three bytes after it; the end
+/// is padded with zeros. (`s` may start inside a character: a continuation byte never matches.)
 fn has_unsafe_in_blocks(s: &[u8]) -> bool {
     let mut start = 0;
-    while let Some(window) = s.get(start..start + BLOCK + 2) {
+    while let Some(window) = s.get(start..start + BLOCK + LOOKAHEAD) {
         if block_has_unsafe(window) {
             return true;
         }
         start += BLOCK;
     }
-    // At most BLOCK + 1 bytes are left: one or two padded blocks.
+    // At most BLOCK + LOOKAHEAD - 1 bytes are left: one or two padded blocks.
     let rest = &s[start..];
-    let mut padded = [0u8; 2 * BLOCK + 2];
+    let mut padded = [0u8; 2 * BLOCK + LOOKAHEAD];
     padded[..rest.len()].copy_from_slice(rest);
     block_has_unsafe(&padded) || (rest.len() > BLOCK && block_has_unsafe(&padded[BLOCK..]))
 }
 
 fn block_has_unsafe(window: &[u8]) -> bool {
     // Slicing to the exact length lets the compiler drop the bounds checks below.
-    let w = &window[..BLOCK + 2];
+    let w = &window[..BLOCK + LOOKAHEAD];
     let mut hit = 0u8;
     for k in 0..BLOCK {
-        let (x, y, z) = (w[k], w[k + 1], w[k + 2]);
-        let del = u8::from(x == 0x7f);
-        let c1 = u8::from(x == 0xc2) & u8::from(y < 0xa0);
-        let separators_overrides = u8::from(y == 0x80) & u8::from((0xa8..=0xae).contains(&z));
-        let isolates = u8::from(y == 0x81) & u8::from((0xa6..=0xa9).contains(&z));
-        hit |= del | c1 | (u8::from(x == 0xe2) & (separators_overrides | isolates));
+        hit |= escaped_at(w[k], w[k + 1], w[k + 2], w[k + 3]);
     }
     hit != 0
 }
 
-/// `\uXXXX` (lowercase hex, as serde_json writes control characters) for one character of at
-/// most three UTF-8 bytes.
-fn unicode_escape(utf8: &[u8]) -> [u8; 6] {
-    let code = match *utf8 {
-        [b0] => u32::from(b0),
-        [b0, b1] => (u32::from(b0 & 0x1f) << 6) | u32::from(b1 & 0x3f),
-        [b0, b1, b2, ..] => {
-            (u32::from(b0 & 0x0f) << 12) | (u32::from(b1 & 0x3f) << 6) | u32::from(b2 & 0x3f)
-        }
-        [] => 0,
-    };
+/// `\uXXXX` (lowercase hex, as serde_json writes control characters) for the character whose
+/// UTF-8 is `utf8`; a character past U+FFFF as its UTF-16 surrogate pair, as JSON spells it.
+fn unicode_escape(utf8: &[u8]) -> Vec<u8> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digit = |shift: u32| HEX[((code >> shift) & 0xf) as usize];
-    [b'\\', b'u', digit(12), digit(8), digit(4), digit(0)]
+    let Some(c) = std::str::from_utf8(utf8)
+        .ok()
+        .and_then(|s| s.chars().next())
+    else {
+        return Vec::new();
+    };
+    let mut units = [0u16; 2];
+    let mut out = Vec::with_capacity(12);
+    for &unit in c.encode_utf16(&mut units).iter() {
+        out.extend_from_slice(b"\\u");
+        for shift in [12, 8, 4, 0] {
+            out.push(HEX[usize::from((unit >> shift) & 0xf)]);
+        }
+    }
+    out
 }
 
 /// How many bytes of record lines are gathered before one write.
@@ -944,7 +977,9 @@ mod tests {
         let mut want = String::new();
         for c in serde_json::to_string(s).unwrap().chars() {
             if is_terminal_control(c) {
-                want += &format!("\\u{:04x}", c as u32);
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    want += &format!("\\u{unit:04x}");
+                }
             } else {
                 want.push(c);
             }
@@ -953,7 +988,7 @@ mod tests {
     }
 
     fn is_terminal_control(c: char) -> bool {
-        matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        is_escaped(c)
     }
 
     #[test]
@@ -1055,6 +1090,54 @@ mod tests {
     }
 
     #[test]
+    fn every_default_ignorable_and_bidi_control_character_is_escaped_and_nothing_else() {
+        let (mut escaped, mut tables) = (0, 0);
+        for &(first, last) in clankie_model::invisible::DEFAULT_IGNORABLE
+            .iter()
+            .chain(clankie_model::invisible::BIDI_CONTROL)
+        {
+            tables += u32::from(last) - u32::from(first) + 1;
+        }
+        // Every code point, alone and among prose that shares lead bytes with the escaped ones,
+        // through both writers and both scans.
+        for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
+            let mut utf8 = [0; 4];
+            let bytes = c.encode_utf8(&mut utf8).as_bytes();
+            let want = is_escaped(c);
+            assert_eq!(unsafe_len(bytes, 0) > 0, want, "{c:?}");
+            // The scans over text: for the escaped characters, their neighbours, and a sample.
+            let near = |d: i64| {
+                char::from_u32((i64::from(u32::from(c)) + d) as u32).is_some_and(is_escaped)
+            };
+            if !(want || near(-1) || near(1) || u32::from(c) % 61 == 0) {
+                continue;
+            }
+            let dense = format!("’{c}—");
+            assert_eq!(has_unsafe_in_blocks(dense.as_bytes()), want, "{c:?}");
+            assert_eq!(has_unsafe(dense.as_bytes()), want, "{c:?}");
+            if want {
+                escaped += 1;
+                let mut buf = Vec::new();
+                write_str(&mut buf, &dense);
+                let written = String::from_utf8(buf).unwrap();
+                assert!(!written.contains(c), "{c:?} raw in {written}");
+                assert_eq!(serde_json::from_str::<String>(&written).unwrap(), dense);
+                let mut via_serde = Vec::new();
+                to_writer(&mut via_serde, &dense).unwrap();
+                assert_eq!(String::from_utf8(via_serde).unwrap(), written, "{c:?}");
+            }
+        }
+        // The tables (they overlap: every bidi control is default-ignorable), DEL, the C1
+        // controls and the two separators.
+        assert!(escaped >= tables - 13 + 33 + 2, "{escaped} of {tables}");
+        for c in ['\u{200f}', '\u{61c}', '\u{200b}'] {
+            let mut buf = Vec::new();
+            write_str(&mut buf, &format!("a{c}b"));
+            assert_eq!(buf, format!("\"a\\u{:04x}b\"", u32::from(c)).into_bytes());
+        }
+    }
+
+    #[test]
     fn the_byte_scan_finds_whole_characters_only() {
         assert_eq!(find_unsafe(b"ab\x7f"), Some((2, 1)));
         assert_eq!(find_unsafe("a\u{85}".as_bytes()), Some((1, 2)));
@@ -1063,8 +1146,9 @@ mod tests {
         for cut in [&b"ab\xc2"[..], b"\xe2", b"\xe2\x80", b"\xe2\x81"] {
             assert_eq!(find_unsafe(cut), None, "{cut:?}");
         }
-        assert_eq!(unicode_escape("\u{9b}".as_bytes()), *b"\\u009b");
-        assert_eq!(unicode_escape("\u{202a}".as_bytes()), *b"\\u202a");
+        assert_eq!(unicode_escape("\u{9b}".as_bytes()), b"\\u009b");
+        assert_eq!(unicode_escape("\u{202a}".as_bytes()), b"\\u202a");
+        assert_eq!(unicode_escape("\u{e0041}".as_bytes()), b"\\udb40\\udc41");
     }
 
     #[test]

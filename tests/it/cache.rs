@@ -117,13 +117,33 @@ fn a_search_again_moves_only_what_changed() {
             fetch(&dir, &host, &[&a, &b, &c]).await,
             (1 << 20) + 3 * WINDOWS
         );
-        // Rewritten in place, same size: checked, then fetched whole; never the old bytes.
+        // Rewritten in place, same size, a later mtime: fetched whole without checking its
+        // windows first (docs/cache.md); never the old bytes.
         let new_c = lines(5, c.len());
         sshd.put_file(USER, ".claude/projects/-cache/c.jsonl", &new_c);
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
+        std::fs::File::options()
+            .write(true)
+            .open(sshd.home(USER).join(".claude/projects/-cache/c.jsonl"))
+            .and_then(|f| f.set_modified(later))
+            .unwrap();
         assert_eq!(
             fetch(&dir, &host, &[&a, &b, &new_c]).await,
-            3 * WINDOWS + new_c.len() as u64
+            2 * WINDOWS + new_c.len() as u64
         );
+        // Rewritten within the same second as its mtime says: its windows tell.
+        let newer_c = lines(6, c.len());
+        sshd.put_file(USER, ".claude/projects/-cache/c.jsonl", &newer_c);
+        std::fs::File::options()
+            .write(true)
+            .open(sshd.home(USER).join(".claude/projects/-cache/c.jsonl"))
+            .and_then(|f| f.set_modified(later))
+            .unwrap();
+        assert_eq!(
+            fetch(&dir, &host, &[&a, &b, &newer_c]).await,
+            3 * WINDOWS + newer_c.len() as u64
+        );
+        let new_c = newer_c;
         assert_eq!(fetch(&dir, &host, &[&a, &b, &new_c]).await, 3 * WINDOWS);
     });
 

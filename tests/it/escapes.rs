@@ -15,14 +15,16 @@ const SESSION: &str = "e5c0de00-0000-4000-8000-000000000001";
 /// Every character JSON lets through raw but a terminal (or JavaScript) acts on, among ordinary
 /// text.
 const HOSTILE: &str = "del\u{7f} c1\u{85}\u{9b}31m csi \u{202e}evil\u{202c} \u{2066}iso\u{2069} \
-                       line\u{2028}para\u{2029} zw\u{200b}j\u{200d} mark\u{200f}\u{61c} ok é 日 🎉";
+                       line\u{2028}para\u{2029} zw\u{200b}j\u{200d} mark\u{200f}\u{61c} ok é 日 🎉 \
+                       shy\u{ad} hangul\u{3164} vs\u{fe0f} tag\u{e0041}";
 
 fn escaped_in_json(c: char) -> bool {
-    matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
+        || clankie_model::invisible::is_invisible(c)
 }
 
 fn removed_in_text(c: char) -> bool {
-    escaped_in_json(c)
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
         || matches!(
             c,
             '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{61c}'
@@ -62,7 +64,19 @@ fn json_escapes_terminal_controls_and_parses_back_the_same() {
         "raw terminal control in {stdout:?}"
     );
     for escape in [
-        "\\u007f", "\\u0085", "\\u009b", "\\u202e", "\\u2028", "\\u2069",
+        "\\u007f",
+        "\\u0085",
+        "\\u009b",
+        "\\u202e",
+        "\\u2028",
+        "\\u2069",
+        "\\u200f",
+        "\\u061c",
+        "\\u200b",
+        "\\u00ad",
+        "\\u3164",
+        "\\ufe0f",
+        "\\udb40\\udc41",
     ] {
         assert!(stdout.contains(escape), "{escape} in {stdout}");
     }

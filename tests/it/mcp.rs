@@ -1025,3 +1025,85 @@ fn search_cuts_around_the_match_and_names_a_failed_host_once() {
     assert!(!message.starts_with("down:"), "{message}");
     server.finish();
 }
+
+/// The peak resident memory of process `pid` in KiB (`VmHWM`), where the system says it.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What the server may hold at its peak while refusing the hostile requests below: its own
+/// working set plus one request of at most 4 MiB (`docs/mcp.md`) and its parse.
+const MCP_PEAK_RSS_KIB: u64 = 64 * 1024;
+
+#[test]
+fn malformed_oversized_and_too_deep_requests_each_get_their_json_rpc_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (_root, root_option) = fixture_root(home);
+    let state = home.join("state/mcp.json");
+    let mut server = Server::start(
+        home,
+        &["--root", root_option.as_str()],
+        &["--state", state.to_str().unwrap()],
+    );
+    let call = |id: &str, arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"search","arguments":{arguments}}}}}"#
+        )
+    };
+    let hundred_mb = call(
+        "8",
+        &format!(r#"{{"pattern":"{}"}}"#, "a".repeat(100 << 20)),
+    );
+    let deep = call(
+        "9",
+        &format!(
+            r#"{{"pattern":{}1{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        ),
+    );
+    // The id past the first 64 KiB of a line too long cannot be read: `null`.
+    let late_id = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"x":"{}"}},"id":10}}"#,
+        "b".repeat(5 << 20)
+    );
+    let cases: Vec<(&str, String, i64, Value)> = vec![
+        (
+            "malformed",
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/ca"#.into(),
+            -32700,
+            json!(7),
+        ),
+        ("not JSON", "hello".into(), -32700, Value::Null),
+        ("100 MB", hundred_mb, -32600, json!(8)),
+        ("100,000 deep", deep, -32600, json!(9)),
+        ("id past 64 KiB", late_id, -32600, Value::Null),
+        (
+            "not a request",
+            r#"{"jsonrpc":"2.0","id":"s","method":5}"#.into(),
+            -32600,
+            json!("s"),
+        ),
+    ];
+    for (what, line, code, id) in cases {
+        let answer = server.raw(&line);
+        assert_eq!(answer["error"]["code"], code, "{what}: {answer}");
+        assert_eq!(answer["id"], id, "{what}: {answer}");
+        // And the next request is answered.
+        let ok = server.request("tools/list", json!({}));
+        assert!(ok["result"]["tools"].is_array(), "{what}, then: {ok}");
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let peak = peak_rss_kib(server.child.id()).expect("VmHWM");
+        eprintln!("mcp peak RSS after the hostile requests: {peak} KiB");
+        assert!(
+            peak <= MCP_PEAK_RSS_KIB,
+            "peak RSS {peak} KiB over {MCP_PEAK_RSS_KIB} KiB"
+        );
+    }
+    server.finish();
+}

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 pub mod harness;
+pub mod invisible;
 pub mod limits;
 pub mod sanitize;
 pub mod text;

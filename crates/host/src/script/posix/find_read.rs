@@ -358,3 +358,54 @@ P=$R/$hp
     s.raw(")\nfi\n");
     s.end("0")
 }
+
+#[cfg(test)]
+mod proptests {
+    //! `scripts/fuzz`'s path-hint target: a cursor's hint, which anyone can write, is used only
+    //! as a plain relative path one of the harness's id globs matches, whatever it holds.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn hint_bytes() -> impl Strategy<Value = Vec<u8>> {
+        let parts = prop_oneof![
+            Just(b"projects".to_vec()),
+            Just(b"..".to_vec()),
+            Just(b".".to_vec()),
+            Just(b"".to_vec()),
+            Just(b"-x".to_vec()),
+            Just(b"sessions".to_vec()),
+            Just(b"abc123.jsonl".to_vec()),
+            Just(b"$(id)".to_vec()),
+            Just(b"a\nb".to_vec()),
+            prop::collection::vec(any::<u8>(), 0..12),
+        ];
+        prop::collection::vec(parts, 0..6).prop_map(|parts| parts.join(&b'/'))
+    }
+
+    proptest! {
+        #[test]
+        fn a_usable_hint_is_plain_relative_and_globbed(
+            rel in hint_bytes(),
+            harness in 0usize..64,
+            id in prop_oneof![Just("abc123".to_string()), "[a-z0-9-]{1,12}"],
+            other_harness in any::<bool>(),
+        ) {
+            let all: Vec<Harness> = clankie_engine::harness::all().collect();
+            let harness = all[harness % all.len()];
+            let hint = PathHint {
+                harness: if other_harness { "nobody".into() } else { harness.name().into() },
+                rel: rel.clone(),
+            };
+            if let Some(used) = usable_hint(Some(&hint), harness, &id) {
+                prop_assert!(!other_harness);
+                prop_assert_eq!(used, &rel[..]);
+                prop_assert!(check_relative_path(used).is_ok());
+                prop_assert!(!used.starts_with(b"-") && !used.starts_with(b"/"));
+                prop_assert!(used.split(|&b| b == b'/').all(|p| p != b".." && p != b"." && !p.is_empty()));
+                prop_assert!(used.iter().all(|b| b.is_ascii_alphanumeric() || b"._-+/%@=,:".contains(b)));
+            }
+        }
+    }
+}
