@@ -6,6 +6,7 @@
 //! store as the last committed run left it.
 
 pub mod schema;
+pub mod search;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
