@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use crate::check::{Change, HostCheck, HostState, SessionState};
 use crate::driver::heads::SessionHead;
 use clankie_engine::session::SessionFile;
-use clankie_model::{Harness, Record, RecordBody, TerminalSource, TextKind, Usage};
+use clankie_model::{Harness, Record, RecordBody, RecordKind, TerminalSource, TextKind, Usage};
 
 /// Where a store is, as `--into`/`--store` name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,6 +248,16 @@ pub fn plan(
             continue;
         }
         let reset = change == Change::Reset;
+        let mut records = records;
+        if reset
+            && records
+                .first()
+                .is_some_and(|r| r.kind() == RecordKind::Notice && r.id.starts_with("reset@"))
+        {
+            // The notice a restarted read begins with says what the new generation records;
+            // `read --all` of the session has no such record.
+            records.remove(0);
+        }
         let (generation, next_seq) = old.map_or((0, 0), |o| (o.generation, o.next_seq));
         let (generation, start_seq) = if reset {
             (generation + 1, 0)

@@ -48,6 +48,7 @@ mod ssh_config;
 mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;
+mod store;
 mod support;
 mod tables;
 mod terminal;
