@@ -179,7 +179,7 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
                 args.host_names.clone()
             }
         });
-        return grep_store(url, names, harness, &query, &printer);
+        return grep_store(url, names, harness, &query, &printer).await;
     }
     let names: Vec<String> = if args.hosts_all {
         ctx.hosts_file().names().map(String::from).collect()
@@ -332,17 +332,17 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
 
 /// `grep --store`: every host the store holds (or those named), answered from the store; the
 /// output is what the hosts' would be.
-fn grep_store(
+async fn grep_store(
     url: &str,
     names: Option<Vec<String>>,
     harness: Option<clankie_model::Harness>,
     query: &Query,
     printer: &crate::render::grep::GrepPrinter,
 ) -> Result<Outcome, Error> {
-    let mut store = Store::open(&StoreUrl::parse(Some(url))?, None)?;
+    let mut store = Store::open(&StoreUrl::parse(Some(url))?, None).await?;
     let names = match names {
         Some(names) => names,
-        None => store.hosts()?,
+        None => store.hosts().await?,
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -355,7 +355,8 @@ fn grep_store(
             if written.is_ok() {
                 written = printer.session(&mut out, name, &found);
             }
-        })?;
+        })
+        .await?;
         written?;
     }
     printer.summary(&mut out, matches, sessions, 0)?;

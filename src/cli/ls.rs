@@ -275,16 +275,15 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     let want_heads = !json || args.view.long;
     let view = std::sync::Arc::new(args.view);
     let mut store = match &args.store {
-        Some(url) => Some(crate::store::Store::open(
-            &crate::store::StoreUrl::parse(Some(url))?,
-            None,
-        )?),
+        Some(url) => {
+            Some(crate::store::Store::open(&crate::store::StoreUrl::parse(Some(url))?, None).await?)
+        }
         None => None,
     };
     let names = if !args.host_names.is_empty() {
         args.host_names.clone()
     } else if let Some(store) = &mut store {
-        store.hosts()?
+        store.hosts().await?
     } else {
         vec!["local".to_string()]
     };
@@ -302,7 +301,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     let mut stored = Vec::new();
     for (index, name) in names.iter().enumerate() {
         if let Some(store) = &mut store {
-            let result = stored_listing(store, name, harness, since, &filter, &view, json);
+            let result = stored_listing(store, name, harness, since, &filter, &view, json).await;
             stored.push((index, name.clone(), result));
             continue;
         }
@@ -523,7 +522,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
 
 /// One host's listing as a store holds it: its sessions as of its last sync, with the titles
 /// and directories the sync read (no host is contacted).
-fn stored_listing(
+async fn stored_listing(
     store: &mut crate::store::Store,
     name: &str,
     harness: Option<Harness>,
@@ -532,7 +531,7 @@ fn stored_listing(
     view: &ViewArgs,
     json: bool,
 ) -> Result<HostListing, Error> {
-    let mut sessions = store.sessions(name)?;
+    let mut sessions = store.sessions(name).await?;
     if let Some(harness) = harness {
         sessions.retain(|s| s.session.harness() == harness);
     }

@@ -52,12 +52,12 @@ pub(super) async fn run(global: &GlobalArgs, args: SyncArgs) -> Result<Outcome, 
     } else {
         args.host_names.clone()
     };
-    let mut store = Store::open(&url, Some(redact))?;
+    let mut store = Store::open(&url, Some(redact)).await?;
     store::check_redaction(&url.display(), store.redacted(), redact)?;
     let deadline = tokio::time::Instant::now() + run_timeout;
     let mut priors: Vec<Prior> = Vec::with_capacity(names.len());
     for name in &names {
-        priors.push(store.prior(name)?);
+        priors.push(store.prior(name).await?);
     }
     let mut tasks = tokio::task::JoinSet::new();
     for (index, (name, prior)) in names.iter().zip(priors).enumerate() {
@@ -136,7 +136,7 @@ pub(super) async fn run(global: &GlobalArgs, args: SyncArgs) -> Result<Outcome, 
                 let sessions = write.sessions.len();
                 // A database that cannot take the write ends the run: the hosts not yet
                 // written keep their stored cursors.
-                let added = store.apply(&name, &write)?;
+                let added = store.apply(&name, &write).await?;
                 if global.verbose {
                     super::warn(&[format!(
                         "{name}: {added} records added ({records} read) in {sessions} sessions"

@@ -5,6 +5,7 @@
 //! and advances its sessions' cursors together, so a sync killed at any point leaves the
 //! store as the last committed run left it.
 
+pub mod postgres;
 pub mod schema;
 pub mod search;
 pub mod sqlite;
@@ -459,16 +460,15 @@ fn parse_usage(json: &str) -> Option<Box<Usage>> {
     .nonempty()
 }
 
-/// How the text index narrows a search: an FTS5 query over the trigram index of every
-/// record's searched text, or `None` when the pattern has no literal the index can look up
-/// (every record is then matched).
+/// How the text index narrows a search: alternatives, each a set of pieces that must all be
+/// in a record's searched text (compared ignoring case when the second value says so); `None`
+/// when the pattern has no literal the index can look up (every record is then matched).
 ///
-/// Every match contains one of the pattern's required literals. The trigram index folds case,
-/// so a literal that must match exactly is still found (with others the regex then refuses).
-/// Ignoring case, the regex folds `k` and `s` with the Kelvin sign and the long s, and
-/// non-ASCII letters by Unicode's rules, which the index need not share: a literal is cut at
-/// those characters, and each piece of at least three characters must be in the text.
-pub fn fts_query(matcher: &clankie_engine::search::Matcher) -> Option<String> {
+/// Every match contains one of the pattern's required literals. Ignoring case, the regex folds
+/// `k` and `s` with the Kelvin sign and the long s, and non-ASCII letters by Unicode's rules,
+/// which an index need not share: a literal is cut at those characters, and each piece of at
+/// least three characters must be in the text (trigram indexes look up nothing shorter).
+pub fn index_terms(matcher: &clankie_engine::search::Matcher) -> Option<(Vec<Vec<String>>, bool)> {
     let literals = matcher.required_literals()?;
     let insensitive = matcher.is_case_insensitive();
     let mut alternatives = Vec::new();
@@ -483,14 +483,31 @@ pub fn fts_query(matcher: &clankie_engine::search::Matcher) -> Option<String> {
         let terms: Vec<String> = pieces
             .into_iter()
             .filter(|p| p.chars().count() >= 3)
-            .map(|p| format!("\"{}\"", p.replace('"', "\"\"")))
+            .map(str::to_string)
             .collect();
         if terms.is_empty() {
             return None;
         }
-        alternatives.push(format!("({})", terms.join(" AND ")));
+        alternatives.push(terms);
     }
-    (!alternatives.is_empty()).then(|| alternatives.join(" OR "))
+    (!alternatives.is_empty()).then_some((alternatives, insensitive))
+}
+
+/// [`index_terms`] as an FTS5 query over the trigram index (which folds case, so an exact
+/// literal is still found, with others the regex then refuses).
+pub fn fts_query(matcher: &clankie_engine::search::Matcher) -> Option<String> {
+    let (alternatives, _) = index_terms(matcher)?;
+    let alternatives: Vec<String> = alternatives
+        .iter()
+        .map(|terms| {
+            let terms: Vec<String> = terms
+                .iter()
+                .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                .collect();
+            format!("({})", terms.join(" AND "))
+        })
+        .collect();
+    Some(alternatives.join(" OR "))
 }
 
 /// A session the store holds, for `ls --store` and `grep --store`.
@@ -504,21 +521,22 @@ pub struct StoredSession {
 /// One opened store.
 pub enum Store {
     Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
 }
 
 impl Store {
-    /// Opens the store at `url`, creating it (with `redact` as its setting) when `create`.
-    pub fn open(url: &StoreUrl, create: Option<bool>) -> Result<Store, StoreError> {
+    /// Opens the store at `url`; `create` (the redaction a new store records) makes it when
+    /// missing and migrates an older schema.
+    pub async fn open(url: &StoreUrl, create: Option<bool>) -> Result<Store, StoreError> {
         match url {
             StoreUrl::Sqlite(path) => Ok(Store::Sqlite(sqlite::SqliteStore::open(
                 path,
                 &url.display(),
                 create,
             )?)),
-            StoreUrl::Postgres(_) => Err(StoreError::Url {
-                url: url.display(),
-                reason: "PostgreSQL stores are not supported by this build".into(),
-            }),
+            StoreUrl::Postgres(conninfo) => Ok(Store::Postgres(
+                postgres::PgStore::open(conninfo, &url.display(), create).await?,
+            )),
         }
     }
 
@@ -526,58 +544,79 @@ impl Store {
     pub fn redacted(&self) -> bool {
         match self {
             Store::Sqlite(s) => s.redacted(),
+            Store::Postgres(s) => s.redacted(),
         }
     }
 
-    pub fn prior(&mut self, host: &str) -> Result<Prior, StoreError> {
+    pub async fn prior(&mut self, host: &str) -> Result<Prior, StoreError> {
         match self {
             Store::Sqlite(s) => s.prior(host),
+            Store::Postgres(s) => s.prior(host).await,
         }
     }
 
     /// Writes one host's sync in one transaction; returns the records actually added.
-    pub fn apply(&mut self, host: &str, write: &HostWrite) -> Result<usize, StoreError> {
+    pub async fn apply(&mut self, host: &str, write: &HostWrite) -> Result<usize, StoreError> {
         match self {
             Store::Sqlite(s) => s.apply(host, write),
+            Store::Postgres(s) => s.apply(host, write).await,
         }
     }
 
     /// The hosts the store holds, by name.
-    pub fn hosts(&mut self) -> Result<Vec<String>, StoreError> {
+    pub async fn hosts(&mut self) -> Result<Vec<String>, StoreError> {
         match self {
             Store::Sqlite(s) => s.hosts(),
+            Store::Postgres(s) => s.hosts().await,
         }
     }
 
     /// A host's sessions (not deleted), in its last listing's order.
-    pub fn sessions(&mut self, host: &str) -> Result<Vec<StoredSession>, StoreError> {
+    pub async fn sessions(&mut self, host: &str) -> Result<Vec<StoredSession>, StoreError> {
         match self {
             Store::Sqlite(s) => s.sessions(host),
+            Store::Postgres(s) => s.sessions(host).await,
         }
     }
 
     /// The current records of one session, in order.
-    pub fn records(
+    pub async fn records(
         &mut self,
         host: &str,
         session: &StoredSession,
     ) -> Result<Vec<Record>, StoreError> {
         match self {
             Store::Sqlite(s) => s.records(host, session),
+            Store::Postgres(s) => s.records(host, session).await,
         }
     }
 
-    /// The current records of `host` the index finds for `query`, grouped by session in
-    /// `sessions`' order: `(index into sessions, records)`.
-    pub fn candidates(
+    /// The current records of `host` the index finds for `matcher` (`None`: it has nothing
+    /// to look up), grouped by session in `sessions`' order: `(index into sessions,
+    /// records)`.
+    pub async fn candidates(
         &mut self,
         host: &str,
         sessions: &[StoredSession],
-        query: &str,
-        each: impl FnMut(usize, Vec<Record>),
-    ) -> Result<(), StoreError> {
+        matcher: &clankie_engine::search::Matcher,
+    ) -> Result<Option<Vec<(usize, Vec<Record>)>>, StoreError> {
         match self {
-            Store::Sqlite(s) => s.candidates(host, sessions, query, each),
+            Store::Sqlite(s) => {
+                let Some(query) = fts_query(matcher) else {
+                    return Ok(None);
+                };
+                let mut found = Vec::new();
+                s.candidates(host, sessions, &query, |k, records| {
+                    found.push((k, records))
+                })?;
+                Ok(Some(found))
+            }
+            Store::Postgres(s) => {
+                let Some(terms) = index_terms(matcher) else {
+                    return Ok(None);
+                };
+                s.candidates(host, sessions, &terms).await.map(Some)
+            }
         }
     }
 }

@@ -7,26 +7,25 @@ use clankie_engine::SourceCtx;
 use clankie_engine::search::{Query, SessionSearch};
 use clankie_model::{Harness, Record};
 
-use super::{Store, StoreError, StoredSession, fts_query};
+use super::{Store, StoreError, StoredSession};
 use crate::driver::search::SessionFound;
 
 /// Searches the sessions of `host` the store holds (of `harness` only, when given), in the
 /// host's listing order; `on_session` gets each session with a match.
-pub fn search_host(
+pub async fn search_host(
     store: &mut Store,
     host: &str,
     harness: Option<Harness>,
     query: &Query,
     mut on_session: impl FnMut(SessionFound),
 ) -> Result<(), StoreError> {
-    let mut sessions = store.sessions(host)?;
+    let mut sessions = store.sessions(host).await?;
     if let Some(harness) = harness {
         sessions.retain(|s| s.session.harness() == harness);
     }
     // An unredacted store's records are redacted before matching, as a host's are; the
     // index holds the raw text then, which a literal of the redacted text need not be in.
     let redact = query.redact && !store.redacted();
-    let index = fts_query(&query.matcher).filter(|_| !redact);
     let context = query.before > 0 || query.after > 0;
     let search = |stored: &StoredSession, mut records: Vec<Record>| {
         if redact {
@@ -48,14 +47,15 @@ pub fn search_host(
             found,
         }
     };
-    match index {
+    let candidates = if redact {
+        None
+    } else {
+        store.candidates(host, &sessions, &query.matcher).await?
+    };
+    match candidates {
         // Only the records the index finds can match, and with no context asked for they
         // are all the search needs.
-        Some(fts) if !context => {
-            let mut each = Vec::new();
-            store.candidates(host, &sessions, &fts, |k, records| {
-                each.push((k, records));
-            })?;
+        Some(each) if !context => {
             for (k, records) in each {
                 let found = search(&sessions[k], records);
                 if found.matches > 0 {
@@ -66,15 +66,15 @@ pub fn search_host(
         _ => {
             // With context, a session with a candidate is searched whole; without an index,
             // every session is.
-            let mut wanted = vec![index.is_none(); sessions.len()];
-            if let Some(fts) = &index {
-                store.candidates(host, &sessions, fts, |k, _| wanted[k] = true)?;
+            let mut wanted = vec![candidates.is_none(); sessions.len()];
+            for (k, _) in candidates.iter().flatten() {
+                wanted[*k] = true;
             }
             for (stored, wanted) in sessions.iter().zip(wanted) {
                 if !wanted {
                     continue;
                 }
-                let records = store.records(host, stored)?;
+                let records = store.records(host, stored).await?;
                 let found = search(stored, records);
                 if found.matches > 0 {
                     on_session(found);

@@ -49,6 +49,7 @@ mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;
 mod store;
+mod store_postgres;
 mod support;
 mod tables;
 mod terminal;

@@ -20,7 +20,7 @@ fn fixtures() -> PathBuf {
 
 /// Every fixture harness home, by harness; the terminal recording is laid out under
 /// `scratch` as its harness home holds it.
-fn fixture_roots(scratch: &Path) -> Vec<(&'static str, PathBuf)> {
+pub(crate) fn fixture_roots(scratch: &Path) -> Vec<(&'static str, PathBuf)> {
     let f = fixtures();
     let terminal = scratch.join("terminal");
     std::fs::create_dir_all(terminal.join("casts")).unwrap();
@@ -46,12 +46,12 @@ fn fixture_roots(scratch: &Path) -> Vec<(&'static str, PathBuf)> {
     ]
 }
 
-fn run(home: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(home: &Path, args: &[&str]) -> Output {
     clankie(home).args(args).output().unwrap()
 }
 
 /// A hosts file with `name` reading `roots` locally.
-fn local_host(name: &str, roots: &[(&str, PathBuf)]) -> String {
+pub(crate) fn local_host(name: &str, roots: &[(&str, PathBuf)]) -> String {
     let roots: Vec<String> = roots
         .iter()
         .map(|(h, dir)| format!("{h} = \"{}\"", dir.display()))
@@ -63,7 +63,7 @@ fn local_host(name: &str, roots: &[(&str, PathBuf)]) -> String {
 }
 
 /// `(harness, session)` of every session `ls --json` lists on `host`.
-fn sessions_of(home: &Path, base: &[&str], host: &str) -> Vec<(String, String)> {
+pub(crate) fn sessions_of(home: &Path, base: &[&str], host: &str) -> Vec<(String, String)> {
     let out = run(home, &[base, &["ls", "--json", host]].concat());
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     ndjson(&out)
@@ -79,7 +79,13 @@ fn sessions_of(home: &Path, base: &[&str], host: &str) -> Vec<(String, String)> 
 }
 
 /// The record lines `read --all --json` gives of one session.
-fn read_all(home: &Path, base: &[&str], host: &str, harness: &str, session: &str) -> Vec<Value> {
+pub(crate) fn read_all(
+    home: &Path,
+    base: &[&str],
+    host: &str,
+    harness: &str,
+    session: &str,
+) -> Vec<Value> {
     let target = format!("{host}:{harness}/{session}");
     let out = run(
         home,
@@ -94,25 +100,33 @@ fn read_all(home: &Path, base: &[&str], host: &str, harness: &str, session: &str
 
 /// The records the store holds of each session of `host` (current generation), written as
 /// `read --json` writes records: `harness/session` → lines.
-fn stored_records(db: &Path, host: &str) -> std::collections::BTreeMap<String, Vec<Value>> {
-    let url = StoreUrl::Sqlite(db.to_path_buf());
-    let mut store = Store::open(&url, None).unwrap();
-    let mut all = std::collections::BTreeMap::new();
-    for stored in store.sessions(host).unwrap() {
-        let records = store.records(host, &stored).unwrap();
-        let mut buf = Vec::new();
-        clankie_read::render::ndjson::records(&mut buf, host, &records).unwrap();
-        let lines: Vec<Value> = String::from_utf8(buf)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        all.insert(
-            format!("{}/{}", stored.session.harness().name(), stored.session.id),
-            lines,
-        );
-    }
-    all
+pub(crate) fn stored_records(
+    url: &StoreUrl,
+    host: &str,
+) -> std::collections::BTreeMap<String, Vec<Value>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut store = Store::open(url, None).await.unwrap();
+        let mut all = std::collections::BTreeMap::new();
+        for stored in store.sessions(host).await.unwrap() {
+            let records = store.records(host, &stored).await.unwrap();
+            let mut buf = Vec::new();
+            clankie_read::render::ndjson::records(&mut buf, host, &records).unwrap();
+            let lines: Vec<Value> = String::from_utf8(buf)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            all.insert(
+                format!("{}/{}", stored.session.harness().name(), stored.session.id),
+                lines,
+            );
+        }
+        all
+    })
 }
 
 /// Every row of the store's tables, as text: two equal dumps are one unchanged store.
@@ -178,10 +192,10 @@ fn count(db: &Path, sql: &str) -> i64 {
 
 /// Asserts that the store holds, for every session of `host`, exactly what `read --all --json`
 /// gives of it (`host` as the store names it; `read_host` as the CLI reaches it).
-fn assert_store_is_read(home: &Path, base: &[&str], db: &Path, host: &str) {
+pub(crate) fn assert_store_is_read(home: &Path, base: &[&str], url: &StoreUrl, host: &str) {
     let sessions = sessions_of(home, base, host);
     assert!(!sessions.is_empty());
-    let stored = stored_records(db, host);
+    let stored = stored_records(url, host);
     assert_eq!(stored.len(), sessions.len(), "{:?}", stored.keys());
     for (harness, session) in &sessions {
         let read = read_all(home, base, host, harness, session);
@@ -203,7 +217,7 @@ fn a_sync_holds_exactly_what_read_gives_for_every_fixture_harness_and_a_second_w
     let out = run(h, &[&base[..], &["sync", "--into", &into, "fx"]].concat());
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
-    assert_store_is_read(h, &base, &db, "fx");
+    assert_store_is_read(h, &base, &StoreUrl::Sqlite(db.clone()), "fx");
     let harnesses = count(&db, "SELECT count(DISTINCT harness) FROM sessions");
     assert_eq!(harnesses, roots.len() as i64);
 
@@ -260,7 +274,7 @@ fn a_sync_holds_exactly_what_read_gives_for_every_fixture_harness_and_a_second_w
 }
 
 /// One Claude Code user line.
-fn line(uuid: &str, text: &str) -> String {
+pub(crate) fn line(uuid: &str, text: &str) -> String {
     format!(
         "{}\n",
         serde_json::json!({"type":"user","uuid":uuid,"timestamp":"2026-11-02T10:00:00.000Z",
@@ -270,7 +284,7 @@ fn line(uuid: &str, text: &str) -> String {
 
 /// A home with `sessions` Claude Code sessions of `records` records each; the hosts file
 /// names it `h`.
-fn generated(sessions: usize, records: usize) -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(crate) fn generated(sessions: usize, records: usize) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let home = tempfile::tempdir().unwrap();
     let root = home.path().join("agent/.claude");
     let dir = root.join("projects/-p");
@@ -321,7 +335,7 @@ fn growth_and_a_rewrite_are_recorded_and_the_old_records_kept_superseded() {
             .unwrap();
     }
     sync();
-    assert_store_is_read(h, &base, &db, "h");
+    assert_store_is_read(h, &base, &StoreUrl::Sqlite(db.clone()), "h");
     assert_eq!(
         count(&db, "SELECT count(*) FROM records WHERE superseded = 1"),
         3
@@ -420,12 +434,12 @@ fn two_syncs_at_once_write_each_record_once() {
         assert_eq!(code(&out), 0, "{}", stderr(&out));
     }
     assert_eq!(count(&db, "SELECT count(*) FROM records"), 60 * 40);
-    assert_store_is_read(h, &base, &db, "h");
+    assert_store_is_read(h, &base, &StoreUrl::Sqlite(db.clone()), "h");
 }
 
 /// Runs of [`sigkill_at_random_points`]: a few in `cargo test`, all 100 when
 /// `CLANKIE_STORE_KILL_RUNS` says so (.ci/run).
-fn kill_runs() -> usize {
+pub(crate) fn kill_runs() -> usize {
     std::env::var("CLANKIE_STORE_KILL_RUNS")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -476,7 +490,7 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
     }
     let last = run(h, &args);
     assert_eq!(code(&last), 0, "{}", stderr(&last));
-    assert_store_is_read(h, &base, &db, "h");
+    assert_store_is_read(h, &base, &StoreUrl::Sqlite(db.clone()), "h");
 }
 
 #[test]
@@ -539,7 +553,7 @@ fn over_ssh_the_store_holds_what_read_gives_and_grep_store_equals_grep() {
         &[&base[..], &["sync", "--into", &into, "remote"]].concat(),
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_store_is_read(h, &base, &db, "remote");
+    assert_store_is_read(h, &base, &StoreUrl::Sqlite(db.clone()), "remote");
     let before = dump(&db);
     let again = run(
         h,
