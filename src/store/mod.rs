@@ -620,3 +620,68 @@ impl Store {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clankie_engine::search::{Case, Matcher, PatternOptions};
+
+    fn fts(pattern: &str, fixed: bool, case: Case) -> Option<String> {
+        fts_query(&Matcher::new(pattern, PatternOptions { fixed, case }).unwrap())
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            StoreUrl::parse(Some("sqlite:/x/s.db")).unwrap(),
+            StoreUrl::Sqlite("/x/s.db".into())
+        );
+        assert_eq!(
+            StoreUrl::parse(Some("sqlite:rel.db")).unwrap(),
+            StoreUrl::Sqlite("rel.db".into())
+        );
+        assert!(matches!(
+            StoreUrl::parse(Some("postgresql://u@h/db")),
+            Ok(StoreUrl::Postgres(_))
+        ));
+        for bad in ["sqlite:", "mysql://x", "store.db"] {
+            let err = StoreUrl::parse(Some(bad)).unwrap_err();
+            assert!(err.is_usage(), "{bad}");
+        }
+        assert_eq!(
+            StoreUrl::Postgres("postgres://me:secret@db:5432/agents?sslmode=disable".into())
+                .display(),
+            "postgres://me@db:5432/agents?sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn the_index_looks_up_only_what_every_match_holds() {
+        // Exact: the literal whole; the index folds case, the regex decides.
+        assert_eq!(
+            fts("Deploy", false, Case::Smart).as_deref(),
+            Some("(\"Deploy\")")
+        );
+        assert_eq!(
+            fts("foo|barbaz", false, Case::Sensitive).as_deref(),
+            Some("(\"foo\") OR (\"barbaz\")")
+        );
+        // Ignoring case: cut at k, s and non-ASCII letters (folded otherwise by the regex).
+        assert_eq!(
+            fts("deploys", false, Case::Insensitive).as_deref(),
+            Some("(\"deploy\")")
+        );
+        assert_eq!(
+            fts("make things", false, Case::Insensitive).as_deref(),
+            Some("(\"e thing\")")
+        );
+        assert_eq!(fts("é", false, Case::Insensitive), None);
+        // Nothing to look up: shorter than a trigram, or no literal at all.
+        assert_eq!(fts("ab", true, Case::Sensitive), None);
+        assert_eq!(fts(r"\w+\d", false, Case::Sensitive), None);
+        assert_eq!(
+            fts("say \"hi there\"", true, Case::Sensitive).as_deref(),
+            Some("(\"say \"\"hi there\"\"\")")
+        );
+    }
+}
