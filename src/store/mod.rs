@@ -356,12 +356,13 @@ impl RecordRow {
     /// not know how to read.
     pub fn into_record(self, harness: Harness, session: &str) -> Option<Record> {
         let text = self.text.unwrap_or_default();
-        let body = match self.kind {
-            "user" => RecordBody::Text {
+        let kind = RECORD_KINDS.into_iter().find(|k| k.name() == self.kind)?;
+        let body = match kind {
+            RecordKind::User => RecordBody::Text {
                 kind: TextKind::User,
                 text: text.into(),
             },
-            "assistant" => RecordBody::Text {
+            RecordKind::Assistant => RecordBody::Text {
                 kind: if self.thinking {
                     TextKind::Thinking
                 } else {
@@ -369,32 +370,29 @@ impl RecordRow {
                 },
                 text: text.into(),
             },
-            "notice" => RecordBody::Text {
+            RecordKind::Notice => RecordBody::Text {
                 kind: TextKind::Notice,
                 text: text.into(),
             },
-            "terminal" => RecordBody::Text {
+            RecordKind::Terminal => RecordBody::Text {
                 kind: TextKind::Terminal {
-                    source: match self.terminal_source? {
-                        "asciinema" => TerminalSource::Asciinema,
-                        "script" => TerminalSource::Script,
-                        _ => TerminalSource::Raw,
-                    },
+                    source: TERMINAL_SOURCES
+                        .into_iter()
+                        .find(|s| Some(s.name()) == self.terminal_source)?,
                     generation: u32::try_from(self.terminal_generation?).ok()?,
                 },
                 text: text.into(),
             },
-            "tool_call" => RecordBody::ToolCall {
+            RecordKind::ToolCall => RecordBody::ToolCall {
                 call_id: self.call_id.unwrap_or_default(),
                 name: self.tool_name.unwrap_or_default(),
                 input: serde_json::from_str(self.input.as_deref()?).ok()?,
             },
-            "tool_result" => RecordBody::ToolResult {
+            RecordKind::ToolResult => RecordBody::ToolResult {
                 call_id: self.call_id.unwrap_or_default(),
                 output: text.into(),
                 is_error: self.is_error.unwrap_or(false),
             },
-            _ => return None,
         };
         Some(Record {
             id: self.record_id,
@@ -410,25 +408,40 @@ impl RecordRow {
     }
 }
 
-/// The kinds a row's `kind` column holds, as `'static` names.
+/// Every record kind, for reading the `kind` column back.
+const RECORD_KINDS: [RecordKind; 6] = [
+    RecordKind::User,
+    RecordKind::Assistant,
+    RecordKind::ToolCall,
+    RecordKind::ToolResult,
+    RecordKind::Notice,
+    RecordKind::Terminal,
+];
+
+/// A row's `kind` column as the `'static` name of a kind this build knows (else `unknown`,
+/// which [`RecordRow::into_record`] leaves out).
 pub fn kind_name(kind: &str) -> &'static str {
-    match kind {
-        "user" => "user",
-        "assistant" => "assistant",
-        "tool_call" => "tool_call",
-        "tool_result" => "tool_result",
-        "notice" => "notice",
-        "terminal" => "terminal",
-        _ => "unknown",
-    }
+    RECORD_KINDS
+        .into_iter()
+        .map(RecordKind::name)
+        .find(|name| *name == kind)
+        .unwrap_or("unknown")
 }
 
+/// Every terminal recording's source.
+const TERMINAL_SOURCES: [TerminalSource; 3] = [
+    TerminalSource::Asciinema,
+    TerminalSource::Script,
+    TerminalSource::Raw,
+];
+
+/// A row's `terminal_source` column as the `'static` name of a source this build knows.
 pub fn source_name(source: &str) -> &'static str {
-    match source {
-        "asciinema" => "asciinema",
-        "script" => "script",
-        _ => "raw",
-    }
+    TERMINAL_SOURCES
+        .into_iter()
+        .map(TerminalSource::name)
+        .find(|name| *name == source)
+        .unwrap_or("unknown")
 }
 
 fn usage_json(usage: &Usage) -> String {
