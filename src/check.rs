@@ -68,7 +68,7 @@ fn unchanged(old: Option<&SessionState>, session: &SessionFile) -> bool {
 /// The first page a run reads of a session: after the cursor the last run left; for a new
 /// session on the first run (a baseline) only its newest record, which gives `last_ts`; for a
 /// new session later, from its start.
-fn first_request(old: Option<&SessionState>, baseline: bool) -> PageRequest {
+fn first_request(old: Option<&SessionState>, baseline: bool, redact: bool) -> PageRequest {
     let mode = match old.and_then(|o| Cursor::decode(&o.cursor).ok()) {
         Some(cursor) => Mode::Since(cursor),
         None if baseline => Mode::Tail,
@@ -82,7 +82,7 @@ fn first_request(old: Option<&SessionState>, baseline: bool) -> PageRequest {
         },
         mode,
         strict: false,
-        redact: true,
+        redact,
     }
 }
 
@@ -335,6 +335,19 @@ pub struct HostCheck {
     pub errors: Vec<SessionError>,
     /// Names the host could not carry (`Listing::skipped_names`).
     pub skipped_names: u64,
+    /// Every session the listing found, in its order.
+    pub sessions: Vec<SessionFile>,
+}
+
+/// How [`check_host_with`] reads.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckOptions {
+    /// The first run: no history is read.
+    pub baseline: bool,
+    /// Keep the new records of each changed session.
+    pub keep_records: bool,
+    /// Redact the records read (always, but for `sync --no-redact`).
+    pub redact: bool,
 }
 
 /// Hosts checked at once in one process (`check`, and the MCP server's `check` tool). Each
@@ -361,6 +374,26 @@ pub async fn check_host<H: Host>(
     baseline: bool,
     keep_records: bool,
 ) -> Result<HostCheck, DriverError> {
+    let options = CheckOptions {
+        baseline,
+        keep_records,
+        redact: true,
+    };
+    check_host_with(host, roots, previous, options).await
+}
+
+/// [`check_host`] with every option.
+pub async fn check_host_with<H: Host>(
+    host: &H,
+    roots: &[RootSpec],
+    previous: Option<&HostState>,
+    options: CheckOptions,
+) -> Result<HostCheck, DriverError> {
+    let CheckOptions {
+        baseline,
+        keep_records,
+        redact,
+    } = options;
     // Never closed: waiting for a slot cannot fail.
     let _slot = HOST_SLOTS.acquire().await;
     let reader = Reader::new(host);
@@ -396,7 +429,7 @@ pub async fn check_host<H: Host>(
         .zip(&keys)
         .map(|(session, key)| {
             let old = previous.sessions.get(key);
-            (!unchanged(old, session)).then(|| first_request(old, baseline))
+            (!unchanged(old, session)).then(|| first_request(old, baseline, redact))
         })
         .collect();
     // The first run's pages of the sessions read along with the listing need no host: they
@@ -531,6 +564,7 @@ pub async fn check_host<H: Host>(
         activity,
         errors,
         skipped_names: listing.skipped_names,
+        sessions,
     })
 }
 

@@ -39,6 +39,9 @@ pub enum Error {
     /// The local cache of session bytes (its directory or files).
     #[error(transparent)]
     Cache(#[from] crate::cache::CacheError),
+    /// The store `sync`, `ls --store` and `grep --store` use.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
     /// Writing the output failed (a closed pipe ends the run quietly, like other filters).
@@ -216,7 +219,12 @@ fn exit_code(error: &Error) -> u8 {
         Error::Arguments(e) if !e.use_stderr() => exit::OK,
         Error::Arguments(_) | Error::Usage(_) => exit::USAGE,
         Error::Output(_) if error.is_broken_pipe() => exit::OK,
-        Error::State(_) | Error::Cache(_) | Error::Runtime(_) | Error::Output(_) => exit::FAILURE,
+        Error::Store(e) if e.is_usage() => exit::USAGE,
+        Error::State(_)
+        | Error::Cache(_)
+        | Error::Store(_)
+        | Error::Runtime(_)
+        | Error::Output(_) => exit::FAILURE,
         Error::Driver(e) => match e {
             DriverError::Cursor(_) => exit::USAGE,
             DriverError::Resolve(

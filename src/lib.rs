@@ -27,3 +27,4 @@ pub mod handoff;
 pub mod mcp;
 pub mod render;
 pub mod sqlite;
+pub mod store;

@@ -15,6 +15,7 @@ use crate::driver::roots_for;
 use crate::driver::search::{HostSearched, search_host};
 use crate::error::{Error, Outcome, UsageError};
 use crate::render::grep::Shape;
+use crate::store::{Store, StoreUrl};
 use clankie_engine::filter::RecordFilter;
 use clankie_engine::search::{Case, Matcher, PatternOptions, Query};
 use clankie_host::AnyHost;
@@ -82,6 +83,10 @@ pub struct GrepArgs {
     /// Keep no cache: fetch every remote session whole.
     #[arg(long)]
     pub no_cache: bool,
+    /// Search the records a store holds (`sqlite:PATH`, `postgres://…`; docs/store.md)
+    /// instead of the hosts [default hosts: every host of the store].
+    #[arg(long, value_name = "URL", conflicts_with_all = ["cache_max", "no_cache"])]
+    pub store: Option<String>,
 }
 
 /// What a host's task says, in order: output as it is rendered, then how it ended.
@@ -165,6 +170,17 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
     });
 
     let ctx = Context::new(global)?;
+    if let Some(url) = &args.store {
+        let printer = ctx.renderer(false).grep(shape);
+        let names = (!args.host_names.is_empty() || args.hosts_all).then(|| {
+            if args.hosts_all {
+                ctx.hosts_file().names().map(String::from).collect()
+            } else {
+                args.host_names.clone()
+            }
+        });
+        return grep_store(url, names, harness, &query, &printer).await;
+    }
     let names: Vec<String> = if args.hosts_all {
         ctx.hosts_file().names().map(String::from).collect()
     } else if args.host_names.is_empty() {
@@ -311,6 +327,43 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
     Ok(Outcome::Searched {
         matched: matches > 0,
         hosts_failed: failed,
+    })
+}
+
+/// `grep --store`: every host the store holds (or those named), answered from the store; the
+/// output is what the hosts' would be.
+async fn grep_store(
+    url: &str,
+    names: Option<Vec<String>>,
+    harness: Option<clankie_model::Harness>,
+    query: &Query,
+    printer: &crate::render::grep::GrepPrinter,
+) -> Result<Outcome, Error> {
+    let mut store = Store::open(&StoreUrl::parse(Some(url))?, None).await?;
+    let names = match names {
+        Some(names) => names,
+        None => store.hosts().await?,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let (mut matches, mut sessions) = (0, 0);
+    for name in &names {
+        let mut written = Ok(());
+        crate::store::search::search_host(&mut store, name, harness, query, |found| {
+            matches += found.matches;
+            sessions += 1;
+            if written.is_ok() {
+                written = printer.session(&mut out, name, &found);
+            }
+        })
+        .await?;
+        written?;
+    }
+    printer.summary(&mut out, matches, sessions, 0)?;
+    out.flush()?;
+    Ok(Outcome::Searched {
+        matched: matches > 0,
+        hosts_failed: 0,
     })
 }
 

@@ -35,6 +35,10 @@ pub struct LsArgs {
     /// status 6; it is reported and the rest is listed either way.
     #[arg(long)]
     pub strict: bool,
+    /// List the sessions a store holds (`sqlite:PATH`, `postgres://…`; docs/store.md)
+    /// instead of asking the hosts [default hosts: every host of the store].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     #[command(flatten)]
     pub view: ViewArgs,
 }
@@ -270,10 +274,18 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     let json = renderer.is_ndjson();
     let want_heads = !json || args.view.long;
     let view = std::sync::Arc::new(args.view);
-    let names = if args.host_names.is_empty() {
-        vec!["local".to_string()]
-    } else {
+    let mut store = match &args.store {
+        Some(url) => {
+            Some(crate::store::Store::open(&crate::store::StoreUrl::parse(Some(url))?, None).await?)
+        }
+        None => None,
+    };
+    let names = if !args.host_names.is_empty() {
         args.host_names.clone()
+    } else if let Some(store) = &mut store {
+        store.hosts().await?
+    } else {
+        vec!["local".to_string()]
     };
     let show_host = names.len() > 1;
     // Every host lists at once; results print in the order given.
@@ -286,7 +298,13 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
         Progress::hidden()
     };
     let mut tasks = tokio::task::JoinSet::new();
+    let mut stored = Vec::new();
     for (index, name) in names.iter().enumerate() {
+        if let Some(store) = &mut store {
+            let result = stored_listing(store, name, harness, since, &filter, &view, json).await;
+            stored.push((index, name.clone(), result));
+            continue;
+        }
         let opened = ctx.open(name);
         let name = name.clone();
         let (view, filter) = (view.clone(), filter.clone());
@@ -361,6 +379,7 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
         });
     }
     let mut results = super::join_each(&mut tasks, &progress).await;
+    results.append(&mut stored);
     results.sort_by_key(|(index, _, _)| *index);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -499,6 +518,45 @@ pub(super) async fn run(global: &GlobalArgs, args: LsArgs) -> Result<Outcome, Er
     Ok(Outcome::Listed {
         failed,
         strict_failures: if args.strict { unreadable } else { 0 },
+    })
+}
+
+/// One host's listing as a store holds it: its sessions as of its last sync, with the titles
+/// and directories the sync read (no host is contacted).
+async fn stored_listing(
+    store: &mut crate::store::Store,
+    name: &str,
+    harness: Option<Harness>,
+    since: Option<i64>,
+    filter: &HeadFilter,
+    view: &ViewArgs,
+    json: bool,
+) -> Result<HostListing, Error> {
+    let mut sessions = store.sessions(name).await?;
+    if let Some(harness) = harness {
+        sessions.retain(|s| s.session.harness() == harness);
+    }
+    let files: Vec<SessionFile> = sessions.iter().map(|s| s.session.clone()).collect();
+    let unique = unique_prefixes(&files, &files);
+    let listed = sessions.len();
+    let mut rows: Vec<Listed> = sessions
+        .into_iter()
+        .zip(unique)
+        .map(|(stored, unique)| Listed {
+            session: stored.session,
+            unique,
+            head: Some(stored.head),
+        })
+        .filter(|row| row.head.as_ref().is_none_or(|head| filter.matches(head)))
+        .collect();
+    modified_since(&mut rows, since);
+    let (shown, more) = view.select(rows, json);
+    Ok(HostListing {
+        listing: Listing::default(),
+        listed,
+        shown,
+        more,
+        explicit: Vec::new(),
     })
 }
 

@@ -34,10 +34,18 @@ pub struct McpArgs {
     /// Close a host's connection after SECS without a call.
     #[arg(long, value_name = "SECS", default_value_t = 300.0)]
     pub idle_timeout: f64,
+    /// Answer the `search` tool from a store (`sqlite:PATH`, `postgres://…`; docs/store.md)
+    /// instead of the hosts: its hosts default to every host of the store.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
 }
 
 pub(super) async fn run(global: &GlobalArgs, args: McpArgs) -> Result<Outcome, Error> {
     let idle = positive_secs("--idle-timeout", args.idle_timeout)?;
+    if let Some(url) = &args.store {
+        // A store that is not there is said now, not at the first search.
+        crate::store::Store::open(&crate::store::StoreUrl::parse(Some(url))?, None).await?;
+    }
     let ctx = Context::new(global)?;
     let checked_by_default = ctx.default_hosts();
     let mut names: BTreeSet<String> = checked_by_default.iter().cloned().collect();
@@ -71,6 +79,11 @@ pub(super) async fn run(global: &GlobalArgs, args: McpArgs) -> Result<Outcome, E
         state,
         idle,
         verbose: ctx.verbose(),
+        store: args
+            .store
+            .as_deref()
+            .map(|url| crate::store::StoreUrl::parse(Some(url)))
+            .transpose()?,
     };
     let source = Arc::new(CliHosts {
         ctx,

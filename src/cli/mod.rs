@@ -16,6 +16,7 @@ mod read;
 mod resume;
 mod script;
 mod suggest;
+mod sync;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -72,6 +73,9 @@ pub enum Command {
     /// What changed on each host since the last run (for cron): one `activity` line per
     /// changed session.
     Check(check::CheckArgs),
+    /// Copy every new record of the hosts into a store (SQLite or PostgreSQL) that `ls
+    /// --store`, `grep --store` and `mcp --store` read (docs/store.md).
+    Sync(sync::SyncArgs),
     /// The configured hosts; with --check, whether each answers and why not.
     Hosts(hosts::HostsArgs),
     /// Print the harness's own command that resumes a session; runs nothing.
@@ -101,6 +105,7 @@ impl Command {
             | Command::Ls(_)
             | Command::Grep(_)
             | Command::Check(_)
+            | Command::Sync(_)
             | Command::Hosts(_)
             | Command::Resume(_)
             | Command::Cache(_) => None,
@@ -112,6 +117,7 @@ const SUBCOMMANDS: &[&str] = &[
     "read",
     "ls",
     "check",
+    "sync",
     "grep",
     "hosts",
     "resume",
@@ -277,6 +283,7 @@ pub fn main() -> ExitCode {
             }
             Command::Ls(args) => ls::run(&cli.global, args).await,
             Command::Check(args) => check::run(&cli.global, args).await,
+            Command::Sync(args) => sync::run(&cli.global, args).await,
             Command::Grep(args) => grep::run(&cli.global, args).await,
             Command::Hosts(args) => hosts::run(&cli.global, args).await,
             Command::Resume(args) => resume::run(&cli.global, args).await,

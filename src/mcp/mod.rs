@@ -115,6 +115,8 @@ pub struct ServerOptions {
     pub idle: Duration,
     /// `-v`: the hosts' notes on stderr after each call.
     pub verbose: bool,
+    /// `mcp --store`: the store the `search` tool answers from, no host contacted.
+    pub store: Option<crate::store::StoreUrl>,
 }
 
 /// The MCP server: one per process, serving one client over stdio.
@@ -653,15 +655,6 @@ impl McpServer {
             ),
             None => None,
         };
-        let names = args
-            .hosts
-            .unwrap_or_else(|| self.options.allowed.checked_by_default.clone());
-        if names.is_empty() {
-            return Err(invalid("search: `hosts` is empty".to_string()));
-        }
-        for name in &names {
-            self.options.allowed.ensure_allowed(name)?;
-        }
         let query = Arc::new(Query {
             matcher,
             filter,
@@ -684,6 +677,50 @@ impl McpServer {
                 })
                 .map_err(|e| Failure::Tool(format!("search: {e}")))?,
         );
+        let mut results = Vec::new();
+        if let Some(url) = &self.options.store {
+            // From the store: its hosts (or those asked), no host contacted.
+            let store_failure = |e: crate::store::StoreError| Failure::Tool(format!("search: {e}"));
+            let mut store = crate::store::Store::open(url, None)
+                .await
+                .map_err(store_failure)?;
+            let names = match &args.hosts {
+                Some(names) => names.clone(),
+                None => store.hosts().await.map_err(store_failure)?,
+            };
+            for (index, name) in names.into_iter().enumerate() {
+                let (mut kept, mut seen) = (Vec::<SessionFound>::new(), 0usize);
+                let searched = crate::store::search::search_host(
+                    &mut store,
+                    &name,
+                    harness,
+                    &query,
+                    |mut found| {
+                        let room = limit.saturating_sub(seen);
+                        seen += found.matches;
+                        if room > 0 {
+                            keep_matches(&mut found.found, room);
+                            kept.push(found);
+                        }
+                    },
+                )
+                .await
+                .map(|()| (kept, seen, Vec::new()))
+                .map_err(Error::from);
+                results.push((index, name, searched));
+            }
+        }
+        let names = match (&self.options.store, args.hosts) {
+            (Some(_), _) => Vec::new(),
+            (None, Some(names)) => names,
+            (None, None) => self.options.allowed.checked_by_default.clone(),
+        };
+        if names.is_empty() && self.options.store.is_none() {
+            return Err(invalid("search: `hosts` is empty".to_string()));
+        }
+        for name in &names {
+            self.options.allowed.ensure_allowed(name)?;
+        }
         let mut tasks = tokio::task::JoinSet::new();
         for (index, name) in names.iter().enumerate() {
             let warm = self.pool.get(name).await.map(|(warm, _)| warm);
@@ -715,7 +752,7 @@ impl McpServer {
                 (index, name, result)
             });
         }
-        let mut results = tasks.join_all().await;
+        results.extend(tasks.join_all().await);
         results.sort_by_key(|(index, _, _)| *index);
         let json_printer = GrepPrinter {
             shape: Shape::Records,

@@ -56,6 +56,8 @@ mod ssh_config;
 mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;
+mod store;
+mod store_postgres;
 mod support;
 mod tables;
 mod terminal;

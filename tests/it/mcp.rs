@@ -1107,3 +1107,37 @@ fn malformed_oversized_and_too_deep_requests_each_get_their_json_rpc_error() {
     }
     server.finish();
 }
+
+#[test]
+fn mcp_store_searches_the_store_as_the_hosts_are_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (_, root_option) = fixture_root(home);
+    let global = ["--root", root_option.as_str()];
+    let store = format!("sqlite:{}", home.join("store.db").display());
+    cli_json(
+        home,
+        &[&global[..], &["sync", "--json", "--into", &store, "local"]].concat(),
+    );
+    let state = home.join("state/mcp.json");
+    let state_args = ["--state", state.to_str().unwrap()];
+    let mut hosts = Server::start(home, &global, &state_args);
+    let mut stored = Server::start(
+        home,
+        &[],
+        &[&state_args[..], &["--store", store.as_str()]].concat(),
+    );
+    for arguments in [
+        json!({"pattern": "README", "limit": 200}),
+        json!({"pattern": "README", "limit": 3}),
+        json!({"pattern": "readme.", "fixed": true, "ignore_case": true,
+               "kinds": ["tool_call"], "hosts": ["local"], "limit": 200}),
+        json!({"pattern": "Xyzzy-none"}),
+    ] {
+        let from_hosts = hosts.ok("search", arguments.clone());
+        let from_store = stored.ok("search", arguments.clone());
+        assert_eq!(from_store, from_hosts, "{arguments}");
+    }
+    hosts.finish();
+    stored.finish();
+}

@@ -127,6 +127,9 @@ const MAX_FORMS: usize = 64;
 pub struct Matcher {
     regex: Regex,
     prefilter: Option<Prefilter>,
+    /// Literals one of which every match contains (`None`: no such set).
+    literals: Option<Vec<String>>,
+    insensitive: bool,
 }
 
 /// How raw bytes are searched for the needles.
@@ -241,10 +244,17 @@ impl Matcher {
             .case_insensitive(insensitive)
             .build()
             .map_err(|e| bad(&e))?;
-        let prefilter = required_literals(&hir)
-            .and_then(|literals| needles(&literals, insensitive))
+        let literals = required_literals(&hir);
+        let prefilter = literals
+            .as_deref()
+            .and_then(|literals| needles(literals, insensitive))
             .and_then(|needles| Prefilter::new(needles, insensitive));
-        Ok(Matcher { regex, prefilter })
+        Ok(Matcher {
+            regex,
+            prefilter,
+            literals,
+            insensitive,
+        })
     }
 
     /// The byte spans of the matches in `text` (empty matches left out).
@@ -259,6 +269,19 @@ impl Matcher {
     /// Whether the pattern matches `text` (an empty match counts, as for `grep ''`).
     pub fn is_match(&self, text: &str) -> bool {
         self.regex.is_match(text)
+    }
+
+    /// Literals of which every match's text (as [`search_text`] gives it) contains one, as
+    /// written in the pattern (compared ignoring case when [`Matcher::is_case_insensitive`]);
+    /// `None` when the pattern has no such set. A text index narrows candidates with them; the
+    /// regex still decides.
+    pub fn required_literals(&self) -> Option<&[String]> {
+        self.literals.as_deref()
+    }
+
+    /// Whether letters' case is ignored (`-i`, or smart case with no uppercase letter).
+    pub fn is_case_insensitive(&self) -> bool {
+        self.insensitive
     }
 
     /// Whether raw lines can be skipped by their bytes at all.

@@ -1,0 +1,790 @@
+//! The store in PostgreSQL (tokio-postgres). Migrations run in one transaction under
+//! `pg_advisory_xact_lock`, so concurrent first syncs take turns; a host's records and cursors
+//! are written in one transaction, records many rows per statement (`unnest`), and a repeat
+//! of a stored record is a no-op (`ON CONFLICT DO NOTHING`). Substring search uses `pg_trgm`:
+//! a GIN trigram index over each record's searched text answers `LIKE`/`ILIKE '%literal%'`
+//! (word-based `tsvector` search would miss a literal inside a word, which `grep` finds).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio_postgres::{Client, NoTls, Row};
+
+use super::{
+    HostWrite, Prior, PriorSession, RecordRow, StoreError, StoredSession, kind_name, source_name,
+};
+use crate::check::SessionState;
+use crate::driver::heads::SessionHead;
+use clankie_engine::search::search_text;
+use clankie_engine::session::SessionFile;
+use clankie_model::{FileEntry, Record};
+
+use super::schema::SCHEMA_VERSION;
+
+/// The advisory lock key every migration holds (`clankie-read` in ASCII, as a number).
+const MIGRATION_LOCK: i64 = 0x636c_616e_6b69_6500;
+
+/// Records written per statement.
+const ROWS_PER_INSERT: usize = 2000;
+
+/// The PostgreSQL migrations: entry `k` takes the schema from version `k` to `k + 1`.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// Version 1: docs/store.md's tables, with booleans and bytea where SQLite has integers and
+/// blobs, and `search`: the text `grep` matches, indexed by trigrams.
+const V1: &str = "
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE TABLE hosts (
+    host text PRIMARY KEY,
+    first_sync text NOT NULL,
+    last_sync text NOT NULL
+);
+CREATE TABLE sessions (
+    host text NOT NULL,
+    harness text NOT NULL,
+    session text NOT NULL,
+    agent text,
+    root bytea NOT NULL,
+    rel bytea NOT NULL,
+    path text NOT NULL,
+    size bigint NOT NULL,
+    mtime bigint NOT NULL,
+    title text,
+    cwd text,
+    model text,
+    writer_version text,
+    first_ts text,
+    last_ts text,
+    records bigint NOT NULL DEFAULT 0,
+    input_tokens bigint NOT NULL DEFAULT 0,
+    output_tokens bigint NOT NULL DEFAULT 0,
+    cursor text NOT NULL,
+    settled boolean NOT NULL,
+    generation bigint NOT NULL DEFAULT 0,
+    next_seq bigint NOT NULL DEFAULT 0,
+    ordinal bigint NOT NULL,
+    deleted boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (host, harness, session)
+);
+CREATE TABLE records (
+    host text NOT NULL,
+    harness text NOT NULL,
+    session text NOT NULL,
+    generation bigint NOT NULL,
+    record_id text NOT NULL,
+    seq bigint NOT NULL,
+    superseded boolean NOT NULL DEFAULT false,
+    kind text NOT NULL,
+    thinking boolean NOT NULL DEFAULT false,
+    ts text,
+    agent text,
+    sidechain boolean NOT NULL DEFAULT false,
+    text text,
+    call_id text,
+    tool_name text,
+    input text,
+    is_error boolean,
+    terminal_source text,
+    terminal_generation bigint,
+    model text,
+    usage text,
+    by_user boolean NOT NULL DEFAULT false,
+    search text NOT NULL,
+    PRIMARY KEY (host, harness, session, generation, record_id)
+);
+CREATE INDEX records_in_order ON records (host, harness, session, generation, seq);
+CREATE INDEX records_search ON records USING gin (search gin_trgm_ops);
+";
+
+pub struct PgStore {
+    client: Client,
+    name: String,
+    redacted: bool,
+}
+
+/// PostgreSQL text holds no NUL character: NUL is stored as [`ESCAPE`] `0`, and [`ESCAPE`]
+/// itself (a private-use character) doubled.
+const ESCAPE: char = '\u{E000}';
+
+fn to_pg(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\0', ESCAPE]) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\0' => {
+                out.push(ESCAPE);
+                out.push('0');
+            }
+            ESCAPE => {
+                out.push(ESCAPE);
+                out.push(ESCAPE);
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn from_pg(text: String) -> String {
+    if !text.contains(ESCAPE) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == ESCAPE) {
+            (_, true) => match chars.next() {
+                Some('0') => out.push('\0'),
+                Some(other) => out.push(other),
+                None => out.push(ESCAPE),
+            },
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
+fn opt_to_pg(text: &Option<String>) -> Option<String> {
+    text.as_deref().map(|t| to_pg(t).into_owned())
+}
+
+impl PgStore {
+    pub async fn open(
+        conninfo: &str,
+        name: &str,
+        create: Option<bool>,
+    ) -> Result<PgStore, StoreError> {
+        let db = |e: tokio_postgres::Error| StoreError::Database {
+            store: name.to_string(),
+            message: one_line(&e),
+        };
+        let config = with_passfile(conninfo).map_err(|message| StoreError::Url {
+            url: name.to_string(),
+            reason: message,
+        })?;
+        let (mut client, connection) = config.connect(NoTls).await.map_err(db)?;
+        // Ends when the client is dropped; its error is met again by the next query.
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        if let Some(redact) = create {
+            let tx = client.transaction().await.map_err(db)?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                .await
+                .map_err(db)?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)",
+            )
+            .await
+            .map_err(db)?;
+            let version = meta(&tx, "schema_version").await.map_err(db)?.unwrap_or(0);
+            if version < SCHEMA_VERSION {
+                for migration in &MIGRATIONS[version as usize..] {
+                    tx.batch_execute(migration).await.map_err(db)?;
+                }
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', $1) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    &[&SCHEMA_VERSION.to_string()],
+                )
+                .await
+                .map_err(db)?;
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('redacted', $1) \
+                     ON CONFLICT (key) DO NOTHING",
+                    &[&i64::from(redact).to_string()],
+                )
+                .await
+                .map_err(db)?;
+            }
+            tx.commit().await.map_err(db)?;
+        }
+        let exists: bool = client
+            .query_one("SELECT to_regclass('meta') IS NOT NULL", &[])
+            .await
+            .map_err(db)?
+            .get(0);
+        let version = if exists {
+            meta(&client, "schema_version").await.map_err(db)?
+        } else {
+            None
+        };
+        match version {
+            None => {
+                return Err(StoreError::Missing {
+                    store: name.to_string(),
+                });
+            }
+            Some(found) if found > SCHEMA_VERSION => {
+                return Err(StoreError::Newer {
+                    store: name.to_string(),
+                    found,
+                    known: SCHEMA_VERSION,
+                });
+            }
+            Some(_) => {}
+        }
+        let redacted = meta(&client, "redacted").await.map_err(db)? != Some(0);
+        Ok(PgStore {
+            client,
+            name: name.to_string(),
+            redacted,
+        })
+    }
+
+    fn db(&self) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
+        |e| StoreError::Database {
+            store: self.name.clone(),
+            message: one_line(&e),
+        }
+    }
+
+    pub fn redacted(&self) -> bool {
+        self.redacted
+    }
+
+    pub async fn prior(&mut self, host: &str) -> Result<Prior, StoreError> {
+        let rows = self
+            .client
+            .query(
+                "SELECT harness, session, cursor, size, mtime, last_ts, settled, generation, \
+                 next_seq, ordinal, deleted FROM sessions WHERE host = $1",
+                &[&host],
+            )
+            .await
+            .map_err(self.db())?;
+        let mut prior = BTreeMap::new();
+        for row in rows {
+            let key = format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1));
+            prior.insert(
+                key,
+                PriorSession {
+                    state: SessionState {
+                        cursor: row.get(2),
+                        size: row.get::<_, i64>(3) as u64,
+                        mtime: row.get(4),
+                        last_ts: row.get(5),
+                        settled: row.get(6),
+                    },
+                    generation: row.get(7),
+                    next_seq: row.get(8),
+                    ordinal: row.get(9),
+                    deleted: row.get(10),
+                },
+            );
+        }
+        Ok(prior)
+    }
+
+    pub async fn apply(&mut self, host: &str, write: &HostWrite) -> Result<usize, StoreError> {
+        let name = self.name.clone();
+        let db = move |e: tokio_postgres::Error| StoreError::Database {
+            store: name.clone(),
+            message: one_line(&e),
+        };
+        let now = jiff::Timestamp::now().to_string();
+        let tx = self.client.transaction().await.map_err(&db)?;
+        tx.execute(
+            "INSERT INTO hosts (host, first_sync, last_sync) VALUES ($1, $2, $2) \
+             ON CONFLICT (host) DO NOTHING",
+            &[&host, &now],
+        )
+        .await
+        .map_err(&db)?;
+        if write.is_empty() {
+            tx.commit().await.map_err(&db)?;
+            return Ok(0);
+        }
+        tx.execute(
+            "UPDATE hosts SET last_sync = $2 WHERE host = $1",
+            &[&host, &now],
+        )
+        .await
+        .map_err(&db)?;
+        let insert = tx
+            .prepare(
+                "INSERT INTO records (host, harness, session, generation, record_id, seq, kind, \
+                 thinking, ts, agent, sidechain, text, call_id, tool_name, input, is_error, \
+                 terminal_source, terminal_generation, model, usage, search, by_user) \
+                 SELECT $1, $2, $3, $4, * FROM unnest($5::text[], $6::bigint[], $7::text[], \
+                 $8::bool[], $9::text[], $10::text[], $11::bool[], $12::text[], $13::text[], \
+                 $14::text[], $15::text[], $16::bool[], $17::text[], $18::bigint[], \
+                 $19::text[], $20::text[], $21::text[], $22::bool[]) \
+                 ON CONFLICT DO NOTHING RETURNING seq",
+            )
+            .await
+            .map_err(&db)?;
+        let upsert = tx
+            .prepare(
+                "INSERT INTO sessions AS s (host, harness, session, agent, root, rel, path, size, \
+                 mtime, title, cwd, model, first_ts, last_ts, records, input_tokens, \
+                 output_tokens, cursor, settled, generation, next_seq, ordinal, deleted) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+                 $17, $18, $19, $20, $21, $22, false) \
+                 ON CONFLICT (host, harness, session) DO UPDATE SET agent = excluded.agent, \
+                 root = excluded.root, rel = excluded.rel, path = excluded.path, \
+                 size = excluded.size, mtime = excluded.mtime, \
+                 title = coalesce(excluded.title, s.title), \
+                 cwd = coalesce(excluded.cwd, s.cwd), \
+                 model = coalesce(excluded.model, CASE WHEN s.generation = \
+                 excluded.generation THEN s.model END), \
+                 first_ts = CASE WHEN s.generation = excluded.generation THEN \
+                 coalesce(s.first_ts, excluded.first_ts) ELSE excluded.first_ts END, \
+                 last_ts = excluded.last_ts, \
+                 records = excluded.records + CASE WHEN s.generation = excluded.generation \
+                 THEN s.records ELSE 0 END, \
+                 input_tokens = excluded.input_tokens + CASE WHEN s.generation = \
+                 excluded.generation THEN s.input_tokens ELSE 0 END, \
+                 output_tokens = excluded.output_tokens + CASE WHEN s.generation = \
+                 excluded.generation THEN s.output_tokens ELSE 0 END, \
+                 cursor = excluded.cursor, settled = excluded.settled, \
+                 generation = excluded.generation, next_seq = excluded.next_seq, \
+                 ordinal = excluded.ordinal, deleted = false",
+            )
+            .await
+            .map_err(&db)?;
+        let mut added = 0;
+        for s in &write.sessions {
+            let harness = s.session.harness().name();
+            let id = s.session.id.as_str();
+            if s.reset {
+                tx.execute(
+                    "UPDATE records SET superseded = true WHERE host = $1 AND harness = $2 AND \
+                     session = $3 AND generation < $4 AND NOT superseded",
+                    &[&host, &harness, &id, &s.generation],
+                )
+                .await
+                .map_err(&db)?;
+            }
+            let (mut count, mut input_tokens, mut output_tokens) = (0i64, 0i64, 0i64);
+            let mut first_ts = None;
+            let mut model = None;
+            for (chunk_index, chunk) in s.records.chunks(ROWS_PER_INSERT).enumerate() {
+                let first_seq = s.start_seq + (chunk_index * ROWS_PER_INSERT) as i64;
+                let rows: Vec<RecordRow> = chunk.iter().map(RecordRow::of).collect();
+                let column = |f: &dyn Fn(&RecordRow) -> Option<String>| -> Vec<Option<String>> {
+                    rows.iter()
+                        .map(|r| f(r).map(|t| to_pg(&t).into_owned()))
+                        .collect()
+                };
+                let ids: Vec<String> = rows.iter().map(|r| to_pg(&r.record_id).into()).collect();
+                let seqs: Vec<i64> = (0..rows.len() as i64).map(|k| first_seq + k).collect();
+                let kinds: Vec<&str> = rows.iter().map(|r| r.kind).collect();
+                let thinking: Vec<bool> = rows.iter().map(|r| r.thinking).collect();
+                let ts = column(&|r| r.ts.clone());
+                let agents = column(&|r| r.agent.clone());
+                let sidechain: Vec<bool> = rows.iter().map(|r| r.sidechain).collect();
+                let texts = column(&|r| r.text.clone());
+                let call_ids = column(&|r| r.call_id.clone());
+                let tool_names = column(&|r| r.tool_name.clone());
+                let inputs = column(&|r| r.input.clone());
+                let is_error: Vec<Option<bool>> = rows.iter().map(|r| r.is_error).collect();
+                let sources: Vec<Option<&str>> = rows.iter().map(|r| r.terminal_source).collect();
+                let generations: Vec<Option<i64>> =
+                    rows.iter().map(|r| r.terminal_generation).collect();
+                let models = column(&|r| r.model.clone());
+                let usages = column(&|r| r.usage.clone());
+                let by_user: Vec<bool> = rows.iter().map(|r| r.by_user).collect();
+                let searches: Vec<String> = chunk
+                    .iter()
+                    .map(|r| to_pg(&search_text(r)).into_owned())
+                    .collect();
+                let inserted = tx
+                    .query(
+                        &insert,
+                        &[
+                            &host,
+                            &harness,
+                            &id,
+                            &s.generation,
+                            &ids,
+                            &seqs,
+                            &kinds,
+                            &thinking,
+                            &ts,
+                            &agents,
+                            &sidechain,
+                            &texts,
+                            &call_ids,
+                            &tool_names,
+                            &inputs,
+                            &is_error,
+                            &sources,
+                            &generations,
+                            &models,
+                            &usages,
+                            &searches,
+                            &by_user,
+                        ],
+                    )
+                    .await
+                    .map_err(&db)?;
+                // Rows another sync of the same host wrote first come back as nothing.
+                let mut new: Vec<usize> = inserted
+                    .iter()
+                    .map(|row| (row.get::<_, i64>(0) - first_seq) as usize)
+                    .collect();
+                new.sort_unstable();
+                for k in new {
+                    let record = &chunk[k];
+                    count += 1;
+                    if let Some(usage) = &record.usage {
+                        input_tokens += usage.input.unwrap_or(0) as i64;
+                        output_tokens += usage.output.unwrap_or(0) as i64;
+                    }
+                    if first_ts.is_none() {
+                        first_ts = record.ts.clone();
+                    }
+                    if record.model.is_some() {
+                        model = record.model.clone();
+                    }
+                }
+            }
+            added += count as usize;
+            let entry = &s.session.entry;
+            let head = s.head.clone().unwrap_or_default();
+            let next_seq = s.start_seq + s.records.len() as i64;
+            tx.execute(
+                &upsert,
+                &[
+                    &host,
+                    &harness,
+                    &id,
+                    &opt_to_pg(&s.session.agent),
+                    &&entry.root[..],
+                    &entry.rel,
+                    &to_pg(&clankie_model::display_path(&entry.full_path())).as_ref(),
+                    &(entry.size as i64),
+                    &entry.mtime,
+                    &opt_to_pg(&head.title),
+                    &opt_to_pg(&head.cwd),
+                    &opt_to_pg(&model),
+                    &first_ts,
+                    &s.state.last_ts,
+                    &count,
+                    &input_tokens,
+                    &output_tokens,
+                    &s.state.cursor,
+                    &s.state.settled,
+                    &s.generation,
+                    &next_seq,
+                    &s.ordinal,
+                ],
+            )
+            .await
+            .map_err(&db)?;
+        }
+        for (harness, session) in &write.deleted {
+            tx.execute(
+                "UPDATE sessions SET deleted = true WHERE host = $1 AND harness = $2 AND \
+                 session = $3",
+                &[&host, harness, session],
+            )
+            .await
+            .map_err(&db)?;
+        }
+        tx.commit().await.map_err(&db)?;
+        Ok(added)
+    }
+
+    pub async fn hosts(&mut self) -> Result<Vec<String>, StoreError> {
+        let rows = self
+            .client
+            .query("SELECT host FROM hosts ORDER BY host", &[])
+            .await
+            .map_err(self.db())?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    pub async fn sessions(&mut self, host: &str) -> Result<Vec<StoredSession>, StoreError> {
+        let rows = self
+            .client
+            .query(
+                "SELECT harness, session, agent, root, rel, size, mtime, title, cwd, generation \
+                 FROM sessions WHERE host = $1 AND NOT deleted ORDER BY ordinal",
+                &[&host],
+            )
+            .await
+            .map_err(self.db())?;
+        let mut sessions = Vec::new();
+        for row in rows {
+            // A harness a newer build stored: left out.
+            let Some(harness) = clankie_engine::harness::by_name(row.get(0)) else {
+                continue;
+            };
+            sessions.push(StoredSession {
+                session: SessionFile {
+                    id: row.get(1),
+                    agent: row.get::<_, Option<String>>(2).map(from_pg),
+                    entry: FileEntry {
+                        harness,
+                        root: Arc::from(row.get::<_, Vec<u8>>(3)),
+                        rel: row.get(4),
+                        size: row.get::<_, i64>(5) as u64,
+                        mtime: row.get(6),
+                    },
+                },
+                head: SessionHead {
+                    title: row.get::<_, Option<String>>(7).map(from_pg),
+                    cwd: row.get::<_, Option<String>>(8).map(from_pg),
+                    writer_version: None,
+                },
+                generation: row.get(9),
+            });
+        }
+        Ok(sessions)
+    }
+
+    pub async fn records(
+        &mut self,
+        host: &str,
+        session: &StoredSession,
+    ) -> Result<Vec<Record>, StoreError> {
+        let harness = session.session.harness();
+        let rows = self
+            .client
+            .query(
+                &format!(
+                    "SELECT {RECORD_COLUMNS} FROM records WHERE host = $1 AND harness = $2 AND \
+                     session = $3 AND generation = $4 ORDER BY seq"
+                ),
+                &[
+                    &host,
+                    &harness.name(),
+                    &session.session.id,
+                    &session.generation,
+                ],
+            )
+            .await
+            .map_err(self.db())?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| record_row(row, 0).into_record(harness, &session.session.id))
+            .collect())
+    }
+
+    /// The current records whose searched text holds every piece of one of `terms`'
+    /// alternatives (`ILIKE` when the second value says case is ignored).
+    pub async fn candidates(
+        &mut self,
+        host: &str,
+        sessions: &[StoredSession],
+        terms: &(Vec<Vec<String>>, bool),
+    ) -> Result<Vec<(usize, Vec<Record>)>, StoreError> {
+        let (alternatives, insensitive) = terms;
+        let like = if *insensitive { "ILIKE" } else { "LIKE" };
+        let mut patterns: Vec<String> = Vec::new();
+        let mut clauses = Vec::new();
+        for terms in alternatives {
+            let mut all = Vec::new();
+            for term in terms {
+                patterns.push(format!("%{}%", like_escape(&to_pg(term))));
+                all.push(format!("search {like} ${}", patterns.len() + 1));
+            }
+            clauses.push(format!("({})", all.join(" AND ")));
+        }
+        let sql = format!(
+            "SELECT harness, session, {RECORD_COLUMNS} FROM records WHERE host = $1 AND NOT \
+             superseded AND ({})",
+            clauses.join(" OR ")
+        );
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&host];
+        for p in &patterns {
+            params.push(p);
+        }
+        let rows = self.client.query(&sql, &params).await.map_err(self.db())?;
+        let at: std::collections::HashMap<(&str, &str), usize> = sessions
+            .iter()
+            .enumerate()
+            .map(|(k, s)| ((s.session.harness().name(), s.session.id.as_str()), k))
+            .collect();
+        let mut found: BTreeMap<usize, Vec<(i64, RecordRow)>> = BTreeMap::new();
+        for row in &rows {
+            let harness: &str = row.get(0);
+            let session: &str = row.get(1);
+            let Some(&k) = at.get(&(harness, session)) else {
+                continue;
+            };
+            // Only the current generation: `superseded` is set once a newer one exists.
+            found
+                .entry(k)
+                .or_default()
+                .push((row.get(2 + SEQ_COLUMN), record_row(row, 2)));
+        }
+        Ok(found
+            .into_iter()
+            .map(|(k, mut rows)| {
+                rows.sort_by_key(|(seq, _)| *seq);
+                let stored = &sessions[k];
+                let records = rows
+                    .into_iter()
+                    .filter_map(|(_, row)| {
+                        row.into_record(stored.session.harness(), &stored.session.id)
+                    })
+                    .collect();
+                (k, records)
+            })
+            .collect())
+    }
+}
+
+/// `%`, `_` and `\` taken literally by `LIKE`.
+fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The columns [`record_row`] reads, in order.
+const RECORD_COLUMNS: &str = "record_id, kind, thinking, ts, agent, sidechain, text, call_id, \
+                              tool_name, input, is_error, terminal_source, terminal_generation, \
+                              model, usage, seq, by_user";
+/// Where `seq` is among [`RECORD_COLUMNS`].
+const SEQ_COLUMN: usize = 15;
+
+fn record_row(row: &Row, at: usize) -> RecordRow {
+    let text = |i: usize| row.get::<_, Option<String>>(at + i).map(from_pg);
+    RecordRow {
+        record_id: from_pg(row.get(at)),
+        kind: kind_name(row.get(at + 1)),
+        thinking: row.get(at + 2),
+        ts: text(3),
+        agent: text(4),
+        sidechain: row.get(at + 5),
+        text: text(6),
+        call_id: text(7),
+        tool_name: text(8),
+        input: text(9),
+        is_error: row.get(at + 10),
+        terminal_source: row.get::<_, Option<&str>>(at + 11).map(source_name),
+        terminal_generation: row.get(at + 12),
+        model: text(13),
+        usage: text(14),
+        by_user: row.get(at + 16),
+    }
+}
+
+/// A `meta` value as an integer.
+async fn meta(
+    client: &impl tokio_postgres::GenericClient,
+    key: &str,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    let row = client
+        .query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
+        .await?;
+    Ok(row.and_then(|r| r.get::<_, String>(0).parse().ok()))
+}
+
+/// The error as one line (with the server's message when there is one).
+fn one_line(e: &tokio_postgres::Error) -> String {
+    let text = match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        }
+    };
+    text.replace('\n', " ")
+}
+
+/// The connection settings of `conninfo`, with the password from the password file when it
+/// gives none (libpq's `PGPASSFILE`, else `~/.pgpass`: `host:port:database:user:password`
+/// lines, `*` for any).
+fn with_passfile(conninfo: &str) -> Result<tokio_postgres::Config, String> {
+    let mut config: tokio_postgres::Config = conninfo.parse().map_err(|e| format!("{e}"))?;
+    if config.get_password().is_some() {
+        return Ok(config);
+    }
+    if config.get_user().is_none()
+        && let Ok(user) = std::env::var("PGUSER").or_else(|_| std::env::var("USER"))
+    {
+        config.user(user);
+    }
+    let file = std::env::var_os("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".pgpass")));
+    let Some(text) = file.and_then(|f| std::fs::read_to_string(f).ok()) else {
+        return Ok(config);
+    };
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "localhost".to_string(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let user = config.get_user().unwrap_or_default().to_string();
+    let database = config.get_dbname().unwrap_or(&user).to_string();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let fields = split_pgpass(line);
+        if let [h, p, d, u, password] = fields.as_slice()
+            && [(h, &host), (p, &port), (d, &database), (u, &user)]
+                .iter()
+                .all(|(field, value)| field.as_str() == "*" || field == value)
+        {
+            config.password(password.as_str());
+            break;
+        }
+    }
+    Ok(config)
+}
+
+/// A `.pgpass` line's five fields (`\:` and `\\` escaped).
+fn split_pgpass(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    fields.last_mut().expect("one field").push(next);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut().expect("one field").push(c),
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_characters_round_trip() {
+        for text in [
+            "plain",
+            "a\0b",
+            "\u{E000}",
+            "x\u{E000}0\0y\u{E000}\u{E000}\0",
+        ] {
+            let stored = to_pg(text).into_owned();
+            assert!(!stored.contains('\0'));
+            assert_eq!(from_pg(stored), text);
+        }
+    }
+
+    #[test]
+    fn pgpass_fields_unescape() {
+        assert_eq!(
+            split_pgpass(r"db\:1:5432:*:me:pa\:ss:word"),
+            ["db:1", "5432", "*", "me", "pa:ss:word"]
+        );
+    }
+}

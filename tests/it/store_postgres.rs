@@ -1,0 +1,310 @@
+//! `sync --into postgres://…` against a real PostgreSQL server: each test starts its own
+//! cluster (Debian's `postgresql`: initdb and pg_ctl) in a temporary directory, as an
+//! unprivileged user, listening on a Unix socket there only, and stops it. The store holds
+//! exactly what `read --all --json` gives, a second sync writes nothing, `ls`/`grep --store`
+//! answer as the host does, two syncs at once store each record once, and neither a SIGKILLed
+//! sync nor a database stopped mid-run loses or duplicates a record.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::store::{
+    assert_store_is_read, fixture_roots, generated, kill_runs, line, local_host, run,
+};
+use crate::support::{clankie, code, stderr};
+use clankie_read::store::StoreUrl;
+
+/// A PostgreSQL cluster of one test, stopped (immediately) when dropped.
+struct Cluster {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+/// The directory of initdb and pg_ctl: Debian's `/usr/lib/postgresql/<version>/bin`.
+fn postgres_bin() -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| Some(e.ok()?.path().join("bin")))
+        .filter(|bin| bin.join("initdb").exists() && bin.join("pg_ctl").exists())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// Runs a PostgreSQL program as the unprivileged `nobody` when the tests run as root
+/// (PostgreSQL refuses to run as root).
+fn as_postgres_user(program: &Path) -> Command {
+    if rustix_is_root() {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "nobody", "--"]).arg(program);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}
+
+fn rustix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
+impl Cluster {
+    /// Starts a cluster, or `None` (saying why) where PostgreSQL is not installed; under
+    /// `CI=true` that fails the test.
+    fn start() -> Option<Cluster> {
+        let Some(bin) = postgres_bin() else {
+            crate::common::skip_or_panic(
+                "PostgreSQL is not installed (run .ci/install-deps: apt-get install postgresql)",
+            );
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        let data = dir.path().join("data");
+        let out = as_postgres_user(&bin.join("initdb"))
+            .args([
+                "-A",
+                "trust",
+                "-U",
+                "clankie",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "-D",
+            ])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cluster = Cluster { dir, bin };
+        cluster.pg_ctl_start();
+        Some(cluster)
+    }
+
+    fn pg_ctl_start(&self) {
+        let options = format!(
+            "-k {} -c listen_addresses='' -c fsync=off",
+            self.dir.path().display()
+        );
+        let out = as_postgres_user(&self.bin.join("pg_ctl"))
+            .args(["-w", "-o", &options, "-l"])
+            .arg(self.dir.path().join("log"))
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .arg("start")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pg_ctl start: {}{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+        );
+    }
+
+    /// Stops the server at once, as a crash or a lost database would.
+    fn stop(&self) {
+        let _ = as_postgres_user(&self.bin.join("pg_ctl"))
+            .args(["-w", "-m", "immediate", "-D"])
+            .arg(self.dir.path().join("data"))
+            .arg("stop")
+            .output();
+    }
+
+    /// The store's URL: libpq's URI with the socket directory as `host`.
+    fn url(&self) -> String {
+        format!(
+            "postgres:///postgres?host={}&user=clankie",
+            self.dir.path().display()
+        )
+    }
+
+    /// One query's rows, each as text (psql, through the cluster's socket).
+    fn query(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-A", "-t", "-U", "clankie", "-d", "postgres", "-h"])
+            .arg(self.dir.path())
+            .args(["-c", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Every row of the store, as text: two equal dumps are one unchanged store.
+    fn dump(&self) -> String {
+        self.query(
+            "SELECT (SELECT string_agg(h::text, E'\\n' ORDER BY host) FROM hosts h) || \
+             (SELECT string_agg(s::text, E'\\n' ORDER BY host, harness, session) FROM sessions s) \
+             || (SELECT count(*) FROM records)::text",
+        )
+    }
+
+    fn count(&self, sql: &str) -> i64 {
+        self.query(sql).trim().parse().unwrap()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[test]
+fn postgres_holds_what_read_gives_for_every_fixture_and_answers_as_the_host() {
+    let Some(pg) = Cluster::start() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let hosts = h.join("hosts.toml");
+    std::fs::write(&hosts, local_host("fx", &fixture_roots(h))).unwrap();
+    let base = ["--hosts", hosts.to_str().unwrap()];
+    let into = pg.url();
+    let out = run(h, &[&base[..], &["sync", "--into", &into, "fx"]].concat());
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    assert_store_is_read(h, &base, &StoreUrl::Postgres(into.clone()), "fx");
+    let before = pg.dump();
+    let again = run(h, &[&base[..], &["sync", "--into", &into, "fx"]].concat());
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_eq!(pg.dump(), before, "a sync with nothing new wrote");
+    for args in [&["ls", "--json", "--long"][..], &["ls", "--all"]] {
+        let host = run(h, &[&base[..], args, &["fx"]].concat());
+        let store = run(h, &[&base[..], args, &["--store", &into]].concat());
+        assert_eq!(
+            String::from_utf8_lossy(&store.stdout),
+            String::from_utf8_lossy(&host.stdout),
+            "{args:?}: {}",
+            stderr(&store)
+        );
+    }
+    for pattern in [
+        &["marker"][..],
+        &["-i", "MARKER"],
+        &["-F", "100%_done"],
+        &["-c", "the"],
+        &["--json", "-i", "error|warning"],
+        &["-C", "1", "subagent"],
+        &["[0-9]{4}-[0-9]{2}"],
+    ] {
+        let host = run(h, &[&base[..], &["grep"], pattern, &["fx"]].concat());
+        let store = run(
+            h,
+            &[&base[..], &["grep", "--store", &into], pattern, &["fx"]].concat(),
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&store.stdout),
+            String::from_utf8_lossy(&host.stdout),
+            "{pattern:?}: {}",
+            stderr(&store)
+        );
+        assert_eq!(code(&store), code(&host), "{pattern:?}");
+    }
+    // The same store refuses the other redaction.
+    let raw = run(
+        h,
+        &[&base[..], &["sync", "--no-redact", "--into", &into, "fx"]].concat(),
+    );
+    assert_eq!(code(&raw), 2, "{}", stderr(&raw));
+}
+
+#[test]
+fn postgres_two_syncs_at_once_write_each_record_once() {
+    let Some(pg) = Cluster::start() else { return };
+    let (home, hosts, _) = generated(60, 40);
+    let h = home.path();
+    let into = pg.url();
+    let base = ["--hosts", hosts.to_str().unwrap()];
+    let spawn = || {
+        clankie(h)
+            .args([&base[..], &["sync", "--into", &into, "h"]].concat())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    assert_eq!(pg.count("SELECT count(*) FROM records"), 60 * 40);
+    assert_store_is_read(h, &base, &StoreUrl::Postgres(into), "h");
+}
+
+/// Appends one record to session `s` of a [`generated`] home, its mtime moved on.
+fn grow(dir: &Path, s: u64, run_index: usize) {
+    let file = dir.join(format!("{s:08x}-0000-4000-8000-000000000000.jsonl"));
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text += &line(&format!("grown-{run_index}"), "grown");
+    std::fs::write(&file, text).unwrap();
+    let later = std::time::SystemTime::now() + Duration::from_secs(3 + run_index as u64);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+}
+
+#[test]
+fn postgres_sigkill_or_a_stopped_database_mid_run_loses_and_duplicates_nothing() {
+    let Some(pg) = Cluster::start() else { return };
+    let (home, hosts, dir) = generated(80, 30);
+    let h = home.path();
+    let into = pg.url();
+    let base = ["--hosts", hosts.to_str().unwrap()];
+    let args = [&base[..], &["sync", "--into", &into, "h"]].concat();
+    let start = std::time::Instant::now();
+    let first = run(h, &args);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let whole = start.elapsed().as_micros().max(1000) as u64;
+    pg.query("TRUNCATE hosts, sessions, records");
+    let mut seed = std::process::id() as u64 | 1;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for run_index in 0..kill_runs() {
+        grow(&dir, next() % 80, run_index);
+        let mut child = clankie(h)
+            .args(&args)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(next() % whole));
+        if run_index % 2 == 0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        } else {
+            // The database goes away under the run: one line and exit 1, or the run was done.
+            pg.stop();
+            let out = child.wait_with_output().unwrap();
+            match code(&out) {
+                0 => {}
+                1 => assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out)),
+                other => panic!("exit {other}: {}", stderr(&out)),
+            }
+            pg.pg_ctl_start();
+        }
+    }
+    let last = run(h, &args);
+    assert_eq!(code(&last), 0, "{}", stderr(&last));
+    assert_store_is_read(h, &base, &StoreUrl::Postgres(into), "h");
+}
