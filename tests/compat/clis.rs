@@ -257,6 +257,44 @@ pub const OPENCODE: Cli = Cli {
     },
 };
 
+/// GitHub Copilot CLI, with a custom (BYOK) OpenAI-compatible provider in offline mode.
+pub const COPILOT: Cli = Cli {
+    harness: "copilot",
+    bin: "copilot",
+    pick: |tools, _| {
+        tools.iter().any(|t| t == "bash").then(|| {
+            call(
+                "bash",
+                json!({"command": COMMAND, "description": "Print the marker"}),
+            )
+        })?
+    },
+    setup: |_home, port, _cache| {
+        env(&[
+            (
+                "COPILOT_PROVIDER_BASE_URL",
+                &format!("http://127.0.0.1:{port}/v1"),
+            ),
+            ("COPILOT_PROVIDER_API_KEY", "compat-key"),
+            ("COPILOT_MODEL", "compat-model"),
+            ("COPILOT_OFFLINE", "true"),
+        ])
+    },
+    turn: |prompt| {
+        args(&[
+            "--allow-all-tools",
+            "--disable-client-telemetry",
+            "-p",
+            prompt,
+        ])
+    },
+    // `copilot --resume ID` is interactive; with `-p` it runs one turn.
+    resume_noninteractive: |printed, prompt| {
+        format!("{printed} --allow-all-tools --disable-client-telemetry -p {prompt}")
+    },
+    stored_prompt: as_typed,
+};
+
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()

@@ -66,6 +66,12 @@ fn opencode() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn copilot() {
+    run(&clis::COPILOT);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
 }

@@ -352,6 +352,7 @@ impl<'c> Suite<'c> {
             "gemini" => ".gemini",
             "pi" => ".pi/agent",
             "opencode" => ".local/share/opencode",
+            "copilot" => ".copilot",
             other => panic!("no root for {other}"),
         };
         let user = "ck_bash";

@@ -1090,6 +1090,7 @@ fn real_cli_sessions_read_the_scripted_records() {
         ("codex-0.171.0", "codex", "exec_command"),
         ("gemini-cli-0.61.0", "gemini", "run_shell_command"),
         ("pi-0.73.1", "pi", "bash"),
+        ("copilot-1.0.102", "copilot", "bash"),
     ] {
         let root = format!("{harness}={}", fixture_home(dir).display());
         let home = tempfile::tempdir().unwrap();

@@ -29,6 +29,7 @@ const HOMES: &[(&str, &str)] = &[
     ("opencode", "opencode/legacy-1.1.65"),
     ("pi", "pi"),
     ("pi", "pi-0.73.1"),
+    ("copilot", "copilot-1.0.102"),
     ("claude", "precision/claude"),
 ];
 

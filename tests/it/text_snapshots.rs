@@ -136,6 +136,27 @@ fn opencode_1_18_33_edit() {
     snapshots("opencode_1_18_33_edit", None, home.path(), "ses_dce7b61a");
 }
 
+/// The compatibility suite's scripted session as a real CLI of one of the harnesses read from
+/// its events wrote it (`tests/fixtures/<dir>/`): prompt, text, shell call and its result,
+/// redacted answer, resumed turn.
+fn real_cli_session(name: &str, dir: &str, harness: &str, session: &str) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let root = format!("{harness}={}", fixture.display());
+    snapshots(
+        name,
+        Some(&root),
+        Path::new("/nonexistent"),
+        &format!("{harness}/{session}"),
+    );
+}
+
+#[test]
+fn copilot_1_0_102() {
+    real_cli_session("copilot_1_0_102", "copilot-1.0.102", "copilot", "b8a67622");
+}
+
 #[test]
 fn pi_session_with_edits() {
     let root = fixture_root("pi");

@@ -9,6 +9,7 @@
 
 mod claude;
 mod codex;
+mod copilot;
 mod gemini;
 mod grok;
 mod grokcli;
@@ -33,6 +34,7 @@ static REGISTRY: &[&dyn Format] = &[
     &gemini::Gemini,
     &opencode::OpenCode,
     &grokcli::GrokCli,
+    &copilot::Copilot,
     &terminal::Recordings,
 ];
 
@@ -861,6 +863,10 @@ mod tests {
             (
                 "opencode",
                 "storage/session/global/ses_0199a8f21c3d7e4f.json",
+            ),
+            (
+                "copilot",
+                "session-state/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/events.jsonl",
             ),
         ];
         for (name, rel) in cases {
