@@ -24,8 +24,9 @@ pub struct Cli {
     /// Arguments of a first, non-interactive turn with `prompt`.
     turn: fn(prompt: &str) -> Vec<String>,
     /// Makes the command `resume` printed non-interactive, sending `prompt` (already quoted
-    /// for `sh`).
-    pub resume_noninteractive: fn(printed: &str, quoted_prompt: &str) -> String,
+    /// for `sh`); `None` for a CLI that cannot resume a session without its vendor's service
+    /// (the suite then stops after turn one: docs/harnesses.md lists it).
+    pub resume_noninteractive: Option<fn(printed: &str, quoted_prompt: &str) -> String>,
     /// The prompt as the CLI stores it.
     pub stored_prompt: fn(&str) -> String,
 }
@@ -63,7 +64,9 @@ pub const CLAUDE: Cli = Cli {
         ])
     },
     turn: |prompt| args(&["-p", prompt, "--allowedTools", "Bash"]),
-    resume_noninteractive: |printed, prompt| format!("{printed} --allowedTools Bash -p {prompt}"),
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --allowedTools Bash -p {prompt}")
+    }),
     stored_prompt: as_typed,
 };
 
@@ -107,12 +110,12 @@ pub const CODEX: Cli = Cli {
         ])
     },
     // `codex resume ID` is the interactive form; `codex exec … resume ID PROMPT` the other.
-    resume_noninteractive: |printed, prompt| {
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
         assert!(printed.contains("codex resume "), "unexpected: {printed}");
         let exec =
             "codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox resume ";
         format!("{} {prompt}", printed.replacen("codex resume ", exec, 1))
-    },
+    }),
     stored_prompt: as_typed,
 };
 
@@ -146,7 +149,9 @@ pub const GEMINI: Cli = Cli {
         ])
     },
     turn: |prompt| args(&["--approval-mode", "yolo", "-p", prompt]),
-    resume_noninteractive: |printed, prompt| format!("{printed} --approval-mode yolo -p {prompt}"),
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --approval-mode yolo -p {prompt}")
+    }),
     stored_prompt: as_typed,
 };
 
@@ -184,9 +189,9 @@ pub const PI: Cli = Cli {
             prompt,
         ])
     },
-    resume_noninteractive: |printed, prompt| {
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
         format!("{printed} --offline --provider compat --model compat-model -p {prompt}")
-    },
+    }),
     stored_prompt: as_typed,
 };
 
@@ -245,7 +250,7 @@ pub const OPENCODE: Cli = Cli {
     // `opencode run` joins its words into one message, quoting each that holds a space.
     stored_prompt: |prompt| format!("\"{prompt}\""),
     // `resume` prints the interactive `opencode --session ID` (after a `cd`).
-    resume_noninteractive: |printed, prompt| {
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
         assert!(
             printed.contains("opencode --session "),
             "unexpected: {printed}"
@@ -254,7 +259,7 @@ pub const OPENCODE: Cli = Cli {
             "{} {prompt}",
             printed.replacen("opencode --session ", "opencode run --session ", 1)
         )
-    },
+    }),
 };
 
 /// GitHub Copilot CLI, with a custom (BYOK) OpenAI-compatible provider in offline mode.
@@ -289,9 +294,57 @@ pub const COPILOT: Cli = Cli {
         ])
     },
     // `copilot --resume ID` is interactive; with `-p` it runs one turn.
-    resume_noninteractive: |printed, prompt| {
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
         format!("{printed} --allow-all-tools --disable-client-telemetry -p {prompt}")
+    }),
+    stored_prompt: as_typed,
+};
+
+/// Factory Droid, with a custom model on a generic Chat Completions provider.
+pub const DROID: Cli = Cli {
+    harness: "droid",
+    bin: "droid",
+    // `Execute` requires a summary and a risk level (an enum) with its reason.
+    pick: |tools, _| {
+        tools.iter().any(|t| t == "Execute").then(|| {
+            call(
+                "Execute",
+                json!({
+                    "command": COMMAND,
+                    "summary": "Print the marker",
+                    "riskLevel": "low",
+                    "riskLevelReason": "It only prints text",
+                }),
+            )
+        })?
     },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".factory/settings.json"),
+            &json!({"customModels": [{
+                "model": "compat-model",
+                "displayName": "compat-model",
+                "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+                "apiKey": "compat-key",
+                "provider": "generic-chat-completion-api",
+            }]})
+            .to_string(),
+        );
+        Vec::new()
+    },
+    turn: |prompt| {
+        args(&[
+            "exec",
+            "--auto",
+            "high",
+            "-m",
+            "custom:compat-model",
+            prompt,
+        ])
+    },
+    // `droid exec -s ID PROMPT` fetches the session from Factory's service (api.factory.ai)
+    // before it runs, and `droid --resume ID` is interactive: no offline second turn.
+    resume_noninteractive: None,
     stored_prompt: as_typed,
 };
 

@@ -72,6 +72,12 @@ fn copilot() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn droid() {
+    run(&clis::DROID);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
 }

@@ -30,6 +30,7 @@ const HOMES: &[(&str, &str)] = &[
     ("pi", "pi"),
     ("pi", "pi-0.73.1"),
     ("copilot", "copilot-1.0.102"),
+    ("droid", "droid-0.225.1"),
     ("claude", "precision/claude"),
 ];
 

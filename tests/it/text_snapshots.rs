@@ -158,6 +158,11 @@ fn copilot_1_0_102() {
 }
 
 #[test]
+fn droid_0_225_1() {
+    real_cli_session("droid_0_225_1", "droid-0.225.1", "droid", "9cc2e2ac");
+}
+
+#[test]
 fn pi_session_with_edits() {
     let root = fixture_root("pi");
     snapshots(

@@ -10,6 +10,7 @@
 mod claude;
 mod codex;
 mod copilot;
+mod droid;
 mod gemini;
 mod grok;
 mod grokcli;
@@ -35,6 +36,7 @@ static REGISTRY: &[&dyn Format] = &[
     &opencode::OpenCode,
     &grokcli::GrokCli,
     &copilot::Copilot,
+    &droid::Droid,
     &terminal::Recordings,
 ];
 
@@ -863,6 +865,10 @@ mod tests {
             (
                 "opencode",
                 "storage/session/global/ses_0199a8f21c3d7e4f.json",
+            ),
+            (
+                "droid",
+                "sessions/-home-me-app/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
             ),
             (
                 "copilot",
