@@ -348,6 +348,43 @@ pub const DROID: Cli = Cli {
     stored_prompt: as_typed,
 };
 
+/// Continue's CLI (`cn`), with a local `config.yaml` naming an OpenAI-compatible model.
+pub const CONTINUE: Cli = Cli {
+    harness: "continue",
+    bin: "cn",
+    pick: |tools, _| {
+        tools
+            .iter()
+            .any(|t| t == "Bash")
+            .then(|| call("Bash", json!({"command": COMMAND})))?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".continue/config.yaml"),
+            &format!(
+                "name: compat\nversion: 1.0.0\nschema: v1\nmodels:\n  - name: compat\n    \
+                 provider: openai\n    model: compat-model\n    apiBase: http://127.0.0.1:{port}/v1\n    \
+                 apiKey: compat-key\n    roles: [chat, edit, apply]\n"
+            ),
+        );
+        env(&[("CONTINUE_CLI_DISABLE_TELEMETRY", "1")])
+    },
+    turn: |prompt| {
+        args(&[
+            "--config",
+            "../.continue/config.yaml",
+            "--auto",
+            "-p",
+            prompt,
+        ])
+    },
+    // `cn --resume` takes no id: it resumes the newest session.
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --config ../.continue/config.yaml --auto -p {prompt}")
+    }),
+    stored_prompt: as_typed,
+};
+
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()

@@ -78,6 +78,12 @@ fn droid() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn continue_cli() {
+    run(&clis::CONTINUE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
 }

@@ -375,6 +375,7 @@ impl<'c> Suite<'c> {
             "opencode" => ".local/share/opencode",
             "copilot" => ".copilot",
             "droid" => ".factory",
+            "continue" => ".continue",
             other => panic!("no root for {other}"),
         };
         let user = "ck_bash";

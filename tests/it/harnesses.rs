@@ -1092,6 +1092,7 @@ fn real_cli_sessions_read_the_scripted_records() {
         ("pi-0.73.1", "pi", "bash", true),
         ("copilot-1.0.102", "copilot", "bash", true),
         ("droid-0.225.1", "droid", "Execute", false),
+        ("continue-1.5.47", "continue", "Bash", true),
     ] {
         let root = format!("{harness}={}", fixture_home(dir).display());
         let home = tempfile::tempdir().unwrap();

@@ -31,6 +31,7 @@ const HOMES: &[(&str, &str)] = &[
     ("pi", "pi-0.73.1"),
     ("copilot", "copilot-1.0.102"),
     ("droid", "droid-0.225.1"),
+    ("continue", "continue-1.5.47"),
     ("claude", "precision/claude"),
 ];
 

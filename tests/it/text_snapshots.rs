@@ -163,6 +163,11 @@ fn droid_0_225_1() {
 }
 
 #[test]
+fn continue_1_5_47() {
+    real_cli_session("continue_1_5_47", "continue-1.5.47", "continue", "e37d3067");
+}
+
+#[test]
 fn pi_session_with_edits() {
     let root = fixture_root("pi");
     snapshots(

@@ -9,6 +9,7 @@
 
 mod claude;
 mod codex;
+mod r#continue;
 mod copilot;
 mod droid;
 mod gemini;
@@ -37,6 +38,7 @@ static REGISTRY: &[&dyn Format] = &[
     &grokcli::GrokCli,
     &copilot::Copilot,
     &droid::Droid,
+    &r#continue::Continue,
     &terminal::Recordings,
 ];
 
@@ -869,6 +871,10 @@ mod tests {
             (
                 "droid",
                 "sessions/-home-me-app/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
+            ),
+            (
+                "continue",
+                "sessions/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.json",
             ),
             (
                 "copilot",
