@@ -385,6 +385,76 @@ pub const CONTINUE: Cli = Cli {
     stored_prompt: as_typed,
 };
 
+/// Cline's CLI, authenticated against an OpenAI-compatible provider by `cline auth`.
+pub const CLINE: Cli = Cli {
+    harness: "cline",
+    bin: "cline",
+    // `run_commands` takes a list of command lines.
+    pick: |tools, _| {
+        tools
+            .iter()
+            .any(|t| t == "run_commands")
+            .then(|| call("run_commands", json!({"commands": [COMMAND]})))?
+    },
+    setup: |home, port, install| {
+        let bin = install.join("node_modules/.bin/cline");
+        let out = Command::new(&bin)
+            .env_clear()
+            .env("HOME", home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .args([
+                "auth",
+                "-p",
+                "openai",
+                "-k",
+                "compat-key",
+                "-m",
+                "compat-model",
+                "-b",
+            ])
+            .arg(format!("http://127.0.0.1:{port}/v1"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", bin.display()));
+        assert!(
+            out.status.success(),
+            "cline auth: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        end_leftovers(home);
+        Vec::new()
+    },
+    turn: |prompt| args(&[prompt]),
+    // `cline --id ID` resumes a session in its TUI only: with a prompt, piped stdin or
+    // `--json` it asks for a terminal (3.0.65).
+    resume_noninteractive: None,
+    stored_prompt: as_typed,
+};
+
+/// Ends, by process id, every process still running with `HOME` set to `home`: Cline leaves
+/// its `cline --cline-hub-daemon` behind after every run.
+pub fn end_leftovers(home: &Path) {
+    let wanted = format!("HOME={}", home.display());
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == wanted.as_bytes())
+        {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()

@@ -84,6 +84,12 @@ fn continue_cli() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn cline() {
+    run(&clis::CLINE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
 }

@@ -91,6 +91,7 @@ impl<'c> Suite<'c> {
     /// Runs a CLI turn to completion; fails with its output and the server's log.
     fn turn(&self, cmd: &mut Command, what: &str) -> Output {
         let out = crate::common::run_with_stdin(cmd, b"", TURN_TIMEOUT);
+        crate::clis::end_leftovers(&self.setup.home);
         if !out.status.success() {
             self.fail(&format!(
                 "{what} failed ({}):\nstdout: {}\nstderr: {}",
@@ -376,6 +377,7 @@ impl<'c> Suite<'c> {
             "copilot" => ".copilot",
             "droid" => ".factory",
             "continue" => ".continue",
+            "cline" => ".cline/data",
             other => panic!("no root for {other}"),
         };
         let user = "ck_bash";

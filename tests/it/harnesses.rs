@@ -1093,6 +1093,7 @@ fn real_cli_sessions_read_the_scripted_records() {
         ("copilot-1.0.102", "copilot", "bash", true),
         ("droid-0.225.1", "droid", "Execute", false),
         ("continue-1.5.47", "continue", "Bash", true),
+        ("cline-3.0.65", "cline", "run_commands", false),
     ] {
         let root = format!("{harness}={}", fixture_home(dir).display());
         let home = tempfile::tempdir().unwrap();

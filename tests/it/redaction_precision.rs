@@ -32,6 +32,7 @@ const HOMES: &[(&str, &str)] = &[
     ("copilot", "copilot-1.0.102"),
     ("droid", "droid-0.225.1"),
     ("continue", "continue-1.5.47"),
+    ("cline", "cline-3.0.65"),
     ("claude", "precision/claude"),
 ];
 

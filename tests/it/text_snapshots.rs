@@ -168,6 +168,11 @@ fn continue_1_5_47() {
 }
 
 #[test]
+fn cline_3_0_65() {
+    real_cli_session("cline_3_0_65", "cline-3.0.65", "cline", "1796519374410");
+}
+
+#[test]
 fn pi_session_with_edits() {
     let root = fixture_root("pi");
     snapshots(

@@ -8,6 +8,7 @@
 //! [`Harness`] tag a record, root or file carries.
 
 mod claude;
+mod cline;
 mod codex;
 mod r#continue;
 mod copilot;
@@ -39,6 +40,7 @@ static REGISTRY: &[&dyn Format] = &[
     &copilot::Copilot,
     &droid::Droid,
     &r#continue::Continue,
+    &cline::Cline,
     &terminal::Recordings,
 ];
 
@@ -875,6 +877,10 @@ mod tests {
             (
                 "continue",
                 "sessions/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.json",
+            ),
+            (
+                "cline",
+                "sessions/1796519025127_hb7nq/1796519025127_hb7nq.messages.json",
             ),
             (
                 "copilot",
