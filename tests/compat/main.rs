@@ -90,6 +90,12 @@ fn cline() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn qwen() {
+    run(&clis::QWEN);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
 }

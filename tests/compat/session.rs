@@ -378,6 +378,7 @@ impl<'c> Suite<'c> {
             "droid" => ".factory",
             "continue" => ".continue",
             "cline" => ".cline/data",
+            "qwen" => ".qwen",
             other => panic!("no root for {other}"),
         };
         let user = "ck_bash";

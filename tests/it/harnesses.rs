@@ -1094,6 +1094,7 @@ fn real_cli_sessions_read_the_scripted_records() {
         ("droid-0.225.1", "droid", "Execute", false),
         ("continue-1.5.47", "continue", "Bash", true),
         ("cline-3.0.65", "cline", "run_commands", false),
+        ("qwen-0.24.4", "qwen", "run_shell_command", true),
     ] {
         let root = format!("{harness}={}", fixture_home(dir).display());
         let home = tempfile::tempdir().unwrap();

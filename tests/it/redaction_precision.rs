@@ -33,6 +33,7 @@ const HOMES: &[(&str, &str)] = &[
     ("droid", "droid-0.225.1"),
     ("continue", "continue-1.5.47"),
     ("cline", "cline-3.0.65"),
+    ("qwen", "qwen-0.24.4"),
     ("claude", "precision/claude"),
 ];
 

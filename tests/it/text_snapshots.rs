@@ -173,6 +173,11 @@ fn cline_3_0_65() {
 }
 
 #[test]
+fn qwen_0_24_4() {
+    real_cli_session("qwen_0_24_4", "qwen-0.24.4", "qwen", "a897da87");
+}
+
+#[test]
 fn pi_session_with_edits() {
     let root = fixture_root("pi");
     snapshots(

@@ -18,6 +18,7 @@ mod grok;
 mod grokcli;
 mod opencode;
 mod pi;
+mod qwen;
 mod terminal;
 
 use clankie_model::{FileEntry, Harness, Layout, Record};
@@ -41,6 +42,7 @@ static REGISTRY: &[&dyn Format] = &[
     &droid::Droid,
     &r#continue::Continue,
     &cline::Cline,
+    &qwen::Qwen,
     &terminal::Recordings,
 ];
 
@@ -881,6 +883,10 @@ mod tests {
             (
                 "cline",
                 "sessions/1796519025127_hb7nq/1796519025127_hb7nq.messages.json",
+            ),
+            (
+                "qwen",
+                "projects/-home-me-app/chats/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
             ),
             (
                 "copilot",
