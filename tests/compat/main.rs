@@ -66,6 +66,36 @@ fn opencode() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn copilot() {
+    run(&clis::COPILOT);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn droid() {
+    run(&clis::DROID);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn continue_cli() {
+    run(&clis::CONTINUE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn cline() {
+    run(&clis::CLINE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn qwen() {
+    run(&clis::QWEN);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
 }

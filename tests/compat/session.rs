@@ -1,7 +1,8 @@
 //! One CLI's scripted session and every check on what it wrote: `ls` finds it; `--all --json`
 //! gives exactly the scripted records; secrets are redacted; `--head`/`--since` paging equals
 //! `--all`; a cursor taken before the resume continues with exactly the new records; `--follow`
-//! during the resumed turn prints each record once; `resume` prints a command the CLI accepts;
+//! during the resumed turn prints each record once (turn one's, for a CLI that cannot resume
+//! offline); `resume` prints a command the CLI accepts;
 //! and the same reads over the test sshd give the same records.
 
 use std::io::Read;
@@ -90,6 +91,7 @@ impl<'c> Suite<'c> {
     /// Runs a CLI turn to completion; fails with its output and the server's log.
     fn turn(&self, cmd: &mut Command, what: &str) -> Output {
         let out = crate::common::run_with_stdin(cmd, b"", TURN_TIMEOUT);
+        crate::clis::end_leftovers(&self.setup.home);
         if !out.status.success() {
             self.fail(&format!(
                 "{what} failed ({}):\nstdout: {}\nstderr: {}",
@@ -173,6 +175,26 @@ impl<'c> Suite<'c> {
         // `resume` prints a command; made non-interactive, it runs turn two. Meanwhile
         // `--follow` prints what the CLI appends.
         let printed = self.resume_command(&target);
+        let Some(resume_noninteractive) = self.cli.resume_noninteractive else {
+            // No second turn without the vendor's service: `--follow` prints turn one once.
+            let follow = Follow::start(self.reader(&[
+                "read",
+                &target,
+                "--follow",
+                "--json",
+                "--all",
+                "--interval",
+                "0.2",
+            ]));
+            let followed = follow.finish(all.len(), Duration::from_secs(15));
+            assert_eq!(
+                strip(&followed),
+                strip(&all),
+                "{h}: --follow printed {followed:#?}"
+            );
+            self.check_ssh(&id, &all);
+            return;
+        };
         let follow = Follow::start(self.reader(&[
             "read",
             &target,
@@ -183,7 +205,7 @@ impl<'c> Suite<'c> {
             "0.2",
         ]));
         let quoted = format!("'{}'", server::PROMPT_2);
-        let line = (self.cli.resume_noninteractive)(&printed, &quoted);
+        let line = resume_noninteractive(&printed, &quoted);
         self.turn(
             &mut self.setup.shell(&line),
             &format!("the resumed turn `{line}`"),
@@ -358,6 +380,11 @@ impl<'c> Suite<'c> {
             "gemini" => ".gemini",
             "pi" => ".pi/agent",
             "opencode" => ".local/share/opencode",
+            "copilot" => ".copilot",
+            "droid" => ".factory",
+            "continue" => ".continue",
+            "cline" => ".cline/data",
+            "qwen" => ".qwen",
             other => panic!("no root for {other}"),
         };
         let user = "ck_bash";

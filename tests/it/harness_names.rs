@@ -79,7 +79,7 @@ fn every_harness_is_named_only_in_its_module_and_its_registration() {
     let mut misplaced = Vec::new();
     for harness in &harnesses {
         let mention = Regex::new(&format!(
-            r#""{name}"|\b{module}::|\bmod {module}\b|\b{ty}\b"#,
+            r#""{name}"|\b{module}::|\bmod (r#)?{module}\b|\b{ty}\b"#,
             name = regex::escape(harness.name),
             module = harness.module,
             ty = harness.type_name,
@@ -87,7 +87,8 @@ fn every_harness_is_named_only_in_its_module_and_its_registration() {
         .unwrap();
         let home = harness_dir.join(format!("{}.rs", harness.module));
         let registry_line = Regex::new(&format!(
-            r"^\s*(mod {m};|&{m}::{t},)\s*$",
+            // A module named by a keyword (`continue`) is declared and named raw (`r#continue`).
+            r"^\s*(mod (r#)?{m};|&(r#)?{m}::{t},)\s*$",
             m = harness.module,
             t = harness.type_name
         ))

@@ -29,6 +29,11 @@ const HOMES: &[(&str, &str)] = &[
     ("opencode", "opencode/legacy-1.1.65"),
     ("pi", "pi"),
     ("pi", "pi-0.73.1"),
+    ("copilot", "copilot-1.0.102"),
+    ("droid", "droid-0.225.1"),
+    ("continue", "continue-1.5.47"),
+    ("cline", "cline-3.0.65"),
+    ("qwen", "qwen-0.24.4"),
     ("claude", "precision/claude"),
 ];
 

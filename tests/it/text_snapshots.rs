@@ -136,6 +136,47 @@ fn opencode_1_18_33_edit() {
     snapshots("opencode_1_18_33_edit", None, home.path(), "ses_dce7b61a");
 }
 
+/// The compatibility suite's scripted session as a real CLI of one of the harnesses read from
+/// its events wrote it (`tests/fixtures/<dir>/`): prompt, text, shell call and its result,
+/// redacted answer, resumed turn.
+fn real_cli_session(name: &str, dir: &str, harness: &str, session: &str) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let root = format!("{harness}={}", fixture.display());
+    snapshots(
+        name,
+        Some(&root),
+        Path::new("/nonexistent"),
+        &format!("{harness}/{session}"),
+    );
+}
+
+#[test]
+fn copilot_1_0_102() {
+    real_cli_session("copilot_1_0_102", "copilot-1.0.102", "copilot", "b8a67622");
+}
+
+#[test]
+fn droid_0_225_1() {
+    real_cli_session("droid_0_225_1", "droid-0.225.1", "droid", "9cc2e2ac");
+}
+
+#[test]
+fn continue_1_5_47() {
+    real_cli_session("continue_1_5_47", "continue-1.5.47", "continue", "e37d3067");
+}
+
+#[test]
+fn cline_3_0_65() {
+    real_cli_session("cline_3_0_65", "cline-3.0.65", "cline", "1796519374410");
+}
+
+#[test]
+fn qwen_0_24_4() {
+    real_cli_session("qwen_0_24_4", "qwen-0.24.4", "qwen", "a897da87");
+}
+
 #[test]
 fn pi_session_with_edits() {
     let root = fixture_root("pi");

@@ -8,12 +8,17 @@
 //! [`Harness`] tag a record, root or file carries.
 
 mod claude;
+mod cline;
 mod codex;
+mod r#continue;
+mod copilot;
+mod droid;
 mod gemini;
 mod grok;
 mod grokcli;
 mod opencode;
 mod pi;
+mod qwen;
 pub(crate) mod terminal;
 
 use clankie_model::{FileEntry, Harness, Layout, Record};
@@ -33,6 +38,11 @@ static REGISTRY: &[&dyn Format] = &[
     &gemini::Gemini,
     &opencode::OpenCode,
     &grokcli::GrokCli,
+    &copilot::Copilot,
+    &droid::Droid,
+    &r#continue::Continue,
+    &cline::Cline,
+    &qwen::Qwen,
     &terminal::Recordings,
 ];
 
@@ -1042,6 +1052,26 @@ mod tests {
             (
                 "opencode",
                 "storage/session/global/ses_0199a8f21c3d7e4f.json",
+            ),
+            (
+                "droid",
+                "sessions/-home-me-app/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
+            ),
+            (
+                "continue",
+                "sessions/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.json",
+            ),
+            (
+                "cline",
+                "sessions/1796519025127_hb7nq/1796519025127_hb7nq.messages.json",
+            ),
+            (
+                "qwen",
+                "projects/-home-me-app/chats/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl",
+            ),
+            (
+                "copilot",
+                "session-state/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/events.jsonl",
             ),
         ];
         for (name, rel) in cases {
