@@ -763,3 +763,74 @@ fn docs_tested_versions_are_the_modules_data() {
     }
     assert!(checked >= 5, "{checked}");
 }
+
+/// For each harness read from files whose skipped entries are plain to write: a session of
+/// only those (understood, yet nothing to show) is the notice and fails `--strict`.
+#[test]
+fn a_session_of_skipped_entries_only_is_a_notice_for_the_file_harnesses() {
+    let id = "0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b";
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "copilot",
+            format!("session-state/{id}/events.jsonl"),
+            "{\"type\":\"session.start\",\"data\":{\"sessionId\":\"s\",\"context\":{\"cwd\":\"/p\"}},\"id\":\"e\"}\n",
+        ),
+        (
+            "droid",
+            format!("sessions/-p/{id}.jsonl"),
+            "{\"type\":\"session_start\",\"id\":\"s\",\"title\":\"t\",\"cwd\":\"/p\"}\n",
+        ),
+        (
+            "qwen",
+            format!("projects/-p/chats/{id}.jsonl"),
+            "{\"uuid\":\"u\",\"type\":\"system\",\"subtype\":\"x\",\"version\":\"0.24.4\"}\n",
+        ),
+        (
+            "cline",
+            "sessions/1796519374410_97c6t/1796519374410_97c6t.messages.json".to_string(),
+            "{\"version\":1,\"messages\":[]}",
+        ),
+        (
+            "continue",
+            format!("sessions/{id}.json"),
+            "{\"sessionId\":\"s\",\"title\":\"t\",\"history\":[{\"message\":{\"role\":\"system\",\"content\":\"You are\"}}]}",
+        ),
+    ];
+    for (harness, rel, text) in cases {
+        let home = tempfile::tempdir().unwrap();
+        let root = home.path().join("root");
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        let case = Case {
+            name: format!("{harness} {rel}"),
+            root: Some(format!("{harness}={}", root.display())),
+            home,
+            harness: harness.to_string(),
+            plant: Box::new(|_| 0),
+        };
+        let target = case.target();
+        let out = run(
+            case.home.path(),
+            &case.args(&["read", &target, "--all", "--json"]),
+        );
+        assert_eq!(code(&out), 0, "{}: {}", case.name, stderr(&out));
+        let recs = records(&ndjson(&out));
+        assert_eq!(recs.len(), 1, "{}: {recs:?}", case.name);
+        assert_eq!(recs[0]["kind"], "notice", "{}", case.name);
+        assert!(
+            recs[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("gave no record this version reads"),
+            "{}: {}",
+            case.name,
+            recs[0]
+        );
+        let strict = run(
+            case.home.path(),
+            &case.args(&["read", &target, "--all", "--strict"]),
+        );
+        assert_eq!(code(&strict), 6, "{}: {}", case.name, stderr(&strict));
+    }
+}
