@@ -14,9 +14,10 @@
 //!   exit code N>` line for the model: the record's output is what the command printed, and a
 //!   non-zero exit code is an error.
 //! - `session.error`, `session.warning`, `abort`, compaction and truncation are notices; the
-//!   start and resume, the system prompt, turn boundaries, usage, a tool's start, titles and
-//!   shutdown are metadata ([`SKIPPED_TYPES`]). Any other event, a known one without its `data`,
-//!   and a tool request of an unknown `type` are counted as not understood.
+//!   start and resume, the system prompt, turn boundaries, usage, a tool's start, titles,
+//!   hooks, subagents' lifecycle and shutdown are metadata ([`SKIPPED_TYPES`]). Any other
+//!   event, a known one without its `data`, and a tool request of an unknown `type` are
+//!   counted as not understood.
 //! - `session.start`'s `copilotVersion` is the release that wrote the session.
 
 use serde_json::Value;
@@ -216,19 +217,40 @@ fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
 }
 
 /// Events skipped on purpose: the start and a resume, the system prompt, turn boundaries,
-/// usage records, a tool's start (its call is the message's request), title changes and the
-/// shutdown's accounting.
+/// usage records, a tool's start and progress (its call is the message's request, its result
+/// the completion), title, model, mode, plan and workspace changes, informational events, idle
+/// and shutdown, hooks, skills and subagents' lifecycle (their own events are the thread's).
+/// The names are those the suite's sessions write and the Copilot SDK's event schema lists.
 const SKIPPED_TYPES: &[&str] = &[
     "session.start",
     "session.resume",
     "session.shutdown",
+    "session.idle",
+    "session.info",
     "session.usage_record",
+    "session.usage_info",
     "session.title_changed",
+    "session.model_change",
+    "session.mode_changed",
+    "session.plan_changed",
+    "session.workspace_file_changed",
+    "session.handoff",
     "session.compaction_start",
     "system.message",
     "assistant.turn_start",
     "assistant.turn_end",
+    "assistant.intent",
+    "assistant.usage",
     "tool.execution_start",
+    "tool.execution_partial_result",
+    "tool.execution_progress",
+    "skill.invoked",
+    "subagent.started",
+    "subagent.completed",
+    "subagent.failed",
+    "subagent.selected",
+    "hook.start",
+    "hook.end",
 ];
 
 fn assistant(out: &mut Out<'_>, base: &str, data: &Value) {
