@@ -135,6 +135,20 @@ fn plant_lines(path: &Path, plan: &LinePlan) -> u32 {
     3
 }
 
+/// Plants a [`LinePlan`] into the array under `key` of the JSON document at `path`, its items
+/// taken as lines.
+fn plant_document(path: &Path, key: &str, plan: &LinePlan) -> u32 {
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let items = doc[key].take();
+    let lines_path = path.with_extension("lines");
+    write_lines(&lines_path, items.as_array().unwrap());
+    let planted = plant_lines(&lines_path, plan);
+    doc[key] = Value::Array(lines_of(&lines_path));
+    std::fs::remove_file(&lines_path).unwrap();
+    std::fs::write(path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    planted
+}
+
 fn is_type(line: &Value, ty: &str) -> bool {
     line["type"] == ty
 }
@@ -365,6 +379,128 @@ fn cases(harness: &str) -> Vec<Case> {
                     lines.insert(3, r#"[0.0, "z", "drift"]"#);
                     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
                     1
+                }),
+            }]
+        }
+        "copilot" => vec![lines_case(
+            harness,
+            "copilot-1.0.102",
+            &[
+                "session-state/b8a67622-abfc-4674-841e-f3fb689a3154/events.jsonl",
+                "session-state/b8a67622-abfc-4674-841e-f3fb689a3154/workspace.yaml",
+            ],
+            LinePlan {
+                entry: json!({"type": "drift.entry_kind", "data": {}, "id": "drift-entry", "timestamp": "2026-12-06T00:20:00.000Z"}),
+                block_line: |l| {
+                    is_type(l, "assistant.message")
+                        && l["data"]["toolRequests"]
+                            .as_array()
+                            .is_some_and(|r| !r.is_empty())
+                },
+                block_path: "/data/toolRequests",
+                block: json!({"type": "drift_request", "toolCallId": "drift-call", "name": "bash", "arguments": {}}),
+                rename_line: |l| is_type(l, "user.message"),
+                rename: ("data", "payload"),
+                fresh_id: Some(("id", "drift-renamed")),
+                drop: &[],
+            },
+        )],
+        "droid" => vec![lines_case(
+            harness,
+            "droid-0.225.1",
+            &[
+                "sessions/-compat-project/9cc2e2ac-30fd-455f-88c2-6317dc8fe643.jsonl",
+                "sessions/-compat-project/9cc2e2ac-30fd-455f-88c2-6317dc8fe643.settings.json",
+            ],
+            LinePlan {
+                entry: json!({"type": "drift_entry_kind", "id": "drift-entry", "timestamp": "2026-12-06T00:47:50.000Z"}),
+                block_line: |l| is_type(l, "message") && l["message"]["role"] == "assistant",
+                block_path: "/message/content",
+                block: json!({"type": "drift_block"}),
+                // A prompt, not the context Droid sends in the user's name.
+                rename_line: |l| {
+                    is_type(l, "message")
+                        && l["message"]["role"] == "user"
+                        && !l["id"].as_str().unwrap_or("").starts_with("context-")
+                },
+                rename: ("message", "msg"),
+                fresh_id: Some(("id", "drift-renamed")),
+                drop: &[],
+            },
+        )],
+        "qwen" => vec![lines_case(
+            harness,
+            "qwen-0.24.4",
+            &["projects/-compat-project/chats/a897da87-0c01-4883-995c-54fdbc25e6f2.jsonl"],
+            LinePlan {
+                entry: json!({"type": "drift_entry_kind", "uuid": "drift-entry", "timestamp": "2026-12-06T01:31:36.000Z"}),
+                block_line: |l| is_type(l, "assistant") && l["message"]["parts"].is_array(),
+                block_path: "/message/parts",
+                block: json!({"driftPart": {"x": 1}}),
+                rename_line: |l| is_type(l, "user"),
+                rename: ("message", "msg"),
+                fresh_id: Some(("uuid", "drift-renamed")),
+                drop: &[],
+            },
+        )],
+        "cline" => {
+            let dir = "sessions/1796519374410_97c6t";
+            let file = format!("{dir}/1796519374410_97c6t.messages.json");
+            let (home, root) = copied(
+                "cline-3.0.65",
+                &[&file, &format!("{dir}/1796519374410_97c6t.json")],
+            );
+            let path = root.join(&file);
+            vec![Case {
+                name: format!("cline cline-3.0.65/{file}"),
+                root: Some(format!("cline={}", root.display())),
+                home,
+                harness: harness.to_string(),
+                plant: Box::new(move |_| {
+                    plant_document(
+                        &path,
+                        "messages",
+                        &LinePlan {
+                            entry: json!({"id": "drift-entry", "role": "drift-role", "content": [], "ts": 1796519375000_i64}),
+                            block_line: |l| l["role"] == "assistant" && l["content"].is_array(),
+                            block_path: "/content",
+                            block: json!({"type": "drift_block"}),
+                            rename_line: |l| {
+                                l["role"] == "user" && l["content"][0]["type"] == "text"
+                            },
+                            rename: ("content", "contents"),
+                            fresh_id: Some(("id", "drift-renamed")),
+                            drop: &[],
+                        },
+                    )
+                }),
+            }]
+        }
+        "continue" => {
+            // History items are identified by their index: the drift goes after them.
+            let file = "sessions/e37d3067-df04-454c-b89d-c167e3b21c10.json";
+            let (home, root) = copied("continue-1.5.47", &[file, "sessions/sessions.json"]);
+            let path = root.join(file);
+            vec![Case {
+                name: format!("continue continue-1.5.47/{file}"),
+                root: Some(format!("continue={}", root.display())),
+                home,
+                harness: harness.to_string(),
+                plant: Box::new(move |_| {
+                    let mut doc: Value =
+                        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                    let history = doc["history"].as_array_mut().unwrap();
+                    let assistant = history
+                        .iter_mut()
+                        .find(|item| item["message"]["role"] == "assistant")
+                        .unwrap();
+                    let text = assistant["message"]["content"].take();
+                    assistant["message"]["content"] =
+                        json!([{"type": "text", "text": text}, {"type": "drift_part"}]);
+                    history.push(json!({"message": {"role": "drift-role", "content": "?"}, "contextItems": []}));
+                    history.push(json!({"mesage": {"role": "user", "content": "renamed"}, "contextItems": []}));
+                    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+                    3
                 }),
             }]
         }
@@ -626,4 +762,75 @@ fn docs_tested_versions_are_the_modules_data() {
         checked += 1;
     }
     assert!(checked >= 5, "{checked}");
+}
+
+/// For each harness read from files whose skipped entries are plain to write: a session of
+/// only those (understood, yet nothing to show) is the notice and fails `--strict`.
+#[test]
+fn a_session_of_skipped_entries_only_is_a_notice_for_the_file_harnesses() {
+    let id = "0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b";
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "copilot",
+            format!("session-state/{id}/events.jsonl"),
+            "{\"type\":\"session.start\",\"data\":{\"sessionId\":\"s\",\"context\":{\"cwd\":\"/p\"}},\"id\":\"e\"}\n",
+        ),
+        (
+            "droid",
+            format!("sessions/-p/{id}.jsonl"),
+            "{\"type\":\"session_start\",\"id\":\"s\",\"title\":\"t\",\"cwd\":\"/p\"}\n",
+        ),
+        (
+            "qwen",
+            format!("projects/-p/chats/{id}.jsonl"),
+            "{\"uuid\":\"u\",\"type\":\"system\",\"subtype\":\"x\",\"version\":\"0.24.4\"}\n",
+        ),
+        (
+            "cline",
+            "sessions/1796519374410_97c6t/1796519374410_97c6t.messages.json".to_string(),
+            "{\"version\":1,\"messages\":[]}",
+        ),
+        (
+            "continue",
+            format!("sessions/{id}.json"),
+            "{\"sessionId\":\"s\",\"title\":\"t\",\"history\":[{\"message\":{\"role\":\"system\",\"content\":\"You are\"}}]}",
+        ),
+    ];
+    for (harness, rel, text) in cases {
+        let home = tempfile::tempdir().unwrap();
+        let root = home.path().join("root");
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        let case = Case {
+            name: format!("{harness} {rel}"),
+            root: Some(format!("{harness}={}", root.display())),
+            home,
+            harness: harness.to_string(),
+            plant: Box::new(|_| 0),
+        };
+        let target = case.target();
+        let out = run(
+            case.home.path(),
+            &case.args(&["read", &target, "--all", "--json"]),
+        );
+        assert_eq!(code(&out), 0, "{}: {}", case.name, stderr(&out));
+        let recs = records(&ndjson(&out));
+        assert_eq!(recs.len(), 1, "{}: {recs:?}", case.name);
+        assert_eq!(recs[0]["kind"], "notice", "{}", case.name);
+        assert!(
+            recs[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("gave no record this version reads"),
+            "{}: {}",
+            case.name,
+            recs[0]
+        );
+        let strict = run(
+            case.home.path(),
+            &case.args(&["read", &target, "--all", "--strict"]),
+        );
+        assert_eq!(code(&strict), 6, "{}: {}", case.name, stderr(&strict));
+    }
 }

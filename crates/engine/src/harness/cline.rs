@@ -12,12 +12,16 @@
 //! - The model is `modelInfo.id`, usage the message's `metrics`.
 //! - `<id>.json` beside it (the session's metadata: cwd, title, totals) is not a transcript;
 //!   the cwd comes from the system prompt's `Working Directory:` line.
+//! - A message of a role other than `user` and `assistant`, one without its `content`, and a
+//!   block of an unknown kind are counted as not understood. `origin.version` is the release
+//!   that wrote the session (the top `version` is the document format's).
 
 use serde_json::Value;
 
 use crate::SourceCtx;
 use crate::harness::{Format, PatchEnvelope, Source, ToolVocabulary};
 use crate::records::{Out, count, image_placeholder, stamp_model, str_of, text_of};
+use crate::rows::RowRecords;
 use crate::session::{SessionFile, session_file};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Record, Storage, TextKind, Usage};
 
@@ -59,6 +63,12 @@ static LAYOUT: Layout = Layout {
     id_globs: &["sessions/{id}*/*.messages.json"],
 };
 
+/// The newest Cline CLI this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "Cline CLI",
+    version: "3.0.65",
+};
+
 impl Format for Cline {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
@@ -80,7 +90,17 @@ impl Format for Cline {
     }
 
     fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
-        parse_document(ctx, bytes)
+        document_rows(ctx, bytes).map(|rows| rows.records)
+    }
+
+    fn parse_document_rows(
+        &self,
+        ctx: &SourceCtx,
+        bytes: &[u8],
+        _terminal_size: Option<(usize, usize)>,
+        _newest: Option<usize>,
+    ) -> Result<RowRecords, String> {
+        document_rows(ctx, bytes)
     }
 
     /// A document cut short is one being rewritten.
@@ -110,6 +130,16 @@ impl Format for Cline {
 
     fn tool_vocabulary(&self) -> &'static ToolVocabulary {
         &TOOLS
+    }
+
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
+    }
+
+    /// `origin.version`, written before the messages.
+    fn writer_version(&self, head: &[u8]) -> Option<String> {
+        let at = head.windows(8).position(|w| w == b"\"origin\"")?;
+        super::version_field(&head[at..], "version")
     }
 
     fn resume_command(&self, id: &str, _path: &str) -> String {
@@ -148,15 +178,16 @@ fn first_messages(head: &[u8]) -> Vec<Value> {
     out
 }
 
-/// The records of a whole session document.
-fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
+/// The records of a whole session document, with where each thing it did not understand
+/// stands among them.
+fn document_rows(ctx: &SourceCtx, bytes: &[u8]) -> Result<RowRecords, String> {
     let doc: Value =
         serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
     let messages = doc
         .get("messages")
         .and_then(Value::as_array)
         .ok_or_else(|| "no `messages` array: not a Cline session".to_string())?;
-    let mut records = Vec::new();
+    let mut rows = RowRecords::default();
     for (i, message) in messages.iter().enumerate() {
         let ts = message
             .get("ts")
@@ -168,17 +199,29 @@ fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> 
         };
         let mut out = Out::new(ctx, ts);
         message_records(&mut out, &base, message);
-        records.extend(out.records);
+        rows.records.extend(out.records);
+        for _ in 0..out.unknown {
+            rows.unknown_here();
+        }
     }
-    Ok(records)
+    Ok(rows)
 }
 
 fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
     let role = str_of(message, "role");
+    if !matches!(role, "user" | "assistant") {
+        // A role newer than this reader, or a message without its role.
+        out.unknown();
+        return;
+    }
     let blocks: Vec<Value> = match message.get("content") {
         Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],
         Some(Value::Array(blocks)) => blocks.clone(),
-        _ => Vec::new(),
+        // A message without its content: a renamed field.
+        _ => {
+            out.unknown();
+            Vec::new()
+        }
     };
     let kind = if role == "assistant" {
         TextKind::Assistant
@@ -218,7 +261,8 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                 let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
                 out.result(id, str_of(block, "tool_use_id"), output, is_error || failed);
             }
-            _ => {}
+            // A block newer than this reader.
+            _ => out.unknown(),
         }
     }
     if role == "assistant" {
@@ -317,7 +361,7 @@ mod tests {
     #[test]
     fn a_document_reads_as_its_messages() {
         let ctx = test_support::ctx(test_support::harness("cline"));
-        let got = parse_document(&ctx, DOC.as_bytes()).unwrap();
+        let got = document_rows(&ctx, DOC.as_bytes()).unwrap().records;
         assert_eq!(
             test_support::summary(&got),
             [

@@ -12,12 +12,15 @@
 //! - A `thinking` message is thinking; `system` messages are metadata. Usage and model are the
 //!   message's `usage` (`prompt_tokens`, `completion_tokens`, `model`).
 //! - `sessions/sessions.json` is the index, not a session.
+//! - A history item without its `message`, a message of a role not named here, and a content
+//!   part of an unknown kind are counted as not understood. The document records no release.
 
 use serde_json::Value;
 
 use crate::SourceCtx;
 use crate::harness::{Format, PatchEnvelope, Source, ToolVocabulary};
 use crate::records::{Out, count, image_placeholder, json_arguments, stamp_model, str_of};
+use crate::rows::RowRecords;
 use crate::session::{SessionFile, session_file};
 use clankie_model::{DefaultHome, FileEntry, Layout, ListSpec, Record, Storage, TextKind, Usage};
 
@@ -62,6 +65,12 @@ static LAYOUT: Layout = Layout {
 /// The title Continue gives a session it has not titled.
 const UNTITLED: &str = "Untitled Session";
 
+/// The newest Continue CLI this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "Continue CLI",
+    version: "1.5.47",
+};
+
 impl Format for Continue {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
@@ -82,7 +91,17 @@ impl Format for Continue {
     }
 
     fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
-        parse_document(ctx, bytes)
+        document_rows(ctx, bytes).map(|rows| rows.records)
+    }
+
+    fn parse_document_rows(
+        &self,
+        ctx: &SourceCtx,
+        bytes: &[u8],
+        _terminal_size: Option<(usize, usize)>,
+        _newest: Option<usize>,
+    ) -> Result<RowRecords, String> {
+        document_rows(ctx, bytes)
     }
 
     /// A document cut short is one being rewritten.
@@ -122,6 +141,10 @@ impl Format for Continue {
         &TOOLS
     }
 
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
+    }
+
     /// `cn --resume` takes no id: it resumes the newest session.
     fn resume_command(&self, _id: &str, _path: &str) -> String {
         "cn --resume".to_string()
@@ -140,8 +163,9 @@ fn header(head: &[u8]) -> Option<Value> {
     serde_json::from_str(&format!("{before}}}")).ok()
 }
 
-/// The records of a whole session document.
-fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
+/// The records of a whole session document, with where each thing it did not understand
+/// stands among them.
+fn document_rows(ctx: &SourceCtx, bytes: &[u8]) -> Result<RowRecords, String> {
     let doc: Value =
         serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
     let history = doc
@@ -150,10 +174,18 @@ fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> 
         .ok_or_else(|| "no `history` array: not a Continue session".to_string())?;
     let mut out = Out::new(ctx, None);
     let mut answered = std::collections::HashSet::new();
+    let mut unknown = Vec::new();
     for (i, item) in history.iter().enumerate() {
         let base = format!("h{i}");
-        let message = item.get("message").unwrap_or(&Value::Null);
+        let Some(message) = item.get("message") else {
+            // An item without its message: a renamed field.
+            unknown.push(out.records.len());
+            continue;
+        };
         let content = message.get("content");
+        for _ in 0..unknown_parts(content) {
+            unknown.push(out.records.len());
+        }
         match str_of(message, "role") {
             "user" => out.text(format!("{base}#0"), TextKind::User, content_text(content)),
             "thinking" => out.text(
@@ -204,7 +236,10 @@ fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> 
                     out.result(format!("{base}#0"), call_id, content_text(content), false);
                 }
             }
-            _ => {}
+            // The system prompt: skipped on purpose.
+            "system" => {}
+            // A role newer than this reader, or a message without its role.
+            _ => unknown.push(out.records.len()),
         }
         for (j, state) in item
             .get("toolCallStates")
@@ -237,27 +272,43 @@ fn parse_document(ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> 
             );
         }
     }
-    Ok(out.records)
+    Ok(RowRecords {
+        records: out.records,
+        unknown,
+        ..RowRecords::default()
+    })
 }
 
-/// A message's content as text: a string, or its parts (images as placeholders).
+/// A message's content as text: a string, or its parts (images as placeholders; parts of
+/// other kinds are [`unknown_parts`]).
 fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(parts)) => parts
             .iter()
-            .map(|part| match str_of(part, "type") {
-                "imageUrl" => image_placeholder(
+            .filter_map(|part| match str_of(part, "type") {
+                "imageUrl" => Some(image_placeholder(
                     part.pointer("/imageUrl/url")
                         .and_then(Value::as_str)
                         .unwrap_or(""),
-                ),
-                _ => str_of(part, "text").to_string(),
+                )),
+                "text" | "" => Some(str_of(part, "text").to_string()),
+                _ => None,
             })
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// How many parts of a message's content are of a kind [`content_text`] does not read.
+fn unknown_parts(content: Option<&Value>) -> usize {
+    content.and_then(Value::as_array).map_or(0, |parts| {
+        parts
+            .iter()
+            .filter(|part| !matches!(str_of(part, "type"), "text" | "" | "imageUrl"))
+            .count()
+    })
 }
 
 #[cfg(test)]
@@ -282,7 +333,7 @@ mod tests {
     #[test]
     fn a_document_reads_as_its_history() {
         let ctx = test_support::ctx(test_support::harness("continue"));
-        let got = parse_document(&ctx, DOC.as_bytes()).unwrap();
+        let got = document_rows(&ctx, DOC.as_bytes()).unwrap().records;
         assert_eq!(
             test_support::summary(&got),
             [
@@ -302,7 +353,7 @@ mod tests {
                 is_error: true
             }
         );
-        assert!(parse_document(&ctx, b"[]").is_err());
+        assert!(document_rows(&ctx, b"[]").is_err());
         assert!(Continue.document_incomplete(&DOC.as_bytes()[..40]));
     }
 

@@ -14,8 +14,11 @@
 //!   exit code N>` line for the model: the record's output is what the command printed, and a
 //!   non-zero exit code is an error.
 //! - `session.error`, `session.warning`, `abort`, compaction and truncation are notices; the
-//!   start, the system prompt, turn boundaries, usage, telemetry and the many events newer
-//!   than this reader are metadata.
+//!   start and resume, the system prompt, turn boundaries, usage, a tool's start, titles,
+//!   hooks, subagents' lifecycle and shutdown are metadata ([`SKIPPED_TYPES`]). Any other
+//!   event, a known one without its `data`, and a tool request of an unknown `type` are
+//!   counted as not understood.
+//! - `session.start`'s `copilotVersion` is the release that wrote the session.
 
 use serde_json::Value;
 
@@ -64,6 +67,12 @@ static LAYOUT: Layout = Layout {
     id_globs: &["session-state/{id}*/events.jsonl"],
 };
 
+/// The newest Copilot CLI this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "GitHub Copilot CLI",
+    version: "1.0.102",
+};
+
 impl Format for Copilot {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
@@ -104,6 +113,15 @@ impl Format for Copilot {
         &TOOLS
     }
 
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
+    }
+
+    /// `session.start`'s `copilotVersion` (its `version` is the event format's).
+    fn writer_version(&self, head: &[u8]) -> Option<String> {
+        super::version_field(head, "copilotVersion")
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("copilot --resume {}", crate::resume::shell_quote(id))
     }
@@ -124,10 +142,21 @@ fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
         "" => format!("@{offset}"),
         id => id.to_string(),
     };
-    let data = event.get("data").unwrap_or(&Value::Null);
+    let ty = str_of(&event, "type");
     let mut out = Out::new(ctx, ts);
-    match str_of(&event, "type") {
-        "user.message" => out.text(base, TextKind::User, str_of(data, "content").to_string()),
+    if SKIPPED_TYPES.contains(&ty) {
+        return out.done();
+    }
+    let Some(data) = event.get("data").filter(|data| data.is_object()) else {
+        // An event without its data: a renamed field, or no type at all.
+        out.unknown();
+        return out.done();
+    };
+    match ty {
+        "user.message" => match data.get("content") {
+            Some(Value::String(text)) => out.text(base, TextKind::User, text.clone()),
+            _ => out.unknown(),
+        },
         "assistant.message" => assistant(&mut out, &base, data),
         "assistant.reasoning" => out.text(
             base,
@@ -181,12 +210,54 @@ fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
                 text_of(data.get("messagesRemovedDuringTruncation"))
             ),
         ),
-        _ => {}
+        // An event newer than this reader.
+        _ => out.unknown(),
     }
     out.done()
 }
 
+/// Events skipped on purpose: the start and a resume, the system prompt, turn boundaries,
+/// usage records, a tool's start and progress (its call is the message's request, its result
+/// the completion), title, model, mode, plan and workspace changes, informational events, idle
+/// and shutdown, hooks, skills and subagents' lifecycle (their own events are the thread's).
+/// The names are those the suite's sessions write and the Copilot SDK's event schema lists.
+const SKIPPED_TYPES: &[&str] = &[
+    "session.start",
+    "session.resume",
+    "session.shutdown",
+    "session.idle",
+    "session.info",
+    "session.usage_record",
+    "session.usage_info",
+    "session.title_changed",
+    "session.model_change",
+    "session.mode_changed",
+    "session.plan_changed",
+    "session.workspace_file_changed",
+    "session.handoff",
+    "session.compaction_start",
+    "system.message",
+    "assistant.turn_start",
+    "assistant.turn_end",
+    "assistant.intent",
+    "assistant.usage",
+    "tool.execution_start",
+    "tool.execution_partial_result",
+    "tool.execution_progress",
+    "skill.invoked",
+    "subagent.started",
+    "subagent.completed",
+    "subagent.failed",
+    "subagent.selected",
+    "hook.start",
+    "hook.end",
+];
+
 fn assistant(out: &mut Out<'_>, base: &str, data: &Value) {
+    if data.get("content").is_none() && data.get("toolRequests").is_none() {
+        // A message without what it says: a renamed field.
+        out.unknown();
+    }
     out.text(
         format!("{base}#thinking"),
         TextKind::Thinking,
@@ -204,6 +275,11 @@ fn assistant(out: &mut Out<'_>, base: &str, data: &Value) {
         .flatten()
         .enumerate()
     {
+        if !matches!(str_of(request, "type"), "" | "function") {
+            // A kind of request newer than this reader.
+            out.unknown();
+            continue;
+        }
         out.call(
             format!("{base}#{}", i + 1),
             str_of(request, "toolCallId"),

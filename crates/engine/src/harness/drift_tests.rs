@@ -242,3 +242,133 @@ fn an_outcome_without_unknowns_is_plain_records() {
         Ok((Vec::new(), 2))
     );
 }
+
+#[test]
+fn copilot_counts_unknown_events_requests_and_missing_data() {
+    for skipped in [
+        "session.start",
+        "assistant.turn_end",
+        "tool.execution_start",
+    ] {
+        assert_eq!(
+            line("copilot", json!({"type": skipped, "data": {}})),
+            (0, 0)
+        );
+    }
+    assert_eq!(
+        line("copilot", json!({"type": "session.hologram", "data": {}})),
+        (0, 1)
+    );
+    assert_eq!(line("copilot", json!({"id": "e", "data": {}})), (0, 1));
+    assert_eq!(
+        line(
+            "copilot",
+            json!({"type": "user.message", "payload": {"content": "hi"}})
+        ),
+        (0, 1)
+    );
+    assert_eq!(
+        line(
+            "copilot",
+            json!({"type": "user.message", "data": {"text": "hi"}})
+        ),
+        (0, 1)
+    );
+    let assistant = json!({"type": "assistant.message", "id": "a", "data": {"content": "hi",
+        "toolRequests": [{"type": "function", "toolCallId": "c", "name": "bash"},
+                         {"type": "hologram", "toolCallId": "d", "name": "x"}]}});
+    assert_eq!(line("copilot", assistant), (2, 1));
+    let head =
+        b"{\"type\":\"session.start\",\"data\":{\"version\":1,\"copilotVersion\":\"1.0.102\"}}\n";
+    assert_eq!(
+        super::writer_version(harness("copilot"), head).as_deref(),
+        Some("1.0.102")
+    );
+}
+
+#[test]
+fn droid_counts_unknown_types_blocks_and_missing_messages() {
+    assert_eq!(
+        line("droid", json!({"type": "session_start", "id": "s"})),
+        (0, 0)
+    );
+    let context = json!({"type": "message", "id": "context-1", "message": {"role": "user",
+        "content": [{"type": "hologram"}]}});
+    assert_eq!(line("droid", context), (0, 0));
+    assert_eq!(
+        line("droid", json!({"type": "hologram", "id": "h"})),
+        (0, 1)
+    );
+    assert_eq!(
+        line("droid", json!({"type": "message", "id": "m", "msg": {}})),
+        (0, 1)
+    );
+    let assistant = json!({"type": "message", "id": "a", "message": {"role": "assistant",
+        "content": [{"type": "text", "text": "hi"}, {"type": "hologram"}]}});
+    assert_eq!(line("droid", assistant), (1, 1));
+}
+
+#[test]
+fn qwen_counts_unknown_types_parts_and_missing_parts() {
+    assert_eq!(
+        line(
+            "qwen",
+            json!({"type": "system", "uuid": "s", "subtype": "x"})
+        ),
+        (0, 0)
+    );
+    assert_eq!(
+        line("qwen", json!({"type": "hologram", "uuid": "h"})),
+        (0, 1)
+    );
+    assert_eq!(
+        line(
+            "qwen",
+            json!({"type": "user", "uuid": "u", "msg": {"parts": []}})
+        ),
+        (0, 1)
+    );
+    let assistant = json!({"type": "assistant", "uuid": "a", "message": {"role": "model",
+        "parts": [{"text": "hi"}, {"hologram": {}}]}});
+    assert_eq!(line("qwen", assistant), (1, 1));
+    let head = b"{\"uuid\":\"u\",\"type\":\"user\",\"version\":\"0.24.4\",\"message\":{}}\n";
+    assert_eq!(
+        super::writer_version(harness("qwen"), head).as_deref(),
+        Some("0.24.4")
+    );
+}
+
+/// (records, where each thing not understood stands) of a whole document of `name`.
+fn document(name: &str, doc: serde_json::Value) -> (usize, Vec<usize>) {
+    let rows =
+        super::parse_document(&ctx(harness(name)), doc.to_string().as_bytes(), None, None).unwrap();
+    (rows.records.len(), rows.unknown)
+}
+
+#[test]
+fn cline_counts_unknown_roles_blocks_and_missing_content() {
+    let doc = json!({"version": 1, "messages": [
+        {"id": "a", "role": "user", "content": "one"},
+        {"id": "b", "role": "hologram", "content": "?"},
+        {"id": "c", "role": "user", "contents": "renamed"},
+        {"id": "d", "role": "assistant", "content": [
+            {"type": "text", "text": "two"}, {"type": "hologram"}]}]});
+    assert_eq!(document("cline", doc), (2, vec![1, 1, 2]));
+    let head = br#"{"version": 1, "origin": {"source": "cli", "version": "3.0.65"}, "messages": ["#;
+    assert_eq!(
+        super::writer_version(harness("cline"), head).as_deref(),
+        Some("3.0.65")
+    );
+}
+
+#[test]
+fn continue_counts_unknown_roles_parts_and_missing_messages() {
+    let doc = json!({"sessionId": "s", "history": [
+        {"message": {"role": "system", "content": "You are"}},
+        {"message": {"role": "user", "content": "one"}},
+        {"message": {"role": "hologram", "content": "?"}},
+        {"mesage": {"role": "user", "content": "renamed"}},
+        {"message": {"role": "assistant", "content": [
+            {"type": "text", "text": "two"}, {"type": "hologram"}]}}]});
+    assert_eq!(document("continue", doc), (2, vec![1, 1, 1]));
+}

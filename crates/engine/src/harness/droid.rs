@@ -13,6 +13,9 @@
 //! - The model is the assistant message's `modelId`; token counts are only the session's totals
 //!   in `<uuid>.settings.json`, not per message: records carry none.
 //! - `agent_turn_outcome` is a notice only when the turn did not complete.
+//! - What else is skipped is [`SKIPPED_TYPES`]; any other line type, a message without its
+//!   `message` or content, and a block of an unknown kind are counted as not understood. The
+//!   `session_start` line's `version` is the file format's: no line records the release.
 
 use serde_json::Value;
 
@@ -61,6 +64,12 @@ static LAYOUT: Layout = Layout {
     id_globs: &["sessions/{id}*.jsonl", "sessions/*/{id}*.jsonl"],
 };
 
+/// The newest Droid this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "Factory Droid",
+    version: "0.225.1",
+};
+
 impl Format for Droid {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
@@ -100,6 +109,10 @@ impl Format for Droid {
         &TOOLS
     }
 
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("droid --resume {}", crate::resume::shell_quote(id))
     }
@@ -122,21 +135,29 @@ fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     };
     let mut out = Out::new(ctx, ts);
     match str_of(&entry, "type") {
-        "message" if !base.starts_with("context-") => {
-            if let Some(message) = entry.get("message") {
-                message_records(&mut out, &base, message);
-            }
-        }
+        // Context Droid sends in the user's name: skipped on purpose.
+        "message" if base.starts_with("context-") => {}
+        "message" => match entry.get("message") {
+            Some(message) => message_records(&mut out, &base, message),
+            // A message line without its message: a renamed field.
+            None => out.unknown(),
+        },
         "agent_turn_outcome" => {
             let reason = str_of(&entry, "reason");
             if !matches!(reason, "" | "completed") {
                 out.text(base, TextKind::Notice, format!("turn ended: {reason}"));
             }
         }
-        _ => {}
+        ty if SKIPPED_TYPES.contains(&ty) => {}
+        // A type newer than this reader, or a line without its type.
+        _ => out.unknown(),
     }
     out.done()
 }
+
+/// Line types skipped on purpose: the session's header (its id, title and working directory
+/// are read from the head by the listing and resume).
+const SKIPPED_TYPES: &[&str] = &["session_start"];
 
 fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
     let role = str_of(message, "role");
@@ -144,7 +165,11 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
     let blocks: Vec<Value> = match content {
         Value::String(text) => vec![serde_json::json!({"type": "text", "text": text})],
         Value::Array(blocks) => blocks.clone(),
-        _ => Vec::new(),
+        _ => {
+            // A message without its content, or a content of another shape.
+            out.unknown();
+            Vec::new()
+        }
     };
     let text_kind = if role == "assistant" {
         TextKind::Assistant
@@ -188,7 +213,8 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                 let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
                 out.result(id, str_of(block, "tool_use_id"), output, is_error || failed);
             }
-            _ => {}
+            // A block newer than this reader.
+            _ => out.unknown(),
         }
     }
     if role == "assistant" {

@@ -5,7 +5,10 @@
 //! is one session the real CLI wrote, resumed). Not Gemini CLI's layout.
 //!
 //! - Ids: `<uuid>#<part index>`.
-//! - `type: "system"` lines (telemetry, attribution snapshots) are metadata.
+//! - `type: "system"` lines (telemetry, attribution snapshots) are metadata ([`SKIPPED_TYPES`]);
+//!   any other type, a message line without its `message.parts`, and a part of an unknown kind
+//!   are counted as not understood.
+//! - Every line's `version` is the release that wrote it.
 //! - A shell call's result is the bare output its `toolCallResult.resultDisplay` keeps (the
 //!   `functionResponse` holds it inside a `Command:`/`Output:`/`Exit Code:` report for the
 //!   model), an error when its exit code is not 0; another tool's is its `functionResponse`
@@ -59,6 +62,12 @@ static LAYOUT: Layout = Layout {
     id_globs: &["projects/*/chats/{id}*.jsonl"],
 };
 
+/// The newest Qwen Code this reader is tested against (docs/harnesses.md).
+const TESTED: super::Tested = super::Tested {
+    product: "Qwen Code",
+    version: "0.24.4",
+};
+
 impl Format for Qwen {
     fn layout(&self) -> &'static Layout {
         &LAYOUT
@@ -88,10 +97,22 @@ impl Format for Qwen {
         &TOOLS
     }
 
+    fn tested(&self) -> Option<&'static super::Tested> {
+        Some(&TESTED)
+    }
+
+    /// The first line's `version`.
+    fn writer_version(&self, head: &[u8]) -> Option<String> {
+        super::version_field(head, "version")
+    }
+
     fn resume_command(&self, id: &str, _path: &str) -> String {
         format!("qwen --resume {}", crate::resume::shell_quote(id))
     }
 }
+
+/// Line types skipped on purpose: telemetry and attribution snapshots.
+const SKIPPED_TYPES: &[&str] = &["system"];
 
 /// Parses one complete line (without its `\n`) that starts at byte `offset`.
 fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
@@ -111,13 +132,17 @@ fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
     let mut out = Out::new(ctx, ts);
     let kind = str_of(&entry, "type");
     if !matches!(kind, "user" | "assistant" | "tool_result") {
+        if !SKIPPED_TYPES.contains(&kind) {
+            // A type newer than this reader, or a line without its type.
+            out.unknown();
+        }
         return out.done();
     }
-    let parts: &[Value] = entry
-        .pointer("/message/parts")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let Some(parts) = entry.pointer("/message/parts").and_then(Value::as_array) else {
+        // A message line without its parts: a renamed field.
+        out.unknown();
+        return out.done();
+    };
     let text_kind = if kind == "assistant" {
         TextKind::Assistant
     } else {
@@ -151,6 +176,9 @@ fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutcome {
                 text_kind,
                 format!("[image {}, {bytes} bytes]", str_of(data, "mimeType")),
             );
+        } else {
+            // A part of a kind newer than this reader.
+            out.unknown();
         }
     }
     if kind == "assistant" {
