@@ -49,6 +49,14 @@ started and last activity, records shown and their tokens, and `earlier records 
   clankie-read check --json --state ~/.cache/clankie.json   NDJSON `activity` lines, for cron",
     ),
     (
+        "sync",
+        "Examples:
+  clankie-read sync                               this machine and the hosts file into the default store
+  clankie-read sync devbox --into sqlite:team.db  one host into a SQLite store
+  clankie-read sync --into postgres://clankie@db/history   the fleet into PostgreSQL, from cron
+  clankie-read grep --store sqlite:team.db deploy  then search the store, no host contacted",
+    ),
+    (
         "hosts",
         "Examples:
   clankie-read hosts                              the configured hosts, as a table

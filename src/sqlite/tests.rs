@@ -712,14 +712,15 @@ async fn a_checkpoint_during_a_walk_is_seen_in_the_headers_of_its_last_read() {
     let host = Counting::new();
     let snapshot = databases.load(&host, &entry).await.unwrap();
     // While the walk reads the file, a part of the page is changed and checkpointed into
-    // it (the WAL restarts: new salts).
+    // it (the WAL restarts: new salts). The part is of the newest completed message: the
+    // last ones are still being written and held back.
     let path = dir.path().join("opencode.db");
     *host.on_page_read.borrow_mut() = Some(Box::new(move || {
         let other = Connection::open(&path).unwrap();
         other
             .execute_batch(
                 "UPDATE part SET data = json_set(data, '$.text', 'the newest')
-                   WHERE id = 'prt_000011930';
+                   WHERE id = 'prt_000011730';
                  PRAGMA wal_checkpoint(TRUNCATE);",
             )
             .unwrap();

@@ -320,9 +320,10 @@ impl PgStore {
             .prepare(
                 "INSERT INTO sessions AS s (host, harness, session, agent, root, rel, path, size, \
                  mtime, title, cwd, model, first_ts, last_ts, records, input_tokens, \
-                 output_tokens, cursor, settled, generation, next_seq, ordinal, deleted) \
+                 output_tokens, cursor, settled, generation, next_seq, ordinal, deleted, \
+                 writer_version) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                 $17, $18, $19, $20, $21, $22, false) \
+                 $17, $18, $19, $20, $21, $22, false, $23) \
                  ON CONFLICT (host, harness, session) DO UPDATE SET agent = excluded.agent, \
                  root = excluded.root, rel = excluded.rel, path = excluded.path, \
                  size = excluded.size, mtime = excluded.mtime, \
@@ -341,7 +342,8 @@ impl PgStore {
                  excluded.generation THEN s.output_tokens ELSE 0 END, \
                  cursor = excluded.cursor, settled = excluded.settled, \
                  generation = excluded.generation, next_seq = excluded.next_seq, \
-                 ordinal = excluded.ordinal, deleted = false",
+                 ordinal = excluded.ordinal, deleted = false, \
+                 writer_version = coalesce(excluded.writer_version, s.writer_version)",
             )
             .await
             .map_err(&db)?;
@@ -471,6 +473,7 @@ impl PgStore {
                     &s.generation,
                     &next_seq,
                     &s.ordinal,
+                    &opt_to_pg(&head.writer_version),
                 ],
             )
             .await
@@ -502,8 +505,8 @@ impl PgStore {
         let rows = self
             .client
             .query(
-                "SELECT harness, session, agent, root, rel, size, mtime, title, cwd, generation \
-                 FROM sessions WHERE host = $1 AND NOT deleted ORDER BY ordinal",
+                "SELECT harness, session, agent, root, rel, size, mtime, title, cwd, generation, \
+                 writer_version FROM sessions WHERE host = $1 AND NOT deleted ORDER BY ordinal",
                 &[&host],
             )
             .await
@@ -529,7 +532,7 @@ impl PgStore {
                 head: SessionHead {
                     title: row.get::<_, Option<String>>(7).map(from_pg),
                     cwd: row.get::<_, Option<String>>(8).map(from_pg),
-                    writer_version: None,
+                    writer_version: row.get::<_, Option<String>>(10).map(from_pg),
                 },
                 generation: row.get(9),
             });

@@ -190,9 +190,10 @@ impl SqliteStore {
                 .prepare_cached(
                     "INSERT INTO sessions (host, harness, session, agent, root, rel, path, size, \
                      mtime, title, cwd, model, first_ts, last_ts, records, input_tokens, \
-                     output_tokens, cursor, settled, generation, next_seq, ordinal, deleted) \
+                     output_tokens, cursor, settled, generation, next_seq, ordinal, deleted, \
+                     writer_version) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, 0) \
+                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, 0, ?23) \
                      ON CONFLICT (host, harness, session) DO UPDATE SET agent = excluded.agent, \
                      root = excluded.root, rel = excluded.rel, path = excluded.path, \
                      size = excluded.size, mtime = excluded.mtime, \
@@ -211,7 +212,8 @@ impl SqliteStore {
                      excluded.generation THEN sessions.output_tokens ELSE 0 END, \
                      cursor = excluded.cursor, settled = excluded.settled, \
                      generation = excluded.generation, next_seq = excluded.next_seq, \
-                     ordinal = excluded.ordinal, deleted = 0",
+                     ordinal = excluded.ordinal, deleted = 0, \
+                     writer_version = coalesce(excluded.writer_version, sessions.writer_version)",
                 )
                 .map_err(&db)?;
             for s in &write.sessions {
@@ -301,6 +303,7 @@ impl SqliteStore {
                         s.generation,
                         s.start_seq + s.records.len() as i64,
                         s.ordinal,
+                        head.writer_version,
                     ])
                     .map_err(&db)?;
             }
@@ -337,8 +340,8 @@ impl SqliteStore {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT harness, session, agent, root, rel, size, mtime, title, cwd, generation \
-                 FROM sessions WHERE host = ?1 AND deleted = 0 ORDER BY ordinal",
+                "SELECT harness, session, agent, root, rel, size, mtime, title, cwd, generation, \
+                 writer_version FROM sessions WHERE host = ?1 AND deleted = 0 ORDER BY ordinal",
             )
             .map_err(self.db())?;
         let rows = stmt
@@ -362,7 +365,7 @@ impl SqliteStore {
                         head: SessionHead {
                             title: row.get(7)?,
                             cwd: row.get(8)?,
-                            writer_version: None,
+                            writer_version: row.get(10)?,
                         },
                         generation: row.get(9)?,
                     },

@@ -235,7 +235,7 @@ fn cases() -> Vec<(String, String)> {
             "clankie-read ls --harness codex".into(),
         ),
         (
-            "clankie-read grep x --harness=cl",
+            "clankie-read grep x --harness=cla",
             "clankie-read grep x --harness=claude".into(),
         ),
         (

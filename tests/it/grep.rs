@@ -97,8 +97,11 @@ fn matches_are_exactly_the_records_whose_text_holds_the_literal() {
     for literal in [
         "marker", "the", "error", "file", "\"", "é", "Codex", "/tmp/",
     ] {
+        // The notice standing in for a session that gave no record is the reader's, not the
+        // session's: grep never matches it (docs/ndjson.md).
         let expected: BTreeSet<Key> = all
             .iter()
+            .filter(|r| !(r["kind"] == "notice" && r["id"].as_str().unwrap().starts_with("empty@")))
             .filter(|r| record_texts(r).iter().any(|t| t.contains(literal)))
             .map(key)
             .collect();

@@ -88,7 +88,7 @@ fn every_harness_is_named_only_in_its_module_and_its_registration() {
         let home = harness_dir.join(format!("{}.rs", harness.module));
         let registry_line = Regex::new(&format!(
             // A module named by a keyword (`continue`) is declared and named raw (`r#continue`).
-            r"^\s*(mod (r#)?{m};|&(r#)?{m}::{t},)\s*$",
+            r"^\s*((pub\(crate\) )?mod (r#)?{m};|&(r#)?{m}::{t},)\s*$",
             m = harness.module,
             t = harness.type_name
         ))

@@ -59,6 +59,12 @@ pub fn no_records_notice(ctx: &SourceCtx, bytes: u64) -> Record {
     )
 }
 
+/// Whether `record` is the [`no_records_notice`]: the reader's word about a session, not what
+/// the session holds, so a search never matches it.
+pub fn is_no_records_notice(record: &Record) -> bool {
+    record.kind() == clankie_model::RecordKind::Notice && record.id.starts_with("empty@")
+}
+
 /// The notice that stands in for a line that is not valid JSON.
 pub fn malformed_notice(ctx: &SourceCtx, offset: u64, len: u64, reason: &str) -> Record {
     synthetic_notice(

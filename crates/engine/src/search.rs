@@ -766,7 +766,10 @@ impl<'q> SessionSearch<'q> {
     }
 
     fn matched_or_not(&mut self, record: Record, out: &mut Vec<Found>) {
-        if !self.query.filter.keeps(&record) {
+        // What the session holds is searched, not the reader's notice that it held nothing
+        // readable: a search of a host and of a store give the same answer whichever path
+        // read the session.
+        if !self.query.filter.keeps(&record) || crate::lines::is_no_records_notice(&record) {
             return;
         }
         let index = self.index;
