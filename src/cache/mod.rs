@@ -481,10 +481,11 @@ impl Cache {
 /// check that), or grown (appended to, or rewritten longer: the windows check that). The same
 /// size with another mtime is a file written in place whose changed part cannot be located: it
 /// is fetched whole, whatever its windows say. An entry kept without an mtime (the file grew
-/// past its listed size while it was fetched) is checked by its windows.
+/// past its listed size while it was fetched, or a metadata file that lost it) is checked by
+/// its windows only once the file has grown past it: at the same size nothing tells an
+/// unchanged file from one rewritten in place.
 fn unchanged_or_grown(entry: &FileEntry, meta: &Meta) -> bool {
-    entry.size > meta.size
-        || (entry.size == meta.size && meta.mtime.is_none_or(|mtime| mtime == entry.mtime))
+    entry.size > meta.size || (entry.size == meta.size && meta.mtime == Some(entry.mtime))
 }
 
 /// Whether a file only grows at its end or is written anew, so that its verification windows
