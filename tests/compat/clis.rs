@@ -461,8 +461,9 @@ pub const QWEN: Cli = Cli {
     stored_prompt: as_typed,
 };
 
-/// Ends, by process id, every process still running with `HOME` set to `home`: Cline leaves
-/// its `cline --cline-hub-daemon` behind after every run.
+/// Ends, by process id, every process of a CLI still running with `HOME` set to `home`: Cline
+/// leaves its `cline --cline-hub-daemon` behind after every run. The reader under test runs with
+/// that `HOME` too (a `--follow` spans the turns) and is left alone.
 pub fn end_leftovers(home: &Path) {
     let wanted = format!("HOME={}", home.display());
     let Ok(entries) = fs::read_dir("/proc") else {
@@ -473,6 +474,11 @@ pub fn end_leftovers(home: &Path) {
         let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
+        let reader = fs::read_link(entry.path().join("exe"))
+            .is_ok_and(|exe| exe == Path::new(env!("CARGO_BIN_EXE_clankie-read")));
+        if reader {
+            continue;
+        }
         let Ok(environ) = fs::read(entry.path().join("environ")) else {
             continue;
         };
