@@ -5,6 +5,7 @@
 //! and advances its sessions' cursors together, so a sync killed at any point leaves the
 //! store as the last committed run left it.
 
+#[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod schema;
 pub mod search;
@@ -486,6 +487,7 @@ fn parse_usage(json: &str) -> Option<Box<Usage>> {
 /// `k` and `s` with the Kelvin sign and the long s, and non-ASCII letters by Unicode's rules,
 /// which an index need not share: a literal is cut at those characters, and each piece of at
 /// least three characters must be in the text (trigram indexes look up nothing shorter).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub fn index_terms(matcher: &clankie_engine::search::Matcher) -> Option<(Vec<Vec<String>>, bool)> {
     let literals = matcher.required_literals()?;
     let insensitive = matcher.is_case_insensitive();
@@ -539,6 +541,7 @@ pub struct StoredSession {
 /// One opened store.
 pub enum Store {
     Sqlite(sqlite::SqliteStore),
+    #[cfg(feature = "postgres")]
     Postgres(postgres::PgStore),
 }
 
@@ -552,9 +555,17 @@ impl Store {
                 &url.display(),
                 create,
             )?)),
+            #[cfg(feature = "postgres")]
             StoreUrl::Postgres(conninfo) => Ok(Store::Postgres(
                 postgres::PgStore::open(conninfo, &url.display(), create).await?,
             )),
+            #[cfg(not(feature = "postgres"))]
+            StoreUrl::Postgres(_) => Err(StoreError::Url {
+                url: url.display(),
+                reason: "this build has no PostgreSQL support (built without the `postgres` \
+                         feature)"
+                    .into(),
+            }),
         }
     }
 
@@ -562,6 +573,7 @@ impl Store {
     pub fn redacted(&self) -> bool {
         match self {
             Store::Sqlite(s) => s.redacted(),
+            #[cfg(feature = "postgres")]
             Store::Postgres(s) => s.redacted(),
         }
     }
@@ -569,6 +581,7 @@ impl Store {
     pub async fn prior(&mut self, host: &str) -> Result<Prior, StoreError> {
         match self {
             Store::Sqlite(s) => s.prior(host),
+            #[cfg(feature = "postgres")]
             Store::Postgres(s) => s.prior(host).await,
         }
     }
@@ -577,6 +590,7 @@ impl Store {
     pub async fn apply(&mut self, host: &str, write: &HostWrite) -> Result<usize, StoreError> {
         match self {
             Store::Sqlite(s) => s.apply(host, write),
+            #[cfg(feature = "postgres")]
             Store::Postgres(s) => s.apply(host, write).await,
         }
     }
@@ -585,6 +599,7 @@ impl Store {
     pub async fn hosts(&mut self) -> Result<Vec<String>, StoreError> {
         match self {
             Store::Sqlite(s) => s.hosts(),
+            #[cfg(feature = "postgres")]
             Store::Postgres(s) => s.hosts().await,
         }
     }
@@ -593,6 +608,7 @@ impl Store {
     pub async fn sessions(&mut self, host: &str) -> Result<Vec<StoredSession>, StoreError> {
         match self {
             Store::Sqlite(s) => s.sessions(host),
+            #[cfg(feature = "postgres")]
             Store::Postgres(s) => s.sessions(host).await,
         }
     }
@@ -605,6 +621,7 @@ impl Store {
     ) -> Result<Vec<Record>, StoreError> {
         match self {
             Store::Sqlite(s) => s.records(host, session),
+            #[cfg(feature = "postgres")]
             Store::Postgres(s) => s.records(host, session).await,
         }
     }
@@ -629,6 +646,7 @@ impl Store {
                 })?;
                 Ok(Some(found))
             }
+            #[cfg(feature = "postgres")]
             Store::Postgres(s) => {
                 let Some(terms) = index_terms(matcher) else {
                     return Ok(None);
