@@ -105,10 +105,7 @@ impl Format for Cline {
 
     /// A document cut short is one being rewritten.
     fn document_incomplete(&self, bytes: &[u8]) -> bool {
-        match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            Ok(_) => false,
-            Err(e) => e.is_eof(),
-        }
+        super::json_cut_short(bytes)
     }
 
     /// The first prompt, when the head holds it (the document starts with the messages).

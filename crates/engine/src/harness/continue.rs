@@ -106,10 +106,7 @@ impl Format for Continue {
 
     /// A document cut short is one being rewritten.
     fn document_incomplete(&self, bytes: &[u8]) -> bool {
-        match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            Ok(_) => false,
-            Err(e) => e.is_eof(),
-        }
+        super::json_cut_short(bytes)
     }
 
     /// `workspaceDirectory`, from the fields before `history`.

@@ -170,7 +170,7 @@ impl Format for Gemini {
     }
 
     fn document_incomplete(&self, bytes: &[u8]) -> bool {
-        document_incomplete(bytes)
+        super::json_cut_short(bytes)
     }
 
     /// Its transcripts do not record the release that wrote them.
@@ -225,16 +225,6 @@ fn document_session_id(head: &[u8]) -> Option<String> {
         .next()?
         .ok()?;
     valid_id(&id).then_some(id)
-}
-
-/// Whether a legacy document is one caught in the middle of Gemini's in-place rewrite (it
-/// truncates, then writes): empty, or valid JSON that ends too early. A complete document that
-/// is not JSON is not incomplete.
-pub(super) fn document_incomplete(bytes: &[u8]) -> bool {
-    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-        Ok(_) => false,
-        Err(e) => e.is_eof(),
-    }
 }
 
 /// Parses a legacy whole-document session (`session-*.json`: `{sessionId, messages: [...]}`).
@@ -826,13 +816,13 @@ mod tests {
             "/../../tests/fixtures/gemini/tmp/fixtures/chats/session-2026-04-29T21-00-legacysm.json"
         );
         let whole = std::fs::read(path).unwrap();
-        assert!(!document_incomplete(&whole));
+        assert!(!super::super::json_cut_short(&whole));
         let end = whole.trim_ascii_end().len();
         for cut in [0, 1, whole.len() / 2, end - 1] {
-            assert!(document_incomplete(&whole[..cut]), "cut at {cut}");
+            assert!(super::super::json_cut_short(&whole[..cut]), "cut at {cut}");
         }
-        assert!(!document_incomplete(b"{]"));
-        assert!(!document_incomplete(b"{} trailing"));
+        assert!(!super::super::json_cut_short(b"{]"));
+        assert!(!super::super::json_cut_short(b"{} trailing"));
     }
 
     #[test]

@@ -826,6 +826,16 @@ pub fn resume_line(harness: Harness, id: &str, path: &str, place: &crate::resume
 #[cfg(test)]
 mod drift_tests;
 
+/// Whether `bytes` are a JSON document cut short (the end of input came before the document
+/// did, or it is empty): a whole-document transcript caught while it is rewritten in place
+/// (truncated, then written). A document that is malformed or has trailing bytes is not cut short.
+pub(super) fn json_cut_short(bytes: &[u8]) -> bool {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) => false,
+        Err(e) => e.is_eof(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
