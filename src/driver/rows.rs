@@ -42,7 +42,12 @@ impl<'h, H: Host> Reader<'h, H> {
             // (but a filtered tail looks further back for records the filter keeps).
             let newest = (matches!(request.mode, Mode::Tail) && !self.filter.is_active())
                 .then(|| request.limit.clamp(1, clankie_model::limits::MAX_LIMIT));
-            match harness::parse_document(&ctx, &bytes, self.terminal_size, newest) {
+            // A `--since` page: a source that can goes past the records up to the cursor.
+            let after = match &request.mode {
+                Mode::Since(Cursor::Rows(cursor)) => Some(cursor),
+                _ => None,
+            };
+            match harness::parse_document(&ctx, &bytes, self.terminal_size, newest, after) {
                 Ok(rows) => rows,
                 // Caught in the middle of an in-place rewrite (Gemini's legacy `.json`):
                 // nothing complete to return yet, like a line still being written.

@@ -38,6 +38,22 @@ pub struct RowRecords {
     /// Where the parser met something it did not understand (an entry, a content block, a
     /// field): for each, the number of records before it. A page counts those in its range.
     pub unknown: Vec<usize>,
+    /// The records before `records` that a `--since` read went past without holding them (a
+    /// terminal recording replayed past its cursor, which they match): the page starts at
+    /// `records[0]`.
+    pub skipped: Option<Skipped>,
+    /// The page bound stopped the records (a terminal recording's 64 MiB of records): more
+    /// follow them, from the page's cursor.
+    pub more_after: bool,
+}
+
+/// Records a read went past without holding them, as a row cursor counts and hashes them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Skipped {
+    /// How many records: the cursor's position.
+    pub count: usize,
+    /// Their prefix hash so far, to go on with the page's records.
+    pub hasher: crate::cursor::PrefixHasher,
 }
 
 impl RowRecords {
@@ -156,7 +172,14 @@ pub fn page_filtered(
         }
         end
     };
+    // Records a `--since` read went past: they matched its cursor, and the page's records
+    // follow them.
+    let (skipped, mut hasher) = match rows.skipped.take() {
+        Some(s) => (s.count, s.hasher),
+        None => (0, crate::cursor::PrefixHasher::default()),
+    };
     let (start, end) = match &request.mode {
+        Mode::Since(_) if skipped > 0 => (0, end_after(0)),
         Mode::Tail => {
             let mut start = n;
             let mut found = 0;
@@ -197,19 +220,20 @@ pub fn page_filtered(
             }
         },
     };
+    for (record, hash) in rows.records[..end].iter().zip(&hashes) {
+        hasher.push(&record.id, hash);
+    }
     let cursor = RowCursor {
         binding,
-        position: end as u64,
-        prefix_hash: prefix_hash(
-            rows.records[..end]
-                .iter()
-                .zip(&hashes)
-                .map(|(r, h)| (r.id.as_str(), h)),
-        ),
-        key: if end == 0 {
-            String::new()
-        } else {
-            rows.records[end - 1].id.clone()
+        position: (skipped + end) as u64,
+        prefix_hash: hasher.finish(),
+        key: match end {
+            0 if skipped > 0 => match &request.mode {
+                Mode::Since(Cursor::Rows(given)) => given.key.clone(),
+                _ => String::new(),
+            },
+            0 => String::new(),
+            _ => rows.records[end - 1].id.clone(),
         },
         anchored: false,
     };
@@ -226,8 +250,8 @@ pub fn page_filtered(
     Ok(Page {
         records,
         cursor: Cursor::Rows(cursor),
-        older: start > 0,
-        more: end < n,
+        older: start > 0 || skipped > 0,
+        more: end < n || rows.more_after,
         pending_tail: end == n && rows.pending,
         reset,
         warnings,

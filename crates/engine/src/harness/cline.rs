@@ -99,6 +99,7 @@ impl Format for Cline {
         bytes: &[u8],
         _terminal_size: Option<(usize, usize)>,
         _newest: Option<usize>,
+        _after: Option<&crate::cursor::RowCursor>,
     ) -> Result<RowRecords, String> {
         document_rows(ctx, bytes)
     }

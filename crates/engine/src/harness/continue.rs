@@ -100,6 +100,7 @@ impl Format for Continue {
         bytes: &[u8],
         _terminal_size: Option<(usize, usize)>,
         _newest: Option<usize>,
+        _after: Option<&crate::cursor::RowCursor>,
     ) -> Result<RowRecords, String> {
         document_rows(ctx, bytes)
     }

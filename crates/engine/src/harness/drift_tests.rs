@@ -161,6 +161,7 @@ fn gemini_counts_unknown_types_parts_and_missing_content() {
         doc.to_string().as_bytes(),
         None,
         None,
+        None,
     )
     .unwrap();
     assert_eq!((rows.records.len(), rows.unknown.clone()), (2, vec![1]));
@@ -226,8 +227,8 @@ fn grok_cli_counts_unknown_parts_roles_and_missing_content() {
 #[test]
 fn a_terminal_recording_counts_unknown_event_codes() {
     let cast = "{\"version\": 3, \"term\": {\"cols\": 20, \"rows\": 2}}\n[0.1, \"o\", \"a\\r\\n\"]\n[0.1, \"m\", \"mark\"]\n[0.1, \"z\", \"?\"]\n";
-    let rows =
-        super::parse_document(&ctx(harness("terminal")), cast.as_bytes(), None, None).unwrap();
+    let rows = super::parse_document(&ctx(harness("terminal")), cast.as_bytes(), None, None, None)
+        .unwrap();
     assert_eq!(rows.unknown.len(), 1);
 }
 
@@ -340,8 +341,14 @@ fn qwen_counts_unknown_types_parts_and_missing_parts() {
 
 /// (records, where each thing not understood stands) of a whole document of `name`.
 fn document(name: &str, doc: serde_json::Value) -> (usize, Vec<usize>) {
-    let rows =
-        super::parse_document(&ctx(harness(name)), doc.to_string().as_bytes(), None, None).unwrap();
+    let rows = super::parse_document(
+        &ctx(harness(name)),
+        doc.to_string().as_bytes(),
+        None,
+        None,
+        None,
+    )
+    .unwrap();
     (rows.records.len(), rows.unknown)
 }
 

@@ -132,6 +132,7 @@ impl Format for Gemini {
         bytes: &[u8],
         _terminal_size: Option<(usize, usize)>,
         _newest: Option<usize>,
+        _after: Option<&crate::cursor::RowCursor>,
     ) -> Result<crate::rows::RowRecords, String> {
         document_rows(ctx, bytes)
     }

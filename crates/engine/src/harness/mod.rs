@@ -309,15 +309,18 @@ pub trait Format: Sync {
     /// the source ends in something not final yet, and a terminal's current screen.
     /// `terminal_size`: the columns and rows of a terminal recording whose header gives none.
     /// `newest`: only a tail page of that many records is wanted; a source may then keep its
-    /// newest records only ([`RowRecords::older_omitted`]).
+    /// newest records only ([`RowRecords::older_omitted`]). `after`: the cursor of a
+    /// `--since` page; a source may then go past the records up to it without holding them
+    /// ([`RowRecords::skipped`]).
     fn parse_document_rows(
         &self,
         ctx: &SourceCtx,
         bytes: &[u8],
         terminal_size: Option<(usize, usize)>,
         newest: Option<usize>,
+        after: Option<&crate::cursor::RowCursor>,
     ) -> Result<RowRecords, String> {
-        let _ = (terminal_size, newest);
+        let _ = (terminal_size, newest, after);
         Ok(RowRecords {
             records: self.parse_document(ctx, bytes)?,
             ..RowRecords::default()
@@ -678,14 +681,15 @@ pub fn databases(files: &[FileEntry]) -> impl Iterator<Item = &FileEntry> {
 
 /// The records of a whole-document session, and what its page says besides them;
 /// `terminal_size` is the size of a terminal recording whose header gives none; `newest`, the
-/// size of the tail page wanted, if that is what is wanted.
+/// size of the tail page wanted, if that is what is wanted; `after`, a `--since` page's cursor.
 pub fn parse_document(
     ctx: &SourceCtx,
     bytes: &[u8],
     terminal_size: Option<(usize, usize)>,
     newest: Option<usize>,
+    after: Option<&crate::cursor::RowCursor>,
 ) -> Result<RowRecords, String> {
-    format(ctx.harness).parse_document_rows(ctx, bytes, terminal_size, newest)
+    format(ctx.harness).parse_document_rows(ctx, bytes, terminal_size, newest, after)
 }
 
 /// The tools `harness`'s transcripts call ([`Format::tool_vocabulary`]).

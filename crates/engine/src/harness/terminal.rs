@@ -26,6 +26,10 @@
 //! recording is not shown. The bounds depend only on the bytes before a point, so records
 //! still depend only on the bytes before them.
 //!
+//! Pages: a page holds at most [`bounds::MAX_OUTPUT`] of records, then ends with more to
+//! come; the next (`--since` its cursor) replays from the start again, hashing the records up
+//! to the cursor and letting them go, and holds the records after them.
+//!
 //! Generations: each recording one file holds (a new asciinema header, a new
 //! `Script started on …` line) counts from 1, and every record carries its own.
 
@@ -37,14 +41,17 @@ use avt::{Line, Operation, ScreenKind};
 use serde_json::Value;
 
 use crate::SourceCtx;
+use crate::cursor::{PrefixHasher, RowCursor};
 use crate::harness::{Format, Source};
-use crate::rows::{RowRecords, rfc3339_millis};
+use crate::rows::{RowRecords, Skipped, content_hash, rfc3339_millis};
 use crate::session::{SessionFile, session_file};
 use clankie_model::{
     DefaultHome, FileEntry, Layout, ListSpec, Record, RecordBody, Storage, TerminalSource, TextKind,
 };
 
 pub(crate) mod bounds;
+#[cfg(test)]
+mod paging_tests;
 
 /// Terminal recordings.
 pub(super) struct Recordings;
@@ -98,7 +105,7 @@ impl Format for Recordings {
     }
 
     fn parse_document(&self, ctx: &SourceCtx, bytes: &[u8]) -> Result<Vec<Record>, String> {
-        Ok(replay(ctx, bytes, None, None).records)
+        Ok(replay(ctx, bytes, None, None, None).records)
     }
 
     fn parse_document_rows(
@@ -107,8 +114,9 @@ impl Format for Recordings {
         bytes: &[u8],
         terminal_size: Option<(usize, usize)>,
         newest: Option<usize>,
+        after: Option<&RowCursor>,
     ) -> Result<RowRecords, String> {
-        Ok(replay(ctx, bytes, terminal_size, newest))
+        Ok(replay(ctx, bytes, terminal_size, newest, after))
     }
 
     /// The recording's title (asciinema's `title`), else the command it recorded (the cast's
@@ -165,14 +173,41 @@ pub(crate) fn source_of(bytes: &[u8]) -> TerminalSource {
 /// The records and current screen of a whole recording; `fallback_size` is the terminal's size
 /// when the recording gives none (else 80×24). `newest`: only the newest that many records
 /// are wanted (a tail page): the older ones are replayed and counted but not kept
-/// ([`RowRecords::older_omitted`]).
+/// ([`RowRecords::older_omitted`]). `after`: a `--since` page's cursor: the records up to it
+/// are replayed, hashed and let go ([`RowRecords::skipped`]), so that a page holds only its
+/// own records. A page holds at most [`bounds::MAX_OUTPUT`] of them, then ends
+/// ([`RowRecords::more_after`]).
 pub(crate) fn replay(
     ctx: &SourceCtx,
     bytes: &[u8],
     fallback_size: Option<(usize, usize)>,
     newest: Option<usize>,
+    after: Option<&RowCursor>,
 ) -> RowRecords {
-    run(ctx, bytes, fallback_size, newest).into_rows()
+    replay_paged(ctx, bytes, fallback_size, newest, after, bounds::MAX_OUTPUT)
+}
+
+/// [`replay`] with a page of at most `page_output` (the tests lift it to compare pages with a
+/// read of everything at once).
+pub(crate) fn replay_paged(
+    ctx: &SourceCtx,
+    bytes: &[u8],
+    fallback_size: Option<(usize, usize)>,
+    newest: Option<usize>,
+    after: Option<&RowCursor>,
+    page_output: u64,
+) -> RowRecords {
+    // Only a cursor counted from the recording's start can be replayed past; an anchored one
+    // (a tail page's) is found among all the records.
+    if let Some(after) = after.filter(|c| !c.anchored && c.position > 0) {
+        let replay = run(ctx, bytes, fallback_size, newest, Some(after), page_output);
+        if !replay.stale {
+            return replay.into_rows();
+        }
+        // The records before the cursor are not the ones it saw: the page starts again at
+        // the beginning (a reset), from all the records.
+    }
+    run(ctx, bytes, fallback_size, newest, None, page_output).into_rows()
 }
 
 /// The records of a replay and what it spent of its bounds (the property tests check them).
@@ -183,7 +218,7 @@ pub(crate) fn replay_measured(
     fallback_size: Option<(usize, usize)>,
     newest: Option<usize>,
 ) -> (RowRecords, bounds::Spent) {
-    let replay = run(ctx, bytes, fallback_size, newest);
+    let replay = run(ctx, bytes, fallback_size, newest, None, bounds::MAX_OUTPUT);
     let spent = replay.spent.clone();
     (replay.into_rows(), spent)
 }
@@ -194,14 +229,26 @@ fn run<'c>(
     bytes: &[u8],
     fallback_size: Option<(usize, usize)>,
     newest: Option<usize>,
+    after: Option<&RowCursor>,
+    page_output: u64,
 ) -> Replay<'c> {
     let source = source_of(bytes);
     let mut replay = Replay::new(ctx, source);
     replay.fallback_size = fallback_size.filter(|&(c, r)| c > 0 && r > 0);
     replay.keep = newest.map(|n| n.max(1));
+    replay.after = after.cloned();
+    replay.page_output = page_output;
     match source {
         TerminalSource::Asciinema => asciinema(&mut replay, bytes),
         TerminalSource::Script | TerminalSource::Raw => typescript(&mut replay, bytes),
+    }
+    if replay
+        .after
+        .as_ref()
+        .is_some_and(|after| (replay.counted as u64) < after.position)
+    {
+        // The recording ends (or a bound stopped it) before the cursor's record.
+        replay.stale = true;
     }
     replay
 }
@@ -231,8 +278,21 @@ struct Replay<'c> {
     bare_newlines: bool,
     /// What the replay has spent of its bounds.
     spent: bounds::Spent,
-    /// A bound stopped the replay: nothing after it is replayed.
+    /// A bound stopped the replay, or the page is full: nothing after it is replayed.
     stopped: bool,
+    /// A `--since` page's cursor: the records up to its position are hashed and let go.
+    after: Option<RowCursor>,
+    /// The prefix hash of the records let go.
+    skipped: PrefixHasher,
+    /// The records let go are not the ones the cursor saw.
+    stale: bool,
+    /// What each record kept costs of the page's output, and their sum.
+    costs: VecDeque<u64>,
+    held_output: u64,
+    /// The most output a page holds.
+    page_output: u64,
+    /// The page is full: records follow it.
+    more_after: bool,
 }
 
 /// One recording's terminal: the parser is ours, so that every operation is clamped and
@@ -262,6 +322,13 @@ impl<'c> Replay<'c> {
             bare_newlines: source == TerminalSource::Raw,
             spent: bounds::Spent::default(),
             stopped: false,
+            after: None,
+            skipped: PrefixHasher::default(),
+            stale: false,
+            costs: VecDeque::new(),
+            held_output: 0,
+            page_output: bounds::MAX_OUTPUT,
+            more_after: false,
         }
     }
 
@@ -413,23 +480,66 @@ impl<'c> Replay<'c> {
         let reason = format!(
             "the recording's replay stopped at byte {offset}: {why}; the rest is not shown"
         );
-        self.push(crate::lines::synthetic_notice(
-            self.ctx,
-            key.clone(),
-            reason.clone(),
-        ));
+        self.push(
+            crate::lines::synthetic_notice(self.ctx, key.clone(), reason.clone()),
+            0,
+        );
         self.malformed.push((key, reason));
     }
 
-    /// Keeps a record: all of them, or the newest `keep`.
-    fn push(&mut self, record: Record) {
-        self.counted += 1;
-        self.records.push_back(record);
-        if let Some(keep) = self.keep
-            && self.records.len() > keep
+    /// Whether the next record is one a `--since` page goes past (before its cursor).
+    fn skipping(&self) -> bool {
+        self.after
+            .as_ref()
+            .is_some_and(|after| (self.counted as u64) < after.position)
+    }
+
+    /// Whether a record of `cost` more output would overflow the page: then the page ends
+    /// (records follow it, the next page's). A page that holds nothing yet takes it whole, and
+    /// a tail page lets its oldest records go instead.
+    fn page_full(&mut self, cost: u64) -> bool {
+        if self.skipping()
+            || self.keep.is_some()
+            || self.records.is_empty()
+            || self.held_output.saturating_add(cost) <= self.page_output
         {
-            self.records.pop_front();
-            self.older_omitted = true;
+            return false;
+        }
+        self.stopped = true;
+        self.more_after = true;
+        self.emulator = None;
+        true
+    }
+
+    /// Keeps a record of `cost` output: all of them, or the newest `keep` within the page's
+    /// output; before a `--since` page's cursor, hashes it and lets it go.
+    fn push(&mut self, record: Record, cost: u64) {
+        let index = self.counted;
+        self.counted += 1;
+        if let Some(after) = &self.after
+            && (index as u64) < after.position
+        {
+            self.skipped.push(&record.id, &content_hash(&record));
+            if index as u64 + 1 == after.position
+                && (record.id != after.key || self.skipped.finish() != after.prefix_hash)
+            {
+                self.stale = true;
+                self.stopped = true;
+                self.emulator = None;
+            }
+            return;
+        }
+        self.records.push_back(record);
+        self.costs.push_back(cost);
+        self.held_output += cost;
+        if let Some(keep) = self.keep {
+            while self.records.len() > 1
+                && (self.records.len() > keep || self.held_output > self.page_output)
+            {
+                self.records.pop_front();
+                self.held_output -= self.costs.pop_front().unwrap_or(0);
+                self.older_omitted = true;
+            }
         }
     }
 
@@ -441,32 +551,47 @@ impl<'c> Replay<'c> {
         let ready = std::mem::take(&mut emulator.collector.ready);
         let pending = emulator.collector.pending.len() as u64;
         for text in ready {
+            let cost = text.len() as u64 + bounds::LINE_COST;
+            if self.page_full(cost) {
+                return;
+            }
             if let Some(why) = self.spent.spend_line(text.len() as u64) {
                 self.stop(why);
                 return;
             }
             let index = self.counted;
-            self.push(Record {
-                id: format!("t{}.{index}", self.generation),
-                harness: self.ctx.harness,
-                session: self.ctx.session.clone(),
-                ts: ts.map(str::to_string),
-                agent: self.ctx.agent.clone(),
-                sidechain: self.ctx.agent.is_some(),
-                model: None,
-                usage: None,
-                body: RecordBody::Text {
-                    kind: TextKind::Terminal {
-                        source: self.source,
-                        generation: self.generation,
+            self.push(
+                Record {
+                    id: format!("t{}.{index}", self.generation),
+                    harness: self.ctx.harness,
+                    session: self.ctx.session.clone(),
+                    ts: ts.map(str::to_string),
+                    agent: self.ctx.agent.clone(),
+                    sidechain: self.ctx.agent.is_some(),
+                    model: None,
+                    usage: None,
+                    body: RecordBody::Text {
+                        kind: TextKind::Terminal {
+                            source: self.source,
+                            generation: self.generation,
+                        },
+                        text: text.into(),
                     },
-                    text: text.into(),
                 },
-            });
+                cost,
+            );
         }
-        // A line still scrolling off (wrapped, not ended) is output already.
+        // A line still scrolling off (wrapped, not ended) is output already: within the bound
+        // of the bytes replayed, and of a page (it becomes one page's record).
         if let Some(why) = self.spent.check_pending(pending) {
             self.stop(why);
+        } else if pending > self.page_output {
+            self.stop(format!(
+                "one line reached the {} MiB a page holds",
+                self.page_output >> 20
+            ));
+        } else {
+            let _ = self.page_full(pending);
         }
     }
 
@@ -476,15 +601,22 @@ impl<'c> Replay<'c> {
         }
         let key = format!("@{offset}");
         // A notice is held like a line: a file of torn lines is bounded as one of lines.
-        if let Some(why) = self.spent.spend_line((key.len() + reason.len()) as u64) {
+        let len = (key.len() + reason.len()) as u64;
+        if self.page_full(len + bounds::LINE_COST) {
+            return;
+        }
+        if let Some(why) = self.spent.spend_line(len) {
             self.stop(why);
             return;
         }
-        self.push(crate::lines::synthetic_notice(
-            self.ctx,
-            key.clone(),
-            format!("malformed recording line at byte {offset} skipped: {reason}"),
-        ));
+        self.push(
+            crate::lines::synthetic_notice(
+                self.ctx,
+                key.clone(),
+                format!("malformed recording line at byte {offset} skipped: {reason}"),
+            ),
+            len + bounds::LINE_COST,
+        );
         self.malformed.push((key, reason));
     }
 
@@ -507,6 +639,11 @@ impl<'c> Replay<'c> {
                 .into_iter()
                 .filter_map(|at| at.checked_sub(omitted))
                 .collect(),
+            skipped: self.after.map(|after| Skipped {
+                count: after.position as usize,
+                hasher: self.skipped,
+            }),
+            more_after: self.more_after,
         }
     }
 }
@@ -802,14 +939,14 @@ mod tests {
     }
 
     fn replay_at(ctx: &SourceCtx, bytes: &[u8]) -> RowRecords {
-        replay(ctx, bytes, None, None)
+        replay(ctx, bytes, None, None, None)
     }
 
     #[test]
     fn a_recording_without_a_size_takes_the_one_given_else_80_by_24() {
         // 30 lines: how many scrolled off tells the rows.
         let log = "a\r\n".repeat(30);
-        let scrolled = |bytes: &[u8], size| replay(&ctx(), bytes, size, None).records.len();
+        let scrolled = |bytes: &[u8], size| replay(&ctx(), bytes, size, None, None).records.len();
         assert_eq!(scrolled(log.as_bytes(), None), 30 - 23);
         assert_eq!(scrolled(log.as_bytes(), Some((10, 3))), 30 - 2);
         // A header's size wins; a header's 0 is no size.
@@ -822,7 +959,7 @@ mod tests {
         assert_eq!(scrolled(cast(25, 10).as_bytes(), Some((50, 5))), 30 - 9);
         // Columns: a long line is joined, on the screen as in the records.
         let long = "x".repeat(100);
-        let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)), None);
+        let narrow = replay(&ctx(), long.as_bytes(), Some((10, 3)), None, None);
         // The rows that scrolled off are the start of one wrapped line, not finished yet.
         assert!(narrow.records.is_empty());
         assert_eq!(narrow.screen, std::slice::from_ref(&long));
@@ -830,6 +967,7 @@ mod tests {
             &ctx(),
             format!("{long}\r\nb\r\nc\r\n").as_bytes(),
             Some((10, 3)),
+            None,
             None,
         );
         assert_eq!(wrapped.records.len(), 1);
@@ -1048,8 +1186,8 @@ mod tests {
     #[test]
     fn a_tail_keeps_the_newest_records_only() {
         let log = "line\r\n".repeat(100);
-        let whole = replay(&ctx(), log.as_bytes(), None, None);
-        let tail = replay(&ctx(), log.as_bytes(), None, Some(5));
+        let whole = replay(&ctx(), log.as_bytes(), None, None, None);
+        let tail = replay(&ctx(), log.as_bytes(), None, Some(5), None);
         assert!(tail.older_omitted && !whole.older_omitted);
         assert_eq!(tail.records, whole.records[whole.records.len() - 5..]);
         assert_eq!(tail.screen, whole.screen);
@@ -1087,7 +1225,7 @@ mod tests {
     /// once a `\r` comes, the log is read as a terminal wrote it.
     #[test]
     fn a_raw_log_without_carriage_returns_reads_newlines_as_new_lines() {
-        let rows = replay(&ctx(), b"alpha\nbeta\ngamma\n", Some((20, 5)), None);
+        let rows = replay(&ctx(), b"alpha\nbeta\ngamma\n", Some((20, 5)), None, None);
         let all: Vec<String> = rows
             .records
             .iter()

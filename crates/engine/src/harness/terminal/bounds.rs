@@ -11,8 +11,10 @@
 //!   never more than [`MAX_WORK`]. Steps are counted, not timed, so a replay stops at the same
 //!   byte on every machine.
 //! - Output: the lines that become records cost their text plus [`LINE_COST`] bytes; they may
-//!   cost [`OUTPUT_PER_BYTE`] times the bytes replayed, and never more than [`MAX_OUTPUT`].
-//!   At most [`MAX_LINES`] lines are held by one read.
+//!   cost [`OUTPUT_PER_BYTE`] times the bytes replayed. At most [`MAX_LINES`] lines come of
+//!   one replay.
+//! - A page holds at most [`MAX_OUTPUT`] of that output: the records past it are the next
+//!   page's (the page ends with `more` and a cursor), not lost.
 //!
 //! The emulator keeps no scrollback of its own (`avt`'s limit of 0): a line that scrolls off
 //! is handed to the collector at once and becomes a record, within the bounds above.
@@ -21,12 +23,13 @@ use avt::parser::{AnsiMode, DecMode, Function};
 
 /// The output (the records' text and [`LINE_COST`] each) one byte replayed may give.
 pub(crate) const OUTPUT_PER_BYTE: u64 = 16;
-/// The most output one replay gives, however large the recording.
+/// The most output one page of a recording holds, however large the recording: the records
+/// after it are the next page's.
 pub(crate) const MAX_OUTPUT: u64 = 64 << 20;
 /// What a line costs of the output bound besides its text: its share of what holding and
 /// printing one record costs (a record's NDJSON framing alone is over 100 bytes).
 pub(crate) const LINE_COST: u64 = 32;
-/// The most lines (records) one read of a recording holds.
+/// The most lines (records) one replay of a recording gives.
 pub(crate) const MAX_LINES: u64 = 200_000;
 /// The work steps one byte replayed may cost.
 pub(crate) const WORK_PER_BYTE: u64 = 32;
@@ -58,16 +61,14 @@ impl Spent {
 
     /// The output the bytes replayed so far allow.
     pub(crate) fn output_bound(&self) -> u64 {
-        OUTPUT_PER_BYTE
-            .saturating_mul(self.consumed)
-            .min(MAX_OUTPUT)
+        OUTPUT_PER_BYTE.saturating_mul(self.consumed)
     }
 
     /// Spends a line of `text_len` bytes of text, or says which bound it would cross.
     pub(crate) fn spend_line(&mut self, text_len: u64) -> Option<String> {
         if self.lines >= MAX_LINES {
             return Some(format!(
-                "it scrolled {MAX_LINES} lines, the most one read holds"
+                "it scrolled {MAX_LINES} lines, the most one replay gives"
             ));
         }
         let cost = text_len.saturating_add(LINE_COST);
@@ -86,10 +87,9 @@ impl Spent {
 
     fn output_reason(&self) -> String {
         format!(
-            "its output reached the bound of {} bytes ({OUTPUT_PER_BYTE}× the {} bytes replayed, at most {} MiB)",
+            "its output reached the bound of {} bytes ({OUTPUT_PER_BYTE}× the {} bytes replayed)",
             self.output_bound(),
             self.consumed,
-            MAX_OUTPUT >> 20
         )
     }
 }
@@ -207,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn bounds_grow_with_the_bytes_replayed_up_to_a_ceiling() {
+    fn bounds_grow_with_the_bytes_replayed() {
         let mut spent = Spent {
             consumed: 10,
             ..Spent::default()
@@ -218,7 +218,7 @@ mod tests {
         assert!(spent.check_pending(28).is_none());
         assert!(spent.check_pending(29).is_some());
         spent.consumed = u64::MAX;
-        assert_eq!(spent.output_bound(), MAX_OUTPUT);
+        assert_eq!(spent.output_bound(), u64::MAX);
         assert_eq!(spent.work_bound(), MAX_WORK);
     }
 }
