@@ -288,7 +288,7 @@ fn draw_session(frame: &mut Frame<'_>, app: &App, s: &SessionState, area: Rect) 
     } else {
         let total = s.lines.len();
         let end = (s.top + body).min(total);
-        let percent = if total == 0 { 100 } else { end * 100 / total };
+        let percent = (end * 100).checked_div(total).unwrap_or(100);
         let k = s.kinds;
         let kinds: Vec<&str> = [
             (k.user, "user"),
