@@ -81,6 +81,8 @@ pub enum UsageError {
     DidYouMean { word: String, suggestion: String },
     #[error("--interval wants a positive number of seconds, got {secs}")]
     Interval { secs: f64 },
+    #[error("`ui` is an interactive view: its input and output must be a terminal")]
+    NotATerminal,
     #[error("--wait wants seconds, got {secs}")]
     Wait { secs: f64 },
     /// `--timeout`, `--reply-timeout`, `--run-timeout`.

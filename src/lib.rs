@@ -15,7 +15,8 @@
 //!   its helper for database sources); [`render`] turns pages into text or NDJSON; [`cli`]
 //!   holds the clap definitions and is the only place that prints or exits; [`mcp`] serves
 //!   the same reads as MCP tools on stdio (`clankie-read mcp`); [`handoff`] is the queue
-//!   through which `--all` shares its work with helper threads.
+//!   through which `--all` shares its work with helper threads; [`ui`] is the interactive
+//!   view's pure model and drawing (`clankie-read ui`, its terminal loop in `cli`).
 
 pub mod cache;
 pub mod check;
@@ -28,3 +29,4 @@ pub mod mcp;
 pub mod render;
 pub mod sqlite;
 pub mod store;
+pub mod ui;

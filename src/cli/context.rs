@@ -146,7 +146,7 @@ impl GlobalArgs {
         Ok(ReplyTimeouts { idle, total })
     }
 
-    fn color_enabled(&self) -> bool {
+    pub(super) fn color_enabled(&self) -> bool {
         match self.color {
             ColorChoice::Always => true,
             ColorChoice::Never => false,

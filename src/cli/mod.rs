@@ -17,6 +17,7 @@ mod resume;
 mod script;
 mod suggest;
 mod sync;
+mod ui;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -90,6 +91,9 @@ pub enum Command {
     Mcp(mcp::McpArgs),
     /// The local cache of session bytes that grep searches: `cache ls|clear [HOST]`.
     Cache(cache::CacheArgs),
+    /// An interactive view: the sessions of hosts (default: `local` and the hosts file's),
+    /// newest first; open one, scroll, search, follow it (keys below, and `?` in the view).
+    Ui(ui::UiArgs),
 }
 
 impl Command {
@@ -101,6 +105,7 @@ impl Command {
             Command::Completions(_) => Some("completions"),
             Command::Man(_) => Some("man"),
             Command::Mcp(_) => Some("mcp"),
+            Command::Ui(_) => Some("ui"),
             Command::Read(_)
             | Command::Ls(_)
             | Command::Grep(_)
@@ -126,6 +131,7 @@ const SUBCOMMANDS: &[&str] = &[
     "man",
     "mcp",
     "cache",
+    "ui",
     "help",
 ];
 /// Global options that take a value (so the shorthand scan can skip their values).
@@ -292,6 +298,7 @@ pub fn main() -> ExitCode {
             Command::Man(args) => man::run(args),
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
             Command::Cache(args) => cache::run(&cli.global, args),
+            Command::Ui(args) => ui::run(&cli.global, args).await,
         }
     });
     finish(result, verbose)

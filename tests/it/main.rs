@@ -64,4 +64,5 @@ mod terminal;
 mod terminal_roots;
 mod text_snapshots;
 mod toybox;
+mod ui;
 mod wal;

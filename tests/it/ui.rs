@@ -1,0 +1,251 @@
+//! `clankie-read ui` driven on a real terminal: the binary runs in a tmux pane of a fixed size,
+//! keys go in with `send-keys`, and the screens are read with `capture-pane` and compared with
+//! snapshots at 80×24 and 120×40. tmux is installed by `.ci/install-deps`; under `CI=true` a
+//! missing tmux fails the test.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::common::require_tool;
+use crate::support::BIN;
+
+/// A session of `turns` prompts and answers, the prompts numbered, in the JSONL Claude writes.
+fn session_lines(id: &str, from: usize, turns: usize, extra: &str) -> String {
+    let mut lines = String::new();
+    for i in from..from + turns {
+        let ts = format!("2026-12-01T10:{:02}:{:02}Z", i / 60 % 60, i % 60);
+        lines.push_str(&format!(
+            r#"{{"type":"user","uuid":"u{i}","sessionId":"{id}","cwd":"/w/app","timestamp":"{ts}","message":{{"role":"user","content":"prompt number {i}{extra}"}}}}"#
+        ));
+        lines.push('\n');
+        lines.push_str(&format!(
+            r#"{{"type":"assistant","uuid":"a{i}","sessionId":"{id}","cwd":"/w/app","timestamp":"{ts}","message":{{"id":"m{i}","role":"assistant","model":"claude-test-1","content":[{{"type":"text","text":"answer number {i}"}}]}}}}"#
+        ));
+        lines.push('\n');
+    }
+    lines
+}
+
+const SESSION: &str = "3f1c2a7e-0000-4000-8000-000000000001";
+const OTHER: &str = "9b8d4c10-0000-4000-8000-000000000002";
+
+/// A home with two Claude sessions (modified an hour and two days ago) and a hosts file naming
+/// a host that refuses connections.
+fn home() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join(".claude/projects/-w-app");
+    std::fs::create_dir_all(&project).unwrap();
+    let session = project.join(format!("{SESSION}.jsonl"));
+    std::fs::write(&session, session_lines(SESSION, 0, 40, "")).unwrap();
+    let other = project.join(format!("{OTHER}.jsonl"));
+    std::fs::write(&other, session_lines(OTHER, 0, 2, " of the older one")).unwrap();
+    for (path, ago) in [(&session, 3600), (&other, 2 * 86400)] {
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_secs(ago))
+            .unwrap();
+    }
+    let hosts = dir.path().join("hosts.toml");
+    // Port 1 on this machine: nothing listens, the connection is refused at once.
+    std::fs::write(&hosts, "[hosts.down]\nssh = \"nobody@127.0.0.1:1\"\n").unwrap();
+    (dir, session)
+}
+
+/// A tmux server of its own (its socket in the test's directory), killed when dropped.
+struct Pane {
+    socket: PathBuf,
+}
+
+impl Pane {
+    fn start(home: &Path, cols: u16, rows: u16) -> Pane {
+        let socket = home.join("tmux.sock");
+        let command = format!(
+            "env -i PATH={path} HOME={home} TZ=UTC TERM=xterm-256color NO_COLOR=1 \
+             CLANKIE_HOSTS={home}/hosts.toml {BIN} ui --interval 0.2",
+            path = std::env::var("PATH").unwrap_or_default(),
+            home = home.display(),
+        );
+        let pane = Pane { socket };
+        pane.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            &cols.to_string(),
+            "-y",
+            &rows.to_string(),
+            &command,
+        ]);
+        pane
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run tmux");
+        assert!(out.status.success(), "tmux {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for key in keys {
+            self.tmux(&["send-keys", key]);
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p"])
+    }
+
+    /// The screen once it holds `needle` (and no `reading…`); panics after 20 s.
+    fn wait_for(&self, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(needle) && !screen.contains("reading…") {
+                // The frame that holds it may still be drawing: one more look.
+                std::thread::sleep(Duration::from_millis(100));
+                return self.screen();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the screen never showed {needle:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+/// The screen with what changes from run to run (the refused port's words) left out.
+fn stable(screen: &str) -> String {
+    screen
+        .lines()
+        .map(|line| match line.find("▸ down: failed:") {
+            Some(at) => format!("{}▸ down: failed: [error]", &line[..at]),
+            None => line.trim_end().to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn browse_at(cols: u16, rows: u16) {
+    if !require_tool("tmux") {
+        return;
+    }
+    let (home, session) = home();
+    let pane = Pane::start(home.path(), cols, rows);
+    let list = pane.wait_for("▸ down: failed");
+    let list = pane.wait_for(if list.contains("prompt number 0") {
+        "prompt number 0 of the older one"
+    } else {
+        "prompt number 0"
+    });
+    insta::assert_snapshot!(format!("ui_list_{cols}x{rows}"), stable(&list));
+
+    // The newest session opens at its newest records.
+    pane.keys(&["Enter"]);
+    let opened = pane.wait_for("answer number 39");
+    insta::assert_snapshot!(format!("ui_session_{cols}x{rows}"), stable(&opened));
+
+    // Back across a page boundary, and to the top.
+    pane.keys(&["PageUp"]);
+    let back = pane.wait_for("%");
+    assert!(!back.contains("answer number 39"), "{back}");
+    pane.keys(&["g"]);
+    let top = pane.wait_for("prompt number 0");
+    insta::assert_snapshot!(format!("ui_session_top_{cols}x{rows}"), stable(&top));
+
+    // Searched.
+    pane.keys(&["/", "answer number 17", "Enter"]);
+    pane.wait_for("answer number 17");
+
+    // Followed while the session grows: the new records come after the marker.
+    pane.keys(&["F"]);
+    let mut file = std::fs::File::options()
+        .append(true)
+        .open(&session)
+        .unwrap();
+    std::io::Write::write_all(&mut file, session_lines(SESSION, 40, 1, " late").as_bytes())
+        .unwrap();
+    let grown = pane.wait_for("answer number 40");
+    let marker = grown
+        .find("── new records ──")
+        .expect("the new-records marker");
+    assert!(
+        marker < grown.find("prompt number 40 late").unwrap(),
+        "{grown}"
+    );
+
+    // Back to the list, and out.
+    pane.keys(&["q"]);
+    pane.wait_for("session");
+    pane.keys(&["q"]);
+}
+
+#[test]
+fn ui_browses_at_80x24() {
+    browse_at(80, 24);
+}
+
+#[test]
+fn ui_browses_at_120x40() {
+    browse_at(120, 40);
+}
+
+/// A transcript full of escape sequences (OSC 52, title sets, cursor moves, the alternate
+/// screen) shows as plain characters: the pane holds what the view drew, its title is the
+/// view's, and the view still answers keys.
+#[test]
+fn ui_a_transcript_of_escape_sequences_never_drives_the_terminal() {
+    if !require_tool("tmux") {
+        return;
+    }
+    let (home, session) = home();
+    let hostile = r#"\u001b]52;c;cm0gLXJmIH4K\u0007\u001b]0;owned\u0007\u001b[2J\u001b[10;10H\u001b[?1049l\u001b[?1049h\u001b[31mred\rX"#;
+    let line = format!(
+        r#"{{"type":"user","uuid":"h1","sessionId":"{SESSION}","cwd":"/w/app","timestamp":"2026-12-01T11:00:00Z","message":{{"role":"user","content":"{hostile} hostile end"}}}}"#
+    );
+    let mut file = std::fs::File::options()
+        .append(true)
+        .open(&session)
+        .unwrap();
+    std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).unwrap();
+    drop(file);
+    let pane = Pane::start(home.path(), 80, 24);
+    pane.wait_for("▸ down: failed");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for("hostile end");
+    // The escape sequences are shown, not acted on: the screen is the view's frame.
+    assert!(screen.starts_with("── "), "{screen}");
+    assert!(
+        !screen.contains("owned") || screen.contains("]0;owned"),
+        "{screen}"
+    );
+    let title = pane.tmux(&["display-message", "-p", "#{pane_title}"]);
+    assert!(
+        !title.contains("owned"),
+        "the transcript set the title: {title}"
+    );
+    let alternate = pane.tmux(&["display-message", "-p", "#{alternate_on}"]);
+    assert_eq!(
+        alternate.trim(),
+        "1",
+        "the view's alternate screen was left"
+    );
+    pane.keys(&["q"]);
+    pane.wait_for("session");
+}
