@@ -100,7 +100,8 @@ impl<H: Host> Reader<'_, H> {
                     Err(_) => None,
                 }
             }
-        };
+        }
+        .or_else(|| harness::cwd_from_location(session));
         let writer_version = harness::writer_version(harness, &head);
         Some(SessionHead {
             title,

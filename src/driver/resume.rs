@@ -55,7 +55,8 @@ impl<'h, H: Host> Reader<'h, H> {
                     Err(_) => None,
                 }
             }
-        };
+        }
+        .or_else(|| resume::cwd_from_location(session));
         let id = resume::native_id(harness, &head).unwrap_or_else(|| session.id.clone());
         let place = Place { cwd, env, remote };
         Ok(resume::resume_line(harness, &id, &path, &place))

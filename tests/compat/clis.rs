@@ -461,6 +461,49 @@ pub const QWEN: Cli = Cli {
     stored_prompt: as_typed,
 };
 
+/// Aider (PyPI `aider-chat`, in a venv `scripts/compat` links into the prefix's `.bin`): it
+/// offers no tools, so its prompt gets the final answer at once. Model metadata comes from
+/// litellm's bundled copy (no download); the history is in the project directory.
+pub const AIDER: Cli = Cli {
+    harness: "aider",
+    bin: "aider",
+    pick: |_, body| {
+        (body.contains(crate::server::PROMPT_1) || body.contains(crate::server::PROMPT_2))
+            .then(crate::server::answer_only)?
+    },
+    setup: |_home, port, _cache| {
+        env(&[
+            ("OPENAI_API_BASE", &format!("http://127.0.0.1:{port}/v1")),
+            ("OPENAI_API_KEY", "compat-key"),
+            ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),
+        ])
+    },
+    turn: |prompt| {
+        let mut words = args(AIDER_FLAGS);
+        words.extend(args(&["--message", prompt]));
+        words
+    },
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} {} --message {prompt}", AIDER_FLAGS.join(" "))
+    }),
+    stored_prompt: as_typed,
+};
+
+/// Aider's flags for a turn without questions, update checks or a git repository.
+const AIDER_FLAGS: &[&str] = &[
+    "--model",
+    "openai/compat-model",
+    "--no-git",
+    "--yes-always",
+    "--no-check-update",
+    "--no-show-model-warnings",
+    "--no-show-release-notes",
+    "--analytics-disable",
+    "--no-pretty",
+    "--no-fancy-input",
+    "--no-stream",
+];
+
 /// Ends, by process id, every process of a CLI still running with `HOME` set to `home`: Cline
 /// leaves its `cline --cline-hub-daemon` behind after every run. The reader under test runs with
 /// that `HOME` too (a `--follow` spans the turns) and is left alone.

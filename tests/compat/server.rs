@@ -7,6 +7,7 @@
 //! - a request carrying the first prompt gets a text and one shell tool call (`echo` of a marker);
 //! - a request whose history holds the tool's output gets the final answer (with fake secrets);
 //! - a request carrying the second prompt (the resumed session) gets a plain answer;
+//! - a CLI that offers no tools at all (aider) gets the final answer to its first prompt;
 //! - a request that offers no shell tool (titles, routing, summaries) gets a short side answer.
 //!
 //! One connection is one request (`Connection: close`), which every client here accepts and which
@@ -55,13 +56,23 @@ pub struct ToolCall {
     pub args: Value,
 }
 
+/// What a [`ToolPicker`] gives for a request of a CLI that offers the model no tools at all
+/// (aider): the request is the conversation's, not a side request, and its first prompt gets
+/// the final answer (with [`OUTPUT`] and the [`SECRETS`]) without a tool call.
+pub fn answer_only() -> Option<ToolCall> {
+    Some(ToolCall {
+        name: String::new(),
+        args: Value::Null,
+    })
+}
+
 /// One logged request.
 #[derive(Debug, Clone)]
 pub struct Logged {
     pub method: String,
     pub path: String,
     pub body: String,
-    /// What the server answered: `tool`, `final`, `second`, `side` or `other`.
+    /// What the server answered: `tool`, `answer`, `final`, `second`, `side` or `other`.
     pub step: &'static str,
     /// The tool the answer called, for a `tool` step.
     pub called: Option<String>,
@@ -197,6 +208,7 @@ fn serve(stream: TcpStream, pick: ToolPicker, log: &Mutex<Vec<Logged>>) -> std::
         None => Step::Side,
         Some(_) if text.contains(PROMPT_2) => Step::Second,
         Some(_) if text.contains(OUTPUT) => Step::Final,
+        Some(call) if call.name.is_empty() => Step::Answer,
         Some(call) => Step::Tool(call),
     };
     log.lock().unwrap().push(Logged {
@@ -256,6 +268,9 @@ fn serve(stream: TcpStream, pick: ToolPicker, log: &Mutex<Vec<Logged>>) -> std::
 
 enum Step {
     Tool(ToolCall),
+    /// The first prompt of a CLI that offers the model no tools ([`answer_only`]): the final
+    /// answer at once.
+    Answer,
     Final,
     Second,
     Side,
@@ -266,6 +281,7 @@ impl Step {
     fn name(&self) -> &'static str {
         match self {
             Step::Tool(_) => "tool",
+            Step::Answer => "answer",
             Step::Final => "final",
             Step::Second => "second",
             Step::Side => "side",
@@ -277,7 +293,7 @@ impl Step {
     fn answer(&self) -> (String, Option<&ToolCall>) {
         match self {
             Step::Tool(call) => (TEXT_1.to_string(), Some(call)),
-            Step::Final => (final_text(), None),
+            Step::Final | Step::Answer => (final_text(), None),
             Step::Second => (TEXT_3.to_string(), None),
             // Side models asked for JSON (Gemini's routing and next-speaker checks, titles)
             // find what they look for; a plain reader sees a short text.

@@ -34,6 +34,11 @@ pub struct Suite<'c> {
     _home: tempfile::TempDir,
 }
 
+/// CLIs that offer the model no tools (their session is prompt and answer, among notices of
+/// their own output), and that have no default root: the reader is given their project
+/// directory (`--root HARNESS=DIR`).
+const ANSWER_ONLY: &[&str] = &["aider"];
+
 /// A record as the checks compare it: everything but the host-bound fields.
 fn comparable(record: &Value) -> Value {
     let mut r = record.clone();
@@ -106,8 +111,28 @@ impl<'c> Suite<'c> {
     /// The reader under the CLI's environment (its HOME and root variables).
     fn reader(&self, args: &[&str]) -> Command {
         let mut cmd = self.setup.command(BIN);
+        if self.answer_only() && !args.contains(&"--root") {
+            cmd.arg("--root").arg(format!(
+                "{}={}",
+                self.cli.harness,
+                self.setup.work.display()
+            ));
+        }
         cmd.args(args);
         cmd
+    }
+
+    fn answer_only(&self) -> bool {
+        ANSWER_ONLY.contains(&self.cli.harness)
+    }
+
+    /// The records a check of a turn compares: every one, but an answer-only CLI's notices
+    /// (its own output: version, model, token counts) left out.
+    fn conversation<'r>(&self, records: &'r [Value]) -> Vec<&'r Value> {
+        records
+            .iter()
+            .filter(|r| !(self.answer_only() && r["kind"] == "notice"))
+            .collect()
     }
 
     fn read_ok(&self, args: &[&str]) -> Vec<Value> {
@@ -131,7 +156,11 @@ impl<'c> Suite<'c> {
         let mut first = self.cli.first_turn(&self.setup, server::PROMPT_1);
         self.turn(&mut first, "the first turn");
         let calls = self.server.tool_calls().len();
-        if calls != 1 {
+        if self.answer_only() {
+            if calls != 0 || !self.server.log().iter().any(|l| l.step == "answer") {
+                self.fail("the CLI never sent the first prompt, or was offered a tool");
+            }
+        } else if calls != 1 {
             self.fail(&format!(
                 "{calls} tool calls: the CLI never ran the tool or never offered it"
             ));
@@ -282,6 +311,21 @@ impl<'c> Suite<'c> {
 
     fn check_turn_one(&self, records: &[Value]) {
         let h = self.cli.harness;
+        if self.answer_only() {
+            let records = self.conversation(records);
+            let kinds: Vec<&str> = records
+                .iter()
+                .map(|r| r["kind"].as_str().unwrap())
+                .collect();
+            assert_eq!(kinds, ["user", "assistant"], "{h}: {records:#?}");
+            assert_eq!(records[0]["text"], server::PROMPT_1, "{h}");
+            let text = records[1]["text"].as_str().unwrap();
+            assert!(
+                text.starts_with("The command printed compat-42-marker. Deploy key: "),
+                "{h}: {text}"
+            );
+            return;
+        }
         let kinds: Vec<&str> = records
             .iter()
             .map(|r| r["kind"].as_str().unwrap())
@@ -318,6 +362,7 @@ impl<'c> Suite<'c> {
 
     fn check_turn_two(&self, records: &[Value]) {
         let h = self.cli.harness;
+        let records: Vec<Value> = self.conversation(records).into_iter().cloned().collect();
         let kinds: Vec<&str> = records
             .iter()
             .map(|r| r["kind"].as_str().unwrap())
@@ -385,6 +430,7 @@ impl<'c> Suite<'c> {
             "continue" => ".continue",
             "cline" => ".cline/data",
             "qwen" => ".qwen",
+            "aider" => "project",
             other => panic!("no root for {other}"),
         };
         let user = "ck_bash";

@@ -118,6 +118,34 @@ fn powershell_scripts_print_the_encoded_command() {
     let nonce = nonce_in(&script, "$nonce='");
     insta::assert_snapshot!("powershell_list", script.replace(&nonce, "NONCE"));
 
+    // Aider has no home: its listing is of the project directories given.
+    let (exec, payload) = split(&run(
+        tmp.path(),
+        &[
+            "script",
+            "list",
+            "--shell",
+            "powershell",
+            "--root",
+            r"aider=C:\Users\me\proj",
+        ],
+    ));
+    let script = if payload.is_empty() {
+        powershell_script(&exec)
+    } else {
+        String::from_utf8(payload).unwrap()
+    };
+    let aider: Vec<&str> = script
+        .lines()
+        .filter(|l| l.starts_with("L 'aider'"))
+        .collect();
+    assert_eq!(
+        aider,
+        // The directory travels base64-encoded: `C:\Users\me\proj`.
+        ["L 'aider' (D 'QzpcVXNlcnNcbWVccHJvag==') 0 @() @() @() @('.aider.chat.history.md')"],
+        "{script}"
+    );
+
     let args = [
         "script",
         "read",

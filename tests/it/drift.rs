@@ -504,6 +504,28 @@ fn cases(harness: &str) -> Vec<Case> {
                 }),
             }]
         }
+        "aider" => {
+            // Markdown has no entry types, blocks or field names: the drift is a header of
+            // aider's own it does not write yet, after the last run.
+            let file = ".aider.chat.history.md";
+            let (home, root) = copied("aider-0.86.2/project", &[file]);
+            let path = root.join(file);
+            vec![Case {
+                name: format!("aider aider-0.86.2/project/{file}"),
+                root: Some(format!("aider={}", root.display())),
+                home,
+                harness: harness.to_string(),
+                plant: Box::new(move |_| {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    std::fs::write(
+                        &path,
+                        format!("{text}\n# aider chat resumed at 2026-12-06 03:30:00\n\n"),
+                    )
+                    .unwrap();
+                    1
+                }),
+            }]
+        }
         other => panic!(
             "harness `{other}` has no drift case: add one to tests/it/drift.rs (a real transcript, and where to plant an unknown entry, content block and renamed field)"
         ),

@@ -1463,3 +1463,71 @@ fn real_cli_sessions_read_the_scripted_records() {
         }
     }
 }
+
+/// The history aider 0.86.2 wrote over two runs (the second restored the first): read only
+/// under the root given, one session named by its first run, with the project as its cwd,
+/// the prompts and answers in order among aider's notices, and the model on the answers.
+#[test]
+fn aider_0_86_2_history_is_one_session_of_prompts_and_answers() {
+    let project = fixture_home("aider-0.86.2/project");
+    let home = tempfile::tempdir().unwrap();
+    let out = run(home.path(), &["ls", "--json", "--harness", "aider"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(ndjson(&out).is_empty(), "no default root: nothing listed");
+
+    let root = format!("aider={}", project.display());
+    let out = run(home.path(), &["--root", &root, "ls", "--json", "--long"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed: Vec<Value> = ndjson(&out)
+        .into_iter()
+        .filter(|l| l["harness"] == "aider")
+        .collect();
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    assert_eq!(listed[0]["session"], "aider-20261206-033628");
+    assert_eq!(
+        listed[0]["title"],
+        "compat turn one: run the marker command"
+    );
+    assert_eq!(
+        listed[0]["cwd"],
+        fs::canonicalize(&project).unwrap().to_str().unwrap()
+    );
+    assert_eq!(listed[0]["writer_version"], "0.86.2");
+
+    let out = run(
+        home.path(),
+        &[
+            "--root",
+            &root,
+            "read",
+            "local:aider/aider-20261206-033628",
+            "--all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recs = records(&ndjson(&out));
+    let talk: Vec<(&str, &str)> = recs
+        .iter()
+        .filter(|r| r["kind"] != "notice")
+        .map(|r| (r["kind"].as_str().unwrap(), r["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(talk.len(), 4, "{recs:#?}");
+    assert_eq!(talk[0], ("user", "compat turn one: run the marker command"));
+    assert!(
+        talk[1]
+            .1
+            .starts_with("The command printed compat-42-marker.")
+    );
+    assert_eq!(talk[2], ("user", "compat turn two: say goodbye"));
+    assert_eq!(talk[3], ("assistant", "Goodbye from the compat model."));
+    let starts: Vec<&str> = recs
+        .iter()
+        .filter_map(|r| r["text"].as_str())
+        .filter(|t| t.starts_with("aider chat started at "))
+        .collect();
+    assert_eq!(starts.len(), 2, "one notice per run");
+    for r in recs.iter().filter(|r| r["kind"] == "assistant") {
+        assert_eq!(r["model"], "openai/compat-model", "{r}");
+    }
+}

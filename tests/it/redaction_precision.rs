@@ -34,6 +34,7 @@ const HOMES: &[(&str, &str)] = &[
     ("continue", "continue-1.5.47"),
     ("cline", "cline-3.0.65"),
     ("qwen", "qwen-0.24.4"),
+    ("aider", "aider-0.86.2/project"),
     ("claude", "precision/claude"),
 ];
 

@@ -178,6 +178,16 @@ fn qwen_0_24_4() {
 }
 
 #[test]
+fn aider_0_86_2() {
+    real_cli_session(
+        "aider_0_86_2",
+        "aider-0.86.2/project",
+        "aider",
+        "aider-20261206-033628",
+    );
+}
+
+#[test]
 fn pi_session_with_edits() {
     let root = fixture_root("pi");
     snapshots(

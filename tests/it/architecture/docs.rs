@@ -64,6 +64,9 @@ fn prose_files(dir: &Path, out: &mut Vec<PathBuf>) {
             if !skipped {
                 prose_files(&path, out);
             }
+        } else if name.starts_with('.') {
+            // A hidden file is a tool's, like a hidden directory: aider's histories in the
+            // fixtures (`.aider.chat.history.md`) are transcripts, not prose.
         } else {
             let data = path
                 .extension()

@@ -7,6 +7,7 @@
 //! that): the rest of the engine, the hosts and the driver ask the registry through the
 //! [`Harness`] tag a record, root or file carries.
 
+mod aider;
 mod claude;
 mod cline;
 mod codex;
@@ -43,6 +44,7 @@ static REGISTRY: &[&dyn Format] = &[
     &r#continue::Continue,
     &cline::Cline,
     &qwen::Qwen,
+    &aider::Aider,
     &terminal::Recordings,
 ];
 
@@ -382,6 +384,14 @@ pub trait Format: Sync {
         None
     }
 
+    /// The working directory a session ran in when the transcript's place says it and its
+    /// bytes do not: a history written into the directory it ran in (`root`, `rel` of the
+    /// listed file).
+    fn cwd_from_location(&self, root: &[u8], rel: &[u8]) -> Option<String> {
+        let _ = (root, rel);
+        None
+    }
+
     /// The working directory a session ran in, from the first bytes of the file
     /// [`Format::cwd_file`] names.
     fn session_cwd(&self, head: &[u8]) -> Option<String> {
@@ -718,6 +728,14 @@ pub fn cwd_source(harness: Harness) -> Option<&'static str> {
 pub fn session_cwd(harness: Harness, head: &[u8]) -> Option<String> {
     format(harness)
         .session_cwd(head)
+        .filter(|cwd| !cwd.is_empty() && !cwd.contains(['\0', '\n']))
+}
+
+/// The working directory a session's place says it ran in ([`Format::cwd_from_location`]),
+/// never empty, and never with a NUL or a newline.
+pub fn cwd_from_location(session: &SessionFile) -> Option<String> {
+    format(session.harness())
+        .cwd_from_location(&session.entry.root, &session.entry.rel)
         .filter(|cwd| !cwd.is_empty() && !cwd.contains(['\0', '\n']))
 }
 
