@@ -384,6 +384,7 @@ impl<'c> Suite<'c> {
             "droid" => ".factory",
             "continue" => ".continue",
             "cline" => ".cline/data",
+            "kilo" => ".local/share/kilo",
             "qwen" => ".qwen",
             other => panic!("no root for {other}"),
         };

@@ -16,6 +16,8 @@ mod droid;
 mod gemini;
 mod grok;
 mod grokcli;
+mod kilo;
+mod message_parts;
 mod opencode;
 mod pi;
 mod qwen;
@@ -43,6 +45,7 @@ static REGISTRY: &[&dyn Format] = &[
     &r#continue::Continue,
     &cline::Cline,
     &qwen::Qwen,
+    &kilo::Kilo,
     &terminal::Recordings,
 ];
 

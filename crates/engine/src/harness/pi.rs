@@ -76,7 +76,7 @@ static LAYOUT: Layout = Layout {
 /// The newest Pi this reader is tested against (docs/harnesses.md).
 const TESTED: super::Tested = super::Tested {
     product: "Pi",
-    version: "0.73.1",
+    version: "1.6.0",
 };
 
 impl Format for Pi {
@@ -175,6 +175,32 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                 format!("{}: {text}", str_of(&entry, "customType")),
             );
         }
+        // Tokens spent outside an answer (a cache warm-up, …): a notice carrying them.
+        "usage" => {
+            let text = match str_of(&entry, "note") {
+                "" => format!("usage: {}", str_of(&entry, "kind")),
+                note => format!("usage: {} ({note})", str_of(&entry, "kind")),
+            };
+            out.text(base, TextKind::Notice, text);
+            let model = Some(str_of(&entry, "model")).filter(|m| !m.is_empty());
+            stamp_model(
+                &mut out.records,
+                model,
+                entry.get("usage").and_then(usage_of),
+            );
+        }
+        // What the model sees of an earlier entry changes from here on; that entry, as written,
+        // stays as it is in the records.
+        "context_edit" => {
+            let target = str_of(&entry, "targetId");
+            let text = match entry.get("replacement") {
+                Some(Value::Object(_)) => {
+                    format!("context edit: the model sees entry {target} with new content")
+                }
+                _ => format!("context edit: entry {target} left out of the model's context"),
+            };
+            out.text(base, TextKind::Notice, text);
+        }
         ty if SKIPPED_TYPES.contains(&ty) => {}
         // A type newer than this reader, or an entry without its type.
         _ => out.unknown(),
@@ -237,16 +263,7 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                     _ => out.unknown(),
                 }
             }
-            let usage = message.get("usage").and_then(|u| {
-                Usage {
-                    input: count(u, "input"),
-                    output: count(u, "output"),
-                    cache_read: count(u, "cacheRead"),
-                    cache_write: count(u, "cacheWrite"),
-                    reasoning: count(u, "reasoning"),
-                }
-                .nonempty()
-            });
+            let usage = message.get("usage").and_then(usage_of);
             let model = Some(str_of(message, "model")).filter(|m| !m.is_empty());
             stamp_model(&mut out.records, model, usage);
             if matches!(str_of(message, "stopReason"), "error" | "aborted") {
@@ -304,11 +321,25 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                 ),
             );
         }
-        // Prompt and tool snapshots, and custom messages not displayed.
+        // Prompt and tool snapshots (`system`: the prompt's sections and the tools added or
+        // removed), and custom messages not displayed.
         "system" | "custom" | "hookMessage" => {}
         // A role newer than this reader, or a message without its role.
         _ => out.unknown(),
     }
+}
+
+/// Pi's `usage` object (`input`, `output`, `cacheRead`, `cacheWrite`, `reasoning`; its `cost`
+/// and `totalTokens` are not kept).
+fn usage_of(u: &Value) -> Option<Usage> {
+    Usage {
+        input: count(u, "input"),
+        output: count(u, "output"),
+        cache_read: count(u, "cacheRead"),
+        cache_write: count(u, "cacheWrite"),
+        reasoning: count(u, "reasoning"),
+    }
+    .nonempty()
 }
 
 fn image(block: &Value) -> String {
