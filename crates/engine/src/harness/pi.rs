@@ -331,7 +331,7 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
 
 /// Pi's `usage` object (`input`, `output`, `cacheRead`, `cacheWrite`, `reasoning`; its `cost`
 /// and `totalTokens` are not kept).
-fn usage_of(u: &Value) -> Option<Usage> {
+fn usage_of(u: &Value) -> Option<Box<Usage>> {
     Usage {
         input: count(u, "input"),
         output: count(u, "output"),
@@ -378,6 +378,37 @@ mod tests {
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {
         test_support::summary(&records(line))
+    }
+
+    /// Pi 1.6's entries: a `system` message is skipped, a `usage` entry is a notice carrying
+    /// its tokens, a `context_edit` a notice naming the entry it edits (which stays as written),
+    /// and a tool result's `durationMs` changes nothing.
+    #[test]
+    fn pi_1_6_entries_read_as_what_they_are() {
+        let system = r#"{"type":"message","id":"s1","parentId":null,"timestamp":"t","message":{"role":"system","content":"","sections":{"cwd":"/p"},"toolsAdded":[{"name":"read"}],"timestamp":1}}"#;
+        assert!(records(system).is_empty());
+        let usage = r#"{"type":"usage","id":"u1","parentId":"s1","timestamp":"t","kind":"cache_warm","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":500,"cacheWrite":0,"totalTokens":500}}"#;
+        let got = records(usage);
+        assert_eq!(summary(usage), [("u1".to_string(), RecordKind::Notice)]);
+        assert_eq!(got[0].model.as_deref(), Some("m"));
+        assert_eq!(got[0].usage.as_ref().and_then(|u| u.cache_read), Some(500));
+        let omitted = r#"{"type":"context_edit","id":"e1","parentId":"u1","timestamp":"t","targetId":"r1","replacement":null}"#;
+        let replaced = r#"{"type":"context_edit","id":"e2","parentId":"e1","timestamp":"t","targetId":"r1","replacement":{"content":"short"}}"#;
+        for (line, says) in [(omitted, "left out"), (replaced, "new content")] {
+            match &records(line)[0].body {
+                RecordBody::Text { text, .. } => {
+                    assert!(text.contains("r1") && text.contains(says), "{}", &**text)
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let level = r#"{"type":"thinking_level_change","id":"l1","parentId":"e2","timestamp":"t","thinkingLevel":"high"}"#;
+        assert!(records(level).is_empty());
+        let result = r#"{"type":"message","id":"r1","parentId":"a1","timestamp":"t","message":{"role":"toolResult","toolCallId":"call_1","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":false,"durationMs":12,"timestamp":2}}"#;
+        assert_eq!(
+            summary(result),
+            [("r1".to_string(), RecordKind::ToolResult)]
+        );
     }
 
     #[test]
