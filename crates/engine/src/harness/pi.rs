@@ -175,19 +175,33 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                 format!("{}: {text}", str_of(&entry, "customType")),
             );
         }
-        // Tokens spent outside an answer (a cache warm-up, …): a notice carrying them.
+        // Tokens spent outside an answer (a cache warm-up, …): a notice saying how many (a
+        // notice carries no `usage` field, which counts model replies only).
         "usage" => {
-            let text = match str_of(&entry, "note") {
-                "" => format!("usage: {}", str_of(&entry, "kind")),
-                note => format!("usage: {} ({note})", str_of(&entry, "kind")),
-            };
+            let mut text = format!("usage: {}", str_of(&entry, "kind"));
+            if let Some(note) = Some(str_of(&entry, "note")).filter(|n| !n.is_empty()) {
+                text.push_str(&format!(" ({note})"));
+            }
+            if let Some(model) = Some(str_of(&entry, "model")).filter(|m| !m.is_empty()) {
+                text.push_str(&format!(", {model}"));
+            }
+            if let Some(usage) = entry.get("usage").and_then(usage_of) {
+                let counts = [
+                    ("input", usage.input),
+                    ("output", usage.output),
+                    ("cache read", usage.cache_read),
+                    ("cache write", usage.cache_write),
+                    ("reasoning", usage.reasoning),
+                ];
+                let counts: Vec<String> = counts
+                    .iter()
+                    .filter_map(|(what, n)| n.filter(|n| *n > 0).map(|n| format!("{n} {what}")))
+                    .collect();
+                if !counts.is_empty() {
+                    text.push_str(&format!(": {}", counts.join(", ")));
+                }
+            }
             out.text(base, TextKind::Notice, text);
-            let model = Some(str_of(&entry, "model")).filter(|m| !m.is_empty());
-            stamp_model(
-                &mut out.records,
-                model,
-                entry.get("usage").and_then(usage_of),
-            );
         }
         // What the model sees of an earlier entry changes from here on; that entry, as written,
         // stays as it is in the records.
@@ -390,8 +404,12 @@ mod tests {
         let usage = r#"{"type":"usage","id":"u1","parentId":"s1","timestamp":"t","kind":"cache_warm","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":500,"cacheWrite":0,"totalTokens":500}}"#;
         let got = records(usage);
         assert_eq!(summary(usage), [("u1".to_string(), RecordKind::Notice)]);
-        assert_eq!(got[0].model.as_deref(), Some("m"));
-        assert_eq!(got[0].usage.as_ref().and_then(|u| u.cache_read), Some(500));
+        match &got[0].body {
+            RecordBody::Text { text, .. } => {
+                assert_eq!(&**text, "usage: cache_warm, m: 500 cache read")
+            }
+            other => panic!("{other:?}"),
+        }
         let omitted = r#"{"type":"context_edit","id":"e1","parentId":"u1","timestamp":"t","targetId":"r1","replacement":null}"#;
         let replaced = r#"{"type":"context_edit","id":"e2","parentId":"e1","timestamp":"t","targetId":"r1","replacement":{"content":"short"}}"#;
         for (line, says) in [(omitted, "left out"), (replaced, "new content")] {
