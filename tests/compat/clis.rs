@@ -504,6 +504,73 @@ const AIDER_FLAGS: &[&str] = &[
     "--no-stream",
 ];
 
+/// Kilo Code's CLI (an OpenCode fork), with an OpenAI-compatible provider in its config and
+/// every call to its vendor's service turned off.
+pub const KILO: Cli = Cli {
+    harness: "kilo",
+    bin: "kilo",
+    pick: |tools, _| {
+        tools.iter().any(|t| t == "bash").then(|| {
+            call(
+                "bash",
+                json!({"command": COMMAND, "description": "Print the marker"}),
+            )
+        })?
+    },
+    setup: |home, port, cache| {
+        write(
+            &home.join(".config/kilo/kilo.json"),
+            &json!({
+                "provider": {"compat": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Compat",
+                    "options": {"baseURL": format!("http://127.0.0.1:{port}/v1"), "apiKey": "compat-key"},
+                    "models": {"compat-model": {"name": "Compat", "tool_call": true}},
+                }},
+                "model": "compat/compat-model",
+                "small_model": "compat/compat-model",
+                "permission": {"bash": "allow"},
+                "autoupdate": false,
+                "share": "disabled",
+            })
+            .to_string(),
+        );
+        env(&[
+            ("XDG_CONFIG_HOME", &home.join(".config").to_string_lossy()),
+            (
+                "XDG_DATA_HOME",
+                &home.join(".local/share").to_string_lossy(),
+            ),
+            (
+                "XDG_STATE_HOME",
+                &home.join(".local/state").to_string_lossy(),
+            ),
+            // Shared between runs: Kilo installs its provider package here on first use.
+            (
+                "XDG_CACHE_HOME",
+                &cache.join("kilo-cache").to_string_lossy(),
+            ),
+            ("KILO_DISABLE_MODELS_FETCH", "1"),
+            ("KILO_DISABLE_AUTOUPDATE", "1"),
+            ("KILO_DISABLE_LSP_DOWNLOAD", "1"),
+            ("KILO_DISABLE_SHARE", "1"),
+            ("KILO_DISABLE_SESSION_INGEST", "1"),
+            ("KILO_DISABLE_PRESENCE", "1"),
+        ])
+    },
+    turn: |prompt| args(&["run", prompt]),
+    // `kilo run` joins its words into one message, quoting each that holds a space.
+    stored_prompt: |prompt| format!("\"{prompt}\""),
+    // `resume` prints the interactive `kilo --session ID` (after a `cd`).
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        assert!(printed.contains("kilo --session "), "unexpected: {printed}");
+        format!(
+            "{} {prompt}",
+            printed.replacen("kilo --session ", "kilo run --session ", 1)
+        )
+    }),
+};
+
 /// Ends, by process id, every process of a CLI still running with `HOME` set to `home`: Cline
 /// leaves its `cline --cline-hub-daemon` behind after every run. The reader under test runs with
 /// that `HOME` too (a `--follow` spans the turns) and is left alone.

@@ -102,6 +102,12 @@ fn aider() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn kilo() {
+    run(&clis::KILO);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
 }

@@ -429,6 +429,7 @@ impl<'c> Suite<'c> {
             "droid" => ".factory",
             "continue" => ".continue",
             "cline" => ".cline/data",
+            "kilo" => ".local/share/kilo",
             "qwen" => ".qwen",
             "aider" => "project",
             other => panic!("no root for {other}"),

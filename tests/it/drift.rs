@@ -337,6 +337,31 @@ fn cases(harness: &str) -> Vec<Case> {
                 }),
             }]
         }
+        "kilo" => {
+            let home = tempfile::tempdir().unwrap();
+            let dir = home.path().join(".local/share/kilo");
+            std::fs::create_dir_all(&dir).unwrap();
+            let db = dir.join("kilo.db");
+            let dump = fixture("kilo-7.7.7/kilo.sql");
+            sqlite3(&db, &format!(".read {}", dump.display()));
+            vec![Case {
+                name: "kilo kilo-7.7.7/kilo.sql".into(),
+                home,
+                root: None,
+                harness: harness.to_string(),
+                // After the session's last message: one of an unknown role, one without its
+                // role; and a part of an unknown type in its first assistant message.
+                plant: Box::new(move |_| {
+                    sqlite3(
+                        &db,
+                        "INSERT INTO message SELECT 'msg_zzzzzzzzzzzzzzzzzzzzzzzzz1', session_id, max(time_created) + 1, max(time_created) + 1, '{\"role\":\"drift-role\",\"time\":{\"created\":1}}' FROM message;
+                         INSERT INTO message SELECT 'msg_zzzzzzzzzzzzzzzzzzzzzzzzz2', session_id, max(time_created) + 2, max(time_created) + 2, '{\"rolle\":\"user\",\"time\":{\"created\":2}}' FROM message;
+                         INSERT INTO part SELECT 'prt_zzzzzzzzzzzzzzzzzzzzzzzzz1', id, session_id, time_created, time_created, '{\"type\":\"drift-part\"}' FROM message WHERE data LIKE '%\"role\":\"assistant\"%' ORDER BY time_created, id LIMIT 1;",
+                    );
+                    3
+                }),
+            }]
+        }
         "grok-cli" => {
             // No real grok-cli transcript exists here (it is not on the npm registry): its
             // hand-made database stands in.

@@ -1402,6 +1402,7 @@ fn real_cli_sessions_read_the_scripted_records() {
         ("codex-0.171.0", "codex", "exec_command", true),
         ("gemini-cli-0.61.0", "gemini", "run_shell_command", true),
         ("pi-0.73.1", "pi", "bash", true),
+        ("pi-1.6.0", "pi", "bash", true),
         ("copilot-1.0.102", "copilot", "bash", true),
         ("droid-0.225.1", "droid", "Execute", false),
         ("continue-1.5.47", "continue", "Bash", true),

@@ -29,6 +29,7 @@ const HOMES: &[(&str, &str)] = &[
     ("opencode", "opencode/legacy-1.1.65"),
     ("pi", "pi"),
     ("pi", "pi-0.73.1"),
+    ("pi", "pi-1.6.0"),
     ("copilot", "copilot-1.0.102"),
     ("droid", "droid-0.225.1"),
     ("continue", "continue-1.5.47"),
@@ -38,10 +39,16 @@ const HOMES: &[(&str, &str)] = &[
     ("claude", "precision/claude"),
 ];
 
-/// The OpenCode `sqlite3 .dump`s, each loaded into an `opencode.db` to be read.
-const DUMPS: &[&str] = &[
-    "opencode/opencode-1.18.33.sql",
-    "opencode/opencode-1.18.33-edit.sql",
+/// The `sqlite3 .dump`s of the database harnesses: (harness, its database's file name, the
+/// dump), each dump loaded into that file to be read.
+const DUMPS: &[(&str, &str, &str)] = &[
+    ("opencode", "opencode.db", "opencode/opencode-1.18.33.sql"),
+    (
+        "opencode",
+        "opencode.db",
+        "opencode/opencode-1.18.33-edit.sql",
+    ),
+    ("kilo", "kilo.db", "kilo-7.7.7/kilo.sql"),
 ];
 
 /// What `tests/fixtures/` holds besides the homes and dumps above: documents, and a terminal
@@ -213,10 +220,10 @@ fn align(redacted: &str, plain: &str, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// `tests/fixtures/<dump>` loaded into `<dir>/opencode.db`.
-fn load_dump(dump: &str, dir: &Path) {
+/// `tests/fixtures/<dump>` loaded into `<dir>/<db>`.
+fn load_dump(dump: &str, db: &str, dir: &Path) {
     let status = Command::new("sqlite3")
-        .arg(dir.join("opencode.db"))
+        .arg(dir.join(db))
         .arg(format!(".read {}", fixtures().join(dump).display()))
         .status()
         .expect("the sqlite3 CLI (installed by .ci/install-deps)");
@@ -239,12 +246,12 @@ fn actual() -> Vec<Redaction> {
         let root = format!("{harness}={}", base.join(dir).display());
         redactions_under(home.path(), harness, &root, &relative, &mut out);
     }
-    for dump in DUMPS {
+    for (harness, db, dump) in DUMPS {
         let dir = tempfile::tempdir().unwrap();
-        load_dump(dump, dir.path());
-        let root = format!("opencode={}", dir.path().display());
+        load_dump(dump, db, dir.path());
+        let root = format!("{harness}={}", dir.path().display());
         let named = |_: &str| dump.to_string();
-        redactions_under(home.path(), "opencode", &root, &named, &mut out);
+        redactions_under(home.path(), harness, &root, &named, &mut out);
     }
     out
 }
@@ -285,7 +292,7 @@ fn every_transcript_in_the_fixtures_is_covered() {
         .chain(
             DUMPS
                 .iter()
-                .map(|d| d.split('/').next().unwrap().to_string()),
+                .map(|(_, _, d)| d.split('/').next().unwrap().to_string()),
         )
         .chain(NOT_TRANSCRIPTS.iter().map(|s| s.to_string()))
         .collect();
@@ -304,7 +311,11 @@ fn every_transcript_in_the_fixtures_is_covered() {
         .map(|e| format!("opencode/{}", e.unwrap().file_name().to_string_lossy()))
         .collect();
     opencode.sort();
-    let mut read: Vec<String> = DUMPS.iter().map(|d| d.to_string()).collect();
+    let mut read: Vec<String> = DUMPS
+        .iter()
+        .map(|(_, _, d)| d.to_string())
+        .filter(|d| d.starts_with("opencode/"))
+        .collect();
     read.push("opencode/legacy-1.1.65".into());
     read.sort();
     assert_eq!(opencode, read);

@@ -170,7 +170,7 @@ fn gemini_counts_unknown_types_parts_and_missing_content() {
 
 #[test]
 fn opencode_counts_unknown_roles_and_parts() {
-    use super::opencode::{MessageRow, PartRow, records};
+    use super::message_parts::{MessageRow, PartRow, records};
     let message = |id: &str, data: serde_json::Value| MessageRow {
         id: id.into(),
         time_created: 1,

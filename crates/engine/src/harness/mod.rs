@@ -17,6 +17,8 @@ mod droid;
 mod gemini;
 mod grok;
 mod grokcli;
+mod kilo;
+mod message_parts;
 mod opencode;
 mod pi;
 mod qwen;
@@ -45,6 +47,7 @@ static REGISTRY: &[&dyn Format] = &[
     &cline::Cline,
     &qwen::Qwen,
     &aider::Aider,
+    &kilo::Kilo,
     &terminal::Recordings,
 ];
 

@@ -76,7 +76,7 @@ static LAYOUT: Layout = Layout {
 /// The newest Pi this reader is tested against (docs/harnesses.md).
 const TESTED: super::Tested = super::Tested {
     product: "Pi",
-    version: "0.73.1",
+    version: "1.6.0",
 };
 
 impl Format for Pi {
@@ -175,6 +175,46 @@ pub(super) fn parse_line(ctx: &SourceCtx, offset: u64, line: &[u8]) -> LineOutco
                 format!("{}: {text}", str_of(&entry, "customType")),
             );
         }
+        // Tokens spent outside an answer (a cache warm-up, …): a notice saying how many (a
+        // notice carries no `usage` field, which counts model replies only).
+        "usage" => {
+            let mut text = format!("usage: {}", str_of(&entry, "kind"));
+            if let Some(note) = Some(str_of(&entry, "note")).filter(|n| !n.is_empty()) {
+                text.push_str(&format!(" ({note})"));
+            }
+            if let Some(model) = Some(str_of(&entry, "model")).filter(|m| !m.is_empty()) {
+                text.push_str(&format!(", {model}"));
+            }
+            if let Some(usage) = entry.get("usage").and_then(usage_of) {
+                let counts = [
+                    ("input", usage.input),
+                    ("output", usage.output),
+                    ("cache read", usage.cache_read),
+                    ("cache write", usage.cache_write),
+                    ("reasoning", usage.reasoning),
+                ];
+                let counts: Vec<String> = counts
+                    .iter()
+                    .filter_map(|(what, n)| n.filter(|n| *n > 0).map(|n| format!("{n} {what}")))
+                    .collect();
+                if !counts.is_empty() {
+                    text.push_str(&format!(": {}", counts.join(", ")));
+                }
+            }
+            out.text(base, TextKind::Notice, text);
+        }
+        // What the model sees of an earlier entry changes from here on; that entry, as written,
+        // stays as it is in the records.
+        "context_edit" => {
+            let target = str_of(&entry, "targetId");
+            let text = match entry.get("replacement") {
+                Some(Value::Object(_)) => {
+                    format!("context edit: the model sees entry {target} with new content")
+                }
+                _ => format!("context edit: entry {target} left out of the model's context"),
+            };
+            out.text(base, TextKind::Notice, text);
+        }
         ty if SKIPPED_TYPES.contains(&ty) => {}
         // A type newer than this reader, or an entry without its type.
         _ => out.unknown(),
@@ -237,16 +277,7 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                     _ => out.unknown(),
                 }
             }
-            let usage = message.get("usage").and_then(|u| {
-                Usage {
-                    input: count(u, "input"),
-                    output: count(u, "output"),
-                    cache_read: count(u, "cacheRead"),
-                    cache_write: count(u, "cacheWrite"),
-                    reasoning: count(u, "reasoning"),
-                }
-                .nonempty()
-            });
+            let usage = message.get("usage").and_then(usage_of);
             let model = Some(str_of(message, "model")).filter(|m| !m.is_empty());
             stamp_model(&mut out.records, model, usage);
             if matches!(str_of(message, "stopReason"), "error" | "aborted") {
@@ -304,11 +335,25 @@ fn message_records(out: &mut Out<'_>, base: &str, message: &Value) {
                 ),
             );
         }
-        // Prompt and tool snapshots, and custom messages not displayed.
+        // Prompt and tool snapshots (`system`: the prompt's sections and the tools added or
+        // removed), and custom messages not displayed.
         "system" | "custom" | "hookMessage" => {}
         // A role newer than this reader, or a message without its role.
         _ => out.unknown(),
     }
+}
+
+/// Pi's `usage` object (`input`, `output`, `cacheRead`, `cacheWrite`, `reasoning`; its `cost`
+/// and `totalTokens` are not kept).
+fn usage_of(u: &Value) -> Option<Box<Usage>> {
+    Usage {
+        input: count(u, "input"),
+        output: count(u, "output"),
+        cache_read: count(u, "cacheRead"),
+        cache_write: count(u, "cacheWrite"),
+        reasoning: count(u, "reasoning"),
+    }
+    .nonempty()
 }
 
 fn image(block: &Value) -> String {
@@ -347,6 +392,41 @@ mod tests {
 
     fn summary(line: &str) -> Vec<(String, RecordKind)> {
         test_support::summary(&records(line))
+    }
+
+    /// Pi 1.6's entries: a `system` message is skipped, a `usage` entry is a notice carrying
+    /// its tokens, a `context_edit` a notice naming the entry it edits (which stays as written),
+    /// and a tool result's `durationMs` changes nothing.
+    #[test]
+    fn pi_1_6_entries_read_as_what_they_are() {
+        let system = r#"{"type":"message","id":"s1","parentId":null,"timestamp":"t","message":{"role":"system","content":"","sections":{"cwd":"/p"},"toolsAdded":[{"name":"read"}],"timestamp":1}}"#;
+        assert!(records(system).is_empty());
+        let usage = r#"{"type":"usage","id":"u1","parentId":"s1","timestamp":"t","kind":"cache_warm","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":500,"cacheWrite":0,"totalTokens":500}}"#;
+        let got = records(usage);
+        assert_eq!(summary(usage), [("u1".to_string(), RecordKind::Notice)]);
+        match &got[0].body {
+            RecordBody::Text { text, .. } => {
+                assert_eq!(&**text, "usage: cache_warm, m: 500 cache read")
+            }
+            other => panic!("{other:?}"),
+        }
+        let omitted = r#"{"type":"context_edit","id":"e1","parentId":"u1","timestamp":"t","targetId":"r1","replacement":null}"#;
+        let replaced = r#"{"type":"context_edit","id":"e2","parentId":"e1","timestamp":"t","targetId":"r1","replacement":{"content":"short"}}"#;
+        for (line, says) in [(omitted, "left out"), (replaced, "new content")] {
+            match &records(line)[0].body {
+                RecordBody::Text { text, .. } => {
+                    assert!(text.contains("r1") && text.contains(says), "{}", &**text)
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let level = r#"{"type":"thinking_level_change","id":"l1","parentId":"e2","timestamp":"t","thinkingLevel":"high"}"#;
+        assert!(records(level).is_empty());
+        let result = r#"{"type":"message","id":"r1","parentId":"a1","timestamp":"t","message":{"role":"toolResult","toolCallId":"call_1","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":false,"durationMs":12,"timestamp":2}}"#;
+        assert_eq!(
+            summary(result),
+            [("r1".to_string(), RecordKind::ToolResult)]
+        );
     }
 
     #[test]
