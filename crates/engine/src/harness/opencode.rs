@@ -1026,6 +1026,8 @@ mod tests {
             rel: rel.as_bytes().to_vec(),
             size,
             mtime,
+            inode: None,
+            ctime: None,
         }
     }
 
