@@ -3,9 +3,10 @@
 //! directory (`$XDG_CACHE_HOME/clankie-read`, else `~/.cache/clankie-read`; directories 0700,
 //! files 0600), keyed by host, harness and path. A later fetch reads only what was appended
 //! since, after checking that the cached prefix is still the file's (the same verification
-//! windows as cursors, and for a file of the cached size, the cached mtime), and fetches again
-//! a file whose prefix changed. `docs/cache.md` says what a rewrite would have to do to be
-//! missed. A directory another user could change is refused ([`CacheError::Unsafe`]).
+//! windows as cursors, the same inode, and for a file of the cached size, the cached mtime and
+//! ctime), and fetches again a file whose prefix changed. `docs/cache.md` says what a rewrite
+//! would have to do to be missed. A directory another user could change is refused
+//! ([`CacheError::Unsafe`]).
 //!
 //! Used by the driver side only (it reads through [`Host`]); it never parses transcripts.
 //! The local host is not cached (its files are already on this disk): callers read it

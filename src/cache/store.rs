@@ -1,7 +1,8 @@
 //! The cache's files on disk: one data file per (host, harness, full path), named by the blake3
 //! hex of that key (`KEY.data`), a metadata file beside it (`KEY.meta`: host, harness, path,
-//! cached size, the hashes of the verification windows, last use) and a lock file (`KEY.lock`)
-//! that one process at a time holds while it fetches into the entry. `lock` (the directory's
+//! cached size, the listed mtime, inode and ctime, the hashes of the verification windows, last
+//! use) and a lock file (`KEY.lock`) that one process at a time holds while it fetches into the
+//! entry. `lock` (the directory's
 //! own) is held while entries are evicted or cleared.
 //!
 //! Directories are made 0700 and files 0600 when they are created (never chmod-ed after, so no
