@@ -3,9 +3,10 @@
 //! directory (`$XDG_CACHE_HOME/clankie-read`, else `~/.cache/clankie-read`; directories 0700,
 //! files 0600), keyed by host, harness and path. A later fetch reads only what was appended
 //! since, after checking that the cached prefix is still the file's (the same verification
-//! windows as cursors, and for a file of the cached size, the cached mtime), and fetches again
-//! a file whose prefix changed. `docs/cache.md` says what a rewrite would have to do to be
-//! missed. A directory another user could change is refused ([`CacheError::Unsafe`]).
+//! windows as cursors, the same inode, and for a file of the cached size, the cached mtime and
+//! ctime), and fetches again a file whose prefix changed. `docs/cache.md` says what a rewrite
+//! would have to do to be missed. A directory another user could change is refused
+//! ([`CacheError::Unsafe`]).
 //!
 //! Used by the driver side only (it reads through [`Host`]); it never parses transcripts.
 //! The local host is not cached (its files are already on this disk): callers read it
@@ -35,7 +36,7 @@ use std::sync::{Mutex, PoisonError};
 use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::MAX_READ_BYTES;
 use clankie_model::{ByteRange, FileEntry, display_path};
-use store::{Meta, Store, windows};
+use store::{Listed, Meta, Store, windows};
 
 /// The default bound of the cache's size on disk (`--cache-max`): 2 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
@@ -332,7 +333,11 @@ impl Cache {
             file,
             path,
             hint: entry.size,
-            mtime: entry.mtime,
+            listed: Listed {
+                mtime: entry.mtime,
+                inode: entry.inode,
+                ctime: entry.ctime,
+            },
             key: None,
             lock: None,
             state: State::Failed(None),
@@ -476,16 +481,26 @@ impl Cache {
     }
 }
 
-/// Whether the listing of `entry` leaves its cached copy `meta` worth verifying: the same size
-/// and mtime (unchanged, or rewritten within the same second without growing: the windows
-/// check that), or grown (appended to, or rewritten longer: the windows check that). The same
-/// size with another mtime is a file written in place whose changed part cannot be located: it
-/// is fetched whole, whatever its windows say. An entry kept without an mtime (the file grew
-/// past its listed size while it was fetched, or a metadata file that lost it) is checked by
-/// its windows only once the file has grown past it: at the same size nothing tells an
-/// unchanged file from one rewritten in place.
+/// Whether the listing of `entry` leaves its cached copy `meta` worth verifying: the same
+/// file (inode) at the same size, mtime and ctime (unchanged, or rewritten within the same
+/// second without growing: the windows check that), or the same file grown (appended to, or
+/// rewritten longer: the windows check that). Another inode is another file (one renamed over
+/// it); the same size with another mtime or ctime is a file written in place whose changed part
+/// cannot be located: both are fetched whole, whatever their windows say. An inode or ctime
+/// that either side lacks (a listing mode without them) is not compared: the size and mtime
+/// decide. An entry kept without an mtime (the file grew past its listed size while it was
+/// fetched, or a metadata file that lost it) is checked by its windows only once the file has
+/// grown past it: at the same size nothing tells an unchanged file from one rewritten in place.
 fn unchanged_or_grown(entry: &FileEntry, meta: &Meta) -> bool {
-    entry.size > meta.size || (entry.size == meta.size && meta.mtime == Some(entry.mtime))
+    let differs = |cached: Option<i64>, listed: Option<i64>| matches!((cached, listed), (Some(a), Some(b)) if a != b);
+    let other_inode = matches!((meta.inode, entry.inode), (Some(a), Some(b)) if a != b);
+    if other_inode {
+        return false;
+    }
+    entry.size > meta.size
+        || (entry.size == meta.size
+            && meta.mtime == Some(entry.mtime)
+            && !differs(meta.ctime, entry.ctime))
 }
 
 /// Whether a file only grows at its end or is written anew, so that its verification windows
@@ -526,8 +541,8 @@ struct Job {
     path: Vec<u8>,
     /// Its size as listed: what the first read asks for.
     hint: u64,
-    /// Its mtime as listed: kept with the entry.
-    mtime: i64,
+    /// Its mtime, inode and ctime as listed: kept with the entry.
+    listed: Listed,
     /// The entry's key, when this fetch may keep the file.
     key: Option<String>,
     /// The entry's lock, held to the end of the fetch.
@@ -711,9 +726,9 @@ impl Job {
             kept: None,
         };
         let harness = self.file.harness.name();
-        // The mtime kept with `size` cached bytes: the listing's, when it listed that size.
-        let (hint, mtime) = (self.hint, self.mtime);
-        let listed_mtime = |size: u64| (size == hint).then_some(mtime);
+        // What is kept with `size` cached bytes: the listing's stat, when it listed that size.
+        let (hint, listed) = (self.hint, self.listed);
+        let listed_stat = |size: u64| (size == hint).then_some(listed);
         let (bytes, kept) = match self.state {
             State::Failed(e) => {
                 return failed(e.unwrap_or_else(|| self_failure(host, &self.path)));
@@ -728,7 +743,7 @@ impl Job {
                 let grown = pos - meta.size;
                 if grown > 0 || meta.used + USED_SLACK < now {
                     let new =
-                        Meta::describe(host, harness, &self.path, &bytes, listed_mtime(pos), now);
+                        Meta::describe(host, harness, &self.path, &bytes, listed_stat(pos), now);
                     if store.write_meta(&key, &new).is_err() {
                         // The next run finds the data longer than its metadata: dropped.
                         return Finished {
@@ -754,7 +769,7 @@ impl Job {
                             harness,
                             &self.path,
                             &bytes,
-                            listed_mtime(pos),
+                            listed_stat(pos),
                             now,
                         );
                         let published = store.publish(&key, temp, &meta);

@@ -1,7 +1,8 @@
 //! The cache's files on disk: one data file per (host, harness, full path), named by the blake3
 //! hex of that key (`KEY.data`), a metadata file beside it (`KEY.meta`: host, harness, path,
-//! cached size, the hashes of the verification windows, last use) and a lock file (`KEY.lock`)
-//! that one process at a time holds while it fetches into the entry. `lock` (the directory's
+//! cached size, the listed mtime, inode and ctime, the hashes of the verification windows, last
+//! use) and a lock file (`KEY.lock`) that one process at a time holds while it fetches into the
+//! entry. `lock` (the directory's
 //! own) is held while entries are evicted or cleared.
 //!
 //! Directories are made 0700 and files 0600 when they are created (never chmod-ed after, so no
@@ -24,7 +25,7 @@ use clankie_engine::cursor::{HEAD_BYTES, WINDOW_BYTES, hash16};
 use clankie_model::ByteRange;
 
 /// The metadata format; another version is dropped as corrupt.
-const META_VERSION: u32 = 2;
+const META_VERSION: u32 = 3;
 const DATA: &str = "data";
 const META: &str = "meta";
 const LOCK: &str = "lock";
@@ -45,6 +46,11 @@ pub(super) struct Meta {
     /// that listing's size is the cached size (`None`: the file grew while it was fetched, so
     /// the listed mtime may be older than the bytes cached).
     pub(super) mtime: Option<i64>,
+    /// The file's inode number as that listing said, on the same terms as `mtime` (`None` also
+    /// where the host's listing gives none).
+    pub(super) inode: Option<u64>,
+    /// The file's ctime as that listing said, on the same terms as `inode`.
+    pub(super) ctime: Option<i64>,
     /// hash16 of the head window, hex.
     pub(super) head: String,
     /// hash16 of the window ending at `size`, hex.
@@ -60,7 +66,7 @@ impl Meta {
         harness: &str,
         path: &[u8],
         bytes: &[u8],
-        mtime: Option<i64>,
+        listed: Option<Listed>,
         used: u64,
     ) -> Meta {
         let size = bytes.len() as u64;
@@ -71,7 +77,9 @@ impl Meta {
             harness: harness.to_string(),
             path: hex(path),
             size,
-            mtime,
+            mtime: listed.map(|l| l.mtime),
+            inode: listed.and_then(|l| l.inode),
+            ctime: listed.and_then(|l| l.ctime),
             head: hex(&hash16(slice(bytes, head))),
             tail: hex(&hash16(slice(bytes, tail))),
             used,
@@ -87,6 +95,14 @@ impl Meta {
     pub(super) fn windows_match(&self, head: &[u8], tail: &[u8]) -> bool {
         hex(&hash16(head)) == self.head && hex(&hash16(tail)) == self.tail
     }
+}
+
+/// What the listing said of a file besides its size, kept with the bytes of the size it listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Listed {
+    pub(super) mtime: i64,
+    pub(super) inode: Option<u64>,
+    pub(super) ctime: Option<i64>,
 }
 
 /// The verification windows of a file of `size` bytes: its first `HEAD_BYTES` and the last

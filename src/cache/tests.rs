@@ -464,6 +464,8 @@ fn a_database_is_fetched_whole_and_never_kept() {
         rel: b"opencode.db".to_vec(),
         size: 20_000,
         mtime: 0,
+        inode: None,
+        ctime: None,
     };
     let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
     for _ in 0..2 {
@@ -597,6 +599,53 @@ fn a_same_size_rewrite_in_the_middle_is_never_a_stale_hit() {
     }
 }
 
+#[test]
+fn another_inode_at_the_same_size_and_times_is_not_a_hit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = lines(1, 50_000);
+    let host = host_with(&[("a", old.clone())]);
+    let path = session_path(&host, "a");
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let (_, mtime, inode, ctime) = host.stat(&path).unwrap();
+    // Another file renamed over it, its mtime and (as only a changed clock could) its ctime
+    // set back: the inode alone tells, and the middle is past both windows.
+    let mut new = old.clone();
+    new[20_000..20_010].copy_from_slice(b"REPLACED!!");
+    host.put(&path, &new);
+    host.set_mtime(&path, mtime);
+    host.set_ctime(&path, ctime);
+    let now = host.stat(&path).unwrap();
+    assert_eq!((now.0, now.1, now.3), (50_000, mtime, ctime));
+    assert_ne!(now.2, inode);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(got[0], (content(&new), 50_000));
+    assert_eq!(vec![got[0].0.clone()], uncached(&host));
+}
+
+#[test]
+fn another_ctime_at_the_same_size_mtime_and_inode_is_not_a_hit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = lines(1, 50_000);
+    let host = host_with(&[("a", old.clone())]);
+    let path = session_path(&host, "a");
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let (_, mtime, inode, ctime) = host.stat(&path).unwrap();
+    // Written in place and `touch -d` back to the old mtime: the ctime moved on.
+    let mut new = old.clone();
+    new[20_000..20_010].copy_from_slice(b"IN PLACE!!");
+    host.rewrite(&path, &new);
+    host.set_mtime(&path, mtime);
+    let now = host.stat(&path).unwrap();
+    assert_eq!((now.0, now.1, now.2), (50_000, mtime, inode));
+    assert_ne!(now.3, ctime);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(got[0], (content(&new), 50_000));
+    assert_eq!(vec![got[0].0.clone()], uncached(&host));
+    // Unchanged since: a hit again, its windows checked.
+    let again = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(again[0], (content(&new), WINDOWS));
+}
+
 /// The path of the one file of the cache directory named `*.EXT`.
 fn entry_file(dir: &Path, ext: &str) -> std::path::PathBuf {
     let name = files_in(dir)
@@ -727,6 +776,8 @@ mod proptests {
             Just("path"),
             Just("size"),
             Just("mtime"),
+            Just("inode"),
+            Just("ctime"),
             Just("head"),
             Just("tail"),
             Just("used"),

@@ -619,6 +619,8 @@ mod tests {
                 rel: format!("projects/-p/{id}.jsonl").into_bytes(),
                 size,
                 mtime,
+                inode: None,
+                ctime: None,
             },
         }
     }

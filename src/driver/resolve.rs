@@ -492,6 +492,8 @@ fn leave_out_non_utf8(listing: &mut Listing) {
                 rel,
                 size: 0,
                 mtime: 0,
+                inode: None,
+                ctime: None,
             }
             .full_path()
         };

@@ -89,6 +89,8 @@ mod tests {
                     rel: rel.as_bytes().to_vec(),
                     size: 10,
                     mtime: 0,
+                    inode: None,
+                    ctime: None,
                 },
             },
             bytes_per_record: Some(100),

@@ -312,6 +312,8 @@ mod tests {
                 rel: format!("projects/-w/{id}.jsonl").into_bytes(),
                 size,
                 mtime: 1_793_613_600 - 180,
+                inode: None,
+                ctime: None,
             },
         }
     }

@@ -124,6 +124,8 @@ fn database(dir: &std::path::Path) -> (Connection, FileEntry) {
         rel: b"opencode.db".to_vec(),
         size: 0,
         mtime: 0,
+        inode: None,
+        ctime: None,
     };
     (writer, entry)
 }

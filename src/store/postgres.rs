@@ -527,6 +527,8 @@ impl PgStore {
                         rel: row.get(4),
                         size: row.get::<_, i64>(5) as u64,
                         mtime: row.get(6),
+                        inode: None,
+                        ctime: None,
                     },
                 },
                 head: SessionHead {

@@ -360,6 +360,8 @@ impl SqliteStore {
                                 rel: row.get(4)?,
                                 size: row.get::<_, i64>(5)? as u64,
                                 mtime: row.get(6)?,
+                                inode: None,
+                                ctime: None,
                             },
                         },
                         head: SessionHead {

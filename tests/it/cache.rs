@@ -1,7 +1,7 @@
 //! The grep cache over the real test sshd, through the library (`clankie_read::cache`): the
 //! first fetch moves each byte once, a second with nothing changed moves only the
 //! verification windows, an append moves about what was appended, a rewritten file is
-//! fetched again; and `cache ls|clear` show and empty what it kept, under `$XDG_CACHE_HOME`.
+//! fetched again (a same-size one whose mtime was set back, by its ctime); and `cache ls|clear` show and empty what it kept, under `$XDG_CACHE_HOME`.
 
 use std::path::Path;
 
@@ -131,8 +131,12 @@ fn a_search_again_moves_only_what_changed() {
             fetch(&dir, &host, &[&a, &b, &new_c]).await,
             2 * WINDOWS + new_c.len() as u64
         );
-        // Rewritten within the same second as its mtime says: its windows tell.
-        let newer_c = lines(6, c.len());
+        // Rewritten in the middle (outside both windows) at the same size, its mtime set back
+        // (`touch -d`): the ctime, which no user sets back, moved on (a second later at
+        // least), so it is fetched whole without checking its windows; never the old bytes.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let mut newer_c = new_c.clone();
+        newer_c[150_000..150_010].copy_from_slice(b"REWRITTEN!");
         sshd.put_file(USER, ".claude/projects/-cache/c.jsonl", &newer_c);
         std::fs::File::options()
             .write(true)
@@ -141,7 +145,7 @@ fn a_search_again_moves_only_what_changed() {
             .unwrap();
         assert_eq!(
             fetch(&dir, &host, &[&a, &b, &newer_c]).await,
-            3 * WINDOWS + newer_c.len() as u64
+            2 * WINDOWS + newer_c.len() as u64
         );
         let new_c = newer_c;
         assert_eq!(fetch(&dir, &host, &[&a, &b, &new_c]).await, 3 * WINDOWS);

@@ -188,6 +188,8 @@ mod tests {
             rel: rel.as_bytes().to_vec(),
             size: 1,
             mtime: 0,
+            inode: None,
+            ctime: None,
         }
     }
 

@@ -158,6 +158,8 @@ impl LocalHost {
                     rel,
                     size: meta.len(),
                     mtime: meta.mtime(),
+                    inode: Some(meta.ino()),
+                    ctime: Some(meta.ctime()),
                 });
             }
             listing.roots.push(ResolvedRoot {
@@ -197,6 +199,8 @@ impl LocalHost {
                             rel: child_rel,
                             size: meta.len(),
                             mtime: meta.mtime(),
+                            inode: Some(meta.ino()),
+                            ctime: Some(meta.ctime()),
                         });
                     }
                 }

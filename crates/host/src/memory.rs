@@ -49,6 +49,8 @@ struct State {
     /// Directories made explicitly; the others exist because a file lies below them.
     dirs: BTreeSet<Vec<u8>>,
     clock: i64,
+    /// The inode numbers given out so far: a file made or replaced gets the next one.
+    inodes: u64,
     /// The next `.0` calls fail with what `.1` makes.
     failures: Option<(usize, MakeError)>,
     calls: Calls,
@@ -57,6 +59,9 @@ struct State {
 struct MemoryFile {
     data: Vec<u8>,
     mtime: i64,
+    inode: u64,
+    /// The status change time: every change, a set mtime included, moves it to the clock.
+    ctime: i64,
 }
 
 impl fmt::Debug for MemoryHost {
@@ -81,6 +86,7 @@ impl MemoryHost {
                 files: BTreeMap::new(),
                 dirs: BTreeSet::new(),
                 clock: FIRST_MTIME,
+                inodes: 0,
                 failures: None,
                 calls: Calls::default(),
             }),
@@ -110,11 +116,14 @@ impl MemoryHost {
         let path = normal_path(path.as_ref());
         let mut state = self.state();
         let mtime = state.tick();
+        let inode = state.new_inode();
         state.files.insert(
             path,
             MemoryFile {
                 data: data.as_ref().to_vec(),
                 mtime,
+                inode,
+                ctime: mtime,
             },
         );
     }
@@ -124,12 +133,16 @@ impl MemoryHost {
         let path = normal_path(path.as_ref());
         let mut state = self.state();
         let mtime = state.tick();
+        let inode = state.new_inode();
         let file = state.files.entry(path).or_insert(MemoryFile {
             data: Vec::new(),
             mtime,
+            inode,
+            ctime: mtime,
         });
         file.data.extend_from_slice(data.as_ref());
         file.mtime = mtime;
+        file.ctime = mtime;
     }
 
     /// Replaces the content of an existing file (a harness rewriting its transcript).
@@ -163,18 +176,43 @@ impl MemoryHost {
         self.state().dirs.insert(path);
     }
 
-    /// Sets a file's mtime (seconds since the Unix epoch).
+    /// Sets a file's mtime (seconds since the Unix epoch); its ctime moves on, as `touch`'s.
     ///
     /// # Panics
     /// When the file does not exist.
     pub fn set_mtime(&self, path: impl AsRef<[u8]>, mtime: i64) {
         let path = normal_path(path.as_ref());
         let mut state = self.state();
+        let ctime = state.tick();
         let file = state
             .files
             .get_mut(&path)
             .unwrap_or_else(|| panic!("no file {}", display_path(&path)));
         file.mtime = mtime;
+        file.ctime = ctime;
+    }
+
+    /// Sets a file's ctime, which only a changed clock does on a real host.
+    ///
+    /// # Panics
+    /// When the file does not exist.
+    pub fn set_ctime(&self, path: impl AsRef<[u8]>, ctime: i64) {
+        let path = normal_path(path.as_ref());
+        let mut state = self.state();
+        let file = state
+            .files
+            .get_mut(&path)
+            .unwrap_or_else(|| panic!("no file {}", display_path(&path)));
+        file.ctime = ctime;
+    }
+
+    /// A file's (size, mtime, inode, ctime), as a listing gives them.
+    pub fn stat(&self, path: impl AsRef<[u8]>) -> Option<(u64, i64, u64, i64)> {
+        let path = normal_path(path.as_ref());
+        self.state()
+            .files
+            .get(&path)
+            .map(|f| (f.data.len() as u64, f.mtime, f.inode, f.ctime))
     }
 
     /// A file's content, when it exists.
@@ -209,6 +247,7 @@ impl MemoryHost {
             .unwrap_or_else(|| panic!("no file {}", display_path(&path)));
         edit(file);
         file.mtime = mtime;
+        file.ctime = mtime;
     }
 
     // A test that panicked while holding the lock leaves consistent data (every change is one
@@ -275,6 +314,12 @@ impl State {
     fn tick(&mut self) -> i64 {
         self.clock += 1;
         self.clock
+    }
+
+    /// An inode number no file of the host had.
+    fn new_inode(&mut self) -> u64 {
+        self.inodes += 1;
+        self.inodes
     }
 
     /// The error of a call, when a failure is pending.
@@ -419,6 +464,8 @@ fn entry(harness: Harness, root: &Arc<[u8]>, rel: &[u8], file: &MemoryFile) -> F
         rel: rel.to_vec(),
         size: file.data.len() as u64,
         mtime: file.mtime,
+        inode: Some(file.inode),
+        ctime: Some(file.ctime),
     }
 }
 
@@ -527,6 +574,8 @@ mod tests {
                 rel: b"projects/-p/a.jsonl".to_vec(),
                 size: 2,
                 mtime: FIRST_MTIME + 1,
+                inode: Some(1),
+                ctime: Some(FIRST_MTIME + 1),
             }]
         );
     }

@@ -51,6 +51,12 @@ pub struct FileEntry {
     pub size: u64,
     /// Modification time, seconds since the Unix epoch.
     pub mtime: i64,
+    /// The file's inode number, from the listing's own `stat`, where the host gives one
+    /// (`None`: a Windows host, the `ls` listing mode).
+    pub inode: Option<u64>,
+    /// The inode's status change time (seconds since the epoch; no user can set it back), where
+    /// the host gives one, as [`FileEntry::inode`].
+    pub ctime: Option<i64>,
 }
 
 impl FileEntry {
@@ -465,6 +471,8 @@ mod tests {
             rel: b"projects/C--Users-me-p/a.jsonl".to_vec(),
             size: 0,
             mtime: 0,
+            inode: None,
+            ctime: None,
         };
         assert_eq!(
             entry(b"/home/me/.claude").full_path(),

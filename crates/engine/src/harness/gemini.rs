@@ -785,6 +785,8 @@ mod tests {
             rel: format!("tmp/project/chats/{name}").into_bytes(),
             size: 1,
             mtime: 0,
+            inode: None,
+            ctime: None,
         };
         let listed = crate::harness::sessions(&[entry(STARTUP_ONLY_FILE), entry(MAIN_FILE)]);
         assert_eq!(listed.len(), 2);

@@ -1117,6 +1117,8 @@ mod tests {
                 rel: rel.as_bytes().to_vec(),
                 size: 1,
                 mtime: 0,
+                inode: None,
+                ctime: None,
             };
             let found = sessions(&[entry]);
             let [session] = found.as_slice() else {

@@ -491,6 +491,8 @@ mod tests {
             rel: rel.as_bytes().to_vec(),
             size,
             mtime,
+            inode: None,
+            ctime: None,
         }
     }
 

@@ -1213,6 +1213,8 @@ mod tests {
             rel: rel.as_bytes().to_vec(),
             size: 1,
             mtime: 0,
+            inode: None,
+            ctime: None,
         };
         let id = |rel: &str| Recordings.session(&entry(rel)).map(|s| s.id);
         assert_eq!(id("casts/demo.cast").as_deref(), Some("demo"));

@@ -35,6 +35,9 @@
 //! F <size> <mtime> <path>               path = the rest of the line, relative to the root,
 //!                                       optionally prefixed with `./`
 //! FX <size> <mtime> <hex of path>       the same, path hex-encoded
+//!                                       (<mtime> is `<mtime>:<inode>:<ctime>` where the
+//!                                       listing's `stat` gives them: `gnu`, `statc`, `statf`;
+//!                                       the `ls` mode and PowerShell give the mtime alone)
 //! S                                     one name left out: a lone surrogate UTF-8 cannot
 //!                                       carry (Windows)
 //! ```

@@ -187,6 +187,8 @@ fn file(rel: &str) -> FileEntry {
         rel: rel.as_bytes().to_vec(),
         size: 1,
         mtime: 0,
+        inode: None,
+        ctime: None,
     }
 }
 

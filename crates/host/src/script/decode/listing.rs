@@ -204,11 +204,11 @@ pub(super) fn decode_list_lines<'a>(
                     )));
                 };
                 let (size, rest) = split_word(rest);
-                let (mtime, path) = split_word(rest);
+                let (stamp, path) = split_word(rest);
                 let size =
                     parse_u64(size).ok_or_else(|| bad(format!("bad size in {}", show(line))))?;
-                let mtime =
-                    parse_i64(mtime).ok_or_else(|| bad(format!("bad mtime in {}", show(line))))?;
+                let (mtime, inode, ctime) = parse_stamp(stamp)
+                    .ok_or_else(|| bad(format!("bad mtime in {}", show(line))))?;
                 let path = if tag == b"FX" {
                     hex_decode(path).ok_or_else(|| bad(format!("bad path in {}", show(line))))?
                 } else {
@@ -224,6 +224,8 @@ pub(super) fn decode_list_lines<'a>(
                     rel,
                     size,
                     mtime,
+                    inode,
+                    ctime,
                 });
             }
             _ => return Err(bad(format!("unexpected line {}", show(line)))),
@@ -233,6 +235,20 @@ pub(super) fn decode_list_lines<'a>(
         .files
         .sort_by(|a, b| (&a.root, &a.rel).cmp(&(&b.root, &b.rel)));
     Ok(listing)
+}
+
+/// The time word of an `F`/`FX` line: `<mtime>`, or `<mtime>:<inode>:<ctime>` where the
+/// listing's `stat` gives those. The mtime must parse; an inode or ctime that does not (a tool
+/// that printed its directive back) is `None`, which leaves the cache to the size and mtime.
+fn parse_stamp(word: &[u8]) -> Option<(i64, Option<u64>, Option<i64>)> {
+    let mut parts = word.split(|&b| b == b':');
+    let mtime = parse_i64(parts.next()?)?;
+    let inode = parts.next().and_then(parse_u64);
+    let ctime = parts.next().and_then(parse_i64);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((mtime, inode, ctime))
 }
 
 /// An absolute directory as a POSIX host (`/…`) or a Windows host (`C:\…`, `C:/…`, `\\server\…`)

@@ -5,7 +5,8 @@
 use super::script::{Script, glob_escape, list_word, plain_words, root_dir};
 use clankie_model::RootSpec;
 
-/// How a listing gets each file's size and mtime. Probed on the host unless forced.
+/// How a listing gets each file's size and mtime (and, but in the `ls` mode, its inode and
+/// ctime, for the grep cache). Probed on the host unless forced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListMode {
     /// GNU `find -printf`.
@@ -143,12 +144,12 @@ pub(super) fn list_body(
     s.raw("\nnm=0 hr= hp= nn=0 nr= np= fx= rm= fo= ri=-1\n");
     s.raw("m=");
     s.word(mode.map(ListMode::wire).unwrap_or_default().as_bytes());
-    // The probe asks for the very `%Ts` the listing uses: toybox `find` has `-printf` but
-    // spells the time `%T@`, and refuses `%Ts` with exit 1.
+    // The probe asks for the very `%Ts:%i:%Cs` the listing uses: toybox `find` has `-printf`
+    // but spells the time `%T@`, and refuses `%Ts` with exit 1.
     s.raw(
         r#"
 if [ -z "$m" ]; then
-  if find /dev/null -prune -printf '%Ts' >/dev/null 2>&1; then m=gnu
+  if find /dev/null -prune -printf '%Ts:%i:%Cs' >/dev/null 2>&1; then m=gnu
   elif [ "$(stat -c X /dev/null 2>/dev/null)" = X ]; then m=statc
   elif [ "$(stat -f X /dev/null 2>/dev/null)" = X ]; then m=statf
   else m=ls; fi
@@ -174,9 +175,9 @@ CR=$(printf '\r')
 m=$1; shift; n=$#
 sz() {
   case $m in
-  gnu) s=$(find "$1" -prune -printf '%s %Ts' 2>/dev/null) ;;
-  statc) s=$(stat -c '%s %Y' "$1" 2>/dev/null) ;;
-  statf) s=$(stat -f '%z %m' "$1" 2>/dev/null) ;;
+  gnu) s=$(find "$1" -prune -printf '%s %Ts:%i:%Cs' 2>/dev/null) ;;
+  statc) s=$(stat -c '%s %Y:%i:%Z' "$1" 2>/dev/null) ;;
+  statf) s=$(stat -f '%z %m:%i:%c' "$1" 2>/dev/null) ;;
   *) s=$(ls -ln "$1" 2>/dev/null) && t=$(date -r "$1" +%s 2>/dev/null) || return 1; set -- $s; s="$5 $t" ;;
   esac
   case $s in [0-9]*" "*[0-9]) ;; *) return 1 ;; esac
@@ -190,9 +191,9 @@ done
 shift "$n"
 [ $# -gt 0 ] || exit 0
 case $m in
-gnu) find "$@" -prune -printf 'F %s %Ts %p\n' ;;
-statc) stat -c 'F %s %Y %n' "$@" ;;
-statf) stat -f 'F %z %m %N' "$@" ;;
+gnu) find "$@" -prune -printf 'F %s %Ts:%i:%Cs %p\n' ;;
+statc) stat -c 'F %s %Y:%i:%Z %n' "$@" ;;
+statf) stat -f 'F %z %m:%i:%c %N' "$@" ;;
 *) for f do sz "$f" && printf 'F %s %s\n' "$s" "$f"; done ;;
 esac 2>/dev/null"#,
     );
@@ -268,9 +269,9 @@ wf() {
     oi=$IFS; IFS=$NL
     for tf in $et; do
     case $m in
-    gnu) find "./$tf" -prune -type f -printf 'F %s %Ts %p\n' ;;
-    statc) stat -c 'F %s %Y %n' "./$tf" ;;
-    statf) stat -f 'F %z %m %N' "./$tf" ;;
+    gnu) find "./$tf" -prune -type f -printf 'F %s %Ts:%i:%Cs %p\n' ;;
+    statc) stat -c 'F %s %Y:%i:%Z %n' "./$tf" ;;
+    statf) stat -f 'F %z %m:%i:%c %N' "./$tf" ;;
     *) sh -c "$B" sh "$m" "./$tf" ;;
     esac 2>/dev/null
     done
@@ -283,9 +284,9 @@ wf() {
       # their `F` lines (GNU `find` flushes its own output before it runs a command), from the
       # root as `walk` resolved it.
       if [ -n "$fo" ] && [ "$PWD" = "$r" ]; then
-        find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts %p\n' \( -size "-${RT}c" -exec sh -c "$RF" "$ri" "$N" "$RM" "$RC" {} + -o -size "-${RS}c" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {} + \) \)
+        find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts:%i:%Cs %p\n' \( -size "-${RT}c" -exec sh -c "$RF" "$ri" "$N" "$RM" "$RC" {} + -o -size "-${RS}c" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {} + \) \)
       else
-        find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts %p\n' \)
+        find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts:%i:%Cs %p\n' \)
       fi ;;
     *) find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -exec sh -c "$B" sh "$m" {} + ;;
     esac 2>/dev/null
