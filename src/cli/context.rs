@@ -340,7 +340,7 @@ impl Context {
 }
 
 /// What every SSH connection of the run is lent: with `-v`, its story on stderr (one sanitised
-/// `debug:` line per step); always, what `ssh` says without `-v`; when stdin and stderr are a terminal, a passphrase prompt on the
+/// `debug:` line per step); always, what `ssh` says without `-v`, and our own warnings; when stdin and stderr are a terminal, a passphrase prompt on the
 /// terminal (echo off). Without a terminal (cron) nothing is ever asked.
 fn connect_options(verbose: bool) -> ConnectOptions {
     let log = if verbose {
@@ -367,6 +367,7 @@ fn connect_options(verbose: bool) -> ConnectOptions {
     ConnectOptions {
         log,
         notices,
+        warnings: ConnectionLog::to(|line| super::warn(&[line.to_string()])),
         passphrase,
     }
 }

@@ -4,12 +4,17 @@
 //! expanded as `ssh -G` expands them; a master killed while a command runs through it falls back
 //! to a new connection; `ControlMaster auto` + `ControlPersist` starts a master the next call
 //! uses (none without ControlPersist); a ControlPath that is not a master (silent, garbage)
-//! falls back with a `-v` line within `--timeout`.
+//! falls back with a `-v` line within `--timeout`; a socket another user owns or could have put
+//! there is never connected to (one warning, our own connection); a master that answers the
+//! hello and then never opens the session is given up within ConnectTimeout and the command runs
+//! again on our own connection.
 
 use std::io::Write as _;
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::sshd::{Hostile, Sshd, sshd_or_skip};
@@ -535,4 +540,197 @@ fn a_control_path_that_is_not_a_master_falls_back_within_the_timeout() {
                 .is_socket()
         );
     }
+}
+
+/// A scripted master at a socket: it answers the mux hello (protocol 4) on every connection and
+/// then answers nothing; it counts the connections and the session requests it is sent.
+struct FakeMaster {
+    connections: Arc<AtomicUsize>,
+    session_requests: Arc<AtomicUsize>,
+}
+
+fn read_mux_packet(conn: &mut std::os::unix::net::UnixStream) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut len = [0u8; 4];
+    conn.read_exact(&mut len).ok()?;
+    let mut body = vec![0u8; u32::from_be_bytes(len).min(1 << 20) as usize];
+    conn.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+fn fake_master(socket: &Path) -> FakeMaster {
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let session_requests = Arc::new(AtomicUsize::new(0));
+    let (seen, asked) = (connections.clone(), session_requests.clone());
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let asked = asked.clone();
+            std::thread::spawn(move || {
+                use std::io::Read as _;
+                let mut conn = conn;
+                if read_mux_packet(&mut conn).is_none() {
+                    return;
+                }
+                let hello = [0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 4];
+                if conn.write_all(&hello).is_err() {
+                    return;
+                }
+                // MUX_C_NEW_SESSION: counted, never answered.
+                if read_mux_packet(&mut conn).is_some_and(|p| p.starts_with(&[0x10, 0, 0, 2])) {
+                    asked.fetch_add(1, Ordering::SeqCst);
+                }
+                let mut sink = [0u8; 4096];
+                while conn.read(&mut sink).is_ok_and(|n| n > 0) {}
+            });
+        }
+    });
+    FakeMaster {
+        connections,
+        session_requests,
+    }
+}
+
+/// The uid of `nobody`, another user than the one the tests run as.
+fn nobody() -> u32 {
+    nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("no user nobody")
+        .uid
+        .as_raw()
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A master socket that another user owns, or that anyone could have put there (a 0777 socket
+/// in a 0777 directory), is never connected to: one warning names why, the host is read over
+/// our own connection, and `hosts --check` says so.
+#[test]
+fn a_master_socket_another_user_could_have_put_there_is_not_used() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_mux_forged";
+    plain_user(sshd, user);
+    let home = tempfile::tempdir().unwrap();
+    let other_uid = nobody();
+    let me = nix::unistd::getuid().as_raw();
+    for case in ["another-owner", "world-writable"] {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("cm");
+        let fake = fake_master(&socket);
+        let expected = if case == "another-owner" {
+            set_mode(&socket, 0o600);
+            std::os::unix::fs::lchown(&socket, Some(other_uid), None).unwrap();
+            format!("a socket owned by another user (uid {other_uid}, not {me})")
+        } else {
+            set_mode(dir.path(), 0o777);
+            set_mode(&socket, 0o777);
+            "a group- or world-writable socket (mode 777)".to_string()
+        };
+        let alias = format!("mux-{case}");
+        let extra = format!("    ControlPath {}\n", socket.display());
+        let cfg = config(sshd, dir.path(), &alias, user, true, &extra);
+
+        let out = run(home.path(), &cfg, &["ls", &alias, "--json"]);
+        assert_eq!(listed_sessions(&out), vec![SESSION.to_string()]);
+        let warned = stderr(&out);
+        assert_eq!(
+            warned.lines().collect::<Vec<_>>(),
+            vec![format!(
+                "clankie-read: warning: {alias}: ControlPath {}: {expected}, so it is not used; \
+                 a new connection instead",
+                socket.display()
+            )],
+            "{case}"
+        );
+
+        let verbose = run(home.path(), &cfg, &["-v", "ls", &alias, "--json"]);
+        assert_eq!(listed_sessions(&verbose), vec![SESSION.to_string()]);
+        let lines = debug_lines(&verbose);
+        let all = lines.join("\n");
+        assert!(
+            said(
+                &lines,
+                &format!(
+                    "{alias}: connection: new connection (ControlPath {} refused: {expected})",
+                    socket.display()
+                )
+            ),
+            "{all}"
+        );
+        assert!(said(&lines, "authenticated with identity file"), "{all}");
+
+        let check = run(home.path(), &cfg, &["hosts", "--check", "--json", &alias]);
+        assert_eq!(code(&check), 0, "{}", stderr(&check));
+        let report = &ndjson(&check)[0];
+        assert_eq!(report["connection"], "new connection", "{report}");
+        assert_eq!(report["ok"], true, "{report}");
+
+        // Never connected to, so never asked for a session.
+        assert_eq!(fake.connections.load(Ordering::SeqCst), 0, "{case}");
+        assert_eq!(fake.session_requests.load(Ordering::SeqCst), 0, "{case}");
+    }
+}
+
+/// A master that answers the hello and then never opens the session: given up within
+/// ConnectTimeout (not the 30 s reply bound), the command runs once more on our own connection,
+/// and `-v` says so.
+#[test]
+fn a_master_that_stalls_after_the_hello_falls_back_within_the_connect_bound() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_mux_stall";
+    plain_user(sshd, user);
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cm");
+    let fake = fake_master(&socket);
+    set_mode(&socket, 0o600);
+    let alias = "mux-stall";
+    let extra = format!(
+        "    ControlPath {}\n    ConnectTimeout 2\n",
+        socket.display()
+    );
+    let cfg = config(sshd, dir.path(), alias, user, true, &extra);
+
+    let start = Instant::now();
+    let out = run(home.path(), &cfg, &["-v", "ls", alias, "--json"]);
+    let took = start.elapsed();
+    assert_eq!(listed_sessions(&out), vec![SESSION.to_string()]);
+    let lines = debug_lines(&out);
+    let all = lines.join("\n");
+    assert!(
+        said(
+            &lines,
+            &format!(
+                "{alias}: connection: master at {} (ControlPath)",
+                socket.display()
+            )
+        ),
+        "{all}"
+    );
+    assert!(
+        said(
+            &lines,
+            &format!(
+                "{alias}: the master at {} failed (the session was not open within 2 s (the \
+                 connect bound)); new connection from now on, this command again on it",
+                socket.display()
+            )
+        ),
+        "{all}"
+    );
+    assert!(said(&lines, "authenticated with identity file"), "{all}");
+    // The master was asked once, then given up for the rest of the invocation.
+    assert_eq!(fake.session_requests.load(Ordering::SeqCst), 1, "{all}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+
+    let check = run(home.path(), &cfg, &["hosts", "--check", "--json", alias]);
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+    let report = &ndjson(&check)[0];
+    assert_eq!(report["connection"], "new connection", "{report}");
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(fake.session_requests.load(Ordering::SeqCst), 2);
 }

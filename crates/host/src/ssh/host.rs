@@ -173,7 +173,7 @@ impl SshHost {
                 stdin,
                 max_stdout,
                 self.timeouts,
-                &self.options.log,
+                &self.options,
             )
             .await?
         {
@@ -270,7 +270,7 @@ impl SshHost {
         // Through a master there is nothing of ours to connect.
         let path = self
             .shared
-            .path(&self.name, self.timeouts, &self.options.log)
+            .path(&self.name, self.timeouts, &self.options)
             .await;
         if path == ConnectionPath::New {
             self.session().await?;
@@ -289,7 +289,7 @@ impl SshHost {
         // Settled by now, and a master that failed during the exec was given up.
         let connection = self
             .shared
-            .path(&self.name, self.timeouts, &self.options.log)
+            .path(&self.name, self.timeouts, &self.options)
             .await;
         let auth = match &connection {
             ConnectionPath::Master(_) => "the master's own authentication".to_string(),

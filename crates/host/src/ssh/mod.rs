@@ -107,11 +107,14 @@ impl std::fmt::Debug for PassphrasePrompt {
 }
 
 /// What the caller lends every SSH connection it opens: where `-v` lines go, where what `ssh`
-/// says even without `-v` goes (`Warning: Permanently added …`), and whether (and how) to ask
-/// for a passphrase. The default says nothing and never asks (cron).
+/// says even without `-v` goes (`Warning: Permanently added …`), where our own warnings go (a
+/// ControlPath refused because another user could have put a master there), and whether (and
+/// how) to ask for a passphrase. The default says nothing and never asks (cron).
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
     pub log: ConnectionLog,
     pub notices: ConnectionLog,
+    /// One line each, `HOST: what`, without a program prefix (the caller adds its own).
+    pub warnings: ConnectionLog,
     pub passphrase: Option<PassphrasePrompt>,
 }

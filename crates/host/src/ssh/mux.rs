@@ -6,23 +6,31 @@
 //!
 //! With `ControlMaster auto`/`autoask` and a ControlPersist, and no master listening, one is
 //! started as `ssh` would start it: the user's own `ssh -M -N -f`. Whatever goes wrong on this
-//! path (no master, a socket that is not one, a master that dies) falls back to our own
-//! connection, said on `-v`; only the reply's time and size bounds fail a call, as they do on
-//! our own connection.
+//! path (no master, a socket that is not one, a master that dies, or one that does not open the
+//! session within the connect bound) falls back to our own connection, said on `-v`; once the
+//! session is open, only the reply's time and size bounds fail a call, as they do on our own
+//! connection.
+//!
+//! A ControlPath another user could have put there is not used (one warning, then our own
+//! connection): the socket must be ours, not group- or world-writable, not a symlink, in a
+//! directory that is ours or root's and that others cannot write to (unless it is sticky, as
+//! `/tmp` is), reached through no symlink of another user; the process listening must run as
+//! us ([`control_path_refusal`]). OpenSSH's client trusts any socket there; we read transcripts
+//! whose secrets matter.
 
 // Off Unix there are no Unix-domain sockets to pass descriptors over: the master path is never
 // taken there, and what only it uses is unused.
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::sync::{Mutex, Semaphore};
 
-use super::ConnectionLog;
 use super::config::SshTarget;
 use super::session::{ExecOutput, MAX_CHANNELS, ReplyTimeouts};
+use super::{ConnectOptions, ConnectionLog};
 use crate::HostError;
 
 /// Which way a host's commands go.
@@ -71,13 +79,13 @@ impl SharedConnection {
         &self,
         host: &str,
         timeouts: ReplyTimeouts,
-        log: &ConnectionLog,
+        options: &ConnectOptions,
     ) -> ConnectionPath {
         let mut settled = self.settled.lock().await;
         if let Some(path) = settled.as_ref() {
             return path.clone();
         }
-        let path = self.look_for_master(host, timeouts, log).await;
+        let path = self.look_for_master(host, timeouts, options).await;
         *settled = Some(path.clone());
         path
     }
@@ -87,13 +95,41 @@ impl SharedConnection {
         *self.settled.lock().await = Some(ConnectionPath::New);
     }
 
+    /// The longest a session through the master may take to open (hello, request, the
+    /// master's answer) before the master is given up and the command runs on our own
+    /// connection: the connect bound (ConnectTimeout, else 10 s), within the reply's bounds.
+    fn open_bound(&self, timeouts: ReplyTimeouts) -> Duration {
+        self.target
+            .connect_timeout
+            .unwrap_or(super::session::DEFAULT_CONNECT_TIMEOUT)
+            .min(timeouts.idle)
+            .min(timeouts.total)
+    }
+
+    /// Says on `-v` and, once, as a warning, why the ControlPath is not used.
+    fn refuse(&self, host: &str, control_path: &Path, why: &str, options: &ConnectOptions) {
+        options.warnings.say(host, || {
+            format!(
+                "ControlPath {}: {why}, so it is not used; a new connection instead",
+                control_path.display()
+            )
+        });
+        options.log.say(host, || {
+            format!(
+                "connection: new connection (ControlPath {} refused: {why})",
+                control_path.display()
+            )
+        });
+    }
+
     #[cfg(unix)]
     async fn look_for_master(
         &self,
         host: &str,
         timeouts: ReplyTimeouts,
-        log: &ConnectionLog,
+        options: &ConnectOptions,
     ) -> ConnectionPath {
+        let log = &options.log;
         let Some(control_path) = &self.target.control_path else {
             return ConnectionPath::New;
         };
@@ -110,6 +146,10 @@ impl SharedConnection {
             }
             Err(why) => why,
         };
+        if why.found == wire::Found::Unsafe {
+            self.refuse(host, control_path, &why.to_string(), options);
+            return ConnectionPath::New;
+        }
         let persist = self.target.control_persist;
         let Some(persist) = persist
             .filter(|_| self.target.control_master.starts_a_master())
@@ -142,6 +182,10 @@ impl SharedConnection {
                     });
                     ConnectionPath::Master(control_path.clone())
                 }
+                Err(again) if again.found == wire::Found::Unsafe => {
+                    self.refuse(host, control_path, &again.to_string(), options);
+                    ConnectionPath::New
+                }
                 Err(again) => {
                     log.say(host, || {
                         format!(
@@ -167,15 +211,16 @@ impl SharedConnection {
         &self,
         _host: &str,
         _timeouts: ReplyTimeouts,
-        _log: &ConnectionLog,
+        _options: &ConnectOptions,
     ) -> ConnectionPath {
         ConnectionPath::New
     }
 
     /// Runs `command` through the master when the host's path is one; `Ok(None)`: it is not
-    /// (or the master failed before answering: said on `-v`, and our own connection is used
-    /// from now on), so the caller runs it on its own connection. Errors are the reply's
-    /// bounds, as [`super::SshSession::exec`] reports them.
+    /// (or the master failed before answering, or did not open the session within the
+    /// connect bound: said on `-v`, and our own connection is used from now on), so the
+    /// caller runs it on its own connection. Errors are the reply's bounds, as
+    /// [`super::SshSession::exec`] reports them.
     pub(crate) async fn exec(
         &self,
         host: &str,
@@ -183,9 +228,10 @@ impl SharedConnection {
         stdin: &[u8],
         max_stdout: usize,
         timeouts: ReplyTimeouts,
-        log: &ConnectionLog,
+        options: &ConnectOptions,
     ) -> Result<Option<ExecOutput>, HostError> {
-        let ConnectionPath::Master(control_path) = self.path(host, timeouts, log).await else {
+        let log = &options.log;
+        let ConnectionPath::Master(control_path) = self.path(host, timeouts, options).await else {
             log.say(host, || {
                 "exec on our own connection (no master)".to_string()
             });
@@ -198,6 +244,7 @@ impl SharedConnection {
                 host,
                 control_path: &control_path,
                 timeouts,
+                open_bound: self.open_bound(timeouts),
                 log,
             };
             match session.run(command, stdin, max_stdout).await {
@@ -214,10 +261,16 @@ impl SharedConnection {
                 Err(wire::MuxFailure::Gone(why)) => {
                     log.say(host, || {
                         format!(
-                            "the master at {} failed ({why}); new connection from now on",
+                            "the master at {} failed ({why}); new connection from now on, \
+                             this command again on it",
                             control_path.display()
                         )
                     });
+                    self.give_up_master().await;
+                    Ok(None)
+                }
+                Err(wire::MuxFailure::Unsafe(why)) => {
+                    self.refuse(host, &control_path, &why, options);
                     self.give_up_master().await;
                     Ok(None)
                 }
@@ -239,6 +292,71 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 #[cfg(unix)]
 fn hello_bound(timeouts: ReplyTimeouts) -> Duration {
     HELLO_TIMEOUT.min(timeouts.idle)
+}
+
+/// Why a master at `control_path` must not be used, if it must not: another user could have
+/// put it there or could replace it. The socket (when there is one) must be ours, not group-
+/// or world-writable, and not a symlink (never followed); the directory holding it must be
+/// ours or root's, and writable by nobody else unless it is sticky (as `/tmp` is: there nobody
+/// else can remove or rename our socket); no symlink of another user may lead there. Something
+/// there that is not a socket is no master anyway (connecting says so).
+#[cfg(unix)]
+pub(crate) fn control_path_refusal(control_path: &Path) -> Option<String> {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+    let uid = nix::unistd::getuid().as_raw();
+    let mut walked = PathBuf::new();
+    for component in control_path.components() {
+        walked.push(component);
+        let Ok(meta) = std::fs::symlink_metadata(&walked) else {
+            break;
+        };
+        if meta.file_type().is_symlink() && meta.uid() != uid && meta.uid() != 0 {
+            return Some(format!(
+                "reached through {}, a symlink owned by another user (uid {})",
+                walked.display(),
+                meta.uid()
+            ));
+        }
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(control_path) {
+        if meta.file_type().is_symlink() {
+            return Some("a symlink (a master's socket never is one)".to_string());
+        }
+        if meta.file_type().is_socket() {
+            if meta.uid() != uid {
+                return Some(format!(
+                    "a socket owned by another user (uid {}, not {uid})",
+                    meta.uid()
+                ));
+            }
+            if meta.mode() & 0o022 != 0 {
+                return Some(format!(
+                    "a group- or world-writable socket (mode {:o})",
+                    meta.mode() & 0o7777
+                ));
+            }
+        }
+    }
+    let dir = match control_path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let meta = std::fs::metadata(dir).ok()?;
+    if meta.uid() != uid && meta.uid() != 0 {
+        return Some(format!(
+            "in {}, a directory owned by another user (uid {})",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
+        return Some(format!(
+            "in {}, a group- or world-writable directory (mode {:o}) without the sticky bit",
+            dir.display(),
+            meta.mode() & 0o7777
+        ));
+    }
+    None
 }
 
 /// What the master's start printed on stderr, kept for `-v`.
@@ -395,6 +513,9 @@ mod wire {
         /// Something that is not a master of our protocol version (or could not be reached):
         /// left alone, and no master is started over it (`ssh -M` would run without one).
         Other,
+        /// A path another user could have put a master at ([`super::control_path_refusal`]),
+        /// or a master running as another user: not used, not removed, nothing started there.
+        Unsafe,
     }
 
     impl std::fmt::Display for NoMaster {
@@ -416,6 +537,12 @@ mod wire {
         control_path: &Path,
         bound: std::time::Duration,
     ) -> Result<UnixStream, NoMaster> {
+        if let Some(reason) = super::control_path_refusal(control_path) {
+            return Err(NoMaster {
+                reason,
+                found: Found::Unsafe,
+            });
+        }
         let talk = async {
             let mut stream = match UnixStream::connect(control_path).await {
                 Ok(stream) => stream,
@@ -433,6 +560,25 @@ mod wire {
                     });
                 }
             };
+            // The socket was checked by its path; the process that listens on it is checked
+            // too (the path could have changed between the check and the connect).
+            let ours = nix::unistd::getuid().as_raw();
+            match stream.peer_cred() {
+                Ok(peer) if peer.uid() == ours => {}
+                Ok(peer) => {
+                    return Err(NoMaster {
+                        reason: format!(
+                            "the process listening there runs as another user (uid {}, not \
+                             {ours})",
+                            peer.uid()
+                        ),
+                        found: Found::Unsafe,
+                    });
+                }
+                Err(e) => {
+                    return Err(no_master(format!("who listens there cannot be told: {e}")));
+                }
+            }
             let mut ours = Vec::new();
             put_u32(&mut ours, MUX_MSG_HELLO);
             put_u32(&mut ours, MUX_VERSION);
@@ -475,6 +621,9 @@ mod wire {
         /// The master refused this session (the server's MaxSessions, ControlMaster ask):
         /// this command on our own connection.
         Refused(String),
+        /// The ControlPath became one another user could have put there, or the master runs
+        /// as another user: our own connection from now on, with a warning.
+        Unsafe(String),
         /// A bound of the reply (time, size): the call fails, as on our own connection.
         Bound(HostError),
     }
@@ -484,6 +633,9 @@ mod wire {
         pub(super) host: &'a str,
         pub(super) control_path: &'a Path,
         pub(super) timeouts: ReplyTimeouts,
+        /// How long the session may take to open (hello to the master's answer); past it the
+        /// master is given up ([`MuxFailure::Gone`]), not the call.
+        pub(super) open_bound: std::time::Duration,
         pub(super) log: &'a ConnectionLog,
     }
 
@@ -498,6 +650,7 @@ mod wire {
         /// Opens a session running `command`, writes `stdin` then EOF, and collects stdout
         /// (at most `max_stdout` bytes) and stderr until both end and the exit message (or the
         /// control connection's end) arrives; within [`ReplyTimeouts`] counted from the start.
+        /// A session not open within [`MuxExec::open_bound`] gives the master up.
         pub(super) async fn run(
             &self,
             command: &str,
@@ -507,9 +660,6 @@ mod wire {
             let ReplyTimeouts { idle, total } = self.timeouts;
             let start = tokio::time::Instant::now();
             let whole = start + total;
-            let mut control = hello(self.control_path, super::hello_bound(self.timeouts))
-                .await
-                .map_err(|e| MuxFailure::Gone(e.to_string()))?;
             let gone = |what: &str, e: std::io::Error| MuxFailure::Gone(format!("{what}: {e}"));
             let (stdin_ours, stdin_theirs) =
                 std::os::unix::net::UnixStream::pair().map_err(|e| gone("socketpair", e))?;
@@ -518,29 +668,35 @@ mod wire {
             let (stderr_ours, stderr_theirs) =
                 std::os::unix::net::UnixStream::pair().map_err(|e| gone("socketpair", e))?;
             let request_id = 1;
-            let mut request = Vec::with_capacity(64 + command.len());
-            put_u32(&mut request, MUX_C_NEW_SESSION);
-            put_u32(&mut request, request_id);
-            put_string(&mut request, b""); // reserved
-            put_u32(&mut request, 0); // want tty
-            put_u32(&mut request, 0); // want X11 forwarding
-            put_u32(&mut request, 0); // want agent forwarding
-            put_u32(&mut request, 0); // subsystem
-            put_u32(&mut request, NO_ESCAPE_CHAR);
-            put_string(&mut request, b""); // terminal type
-            put_string(&mut request, command.as_bytes());
-            write_packet(&mut control, &request)
-                .await
-                .map_err(|e| gone("sending the session request", e))?;
-            // One descriptor a message, each with one byte: the master receives them so.
-            for fd in [&stdin_theirs, &stdout_theirs, &stderr_theirs] {
-                send_fd(&control, fd.as_fd())
-                    .await
-                    .map_err(|e| gone("passing a descriptor", e))?;
-            }
-            // The master holds its own copies now; ours would keep stdout from ever ending.
-            drop((stdin_theirs, stdout_theirs, stderr_theirs));
             let opening = async {
+                let mut control = hello(self.control_path, super::hello_bound(self.timeouts))
+                    .await
+                    .map_err(|e| match e.found {
+                        Found::Unsafe => MuxFailure::Unsafe(e.to_string()),
+                        _ => MuxFailure::Gone(e.to_string()),
+                    })?;
+                let mut request = Vec::with_capacity(64 + command.len());
+                put_u32(&mut request, MUX_C_NEW_SESSION);
+                put_u32(&mut request, request_id);
+                put_string(&mut request, b""); // reserved
+                put_u32(&mut request, 0); // want tty
+                put_u32(&mut request, 0); // want X11 forwarding
+                put_u32(&mut request, 0); // want agent forwarding
+                put_u32(&mut request, 0); // subsystem
+                put_u32(&mut request, NO_ESCAPE_CHAR);
+                put_string(&mut request, b""); // terminal type
+                put_string(&mut request, command.as_bytes());
+                write_packet(&mut control, &request)
+                    .await
+                    .map_err(|e| gone("sending the session request", e))?;
+                // One descriptor a message, each with one byte: the master receives them so.
+                for fd in [&stdin_theirs, &stdout_theirs, &stderr_theirs] {
+                    send_fd(&control, fd.as_fd())
+                        .await
+                        .map_err(|e| gone("passing a descriptor", e))?;
+                }
+                // The master holds its own copies now; ours would keep stdout from ever ending.
+                drop((stdin_theirs, stdout_theirs, stderr_theirs));
                 loop {
                     let packet = read_packet(&mut control)
                         .await
@@ -552,9 +708,10 @@ mod wire {
                     let (kind, id) = (reader.u32(), reader.u32());
                     match kind {
                         Some(MUX_S_SESSION_OPENED) if id == Some(request_id) => {
-                            return reader.u32().ok_or_else(|| {
-                                MuxFailure::Gone("a malformed session reply".into())
-                            });
+                            return match reader.u32() {
+                                Some(session_id) => Ok((control, session_id)),
+                                None => Err(MuxFailure::Gone("a malformed session reply".into())),
+                            };
                         }
                         Some(MUX_S_PERMISSION_DENIED | MUX_S_FAILURE) => {
                             let reason = reader.string().unwrap_or_default();
@@ -571,16 +728,19 @@ mod wire {
                     }
                 }
             };
-            let session_id = match tokio::time::timeout_at((start + idle).min(whole), opening).await
-            {
-                Ok(opened) => opened?,
-                Err(_) => {
-                    return Err(self.timed_out(format!(
-                        "no answer for {} to opening a session through the master",
-                        seconds(idle.min(total))
-                    )));
-                }
-            };
+            // A master that stalls before the session is open costs the connect bound, then
+            // the command runs on our own connection; past this point it is the command's
+            // reply, bounded as on our own connection.
+            let (mut control, session_id) =
+                match tokio::time::timeout(self.open_bound, opening).await {
+                    Ok(opened) => opened?,
+                    Err(_) => {
+                        return Err(MuxFailure::Gone(format!(
+                            "the session was not open within {} (the connect bound)",
+                            seconds(self.open_bound)
+                        )));
+                    }
+                };
             self.log.say(self.host, || {
                 format!(
                     "session {session_id} open through the master at {} after {}; {}",
@@ -894,6 +1054,239 @@ mod wire {
                 .await
                 .unwrap_err();
             assert_eq!(err.found, Found::Other, "{err}");
+        }
+
+        /// A socket another user could have put there or could replace is refused before any
+        /// connect; our own socket in our own directory (or a sticky one) is used.
+        #[tokio::test]
+        async fn a_control_path_others_could_write_is_refused() {
+            use std::os::unix::fs::PermissionsExt as _;
+            let refusal = super::super::control_path_refusal;
+            let chmod = |path: &Path, mode: u32| {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+            };
+            let dir = tempfile::tempdir().unwrap();
+            chmod(dir.path(), 0o700);
+            let socket = dir.path().join("cm");
+            let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+            chmod(&socket, 0o600);
+            assert_eq!(refusal(&socket), None);
+            assert_eq!(refusal(&dir.path().join("nothing-yet")), None);
+            chmod(&socket, 0o777);
+            let why = refusal(&socket).unwrap();
+            assert_eq!(why, "a group- or world-writable socket (mode 777)");
+            let err = hello(&socket, std::time::Duration::from_secs(1))
+                .await
+                .unwrap_err();
+            assert_eq!(err.found, Found::Unsafe, "{err}");
+            chmod(&socket, 0o600);
+            chmod(dir.path(), 0o777);
+            let why = refusal(&socket).unwrap();
+            assert!(
+                why.ends_with(
+                    "a group- or world-writable directory (mode 777) without the sticky bit"
+                ),
+                "{why}"
+            );
+            // Nothing there yet: no master is started where another user could swap it.
+            assert!(refusal(&dir.path().join("nothing-yet")).is_some());
+            chmod(dir.path(), 0o1777);
+            assert_eq!(refusal(&socket), None, "a sticky directory, as /tmp is");
+            chmod(dir.path(), 0o700);
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&socket, &link).unwrap();
+            assert_eq!(
+                refusal(&link).unwrap(),
+                "a symlink (a master's socket never is one)"
+            );
+            if nix::unistd::getuid().is_root() {
+                std::os::unix::fs::lchown(&socket, Some(65534), None).unwrap();
+                let why = refusal(&socket).unwrap();
+                assert_eq!(why, "a socket owned by another user (uid 65534, not 0)");
+            }
+        }
+
+        /// A master that says hello and then never answers the session request is given up
+        /// within the open bound (not the reply's idle bound): the caller falls back.
+        #[tokio::test]
+        async fn a_master_silent_after_hello_is_given_up_within_the_open_bound() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("cm");
+            let listener = tokio::net::UnixListener::bind(&path).unwrap();
+            let master = tokio::spawn(async move {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let mut hello = Vec::new();
+                put_u32(&mut hello, MUX_MSG_HELLO);
+                put_u32(&mut hello, MUX_VERSION);
+                write_packet(&mut conn, &hello).await.unwrap();
+                // Reads whatever comes, answers nothing.
+                let mut sink = vec![0u8; 4096];
+                while conn.read(&mut sink).await.is_ok_and(|n| n > 0) {}
+            });
+            let log = ConnectionLog::default();
+            let session = MuxExec {
+                host: "h",
+                control_path: &path,
+                timeouts: ReplyTimeouts {
+                    idle: std::time::Duration::from_secs(30),
+                    total: std::time::Duration::from_secs(300),
+                },
+                open_bound: std::time::Duration::from_millis(400),
+                log: &log,
+            };
+            let start = std::time::Instant::now();
+            match session.run("true", b"", 1024).await {
+                Err(MuxFailure::Gone(why)) => assert_eq!(
+                    why,
+                    "the session was not open within 0.4 s (the connect bound)"
+                ),
+                other => panic!("{other:?}"),
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(3));
+            master.abort();
+        }
+    }
+
+    /// The mux client against a scripted master: whatever packets a master answers with (a
+    /// hello or not, replies of every kind with hostile ids and lengths, cut anywhere), a
+    /// session ends in an output or a failure as soon as the master closes (never a panic,
+    /// never a wait for a bound). `scripts/fuzz` runs many cases.
+    #[cfg(test)]
+    mod proptests {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn packet() -> impl Strategy<Value = Vec<u8>> {
+            let kind = prop_oneof![
+                Just(MUX_MSG_HELLO),
+                Just(MUX_S_OK),
+                Just(MUX_S_PERMISSION_DENIED),
+                Just(MUX_S_FAILURE),
+                Just(MUX_S_EXIT_MESSAGE),
+                Just(MUX_S_SESSION_OPENED),
+                Just(MUX_S_TTY_ALLOC_FAIL),
+                any::<u32>(),
+            ];
+            let word = prop_oneof![Just(0u32), Just(1), Just(4), Just(u32::MAX), any::<u32>()];
+            (
+                kind,
+                proptest::collection::vec(word, 0..4),
+                proptest::collection::vec(any::<u8>(), 0..12),
+                prop_oneof![8 => Just(None), 1 => any::<u32>().prop_map(Some)],
+            )
+                .prop_map(|(kind, words, tail, length)| {
+                    let mut body = Vec::new();
+                    put_u32(&mut body, kind);
+                    for word in words {
+                        put_u32(&mut body, word);
+                    }
+                    body.extend_from_slice(&tail);
+                    let mut packet = Vec::new();
+                    put_u32(&mut packet, length.unwrap_or(body.len() as u32));
+                    packet.extend_from_slice(&body);
+                    packet
+                })
+        }
+
+        /// A master's whole answer: usually our hello first, often the session opened, then
+        /// packets, maybe cut short.
+        fn script() -> impl Strategy<Value = Vec<u8>> {
+            (
+                prop_oneof![6 => Just(true), 1 => Just(false)],
+                any::<bool>(),
+                proptest::collection::vec(packet(), 0..6),
+                any::<prop::sample::Index>(),
+                any::<bool>(),
+            )
+                .prop_map(|(greets, opens, packets, cut, whole)| {
+                    let mut out = Vec::new();
+                    if greets {
+                        put_u32(&mut out, 8);
+                        put_u32(&mut out, MUX_MSG_HELLO);
+                        put_u32(&mut out, MUX_VERSION);
+                    }
+                    // Half the masters open the session, so what follows is the session's.
+                    if opens {
+                        put_u32(&mut out, 12);
+                        put_u32(&mut out, MUX_S_SESSION_OPENED);
+                        put_u32(&mut out, 1);
+                        put_u32(&mut out, 7);
+                    }
+                    out.extend(packets.concat());
+                    if !whole && !out.is_empty() {
+                        out.truncate(cut.index(out.len() + 1));
+                    }
+                    out
+                })
+        }
+
+        /// Reads our hello and answers `script`; when that began with a whole hello, reads the
+        /// session request and the three descriptors' bytes (dropping the descriptors); closes.
+        async fn scripted_master(listener: tokio::net::UnixListener, script: Vec<u8>) {
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
+            drop(listener);
+            if !matches!(read_packet(&mut conn).await, Ok(Some(_))) {
+                return;
+            }
+            let _ = conn.write_all(&script).await;
+            if !script.starts_with(&[0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 4]) {
+                return;
+            }
+            let _ = read_packet(&mut conn).await;
+            let mut fd_byte = [0u8; 1];
+            for _ in 0..3 {
+                let read = tokio::time::timeout(
+                    std::time::Duration::from_millis(50),
+                    conn.read(&mut fd_byte),
+                );
+                if !matches!(read.await, Ok(Ok(1))) {
+                    break;
+                }
+            }
+        }
+
+        proptest! {
+            #[test]
+            fn a_scripted_master_ends_every_session(script in script()) {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("cm");
+                let outcome = runtime.block_on(async {
+                    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+                    let master = tokio::spawn(scripted_master(listener, script));
+                    let log = ConnectionLog::default();
+                    let session = MuxExec {
+                        host: "h",
+                        control_path: &path,
+                        timeouts: ReplyTimeouts {
+                            idle: std::time::Duration::from_secs(20),
+                            total: std::time::Duration::from_secs(40),
+                        },
+                        open_bound: std::time::Duration::from_secs(10),
+                        log: &log,
+                    };
+                    let outcome = tokio::time::timeout(
+                        std::time::Duration::from_secs(5),
+                        session.run("true", b"input", 1024),
+                    )
+                    .await;
+                    master.abort();
+                    outcome
+                });
+                // Every bound is seconds beyond the master's close: none may be what ended it.
+                match outcome {
+                    Err(_) => prop_assert!(false, "the session outlived a closed master"),
+                    Ok(Ok(out)) => prop_assert!(out.stdout.is_empty()),
+                    Ok(Err(MuxFailure::Bound(err))) => prop_assert!(false, "a bound fired: {err}"),
+                    Ok(Err(MuxFailure::Gone(_) | MuxFailure::Refused(_) | MuxFailure::Unsafe(_))) => {}
+                }
+            }
         }
     }
 }
