@@ -108,6 +108,7 @@ impl Format for Aider {
         bytes: &[u8],
         _terminal_size: Option<(usize, usize)>,
         _newest: Option<usize>,
+        _after: Option<&crate::cursor::RowCursor>,
     ) -> Result<RowRecords, String> {
         Ok(document_rows(ctx, bytes))
     }
