@@ -53,6 +53,7 @@ mod since_times;
 mod sqlite;
 mod sqlite_vfs;
 mod ssh_config;
+mod ssh_file_swap;
 mod ssh_read;
 mod ssh_transport;
 mod sshd_fixture;

@@ -22,6 +22,11 @@
 //!   a path holding LF or CR goes out hex-encoded on an `FX` line (a per-batch `sh -c` sorts
 //!   them out, so only such paths cost an `od`), and `pwd -P` is compared with its own newline
 //!   cut by hand, since `$(…)` would cut one that ends a directory's name too.
+//! - A file is read through one descriptor: a `{ …; } 3<./<name>` group opens it once after the
+//!   no-follow checks, `/proc/self/fd/3` must have the inode those checks saw (and the device of
+//!   its directory), and every range is read through `/proc/self/fd/3`, which opens that very
+//!   file again (Linux), so a name swapped for a symlink and back cannot move a read. A host
+//!   without `/proc/self/fd` reads by name, checked before and after (docs/shells.md).
 //! - Reading probes one encoder: `base64`, else `openssl base64`, else `uuencode -m`, else
 //!   `od -An -v -tx1`, and names it in the META line (the find-and-read takes `base64` without
 //!   a probe when `command -v` finds it). A batched read first tries `gzip -1 -c | base64`

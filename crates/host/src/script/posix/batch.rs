@@ -14,7 +14,9 @@ use clankie_model::ByteRange;
 /// one `CAT` block (below). The files of one directory are read together, in the order of their
 /// first appearance (`FILE` lines are numbered, not ordered): the root and the directory are
 /// resolved and checked once (`cd -P` and `$PWD`, as for one file). A file read by its ranges
-/// then costs its own checks (shell builtins), `ls` before and after, and a `dd` per range,
+/// then costs its own checks (shell builtins), `ls` before and after, a `stat` of the one
+/// descriptor its ranges are read through (held to the inode of that `ls`: see `fo` in
+/// `read.rs`), and a `dd` per range,
 /// all into one encoder (`DATA 0-<last>`, as `emit_ranges` merges them) when every range but
 /// the last lies whole below the file's end, else each into its own (the database's scattered
 /// pages: one encoder for a few hundred ranges instead of one each); a refusal ends that file's
@@ -29,8 +31,8 @@ use clankie_model::ByteRange;
 /// directory is checked (physically exactly below the root) when its files join, just before the
 /// first `stat`, and again after the read: a directory moved in between makes every file of the
 /// block be read again, each from inside its own directory. (A directory swapped for a link and
-/// back while `cat` runs is not seen, as a file's own name swapped and back while `dd` runs is
-/// not: see docs/shells.md.) Where no `stat` answers (or it does not answer for every file) they
+/// back while `cat` runs, to a file of the size the first `stat` saw, is not seen: see
+/// docs/shells.md.) Where no `stat` answers (or it does not answer for every file) they
 /// are read one by one after all. With `encoder` named (a host whose listing came compressed
 /// names [`Encoder::Gzip`]) nothing is probed and BEGIN carries no `uname`. See
 /// [`crate::script`] for the `CAT` block, and [`read_many_script_with`].
@@ -68,8 +70,8 @@ ck() {
   s=$(ls -lni "$p" 2>/dev/null) || { fl nosize; return 1; }
   set -- $s
   i=$1 z=$6
+  case $2 in -*) ;; *) fl raced; return 1 ;; esac
   case $z in '' | *[!0-9]*) fl nosize; return 1 ;; esac
-  printf 'META size=%s enc=%s\n' "$z" "$e"
 }
 af() {
   [ -L "$p" ] && { fl raced; return 0; }
@@ -82,30 +84,40 @@ mw() {
 }
 ms() {
   if [ -n "$hp" ]; then
-    PERL5OPT= PERL5LIB= PERLLIB= PERLIO= perl -e "$PM" -- "$p" "$z" "$@"
+    PERL5OPT= PERL5LIB= PERLLIB= PERLIO= perl -e "$PM" -- "${fq:-$p}" "$z" "$@"
     return
   fi
   while [ $# -gt 4 ]; do
-    [ "$4" -gt 0 ] && dd if="$p" bs="$2" skip="$3" count="$4" 2>/dev/null
+    [ "$4" -gt 0 ] && dd if="${fq:-$p}" bs="$2" skip="$3" count="$4" 2>/dev/null
     shift 4
   done
-  if [ "$4" -gt 0 ] && [ "$1" -lt "$z" ]; then dd if="$p" bs="$2" skip="$3" count="$4" 2>/dev/null; fi
+  if [ "$4" -gt 0 ] && [ "$1" -lt "$z" ]; then dd if="${fq:-$p}" bs="$2" skip="$3" count="$4" 2>/dev/null; fi
 }
 pf() {
   pn=$1; shift
   printf 'FILE %s\n' "$pn"
   case $D in '') P=$R/$B ;; *) P=$R/$D/$B ;; esac
   if ck; then
-    if [ $# -gt 4 ] && mw "$@"; then
-      pl=$(($# / 4 - 1))
-      printf 'DATA 0-%s\n' "$pl"
-      ms "$@" | enc
-      printf '\nEND-DATA 0-%s\n' "$pl"
-    else
-      pk=0
-      while [ $# -ge 4 ]; do rg "$pk" "$1" "$2" "$3" "$4"; pk=$((pk + 1)); shift 4; done
-    fi
-    af
+    fk=
+    {
+      fk=1
+      if fo; then
+        printf 'META size=%s enc=%s\n' "$z" "$e"
+        if [ $# -gt 4 ] && mw "$@"; then
+          pl=$(($# / 4 - 1))
+          printf 'DATA 0-%s\n' "$pl"
+          ms "$@" | enc
+          printf '\nEND-DATA 0-%s\n' "$pl"
+        else
+          pk=0
+          while [ $# -ge 4 ]; do rg "$pk" "$1" "$2" "$3" "$4"; pk=$((pk + 1)); shift 4; done
+        fi
+        af
+      else
+        fl raced
+      fi
+    } 2>/dev/null 3<"$p"
+    [ -n "$fk" ] || fl raced
   fi
   printf 'END-FILE %s\n' "$pn"
 }

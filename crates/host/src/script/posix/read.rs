@@ -1,5 +1,6 @@
 //! The read script ([`read_script`]), and what every read shares: the encoder ([`Encoder`],
-//! probed or named), one file's confinement checks, its `META` line and its ranges.
+//! probed or named), one file's confinement checks, the descriptor its ranges are read through
+//! ([`descriptor_check`]), its `META` line and its ranges.
 
 use super::script::{Script, split_rel};
 use crate::script::aligned;
@@ -138,8 +139,38 @@ fi
 enc() { case $e in b64) base64 ;; gz) gzip -1 -c | base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
 rg() {
   printf 'DATA %s\n' "$1"
-  if [ "$5" -gt 0 ] && [ "$2" -lt "$z" ]; then dd if="$p" bs="$3" skip="$4" count="$5" 2>/dev/null | enc; fi
+  if [ "$5" -gt 0 ] && [ "$2" -lt "$z" ]; then dd if="${fq:-$p}" bs="$3" skip="$4" count="$5" 2>/dev/null | enc; fi
   printf '\nEND-DATA %s\n' "$1"
+}
+"#,
+    );
+    descriptor_check(s);
+}
+
+/// `$fq`, the name that reopens descriptor 3 (`/proc/self/fd/3`, where the host has it: Linux's
+/// magic link opens the very file the descriptor holds, at offset 0, in whichever process opens
+/// it), empty where there is none; and `fo`, which holds descriptor 3 (opened on `./$B` by a
+/// `{ …; } 3<"$p"` group, which every `sh` passes on to its commands, unlike `exec 3<` in ksh)
+/// to inode `$i` of the no-follow `ls` (or the listing's `stat`) of the path: the descriptor's
+/// file must have that inode and lie on the device of the directory it was opened in (`stat
+/// -L`, GNU or busybox; else `ls -Lnid`, the inode alone). Every range is then read through
+/// `$fq`, so no later swap of the name can move a read. Without `$fq` `fo` holds nothing and the
+/// ranges are read by the path, checked before and after (see [`read_file_body`]).
+fn descriptor_check(s: &mut Script) {
+    s.raw(
+        r#"fq=
+[ -r /proc/self/fd/0 ] && fq=/proc/self/fd/3
+fo() {
+  [ -n "$fq" ] || return 0
+  fv=$(stat -L -c '%d %i' "$fq" . 2>/dev/null) || fv=
+  if [ -n "$fv" ]; then
+    set -- $fv
+    [ $# = 4 ] && [ "$2" = "$i" ] && [ "$1" = "$3" ]
+    return
+  fi
+  fv=$(ls -Lnid "$fq" 2>/dev/null) || return 1
+  set -- $fv
+  [ "$1" = "$i" ]
 }
 "#,
     );
@@ -164,9 +195,12 @@ pub(super) fn read_file_body(s: &mut Script, first: &FirstRead, listed: bool) {
     // physically exactly `<root>/<dir>`: that refuses `..`, a symlink anywhere below the root,
     // and anything leading outside it, like the local host. From then on the file is named
     // relative to that directory, which a later swap of a directory on the path cannot move.
-    // What a shell cannot close is the file's own name being swapped for a symlink while `dd`
-    // runs: its inode and type are checked again after the read, and a change fails the read
-    // (`ERR raced`) instead of returning what was read (docs/shells.md says what remains).
+    // A shell cannot open a file without following a symlink at its last component, so the
+    // file is opened once, on descriptor 3, held to the inode of the no-follow checks (`fo`),
+    // and every range is read through `/proc/self/fd/3`: a later swap of the name cannot move a
+    // read. Where the host has no `/proc/self/fd` the ranges are read by name; there the inode
+    // and type checked again after the read catch a swap still in place, not one made and undone
+    // while `dd` runs (docs/shells.md). Either way a changed file fails the read (`ERR raced`).
     if listed {
         s.raw("rr=$R\n");
     } else {
@@ -211,15 +245,23 @@ p=./$B
             r#"s=$(ls -lni "$p" 2>/dev/null) || fail nosize
 set -- $s
 i=$1 z=$6
+case $2 in -*) ;; *) fail raced ;; esac
 "#,
         );
     }
+    // The ranges are read through descriptor 3, held to the file just checked (`fo`): a
+    // redirection that cannot open fails the group, not the shell, and `$fk` tells.
     s.raw(
         r#"case $z in '' | *[!0-9]*) fail nosize ;; esac
+fk=
+{
+fk=1
+fo || fail raced
 printf 'META size=%s enc=%s\n' "$z" "$e"
 "#,
     );
     emit_ranges(s, first, listed);
+    s.raw("} 2>/dev/null 3<\"$p\"\n[ -n \"$fk\" ] || fail raced\n");
     // The same file, still not a symlink, after the read (see above).
     s.raw(
         r#"[ -L "$p" ] && fail raced
@@ -236,7 +278,7 @@ set -- $s
 /// one by one.
 fn emit_ranges(s: &mut Script, first: &FirstRead, merge: bool) {
     let dd = |bs: u64, skip: u64, count: u64| {
-        format!("dd if=\"$p\" bs={bs} skip={skip} count={count} 2>/dev/null")
+        format!("dd if=\"${{fq:-$p}}\" bs={bs} skip={skip} count={count} 2>/dev/null")
     };
     match first {
         FirstRead::Ranges(ranges) => {
@@ -308,7 +350,7 @@ fn emit_ranges(s: &mut Script, first: &FirstRead, merge: bool) {
                 .saturating_mul(head.bs);
             s.raw(&format!(
                 "if [ \"$z\" -ge {head_end} ]; then\nprintf 'DATA 0-1\\n'\n\
-                 {{ {}; if [ \"$c\" -gt 0 ] && [ \"$a\" -lt \"$z\" ]; then dd if=\"$p\" bs=\"$k\" skip=$((a / k)) count=\"$c\" 2>/dev/null; fi; }} | enc\n\
+                 {{ {}; if [ \"$c\" -gt 0 ] && [ \"$a\" -lt \"$z\" ]; then dd if=\"${{fq:-$p}}\" bs=\"$k\" skip=$((a / k)) count=\"$c\" 2>/dev/null; fi; }} | enc\n\
                  printf '\\nEND-DATA 0-1\\n'\nelse\n{one_by_one}fi\n",
                 dd(head.bs, head.skip_blocks, head.count)
             ));

@@ -1999,7 +1999,17 @@ fn a_directory_swapped_for_a_symlink_around_the_stats_of_a_root_is_never_read() 
         } else {
             (":", swap.as_str())
         };
-        changing_stat(&bin, &real, &count, None, first_before, first_after, &back);
+        // Only the root's `stat`s count (their format): a file read by its ranges `stat`s its
+        // descriptor too.
+        changing_stat(
+            &bin,
+            &real,
+            &count,
+            Some("*%f*"),
+            first_before,
+            first_after,
+            &back,
+        );
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
         for shell in &shells {
             let _ = fs::remove_file(&count);
@@ -2839,4 +2849,74 @@ fn changing_head(bin: &Path, real: &Path, count: &Path, before: &str, after: &st
             r = real.display(),
         ),
     );
+}
+
+/// A session's name swapped for a symlink to a file outside the root just after the read's
+/// no-follow `ls`, and back once a `dd` has read: a read by name passes the checks before and
+/// after with the outside bytes; through the descriptor held to the first `ls`'s inode it is
+/// refused.
+#[test]
+fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
+    let tree = tree();
+    let file = tree.file(b"projects/-p/a.jsonl");
+    let inside = tree.home().join("projects/-p/a.jsonl");
+    let parked = tree.path().join("a-parked");
+    let outside = tree.path().join("a-outside");
+    write(&outside, b"{\"Z\":1}\n");
+    let real = on_path("ls").expect("ls");
+    let count = tree.path().join("ls-runs");
+    let bin = tree.path().join("swapping-ls");
+    let (f, p, o) = (inside.display(), parked.display(), outside.display());
+    tool(
+        &bin,
+        "ls",
+        &format!(
+            "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
+             '{r}' \"$@\"; rc=$?\n\
+             [ $n = 1 ] && {{ mv '{f}' '{p}' && ln -s '{o}' '{f}'; }}\n\
+             exit $rc\n",
+            c = count.display(),
+            r = real.display(),
+        ),
+    );
+    // Back in place once a `dd` has read, before the checks after the read.
+    tool(
+        &bin,
+        "dd",
+        &format!(
+            "#!/bin/sh\n'{r}' \"$@\"; rc=$?\n\
+             [ -L '{f}' ] && rm '{f}' && mv '{p}' '{f}'\n\
+             exit $rc\n",
+            r = on_path("dd").expect("dd").display(),
+        ),
+    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let ranges = [ByteRange::new(0, 8)];
+    for shell in shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+    {
+        let _ = fs::remove_file(&count);
+        let nonce = new_nonce();
+        let out = run(
+            &shell,
+            &tree,
+            &[("PATH", Path::new(&path))],
+            &read_script(&nonce, &file, &ranges),
+        );
+        if inside.is_symlink() {
+            fs::remove_file(&inside).unwrap();
+            fs::rename(&parked, &inside).unwrap();
+        }
+        let runs = fs::read_to_string(&count).unwrap_or_default();
+        assert!(
+            !runs.trim().is_empty(),
+            "{}: the swap never ran",
+            shell.name
+        );
+        // Refused (`ERR raced`): neither the outside bytes nor the inside ones, which the
+        // descriptor no longer holds.
+        let got = decode_read("t", &nonce, &ranges, &out);
+        assert!(got.is_err(), "{}: {got:?}", shell.name);
+    }
 }
