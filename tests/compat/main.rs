@@ -96,6 +96,18 @@ fn qwen() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn kimi_code() {
+    run(&clis::KIMI_CODE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn kimi() {
+    run(&clis::KIMI);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn claude_code_reads_codex_over_mcp() {
     mcp::claude_reads_codex();
 }

@@ -443,6 +443,34 @@ fn cases(harness: &str) -> Vec<Case> {
                 drop: &[],
             },
         )],
+        "kimi-code" => {
+            let dir =
+                "sessions/wd_project_4ce322e1a64c/session_80d38fc3-fb2a-498c-bce6-a07681573a37";
+            vec![lines_case(
+                harness,
+                "kimi-code-2.1.0",
+                &[
+                    &format!("{dir}/agents/main/wire.jsonl"),
+                    &format!("{dir}/state.json"),
+                ],
+                LinePlan {
+                    entry: json!({"type": "drift.entry_kind", "agentId": "main", "time": 1796527586000_i64}),
+                    block_line: |l| {
+                        is_type(l, "context.append_message")
+                            && l["message"]["origin"]["kind"] == "user"
+                    },
+                    block_path: "/message/content",
+                    block: json!({"type": "drift_part"}),
+                    rename_line: |l| {
+                        is_type(l, "context.append_message")
+                            && l["message"]["origin"]["kind"] == "user"
+                    },
+                    rename: ("message", "msg"),
+                    fresh_id: None,
+                    drop: &[],
+                },
+            )]
+        }
         "cline" => {
             let dir = "sessions/1796519374410_97c6t";
             let file = format!("{dir}/1796519374410_97c6t.messages.json");

@@ -34,6 +34,7 @@ const HOMES: &[(&str, &str)] = &[
     ("continue", "continue-1.5.47"),
     ("cline", "cline-3.0.65"),
     ("qwen", "qwen-0.24.4"),
+    ("kimi-code", "kimi-code-2.1.0"),
     ("claude", "precision/claude"),
 ];
 

@@ -16,6 +16,7 @@ mod droid;
 mod gemini;
 mod grok;
 mod grokcli;
+mod kimicode;
 mod opencode;
 mod pi;
 mod qwen;
@@ -43,6 +44,7 @@ static REGISTRY: &[&dyn Format] = &[
     &r#continue::Continue,
     &cline::Cline,
     &qwen::Qwen,
+    &kimicode::KimiCode,
     &terminal::Recordings,
 ];
 
@@ -1082,6 +1084,10 @@ mod tests {
             (
                 "copilot",
                 "session-state/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/events.jsonl",
+            ),
+            (
+                "kimi-code",
+                "sessions/wd_app_05cea098cd11/session_0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/agents/main/wire.jsonl",
             ),
         ];
         for (name, rel) in cases {
