@@ -443,6 +443,42 @@ fn cases(harness: &str) -> Vec<Case> {
                 drop: &[],
             },
         )],
+        "kimi" => {
+            // The wire's events have no arrays to plant a block in: the unknown part comes as
+            // an event of its own.
+            let dir = "sessions/bac215266cfbffecfe4e7184be52e595";
+            let session = std::fs::read_dir(fixture(&format!("kimi-1.51.0/{dir}")))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .file_name();
+            let file = format!("{dir}/{}/wire.jsonl", session.to_str().unwrap());
+            let (home, root) = copied("kimi-1.51.0", &[file.as_str()]);
+            let path = root.join(&file);
+            vec![Case {
+                name: format!("kimi kimi-1.51.0/{file}"),
+                root: Some(format!("kimi={}", root.display())),
+                home,
+                harness: harness.to_string(),
+                plant: Box::new(move |_| {
+                    let mut lines = lines_of(&path);
+                    let mut renamed = lines
+                        .iter()
+                        .find(|l| l["message"]["type"] == "TurnBegin")
+                        .unwrap()
+                        .clone();
+                    let value = renamed["message"]["payload"]["user_input"].take();
+                    renamed["message"]["payload"]["input"] = value;
+                    let mid = lines.len() / 2;
+                    lines.insert(mid, renamed);
+                    lines.insert(mid, json!({"timestamp": 1796528291.5, "message": {"type": "ContentPart", "payload": {"type": "drift_part"}}}));
+                    lines.insert(mid, json!({"timestamp": 1796528291.5, "message": {"type": "DriftEvent", "payload": {}}}));
+                    write_lines(&path, &lines);
+                    3
+                }),
+            }]
+        }
         "kimi-code" => {
             let dir =
                 "sessions/wd_project_4ce322e1a64c/session_80d38fc3-fb2a-498c-bce6-a07681573a37";

@@ -35,6 +35,7 @@ const HOMES: &[(&str, &str)] = &[
     ("cline", "cline-3.0.65"),
     ("qwen", "qwen-0.24.4"),
     ("kimi-code", "kimi-code-2.1.0"),
+    ("kimi", "kimi-1.51.0"),
     ("claude", "precision/claude"),
 ];
 

@@ -16,6 +16,7 @@ mod droid;
 mod gemini;
 mod grok;
 mod grokcli;
+mod kimi;
 mod kimicode;
 mod opencode;
 mod pi;
@@ -45,6 +46,7 @@ static REGISTRY: &[&dyn Format] = &[
     &cline::Cline,
     &qwen::Qwen,
     &kimicode::KimiCode,
+    &kimi::Kimi,
     &terminal::Recordings,
 ];
 
@@ -1084,6 +1086,10 @@ mod tests {
             (
                 "copilot",
                 "session-state/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/events.jsonl",
+            ),
+            (
+                "kimi",
+                "sessions/b74c57912d7af62e15de0dd3fbd7b776/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/wire.jsonl",
             ),
             (
                 "kimi-code",
