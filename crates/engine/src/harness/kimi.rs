@@ -215,7 +215,6 @@ fn part_record(out: &mut Out, id: String, part: &Value, text_kind: TextKind) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::test_support;
     use clankie_model::{Record, RecordBody, RecordKind};
 
