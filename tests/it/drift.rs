@@ -468,6 +468,70 @@ fn cases(harness: &str) -> Vec<Case> {
                 drop: &[],
             },
         )],
+        "kimi" => {
+            // The wire's events have no arrays to plant a block in: the unknown part comes as
+            // an event of its own.
+            let dir = "sessions/bac215266cfbffecfe4e7184be52e595";
+            let session = std::fs::read_dir(fixture(&format!("kimi-1.51.0/{dir}")))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .file_name();
+            let file = format!("{dir}/{}/wire.jsonl", session.to_str().unwrap());
+            let (home, root) = copied("kimi-1.51.0", &[file.as_str()]);
+            let path = root.join(&file);
+            vec![Case {
+                name: format!("kimi kimi-1.51.0/{file}"),
+                root: Some(format!("kimi={}", root.display())),
+                home,
+                harness: harness.to_string(),
+                plant: Box::new(move |_| {
+                    let mut lines = lines_of(&path);
+                    let mut renamed = lines
+                        .iter()
+                        .find(|l| l["message"]["type"] == "TurnBegin")
+                        .unwrap()
+                        .clone();
+                    let value = renamed["message"]["payload"]["user_input"].take();
+                    renamed["message"]["payload"]["input"] = value;
+                    let mid = lines.len() / 2;
+                    lines.insert(mid, renamed);
+                    lines.insert(mid, json!({"timestamp": 1796528291.5, "message": {"type": "ContentPart", "payload": {"type": "drift_part"}}}));
+                    lines.insert(mid, json!({"timestamp": 1796528291.5, "message": {"type": "DriftEvent", "payload": {}}}));
+                    write_lines(&path, &lines);
+                    3
+                }),
+            }]
+        }
+        "kimi-code" => {
+            let dir =
+                "sessions/wd_project_4ce322e1a64c/session_80d38fc3-fb2a-498c-bce6-a07681573a37";
+            vec![lines_case(
+                harness,
+                "kimi-code-2.1.0",
+                &[
+                    &format!("{dir}/agents/main/wire.jsonl"),
+                    &format!("{dir}/state.json"),
+                ],
+                LinePlan {
+                    entry: json!({"type": "drift.entry_kind", "agentId": "main", "time": 1796527586000_i64}),
+                    block_line: |l| {
+                        is_type(l, "context.append_message")
+                            && l["message"]["origin"]["kind"] == "user"
+                    },
+                    block_path: "/message/content",
+                    block: json!({"type": "drift_part"}),
+                    rename_line: |l| {
+                        is_type(l, "context.append_message")
+                            && l["message"]["origin"]["kind"] == "user"
+                    },
+                    rename: ("message", "msg"),
+                    fresh_id: None,
+                    drop: &[],
+                },
+            )]
+        }
         "cline" => {
             let dir = "sessions/1796519374410_97c6t";
             let file = format!("{dir}/1796519374410_97c6t.messages.json");

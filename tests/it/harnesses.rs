@@ -1408,6 +1408,8 @@ fn real_cli_sessions_read_the_scripted_records() {
         ("continue-1.5.47", "continue", "Bash", true),
         ("cline-3.0.65", "cline", "run_commands", false),
         ("qwen-0.24.4", "qwen", "run_shell_command", true),
+        ("kimi-code-2.1.0", "kimi-code", "Bash", true),
+        ("kimi-1.51.0", "kimi", "Shell", true),
     ] {
         let root = format!("{harness}={}", fixture_home(dir).display());
         let home = tempfile::tempdir().unwrap();

@@ -36,6 +36,8 @@ const HOMES: &[(&str, &str)] = &[
     ("cline", "cline-3.0.65"),
     ("qwen", "qwen-0.24.4"),
     ("aider", "aider-0.86.2/project"),
+    ("kimi-code", "kimi-code-2.1.0"),
+    ("kimi", "kimi-1.51.0"),
     ("claude", "precision/claude"),
 ];
 

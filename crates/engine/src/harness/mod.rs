@@ -18,6 +18,8 @@ mod gemini;
 mod grok;
 mod grokcli;
 mod kilo;
+mod kimi;
+mod kimicode;
 mod message_parts;
 mod opencode;
 mod pi;
@@ -48,6 +50,8 @@ static REGISTRY: &[&dyn Format] = &[
     &qwen::Qwen,
     &aider::Aider,
     &kilo::Kilo,
+    &kimicode::KimiCode,
+    &kimi::KimiCli,
     &terminal::Recordings,
 ];
 
@@ -1107,6 +1111,14 @@ mod tests {
             (
                 "copilot",
                 "session-state/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/events.jsonl",
+            ),
+            (
+                "kimi",
+                "sessions/b74c57912d7af62e15de0dd3fbd7b776/0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/wire.jsonl",
+            ),
+            (
+                "kimi-code",
+                "sessions/wd_app_05cea098cd11/session_0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/agents/main/wire.jsonl",
             ),
         ];
         for (name, rel) in cases {
