@@ -234,6 +234,8 @@ pub(crate) struct LineTransport<R, W> {
     /// because `receive` may be cancelled between chunks.
     too_long: bool,
     write: Arc<Mutex<W>>,
+    /// The error answers being written by tasks of their own, waited for at the end of input.
+    answering: Vec<tokio::task::JoinHandle<()>>,
     _role: PhantomData<fn() -> RoleServer>,
 }
 
@@ -248,6 +250,7 @@ where
             line: Vec::new(),
             too_long: false,
             write: Arc::new(Mutex::new(write)),
+            answering: Vec::new(),
             _role: PhantomData,
         }
     }
@@ -297,13 +300,17 @@ where
             }
         }
     }
+}
 
-    async fn write_line(write: &Mutex<W>, mut bytes: Vec<u8>) -> std::io::Result<()> {
-        bytes.push(b'\n');
-        let mut write = write.lock().await;
-        write.write_all(&bytes).await?;
-        write.flush().await
-    }
+/// Writes one message and its newline, the lock held so that lines never interleave.
+async fn write_line<W: AsyncWrite + Unpin>(
+    write: &Mutex<W>,
+    mut bytes: Vec<u8>,
+) -> std::io::Result<()> {
+    bytes.push(b'\n');
+    let mut write = write.lock().await;
+    write.write_all(&bytes).await?;
+    write.flush().await
 }
 
 impl<R, W> Transport<RoleServer> for LineTransport<R, W>
@@ -320,13 +327,19 @@ where
         let write = self.write.clone();
         async move {
             let bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            Self::write_line(&write, bytes).await
+            write_line(&write, bytes).await
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            let whole = self.next_line().await?;
+            let Some(whole) = self.next_line().await else {
+                // The answers to the last broken lines go out before the server ends.
+                for answering in std::mem::take(&mut self.answering) {
+                    let _ = answering.await;
+                }
+                return None;
+            };
             let decoded = if whole {
                 decode_line(&self.line)
             } else {
@@ -341,8 +354,15 @@ where
                 Decoded::Message(message) => return Some(*message),
                 Decoded::Nothing => {}
                 Decoded::Error(answer) => {
+                    // Written by a task of its own: the service selects over `receive` and may
+                    // drop it at any await, and an answer dropped there (its line already
+                    // consumed) would leave the client waiting for ever.
                     let bytes = serde_json::to_vec(&answer).ok()?;
-                    Self::write_line(&self.write, bytes).await.ok()?;
+                    let write = self.write.clone();
+                    self.answering.retain(|answering| !answering.is_finished());
+                    self.answering.push(tokio::spawn(async move {
+                        let _ = write_line(&write, bytes).await;
+                    }));
                 }
             }
         }

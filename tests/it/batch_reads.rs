@@ -192,10 +192,12 @@ const GROWING_STAT_SHELL: &str =
     "#!/bin/sh\nPATH=$HOME/.ck-growing-bin:$PATH\nexport PATH\nexec /bin/sh \"$@\"\n";
 
 /// A `stat` that appends a line to `~/.claude/projects/-batch-grow/grows.jsonl` each time it
-/// runs (`{}` is the real one). A batch reads sizes with `stat`, then `cat`s, then `stat`s
-/// again: the file grows between each.
+/// runs for sizes (`{}` is the real one). A batch reads sizes with `stat`, then `cat`s, then
+/// `stat`s again: the file grows between each. The identity check of a file read by its ranges
+/// (`stat -L … /proc/self/fd/3`) leaves it alone: it is not a batch's size read.
 const GROWING_STAT: &str = "#!/bin/sh\n'{}' \"$@\"; rc=$?\n\
-    printf '{\"type\":\"user\",\"grown\":1}\\n' >> \"$HOME/.claude/projects/-batch-grow/grows.jsonl\"\n\
+    case \"$*\" in *\" /proc/self/fd/\"*) ;; *) \
+    printf '{\"type\":\"user\",\"grown\":1}\\n' >> \"$HOME/.claude/projects/-batch-grow/grows.jsonl\" ;; esac\n\
     exit $rc\n";
 
 #[test]
@@ -560,8 +562,17 @@ fn a_host_without_stat_reads_a_batch_one_by_one_as_the_local_host() {
         }
         assert!(batched.iter().all(Result::is_ok));
     });
-    // Asked (`-c`, then BSD's `-f`) for the root's files, with their directories first.
-    let runs = std::fs::read_to_string(&log).unwrap_or_default();
+    // Asked (`-c`, then BSD's `-f`) for the root's files, with their directories first. The
+    // identity checks of the files read by their ranges asked it too, and fell back to `ls`.
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.contains("-L -c %d %i /proc/self/fd/3 .\n"),
+        "{logged:?}"
+    );
+    let runs: String = logged
+        .split_inclusive('\n')
+        .filter(|run| !run.contains("/proc/self/fd/3"))
+        .collect();
     assert!(
         runs.starts_with("-c %i %s %f ./projects ./projects/-no-stat-"),
         "{runs:?}"

@@ -97,7 +97,9 @@ fn every_harness_is_named_only_in_its_module_and_its_registration() {
         for file in files.iter().filter(|f| **f != home) {
             let text = std::fs::read_to_string(file).unwrap();
             for (number, line) in code_lines(&text) {
-                if !mention.is_match(line) {
+                // crossterm's `terminal` module shares the recordings harness's module name;
+                // a path into that crate is not harness knowledge.
+                if !mention.is_match(&line.replace("crossterm::terminal::", "crossterm::")) {
                     continue;
                 }
                 // The spec's sixth record kind is named `terminal` like the harness whose

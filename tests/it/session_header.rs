@@ -14,6 +14,9 @@ use crate::support::{BIN, stderr};
 /// A private tmux server (its own socket, no config) whose one pane runs `sh`.
 struct Pane {
     socket: PathBuf,
+    /// Runs so far: each run's end marker is its own, so that the screen of the run before
+    /// (still there until `clear` has run) is never taken for this one's.
+    runs: std::cell::Cell<usize>,
     _dir: tempfile::TempDir,
 }
 
@@ -22,6 +25,7 @@ impl Pane {
         let dir = tempfile::tempdir().unwrap();
         let pane = Pane {
             socket: dir.path().join("tmux.sock"),
+            runs: std::cell::Cell::new(0),
             _dir: dir,
         };
         let (x, y) = (columns.to_string(), "40");
@@ -58,7 +62,8 @@ impl Pane {
     /// Types `command` and Enter, then an end marker, and returns what the command printed:
     /// the screen's lines between the command line and the marker.
     fn run(&self, command: &str) -> Vec<String> {
-        let marker = "END-OF-RUN";
+        self.runs.set(self.runs.get() + 1);
+        let marker = &format!("END-OF-RUN-{}", self.runs.get());
         let typed = format!("clear; {command}; echo {marker}");
         self.tmux(&["send-keys", "-t", "t", "-l", &typed]);
         self.tmux(&["send-keys", "-t", "t", "Enter"]);
