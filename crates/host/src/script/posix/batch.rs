@@ -24,15 +24,17 @@ use clankie_model::ByteRange;
 ///
 /// A file whose ranges start at 0 and reach its end ([`whole_file_cap`]: what `check`
 /// asks of a small session, whose head and tail are the whole file) is read whole with the
-/// other such files of its root (every directory of it in the batch), in a constant number of
-/// processes for all of them: one `stat` of their inodes, sizes and modes (each directory on the
-/// way named first: it must still be a directory, not a symlink), one `cat … | encoder` of those
-/// no larger than their cap, one `stat` again, all from the root by their paths below it. Each
+/// other such files of its root (every directory of it in the batch), in few processes: one
+/// `stat` of their inodes, sizes and modes (each directory on the way named first: it must still
+/// be a directory, not a symlink) and one `stat` again after the read, from the root by their
+/// paths below it, and between them one `cat` a directory of those no larger than their cap, run
+/// from inside that directory (entered with `cd -P` and checked), into one encoder. Each
 /// directory is checked (physically exactly below the root) when its files join, just before the
-/// first `stat`, and again after the read: a directory moved in between makes every file of the
-/// block be read again, each from inside its own directory. (A directory swapped for a link and
-/// back while `cat` runs, to a file of the size the first `stat` saw, is not seen: see
-/// docs/shells.md.) Where no `stat` answers (or it does not answer for every file) they
+/// first `stat`, before its `cat`, and again after the read: a directory moved in between makes
+/// every file of the block be read again, each from inside its own directory. A directory
+/// swapped for a link and back cannot move a `cat`, which names its files from the directory it
+/// stands in; a `stat` it moves sees other files than the `cat` read, and the lengths or the
+/// second `stat` differ. Where no `stat` answers (or it does not answer for every file) they
 /// are read one by one after all. With `encoder` named (a host whose listing came compressed
 /// names [`Encoder::Gzip`]) nothing is probed and BEGIN carries no `uname`. See
 /// [`crate::script`] for the `CAT` block, and [`read_many_script_with`].
@@ -158,18 +160,21 @@ pf() {
         // adds a directory's candidates to the root's (`$W`, `$LA`; `w<K>` the directory's own).
         // Lists grow a directory at a time: a string grown a file at a time costs sh time in the
         // square of its length. `ca` reads the candidates of every directory of the root at
-        // once, from the root: every directory (`$G`, the groups' numbers; `q<k>`, each one's
+        // once: every directory (`$G`, the groups' numbers; `q<k>`, each one's
         // directory) is checked again with `gd` just before, then one `stat` (`st`) names each
         // directory on the way (`$LT`, `$nt` of them: each must still be one, `sx`) and every
         // candidate by its path below the root (regular files; their inodes, sizes and modes
         // are what the decoder holds the read to; one process a root, not one a directory);
-        // `$KP` (the words of those no larger than their cap; `$CQ` the others) is
-        // concatenated into the encoder and stat'ed again, the directories first again; then
-        // every directory is checked again: one moved or no longer a directory empties the
-        // second `STAT`, and every file is read again. A file whose path led elsewhere during
-        // the `cat` alone gives another inode, size or mode in the second `stat`, or another
-        // length (the decoder answers none of the files from a wrong length); one that led
-        // elsewhere from the first `stat` on had a symlink on its way there. Without a `stat`
+        // those no larger than their cap (`$KP`, their words from the root; `y<k>`, from their
+        // directory; `$CQ` the others) go into the encoder one `cat` a directory, each run in a
+        // subshell from inside its directory once `gd` has entered and checked it (a directory
+        // that fails the check gives nothing: the length is wrong), and are stat'ed again from
+        // the root, the directories first again; then every directory is checked again: one
+        // moved or no longer a directory empties the second `STAT`, and every file is read
+        // again. A `cat` reads the files of the directory it stands in, whatever its name leads
+        // to meanwhile; a `stat` that a swapped name led elsewhere saw other files than the
+        // `cat` read, which gives another inode, size or mode in the other `stat`, or another
+        // length (the decoder answers none of the files from a wrong length). Without a `stat`
         // that answers for every file (`-c`, else BSD's `-f`), the files are read one by one.
         // `$CQ` are read by their ranges after it, each from inside its own directory. Names
         // only ever reach a command as the values of variables. (Walking the sizes with `for`
@@ -199,7 +204,7 @@ cw() {
   p=./$B
   if [ -z "$bad$g" ] && [ ! -L "$p" ] && [ -f "$p" ] && [ -r "$p" ]; then
     case $D in '') ;; *) p=./$D/$B ;; esac
-    eval "f$cj=\$p d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
+    eval "f$cj=\$p n$cj=./\$B d$cj=\$D c$cj=\$cz r$cj=\"\$*\""
     WD="$WD $cj" LD="$LD \"\$f$cj\""
   else
     pf "$cj" "$@"
@@ -221,16 +226,17 @@ ca() {
     set -- $so
     for k in $G; do
       eval "wk=\$w$k"
-      kd=
+      kd= kn=
       for cj in $wk; do
         [ $# -ge 3 ] || { sf=1; break 2; }
         case $1$2 in *[!0-9]*) sf=1; break 2 ;; esac
         case $3 in 8???) ;; *) sf=1; break 2 ;; esac
         eval "cz=\$c$cj"
-        if [ "$2" -le "$cz" ]; then kd="$kd \"\$f$cj\""; else CQ="$CQ $cj"; fi
+        if [ "$2" -le "$cz" ]; then kd="$kd \"\$f$cj\"" kn="$kn \"\$n$cj\""; else CQ="$CQ $cj"; fi
         shift 3
       done
       KP="$KP$kd"
+      eval "y$k=\$kn"
     done
     [ $# = 0 ] || sf=1
   fi
@@ -239,7 +245,14 @@ ca() {
     return 0
   fi
   printf 'CAT %s%s\nSTAT\n%s\nEND-STAT\nDATA 0\n' "$e" "$W" "$S1"
-  [ -z "$KP" ] || eval "cat $KP" 2>/dev/null | enc
+  [ -z "$KP" ] || {
+    for k in $G; do
+      eval "D=\$q$k yk=\$y$k"
+      [ -n "$yk" ] || continue
+      gd
+      [ -n "$g" ] || eval "cat $yk"
+    done
+  } 2>/dev/null | enc
   printf '\nEND-DATA 0\n'
   s2=
   [ -z "$KP" ] || { eval "st$LT$KP"; sx && s2=$so; }
