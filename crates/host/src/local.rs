@@ -158,8 +158,8 @@ impl LocalHost {
                     rel,
                     size: meta.len(),
                     mtime: meta.mtime(),
-                    inode: Some(meta.ino()),
-                    ctime: Some(meta.ctime()),
+                    inode: inode_of(&meta),
+                    ctime: ctime_of(&meta),
                 });
             }
             listing.roots.push(ResolvedRoot {
@@ -199,8 +199,8 @@ impl LocalHost {
                             rel: child_rel,
                             size: meta.len(),
                             mtime: meta.mtime(),
-                            inode: Some(meta.ino()),
-                            ctime: Some(meta.ctime()),
+                            inode: inode_of(&meta),
+                            ctime: ctime_of(&meta),
                         });
                     }
                 }
@@ -393,6 +393,28 @@ pub fn home_dir() -> PathBuf {
         .or_else(|| std::env::var_os("USERPROFILE").filter(|h| cfg!(windows) && !h.is_empty()))
         .map(PathBuf::from)
         .unwrap_or_else(|| "/".into())
+}
+
+/// The inode the grep cache holds a file to (docs/cache.md); Windows gives none.
+#[cfg(unix)]
+fn inode_of(meta: &fs::Metadata) -> Option<u64> {
+    Some(meta.ino())
+}
+
+#[cfg(not(unix))]
+fn inode_of(_meta: &fs::Metadata) -> Option<u64> {
+    None
+}
+
+/// The ctime the grep cache holds a file to (docs/cache.md); Windows gives none.
+#[cfg(unix)]
+fn ctime_of(meta: &fs::Metadata) -> Option<i64> {
+    Some(meta.ctime())
+}
+
+#[cfg(not(unix))]
+fn ctime_of(_meta: &fs::Metadata) -> Option<i64> {
+    None
 }
 
 #[cfg(test)]
