@@ -489,10 +489,16 @@ pub const AIDER: Cli = Cli {
     stored_prompt: as_typed,
 };
 
-/// Aider's flags for a turn without questions, update checks or a git repository.
+/// Aider's flags for a turn without questions, update checks or a git repository. The history
+/// files are named: aider puts them at the root of an enclosing git repository otherwise, and
+/// the suite's HOME lies inside this checkout's `target/`.
 const AIDER_FLAGS: &[&str] = &[
     "--model",
     "openai/compat-model",
+    "--chat-history-file",
+    ".aider.chat.history.md",
+    "--input-history-file",
+    ".aider.input.history",
     "--no-git",
     "--yes-always",
     "--no-check-update",
