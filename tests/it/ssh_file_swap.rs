@@ -22,6 +22,12 @@ struct SwapRun {
     swaps: u64,
 }
 
+/// How long the real file stays in place between two swaps, in turn. The symlink stays 200 µs
+/// each time; the real file's stays vary so that a read, which takes several milliseconds over
+/// SSH (longer on a loaded machine), has a chance to run clean now and then, and otherwise meets
+/// a swap at every point of its script.
+const INSIDE_HOLDS_MICROS: [u64; 6] = [200, 200, 200, 1_000, 5_000, 30_000];
+
 /// Swaps `file` for a symlink to `outside` and back until `stop`; returns the number of swaps.
 fn swapper(file: PathBuf, outside: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     let parked = file.with_extension("parked");
@@ -33,7 +39,8 @@ fn swapper(file: PathBuf, outside: PathBuf, stop: Arc<AtomicBool>) -> std::threa
             std::thread::sleep(Duration::from_micros(200));
             std::fs::remove_file(&file).unwrap();
             std::fs::rename(&parked, &file).unwrap();
-            std::thread::sleep(Duration::from_micros(200));
+            let hold = INSIDE_HOLDS_MICROS[swaps as usize % INSIDE_HOLDS_MICROS.len()];
+            std::thread::sleep(Duration::from_micros(hold));
             swaps += 1;
         }
         swaps
