@@ -905,3 +905,82 @@ async fn an_idle_poll_of_a_listed_database_fetches_its_headers_and_nothing_else(
         "{bytes} bytes, {calls} calls"
     );
 }
+
+/// What a host-wide follow gives: the records, and the warnings (none expected).
+#[derive(Default)]
+struct Given {
+    records: Vec<String>,
+    warnings: Vec<String>,
+}
+
+impl crate::driver::follow::FeedSink for Given {
+    fn records(&mut self, records: &[clankie_model::Record]) -> std::io::Result<()> {
+        self.records.extend(records.iter().map(|r| r.id.clone()));
+        Ok(())
+    }
+    fn page_end(&mut self, _: &clankie_engine::page::Page) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn warning(&mut self, line: &str) {
+        self.warnings.push(line.to_string());
+    }
+}
+
+impl crate::driver::follow::HostFeedSink for Given {
+    fn session(&mut self, _: &clankie_engine::session::SessionFile, _: Option<&str>) {}
+}
+
+#[tokio::test]
+async fn an_idle_host_wide_follow_of_a_database_fetches_its_headers_each_poll() {
+    use crate::driver::follow::{FollowOptions, HostFeed};
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, entry) = opencode_database_of(dir.path(), 3000, 10);
+    let host = Counting::new();
+    let reader = crate::driver::Reader::new(&host);
+    let root = clankie_model::RootSpec {
+        harness: entry.harness,
+        dir: Some(dir.path().as_os_str().as_encoded_bytes().to_vec()),
+    };
+    let mut feed = HostFeed::new(&reader, vec![root]);
+    let options = FollowOptions {
+        interval: std::time::Duration::from_millis(1),
+        strict: false,
+        redact: true,
+        polls: None,
+    };
+    feed.start(&options).await.unwrap();
+    assert_eq!(feed.followed(), 2);
+    let started = host.take();
+    let mut given = Given::default();
+    for poll in 0..5 {
+        feed.poll(&options, &mut given).await.unwrap();
+        let fetched = host.take();
+        // The two headers, not the first pages again nor a page of the session table.
+        assert!(
+            fetched <= 4 * 1024,
+            "poll {poll}: {fetched} bytes (the start: {started})"
+        );
+    }
+    assert!(given.records.is_empty() && given.warnings.is_empty());
+    // A message committed into the WAL is given by the next poll, once.
+    writer
+        .execute_batch(
+            "INSERT INTO message VALUES ('msg_99999999', 'ses_read', 99999, 99999,
+               '{\"role\":\"user\",\"time\":{\"created\":99999}}');
+             INSERT INTO part VALUES ('prt_999999990', 'msg_99999999', 'ses_read', 99999, 99999,
+               '{\"type\":\"text\",\"text\":\"new\"}');
+             UPDATE session SET time_updated = 99999000 WHERE id = 'ses_read';",
+        )
+        .unwrap();
+    feed.poll(&options, &mut given).await.unwrap();
+    assert_eq!(given.records, ["prt_999999990"], "{:?}", given.warnings);
+    assert!(host.take() > 0);
+    // Idle again: the headers, with the new frames' pages kept.
+    feed.poll(&options, &mut given).await.unwrap();
+    assert_eq!(given.records.len(), 1);
+    let fetched = host.take();
+    assert!(fetched <= 4 * 1024, "{fetched} bytes");
+}
