@@ -7,13 +7,14 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use clankie_engine::database::SessionRow;
 use clankie_engine::wal::WalIndex;
 use clankie_host::{Host, HostError};
 use clankie_model::{FileEntry, ReadResult, display_path};
 
-#[cfg(doc)]
-use super::first_reads;
 use super::{CACHE_BYTES, DatabaseError, DatabaseKey, Databases, HANDOVER_TIME, Headers, Snapshot};
+#[cfg(doc)]
+use super::{FIRST_READ, first_reads};
 
 /// What must not change while cached pages are used: the database's change counter, and the
 /// WAL's checkpoint sequence and salts (none without a valid WAL).
@@ -46,6 +47,10 @@ pub(super) struct Pages {
     pub(super) handover: Option<Handover>,
     /// What a read made ahead of the next load read of the headers ([`Databases::seed`]).
     pub(super) seeded: Option<Seeded>,
+    /// The database's sessions as the last listing found them, and the [`Pages::generation`]
+    /// they hold for: a listing of an unchanged database (an idle `--follow` poll) runs no
+    /// query, so it reads no page, cached or not ([`Snapshot::sessions`]).
+    pub(super) listed: Option<(u64, Arc<[SessionRow]>)>,
 }
 
 /// The first reads of a database and its WAL ([`first_reads`]), made before a load by a call
@@ -95,15 +100,24 @@ impl Pages {
             .cloned()
     }
 
+    /// Keeps a page of the file, dropping the oldest past [`CACHE_BYTES`]. Page 1 is never
+    /// dropped: with it cached, each later load reads the 100-byte header instead of the
+    /// first pages ([`FIRST_READ`]), so a poll of an unchanged database moves the two headers
+    /// and nothing else however much was read before it.
     pub(super) fn insert_file_page(&mut self, page: u32, bytes: Arc<[u8]>) {
         let len = bytes.len();
         if let Some(old) = self.file.insert(page, bytes) {
             self.file_bytes -= old.len();
-        } else {
+        } else if page != 1 {
             self.arrival.push_back(page);
         }
         self.file_bytes += len;
-        while self.file_bytes > CACHE_BYTES {
+        self.drop_oldest_past(CACHE_BYTES);
+    }
+
+    /// Drops the oldest pages of the file (page 1 aside) until at most `budget` bytes are kept.
+    pub(super) fn drop_oldest_past(&mut self, budget: usize) {
+        while self.file_bytes > budget {
             let Some(oldest) = self.arrival.pop_front() else {
                 break;
             };

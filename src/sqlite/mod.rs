@@ -26,12 +26,15 @@
 //!   is shown a rollback-journal database (header bytes 18 and 19 are 1) of the size the last
 //!   commit frame gives, so it never looks for `-wal` or `-shm`.
 //! - Cache: the pages fetched stay in the [`Databases`] of the driver's reader of the host, for
-//!   the run ([`CACHE_BYTES`] of database pages per database, oldest dropped first; the WAL's
-//!   pages all). Each load reads the two headers again (one round trip): the same change
-//!   counter (bytes 24..28) and the same WAL checkpoint sequence and salts (bytes 12..24) keep
-//!   the cache and fetch only the WAL's new frames, whose pages replace the cached ones (so a
-//!   `--follow` poll fetches only those frames and the pages a query newly touches); anything
-//!   else drops the cache. After a query that fetched pages of the database file, the headers
+//!   the run ([`CACHE_BYTES`] of database pages per database, oldest dropped first, page 1
+//!   never; the WAL's pages all). Each load reads the two headers again (one round trip, 132
+//!   bytes once page 1 is cached): the same change counter (bytes 24..28) and the same WAL
+//!   checkpoint sequence and salts (bytes 12..24) keep the cache and fetch only the WAL's new
+//!   frames, whose pages replace the cached ones (so a `--follow` poll fetches only those
+//!   frames and the pages a query newly touches); anything else drops the cache. The sessions
+//!   a listing found are kept with the cache's generation: listing a database that did not
+//!   change since (an idle `HOST:* --follow` poll) runs no query and fetches the two headers
+//!   and nothing else. After a query that fetched pages of the database file, the headers
 //!   are read again: when they changed (a checkpoint wrote pages meanwhile, or the WAL
 //!   restarted) the cache is dropped and the query runs again, at most [`MAX_ATTEMPTS`] times.
 //! - Bound: one load ([`Databases::load`] and the queries of its snapshot) fetches at most

@@ -4,11 +4,12 @@
 //! pages, from the schema's root pages ([`index_roots`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use clankie_engine::database::{Database, IndexRead, QueryError, SqlValue};
+use clankie_engine::database::{Database, IndexRead, QueryError, SessionRow, SqlValue};
 use clankie_engine::session::{self, SessionFile};
 use clankie_engine::{SourceCtx, harness, rows::RowRecords};
 use clankie_host::Host;
@@ -18,6 +19,7 @@ use super::DatabaseError;
 #[cfg(doc)]
 use super::Databases;
 use super::Snapshot;
+use super::cache::lock;
 use super::host_pages::{HostPages, Request, Tracker};
 use super::walk::IndexHint;
 
@@ -65,7 +67,8 @@ pub(super) fn index_roots(conn: &Connection) -> rusqlite::Result<Schema> {
 impl<'h, H: Host> Snapshot<'h, H> {
     /// The sessions in the database, each as a session of the database file `db` (its size
     /// counting the `wal_size` bytes of its WAL, where the newest rows are until a checkpoint);
-    /// a child session (task tool) is a subagent, its records marked sidechain.
+    /// a child session (task tool) is a subagent, its records marked sidechain. The rows of a
+    /// database unchanged since its last listing in this run are that listing's: no query runs.
     pub async fn sessions(
         &self,
         db: &FileEntry,
@@ -82,25 +85,52 @@ impl<'h, H: Host> Snapshot<'h, H> {
         ahead: Option<(String, usize)>,
     ) -> Result<Vec<SessionFile>, DatabaseError> {
         let harness = self.harness;
-        let rows = self
-            .run_checking(
-                move |db| {
-                    let format = harness::format(harness);
-                    if let Some((id, limit)) = &ahead
-                        && let Some(read) = format.database_newest_hint(id, *limit)
-                    {
-                        db.will_read_after_scan(&read)?;
-                    }
-                    format.database_sessions(db)
-                },
-                check_later,
-            )
-            .await?;
+        // A plain listing of a database unchanged since the last one (the same generation of
+        // its pages: no new stamp, no new commit in the WAL) has the same rows.
+        let remembered = !check_later && ahead.is_none();
+        let listed = remembered
+            .then(|| {
+                let pages = lock(&self.pages);
+                pages
+                    .listed
+                    .as_ref()
+                    .filter(|(generation, _)| *generation == pages.generation)
+                    .map(|(_, rows)| rows.clone())
+            })
+            .flatten();
+        let rows = match listed {
+            Some(rows) => rows,
+            None => {
+                let began = lock(&self.pages).generation;
+                let rows: Arc<[SessionRow]> = self
+                    .run_checking(
+                        move |db| {
+                            let format = harness::format(harness);
+                            if let Some((id, limit)) = &ahead
+                                && let Some(read) = format.database_newest_hint(id, *limit)
+                            {
+                                db.will_read_after_scan(&read)?;
+                            }
+                            format.database_sessions(db)
+                        },
+                        check_later,
+                    )
+                    .await?
+                    .into();
+                let mut pages = lock(&self.pages);
+                // Checked after the query (or read from cached pages only) and nothing
+                // arrived meanwhile: the rows of this generation.
+                if remembered && pages.generation == began {
+                    pages.listed = Some((began, rows.clone()));
+                }
+                rows
+            }
+        };
         let mut db = db.clone();
         db.size += wal_size;
         let db = &db;
         Ok(rows
-            .into_iter()
+            .iter()
             .filter_map(|row| {
                 let agent = row.parent.is_some().then_some(row.id.as_str());
                 session::session_row(db, &row.id, agent, row.updated)

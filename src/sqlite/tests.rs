@@ -12,6 +12,7 @@ use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::{MAX_RANGES, MAX_READ_BYTES, MAX_SOURCE_BYTES};
 use clankie_model::{ByteRange, FileEntry, Listing, RootSpec};
 
+use super::cache::lock;
 use super::snapshot::file_ref;
 use super::{DB_HEADER, DatabaseError, Databases, FIRST_READ, Snapshot, first_reads};
 
@@ -744,4 +745,242 @@ async fn a_checkpoint_during_a_walk_is_seen_in_the_headers_of_its_last_read() {
         "{} header reads",
         host.header_reads.get()
     );
+}
+
+/// OpenCode's tables (as [`opencode_database`]) with `total` messages of about 1.5 KB in two
+/// parts each, one in `every` of them `ses_read`'s and the rest another session's, and both
+/// sessions' rows: a database whose size does not depend on how long `ses_read` is. The
+/// writer stays open, so that the WAL stays (empty) beside the database.
+fn opencode_database_of(
+    dir: &std::path::Path,
+    total: usize,
+    every: usize,
+) -> (Connection, FileEntry) {
+    let (writer, entry) = opencode_database(dir, 0);
+    writer
+        .execute_batch(
+            "CREATE TABLE session (id text PRIMARY KEY, parent_id text,
+               time_updated integer NOT NULL);
+             INSERT INTO session VALUES ('ses_read', NULL, 1000), ('ses_other', NULL, 1000);
+             BEGIN",
+        )
+        .unwrap();
+    for n in 0..total {
+        let session = if n % every == 0 {
+            "ses_read"
+        } else {
+            "ses_other"
+        };
+        let message = format!("msg_{n:08}");
+        writer
+            .execute(
+                "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+                (
+                    &message,
+                    session,
+                    1000 + n as i64,
+                    r#"{"role":"assistant","time":{"created":1,"completed":2}}"#,
+                ),
+            )
+            .unwrap();
+        for k in 0..2 {
+            let data = serde_json::json!({"type": "text", "text": format!("{n} {k} {}", "w ".repeat(370)),
+                "time": {"end": 1}});
+            writer
+                .execute(
+                    "INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                    (
+                        format!("prt_{n:08}{k}"),
+                        &message,
+                        session,
+                        1000 + n as i64,
+                        data.to_string(),
+                    ),
+                )
+                .unwrap();
+        }
+    }
+    writer
+        .execute_batch("COMMIT; PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    (writer, entry)
+}
+
+#[tokio::test]
+async fn a_newest_page_fetches_as_much_of_a_long_session_as_of_a_short_one() {
+    // The same database twice, 6,000 messages, but for whose they are: `ses_read` has 120 of
+    // them in one, 1,200 in the other.
+    let mut fetched = Vec::new();
+    for every in [50, 5] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_writer, entry) = opencode_database_of(dir.path(), 6000, every);
+        let ctx = read_ctx(&entry);
+        let databases = Databases::default();
+        let host = Counting::new();
+        let snapshot = databases.load(&host, &entry).await.unwrap();
+        let loaded = host.take();
+        let newest = snapshot.newest_records(&ctx, 50).await.unwrap();
+        assert!(newest.records.len() >= 50 && newest.older_omitted);
+        // The newest record is the session's last part.
+        let last = 6000 - every;
+        assert_eq!(
+            newest.records.last().map(|r| r.id.as_str()),
+            Some(format!("prt_{last:08}1").as_str())
+        );
+        let size = std::fs::metadata(dir.path().join("opencode.db"))
+            .unwrap()
+            .len();
+        fetched.push((every, size, loaded, host.take(), host.calls.get()));
+    }
+    let [
+        (_, size, loaded, short_bytes, short_calls),
+        (_, _, _, long_bytes, long_calls),
+    ] = fetched[..]
+    else {
+        unreachable!()
+    };
+    let summary = format!("{fetched:?} (every, db size, load, query bytes, calls)");
+    eprintln!("{summary}");
+    // Through the indexes: the newest messages' rows and their parts' (and the trees' upper
+    // levels on the way), the same for a session ten times as long.
+    assert!(long_bytes <= short_bytes + short_bytes / 4, "{summary}");
+    assert!(long_calls <= short_calls + 1, "{summary}");
+    // A small part of the database, and a few reads (a level of every tree in each).
+    assert!(loaded + long_bytes < size / 8, "{summary}");
+    assert!(long_calls <= 8, "{summary}");
+}
+
+#[tokio::test]
+async fn an_idle_poll_of_a_listed_database_fetches_its_headers_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, entry) = opencode_database_of(dir.path(), 3000, 10);
+    let databases = Databases::default();
+    let host = Counting::new();
+    // What a host-wide follow's start does: the listing, then the newest page of a session.
+    let snapshot = databases.load(&host, &entry).await.unwrap();
+    let listed = snapshot.sessions(&entry, 0).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    let newest = snapshot
+        .newest_records(&read_ctx(&entry), 10)
+        .await
+        .unwrap();
+    assert!(newest.records.len() >= 10);
+    drop(snapshot);
+    // Every page the cache may drop dropped, as a long run's reads would.
+    for pages in databases.entries.lock().unwrap().values() {
+        lock(pages).drop_oldest_past(0);
+    }
+    let poll = || async {
+        host.take();
+        let calls = host.calls.get();
+        let snapshot = databases.load(&host, &entry).await.unwrap();
+        let ids: Vec<String> = snapshot
+            .sessions(&entry, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        (ids, host.take(), host.calls.get() - calls)
+    };
+    let ids: Vec<String> = listed.iter().map(|s| s.id.clone()).collect();
+    for _ in 0..3 {
+        // The two headers (the database's 100 bytes, the WAL's), in one call.
+        let (got, bytes, calls) = poll().await;
+        assert_eq!(got, ids);
+        assert!(bytes <= DB_HEADER + 32, "{bytes} bytes");
+        assert_eq!(calls, 1);
+    }
+    // A commit into the WAL: the next poll lists the new session, then is idle again.
+    writer
+        .execute("INSERT INTO session VALUES ('ses_new', NULL, 2000)", [])
+        .unwrap();
+    let (got, bytes, _) = poll().await;
+    assert!(got.contains(&"ses_new".to_string()), "{got:?}");
+    assert!(bytes > DB_HEADER + 32, "{bytes} bytes");
+    let (again, bytes, calls) = poll().await;
+    assert_eq!(again, got);
+    assert!(
+        bytes <= DB_HEADER + 32 && calls == 1,
+        "{bytes} bytes, {calls} calls"
+    );
+}
+
+/// What a host-wide follow gives: the records, and the warnings (none expected).
+#[derive(Default)]
+struct Given {
+    records: Vec<String>,
+    warnings: Vec<String>,
+}
+
+impl crate::driver::follow::FeedSink for Given {
+    fn records(&mut self, records: &[clankie_model::Record]) -> std::io::Result<()> {
+        self.records.extend(records.iter().map(|r| r.id.clone()));
+        Ok(())
+    }
+    fn page_end(&mut self, _: &clankie_engine::page::Page) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn warning(&mut self, line: &str) {
+        self.warnings.push(line.to_string());
+    }
+}
+
+impl crate::driver::follow::HostFeedSink for Given {
+    fn session(&mut self, _: &clankie_engine::session::SessionFile, _: Option<&str>) {}
+}
+
+#[tokio::test]
+async fn an_idle_host_wide_follow_of_a_database_fetches_its_headers_each_poll() {
+    use crate::driver::follow::{FollowOptions, HostFeed};
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, entry) = opencode_database_of(dir.path(), 3000, 10);
+    let host = Counting::new();
+    let reader = crate::driver::Reader::new(&host);
+    let root = clankie_model::RootSpec {
+        harness: entry.harness,
+        dir: Some(dir.path().as_os_str().as_encoded_bytes().to_vec()),
+    };
+    let mut feed = HostFeed::new(&reader, vec![root]);
+    let options = FollowOptions {
+        interval: std::time::Duration::from_millis(1),
+        strict: false,
+        redact: true,
+        polls: None,
+    };
+    feed.start(&options).await.unwrap();
+    assert_eq!(feed.followed(), 2);
+    let started = host.take();
+    let mut given = Given::default();
+    for poll in 0..5 {
+        feed.poll(&options, &mut given).await.unwrap();
+        let fetched = host.take();
+        // The two headers, not the first pages again nor a page of the session table.
+        assert!(
+            fetched <= 4 * 1024,
+            "poll {poll}: {fetched} bytes (the start: {started})"
+        );
+    }
+    assert!(given.records.is_empty() && given.warnings.is_empty());
+    // A message committed into the WAL is given by the next poll, once.
+    writer
+        .execute_batch(
+            "INSERT INTO message VALUES ('msg_99999999', 'ses_read', 99999, 99999,
+               '{\"role\":\"user\",\"time\":{\"created\":99999}}');
+             INSERT INTO part VALUES ('prt_999999990', 'msg_99999999', 'ses_read', 99999, 99999,
+               '{\"type\":\"text\",\"text\":\"new\"}');
+             UPDATE session SET time_updated = 99999000 WHERE id = 'ses_read';",
+        )
+        .unwrap();
+    feed.poll(&options, &mut given).await.unwrap();
+    assert_eq!(given.records, ["prt_999999990"], "{:?}", given.warnings);
+    assert!(host.take() > 0);
+    // Idle again: the headers, with the new frames' pages kept.
+    feed.poll(&options, &mut given).await.unwrap();
+    assert_eq!(given.records.len(), 1);
+    let fetched = host.take();
+    assert!(fetched <= 4 * 1024, "{fetched} bytes");
 }
