@@ -61,7 +61,7 @@ pub async fn read_around<H: Host>(
     loop {
         if let Some(at) = position(&page, id) {
             let (mut records, earlier) = match before {
-                Some(before) => (before.records, before.older || page.older),
+                Some(before) => (before.records, before.older),
                 None => (Vec::new(), page.older),
             };
             let at = at + records.len();

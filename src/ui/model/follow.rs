@@ -18,6 +18,9 @@ pub const MAX_FOLLOWED_RECORDS: usize = 5_000;
 /// Below this width a line names its session by id alone, without the project.
 const NARROW: usize = 60;
 
+/// How the text renderer starts the line of a new day.
+const DAY_LINE: &str = "── ";
+
 /// What the loop must do for a host-wide follow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FollowAction {
@@ -54,6 +57,9 @@ pub struct HostFollow {
     pub lines: Vec<String>,
     pub width: usize,
     pub top: usize,
+    /// The last day line drawn: a run of records of the same day as the run before it goes
+    /// without one.
+    day: Option<String>,
     /// One line from the follow (a dropped connection, a retry), until the next.
     pub warning: Option<String>,
 }
@@ -69,6 +75,7 @@ impl HostFollow {
             lines: Vec::new(),
             width,
             top: 0,
+            day: None,
             warning: None,
         }
     }
@@ -80,6 +87,7 @@ impl HostFollow {
     /// The lines again (after a resize, or records let go at the bound).
     fn relayout(&mut self) {
         self.lines.clear();
+        self.day = None;
         let split = self.new_from.unwrap_or(self.records.len());
         let lines = self.render(0..split);
         self.lines.extend(lines);
@@ -91,8 +99,9 @@ impl HostFollow {
     }
 
     /// The lines of `records[range]`: each run of one session's records rendered together,
-    /// every line led by the session's label.
-    fn render(&self, range: std::ops::Range<usize>) -> Vec<String> {
+    /// every line led by the session's label; a day's line once, unlabelled, where the day
+    /// changes.
+    fn render(&mut self, range: std::ops::Range<usize>) -> Vec<String> {
         let records = &self.records[range];
         let mut lines = Vec::new();
         let mut start = 0;
@@ -109,6 +118,13 @@ impl HostFollow {
                 .map(|f| f.record.clone())
                 .collect();
             for line in record_lines(&run_records, Kinds::default(), width, None) {
+                if line.starts_with(DAY_LINE) {
+                    if self.day.as_ref() != Some(&line) {
+                        lines.push(line.clone());
+                        self.day = Some(line);
+                    }
+                    continue;
+                }
                 lines.push(format!("{label}{line}"));
             }
             start += run;
@@ -137,7 +153,7 @@ impl HostFollow {
 pub fn label(session: &str, cwd: Option<&str>, width: usize) -> String {
     let id: String = session.chars().take(8).collect();
     if width < NARROW {
-        return plain(&format!("{id:<8} │ "));
+        return plain(&format!("{id:<8}│"));
     }
     let project = cwd
         .map(|c| c.trim_end_matches(['/', '\\']))
@@ -448,8 +464,9 @@ mod tests {
         let mut app = following(40);
         app.follow_records("devbox", vec![followed("aaaa1111", "a2", "alpha grew")]);
         let shown = screen(&app);
-        let line = shown.lines().find(|l| l.contains("alpha grew")).unwrap();
-        assert!(line.starts_with("aaaa1111 │ "), "{line}");
+        let line = shown.lines().find(|l| l.contains("alpha grew"));
+        let line = line.unwrap_or_else(|| panic!("{shown}"));
+        assert!(line.starts_with("aaaa1111│"), "{line}");
         assert!(shown.lines().all(|l| l.chars().count() <= 40), "{shown}");
         // Wider again: the project comes back.
         app.resize(100, 24);
