@@ -329,7 +329,9 @@ fn grep_at(cols: u16, rows: u16) {
     pane.wait_for("far away");
 
     pane.keys(&["s", "answer number 12\\b", "Enter"]);
-    let hits = pane.wait_until(|s| s.contains("▸ down: failed") && !s.contains("searching…"));
+    let hits = pane.wait_until(|s| {
+        s.contains("· 2 hits") && s.contains("▸ down: failed") && !s.contains("searching…")
+    });
     let local = hits
         .find(&format!("local  {}", &SESSION[..8]))
         .expect(&hits);
@@ -339,8 +341,8 @@ fn grep_at(cols: u16, rows: u16) {
 
     // The remote hit: its session opened at the answer, far from its newest records.
     pane.keys(&["G", "Enter"]);
-    let opened = pane.wait_for("answer number 12");
-    assert!(opened.contains("prompt number 12 far away"), "{opened}");
+    let opened = pane.wait_for("prompt number 12 far away");
+    assert!(opened.contains("answer number 12"), "{opened}");
     assert!(
         !opened.contains(&format!("answer number {}", REMOTE_TURNS - 1)),
         "{opened}"
