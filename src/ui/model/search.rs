@@ -559,6 +559,38 @@ mod tests {
     }
 
     #[test]
+    fn a_narrow_pane_leaves_out_the_time_and_the_wheel_moves_the_selection() {
+        let mut app = searching();
+        app.resize(40, 12);
+        let hits = (0..20)
+            .map(|i| {
+                hit(
+                    "devbox",
+                    "bbbb2222",
+                    &format!("r{i}"),
+                    &format!("deploy step {i} of the long rollout"),
+                )
+            })
+            .collect();
+        app.search_hits(1, hits);
+        let shown = screen(&app);
+        assert!(shown.lines().all(|l| l.chars().count() <= 40), "{shown}");
+        assert!(
+            shown.contains("devbox bbbb2222 deploy step 0 of the l…"),
+            "{shown}"
+        );
+        assert!(!shown.contains("10:17"), "{shown}");
+        let wheel = crossterm::event::MouseEvent {
+            kind: crossterm::event::MouseEventKind::ScrollDown,
+            column: 0,
+            row: 0,
+            modifiers: KeyModifiers::NONE,
+        };
+        app.mouse(wheel);
+        assert_eq!(app.search.as_ref().unwrap().selected, 3);
+    }
+
+    #[test]
     fn the_line_of_a_match_is_its_own() {
         let text = "one\ntwo deploy three\nfour";
         let at = text.find("deploy").unwrap();
