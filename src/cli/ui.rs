@@ -30,6 +30,10 @@ use clankie_model::Record;
 use clankie_model::limits::{FIRST_TAIL_WINDOW_BYTES, MAX_LIMIT};
 use clankie_model::sanitize::sanitize_line;
 
+mod follow;
+mod reading;
+mod search;
+
 /// The newest sessions of each host the list holds (their heads are read for the titles).
 const SESSIONS_PER_HOST: usize = 500;
 
@@ -63,6 +67,8 @@ enum Message {
     Opened(SessionRow, Result<(Vec<Record>, bool), String>),
     Resume(SessionRow, String),
     Grew(SessionRow, Vec<Record>),
+    Search(search::Event),
+    Follow(follow::Event),
 }
 
 /// The terminal as the view leaves it on every way out (raw mode off, the main screen back).
@@ -133,6 +139,8 @@ pub(super) async fn run(global: &GlobalArgs, args: UiArgs) -> Result<Outcome, Er
     }
     let input = tx.clone();
     std::thread::spawn(move || read_input(&input));
+    let mut searcher = search::Searcher::new(opened.clone(), tx.clone(), interval);
+    let mut follower = follow::Follower::new(opened.clone(), tx.clone(), interval);
 
     let guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
@@ -166,6 +174,14 @@ pub(super) async fn run(global: &GlobalArgs, args: UiArgs) -> Result<Outcome, Er
                 app.grew(&row, records);
                 Action::None
             }
+            Message::Search(event) => {
+                search::apply(&mut app, event);
+                Action::None
+            }
+            Message::Follow(event) => {
+                follow::apply(&mut app, event);
+                Action::None
+            }
         };
         match action {
             Action::None => {}
@@ -191,6 +207,10 @@ pub(super) async fn run(global: &GlobalArgs, args: UiArgs) -> Result<Outcome, Er
                 }
             }
             Action::Copy(text) => copy(&text)?,
+            Action::Search(action) => searcher.act(action, &app, &mut reading, |host| {
+                remote(&ctx, global, host)
+            }),
+            Action::Follow(action) => follower.act(action),
         }
     }
     if let Some(task) = reading.take() {

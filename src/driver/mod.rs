@@ -19,11 +19,13 @@
 //! - `resume`: the command that resumes a session;
 //! - [`request`]: a read as the CLI and the MCP server ask for it, built once for both;
 //! - [`retry`]: which host errors are tried again, for `--follow`, `check` and MCP;
-//! - [`follow`], [`heads`], [`search`]: following, titles for `ls`, `grep` over a host.
+//! - [`follow`], [`heads`], [`search`]: following, titles for `ls`, `grep` over a host;
+//! - [`around`]: a session read around one of its records (a search hit opened in `ui`).
 //!
 //! [`read_page`]: Reader::read_page
 //! [`read_to_end`]: Reader::read_to_end
 
+pub mod around;
 pub mod follow;
 pub mod heads;
 mod lines;

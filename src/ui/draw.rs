@@ -14,12 +14,17 @@ use super::keys::KEYS;
 use super::lines::{NEW_MARKER, plain};
 use super::model::{App, HostState, SessionRow, SessionState};
 
+mod follow;
+mod search;
+
 /// Draws the whole frame.
 pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let area = frame.area();
-    match &app.session {
-        Some(session) => draw_session(frame, app, session, area),
-        None => draw_list(frame, app, area),
+    match (&app.session, &app.follow, &app.search) {
+        (Some(session), _, _) => draw_session(frame, app, session, area),
+        (None, Some(f), _) => follow::draw_follow(frame, app, f, area),
+        (None, None, Some(g)) => search::draw_search(frame, app, g, area),
+        (None, None, None) => draw_list(frame, app, area),
     }
     if app.help {
         draw_help(frame, app, area);
@@ -152,10 +157,14 @@ fn draw_list(frame: &mut Frame<'_>, app: &App, area: Rect) {
         ..area
     };
     frame.render_widget(Paragraph::new(lines), body);
-    let status = app
-        .status
-        .clone()
-        .unwrap_or_else(|| "Enter open · / filter · ? help · q quit".to_string());
+    let status = app.status.clone().unwrap_or_else(|| {
+        if width >= 72 {
+            "Enter open · / filter · s search · F follow host · ? help · q quit"
+        } else {
+            "Enter open · / filter · s search · ? help"
+        }
+        .to_string()
+    });
     draw_status(frame, app, area, &status);
 }
 
@@ -273,12 +282,14 @@ fn draw_session(frame: &mut Frame<'_>, app: &App, s: &SessionState, area: Rect) 
             bold(),
         ));
     }
+    let hit = s.hit.as_ref().map_or(0..0, |h| h.lines.clone());
     lines.extend(
         s.lines
             .iter()
+            .enumerate()
             .skip(s.top)
             .take(body)
-            .map(|line| body_line(app, line)),
+            .map(|(i, line)| hit_marked(app, body_line(app, line), hit.contains(&i))),
     );
     frame.render_widget(Paragraph::new(lines), area);
     let status = if s.search.active {
@@ -308,11 +319,26 @@ fn draw_session(frame: &mut Frame<'_>, app: &App, s: &SessionState, area: Rect) 
     draw_status(frame, app, area, &status);
 }
 
-fn draw_help(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let screen = if app.session.is_some() {
-        "session"
+/// A line of the record a global search's hit opened the session at: bold, on a colour when
+/// colours are on.
+fn hit_marked(app: &App, line: Line<'static>, hit: bool) -> Line<'static> {
+    if !hit {
+        return line;
+    }
+    let style = if app.color {
+        bold().bg(Color::Indexed(236))
     } else {
-        "session list"
+        bold()
+    };
+    line.patch_style(style)
+}
+
+fn draw_help(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let screen = match (&app.session, &app.follow, &app.search) {
+        (Some(_), _, _) => "session",
+        (None, Some(_), _) => "host follow",
+        (None, None, Some(_)) => "search hits",
+        (None, None, None) => "session list",
     };
     let mut lines = Vec::new();
     for (name, keys) in KEYS

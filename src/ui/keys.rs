@@ -12,7 +12,33 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
             ("Enter", "open the session"),
             ("/ or typing", "filter by title, project, harness, host"),
             ("Esc", "clear the filter"),
+            ("s", "search every host (grep): its hits listed"),
+            (
+                "F",
+                "follow every session of the selected session's host (or of the host the filter names)",
+            ),
             ("q", "quit"),
+        ],
+    ),
+    (
+        "search hits",
+        &[
+            ("j k ↓ ↑", "move down, up"),
+            ("PgDn PgUp", "a page down, up"),
+            ("g G", "first, last hit"),
+            ("Enter", "open the session at the hit"),
+            ("Esc", "stop the search; then back to the list"),
+            ("s /", "search again"),
+            ("q", "back to the list"),
+        ],
+    ),
+    (
+        "host follow",
+        &[
+            ("j k ↓ ↑", "a line down, up"),
+            ("Space b", "a page down, up"),
+            ("g G", "first line, the end (new records)"),
+            ("q Esc", "stop following, back to the list"),
         ],
     ),
     (
@@ -31,7 +57,10 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
             ("q Esc", "back to the list"),
         ],
     ),
-    ("anywhere", &[("?", "this help"), ("Ctrl-C", "quit")]),
+    (
+        "anywhere",
+        &[("?", "this help"), ("wheel", "scroll"), ("Ctrl-C", "quit")],
+    ),
 ];
 
 /// The key table as plain text, one key a line under each screen's name (for `--help`).

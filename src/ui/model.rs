@@ -8,6 +8,12 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKi
 use super::lines::{Kinds, record_lines};
 use clankie_model::Record;
 
+pub mod follow;
+pub mod search;
+
+use follow::{FollowAction, HostFollow};
+use search::{GlobalSearch, HitView, SearchAction};
+
 /// A session as the list shows it: what `ls` knows of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRow {
@@ -61,6 +67,10 @@ pub enum Action {
     Close,
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
+    /// The global search's ([`search`]).
+    Search(SearchAction),
+    /// The host-wide follow's ([`follow`]).
+    Follow(FollowAction),
 }
 
 /// A line entered at the bottom of the screen: the list's filter or a search.
@@ -143,6 +153,8 @@ pub struct SessionState {
     pub width: usize,
     /// The first line shown.
     pub top: usize,
+    /// Opened at a global search's hit: the hit's record, and the records after those read.
+    pub hit: Option<HitView>,
 }
 
 impl SessionState {
@@ -163,12 +175,14 @@ impl SessionState {
             lines: Vec::new(),
             width,
             top: 0,
+            hit: None,
         }
     }
 
     /// The lines again, after the records, the kinds or the width changed.
     fn relayout(&mut self) {
         self.lines = record_lines(&self.records, self.kinds, self.width, self.new_from);
+        HitView::place(self);
     }
 
     fn note(&mut self, records: &[Record]) {
@@ -210,6 +224,10 @@ impl SessionState {
 pub struct App {
     pub list: ListState,
     pub session: Option<SessionState>,
+    /// The global search, over the list (and under a session opened from it).
+    pub search: Option<GlobalSearch>,
+    /// The host-wide follow, over the list.
+    pub follow: Option<HostFollow>,
     /// The help screen is up.
     pub help: bool,
     /// Colours may be used (not under `NO_COLOR` or `--color never`).
@@ -239,6 +257,8 @@ impl App {
                 ..ListState::default()
             },
             session: None,
+            search: None,
+            follow: None,
             help: false,
             color,
             size,
@@ -260,7 +280,9 @@ impl App {
     /// The terminal was resized.
     pub fn resize(&mut self, cols: u16, rows: u16) {
         let was = self.body_rows();
+        let follow_at_end = self.follow_at_end();
         self.size = (cols, rows);
+        self.follow_resized(follow_at_end);
         let body = self.body_rows();
         if let Some(s) = &mut self.session {
             let at_end = s.top >= s.last_top(was);
@@ -380,7 +402,12 @@ impl App {
             return Action::None;
         }
         if self.session.is_some() {
-            self.session_key(key)
+            let action = self.session_key(key);
+            self.ask_later(action)
+        } else if self.follow.is_some() {
+            self.follow_key(key)
+        } else if self.search.is_some() {
+            self.search_key(key)
         } else {
             self.list_key(key)
         }
@@ -408,6 +435,8 @@ impl App {
             KeyCode::Char('g') | KeyCode::Home => list.selected = 0,
             KeyCode::Char('G') | KeyCode::End => list.selected = last,
             KeyCode::Esc => list.filter = Prompt::default(),
+            KeyCode::Char('s') => self.search_prompt(),
+            KeyCode::Char('F') => return self.follow_host(),
             KeyCode::Char('/') => {
                 list.filter = Prompt {
                     text: String::new(),

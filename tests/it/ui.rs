@@ -58,10 +58,15 @@ struct Pane {
 
 impl Pane {
     fn start(home: &Path, cols: u16, rows: u16) -> Pane {
+        Pane::start_with(home, cols, rows, "")
+    }
+
+    /// [`Pane::start`] with global options (`--ssh-config FILE`) before `ui`.
+    fn start_with(home: &Path, cols: u16, rows: u16, options: &str) -> Pane {
         let socket = home.join("tmux.sock");
         let command = format!(
             "env -i PATH={path} HOME={home} TZ=UTC TERM=xterm-256color NO_COLOR=1 \
-             CLANKIE_HOSTS={home}/hosts.toml {BIN} ui --interval 0.2",
+             CLANKIE_HOSTS={home}/hosts.toml {BIN} {options} ui --interval 0.2",
             path = std::env::var("PATH").unwrap_or_default(),
             home = home.display(),
         );
@@ -116,6 +121,43 @@ impl Pane {
                 "the screen never showed {needle:?}:\n{screen}"
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Pane {
+    /// The screen once `done` holds for it (and it shows no `reading…`); panics after 20 s.
+    fn wait_until(&self, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if done(&screen) && !screen.contains("reading…") {
+                std::thread::sleep(Duration::from_millis(100));
+                return self.screen();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the screen never got there:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Presses `key` until the screen satisfies `done` (each press may read more); panics
+    /// after 20 s.
+    fn press_until(&self, key: &str, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            self.keys(&[key]);
+            std::thread::sleep(Duration::from_millis(200));
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "pressing {key} never got there:\n{screen}"
+            );
         }
     }
 }
@@ -248,4 +290,142 @@ fn ui_a_transcript_of_escape_sequences_never_drives_the_terminal() {
     );
     pane.keys(&["q"]);
     pane.wait_for("session");
+}
+
+/// A session of this many turns on the test sshd's user `ck_dash`, listed as host `remote`.
+const REMOTE: &str = "c0ffee00-0000-4000-8000-000000000003";
+const REMOTE_TURNS: usize = 150;
+
+/// Searches `local`, a host over the test sshd and the refusing host `down` for one answer:
+/// the hits of both hosts listed (in the hosts' order), the failing host on its row; the
+/// remote hit opens its session at the hit, which is far before the newest page, and the
+/// pages after it are read on the way down.
+fn grep_at(cols: u16, rows: u16) {
+    if !require_tool("tmux") {
+        return;
+    }
+    let Some(sshd) = crate::common::sshd::sshd_or_skip() else {
+        return;
+    };
+    let (home, _) = home();
+    let user = "ck_dash";
+    let base = format!("ui-grep-{}-{cols}", std::process::id());
+    let file = sshd.put_file(
+        user,
+        Path::new(&base).join(format!(".claude/projects/-w-remote/{REMOTE}.jsonl")),
+        session_lines(REMOTE, 0, REMOTE_TURNS, " far away").as_bytes(),
+    );
+    let hosts = home.path().join("hosts.toml");
+    let mut toml = std::fs::read_to_string(&hosts).unwrap();
+    toml += &format!(
+        "[hosts.remote]\nssh = \"{}\"\nroots = {{ claude = \"{}\" }}\n",
+        sshd.alias(user),
+        sshd.home(user).join(&base).join(".claude").display()
+    );
+    std::fs::write(&hosts, toml).unwrap();
+    let options = format!("--ssh-config {}", sshd.ssh_config().display());
+    let pane = Pane::start_with(home.path(), cols, rows, &options);
+    pane.wait_for("▸ down: failed");
+    pane.wait_for("far away");
+
+    pane.keys(&["s", "answer number 12\\b", "Enter"]);
+    let hits = pane.wait_until(|s| {
+        s.contains("· 2 hits") && s.contains("▸ down: failed") && !s.contains("searching…")
+    });
+    let local = hits
+        .find(&format!("local  {}", &SESSION[..8]))
+        .expect(&hits);
+    let remote = hits.find(&format!("remote {}", &REMOTE[..8])).expect(&hits);
+    assert!(local < remote, "{hits}");
+    insta::assert_snapshot!(format!("ui_grep_hits_{cols}x{rows}"), stable(&hits));
+
+    // The remote hit: its session opened at the answer, far from its newest records.
+    pane.keys(&["G", "Enter"]);
+    let opened = pane.wait_for("prompt number 12 far away");
+    assert!(opened.contains("answer number 12"), "{opened}");
+    assert!(
+        !opened.contains(&format!("answer number {}", REMOTE_TURNS - 1)),
+        "{opened}"
+    );
+    insta::assert_snapshot!(format!("ui_grep_opened_{cols}x{rows}"), stable(&opened));
+
+    // Down to the end: the pages after the hit's are read as the view gets there.
+    let last = format!("answer number {}", REMOTE_TURNS - 1);
+    let end = pane.press_until("G", |s| s.contains(&last));
+    assert!(!end.contains("── new records ──"), "{end}");
+
+    pane.keys(&["q"]);
+    pane.wait_for("hits");
+    pane.keys(&["q"]);
+    pane.wait_for("sessions");
+    pane.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(file.ancestors().nth(4).unwrap());
+}
+
+#[test]
+fn ui_grep_across_hosts_at_80x24() {
+    grep_at(80, 24);
+}
+
+#[test]
+fn ui_grep_across_hosts_at_120x40() {
+    grep_at(120, 40);
+}
+
+/// Follows every session of `local` from the list: the newest records of its sessions, the
+/// marker, then a record appended to each of two sessions, each once; a session created while
+/// the view is open joins the list.
+fn follow_host_at(cols: u16, rows: u16) {
+    if !require_tool("tmux") {
+        return;
+    }
+    let (home, session) = home();
+    let pane = Pane::start(home.path(), cols, rows);
+    pane.wait_for("▸ down: failed");
+    pane.wait_for("of the older one");
+    pane.keys(&["F"]);
+    pane.wait_until(|s| {
+        s.contains("following local · 2 sessions") && s.contains("── new records ──")
+    });
+
+    let other = session.with_file_name(format!("{OTHER}.jsonl"));
+    for (path, id, from, extra) in [
+        (&session, SESSION, 40, " late"),
+        (&other, OTHER, 2, " late too"),
+    ] {
+        let mut file = std::fs::File::options().append(true).open(path).unwrap();
+        std::io::Write::write_all(&mut file, session_lines(id, from, 1, extra).as_bytes()).unwrap();
+        pane.wait_for(&format!("prompt number {from}{extra}"));
+    }
+    let grown = pane.wait_for("answer number 2");
+    let marker = grown.find("── new records ──").expect("the marker");
+    for said in ["prompt number 40 late", "prompt number 2 late too"] {
+        assert_eq!(grown.matches(said).count(), 1, "{grown}");
+        assert!(grown.find(said).unwrap() > marker, "{grown}");
+    }
+    assert!(grown.find("answer number 39").unwrap() < marker, "{grown}");
+    insta::assert_snapshot!(format!("ui_follow_{cols}x{rows}"), stable(&grown));
+
+    // A session begun while the view is open: followed from its start, and in the list after.
+    const NEW: &str = "5e55e55e-0000-4000-8000-000000000004";
+    std::fs::write(
+        session.with_file_name(format!("{NEW}.jsonl")),
+        session_lines(NEW, 0, 1, " of a new session"),
+    )
+    .unwrap();
+    pane.wait_for("prompt number 0 of a new session");
+    pane.keys(&["q"]);
+    let list = pane.wait_for("3 sessions");
+    assert!(list.contains(&NEW[..8]), "{list}");
+    pane.keys(&["q"]);
+}
+
+#[test]
+fn ui_follows_a_host_at_80x24() {
+    follow_host_at(80, 24);
+}
+
+#[test]
+fn ui_follows_a_host_at_120x40() {
+    follow_host_at(120, 40);
 }

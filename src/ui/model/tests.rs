@@ -10,9 +10,9 @@ use crate::ui::draw::draw;
 use crate::ui::lines::{NEW_MARKER, test_record};
 use clankie_model::TextKind;
 
-const NOW: i64 = 1_800_000_000;
+pub(super) const NOW: i64 = 1_800_000_000;
 
-fn row(host: &str, id: &str, ago: i64, title: &str) -> SessionRow {
+pub(super) fn row(host: &str, id: &str, ago: i64, title: &str) -> SessionRow {
     SessionRow {
         host: host.into(),
         harness: "claude".into(),
@@ -34,7 +34,7 @@ fn typed(app: &mut App, text: &str) {
     }
 }
 
-fn frame(app: &App) -> ratatui::buffer::Buffer {
+pub(super) fn frame(app: &App) -> ratatui::buffer::Buffer {
     let (w, h) = app.size;
     let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
     terminal.draw(|f| draw(f, app)).unwrap();
@@ -42,7 +42,7 @@ fn frame(app: &App) -> ratatui::buffer::Buffer {
 }
 
 /// The frame's text, one line a row, trailing blanks cut.
-fn screen(app: &App) -> String {
+pub(super) fn screen(app: &App) -> String {
     let buffer = frame(app);
     let (w, h) = app.size;
     (0..h)
