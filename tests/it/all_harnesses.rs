@@ -64,7 +64,9 @@ fn copy_tree(from: &Path, to: &Path) {
 fn database(db: &Path, sql: &str) {
     std::fs::create_dir_all(db.parent().unwrap()).unwrap();
     let conn = Connection::open(db).unwrap();
-    conn.execute_batch(sql).unwrap();
+    if let Err(e) = conn.execute_batch(sql) {
+        panic!("{}: {e:?}", db.display());
+    }
 }
 
 /// Places harness `name`'s session under `home` (its default home), or under `roots_dir` and
@@ -279,6 +281,8 @@ impl EveryHarness {
     fn new(base: Option<&Path>) -> EveryHarness {
         let dir = tempfile::tempdir().unwrap();
         let base = base.unwrap_or(dir.path()).to_path_buf();
+        // A base left by an earlier run is made again.
+        let _ = std::fs::remove_dir_all(&base);
         let home = base.join("home");
         let roots_dir = base.join("roots");
         std::fs::create_dir_all(&home).unwrap();
@@ -435,4 +439,5 @@ fn ls_over_ssh_lists_every_harness_session_once_with_its_title_and_cwd() {
     args.retain(|a| *a != "--json");
     let out = run_ssh(sshd, client_home.path(), &args);
     remote.assert_text(&out, "ssh text");
+    let _ = std::fs::remove_dir_all(user_home.join("every-roots-base"));
 }
