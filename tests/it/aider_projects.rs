@@ -187,7 +187,7 @@ fn projects_below_a_root_are_each_one_session_down_to_four_directories() {
             &["--root", &spec, "read", &target, "--all", "--json"],
         );
         let title = &sessions.iter().find(|s| s.0 == id).unwrap().1;
-        assert_eq!(prompts(&out), [title.clone()], "{cwd}");
+        assert_eq!(prompts(&out), std::slice::from_ref(title), "{cwd}");
     }
 }
 

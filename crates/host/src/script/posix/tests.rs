@@ -2951,7 +2951,7 @@ fn project_tree(base: &Path) -> (PathBuf, Vec<Vec<u8>>) {
         format!("a/node_modules/pkg/{H}"),
         format!("a/.venv/lib/{H}"),
         format!("a/b/__pycache__/{H}"),
-        format!("a/notes.md"),
+        "a/notes.md".to_string(),
         format!("a/old{H}"),
     ] {
         write(projects.join(rel), b"#### not listed\n");
