@@ -118,7 +118,7 @@ fn powershell_scripts_print_the_encoded_command() {
     let nonce = nonce_in(&script, "$nonce='");
     insta::assert_snapshot!("powershell_list", script.replace(&nonce, "NONCE"));
 
-    // Aider has no home: its listing is of the project directories given.
+    // Aider has no home: its listing walks the trees of projects given.
     let (exec, payload) = split(&run(
         tmp.path(),
         &[
@@ -142,7 +142,13 @@ fn powershell_scripts_print_the_encoded_command() {
     assert_eq!(
         aider,
         // The directory travels base64-encoded: `C:\Users\me\proj`.
-        ["L 'aider' (D 'QzpcVXNlcnNcbWVccHJvag==') 0 @() @() @() @('.aider.chat.history.md')"],
+        // A tree of projects: the root itself (`''`), four directories down, and the
+        // directories such a walk never enters.
+        [
+            "L 'aider' (D 'QzpcVXNlcnNcbWVccHJvag==') 4 @('') @() @('.aider.chat.history.md') @() \
+             @('.git','.hg','.svn','.jj','node_modules','.venv','__pycache__','.tox','.mypy_cache',\
+             '.pytest_cache')"
+        ],
         "{script}"
     );
 

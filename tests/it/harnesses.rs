@@ -1486,7 +1486,10 @@ fn aider_0_86_2_history_is_one_session_of_prompts_and_answers() {
         .filter(|l| l["harness"] == "aider")
         .collect();
     assert_eq!(listed.len(), 1, "{listed:#?}");
-    assert_eq!(listed[0]["session"], "aider-20261206-033628");
+    // The first run's start, and a hash of the project directory.
+    let id = listed[0]["session"].as_str().unwrap();
+    assert!(id.starts_with("aider-20261206-033628-"), "{id}");
+    assert_eq!(id.len(), "aider-20261206-033628-".len() + 8, "{id}");
     assert_eq!(
         listed[0]["title"],
         "compat turn one: run the marker command"

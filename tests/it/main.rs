@@ -5,6 +5,8 @@
 // Test modules share helpers with `pub`; the binary has no public API to keep narrow.
 #![allow(unreachable_pub)]
 
+mod aider_projects;
+mod all_harnesses;
 mod architecture;
 mod batch_reads;
 mod cache;

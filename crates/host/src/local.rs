@@ -15,8 +15,8 @@ use super::{FileRef, Host, HostError, LocalFile, check_ranges, check_relative_pa
 #[cfg(windows)]
 use crate::windows_shims::{MetadataExt, OsStrExt};
 use clankie_model::{
-    ByteRange, FileEntry, Listing, ListingBudget, ListingOverCap, ReadResult, ResolvedRoot,
-    RootSpec, display_path,
+    ByteRange, FileEntry, ListSpec, Listing, ListingBudget, ListingOverCap, ReadResult,
+    ResolvedRoot, RootSpec, display_path,
 };
 
 /// Reads asking this many bytes or more run on the blocking pool (see [`LocalHost`]'s `read`).
@@ -167,6 +167,9 @@ impl LocalHost {
                 dir: root_bytes.to_vec(),
                 exists,
             });
+            // A project tree (`ListSpec::PROJECT_TREE`, the empty subdir) is the root itself:
+            // its paths start at its entries' names, and its tool trees are never entered.
+            let project_tree = list_spec.walks_project_tree();
             let mut stack: Vec<(PathBuf, Vec<u8>, u32)> = subdirs
                 .iter()
                 .map(|sub| (canonical.join(sub), sub.as_bytes().to_vec(), 0u32))
@@ -185,10 +188,14 @@ impl LocalHost {
                         continue;
                     };
                     let mut child_rel = rel.clone();
-                    child_rel.push(b'/');
+                    if !child_rel.is_empty() {
+                        child_rel.push(b'/');
+                    }
                     child_rel.extend_from_slice(name);
                     if meta.is_dir() {
-                        if depth < list_spec.max_depth {
+                        if depth < list_spec.max_depth
+                            && !(project_tree && ListSpec::skips_project_dir(name))
+                        {
                             stack.push((entry.path(), child_rel, depth + 1));
                         }
                     } else if meta.is_file() && list_spec.matches_name(name) {

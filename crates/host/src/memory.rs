@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{FileRef, Host, HostError, check_ranges, check_relative_path};
 use clankie_model::{
-    ByteRange, FileEntry, Harness, Listing, ReadResult, ResolvedRoot, RootSpec, display_path,
+    ByteRange, FileEntry, Harness, ListSpec, Listing, ReadResult, ResolvedRoot, RootSpec,
+    display_path,
 };
 
 /// The home directory of a [`MemoryHost::new`] host.
@@ -391,11 +392,16 @@ impl State {
                 });
                 continue;
             }
+            // The empty subdir (`ListSpec::PROJECT_TREE`) is the root itself.
+            let subdir_path = |sub: &str| match sub {
+                ListSpec::PROJECT_TREE => dir.clone(),
+                sub => join(&dir, sub.as_bytes()),
+            };
             let subdirs: Vec<&str> = list_spec
                 .subdirs
                 .iter()
                 .copied()
-                .filter(|sub| self.is_dir(&join(&dir, sub.as_bytes())))
+                .filter(|sub| self.is_dir(&subdir_path(sub)))
                 .collect();
             // One copy of the root, shared by its files.
             let shared: Arc<[u8]> = dir.as_slice().into();
@@ -414,17 +420,27 @@ impl State {
                 exists: !subdirs.is_empty() || tops > 0,
             });
             for sub in subdirs {
-                let sub_path = join(&dir, sub.as_bytes());
+                let sub_path = subdir_path(sub);
+                let project_tree = sub == ListSpec::PROJECT_TREE;
                 // Every name is listed, a newline in it or not, as the local host lists it.
                 for (rest, file) in self.below(&sub_path) {
                     let components: Vec<&[u8]> = rest.split(|&b| b == b'/').collect();
                     let Some(file) = file else { continue };
                     let depth = components.len() - 1;
                     let name = components[depth];
+                    let skipped = project_tree
+                        && components[..depth]
+                            .iter()
+                            .any(|dir| ListSpec::skips_project_dir(dir));
                     if depth as u64 <= u64::from(list_spec.max_depth)
+                        && !skipped
                         && list_spec.matches_name(name)
                     {
-                        let rel = join(sub.as_bytes(), rest);
+                        let rel = if project_tree {
+                            rest.to_vec()
+                        } else {
+                            join(sub.as_bytes(), rest)
+                        };
                         listing.files.push(entry(spec.harness, &shared, &rel, file));
                     }
                 }

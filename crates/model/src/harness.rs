@@ -176,9 +176,9 @@ pub struct DefaultHome {
 
 /// Which files under a harness home are transcripts: regular files at most `max_depth`
 /// directories below one of `<home>/<subdir>` whose path ends in one of `suffixes`. A suffix
-/// starting with `/` is a whole file name (`/chat_history.jsonl`); subdirs are single names.
-/// Also every regular file directly in the home named exactly one of `top_files` (a database
-/// and its WAL).
+/// starting with `/` is a whole file name (`/chat_history.jsonl`); subdirs are single names,
+/// or [`ListSpec::PROJECT_TREE`], the root itself. Also every regular file directly in the
+/// home named exactly one of `top_files` (a database and its WAL).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListSpec {
     pub subdirs: &'static [&'static str],
@@ -188,11 +188,53 @@ pub struct ListSpec {
 }
 
 impl ListSpec {
+    /// The subdir that is the root itself, walked as a tree of the user's projects rather
+    /// than a harness's own home (aider writes its history in each project directory): the
+    /// walk starts at the root, listed paths have no subdir before them, and it never enters
+    /// a directory named one of [`ListSpec::PROJECT_TREE_SKIPS`]. It is a layout's only subdir.
+    pub const PROJECT_TREE: &'static str = "";
+
+    /// The directories a walk of [`ListSpec::PROJECT_TREE`] never enters: version control's
+    /// own stores and the dependency and tool trees that package managers and test runners
+    /// make inside a project. None is a project directory a person runs an agent in, and each
+    /// can hold thousands of directories. Ordinary words a project may be named (`build`,
+    /// `target`, `vendor`) and hidden directories at large (a project may be `~/.config/nvim`)
+    /// are walked. Compared byte for byte (a Windows host compares them ignoring case).
+    pub const PROJECT_TREE_SKIPS: &'static [&'static str] = &[
+        ".git",
+        ".hg",
+        ".svn",
+        ".jj",
+        "node_modules",
+        ".venv",
+        "__pycache__",
+        ".tox",
+        ".mypy_cache",
+        ".pytest_cache",
+    ];
+
+    /// Whether the walk is of the root itself ([`ListSpec::PROJECT_TREE`]).
+    pub fn walks_project_tree(&self) -> bool {
+        self.subdirs.contains(&Self::PROJECT_TREE)
+    }
+
+    /// Whether a walk of a project tree leaves out a directory of this name.
+    pub fn skips_project_dir(name: &[u8]) -> bool {
+        Self::PROJECT_TREE_SKIPS
+            .iter()
+            .any(|skip| skip.as_bytes() == name)
+    }
+
     /// What a warning about a root that holds none of [`ListSpec::subdirs`] adds: where under it
     /// sessions are looked for (` (sessions are read from its casts/, logs/ or scripts/
     /// directory)`); empty when they are looked for in the root itself.
     pub fn where_sessions_go(&self) -> String {
-        let dirs: Vec<String> = self.subdirs.iter().map(|d| format!("{d}/")).collect();
+        let dirs: Vec<String> = self
+            .subdirs
+            .iter()
+            .filter(|d| **d != Self::PROJECT_TREE)
+            .map(|d| format!("{d}/"))
+            .collect();
         match dirs.as_slice() {
             [] => String::new(),
             [one] => format!(" (sessions are read from its {one} directory)"),
@@ -283,5 +325,28 @@ mod tests {
         assert!(spec.matches_name(b"chat_history.json"));
         assert!(!spec.matches_name(b"old_chat_history.json"));
         assert!(!spec.matches_name(b"a.json"));
+    }
+
+    #[test]
+    fn a_project_tree_is_the_root_itself_without_its_tool_trees() {
+        let tree = ListSpec {
+            subdirs: &[ListSpec::PROJECT_TREE],
+            suffixes: &["/.history"],
+            max_depth: 4,
+            top_files: &[],
+        };
+        assert!(tree.walks_project_tree());
+        assert_eq!(tree.where_sessions_go(), "");
+        let home = ListSpec {
+            subdirs: &["sessions"],
+            ..tree
+        };
+        assert!(!home.walks_project_tree());
+        for skipped in [".git", "node_modules", ".venv"] {
+            assert!(ListSpec::skips_project_dir(skipped.as_bytes()), "{skipped}");
+        }
+        for walked in ["target", "build", ".config", "git", "node_modules2", ".GIT"] {
+            assert!(!ListSpec::skips_project_dir(walked.as_bytes()), "{walked}");
+        }
     }
 }

@@ -4,16 +4,25 @@
 //! and the model's answers as plain Markdown between them. Written by `aider-chat` 0.86
 //! (`tests/fixtures/aider-0.86.2/` is one history the real CLI wrote, over two runs).
 //!
-//! - There is no home: aider writes in the directory it runs in. It is read under roots the
-//!   user gives (`--root aider=DIR`, one per project directory, as often as needed); the
-//!   history is the root's own `.aider.chat.history.md` (hosts list a root's named files, not
-//!   a walk of its every directory).
+//! - There is no home: aider writes in the directory it runs in (the top of the enclosing git
+//!   repository). It is read under roots the user gives (`--root aider=DIR`, as often as
+//!   needed), each a tree of projects ([`ListSpec::PROJECT_TREE`]): the histories in the root
+//!   and in directories down to [`PROJECT_DEPTH`] below it. Four reaches a project from a
+//!   home kept as `~/src/github.com/<owner>/<project>` or `~/work/<client>/<area>/<project>`,
+//!   while a walk of a whole home stays a walk of its upper directories. Nothing below the root
+//!   is followed (a symlinked project is read under a root given at its target), and the
+//!   walk never enters version control's stores or dependency trees
+//!   ([`ListSpec::PROJECT_TREE_SKIPS`]: `.git`, `node_modules`, `.venv`, …).
 //! - A session is the whole file, not each run it holds: `aider --restore-chat-history` sends
 //!   the whole file back to the model, so the runs are one conversation; and a file's id must
 //!   not depend on what is appended to it. Each run's header is a notice record.
-//! - The id is the first run's start, `aider-YYYYMMDD-HHMMSS` (the file name is the same in
-//!   every project): stable as the file grows and wherever the project is copied. A file
-//!   without that header yet is named after its directory and a hash of its path.
+//! - The id is the first run's start and a hash of the project directory,
+//!   `aider-YYYYMMDD-HHMMSS-<8 hex digits>` (the file name is the same in every project):
+//!   stable as the file grows, and two projects under a root stay two sessions even when
+//!   their first runs began in the same second (a copied project keeps its history's header).
+//!   The directory is the root as the host resolved it (its physical path) joined with the
+//!   history's directory below it, so a project has one id under any root that reaches it. A
+//!   file without that header yet is named after its directory and the same hash.
 //! - Record ids are `o<byte offset>` of the block that starts the record: aider only appends.
 //! - Blocks: the header line; consecutive `#### ` lines (one prompt, a line each); a `> `
 //!   line and the lines that continue it up to a blank line (aider quotes only the first line
@@ -47,15 +56,18 @@ static TOOLS: ToolVocabulary = ToolVocabulary {
     ..ToolVocabulary::NONE
 };
 
+/// How many directories below a root a project may be (see the module doc).
+const PROJECT_DEPTH: u32 = 4;
+
 static LAYOUT: Layout = Layout {
     name: "aider",
     // No default root: a history is in each project (`--root aider=DIR`).
     default_home: DefaultHome::NONE,
     list: ListSpec {
-        subdirs: &[],
-        suffixes: &[],
-        max_depth: 0,
-        top_files: &[HISTORY],
+        subdirs: &[ListSpec::PROJECT_TREE],
+        suffixes: &["/.aider.chat.history.md"],
+        max_depth: PROJECT_DEPTH,
+        top_files: &[],
     },
     db_env: None,
     storage: Storage::Files,
@@ -82,15 +94,20 @@ impl Format for Aider {
         &LAYOUT
     }
 
-    /// The root's `.aider.chat.history.md`, named by its first run's start.
+    /// A project's `.aider.chat.history.md`, named by its first run's start.
     fn named_inside(&self, entry: &FileEntry) -> bool {
-        entry.rel == HISTORY.as_bytes()
+        history_dir(&entry.rel).is_some()
     }
 
-    /// `aider-<date>-<time>` of the first run; a history without a header yet (aider writes
-    /// it first: an empty file) is named after its directory, so nothing is left out.
+    /// `aider-<date>-<time>-<hash>` of the first run and the project; a history without a
+    /// header yet (aider writes it first: an empty file) is named after its directory, so
+    /// nothing is left out.
     fn session_from_head(&self, entry: &FileEntry, head: &[u8]) -> Option<SessionFile> {
-        let id = started_id(head).unwrap_or_else(|| place_id(&entry.root));
+        let project = project_dir(&entry.root, &entry.rel)?;
+        let id = match started_id(head) {
+            Some(started) => format!("{started}-{:08x}", place_hash(&project)),
+            None => place_id(&project),
+        };
         session_file(entry, &id, None)
     }
 
@@ -119,8 +136,8 @@ impl Format for Aider {
     }
 
     /// The history is in the directory aider ran in.
-    fn cwd_from_location(&self, root: &[u8], _rel: &[u8]) -> Option<String> {
-        String::from_utf8(root.to_vec()).ok()
+    fn cwd_from_location(&self, root: &[u8], rel: &[u8]) -> Option<String> {
+        String::from_utf8(project_dir(root, rel)?).ok()
     }
 
     /// The first prompt among the head's complete lines.
@@ -173,8 +190,45 @@ fn started_id(head: &[u8]) -> Option<String> {
         .then(|| format!("aider-{}-{}", &digits[..8], &digits[8..]))
 }
 
-/// `<directory name>-<8 hex digits of FNV-1a of the root>`: the name for people, the hash
-/// for two projects of the same name.
+/// The directory of a listed history below its root (`""`: the root's own), or `None` for a
+/// file of another name.
+fn history_dir(rel: &[u8]) -> Option<&[u8]> {
+    if rel == HISTORY.as_bytes() {
+        return Some(b"");
+    }
+    rel.strip_suffix(HISTORY.as_bytes())?.strip_suffix(b"/")
+}
+
+/// The project directory a history is in: the root joined with the history's directory below
+/// it, in the root's own separators (a Windows root's are `\`).
+fn project_dir(root: &[u8], rel: &[u8]) -> Option<Vec<u8>> {
+    let below = history_dir(rel)?;
+    let windows = matches!(root, [_, b':', ..] | [b'\\', b'\\', ..]);
+    let separator = if windows { b'\\' } else { b'/' };
+    let mut dir = root.to_vec();
+    if !below.is_empty() {
+        if !dir.ends_with(b"/") && !dir.ends_with(b"\\") {
+            dir.push(separator);
+        }
+        dir.extend(below.iter().map(|&b| if b == b'/' { separator } else { b }));
+    }
+    Some(dir)
+}
+
+/// FNV-1a of a project directory (without a trailing separator): what tells apart two
+/// projects' ids.
+fn place_hash(dir: &[u8]) -> u32 {
+    let trimmed = dir.strip_suffix(b"/").unwrap_or(dir);
+    let mut hash: u32 = 0x811c_9dc5;
+    for &b in trimmed {
+        hash ^= u32::from(b);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
+
+/// `<directory name>-<8 hex digits of FNV-1a of the directory>`: the name for people, the
+/// hash for two projects of the same name.
 fn place_id(root: &[u8]) -> String {
     let trimmed = root.strip_suffix(b"/").unwrap_or(root);
     let name = trimmed
@@ -196,12 +250,7 @@ fn place_id(root: &[u8]) -> String {
     if readable.is_empty() {
         readable.push_str("aider");
     }
-    let mut hash: u32 = 0x811c_9dc5;
-    for &b in trimmed {
-        hash ^= u32::from(b);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    format!("{readable}-{hash:08x}")
+    format!("{readable}-{:08x}", place_hash(trimmed))
 }
 
 /// What a block of the history is.
@@ -459,5 +508,89 @@ Done.
         assert!(id.starts_with("my_project-") && id.len() == "my_project-".len() + 8);
         assert_ne!(id, place_id(b"/srv/my project"));
         assert_eq!(place_id(b"/home/u/.hidden").len(), "hidden-".len() + 8);
+    }
+
+    fn listed(root: &str, rel: &str) -> FileEntry {
+        FileEntry {
+            harness: crate::harness::by_name("aider").unwrap(),
+            root: root.as_bytes().into(),
+            rel: rel.as_bytes().to_vec(),
+            size: 1,
+            mtime: 0,
+            inode: None,
+            ctime: None,
+        }
+    }
+
+    fn id_of(entry: &FileEntry, head: &[u8]) -> String {
+        assert!(Aider.named_inside(entry), "{entry:?}");
+        Aider.session_from_head(entry, head).unwrap().id
+    }
+
+    #[test]
+    fn histories_below_the_root_are_projects_of_their_own() {
+        let history = history();
+        let head = history.as_bytes();
+        let own = listed("/home/u/src", HISTORY);
+        let nested = listed("/home/u/src", "team/app/.aider.chat.history.md");
+        let copied = listed("/home/u/src", "team/app-copy/.aider.chat.history.md");
+        assert!(!Aider.named_inside(&listed("/home/u/src", "team/app/x.aider.chat.history.md")));
+        assert!(!Aider.named_inside(&listed("/home/u/src", "team/notes.md")));
+
+        // Two projects whose first runs began in the same second (a copy keeps the header):
+        // two ids, each the start and its directory's hash.
+        let ids = [
+            id_of(&own, head),
+            id_of(&nested, head),
+            id_of(&copied, head),
+        ];
+        for id in &ids {
+            assert!(id.starts_with("aider-20261206-032001-"), "{id}");
+            assert_eq!(id.len(), "aider-20261206-032001-".len() + 8, "{id}");
+            assert!(crate::session::valid_id(id), "{id}");
+        }
+        assert_ne!(ids[0], ids[1]);
+        assert_ne!(ids[1], ids[2]);
+        assert_ne!(ids[0], ids[2]);
+
+        // Stable as the file grows, and the same project reached from a root nearer to it.
+        let longer = format!("{history}\n#### more\n");
+        assert_eq!(id_of(&nested, longer.as_bytes()), ids[1]);
+        assert_eq!(
+            id_of(&listed("/home/u/src/team/app", HISTORY), head),
+            ids[1]
+        );
+        // A history without its header yet: named after its own directory.
+        assert!(id_of(&nested, b"").starts_with("app-"));
+        let elsewhere = listed("/srv", "app/.aider.chat.history.md");
+        assert!(id_of(&elsewhere, b"").starts_with("app-"));
+        assert_ne!(id_of(&nested, b""), id_of(&elsewhere, b""));
+
+        assert_eq!(
+            Aider.cwd_from_location(b"/home/u/src", b"team/app/.aider.chat.history.md"),
+            Some("/home/u/src/team/app".to_string())
+        );
+        assert_eq!(
+            Aider.cwd_from_location(b"/home/u/src", HISTORY.as_bytes()),
+            Some("/home/u/src".to_string())
+        );
+        assert_eq!(
+            Aider.cwd_from_location(b"/", b"app/.aider.chat.history.md"),
+            Some("/app".to_string())
+        );
+        assert_eq!(
+            Aider.cwd_from_location(br"C:\Users\u\src", b"team/app/.aider.chat.history.md"),
+            Some(r"C:\Users\u\src\team\app".to_string())
+        );
+    }
+
+    #[test]
+    fn the_layout_walks_a_project_tree_to_its_bound() {
+        let list = LAYOUT.list;
+        assert!(list.walks_project_tree());
+        assert_eq!(list.max_depth, PROJECT_DEPTH);
+        assert!(list.matches_name(HISTORY.as_bytes()));
+        assert!(!list.matches_name(b"old.aider.chat.history.md"));
+        assert!(!list.matches_name(b".aider.input.history"));
     }
 }

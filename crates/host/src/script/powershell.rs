@@ -33,7 +33,7 @@ use base64::Engine as _;
 use super::{Invocation, aligned, hex_encode};
 use crate::{FileRef, check_ranges, check_relative_path};
 use clankie_model::limits::MAX_RANGES;
-use clankie_model::{ByteRange, RootSpec};
+use clankie_model::{ByteRange, ListSpec, RootSpec};
 
 /// cmd.exe takes at most 8191 characters; stay clearly below.
 pub const EXEC_LIMIT: usize = 8000;
@@ -101,12 +101,14 @@ W ($nonce+':END '+$rc)
 $wr.Flush()
 "#;
 
-/// `L harness dir max-depth subdirs endings names`: a `ROOT` line (exists = one of the subdirs
-/// is a real directory), then for each existing subdir an `FX` line per file whose name ends in
-/// one of `endings` or is one of `names` (an `S` line per name UTF-8 cannot carry). Files `d`
-/// directories below a subdir are listed for `d <= max-depth`.
+/// `L harness dir max-depth subdirs endings names top-files skips`: a `ROOT` line (exists = one
+/// of the subdirs is a real directory), then for each existing subdir an `FX` line per file
+/// whose name ends in one of `endings` or is one of `names` (an `S` line per name UTF-8 cannot
+/// carry). Files `d` directories below a subdir are listed for `d <= max-depth`. The empty
+/// subdir is the root itself (a project tree: its paths start at its entries' names), and no
+/// directory named one of `skips` is entered.
 const LIST_FN: &str = r#"
-function L($h,$d,[int]$m,$ss,$xe,$xw,$tf){
+function L($h,$d,[int]$m,$ss,$xe,$xw,$tf,$xs){
 $r=$null
 try{$r=[IO.Path]::GetFullPath($d);if($r.Length -gt 3){$r=$r.TrimEnd('\')}}catch{}
 if(!$r -or ![IO.Directory]::Exists($r)){W ('ROOT '+$h+' 0 '+(X $d));return}
@@ -127,8 +129,9 @@ try{$l=$c[0].GetFileSystemInfos()}catch{continue}
 foreach($i in $l){
 $a=[int]$i.Attributes
 if($a -band 1024){continue}
-$n=$c[1]+'/'+$i.Name
-if($a -band 16){if($c[2] -lt $m){$k.Push(@($i,$n,($c[2]+1)))};continue}
+$n=$i.Name
+if($c[1]){$n=$c[1]+'/'+$n}
+if($a -band 16){if($c[2] -lt $m -and $xs -notcontains $i.Name){$k.Push(@($i,$n,($c[2]+1)))};continue}
 $ok=$false
 foreach($w in $xe){if($i.Name.EndsWith($w,'Ordinal')){$ok=$true}}
 foreach($w in $xw){if($i.Name -ceq $w){$ok=$true}}
@@ -320,14 +323,20 @@ pub fn list_script(nonce: &str, roots: &[RootSpec]) -> String {
             format!("@({})", items.join(","))
         };
         let names: Vec<&str> = names.iter().map(|n| &n[1..]).collect();
+        let skips: &[&str] = if list.walks_project_tree() {
+            ListSpec::PROJECT_TREE_SKIPS
+        } else {
+            &[]
+        };
         body.push_str(&format!(
-            "L {} {dir} {} {} {} {} {}\n",
+            "L {} {dir} {} {} {} {} {} {}\n",
             static_literal(spec.harness.name()),
             list.max_depth,
             array(list.subdirs),
             array(&endings),
             array(&names),
             array(list.top_files),
+            array(skips),
         ));
     }
     s.finish(&body)

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use clankie_model::limits::MAX_LIST_REPLY_BYTES;
 use clankie_model::{
-    FileEntry, Harness, Listing, ListingBudget, ListingOverCap, ReadResult, ResolvedRoot, RootSpec,
+    FileEntry, Harness, ListSpec, Listing, ListingBudget, ListingOverCap, ReadResult, ResolvedRoot,
+    RootSpec,
 };
 
 use super::errors::{err_line, protocol, show, too_large};
@@ -285,14 +286,25 @@ fn check_listed_path(harness: Harness, rel: &[u8]) -> Result<(), &'static str> {
     if harness.db_env().is_some() && !rel.contains(&b'/') {
         return Ok(());
     }
-    let below = spec
-        .subdirs
-        .iter()
-        .find_map(|sub| {
-            rel.strip_prefix(sub.as_bytes())
-                .and_then(|r| r.strip_prefix(b"/"))
-        })
-        .ok_or("path outside the transcript directory")?;
+    let below = if spec.walks_project_tree() {
+        // The root itself: no directory on the way may be one such a walk never enters.
+        let dirs = rel.split(|&b| b == b'/');
+        if dirs
+            .take(rel.iter().filter(|&&b| b == b'/').count())
+            .any(ListSpec::skips_project_dir)
+        {
+            return Err("path through a directory a project tree's walk skips");
+        }
+        rel
+    } else {
+        spec.subdirs
+            .iter()
+            .find_map(|sub| {
+                rel.strip_prefix(sub.as_bytes())
+                    .and_then(|r| r.strip_prefix(b"/"))
+            })
+            .ok_or("path outside the transcript directory")?
+    };
     let depth = below.iter().filter(|&&b| b == b'/').count();
     if depth > spec.max_depth as usize {
         return Err("path deeper than the listing allows");

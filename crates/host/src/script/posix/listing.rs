@@ -2,8 +2,8 @@
 //! prints; and the listing that reads the small files it lists along
 //! ([`list_reading_script`]), with the read blocks' scripts.
 
-use super::script::{Script, glob_escape, list_word, plain_words, root_dir};
-use clankie_model::RootSpec;
+use super::script::{Script, glob_escape, is_plain_name, list_word, plain_words, root_dir};
+use clankie_model::{ListSpec, RootSpec};
 
 /// How a listing gets each file's size and mtime (and, but in the `ls` mode, its inode and
 /// ctime, for the grep cache). Probed on the host unless forced.
@@ -134,6 +134,14 @@ pub(super) fn list_body(
     narrow: Option<&str>,
     read: Option<ReadAlong>,
 ) {
+    if roots
+        .iter()
+        .any(|r| r.harness.list_spec().walks_project_tree())
+    {
+        s.raw("PX=");
+        s.word(project_tree_prunes().as_bytes());
+        s.raw("\n");
+    }
     s.raw("px=");
     match narrow {
         Some(id) => s.word(format!("*{id}*").as_bytes()),
@@ -207,6 +215,15 @@ esac 2>/dev/null"#,
     s.raw(
         r#"
 W0=$PWD
+# `pt SUBDIR`: where `find` starts (`$sp`) and what else it prunes (`$sx`, split into words
+# under `set -f`: plain names only). `.` is the root itself, a tree of projects
+# (`ListSpec::PROJECT_TREE`), whose tool trees are never entered (`$PX`).
+pt() {
+  case $1 in
+  .) sp=. sx=$PX ;;
+  *) sp=./$1 sx= ;;
+  esac
+}
 rp() {
   case $2 in
   ''|*"$NL"*|*"$CR"*) printf 'ROOT %s ' "$1"; hx "$2"; printf '\n' ;;
@@ -277,6 +294,7 @@ wf() {
     done
     IFS=$oi
     for sd in $es; do
+    pt "$sd"
     case $m in
     gnu)
       # Reading along (`$fo`, a first `check`): the same walk sends the small files in read
@@ -284,11 +302,11 @@ wf() {
       # their `F` lines (GNU `find` flushes its own output before it runs a command), from the
       # root as `walk` resolved it.
       if [ -n "$fo" ] && [ "$PWD" = "$r" ]; then
-        find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts:%i:%Cs %p\n' \( -size "-${RT}c" -exec sh -c "$RF" "$ri" "$N" "$RM" "$RC" {} + -o -size "-${RS}c" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {} + \) \)
+        find "$sp" \( -path "$dp" $sx \) -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts:%i:%Cs %p\n' \( -size "-${RT}c" -exec sh -c "$RF" "$ri" "$N" "$RM" "$RC" {} + -o -size "-${RS}c" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {} + \) \)
       else
-        find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts:%i:%Cs %p\n' \)
+        find "$sp" \( -path "$dp" $sx \) -prune -o -type f -path "$px" \( "$@" \) \( \( -path "*$NL*" -o -path "*$CR*" \) -exec sh -c "$B" sh gnu {} + -o -printf 'F %s %Ts:%i:%Cs %p\n' \)
       fi ;;
-    *) find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -exec sh -c "$B" sh "$m" {} + ;;
+    *) find "$sp" \( -path "$dp" $sx \) -prune -o -type f -path "$px" \( "$@" \) -exec sh -c "$B" sh "$m" {} + ;;
     esac 2>/dev/null
     done
   )
@@ -324,7 +342,8 @@ wr() {{
     cd -P -- "$r" 2>/dev/null || exit 0
     [ "$PWD" = "$r" ] || exit 0
     for sd in $es; do
-      find "./$sd" -path "$dp" -prune -o -type f -path "$px" \( "$@" \) -size "-${{RS}}c" ! -path "*$NL*" ! -path "*$CR*" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {{}} +
+      pt "$sd"
+      find "$sp" \( -path "$dp" $sx \) -prune -o -type f -path "$px" \( "$@" \) -size "-${{RS}}c" ! -path "*$NL*" ! -path "*$CR*" -exec sh -c "$RD" "$ri" "$N" "$RM" "$RC" {{}} +
     done 2>/dev/null
   )
 }}
@@ -345,11 +364,22 @@ RB={} RM={} RS={} RT={} RC={}
         // `./<subdir>` has 1 slash; an entry of a directory `d` levels below it has `d + 1`
         // more. Directories down to `max_depth` are read, so entries with more slashes than
         // that are pruned unseen.
-        let slashes = 1 + list.max_depth as usize + 2;
+        // The root itself (`.`, a project tree) has no subdir's slash before its entries.
+        let project_tree = list.walks_project_tree();
+        let slashes = usize::from(!project_tree) + list.max_depth as usize + 2;
         let depth_pattern = vec!["*"; slashes + 1].join("/");
         let mut call = format!("walk {} \"${var}\" ", list_word(spec.harness.name()));
         call.push_str(&list_word(&depth_pattern));
-        call.push_str(&plain_words(list.subdirs, "subdir"));
+        if project_tree {
+            assert_eq!(
+                list.subdirs.len(),
+                1,
+                "a project tree is a layout's only subdir"
+            );
+            call.push_str(" .");
+        } else {
+            call.push_str(&plain_words(list.subdirs, "subdir"));
+        }
         call.push_str(" --");
         let tops = plain_words(list.top_files, "top file");
         let mut tail = String::from(" --");
@@ -408,6 +438,21 @@ RB={} RM={} RS={} RT={} RC={}
             );
         }
     }
+}
+
+/// `-o -name NAME` for each directory a project tree's walk never enters
+/// ([`ListSpec::PROJECT_TREE_SKIPS`]), one value the script splits into `find`'s words.
+fn project_tree_prunes() -> String {
+    let mut words = String::new();
+    for name in ListSpec::PROJECT_TREE_SKIPS {
+        assert!(
+            is_plain_name(name),
+            "a skipped directory `{name}` must be a plain name"
+        );
+        words.push_str(" -o -name ");
+        words.push_str(name);
+    }
+    words
 }
 
 /// The start of both read blocks' scripts (`$RD`, `$RF`), run as `sh -c SCRIPT <root index>

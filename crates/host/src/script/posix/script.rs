@@ -184,7 +184,7 @@ pub(super) fn split_rel(rel: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// A directory name that needs no quoting once split from `$es`, and is not `--`.
-fn is_plain_name(name: &str) -> bool {
+pub(super) fn is_plain_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('-')
         && name

@@ -2920,3 +2920,89 @@ fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
         assert!(got.is_err(), "{}: {got:?}", shell.name);
     }
 }
+
+/// A tree of projects (aider's layout, `ListSpec::PROJECT_TREE`): the root given as a symlink
+/// to it, histories in the root and down to the depth bound, one past it, some in the
+/// directories such a walk never enters, one in a hidden project, in hostile and newline
+/// names, and behind symlinks out of the root.
+fn project_tree(base: &Path) -> (PathBuf, Vec<Vec<u8>>) {
+    const H: &str = ".aider.chat.history.md";
+    let projects = base.join("projects");
+    let listed: Vec<Vec<u8>> = [
+        H.to_string(),
+        format!("a/{H}"),
+        format!("a/b/c/d/{H}"),
+        format!(".config/nvim/{H}"),
+        format!("{HOSTILE_DIR}/{H}"),
+        format!("-x/ lead'q/{H}"),
+        format!("new\nline/{H}"),
+        format!("car\rriage/{H}"),
+        format!("target/{H}"),
+    ]
+    .into_iter()
+    .map(String::into_bytes)
+    .collect();
+    for rel in &listed {
+        write(projects.join(bytes_path(rel)), b"#### hi\n");
+    }
+    for rel in [
+        format!("a/b/c/d/e/{H}"),
+        format!(".git/{H}"),
+        format!("a/node_modules/pkg/{H}"),
+        format!("a/.venv/lib/{H}"),
+        format!("a/b/__pycache__/{H}"),
+        "a/notes.md".to_string(),
+        format!("a/old{H}"),
+    ] {
+        write(projects.join(rel), b"#### not listed\n");
+    }
+    write(base.join(format!("outside/{H}")), b"#### outside\n");
+    write(base.join(format!("outside/deeper/{H}")), b"#### outside\n");
+    symlink(base.join("outside"), projects.join("escape")).unwrap();
+    symlink(
+        base.join(format!("outside/{H}")),
+        projects.join(format!("a/b/{H}")),
+    )
+    .unwrap();
+    fs::create_dir_all(projects.join(format!("dir/{H}"))).unwrap();
+    let link = base.join("projects-link");
+    symlink(&projects, &link).unwrap();
+    let mut listed = listed;
+    listed.sort();
+    (link, listed)
+}
+
+#[test]
+fn a_project_tree_lists_alike_in_every_shell_and_mode_within_its_bounds() {
+    let tree = tree();
+    let (root, want) = project_tree(tree.path());
+    let specs = [RootSpec {
+        harness: crate::test_support::harness("aider"),
+        dir: Some(root.as_os_str().as_bytes().to_vec()),
+    }];
+    let expected = local_listing(&specs);
+    let rels: Vec<Vec<u8>> = expected.files.iter().map(|f| f.rel.clone()).collect();
+    assert_eq!(
+        rels,
+        want,
+        "{:#?}",
+        rels.iter().map(|r| display_path(r)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        expected.roots[0].dir,
+        fs::canonicalize(&root).unwrap().as_os_str().as_bytes()
+    );
+    assert!(expected.roots[0].exists);
+    for shell in shells(tree.path()) {
+        let forced: &[Option<ListMode>] = if shell.clean_env.is_some() {
+            &[None, Some(ListMode::LsDate)]
+        } else {
+            &[None, Some(ListMode::StatC), Some(ListMode::LsDate)]
+        };
+        for &mode in forced {
+            let got = list_with(&shell, &tree, &specs, mode);
+            assert_eq!(got, as_listed(&expected, mode), "{} {mode:?}", shell.name);
+        }
+    }
+    assert!(!tree.cwd().join("pwned").exists());
+}
