@@ -625,7 +625,7 @@ mod tests {
                 ("e2:thought".to_string(), RecordKind::Assistant),
                 ("e2:call".to_string(), RecordKind::ToolCall),
                 ("e3".to_string(), RecordKind::ToolResult),
-                ("e4:reasoning".to_string(), RecordKind::Thinking),
+                ("e4:reasoning".to_string(), RecordKind::Assistant),
                 ("e4".to_string(), RecordKind::Assistant),
             ]
         );
