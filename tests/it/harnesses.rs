@@ -1484,7 +1484,7 @@ fn openhands_1_2_1_conversation_lists_with_title_cwd_and_resume() {
         serde_json::from_slice(&fs::read(conversation.join("base_state.json")).unwrap()).unwrap();
     let root = format!("openhands={}", root_dir.display());
     let home = tempfile::tempdir().unwrap();
-    let out = run(home.path(), &["--root", &root, "ls", "--json"]);
+    let out = run(home.path(), &["--root", &root, "ls", "--json", "--long"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let listed: Vec<Value> = ndjson(&out)
         .into_iter()
