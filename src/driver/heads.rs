@@ -86,8 +86,9 @@ impl<H: Host> Reader<'_, H> {
         };
         let title = match harness::source(session) {
             Source::Lines => harness::session_title(&source_ctx(self.host.name(), session), &head),
-            // A document's head is not whole lines: only a title the harness finds there.
-            Source::Document => harness::native_title(harness, &head),
+            // A document's head (a tree's main file's) is not whole lines: only a title the
+            // harness finds there.
+            Source::Document | Source::Tree => harness::native_title(harness, &head),
             _ => None,
         };
         let cwd = match harness::cwd_source(harness) {

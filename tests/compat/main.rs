@@ -12,6 +12,9 @@
 //! `apply_patch`, OpenCode's `edit`); with `CLANKIE_COMPAT_RECORD_DIR` it records them as the
 //! fixtures of the text snapshots.
 //!
+//! `terminal.rs` drives a CLI with no non-interactive mode (OpenHands) through its terminal UI
+//! on a pseudo-terminal (util-linux `script`).
+//!
 //! `mcp.rs`: Claude Code calls our MCP server (`clankie-read mcp`) on a Codex session
 //! (`claude_code_reads_codex_over_mcp`). `subagent.rs`: Claude Code delegates to a subagent,
 //! which the reader lists, reads and resumes under its parent (`claude_code_subagent`).
@@ -27,6 +30,7 @@ mod mcp;
 mod server;
 mod session;
 mod subagent;
+mod terminal;
 
 use clis::Cli;
 
@@ -116,6 +120,12 @@ fn kilo() {
 #[ignore = "needs the agent CLIs: run scripts/compat"]
 fn kimi() {
     run(&clis::KIMI);
+}
+
+#[test]
+#[ignore = "needs the agent CLIs: run scripts/compat"]
+fn openhands() {
+    run(&clis::OPENHANDS);
 }
 
 #[test]

@@ -92,9 +92,13 @@ impl<'c> Suite<'c> {
         )
     }
 
-    /// Runs a CLI turn to completion; fails with its output and the server's log.
-    fn turn(&self, cmd: &mut Command, what: &str) -> Output {
-        let out = crate::common::run_with_stdin(cmd, b"", TURN_TIMEOUT);
+    /// Runs a CLI turn to completion (typing `prompt` into a CLI driven through its terminal
+    /// UI); fails with its output and the server's log.
+    fn turn(&self, cmd: &mut Command, prompt: &str, what: &str) -> Output {
+        let out = match self.cli.terminal {
+            Some(dialog) => crate::terminal::run(cmd, dialog, prompt, TURN_TIMEOUT),
+            None => crate::common::run_with_stdin(cmd, b"", TURN_TIMEOUT),
+        };
         crate::clis::end_leftovers(&self.setup.home);
         if !out.status.success() {
             self.fail(&format!(
@@ -153,7 +157,7 @@ impl<'c> Suite<'c> {
         let h = self.cli.harness;
         // Turn one.
         let mut first = self.cli.first_turn(&self.setup, server::PROMPT_1);
-        self.turn(&mut first, "the first turn");
+        self.turn(&mut first, server::PROMPT_1, "the first turn");
         let calls = self.server.tool_calls().len();
         if self.answer_only() {
             if calls != 0 || !self.server.log().iter().any(|l| l.step == "answer") {
@@ -236,6 +240,7 @@ impl<'c> Suite<'c> {
         let line = resume_noninteractive(&printed, &quoted);
         self.turn(
             &mut self.setup.shell(&line),
+            server::PROMPT_2,
             &format!("the resumed turn `{line}`"),
         );
         if !self.server.log().iter().any(|l| l.step == "second") {
@@ -433,6 +438,7 @@ impl<'c> Suite<'c> {
             "aider" => "project",
             "kimi-code" => ".kimi-code",
             "kimi" => ".kimi",
+            "openhands" => ".openhands",
             other => panic!("no root for {other}"),
         };
         let user = "ck_bash";

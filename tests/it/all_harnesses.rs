@@ -246,6 +246,13 @@ fn place(name: &str, home: &Path, roots_dir: &Path) -> (Option<String>, Vec<Expe
             copy("kimi-1.51.0", ".kimi");
             (None, compat("1fd2cf33-60ef-48de-b894-9cf089666e9e"))
         }
+        "openhands" => {
+            copy("openhands-1.2.1", ".openhands");
+            (
+                None,
+                with_cwd("c28716849b974776b17ee9b2130ebbaf", "/compat/project"),
+            )
+        }
         "terminal" => {
             let recordings = roots_dir.join("recordings");
             std::fs::create_dir_all(recordings.join("casts")).unwrap();

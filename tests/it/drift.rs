@@ -504,6 +504,61 @@ fn cases(harness: &str) -> Vec<Case> {
                 }),
             }]
         }
+        "openhands" => {
+            // One file per event: the planted ones are events after the last, each of its own
+            // file (an unknown kind; an answer whose only part is of an unknown kind; an
+            // observation whose `observation` is renamed).
+            let dir = std::fs::read_dir(fixture("openhands-1.2.1/conversations"))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .file_name();
+            let dir = format!("conversations/{}", dir.to_str().unwrap());
+            let mut files = vec![format!("{dir}/base_state.json")];
+            for event in
+                std::fs::read_dir(fixture(&format!("openhands-1.2.1/{dir}/events"))).unwrap()
+            {
+                let name = event.unwrap().file_name();
+                files.push(format!("{dir}/events/{}", name.to_str().unwrap()));
+            }
+            let refs: Vec<&str> = files.iter().map(String::as_str).collect();
+            let (home, root) = copied("openhands-1.2.1", &refs);
+            let events = root.join(&dir).join("events");
+            vec![Case {
+                name: format!("openhands openhands-1.2.1/{dir}"),
+                root: Some(format!("openhands={}", root.display())),
+                home,
+                harness: harness.to_string(),
+                plant: Box::new(move |_| {
+                    let count = std::fs::read_dir(&events).unwrap().count();
+                    let observation = std::fs::read_dir(&events)
+                        .unwrap()
+                        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                        .find(|text| text.contains("\"kind\": \"ObservationEvent\""))
+                        .unwrap();
+                    let mut renamed: Value = serde_json::from_str(&observation).unwrap();
+                    let inner = renamed["observation"].take();
+                    renamed.as_object_mut().unwrap().remove("observation");
+                    renamed["obs"] = inner;
+                    renamed["id"] = json!("d0000000-0000-4000-8000-000000000003");
+                    let planted = [
+                        json!({"kind": "DriftEvent", "id": "d0000000-0000-4000-8000-000000000001", "timestamp": "2026-12-06T06:00:00.000000", "source": "agent"}),
+                        json!({"kind": "MessageEvent", "id": "d0000000-0000-4000-8000-000000000002", "timestamp": "2026-12-06T06:00:01.000000", "source": "agent", "llm_message": {"role": "assistant", "content": [{"type": "drift_part"}]}}),
+                        renamed,
+                    ];
+                    for (i, event) in planted.iter().enumerate() {
+                        let name = format!(
+                            "event-{:05}-{}.json",
+                            count + i,
+                            event["id"].as_str().unwrap()
+                        );
+                        std::fs::write(events.join(name), event.to_string()).unwrap();
+                    }
+                    3
+                }),
+            }]
+        }
         "kimi-code" => {
             let dir =
                 "sessions/wd_project_4ce322e1a64c/session_80d38fc3-fb2a-498c-bce6-a07681573a37";

@@ -1410,6 +1410,7 @@ fn real_cli_sessions_read_the_scripted_records() {
         ("qwen-0.24.4", "qwen", "run_shell_command", true),
         ("kimi-code-2.1.0", "kimi-code", "Bash", true),
         ("kimi-1.51.0", "kimi", "Shell", true),
+        ("openhands-1.2.1", "openhands", "terminal", true),
     ] {
         let root = format!("{harness}={}", fixture_home(dir).display());
         let home = tempfile::tempdir().unwrap();
@@ -1465,6 +1466,51 @@ fn real_cli_sessions_read_the_scripted_records() {
             assert_eq!(recs[6]["text"], "Goodbye from the compat model.", "{dir}");
         }
     }
+}
+
+/// The conversation OpenHands 1.2.1 wrote, resumed once (a tree of one file per event):
+/// listed once with its first prompt as the title and its state's working directory, and
+/// resumed with the UUID the CLI takes, dashed.
+#[test]
+fn openhands_1_2_1_conversation_lists_with_title_cwd_and_resume() {
+    let root_dir = fixture_home("openhands-1.2.1");
+    let conversation = fs::read_dir(root_dir.join("conversations"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let state: Value =
+        serde_json::from_slice(&fs::read(conversation.join("base_state.json")).unwrap()).unwrap();
+    let root = format!("openhands={}", root_dir.display());
+    let home = tempfile::tempdir().unwrap();
+    let out = run(home.path(), &["--root", &root, "ls", "--json", "--long"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed: Vec<Value> = ndjson(&out)
+        .into_iter()
+        .filter(|l| l["harness"] == "openhands")
+        .collect();
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    let id = listed[0]["session"].as_str().unwrap();
+    assert_eq!(id, state["id"].as_str().unwrap().replace('-', ""));
+    assert_eq!(
+        listed[0]["title"],
+        "compat turn one: run the marker command"
+    );
+    assert_eq!(listed[0]["cwd"], state["workspace"]["working_dir"]);
+    let out = run(
+        home.path(),
+        &["--root", &root, "resume", &format!("local:openhands/{id}")],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!(
+            "openhands --resume {}",
+            state["id"].as_str().unwrap()
+        )),
+        "{printed}"
+    );
 }
 
 /// The history aider 0.86.2 wrote over two runs (the second restored the first): read only

@@ -38,6 +38,7 @@ const HOMES: &[(&str, &str)] = &[
     ("aider", "aider-0.86.2/project"),
     ("kimi-code", "kimi-code-2.1.0"),
     ("kimi", "kimi-1.51.0"),
+    ("openhands", "openhands-1.2.1"),
     ("claude", "precision/claude"),
 ];
 

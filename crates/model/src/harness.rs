@@ -50,6 +50,11 @@ pub enum Storage {
     /// The listing holds every file of the tree; which files make up a session is the
     /// harness's rule, and a session in both is read from the database.
     DatabaseAndTree,
+    /// A tree of JSON documents under the list's subdirs, one session several files of it
+    /// (OpenHands: `conversations/<id>/base_state.json` and one `events/event-*.json` per
+    /// event), and no database. The listing holds every file of the tree; which files make
+    /// up a session is the harness's rule.
+    Tree,
 }
 
 /// An agent harness whose transcripts we read: a tag made by the engine's registry, carrying
@@ -105,9 +110,12 @@ impl Harness {
     }
 
     /// Whether some of the harness's sessions are each a tree of several files
-    /// ([`Storage::DatabaseAndTree`]).
+    /// ([`Storage::DatabaseAndTree`], [`Storage::Tree`]).
     pub fn has_file_tree(self) -> bool {
-        self.layout.storage == Storage::DatabaseAndTree
+        matches!(
+            self.layout.storage,
+            Storage::DatabaseAndTree | Storage::Tree
+        )
     }
 }
 

@@ -22,6 +22,7 @@ mod kimi;
 mod kimicode;
 mod message_parts;
 mod opencode;
+mod openhands;
 mod pi;
 mod qwen;
 pub(crate) mod terminal;
@@ -52,6 +53,7 @@ static REGISTRY: &[&dyn Format] = &[
     &kilo::Kilo,
     &kimicode::KimiCode,
     &kimi::KimiCli,
+    &openhands::OpenHands,
     &terminal::Recordings,
 ];
 
@@ -250,6 +252,7 @@ pub trait Format: Sync {
                 Source::Database
             }
             clankie_model::Storage::Files => Source::Lines,
+            clankie_model::Storage::Tree => Source::Tree,
         }
     }
 
@@ -277,11 +280,12 @@ pub trait Format: Sync {
         None
     }
 
-    /// The sessions that are each several files of a listing's tree ([`Storage::DatabaseAndTree`]),
-    /// each as its main file with the size of all its files and the newest mtime among them.
-    /// `files` are this harness's files of one listing.
+    /// The sessions that are each several files of a listing's tree ([`Storage::DatabaseAndTree`],
+    /// [`Storage::Tree`]), each as its main file with the size of all its files and the newest
+    /// mtime among them. `files` are this harness's files of one listing.
     ///
     /// [`Storage::DatabaseAndTree`]: clankie_model::Storage::DatabaseAndTree
+    /// [`Storage::Tree`]: clankie_model::Storage::Tree
     fn tree_sessions(&self, files: &[&FileEntry]) -> Vec<SessionFile> {
         let _ = files;
         Vec::new()
@@ -1119,6 +1123,10 @@ mod tests {
             (
                 "kimi-code",
                 "sessions/wd_app_05cea098cd11/session_0199a8f2-1c3d-7e4f-8a9b-0c1d2e3f4a5b/agents/main/wire.jsonl",
+            ),
+            (
+                "openhands",
+                "conversations/0199a8f21c3d7e4f8a9b0c1d2e3f4a5b/events/event-00001-6f1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f.json",
             ),
         ];
         for (name, rel) in cases {
