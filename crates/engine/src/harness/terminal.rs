@@ -30,6 +30,10 @@
 //! come; the next (`--since` its cursor) replays from the start again, hashing the records up
 //! to the cursor and letting them go, and holds the records after them.
 //!
+//! A tail is replayed from a checkpoint near the end where there is one ([`checkpoint`]): a
+//! full reset or a recording's start, after which the replay gives what a replay from the
+//! start gives; the bytes before it are read for their framing only.
+//!
 //! Generations: each recording one file holds (a new asciinema header, a new
 //! `Script started on …` line) counts from 1, and every record carries its own.
 
