@@ -252,15 +252,23 @@ fn a_short_cast_of_repeats_after_a_reset_tails_from_the_reset_within_the_bounds(
         let at: usize = notice["id"].as_str().unwrap()["bound@".len()..]
             .parse()
             .unwrap();
-        assert!(at > reset_at, "{mode:?}: stopped at {at}, before the reset at {reset_at}");
+        assert!(
+            at > reset_at,
+            "{mode:?}: stopped at {at}, before the reset at {reset_at}"
+        );
         let text: u64 = records
             .iter()
             .filter(|r| r["kind"] == "terminal")
             .map(|r| r["text"].as_str().unwrap().len() as u64)
             .sum();
-        assert!(text <= OUTPUT_PER_BYTE * (cast.len() - reset_at) as u64, "{text}");
         assert!(
-            err.contains(&format!("the tail was replayed from the checkpoint at byte {reset_at}")),
+            text <= OUTPUT_PER_BYTE * (cast.len() - reset_at) as u64,
+            "{text}"
+        );
+        assert!(
+            err.contains(&format!(
+                "the tail was replayed from the checkpoint at byte {reset_at}"
+            )),
             "{mode:?}: {err}"
         );
     }
@@ -274,9 +282,15 @@ fn every_mode_is_bounded_but_the_tail(root: &Path, id: &str) {
         let Some((out, peak)) = read(home.path(), root, id, mode) else {
             return;
         };
-        eprintln!("{id} {mode:?}: peak {peak} KiB, {} bytes out", out.stdout.len());
+        eprintln!(
+            "{id} {mode:?}: peak {peak} KiB, {} bytes out",
+            out.stdout.len()
+        );
         assert_eq!(code(&out), 0, "{mode:?}: {}", stderr(&out));
-        assert!(peak < MEMORY_BOUND_KIB, "{id} {mode:?}: peak memory {peak} KiB");
+        assert!(
+            peak < MEMORY_BOUND_KIB,
+            "{id} {mode:?}: peak memory {peak} KiB"
+        );
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("the recording's replay stopped at byte"),
             "{id} {mode:?}"

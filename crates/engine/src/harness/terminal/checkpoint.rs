@@ -53,11 +53,18 @@ pub(super) struct Dry {
     at: usize,
     /// The size of the live recording's terminal (`None`: no recording is live).
     pub(super) live: Option<(usize, usize)>,
+    /// The live recording's output so far ends with `ESC`: a `c` next completes a reset
+    /// (`reset` writes byte by byte, and asciinema may record the two in events of their own).
+    escape: bool,
 }
 
 impl Dry {
     pub(super) fn new(at: usize) -> Dry {
-        Dry { at, live: None }
+        Dry {
+            at,
+            live: None,
+            escape: false,
+        }
     }
 
     /// A resize of the live recording's terminal.
@@ -77,6 +84,7 @@ impl Replay<'_> {
         };
         if self.spent.consumed as usize <= dry.at {
             dry.live = Some(size);
+            dry.escape = false;
             return true;
         }
         self.pass_checkpoint();
@@ -95,23 +103,36 @@ impl Replay<'_> {
                 return Some(0);
             }
         }
-        let at = self.dry.as_ref()?.at;
+        let (at, escape) = self.dry.as_ref().map(|d| (d.at, d.escape))?;
         // An asciinema event counts whole: its bytes end past the checkpoint.
         let past = |i: usize| match start {
             Some(start) => start + i >= at,
             None => self.spent.consumed as usize > at,
         };
-        let reset = memmem::find_iter(text.as_bytes(), RIS).find(|&i| past(i));
-        let scanned = &text[..reset.map_or(text.len(), |i| i + RIS.len())];
+        // Where the reset ends: a `c` after an `ESC` the output before ended with, or the
+        // first `ESC c` past the checkpoint.
+        let end = if escape && text.starts_with('c') && past(0) {
+            Some(1)
+        } else {
+            memmem::find_iter(text.as_bytes(), RIS)
+                .find(|&i| past(i))
+                .map(|i| i + RIS.len())
+        };
+        let scanned = &text[..end.unwrap_or(text.len())];
+        if let Some(dry) = &mut self.dry
+            && !text.is_empty()
+        {
+            dry.escape = text.ends_with('\u{1b}');
+        }
         if self.bare_newlines && scanned.contains('\r') {
             self.bare_newlines = false;
         }
         if let Some(start) = start {
             self.consumed(start + scanned.len());
         }
-        let reset = reset?;
+        let end = end?;
         self.pass_checkpoint();
-        Some(reset + RIS.len())
+        Some(end)
     }
 
     /// Leaves the bytes before the checkpoint: the bounds count from it, the records are named
@@ -233,6 +254,9 @@ fn last_candidate(source: TerminalSource, bytes: &[u8]) -> Option<usize> {
         TerminalSource::Asciinema => [
             memmem::rfind(bytes, br"\u001bc"),
             memmem::rfind(bytes, br"\u001Bc"),
+            // An event that ends with the reset's `ESC`, its `c` in the next.
+            memmem::rfind(bytes, br#"\u001b"]"#),
+            memmem::rfind(bytes, br#"\u001B"]"#),
             line_start(b"\n{"),
         ]
         .into_iter()
