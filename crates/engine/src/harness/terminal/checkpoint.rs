@@ -274,5 +274,4 @@ fn last_candidate(source: TerminalSource, bytes: &[u8]) -> Option<usize> {
 }
 
 #[cfg(test)]
-#[path = "checkpoint_tests.rs"]
 mod tests;
