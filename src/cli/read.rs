@@ -232,6 +232,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     let finished = sink.out.finish();
     if ctx.verbose() {
         super::warn(&host.take_notes());
+        super::warn(&reader.take_notes());
     }
     let page = page?;
     finished?;

@@ -139,6 +139,8 @@ pub struct Reader<'h, H: Host> {
     texts_as_json_tokens: bool,
     /// Which records every page holds ([`Reader::with_filter`]).
     filter: RecordFilter,
+    /// How sources were read, one line each, for `-v` ([`Reader::take_notes`]).
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 /// The cursor says where the file is, so that a `--since` with it finds the file without
@@ -171,7 +173,14 @@ impl<'h, H: Host> Reader<'h, H> {
             streamed_unredacted: false,
             texts_as_json_tokens: false,
             filter: RecordFilter::default(),
+            notes: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// How the sources read so far were read, for `-v` (a terminal recording's tail: from
+    /// which checkpoint, or why from its start), once each.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// This reader, holding in every page it reads (a read's, each `--follow` poll's) only the

@@ -48,7 +48,13 @@ impl<'h, H: Host> Reader<'h, H> {
                 _ => None,
             };
             match harness::parse_document(&ctx, &bytes, self.terminal_size, newest, after) {
-                Ok(rows) => rows,
+                Ok(mut rows) => {
+                    if let Some(note) = rows.note.take() {
+                        let mut notes = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+                        notes.push(format!("{path}: {note}"));
+                    }
+                    rows
+                }
                 // Caught in the middle of an in-place rewrite (Gemini's legacy `.json`):
                 // nothing complete to return yet, like a line still being written.
                 Err(_) if !request.strict && harness::document_incomplete(ctx.harness, &bytes) => {

@@ -7,6 +7,10 @@
 //! a `notice` saying where the replay stopped; `--strict` exits 6 instead
 //! (`crates/engine/src/harness/terminal/bounds.rs` holds the bounds).
 //!
+//! A tail replays from a checkpoint near the end (a full reset): a huge log with a reset near
+//! its end tails from the reset, and a hostile cast with a reset in its middle is as bounded
+//! from the reset as from its start.
+//!
 //! The recordings are generated in a temporary directory, never kept.
 
 use std::path::Path;
@@ -170,4 +174,126 @@ fn a_long_typescript_of_repeats_inserts_and_clears_is_bounded_in_every_mode() {
     }
     root_with(dir.path(), "scripts/long.typescript", &script);
     every_mode_is_bounded(dir.path(), "long", script.len() as u64);
+}
+
+/// Reads `id` with `args` and `-v`: its NDJSON records, stderr and peak memory, checked
+/// against the memory bound.
+fn read_bounded(home: &Path, root: &Path, id: &str, args: &[&str]) -> Option<(Vec<Value>, String)> {
+    let mut with_v = args.to_vec();
+    with_v.extend(["--json", "-v"]);
+    let (out, peak) = read(home, root, id, &with_v)?;
+    eprintln!("{id} {args:?} --json: peak {peak} KiB");
+    assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+    assert!(
+        peak < MEMORY_BOUND_KIB,
+        "{id} {args:?}: peak memory {peak} KiB, over {MEMORY_BOUND_KIB} KiB"
+    );
+    Some((records(&ndjson(&out)), stderr(&out)))
+}
+
+#[test]
+fn a_raw_log_of_32_mebibytes_with_a_reset_near_its_end_tails_from_the_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = b"ok\r\n".repeat((32 << 20) / 4);
+    log.extend_from_slice(b"\x1bc");
+    for i in 0..100 {
+        log.extend_from_slice(format!("after the reset {i}\r\n").as_bytes());
+    }
+    root_with(dir.path(), "logs/reset.log", &log);
+    let home = tempfile::tempdir().unwrap();
+    // From the start, every mode stops at the bound of lines, within the bounds.
+    every_mode_is_bounded_but_the_tail(dir.path(), "reset");
+    // The tail replays from the reset: the lines after it, no bound reached.
+    for mode in [&[][..], &["--tail"], &["--tail", "-n", "50"]] {
+        let Some((records, err)) = read_bounded(home.path(), dir.path(), "reset", mode) else {
+            return;
+        };
+        let last = records.last().expect("records");
+        let n = records.len();
+        assert!(n >= 2, "{mode:?}: {n}");
+        // 24 rows: the last 23 lines and the prompt row are the screen, not records.
+        assert_eq!(last["text"], "after the reset 76", "{mode:?}");
+        assert!(records.iter().all(|r| r["kind"] == "terminal"), "{mode:?}");
+        assert!(
+            err.contains(&format!(
+                "the tail was replayed from the checkpoint at byte {}",
+                32 << 20
+            )),
+            "{mode:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_short_cast_of_repeats_after_a_reset_tails_from_the_reset_within_the_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cast = String::from(r#"{"version": 2, "width": 1000, "height": 1000}"#);
+    cast.push('\n');
+    let burst = "x\\u001b[65535b\\u001b[1000@\\u001b[999B\\u001b[999S\\u001b[H\\r\\n".repeat(4);
+    while cast.len() < 17 * 1024 {
+        cast.push_str(&format!("[0.1, \"o\", \"{burst}\"]\n"));
+    }
+    let reset_at = cast.len() + "[0.2, \"o\", \"".len();
+    cast.push_str("[0.2, \"o\", \"\\u001bc\"]\n");
+    while cast.len() < 34 * 1024 {
+        cast.push_str(&format!("[0.3, \"o\", \"{burst}\"]\n"));
+    }
+    root_with(dir.path(), "casts/amp2.cast", cast.as_bytes());
+    every_mode_is_bounded_but_the_tail(dir.path(), "amp2");
+    let home = tempfile::tempdir().unwrap();
+    // From the reset the replay is as hostile, and bounded as from the start: it stops, and
+    // says where, past the reset.
+    for mode in [&[][..], &["--tail"]] {
+        let Some((records, err)) = read_bounded(home.path(), dir.path(), "amp2", mode) else {
+            return;
+        };
+        let notice = records.last().expect("records");
+        assert!(stopped(notice), "{mode:?}: {notice}");
+        let at: usize = notice["id"].as_str().unwrap()["bound@".len()..]
+            .parse()
+            .unwrap();
+        assert!(
+            at > reset_at,
+            "{mode:?}: stopped at {at}, before the reset at {reset_at}"
+        );
+        let text: u64 = records
+            .iter()
+            .filter(|r| r["kind"] == "terminal")
+            .map(|r| r["text"].as_str().unwrap().len() as u64)
+            .sum();
+        assert!(
+            text <= OUTPUT_PER_BYTE * (cast.len() - reset_at) as u64,
+            "{text}"
+        );
+        assert!(
+            err.contains(&format!(
+                "the tail was replayed from the checkpoint at byte {reset_at}"
+            )),
+            "{mode:?}: {err}"
+        );
+    }
+}
+
+/// The modes that replay from the start (`--all`, with and without `--json`), checked as
+/// [`every_mode_is_bounded`] checks every mode.
+fn every_mode_is_bounded_but_the_tail(root: &Path, id: &str) {
+    let home = tempfile::tempdir().unwrap();
+    for mode in [&["--all"][..], &["--all", "--json"]] {
+        let Some((out, peak)) = read(home.path(), root, id, mode) else {
+            return;
+        };
+        eprintln!(
+            "{id} {mode:?}: peak {peak} KiB, {} bytes out",
+            out.stdout.len()
+        );
+        assert_eq!(code(&out), 0, "{mode:?}: {}", stderr(&out));
+        assert!(
+            peak < MEMORY_BOUND_KIB,
+            "{id} {mode:?}: peak memory {peak} KiB"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("the recording's replay stopped at byte"),
+            "{id} {mode:?}"
+        );
+    }
 }

@@ -64,6 +64,7 @@ mod store_postgres;
 mod support;
 mod tables;
 mod terminal;
+mod terminal_checkpoint;
 mod terminal_roots;
 mod text_snapshots;
 mod toybox;

@@ -45,6 +45,9 @@ pub struct RowRecords {
     /// The page bound stopped the records (a terminal recording's 64 MiB of records): more
     /// follow them, from the page's cursor.
     pub more_after: bool,
+    /// How the records were read, in one line for `-v` (a terminal recording's tail: from
+    /// which checkpoint, or why from its start).
+    pub note: Option<String>,
 }
 
 /// Records a read went past without holding them, as a row cursor counts and hashes them.

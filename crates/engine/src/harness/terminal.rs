@@ -30,6 +30,10 @@
 //! come; the next (`--since` its cursor) replays from the start again, hashing the records up
 //! to the cursor and letting them go, and holds the records after them.
 //!
+//! A tail is replayed from a checkpoint near the end where there is one ([`checkpoint`]): a
+//! full reset or a recording's start, after which the replay gives what a replay from the
+//! start gives; the bytes before it are read for their framing only.
+//!
 //! Generations: each recording one file holds (a new asciinema header, a new
 //! `Script started on …` line) counts from 1, and every record carries its own.
 
@@ -50,6 +54,7 @@ use clankie_model::{
 };
 
 pub(crate) mod bounds;
+mod checkpoint;
 #[cfg(test)]
 mod paging_tests;
 
@@ -197,17 +202,36 @@ pub(crate) fn replay_paged(
     after: Option<&RowCursor>,
     page_output: u64,
 ) -> RowRecords {
+    if after.is_none()
+        && let Some(newest) = newest
+    {
+        return checkpoint::tail(ctx, bytes, fallback_size, newest, page_output);
+    }
+    // After a tail page replayed from a checkpoint: from the same checkpoint again.
+    if let Some(rows) =
+        after.and_then(|after| checkpoint::since(ctx, bytes, fallback_size, after, page_output))
+    {
+        return rows;
+    }
     // Only a cursor counted from the recording's start can be replayed past; an anchored one
     // (a tail page's) is found among all the records.
     if let Some(after) = after.filter(|c| !c.anchored && c.position > 0) {
-        let replay = run(ctx, bytes, fallback_size, newest, Some(after), page_output);
+        let replay = run(
+            ctx,
+            bytes,
+            fallback_size,
+            newest,
+            Some(after),
+            page_output,
+            None,
+        );
         if !replay.stale {
             return replay.into_rows();
         }
         // The records before the cursor are not the ones it saw: the page starts again at
         // the beginning (a reset), from all the records.
     }
-    run(ctx, bytes, fallback_size, newest, None, page_output).into_rows()
+    run(ctx, bytes, fallback_size, newest, None, page_output, None).into_rows()
 }
 
 /// The records of a replay and what it spent of its bounds (the property tests check them).
@@ -218,12 +242,22 @@ pub(crate) fn replay_measured(
     fallback_size: Option<(usize, usize)>,
     newest: Option<usize>,
 ) -> (RowRecords, bounds::Spent) {
-    let replay = run(ctx, bytes, fallback_size, newest, None, bounds::MAX_OUTPUT);
+    let replay = run(
+        ctx,
+        bytes,
+        fallback_size,
+        newest,
+        None,
+        bounds::MAX_OUTPUT,
+        None,
+    );
     let spent = replay.spent.clone();
     (replay.into_rows(), spent)
 }
 
-/// Replays a whole recording.
+/// Replays a whole recording; from `checkpoint` on, when given: the bytes before the first
+/// full reset or recording start at or after that byte are read for their framing only
+/// ([`checkpoint`]).
 fn run<'c>(
     ctx: &'c SourceCtx,
     bytes: &[u8],
@@ -231,9 +265,11 @@ fn run<'c>(
     newest: Option<usize>,
     after: Option<&RowCursor>,
     page_output: u64,
+    checkpoint: Option<usize>,
 ) -> Replay<'c> {
     let source = source_of(bytes);
     let mut replay = Replay::new(ctx, source);
+    replay.dry = checkpoint.map(checkpoint::Dry::new);
     replay.fallback_size = fallback_size.filter(|&(c, r)| c > 0 && r > 0);
     replay.keep = newest.map(|n| n.max(1));
     replay.after = after.cloned();
@@ -293,6 +329,12 @@ struct Replay<'c> {
     page_output: u64,
     /// The page is full: records follow it.
     more_after: bool,
+    /// Before the checkpoint a tail replays from: only the framing is read.
+    dry: Option<checkpoint::Dry>,
+    /// The checkpoint the replay passed (the records' ids name it, and count from it).
+    from: Option<usize>,
+    /// The file offset the bytes replayed count from: the checkpoint's, else 0.
+    base: u64,
 }
 
 /// One recording's terminal: the parser is ours, so that every operation is clamped and
@@ -303,6 +345,18 @@ struct Emulator {
     collector: Collector,
     /// The terminal is in insert mode (IRM): every character printed shifts its row.
     insert: bool,
+}
+
+impl Emulator {
+    /// A fresh terminal of `cols`×`rows` (each at least 1).
+    fn new(cols: usize, rows: usize) -> Emulator {
+        Emulator {
+            terminal: avt::Terminal::new(cols, rows).expect("a size of at least 1×1"),
+            parser: avt::Parser::new(),
+            collector: Collector::default(),
+            insert: false,
+        }
+    }
 }
 
 impl<'c> Replay<'c> {
@@ -329,6 +383,9 @@ impl<'c> Replay<'c> {
             held_output: 0,
             page_output: bounds::MAX_OUTPUT,
             more_after: false,
+            dry: None,
+            from: None,
+            base: 0,
         }
     }
 
@@ -341,21 +398,19 @@ impl<'c> Replay<'c> {
         self.generation += 1;
         let given = size.filter(|&(cols, rows)| cols > 0 && rows > 0);
         let (cols, rows) = terminal_size(given.or(self.fallback_size));
+        if self.dry_start((cols, rows)) {
+            return;
+        }
         if !self.spend_work(bounds::screen_cost(cols, rows)) {
             return;
         }
-        let terminal = avt::Terminal::new(cols, rows).expect("a size of at least 1×1");
-        self.emulator = Some(Emulator {
-            terminal,
-            parser: avt::Parser::new(),
-            collector: Collector::default(),
-            insert: false,
-        });
+        self.emulator = Some(Emulator::new(cols, rows));
     }
 
     /// Marks the bytes up to `offset` replayed: the bounds grow with them.
     fn consumed(&mut self, offset: usize) {
-        self.spent.consumed = self.spent.consumed.max(offset as u64);
+        let replayed = (offset as u64).saturating_sub(self.base);
+        self.spent.consumed = self.spent.consumed.max(replayed);
     }
 
     /// Feeds output of the current recording (starting one when none is). `start`: the byte
@@ -365,6 +420,11 @@ impl<'c> Replay<'c> {
         if self.stopped {
             return;
         }
+        let (text, start) = match self.dry_output(text, start) {
+            Some(live) => (&text[live..], start.map(|s| s + live)),
+            None if self.dry.is_some() => return,
+            None => (text, start),
+        };
         if self.emulator.is_none() {
             self.start(None);
         }
@@ -412,6 +472,10 @@ impl<'c> Replay<'c> {
 
     fn resize(&mut self, cols: usize, rows: usize, ts: Option<&str>) {
         let (cols, rows) = terminal_size(Some((cols.max(1), rows.max(1))));
+        if let Some(dry) = &mut self.dry {
+            dry.resize((cols, rows));
+            return;
+        }
         if self.stopped
             || self.emulator.is_none()
             || !self.spend_work(bounds::screen_cost(cols, rows))
@@ -429,6 +493,10 @@ impl<'c> Replay<'c> {
     /// Ends the current recording: what its terminal still shows becomes records.
     fn finish(&mut self, ts: Option<&str>) {
         if self.stopped {
+            return;
+        }
+        if let Some(dry) = &mut self.dry {
+            dry.live = None;
             return;
         }
         if let Some(mut emulator) = self.emulator.take() {
@@ -473,7 +541,7 @@ impl<'c> Replay<'c> {
     fn stop(&mut self, why: String) {
         self.stopped = true;
         self.emulator = None;
-        let offset = self.spent.consumed;
+        let offset = self.base + self.spent.consumed;
         let key = format!("bound@{offset}");
         // Not the file's size: the notice depends only on the bytes before it, like the
         // records, so that a recording still growing keeps it.
@@ -562,7 +630,10 @@ impl<'c> Replay<'c> {
             let index = self.counted;
             self.push(
                 Record {
-                    id: format!("t{}.{index}", self.generation),
+                    id: match self.from {
+                        Some(at) => format!("t{}@{at}.{index}", self.generation),
+                        None => format!("t{}.{index}", self.generation),
+                    },
                     harness: self.ctx.harness,
                     session: self.ctx.session.clone(),
                     ts: ts.map(str::to_string),
@@ -596,7 +667,8 @@ impl<'c> Replay<'c> {
     }
 
     fn malformed(&mut self, offset: usize, reason: String) {
-        if self.stopped {
+        // Before a tail's checkpoint: its notice is one of the records before the page.
+        if self.stopped || self.dry.is_some() {
             return;
         }
         let key = format!("@{offset}");
@@ -632,7 +704,8 @@ impl<'c> Replay<'c> {
             malformed: self.malformed,
             screen,
             history_is_the_source: true,
-            older_omitted: self.older_omitted,
+            // Records before the checkpoint were not replayed.
+            older_omitted: self.older_omitted || self.from.is_some(),
             // Positions among the records kept: what came before a tail's newest is not theirs.
             unknown: self
                 .unknown
@@ -644,6 +717,7 @@ impl<'c> Replay<'c> {
                 hasher: self.skipped,
             }),
             more_after: self.more_after,
+            note: None,
         }
     }
 }
@@ -828,7 +902,8 @@ fn asciinema(replay: &mut Replay, bytes: &[u8]) {
             // Input, markers: not what the terminal showed.
             "i" | "m" => {}
             // An event code newer than this reader.
-            _ => replay.unknown.push(replay.counted),
+            _ if replay.dry.is_none() => replay.unknown.push(replay.counted),
+            _ => {}
         }
     }
 }
