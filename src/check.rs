@@ -1,9 +1,11 @@
 //! `check` (cron): what changed on each host since the last run, kept in a versioned state
 //! file that is locked against a concurrent run and replaced atomically (write `<state>.tmp`,
 //! fsync, rename) by the holder of the lock.
-//! The per-host comparison reads through the driver like any other read ([`read_to_end`]); a
-//! first run's pages of the sessions read along with the listing need no host, and are paged
-//! on every core first ([`Reader::take_in_hand`]).
+//! The per-host comparison reads through the driver like any other read ([`read_to_end`]). A
+//! first run (no state file yet) wants each session's cursor and newest record: it reads each
+//! session's head and a small window before its end, every session's in the same few batched
+//! round trips ([`Reader::tail_pages`]), and the small sessions whole with the listing; the
+//! cursors are those a read of each whole session would leave (docs/cursors.md).
 //!
 //! [`read_to_end`]: Reader::read_to_end
 
@@ -20,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::driver::retry::recovery;
 use crate::driver::{DriverError, InHand, Reader, on_every_core};
 use clankie_engine::cursor::Cursor;
+use clankie_engine::cursor::HEAD_BYTES;
 use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
@@ -357,9 +360,19 @@ pub struct CheckOptions {
 /// before they connect, so 1,000 hosts cost 32 hosts' descriptors and memory at a time.
 pub const CONCURRENT_HOSTS: usize = 32;
 
-/// The largest session a first `check` reads with the listing: one whose first read (its
-/// newest record, or its start) is the whole file anyway.
+/// The largest session a host's first `check` reads with the listing when the state has
+/// sessions of other hosts (not a baseline): a new session is then read from its start, and
+/// one this small is its first read whole anyway.
 const READ_ALONG_MAX_FILE: u64 = clankie_model::limits::FIRST_CHUNK_BYTES;
+
+/// How far before its end a baseline reads each session: its newest record is almost always
+/// within it (a prompt, an answer, a tool result of a few KiB). One that is not is read
+/// further back, four times this, in one more batch with the others that need it.
+pub const FIRST_CHECK_TAIL_BYTES: u64 = 16 * 1024;
+
+/// The largest session a baseline reads with the listing: its head and tail window cover it,
+/// so reading it whole costs no more bytes and saves it a place in a batch.
+const BASELINE_READ_ALONG_MAX_FILE: u64 = FIRST_CHECK_TAIL_BYTES + HEAD_BYTES;
 
 /// The slots of [`CONCURRENT_HOSTS`]: every [`check_host`] holds one while it runs.
 static HOST_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCURRENT_HOSTS);
@@ -401,9 +414,12 @@ pub async fn check_host_with<H: Host>(
     // listing, in its one call (no batch has to name them, docs/performance.md).
     let (listing, sessions) = match previous {
         None => {
-            reader
-                .list_sessions_reading(roots, READ_ALONG_MAX_FILE)
-                .await?
+            let read_along = if baseline {
+                BASELINE_READ_ALONG_MAX_FILE
+            } else {
+                READ_ALONG_MAX_FILE
+            };
+            reader.list_sessions_reading(roots, read_along).await?
         }
         Some(_) => reader.list_sessions(roots).await?,
     };
@@ -432,34 +448,11 @@ pub async fn check_host_with<H: Host>(
             (!unchanged(old, session)).then(|| first_request(old, baseline, redact))
         })
         .collect();
-    // The first run's pages of the sessions read along with the listing need no host: they
-    // are paged on every core below, the host idle by then (docs/performance.md).
-    let mut in_hand: Vec<(usize, InHand)> = Vec::new();
-    let mut to_read: Vec<(&SessionFile, PageRequest)> = Vec::new();
-    for (k, (session, first)) in sessions.iter().zip(&firsts).enumerate() {
-        let Some(request) = first else { continue };
-        match reader.take_in_hand(session, request) {
-            Some(hand) => in_hand.push((k, hand)),
-            None => to_read.push((session, request.clone())),
-        }
-    }
-    // The first read of every other session, batched into few round trips (the first run
-    // reads each session's newest record: one exec each would be one round trip each). A
-    // page that wants more than was read is read below as usual.
-    if let Err(e) = reader.prefetch_first_reads(&to_read).await {
-        let e = DriverError::Host(e);
-        // Anything but a lost host is met again, session by session, by the reads themselves.
-        if fails_the_host(&e) {
-            return Err(e);
-        }
-    }
-    drop(to_read);
-    let mut paged: Vec<Option<Result<Page, DriverError>>> = std::iter::repeat_with(|| None)
-        .take(sessions.len())
-        .collect();
-    for (k, page) in on_every_core(in_hand, |(k, hand)| (k, hand.page())) {
-        paged[k] = page;
-    }
+    let paged = if baseline {
+        baseline_pages(&reader, &sessions, &firsts).await?
+    } else {
+        first_pages(&reader, &sessions, &firsts).await?
+    };
     let each = sessions.iter().zip(keys).zip(firsts).zip(paged);
     for (((session, key), first), in_hand) in each {
         let old = previous.sessions.get(&key);
@@ -566,6 +559,76 @@ pub async fn check_host_with<H: Host>(
         skipped_names: listing.skipped_names,
         sessions,
     })
+}
+
+/// The first page of each session to read (`firsts`) on a first run: the newest record of
+/// every session of lines, each session's head and tail read in the same few batches
+/// ([`Reader::tail_pages`]); `None` for the others, read as usual.
+async fn baseline_pages<H: Host>(
+    reader: &Reader<'_, H>,
+    sessions: &[SessionFile],
+    firsts: &[Option<PageRequest>],
+) -> Result<Vec<Option<Result<Page, DriverError>>>, DriverError> {
+    let (at, tails): (Vec<usize>, Vec<(&SessionFile, PageRequest)>) = sessions
+        .iter()
+        .zip(firsts)
+        .enumerate()
+        .filter_map(|(k, (session, first))| Some((k, (session, first.clone()?))))
+        .unzip();
+    let mut paged: Vec<Option<Result<Page, DriverError>>> = std::iter::repeat_with(|| None)
+        .take(sessions.len())
+        .collect();
+    match reader.tail_pages(&tails, FIRST_CHECK_TAIL_BYTES).await {
+        Ok(pages) => {
+            for (k, page) in at.into_iter().zip(pages) {
+                paged[k] = page;
+            }
+        }
+        Err(e) => {
+            let e = DriverError::Host(e);
+            // Anything but a lost host is met again, session by session, by the reads.
+            if fails_the_host(&e) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(paged)
+}
+
+/// The first page of each session to read (`firsts`) on a later run, when it is in hand; the
+/// first read of every other session batched into few round trips ahead of its page (a page
+/// that wants more than was read is read as usual).
+async fn first_pages<H: Host>(
+    reader: &Reader<'_, H>,
+    sessions: &[SessionFile],
+    firsts: &[Option<PageRequest>],
+) -> Result<Vec<Option<Result<Page, DriverError>>>, DriverError> {
+    // Pages of sessions read along with the listing need no host: they are paged on every
+    // core, the host idle by then (docs/performance.md).
+    let mut in_hand: Vec<(usize, InHand)> = Vec::new();
+    let mut to_read: Vec<(&SessionFile, PageRequest)> = Vec::new();
+    for (k, (session, first)) in sessions.iter().zip(firsts).enumerate() {
+        let Some(request) = first else { continue };
+        match reader.take_in_hand(session, request) {
+            Some(hand) => in_hand.push((k, hand)),
+            None => to_read.push((session, request.clone())),
+        }
+    }
+    if let Err(e) = reader.prefetch_first_reads(&to_read).await {
+        let e = DriverError::Host(e);
+        // Anything but a lost host is met again, session by session, by the reads themselves.
+        if fails_the_host(&e) {
+            return Err(e);
+        }
+    }
+    drop(to_read);
+    let mut paged: Vec<Option<Result<Page, DriverError>>> = std::iter::repeat_with(|| None)
+        .take(sessions.len())
+        .collect();
+    for (k, page) in on_every_core(in_hand, |(k, hand)| (k, hand.page())) {
+        paged[k] = page;
+    }
+    Ok(paged)
 }
 
 #[cfg(test)]
