@@ -955,6 +955,166 @@ mod tests {
         assert_eq!(checked.state.sessions.len(), 2);
     }
 
+    /// A Claude prompt line of about `len` bytes under `uuid`.
+    fn prompt(uuid: &str, len: usize) -> String {
+        let text: String = (0..len / 6).map(|i| ["word ", "text. "][i % 2]).collect();
+        format!(
+            "{}\n",
+            serde_json::json!({"type":"user","uuid":uuid,"timestamp":"2026-11-02T10:00:00.000Z",
+                "message":{"role":"user","content":text}})
+        )
+    }
+
+    /// A host that counts its batched reads and the bytes they return.
+    struct Counted {
+        inner: MemoryHost,
+        batches: std::sync::atomic::AtomicUsize,
+        bytes: std::sync::atomic::AtomicU64,
+    }
+
+    impl Host for Counted {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        async fn list(
+            &self,
+            roots: &[RootSpec],
+        ) -> Result<clankie_model::Listing, clankie_host::HostError> {
+            self.inner.list(roots).await
+        }
+
+        async fn read(
+            &self,
+            file: &clankie_host::FileRef,
+            ranges: &[clankie_model::ByteRange],
+        ) -> Result<clankie_model::ReadResult, clankie_host::HostError> {
+            let result = self.inner.read(file, ranges).await?;
+            let bytes: usize = result.chunks.iter().map(Vec::len).sum();
+            self.bytes
+                .fetch_add(bytes as u64, std::sync::atomic::Ordering::SeqCst);
+            Ok(result)
+        }
+
+        async fn read_many(
+            &self,
+            reads: &[(clankie_host::FileRef, Vec<clankie_model::ByteRange>)],
+        ) -> Result<Vec<Result<clankie_model::ReadResult, HostError>>, HostError> {
+            self.batches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut out = Vec::new();
+            for (file, ranges) in reads {
+                out.push(self.read(file, ranges).await);
+            }
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn a_first_run_reads_heads_and_tails_in_batches_and_keeps_a_whole_reads_cursor() {
+        use clankie_model::limits::MAX_LIMIT;
+        // Sessions whose newest record fits the tail window or does not (by once or twice its
+        // widening), small ones read whole, and one whose last line is still being written.
+        let half = prompt("aaaaaaaa-0000-4000-8000-000000000006-pending", 600);
+        let (written, rest) = half.split_at(300);
+        let shapes: [(&str, &[usize], &str); 6] = [
+            ("aaaaaaaa-0000-4000-8000-000000000001", &[300; 8], ""),
+            ("aaaaaaaa-0000-4000-8000-000000000002", &[2_000; 500], ""),
+            (
+                "aaaaaaaa-0000-4000-8000-000000000003",
+                &[3_000, 2_000, 30_000],
+                "",
+            ),
+            ("aaaaaaaa-0000-4000-8000-000000000004", &[5_000; 200], ""),
+            (
+                "aaaaaaaa-0000-4000-8000-000000000005",
+                &[4_000, 150_000, 90_000],
+                "",
+            ),
+            (
+                "aaaaaaaa-0000-4000-8000-000000000006",
+                &[1_500; 100],
+                written,
+            ),
+        ];
+        let memory = MemoryHost::new("mem");
+        let mut total = 0;
+        for (id, sizes, pending) in shapes {
+            let text: String = sizes
+                .iter()
+                .enumerate()
+                .map(|(k, &len)| prompt(&format!("{id}-{k}"), len))
+                .collect::<String>()
+                + pending;
+            total += text.len();
+            memory.put(claude_path(&memory, id), text);
+        }
+        let host = Counted {
+            inner: memory,
+            batches: Default::default(),
+            bytes: Default::default(),
+        };
+        let roots = roots_for(&[], None);
+        let first = block_on(check_host(&host, &roots, None, true, true)).unwrap();
+        assert!(first.errors.is_empty(), "{:?}", first.errors);
+        let read = host.bytes.load(std::sync::atomic::Ordering::SeqCst) as usize;
+        assert!(
+            read * 4 < total,
+            "{read} bytes read of {total}: heads and tails only"
+        );
+        // The first reads, then the two widenings of the session whose newest record is far
+        // back: three batches, whatever the number of sessions.
+        assert_eq!(host.batches.load(std::sync::atomic::Ordering::SeqCst), 3);
+        for (id, _, _) in shapes {
+            let session = block_on(resolve(&host.inner, id));
+            let request = PageRequest {
+                mode: Mode::Head,
+                limit: MAX_LIMIT,
+                strict: false,
+                redact: true,
+            };
+            let whole = block_on(
+                Reader::new(&host.inner)
+                    .read_to_end(&session, request, |_| Ok::<_, DriverError>(())),
+            )
+            .unwrap();
+            let kept = &first.state.sessions[&format!("claude/{id}")];
+            assert_eq!(kept.cursor, whole.encode(), "{id}");
+            let activity = first.activity.iter().find(|a| a.session == id).unwrap();
+            assert_eq!(activity.last_ts, newest_ts(&host.inner, id), "{id}");
+        }
+        // The next run shows exactly what was appended since.
+        for (k, (id, _, pending)) in shapes.into_iter().enumerate() {
+            let path = claude_path(&host.inner, id);
+            let mut more = String::new();
+            if !pending.is_empty() {
+                more.push_str(rest);
+            }
+            for n in 0..k {
+                more.push_str(&prompt(&format!("{id}-new-{n}"), 700 * (n + 1)));
+            }
+            host.inner.append(&path, more);
+        }
+        let next = block_on(check_host(&host, &roots, Some(&first.state), false, true)).unwrap();
+        assert!(next.errors.is_empty(), "{:?}", next.errors);
+        for (k, (id, _, _)) in shapes.into_iter().enumerate() {
+            let shown: Vec<&str> = next
+                .activity
+                .iter()
+                .filter(|a| a.session == id)
+                .flat_map(|a| a.records.iter().map(|r| r.id.as_str()))
+                .collect();
+            // A Claude line's records are numbered within it (`#0`).
+            let appended: Vec<String> = (0..k).map(|n| format!("{id}-new-{n}#0")).collect();
+            let mut expected: Vec<&str> = appended.iter().map(String::as_str).collect();
+            if id.ends_with('6') {
+                // The line being written when the first run read, completed by the append.
+                expected.insert(0, "aaaaaaaa-0000-4000-8000-000000000006-pending#0");
+            }
+            assert_eq!(shown, expected, "{id}");
+        }
+    }
+
     #[test]
     fn a_host_that_fails_is_an_error_not_an_empty_state() {
         let host = host();
