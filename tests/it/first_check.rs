@@ -168,7 +168,7 @@ fn the_next_check_shows_what_was_appended(target: &Target, put: &dyn Fn(&Path, &
         );
         let new: HashSet<&str> = baseline
             .iter()
-            .filter(|l| l["type"] == "activity" && l["change"] == "new")
+            .filter(|l| l["type"] == "activity" && l["change"] == "new" && l["harness"] == *harness)
             .map(|l| l["session"].as_str().unwrap())
             .collect();
         assert_eq!(new.len(), before.len(), "{dir}: {baseline:?}");
