@@ -366,8 +366,9 @@ pub const CONCURRENT_HOSTS: usize = 32;
 const READ_ALONG_MAX_FILE: u64 = clankie_model::limits::FIRST_CHUNK_BYTES;
 
 /// How far before its end a baseline reads each session: its newest record is almost always
-/// within it (a prompt, an answer, a tool result of a few KiB). One that is not is read
-/// further back, four times this, in one more batch with the others that need it.
+/// within it (a prompt, an answer, a tool result of a few KiB). One that is not is read this
+/// much further back (then four times more each time) in one more batch with the others that
+/// need it.
 pub const FIRST_CHECK_TAIL_BYTES: u64 = 16 * 1024;
 
 /// The largest session a baseline reads with the listing: its head and tail window cover it,

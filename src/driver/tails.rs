@@ -95,8 +95,8 @@ impl<'h, H: Host> Reader<'h, H> {
     /// The tail pages of `sessions` whose request is a tail of a file of lines, their reads
     /// batched: the first reads of all of them in one [`Host::read_many`] (the plan's head and
     /// a `window` before the listed end, cut at that end), then one batch per round of those
-    /// that need more, each reading `4 × window` further back, four times more each round
-    /// ([`ReadPlan::with_tail_step`]). A file read whole with the listing answers its first
+    /// that need more, the first reading `window` further back, four times more each round
+    /// after ([`ReadPlan::with_tail_step`]). A file read whole with the listing answers its first
     /// read without the host. One result per session, in order: `None` for a session this
     /// does not read (another source or mode), which the caller reads as usual; a session's
     /// own error is its own. Only an error that fails the whole host ends the call.
@@ -117,7 +117,9 @@ impl<'h, H: Host> Reader<'h, H> {
             let plan = ReadPlan::new(ctx, request.clone(), session.entry.size)
                 .with_filter(&self.filter)
                 .with_tail_window(window)
-                .with_tail_step(window);
+                // The first widening adds a window's worth (a tool result of up to twice the
+                // window completes there), then four times more each round.
+                .with_tail_step(window / 4);
             active.push(Pending {
                 at,
                 session,
