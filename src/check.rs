@@ -1,9 +1,11 @@
 //! `check` (cron): what changed on each host since the last run, kept in a versioned state
 //! file that is locked against a concurrent run and replaced atomically (write `<state>.tmp`,
 //! fsync, rename) by the holder of the lock.
-//! The per-host comparison reads through the driver like any other read ([`read_to_end`]); a
-//! first run's pages of the sessions read along with the listing need no host, and are paged
-//! on every core first ([`Reader::take_in_hand`]).
+//! The per-host comparison reads through the driver like any other read ([`read_to_end`]). A
+//! first run (no state file yet) wants each session's cursor and newest record: it reads each
+//! session's head and a small window before its end, every session's in the same few batched
+//! round trips ([`Reader::tail_pages`]), and the small sessions whole with the listing; the
+//! cursors are those a read of each whole session would leave (docs/cursors.md).
 //!
 //! [`read_to_end`]: Reader::read_to_end
 
@@ -20,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::driver::retry::recovery;
 use crate::driver::{DriverError, InHand, Reader, on_every_core};
 use clankie_engine::cursor::Cursor;
+use clankie_engine::cursor::HEAD_BYTES;
 use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::Host;
@@ -357,9 +360,20 @@ pub struct CheckOptions {
 /// before they connect, so 1,000 hosts cost 32 hosts' descriptors and memory at a time.
 pub const CONCURRENT_HOSTS: usize = 32;
 
-/// The largest session a first `check` reads with the listing: one whose first read (its
-/// newest record, or its start) is the whole file anyway.
+/// The largest session a host's first `check` reads with the listing when the state has
+/// sessions of other hosts (not a baseline): a new session is then read from its start, and
+/// one this small is its first read whole anyway.
 const READ_ALONG_MAX_FILE: u64 = clankie_model::limits::FIRST_CHUNK_BYTES;
+
+/// How far before its end a baseline reads each session: its newest record is almost always
+/// within it (a prompt, an answer, a tool result of a few KiB). One that is not is read this
+/// much further back (then four times more each time) in one more batch with the others that
+/// need it.
+pub const FIRST_CHECK_TAIL_BYTES: u64 = 16 * 1024;
+
+/// The largest session a baseline reads with the listing: its head and tail window cover it,
+/// so reading it whole costs no more bytes and saves it a place in a batch.
+const BASELINE_READ_ALONG_MAX_FILE: u64 = FIRST_CHECK_TAIL_BYTES + HEAD_BYTES;
 
 /// The slots of [`CONCURRENT_HOSTS`]: every [`check_host`] holds one while it runs.
 static HOST_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCURRENT_HOSTS);
@@ -401,9 +415,12 @@ pub async fn check_host_with<H: Host>(
     // listing, in its one call (no batch has to name them, docs/performance.md).
     let (listing, sessions) = match previous {
         None => {
-            reader
-                .list_sessions_reading(roots, READ_ALONG_MAX_FILE)
-                .await?
+            let read_along = if baseline {
+                BASELINE_READ_ALONG_MAX_FILE
+            } else {
+                READ_ALONG_MAX_FILE
+            };
+            reader.list_sessions_reading(roots, read_along).await?
         }
         Some(_) => reader.list_sessions(roots).await?,
     };
@@ -432,34 +449,11 @@ pub async fn check_host_with<H: Host>(
             (!unchanged(old, session)).then(|| first_request(old, baseline, redact))
         })
         .collect();
-    // The first run's pages of the sessions read along with the listing need no host: they
-    // are paged on every core below, the host idle by then (docs/performance.md).
-    let mut in_hand: Vec<(usize, InHand)> = Vec::new();
-    let mut to_read: Vec<(&SessionFile, PageRequest)> = Vec::new();
-    for (k, (session, first)) in sessions.iter().zip(&firsts).enumerate() {
-        let Some(request) = first else { continue };
-        match reader.take_in_hand(session, request) {
-            Some(hand) => in_hand.push((k, hand)),
-            None => to_read.push((session, request.clone())),
-        }
-    }
-    // The first read of every other session, batched into few round trips (the first run
-    // reads each session's newest record: one exec each would be one round trip each). A
-    // page that wants more than was read is read below as usual.
-    if let Err(e) = reader.prefetch_first_reads(&to_read).await {
-        let e = DriverError::Host(e);
-        // Anything but a lost host is met again, session by session, by the reads themselves.
-        if fails_the_host(&e) {
-            return Err(e);
-        }
-    }
-    drop(to_read);
-    let mut paged: Vec<Option<Result<Page, DriverError>>> = std::iter::repeat_with(|| None)
-        .take(sessions.len())
-        .collect();
-    for (k, page) in on_every_core(in_hand, |(k, hand)| (k, hand.page())) {
-        paged[k] = page;
-    }
+    let paged = if baseline {
+        baseline_pages(&reader, &sessions, &firsts).await?
+    } else {
+        first_pages(&reader, &sessions, &firsts).await?
+    };
     let each = sessions.iter().zip(keys).zip(firsts).zip(paged);
     for (((session, key), first), in_hand) in each {
         let old = previous.sessions.get(&key);
@@ -566,6 +560,76 @@ pub async fn check_host_with<H: Host>(
         skipped_names: listing.skipped_names,
         sessions,
     })
+}
+
+/// The first page of each session to read (`firsts`) on a first run: the newest record of
+/// every session of lines, each session's head and tail read in the same few batches
+/// ([`Reader::tail_pages`]); `None` for the others, read as usual.
+async fn baseline_pages<H: Host>(
+    reader: &Reader<'_, H>,
+    sessions: &[SessionFile],
+    firsts: &[Option<PageRequest>],
+) -> Result<Vec<Option<Result<Page, DriverError>>>, DriverError> {
+    let (at, tails): (Vec<usize>, Vec<(&SessionFile, PageRequest)>) = sessions
+        .iter()
+        .zip(firsts)
+        .enumerate()
+        .filter_map(|(k, (session, first))| Some((k, (session, first.clone()?))))
+        .unzip();
+    let mut paged: Vec<Option<Result<Page, DriverError>>> = std::iter::repeat_with(|| None)
+        .take(sessions.len())
+        .collect();
+    match reader.tail_pages(&tails, FIRST_CHECK_TAIL_BYTES).await {
+        Ok(pages) => {
+            for (k, page) in at.into_iter().zip(pages) {
+                paged[k] = page;
+            }
+        }
+        Err(e) => {
+            let e = DriverError::Host(e);
+            // Anything but a lost host is met again, session by session, by the reads.
+            if fails_the_host(&e) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(paged)
+}
+
+/// The first page of each session to read (`firsts`) on a later run, when it is in hand; the
+/// first read of every other session batched into few round trips ahead of its page (a page
+/// that wants more than was read is read as usual).
+async fn first_pages<H: Host>(
+    reader: &Reader<'_, H>,
+    sessions: &[SessionFile],
+    firsts: &[Option<PageRequest>],
+) -> Result<Vec<Option<Result<Page, DriverError>>>, DriverError> {
+    // Pages of sessions read along with the listing need no host: they are paged on every
+    // core, the host idle by then (docs/performance.md).
+    let mut in_hand: Vec<(usize, InHand)> = Vec::new();
+    let mut to_read: Vec<(&SessionFile, PageRequest)> = Vec::new();
+    for (k, (session, first)) in sessions.iter().zip(firsts).enumerate() {
+        let Some(request) = first else { continue };
+        match reader.take_in_hand(session, request) {
+            Some(hand) => in_hand.push((k, hand)),
+            None => to_read.push((session, request.clone())),
+        }
+    }
+    if let Err(e) = reader.prefetch_first_reads(&to_read).await {
+        let e = DriverError::Host(e);
+        // Anything but a lost host is met again, session by session, by the reads themselves.
+        if fails_the_host(&e) {
+            return Err(e);
+        }
+    }
+    drop(to_read);
+    let mut paged: Vec<Option<Result<Page, DriverError>>> = std::iter::repeat_with(|| None)
+        .take(sessions.len())
+        .collect();
+    for (k, page) in on_every_core(in_hand, |(k, hand)| (k, hand.page())) {
+        paged[k] = page;
+    }
+    Ok(paged)
 }
 
 #[cfg(test)]
@@ -890,6 +954,166 @@ mod tests {
         assert_eq!(checked.state.sessions[&b_key], previous.sessions[&b_key]);
         assert_ne!(checked.state.sessions[&a_key], a_state);
         assert_eq!(checked.state.sessions.len(), 2);
+    }
+
+    /// A Claude prompt line of about `len` bytes under `uuid`.
+    fn prompt(uuid: &str, len: usize) -> String {
+        let text: String = (0..len / 6).map(|i| ["word ", "text. "][i % 2]).collect();
+        format!(
+            "{}\n",
+            serde_json::json!({"type":"user","uuid":uuid,"timestamp":"2026-11-02T10:00:00.000Z",
+                "message":{"role":"user","content":text}})
+        )
+    }
+
+    /// A host that counts its batched reads and the bytes they return.
+    struct Counted {
+        inner: MemoryHost,
+        batches: std::sync::atomic::AtomicUsize,
+        bytes: std::sync::atomic::AtomicU64,
+    }
+
+    impl Host for Counted {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        async fn list(
+            &self,
+            roots: &[RootSpec],
+        ) -> Result<clankie_model::Listing, clankie_host::HostError> {
+            self.inner.list(roots).await
+        }
+
+        async fn read(
+            &self,
+            file: &clankie_host::FileRef,
+            ranges: &[clankie_model::ByteRange],
+        ) -> Result<clankie_model::ReadResult, clankie_host::HostError> {
+            let result = self.inner.read(file, ranges).await?;
+            let bytes: usize = result.chunks.iter().map(Vec::len).sum();
+            self.bytes
+                .fetch_add(bytes as u64, std::sync::atomic::Ordering::SeqCst);
+            Ok(result)
+        }
+
+        async fn read_many(
+            &self,
+            reads: &[(clankie_host::FileRef, Vec<clankie_model::ByteRange>)],
+        ) -> Result<Vec<Result<clankie_model::ReadResult, HostError>>, HostError> {
+            self.batches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut out = Vec::new();
+            for (file, ranges) in reads {
+                out.push(self.read(file, ranges).await);
+            }
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn a_first_run_reads_heads_and_tails_in_batches_and_keeps_a_whole_reads_cursor() {
+        use clankie_model::limits::MAX_LIMIT;
+        // Sessions whose newest record fits the tail window or does not (by once or twice its
+        // widening), small ones read whole, and one whose last line is still being written.
+        let half = prompt("aaaaaaaa-0000-4000-8000-000000000006-pending", 600);
+        let (written, rest) = half.split_at(300);
+        let shapes: [(&str, &[usize], &str); 6] = [
+            ("aaaaaaaa-0000-4000-8000-000000000001", &[300; 8], ""),
+            ("aaaaaaaa-0000-4000-8000-000000000002", &[2_000; 500], ""),
+            (
+                "aaaaaaaa-0000-4000-8000-000000000003",
+                &[3_000, 2_000, 30_000],
+                "",
+            ),
+            ("aaaaaaaa-0000-4000-8000-000000000004", &[5_000; 200], ""),
+            (
+                "aaaaaaaa-0000-4000-8000-000000000005",
+                &[4_000, 150_000, 90_000],
+                "",
+            ),
+            (
+                "aaaaaaaa-0000-4000-8000-000000000006",
+                &[1_500; 100],
+                written,
+            ),
+        ];
+        let memory = MemoryHost::new("mem");
+        let mut total = 0;
+        for (id, sizes, pending) in shapes {
+            let text: String = sizes
+                .iter()
+                .enumerate()
+                .map(|(k, &len)| prompt(&format!("{id}-{k}"), len))
+                .collect::<String>()
+                + pending;
+            total += text.len();
+            memory.put(claude_path(&memory, id), text);
+        }
+        let host = Counted {
+            inner: memory,
+            batches: Default::default(),
+            bytes: Default::default(),
+        };
+        let roots = roots_for(&[], None);
+        let first = block_on(check_host(&host, &roots, None, true, true)).unwrap();
+        assert!(first.errors.is_empty(), "{:?}", first.errors);
+        let read = host.bytes.load(std::sync::atomic::Ordering::SeqCst) as usize;
+        assert!(
+            read * 4 < total,
+            "{read} bytes read of {total}: heads and tails only"
+        );
+        // The first reads, then the two widenings of the session whose newest record is far
+        // back: three batches, whatever the number of sessions.
+        assert_eq!(host.batches.load(std::sync::atomic::Ordering::SeqCst), 3);
+        for (id, _, _) in shapes {
+            let session = block_on(resolve(&host.inner, id));
+            let request = PageRequest {
+                mode: Mode::Head,
+                limit: MAX_LIMIT,
+                strict: false,
+                redact: true,
+            };
+            let whole = block_on(
+                Reader::new(&host.inner)
+                    .read_to_end(&session, request, |_| Ok::<_, DriverError>(())),
+            )
+            .unwrap();
+            let kept = &first.state.sessions[&format!("claude/{id}")];
+            assert_eq!(kept.cursor, whole.encode(), "{id}");
+            let activity = first.activity.iter().find(|a| a.session == id).unwrap();
+            assert_eq!(activity.last_ts, newest_ts(&host.inner, id), "{id}");
+        }
+        // The next run shows exactly what was appended since.
+        for (k, (id, _, pending)) in shapes.into_iter().enumerate() {
+            let path = claude_path(&host.inner, id);
+            let mut more = String::new();
+            if !pending.is_empty() {
+                more.push_str(rest);
+            }
+            for n in 0..k {
+                more.push_str(&prompt(&format!("{id}-new-{n}"), 700 * (n + 1)));
+            }
+            host.inner.append(&path, more);
+        }
+        let next = block_on(check_host(&host, &roots, Some(&first.state), false, true)).unwrap();
+        assert!(next.errors.is_empty(), "{:?}", next.errors);
+        for (k, (id, _, _)) in shapes.into_iter().enumerate() {
+            let shown: Vec<&str> = next
+                .activity
+                .iter()
+                .filter(|a| a.session == id)
+                .flat_map(|a| a.records.iter().map(|r| r.id.as_str()))
+                .collect();
+            // A Claude line's records are numbered within it (`#0`).
+            let appended: Vec<String> = (0..k).map(|n| format!("{id}-new-{n}#0")).collect();
+            let mut expected: Vec<&str> = appended.iter().map(String::as_str).collect();
+            if id.ends_with('6') {
+                // The line being written when the first run read, completed by the append.
+                expected.insert(0, "aaaaaaaa-0000-4000-8000-000000000006-pending#0");
+            }
+            assert_eq!(shown, expected, "{id}");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! - `rows`: the rows path (databases, documents and trees, read whole and paged);
 //! - `to_end`: pages read until caught up;
 //! - `prefetch`: reads done ahead of their pages, and pages in hand;
+//! - `tails`: the newest records of many sessions, their reads batched (a first `check`);
 //! - `resume`: the command that resumes a session;
 //! - [`request`]: a read as the CLI and the MCP server ask for it, built once for both;
 //! - [`retry`]: which host errors are tried again, for `--follow`, `check` and MCP;
@@ -37,6 +38,7 @@ mod resume;
 pub mod retry;
 mod rows;
 pub mod search;
+mod tails;
 #[cfg(test)]
 pub(crate) mod testing;
 mod to_end;

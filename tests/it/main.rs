@@ -22,6 +22,7 @@ mod drift;
 mod escapes;
 mod everyday;
 mod filters;
+mod first_check;
 mod fixtures;
 mod follow;
 mod follow_ends;

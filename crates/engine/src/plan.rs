@@ -159,6 +159,18 @@ impl ReadPlan {
         self
     }
 
+    /// This plan, with a tail that reads further back than its first read (its newest records
+    /// did not fit) reading `4 × bytes` next, four times more each read after, instead of
+    /// starting from [`FIRST_CHUNK_BYTES`]: a caller that gave a small first window
+    /// ([`ReadPlan::with_tail_window`]) for many sessions at once (a first `check`) widens
+    /// each by what its window suggests, not by a quarter MiB. Other modes ignore it.
+    pub fn with_tail_step(mut self, bytes: u64) -> ReadPlan {
+        if let State::Tail(tail) = &mut self.state {
+            tail.chunk = bytes.clamp(HEAD_BYTES, FIRST_CHUNK_BYTES);
+        }
+        self
+    }
+
     /// How many bytes of the source the page [`ReadPlan::finish`] gives takes, from its first
     /// record's line to its last line's end: a tail's, once read; `None` for other modes or an
     /// empty page. What sizes a later tail's window ([`ReadPlan::with_tail_window`]).
