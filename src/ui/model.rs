@@ -6,7 +6,11 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
 use super::lines::{Kinds, record_lines};
+use clankie_engine::cursor::Cursor;
 use clankie_model::Record;
+
+mod back;
+pub use back::{Back, MAX_LOADED_RECORDS, OlderPage};
 
 /// A session as the list shows it: what `ls` knows of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +65,8 @@ pub enum Action {
     Close,
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
+    /// Read the page of this session before the cursor (the start of what is loaded).
+    LoadOlder(SessionRow, Cursor),
 }
 
 /// A line entered at the bottom of the screen: the list's filter or a search.
@@ -143,6 +149,8 @@ pub struct SessionState {
     pub width: usize,
     /// The first line shown.
     pub top: usize,
+    /// Where the loaded records start, and what is being read back ([`back`]).
+    pub back: Back,
 }
 
 impl SessionState {
@@ -163,6 +171,7 @@ impl SessionState {
             lines: Vec::new(),
             width,
             top: 0,
+            back: Back::default(),
         }
     }
 
@@ -342,7 +351,8 @@ impl App {
         let Some(s) = self.session.as_mut().filter(|s| s.row == *row) else {
             return;
         };
-        if records.is_empty() {
+        // Records after newer ones let go would not follow what is loaded.
+        if records.is_empty() || s.back.newer_dropped {
             return;
         }
         let at_end = s.top >= s.last_top(body);
@@ -437,6 +447,9 @@ impl App {
     }
 
     fn session_key(&mut self, key: KeyEvent) -> Action {
+        if let Some(action) = self.back_key(&key) {
+            return action;
+        }
         let body = self.body_rows();
         let Some(s) = self.session.as_mut() else {
             return Action::None;
@@ -467,7 +480,6 @@ impl App {
             KeyCode::Char('b') | KeyCode::PageUp => up(s, body),
             KeyCode::Char('d') => down(s, half),
             KeyCode::Char('u') => up(s, half),
-            KeyCode::Char('g') | KeyCode::Home => up(s, usize::MAX),
             KeyCode::Char('G') | KeyCode::End => s.top = last,
             KeyCode::Char('F') => {
                 s.follow = !s.follow;
@@ -508,7 +520,7 @@ impl App {
             },
             _ => {}
         }
-        Action::None
+        self.older_wanted()
     }
 
     /// Moves the open session to the next (or previous) line holding the search text.
