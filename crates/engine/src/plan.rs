@@ -109,7 +109,10 @@ impl ReadPlan {
             Mode::Since(Cursor::Rows(_)) => State::Forward(Box::new(Forward::start())),
             Mode::Before(Cursor::Lines(cursor)) => {
                 let mut tail = Tail::before(cursor);
-                tail.upserts = crate::harness::upserts_by_id(ctx.harness);
+                // A record whose id an earlier line holds is not one `--all` gives (it keeps
+                // the first copy): the read goes on past its page, as a tail of upserts does,
+                // to learn the ids before it.
+                tail.upserts = true;
                 State::Tail(Box::new(tail))
             }
             // As above: read back from the end.
@@ -246,9 +249,13 @@ impl ReadPlan {
         {
             match before_stale_reason(before, &chunks, requested[1].start, size) {
                 None => {
+                    let end = before.end;
                     tail.head = chunks[0].clone();
-                    tail.size = Some(before.end);
-                    tail.lo = before.end;
+                    tail.size = Some(end);
+                    tail.lo = end;
+                    if let Some(before) = &mut tail.before {
+                        before.source_size = size;
+                    }
                 }
                 Some(reason) if self.strict => return Err(PlanError::Stale { reason }),
                 Some(reason) => {
@@ -1080,6 +1087,9 @@ struct Tail {
 struct Before {
     cursor: LineCursor,
     end: u64,
+    /// The source's size when the cursor was checked: bytes after `end` are records after
+    /// the page (`more`).
+    source_size: u64,
 }
 
 impl Tail {
@@ -1119,7 +1129,11 @@ impl Tail {
         let mut tail = Tail::new(end);
         // Nothing precedes the start of an empty source.
         tail.done = end == 0 && cursor.window_end == 0;
-        tail.before = Some(Before { cursor, end });
+        tail.before = Some(Before {
+            cursor,
+            end,
+            source_size: 0,
+        });
         tail
     }
 
@@ -1514,8 +1528,11 @@ impl Tail {
             // A backward page's cursor is its start (the cursor given, for a page of nothing);
             // the cursor's records follow it.
             page.cursor = page.start.clone().unwrap_or(Cursor::Lines(before.cursor));
-            page.more = true;
+            page.more = before.source_size > before.end;
             page.pending_tail = false;
+            if self.lo == 0 && self.done {
+                page.mark_no_records(ctx, end, false);
+            }
         } else if self.lo == 0 && self.done {
             page.mark_no_records(ctx, end, false);
         }
