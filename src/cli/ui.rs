@@ -20,7 +20,8 @@ use super::context::{Context, GlobalArgs, OpenHost};
 use crate::driver::request::{Pages, ReadRequest};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
-use crate::ui::model::{Action, App, SessionRow};
+use crate::ui::model::{Action, App, OlderPage, SessionRow};
+use clankie_engine::cursor::Cursor;
 use clankie_engine::filter::RecordFilter;
 use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::resolve::SessionQuery;
@@ -65,6 +66,9 @@ enum Message {
     Input(Event),
     Listed(String, Result<Vec<SessionRow>, String>),
     Opened(SessionRow, Result<(Vec<Record>, bool), String>),
+    /// The cursor at the start of the first page.
+    Started(SessionRow, Option<Cursor>),
+    Older(SessionRow, Result<OlderPage, String>),
     Resume(SessionRow, String),
     Grew(SessionRow, Vec<Record>),
     Search(search::Event),
@@ -145,6 +149,8 @@ pub(super) async fn run(global: &GlobalArgs, args: UiArgs) -> Result<Outcome, Er
     let guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let mut reading: Option<tokio::task::JoinHandle<()>> = None;
+    // The open session's reader takes backward reads (cursors) here.
+    let mut read_back: Option<UnboundedSender<Cursor>> = None;
     loop {
         terminal.draw(|frame| crate::ui::draw::draw(frame, &app))?;
         let Some(message) = rx.recv().await else {
@@ -166,6 +172,11 @@ pub(super) async fn run(global: &GlobalArgs, args: UiArgs) -> Result<Outcome, Er
                 app.opened(&row, page);
                 Action::None
             }
+            Message::Started(row, start) => {
+                app.started_at(&row, start);
+                Action::None
+            }
+            Message::Older(row, page) => app.older(&row, page),
             Message::Resume(row, command) => {
                 app.resume_found(&row, command);
                 Action::None
@@ -194,8 +205,10 @@ pub(super) async fn run(global: &GlobalArgs, args: UiArgs) -> Result<Outcome, Er
                     Some(host) => {
                         let remote = remote(&ctx, global, &row.host);
                         let (host, tx) = (host.clone(), tx.clone());
+                        let (back_tx, back_rx) = unbounded_channel();
+                        read_back = Some(back_tx);
                         reading = Some(tokio::spawn(async move {
-                            read_session(&host, row, remote, interval, &tx).await;
+                            read_session(&host, row, remote, interval, back_rx, &tx).await;
                         }));
                     }
                     None => app.opened(&row, Err(format!("{} was not opened", row.host))),
@@ -211,6 +224,14 @@ pub(super) async fn run(global: &GlobalArgs, args: UiArgs) -> Result<Outcome, Er
                 remote(&ctx, global, host)
             }),
             Action::Follow(action) => follower.act(action),
+            Action::LoadOlder(row, cursor) => {
+                if read_back
+                    .as_ref()
+                    .is_none_or(|back| back.send(cursor).is_err())
+                {
+                    app.older(&row, Err("the session is not being read".into()));
+                }
+            }
         }
     }
     if let Some(task) = reading.take() {
@@ -285,13 +306,15 @@ fn remote(ctx: &Context, global: &GlobalArgs, name: &str) -> Option<Remote> {
 }
 
 /// Reads the session of `row` as `read` does (its newest page, redacted), says its resume
-/// command, then polls it every `interval` for the records after the last cursor, until the
-/// task is aborted (the session closed).
+/// command, then polls it every `interval` for the records after the last cursor, and reads
+/// the page before each cursor `back` sends (a backward read), until the task is aborted (the
+/// session closed).
 async fn read_session(
     opened: &OpenHost,
     row: SessionRow,
     remote: Option<Remote>,
     interval: Duration,
+    mut back: tokio::sync::mpsc::UnboundedReceiver<Cursor>,
     tx: &UnboundedSender<Message>,
 ) {
     let query = match SessionQuery::parse(&format!("{}/{}", row.harness, row.id)) {
@@ -324,6 +347,7 @@ async fn read_session(
     };
     let mut cursor = page.cursor.clone();
     let _ = tx.send(Message::Opened(row.clone(), Ok((page.records, page.older))));
+    let _ = tx.send(Message::Started(row.clone(), page.start));
     if clankie_engine::harness::resumable(session.harness()) {
         let explicit_root = opened
             .roots
@@ -333,8 +357,28 @@ async fn read_session(
             let _ = tx.send(Message::Resume(row.clone(), command));
         }
     }
+    let mut next_poll = tokio::time::Instant::now() + interval;
     loop {
-        tokio::time::sleep(interval).await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(next_poll) => next_poll += interval,
+            Some(start) = back.recv() => {
+                let request = PageRequest {
+                    mode: Mode::Before(start),
+                    limit: MAX_LIMIT,
+                    strict: false,
+                    redact: true,
+                };
+                let page = reader
+                    .read_page_whole(&session, request)
+                    .await
+                    .map(|page| (page.records, page.older, page.start))
+                    .map_err(|e| one_line(&e.into()));
+                if tx.send(Message::Older(row.clone(), page)).is_err() {
+                    return;
+                }
+                continue;
+            }
+        }
         let request = PageRequest {
             mode: Mode::Since(cursor.clone()),
             limit: MAX_LIMIT,

@@ -148,8 +148,10 @@ pub struct Reader<'h, H: Host> {
 /// The cursor says where the file is, so that a `--since` with it finds the file without
 /// looking for it (`resolve_for_read`).
 fn hint_the_path(page: &mut Page, session: &SessionFile) {
-    if let Cursor::Lines(cursor) = &mut page.cursor {
-        cursor.hint = Some(PathHint::new(session.harness(), session.entry.rel.clone()));
+    for cursor in std::iter::once(&mut page.cursor).chain(page.start.as_mut()) {
+        if let Cursor::Lines(cursor) = cursor {
+            cursor.hint = Some(PathHint::new(session.harness(), session.entry.rel.clone()));
+        }
     }
 }
 
@@ -260,11 +262,11 @@ impl<'h, H: Host> Reader<'h, H> {
         emit: impl FnMut(Vec<Record>),
     ) -> Result<Page, DriverError> {
         let ctx = source_ctx(self.host.name(), session);
-        if let Mode::Since(cursor) = &request.mode {
+        if let Mode::Since(cursor) | Mode::Before(cursor) = &request.mode {
             cursor.check_binding(&binding(&ctx.host, ctx.harness.name(), &ctx.session))?;
         }
         let source = harness::source(session);
-        if let Mode::Since(cursor) = &request.mode
+        if let Mode::Since(cursor) | Mode::Before(cursor) = &request.mode
             && matches!(cursor, Cursor::Rows(_)) != source.is_rows()
         {
             return Err(CursorError::Invalid("cursor class does not match the source").into());

@@ -33,6 +33,11 @@ pub enum Pages {
     /// Every record after a page's cursor, page after page, within the bound of one run
     /// (`--all --since`).
     AllSince(Cursor),
+    /// The records before a cursor, a page's start ([`Page::start`]), and a cursor at the start
+    /// of those (a backward read, docs/cursors.md): how the view loads older records.
+    ///
+    /// [`Page::start`]: clankie_engine::page::Page::start
+    Before(Cursor),
 }
 
 /// A read of one session: what the CLI and the MCP server turn their arguments into.
@@ -69,6 +74,7 @@ impl ReadRequest {
             Pages::All => (Mode::All, false),
             Pages::Since(cursor) => (Mode::Since(cursor), false),
             Pages::AllSince(cursor) => (Mode::Since(cursor), true),
+            Pages::Before(cursor) => (Mode::Before(cursor), false),
         };
         ReadRequest {
             host: host.to_string(),

@@ -428,8 +428,8 @@ fn first_read(
             back: tail_window.map_or(FIRST_CHUNK_BYTES, clankie_engine::plan::tail_window),
             ahead: FIRST_CHUNK_BYTES,
         }),
-        Mode::Since(Cursor::Rows(_)) => None,
-        Mode::Since(Cursor::Lines(_)) | Mode::Head | Mode::All => {
+        Mode::Since(Cursor::Rows(_)) | Mode::Before(Cursor::Rows(_)) => None,
+        Mode::Since(Cursor::Lines(_)) | Mode::Before(Cursor::Lines(_)) | Mode::Head | Mode::All => {
             // The plan's first ranges here depend on the request alone; which harness and
             // session the context names does not change them (the page checks the binding).
             let harness = query.harness.or_else(|| roots.first().map(|r| r.harness))?;

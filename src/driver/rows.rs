@@ -103,7 +103,9 @@ impl<'h, H: Host> Reader<'h, H> {
             // lie further back.
             Mode::Tail if !self.filter.is_active() => {
                 let limit = request.limit.clamp(1, clankie_model::limits::MAX_LIMIT);
-                snapshot.newest_records(ctx, limit).await?
+                // One more: the record before the page, where a backward read continues
+                // (the page's start cursor is anchored at it).
+                snapshot.newest_records(ctx, limit + 1).await?
             }
             // After such a page: the newest rows again, as many as hold the cursor's
             // records and a page after them; all rows when it is stale (the page
@@ -180,6 +182,7 @@ fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
     let page = |cursor: Cursor, older: bool| Page {
         records: Vec::new(),
         cursor,
+        start: None,
         older,
         more: false,
         pending_tail: true,
@@ -192,7 +195,7 @@ fn pending_document(ctx: &SourceCtx, request: &PageRequest) -> Page {
         filtered: 0,
     };
     match &request.mode {
-        Mode::Since(cursor) => page(cursor.clone(), true),
+        Mode::Since(cursor) | Mode::Before(cursor) => page(cursor.clone(), true),
         _ => {
             let empty = clankie_engine::rows::RowRecords {
                 pending: true,

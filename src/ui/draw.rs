@@ -208,8 +208,13 @@ fn header_lines(app: &App, s: &SessionState, width: usize) -> Vec<Line<'static>>
     if !spent.is_empty() {
         third.push(format!("tokens {}", spent.join(", ")));
     }
-    if s.earlier {
+    if s.back.loading {
+        third.push("reading earlier records…".to_string());
+    } else if s.earlier {
         third.push("earlier records not loaded".to_string());
+    }
+    if s.back.newer_dropped {
+        third.push("newer records let go (G)".to_string());
     }
     vec![
         Line::styled(fit(&plain(&format!("── {title}")), width), bold()),
@@ -294,6 +299,8 @@ fn draw_session(frame: &mut Frame<'_>, app: &App, s: &SessionState, area: Rect) 
     frame.render_widget(Paragraph::new(lines), area);
     let status = if s.search.active {
         format!("/{}▏", s.search.text)
+    } else if s.back.time.active {
+        format!("jump to time: {}▏", s.back.time.text)
     } else if let Some(status) = &app.status {
         status.clone()
     } else {

@@ -6,6 +6,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
 use super::lines::{Kinds, record_lines};
+use clankie_engine::cursor::Cursor;
 use clankie_model::Record;
 
 pub mod follow;
@@ -13,6 +14,8 @@ pub mod search;
 
 use follow::{FollowAction, HostFollow};
 use search::{GlobalSearch, HitView, SearchAction};
+mod back;
+pub use back::{Back, MAX_LOADED_RECORDS, OlderPage};
 
 /// A session as the list shows it: what `ls` knows of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +74,8 @@ pub enum Action {
     Search(SearchAction),
     /// The host-wide follow's ([`follow`]).
     Follow(FollowAction),
+    /// Read the page of this session before the cursor (the start of what is loaded).
+    LoadOlder(SessionRow, Cursor),
 }
 
 /// A line entered at the bottom of the screen: the list's filter or a search.
@@ -155,6 +160,8 @@ pub struct SessionState {
     pub top: usize,
     /// Opened at a global search's hit: the hit's record, and the records after those read.
     pub hit: Option<HitView>,
+    /// Where the loaded records start, and what is being read back ([`back`]).
+    pub back: Back,
 }
 
 impl SessionState {
@@ -176,6 +183,7 @@ impl SessionState {
             width,
             top: 0,
             hit: None,
+            back: Back::default(),
         }
     }
 
@@ -364,7 +372,8 @@ impl App {
         let Some(s) = self.session.as_mut().filter(|s| s.row == *row) else {
             return;
         };
-        if records.is_empty() {
+        // Records after newer ones let go would not follow what is loaded.
+        if records.is_empty() || s.back.newer_dropped {
             return;
         }
         let at_end = s.top >= s.last_top(body);
@@ -466,6 +475,9 @@ impl App {
     }
 
     fn session_key(&mut self, key: KeyEvent) -> Action {
+        if let Some(action) = self.back_key(&key) {
+            return action;
+        }
         let body = self.body_rows();
         let Some(s) = self.session.as_mut() else {
             return Action::None;
@@ -496,7 +508,6 @@ impl App {
             KeyCode::Char('b') | KeyCode::PageUp => up(s, body),
             KeyCode::Char('d') => down(s, half),
             KeyCode::Char('u') => up(s, half),
-            KeyCode::Char('g') | KeyCode::Home => up(s, usize::MAX),
             KeyCode::Char('G') | KeyCode::End => s.top = last,
             KeyCode::Char('F') => {
                 s.follow = !s.follow;
@@ -537,7 +548,7 @@ impl App {
             },
             _ => {}
         }
-        Action::None
+        self.older_wanted()
     }
 
     /// Moves the open session to the next (or previous) line holding the search text.

@@ -47,6 +47,7 @@ mod opencode_tree;
 mod output_format;
 mod pager;
 mod progress;
+mod read_back;
 mod redaction;
 mod redaction_precision;
 mod resume;

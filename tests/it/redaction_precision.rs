@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::support::{code, ndjson, records, run, stderr};
 
 /// Every harness home under `tests/fixtures/` (see `LAYOUT.md`), and the precision corpus.
-const HOMES: &[(&str, &str)] = &[
+pub(crate) const HOMES: &[(&str, &str)] = &[
     ("claude", "claude"),
     ("claude", "claude-code-2.1.197"),
     ("claude", "claude-code-2.1.332"),
@@ -44,7 +44,7 @@ const HOMES: &[(&str, &str)] = &[
 
 /// The `sqlite3 .dump`s of the database harnesses: (harness, its database's file name, the
 /// dump), each dump loaded into that file to be read.
-const DUMPS: &[(&str, &str, &str)] = &[
+pub(crate) const DUMPS: &[(&str, &str, &str)] = &[
     ("opencode", "opencode.db", "opencode/opencode-1.18.33.sql"),
     (
         "opencode",
@@ -224,7 +224,7 @@ fn align(redacted: &str, plain: &str, out: &mut Vec<(String, String)>) {
 }
 
 /// `tests/fixtures/<dump>` loaded into `<dir>/<db>`.
-fn load_dump(dump: &str, db: &str, dir: &Path) {
+pub(crate) fn load_dump(dump: &str, db: &str, dir: &Path) {
     let status = Command::new("sqlite3")
         .arg(dir.join(db))
         .arg(format!(".read {}", fixtures().join(dump).display()))

@@ -429,3 +429,51 @@ fn ui_follows_a_host_at_80x24() {
 fn ui_follows_a_host_at_120x40() {
     follow_host_at(120, 40);
 }
+
+/// A session longer than a page (150 turns, 300 records; a page is 200) opened from the list:
+/// scrolling up past its first loaded record reads the page before it (a backward read), the
+/// screen still on the records it showed; `t` jumps to a time; `g` reads back to the start.
+fn reads_back_at(cols: u16, rows: u16) {
+    if !require_tool("tmux") {
+        return;
+    }
+    let (home, session) = home();
+    std::fs::write(&session, session_lines(SESSION, 0, 150, "")).unwrap();
+    let pane = Pane::start(home.path(), cols, rows);
+    pane.wait_for("▸ down: failed");
+    pane.wait_for("prompt number 0 of the older one");
+    pane.keys(&["Enter"]);
+    let opened = pane.wait_for("answer number 149");
+    assert!(opened.contains("earlier records not loaded"), "{opened}");
+    // Up, a line at a time, past the first record loaded (turn 50): turn 49 comes in above it.
+    pane.tmux(&["send-keys", "-N", "2000", "k"]);
+    let crossed = pane.wait_for("answer number 49");
+    assert!(crossed.contains("prompt number 50"), "{crossed}");
+    insta::assert_snapshot!(format!("ui_back_boundary_{cols}x{rows}"), stable(&crossed));
+    // A time: the first record at or after it is the first line shown.
+    pane.keys(&["t", "2026-12-01T10:00:20Z", "Enter"]);
+    let jumped = pane.wait_for("at 2026-12-01T10:00:20Z");
+    let body: Vec<&str> = jumped.lines().skip(3).collect();
+    assert!(
+        body.iter().take(2).any(|l| l.contains("prompt number 20")),
+        "{jumped}"
+    );
+    // The start.
+    pane.keys(&["g"]);
+    let top = pane.wait_for("prompt number 0");
+    assert!(!top.contains("earlier records"), "{top}");
+    insta::assert_snapshot!(format!("ui_back_top_{cols}x{rows}"), stable(&top));
+    pane.keys(&["q"]);
+    pane.wait_for("session");
+    pane.keys(&["q"]);
+}
+
+#[test]
+fn ui_reads_back_across_a_page_boundary_at_80x24() {
+    reads_back_at(80, 24);
+}
+
+#[test]
+fn ui_reads_back_across_a_page_boundary_at_120x40() {
+    reads_back_at(120, 40);
+}

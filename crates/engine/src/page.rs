@@ -16,6 +16,9 @@ pub enum Mode {
     All,
     /// The next `limit` records after a cursor.
     Since(Cursor),
+    /// The `limit` records before a cursor (a backward read, docs/cursors.md): the page's
+    /// cursor is then at its start, where the next backward read continues.
+    Before(Cursor),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +36,10 @@ pub struct PageRequest {
 pub struct Page {
     pub records: Vec<Record>,
     pub cursor: Cursor,
+    /// A cursor at this page's start (before its first record), where a backward read of the
+    /// records before the page continues ([`Mode::Before`]): set by tail and backward reads
+    /// of an unfiltered page that holds a record, `None` otherwise.
+    pub start: Option<Cursor>,
     /// Records exist before this page (a page that does not start at the source's start may
     /// say so conservatively).
     pub older: bool,

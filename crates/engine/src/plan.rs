@@ -9,7 +9,7 @@
 //! Bounds: one read request is at most 4 MiB ([`MAX_READ_BYTES`]); one plan reads at most
 //! 64 MiB of source ([`MAX_SOURCE_BYTES`]); a line over 1 MiB is never buffered whole.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::SourceCtx;
 use super::cursor::{Cursor, HEAD_BYTES, LineCursor, WINDOW_BYTES, binding};
@@ -107,6 +107,16 @@ impl ReadPlan {
             Mode::Head | Mode::All => State::Forward(Box::new(Forward::start())),
             // The driver refuses a row cursor for a file; should one get here, start over.
             Mode::Since(Cursor::Rows(_)) => State::Forward(Box::new(Forward::start())),
+            Mode::Before(Cursor::Lines(cursor)) => {
+                let mut tail = Tail::before(cursor);
+                // A record whose id an earlier line holds is not one `--all` gives (it keeps
+                // the first copy): the read goes on past its page, as a tail of upserts does,
+                // to learn the ids before it.
+                tail.upserts = true;
+                State::Tail(Box::new(tail))
+            }
+            // As above: read back from the end.
+            Mode::Before(Cursor::Rows(_)) => State::Tail(Box::new(Tail::new(size_hint))),
             Mode::Since(Cursor::Lines(cursor)) => {
                 let head = ByteRange::new(0, HEAD_BYTES);
                 let verify_start = cursor
@@ -245,6 +255,38 @@ impl ReadPlan {
             redact: self.redact,
             filtered: &mut self.filtered,
         };
+        if let State::Tail(tail) = &mut self.state
+            && tail.size.is_none()
+            && let Some(before) = &tail.before
+        {
+            match before_stale_reason(before, &chunks, requested[1].start, size) {
+                None => {
+                    let end = before.end;
+                    tail.head = chunks[0].clone();
+                    tail.size = Some(end);
+                    tail.lo = end;
+                    if let Some(before) = &mut tail.before {
+                        before.source_size = size;
+                    }
+                }
+                Some(reason) if self.strict => return Err(PlanError::Stale { reason }),
+                Some(reason) => {
+                    // The page restarts from the source's end: a tail, one read later.
+                    self.reset = true;
+                    self.out.push(synthetic_notice(
+                        &self.ctx,
+                        format!("reset@{size}"),
+                        format!("the cursor no longer matches the source ({reason}); reading back from its end"),
+                    ));
+                    **tail = Tail {
+                        first_back: tail.first_back,
+                        upserts: tail.upserts,
+                        ..Tail::new(size)
+                    };
+                    return Ok(());
+                }
+            }
+        }
         match &mut self.state {
             State::Tail(tail) => tail.feed(
                 &mut sink,
@@ -345,7 +387,14 @@ impl ReadPlan {
         match self.state {
             State::Tail(tail) => {
                 let short = filtering && tail.stopped_at_the_bound(limit);
-                let mut page = tail.finish(&ctx, binding, limit, self.warnings, &unknown);
+                let mut page =
+                    tail.finish(&ctx, binding, limit, self.warnings, &unknown, filtering);
+                if self.reset {
+                    page.reset = true;
+                    let mut records = std::mem::take(&mut self.out);
+                    records.append(&mut page.records);
+                    page.records = records;
+                }
                 if short {
                     page.warnings.push(format!(
                         "{} of {limit} records found by the filter in the newest {} MiB (the bound of one read); older records were not examined",
@@ -358,6 +407,7 @@ impl ReadPlan {
             State::Verify { cursor, .. } => Page {
                 records: self.out,
                 cursor: Cursor::Lines(cursor),
+                start: None,
                 older: false,
                 more: false,
                 pending_tail: false,
@@ -433,6 +483,32 @@ fn stale_reason(
         return Some("the bytes before the cursor changed: rewritten");
     }
     None
+}
+
+/// Why a backward read's cursor no longer matches the source (its first read: the head and
+/// the bytes from `data_start` to the cursor's window end), or `None` when it does. Beside the
+/// hashes, the cursor's position must be a line start, and a line whose first records were
+/// returned must end at the window's end.
+fn before_stale_reason(
+    before: &Before,
+    chunks: &[Vec<u8>],
+    data_start: u64,
+    size: u64,
+) -> Option<&'static str> {
+    let cursor = &before.cursor;
+    let (head, data) = (&chunks[0], &chunks[1]);
+    let verify = &data[..data.len().min((cursor.window_end - data_start) as usize)];
+    if let Some(reason) = stale_reason(cursor, head, data_start, verify, size) {
+        return Some(reason);
+    }
+    let at = |offset: u64| offset.checked_sub(data_start).map(|i| verify[i as usize]);
+    let line_start = cursor.resume == 0 || at(cursor.resume - 1).is_none_or(|b| b == b'\n');
+    let line_whole = cursor.skip == 0 || {
+        let from = cursor.resume.max(data_start) - data_start;
+        let line = &verify[from as usize..];
+        line.last() == Some(&b'\n') && !line[..line.len() - 1].contains(&b'\n')
+    };
+    (!line_start || !line_whole).then_some("the cursor's line changed: rewritten")
 }
 
 /// What a forward page counts beside its records: the lines whose parser did not understand
@@ -946,6 +1022,7 @@ impl Forward {
         let mut page = Page {
             records,
             cursor: Cursor::Lines(cursor),
+            start: None,
             older: self.records_before,
             more: self.more,
             pending_tail,
@@ -1007,6 +1084,24 @@ struct Tail {
     /// end may repeat ids first returned far before it, where `--all` places them. Such a tail
     /// reads on past its page (to the start, or [`UPSERT_REPLAY_BYTES`]) to learn them.
     upserts: bool,
+    /// A backward read: the records before this cursor, not the source's end.
+    before: Option<Before>,
+    /// The index of each record among its line's records, in step with `records`.
+    indexes: VecDeque<u32>,
+    /// For each line that gave records, its end and the last (up to 4 KiB) bytes ending there:
+    /// the window of a cursor at the page's start ([`Page::start`]). At most the bytes read.
+    windows: HashMap<u64, (u64, Vec<u8>)>,
+}
+
+/// What a backward read reads before: the cursor, and where its records end (the cursor's
+/// line start, or the end of that line when its first `skip` records come before it).
+#[derive(Debug)]
+struct Before {
+    cursor: LineCursor,
+    end: u64,
+    /// The source's size when the cursor was checked: bytes after `end` are records after
+    /// the page (`more`).
+    source_size: u64,
 }
 
 impl Tail {
@@ -1030,7 +1125,56 @@ impl Tail {
             done: false,
             retries: 0,
             upserts: false,
+            before: None,
+            indexes: VecDeque::new(),
+            windows: HashMap::new(),
         }
+    }
+
+    /// A backward read of the records before `cursor`.
+    fn before(cursor: LineCursor) -> Tail {
+        let end = if cursor.skip > 0 {
+            cursor.window_end
+        } else {
+            cursor.resume
+        };
+        let mut tail = Tail::new(end);
+        // Nothing precedes the start of an empty source.
+        tail.done = end == 0 && cursor.window_end == 0;
+        tail.before = Some(Before {
+            cursor,
+            end,
+            source_size: 0,
+        });
+        tail
+    }
+
+    /// The records of the line at `offset` that belong to the read: a backward read whose
+    /// cursor is inside that line keeps only those returned before the cursor.
+    fn own(&self, offset: u64, mut records: Vec<Record>) -> Vec<Record> {
+        if let Some(before) = &self.before
+            && before.cursor.skip > 0
+            && offset == before.cursor.resume
+        {
+            records.truncate(before.cursor.skip as usize);
+        }
+        records
+    }
+
+    /// Notes the window ending at the end of the line at `offset` (its last bytes, up to
+    /// 4 KiB with its `\n`), when the line gave records.
+    fn note_window(&mut self, offset: u64, line: Option<&[u8]>, len: u64, gave: bool) {
+        if !gave {
+            return;
+        }
+        let end = offset + len + 1;
+        let mut window = Vec::new();
+        if let Some(line) = line {
+            let keep = (WINDOW_BYTES as usize - 1).min(line.len());
+            window.extend_from_slice(&line[line.len() - keep..]);
+            window.push(b'\n');
+        }
+        self.windows.insert(offset, (end, window));
     }
 
     fn next_read(&self) -> Option<Vec<ByteRange>> {
@@ -1038,6 +1182,18 @@ impl Tail {
             return None;
         }
         match self.size {
+            // A backward read's first: the head, and the bytes before the cursor's position
+            // through its window (both checked against the cursor's hashes).
+            None if let Some(before) = &self.before => {
+                let cursor = &before.cursor;
+                let window_start = cursor.window_end - u64::from(cursor.window_len);
+                let start = before.end.saturating_sub(self.first_back).min(window_start);
+                let end = before.end.max(cursor.window_end);
+                Some(vec![
+                    ByteRange::new(0, HEAD_BYTES),
+                    ByteRange::new(start, end - start),
+                ])
+            }
             // First read: the head (for the cursor) and a window around the listed end, so
             // that a file that grew a little since the listing needs no extra round trip.
             None => {
@@ -1085,6 +1241,10 @@ impl Tail {
             self.lo = read_end.min(size);
             // The bytes at the right end past the last `\n` are the pending tail.
         } else if size < self.lo {
+            if self.before.is_some() {
+                // Before a cursor whose bytes are gone: the next read finds it stale.
+                return Err(PlanError::Moving { size });
+            }
             // The file shrank below what is still to be read: it was truncated or replaced
             // under the read. Start over at its new end, with the same few retries as above.
             let retries = self.retries + 1;
@@ -1135,8 +1295,10 @@ impl Tail {
                 self.partial_len = 0;
             } else if right_in_partial {
                 let (bytes, len) = self.join_partial(&data[seg_start..right]);
-                let records = sink.line(offset, bytes.as_deref(), len)?;
-                found.push((offset, keep_at(sink, &mut left_out, offset, records)));
+                let records = self.own(offset, sink.line(offset, bytes.as_deref(), len)?);
+                let records = keep_at(sink, &mut left_out, offset, records);
+                self.note_window(offset, bytes.as_deref(), len, !records.is_empty());
+                found.push((offset, records));
             } else {
                 // The segment ends with the `\n` found on the previous turn.
                 let seg = &data[seg_start..right - 1];
@@ -1146,8 +1308,10 @@ impl Tail {
                 } else {
                     Some(seg)
                 };
-                let records = sink.line(offset, bytes, len)?;
-                found.push((offset, keep_at(sink, &mut left_out, offset, records)));
+                let records = self.own(offset, sink.line(offset, bytes, len)?);
+                let records = keep_at(sink, &mut left_out, offset, records);
+                self.note_window(offset, bytes, len, !records.is_empty());
+                found.push((offset, records));
             }
             right_in_partial = false;
             right = seg_start;
@@ -1175,9 +1339,10 @@ impl Tail {
         }
         self.left_out.extend(left_out);
         for (offset, records) in found {
-            for record in records.into_iter().rev() {
+            for (index, record) in records.into_iter().enumerate().rev() {
                 self.records.push_front(record);
                 self.offsets.push_front(offset);
+                self.indexes.push_front(index as u32);
             }
         }
         if self.lo == 0 {
@@ -1185,13 +1350,15 @@ impl Tail {
                 if self.last_line_end.is_some() {
                     // The first line of the file.
                     let (bytes, len) = self.take_partial_line();
-                    let records = sink.line(0, bytes.as_deref(), len)?;
+                    let records = self.own(0, sink.line(0, bytes.as_deref(), len)?);
                     let mut left = Vec::new();
                     let records = keep_at(sink, &mut left, 0, records);
+                    self.note_window(0, bytes.as_deref(), len, !records.is_empty());
                     self.left_out.extend(left);
-                    for record in records.into_iter().rev() {
+                    for (index, record) in records.into_iter().enumerate().rev() {
                         self.records.push_front(record);
                         self.offsets.push_front(0);
+                        self.indexes.push_front(index as u32);
                     }
                 } else {
                     // No newline anywhere: the whole file is one incomplete record.
@@ -1291,13 +1458,20 @@ impl Tail {
         limit: usize,
         warnings: Vec<String>,
         unknown: &[(u64, u32)],
+        filtering: bool,
     ) -> Page {
         // A replayed line repeats its ids; keep the first copy, as a forward read does.
         let mut seen = HashSet::new();
+        let mut indexes = Vec::new();
         let mut kept: Vec<(Record, u64)> = std::mem::take(&mut self.records)
             .into_iter()
             .zip(std::mem::take(&mut self.offsets))
-            .filter(|(r, _)| seen.insert(r.id.clone()))
+            .zip(std::mem::take(&mut self.indexes))
+            .filter(|((r, _), _)| seen.insert(r.id.clone()))
+            .map(|(kept, index)| {
+                indexes.push(index);
+                kept
+            })
             .collect();
         let dropped = kept.len().saturating_sub(limit);
         // The page's lines start at its first record's (all lines read when it has none).
@@ -1313,11 +1487,31 @@ impl Tail {
             Some(&(_, first)) => self.left_out.iter().filter(|&&at| at >= first).count(),
             None => self.left_out.len(),
         };
+        let older = dropped > 0 || self.lo > 0;
+        // Where a backward read continues: before the page's first record, a line start and
+        // how many of that line's records come before it (counted as a forward read counts
+        // them, so a filtered page has none).
+        let start = kept
+            .get(dropped)
+            .filter(|_| !filtering)
+            .and_then(|&(_, line)| {
+                let (line_end, window) = self.windows.get(&line)?;
+                let head =
+                    &self.head[..(self.head.len() as u64).min(*line_end).min(HEAD_BYTES) as usize];
+                Some(Cursor::Lines(LineCursor::new(
+                    binding,
+                    line,
+                    indexes[dropped],
+                    *line_end,
+                    window,
+                    head,
+                    older,
+                )))
+            });
         let records: Vec<Record> = kept.drain(dropped..).map(|(r, _)| r).collect();
         let end = self.last_line_end.unwrap_or(0);
         let head = &self.head[..(self.head.len() as u64).min(end).min(HEAD_BYTES) as usize];
         let window = if end == 0 { &[][..] } else { &self.window[..] };
-        let older = dropped > 0 || self.lo > 0;
         let cursor = LineCursor::new(
             binding,
             end,
@@ -1330,6 +1524,7 @@ impl Tail {
         let mut page = Page {
             records,
             cursor: Cursor::Lines(cursor),
+            start,
             older,
             more: false,
             pending_tail: self.pending_tail,
@@ -1341,7 +1536,16 @@ impl Tail {
             writer_version: crate::harness::writer_version(ctx.harness, &self.head),
             filtered,
         };
-        if self.lo == 0 && self.done {
+        if let Some(before) = self.before {
+            // A backward page's cursor is its start (the cursor given, for a page of nothing);
+            // the cursor's records follow it.
+            page.cursor = page.start.clone().unwrap_or(Cursor::Lines(before.cursor));
+            page.more = before.source_size > before.end;
+            page.pending_tail = false;
+            if self.lo == 0 && self.done {
+                page.mark_no_records(ctx, end, false);
+            }
+        } else if self.lo == 0 && self.done {
             page.mark_no_records(ctx, end, false);
         }
         page

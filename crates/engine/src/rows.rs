@@ -194,6 +194,30 @@ pub fn page_filtered(
         }
         Mode::Head => (0, end_after(0)),
         Mode::All => (0, n),
+        // A backward read: the `limit` records before the cursor (every record counts; a
+        // backward read takes no filter).
+        Mode::Before(cursor) => match stale_reason(cursor, &rows.records, &hashes) {
+            None => {
+                let end = match cursor {
+                    Cursor::Rows(c) if c.anchored => key_end(&rows.records, &c.key).unwrap_or(0),
+                    Cursor::Rows(c) => c.position as usize,
+                    Cursor::Lines(_) => 0,
+                };
+                (end.saturating_sub(limit), end)
+            }
+            Some(reason) if request.strict => return Err(PlanError::Stale { reason }),
+            Some(reason) => {
+                reset = true;
+                notice = Some(synthetic_notice(
+                    ctx,
+                    format!("reset@{n}"),
+                    format!(
+                        "the cursor no longer matches the source ({reason}); reading back from its end"
+                    ),
+                ));
+                (n.saturating_sub(limit), n)
+            }
+        },
         Mode::Since(cursor) => match stale_reason(cursor, &rows.records, &hashes) {
             None => {
                 let start = match cursor {
@@ -223,10 +247,31 @@ pub fn page_filtered(
             }
         },
     };
+    // Where a backward read continues: before the page's first record (a tail's, a backward
+    // read's).
+    let start_cursor = (matches!(request.mode, Mode::Tail | Mode::Before(_))
+        && !filter.is_active()
+        && start < end)
+        .then(|| {
+            let mut before = crate::cursor::PrefixHasher::default();
+            for (record, hash) in rows.records[..start].iter().zip(&hashes) {
+                before.push(&record.id, hash);
+            }
+            Cursor::Rows(RowCursor {
+                binding,
+                position: start as u64,
+                prefix_hash: before.finish(),
+                key: start
+                    .checked_sub(1)
+                    .map(|i| rows.records[i].id.clone())
+                    .unwrap_or_default(),
+                anchored: false,
+            })
+        });
     for (record, hash) in rows.records[..end].iter().zip(&hashes) {
         hasher.push(&record.id, hash);
     }
-    let cursor = RowCursor {
+    let end_cursor = RowCursor {
         binding,
         position: (skipped + end) as u64,
         prefix_hash: hasher.finish(),
@@ -240,6 +285,12 @@ pub fn page_filtered(
         },
         anchored: false,
     };
+    // A backward page's cursor is its start, where the next backward read continues (the
+    // cursor given, for a page of nothing).
+    let cursor = match &request.mode {
+        Mode::Before(given) if !reset => start_cursor.clone().unwrap_or_else(|| given.clone()),
+        _ => Cursor::Rows(end_cursor),
+    };
     let unknown = rows.unknown_in(start, end);
     let mut records: Vec<Record> = notice.into_iter().collect();
     // Moved, not copied: an `--all` page is every record, and holding them twice doubles the
@@ -252,7 +303,8 @@ pub fn page_filtered(
     }
     Ok(Page {
         records,
-        cursor: Cursor::Rows(cursor),
+        cursor,
+        start: start_cursor,
         older: start > 0 || skipped > 0,
         more: end < n || rows.more_after,
         pending_tail: end == n && rows.pending,
@@ -286,6 +338,16 @@ fn newest_page(
     let n = rows.records.len();
     let page = n.saturating_sub(limit)..n;
     let cursor = anchored_cursor(&rows.records, hashes, page.clone(), binding);
+    // Where a backward read continues: anchored at the record before the page, when the
+    // newest rows read hold one.
+    let start = (page.start > 0 && page.start < page.end).then(|| {
+        Cursor::Rows(anchored_cursor(
+            &rows.records,
+            hashes,
+            page.start - 1..page.start,
+            binding,
+        ))
+    });
     let pending_tail = rows.pending;
     let unknown = rows.unknown_in(page.start, page.end);
     // A tail page reaches the source's end: a terminal's current screen follows it.
@@ -299,6 +361,7 @@ fn newest_page(
         rows.screen,
     );
     out.unknown = unknown;
+    out.start = start;
     out
 }
 
@@ -344,6 +407,7 @@ fn newest_rows_page(
     Page {
         records,
         cursor: Cursor::Rows(cursor),
+        start: None,
         older: true,
         more,
         pending_tail,
@@ -557,6 +621,56 @@ mod tests {
         assert_eq!(got, ["keep3"]);
         assert_eq!(next.filtered, 4);
         assert!(!next.more);
+    }
+
+    /// Walking back from a tail page by its start cursors gives every record once, in order;
+    /// from a tail of the newest rows only (a database's) too, its cursor anchored; a row
+    /// changed before the cursor resets (refused under `--strict`).
+    #[test]
+    fn walking_back_by_row_index_gives_every_record() {
+        let names = ["a", "b", "c", "d", "e", "f", "g"];
+        for limit in 1..=3 {
+            for newest_only in [false, true] {
+                let first = if newest_only {
+                    let n = names.len();
+                    let mut newest = rows(&names[n - limit - 1..], false);
+                    newest.older_omitted = true;
+                    page(&ctx(), newest, &req(Mode::Tail, limit, true)).unwrap()
+                } else {
+                    page(&ctx(), rows(&names, false), &req(Mode::Tail, limit, true)).unwrap()
+                };
+                let mut walked = vec![ids(&first).join(",")];
+                let mut start = first.start.clone();
+                let mut older = first.older;
+                while older {
+                    let cursor = start.expect("a page with older records has a start");
+                    let back = page(
+                        &ctx(),
+                        rows(&names, false),
+                        &req(Mode::Before(cursor), limit, true),
+                    )
+                    .unwrap();
+                    assert!(back.records.len() <= limit && !back.records.is_empty());
+                    assert!(back.more && !back.reset);
+                    walked.push(ids(&back).join(","));
+                    start = back.start.clone();
+                    older = back.older;
+                }
+                let walked: Vec<String> = walked.into_iter().rev().collect();
+                assert_eq!(walked.join(","), names.join(","), "{limit} {newest_only}");
+            }
+        }
+        let tail = page(&ctx(), rows(&names, false), &req(Mode::Tail, 2, true)).unwrap();
+        let start = tail.start.unwrap();
+        let changed = rows(&["a", "b", "x", "d", "e", "f", "g"], false);
+        let reset = page(&ctx(), changed, &req(Mode::Before(start.clone()), 2, false)).unwrap();
+        assert!(reset.reset);
+        assert_eq!(ids(&reset)[1..], ["f", "g"]);
+        let changed = rows(&["a", "b", "x", "d", "e", "f", "g"], false);
+        assert!(matches!(
+            page(&ctx(), changed, &req(Mode::Before(start), 2, true)),
+            Err(PlanError::Stale { .. })
+        ));
     }
 
     fn req(mode: Mode, limit: usize, strict: bool) -> PageRequest {

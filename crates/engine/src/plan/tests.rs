@@ -794,3 +794,108 @@ fn a_filtered_tail_stopped_by_the_bound_says_so() {
         page.warnings
     );
 }
+
+/// Walks a file backward from its tail page, page by page through the pages' start cursors,
+/// and returns the ids read, oldest first; each page holds at most `limit` records.
+fn walk_back(file: &[u8], limit: usize) -> Vec<String> {
+    let mut page = run(file, Mode::Tail, limit, false).unwrap();
+    let mut pages = vec![ids(&page)];
+    while page.older {
+        let start = page
+            .start
+            .clone()
+            .expect("a page with older records has a start");
+        page = run(file, Mode::Before(start), limit, false).unwrap();
+        assert!(page.records.len() <= limit && page.more && !page.reset);
+        assert!(
+            !page.records.is_empty(),
+            "a backward page before older records is empty"
+        );
+        assert_eq!(page.start.as_ref(), Some(&page.cursor));
+        pages.push(ids(&page));
+    }
+    pages.into_iter().rev().flatten().collect()
+}
+
+#[test]
+fn walking_back_from_the_tail_gives_all_in_order() {
+    let file = session(400);
+    let all = ids(&run(&file, Mode::All, 50, true).unwrap());
+    for limit in [1, 2, 3, 7, 50, 200] {
+        assert_eq!(walk_back(&file, limit), all, "limit {limit}");
+    }
+    // Lines longer than a first read, so a page's line begins reads before it.
+    let long: String = (0..30)
+        .map(|i| user(&format!("u{i}"), &"word ".repeat(3000 + i * 400)))
+        .collect();
+    let all = ids(&run(long.as_bytes(), Mode::All, 50, true).unwrap());
+    for limit in [1, 3] {
+        assert_eq!(walk_back(long.as_bytes(), limit), all, "limit {limit}");
+    }
+}
+
+/// A forward page's cursor may fall inside a line (its first records returned): the records
+/// before it are the page's, and a backward read from its end gives the head page again.
+#[test]
+fn before_a_forward_cursor_is_the_page_before_it() {
+    let file = session(40);
+    for limit in [1, 2, 3, 5] {
+        let head = run(&file, Mode::Head, limit, true).unwrap();
+        let next = run(&file, Mode::Since(head.cursor.clone()), limit, true).unwrap();
+        let back = run(&file, Mode::Before(next.cursor.clone()), limit, true).unwrap();
+        assert_eq!(ids(&back), ids(&next), "limit {limit}");
+        let back = run(&file, Mode::Before(head.cursor.clone()), limit, true).unwrap();
+        assert_eq!(ids(&back), ids(&head), "limit {limit}");
+        assert!(!back.older);
+        // Before the start of the source: nothing, and nothing older.
+        let start = back.start.clone().unwrap();
+        let none = run(&file, Mode::Before(start), limit, true).unwrap();
+        assert!(none.records.is_empty() && !none.older && none.more);
+    }
+}
+
+/// A backward read checks its cursor as `--since` does: a source rewritten before it, cut
+/// short or replaced gives the newest page again with `reset` (and fails under `--strict`).
+#[test]
+fn a_stale_cursor_reads_back_from_the_end() {
+    let file = session(40);
+    let tail = run(&file, Mode::Tail, 5, true).unwrap();
+    let start = tail.start.clone().unwrap();
+    let Cursor::Lines(line_cursor) = &start else {
+        panic!("line cursor expected")
+    };
+    let pos = line_cursor.window_end as usize;
+    let mut rewritten = file.clone();
+    let i = rewritten[..pos - 1]
+        .iter()
+        .rposition(|&b| b == b'1')
+        .unwrap();
+    rewritten[i] = b'9';
+    let truncated = file[..pos - 5].to_vec();
+    let mut replaced = file.clone();
+    replaced[3] = b'X';
+    for changed in [rewritten, truncated, replaced] {
+        let reset = run(&changed, Mode::Before(start.clone()), 5, false).unwrap();
+        assert!(reset.reset);
+        assert!(reset.records[0].id.starts_with("reset@"));
+        let newest = run(&changed, Mode::Tail, 5, false).unwrap();
+        assert_eq!(ids(&reset)[1..], ids(&newest)[..]);
+        assert!(matches!(
+            run(&changed, Mode::Before(start.clone()), 5, true),
+            Err(PlanError::Stale { .. })
+        ));
+    }
+}
+
+proptest::proptest! {
+    /// Whatever a still file holds (junk, blank, cut and oversized lines), walking back from
+    /// its tail gives what `--all` reads, in order.
+    #[test]
+    fn walking_back_a_still_file_gives_all(
+        file in file_strategy(true),
+        limit in 1usize..4,
+    ) {
+        let all = ids(&run(&file, Mode::All, 50, false).unwrap());
+        proptest::prop_assert_eq!(walk_back(&file, limit), all);
+    }
+}
