@@ -583,11 +583,10 @@ impl SshHost {
                     .map_err(|e| self.explain(e, &out))
             });
         }
-        let answered: Vec<Result<Option<Vec<Result<Hashed, HostError>>>, HostError>> =
-            stream::iter(pending)
-                .buffered(BATCHES_AT_ONCE)
-                .collect()
-                .await;
+        let answered: Vec<_> = stream::iter(pending)
+            .buffered(BATCHES_AT_ONCE)
+            .collect()
+            .await;
         for answer in answered {
             match answer? {
                 Some(more) => hashed.extend(more),
