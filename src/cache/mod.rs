@@ -50,6 +50,9 @@ pub struct CacheOptions {
     pub max_bytes: u64,
     /// `false` is `--no-cache`: fetch everything, keep nothing after the run.
     pub enabled: bool,
+    /// `--verify`: a cached prefix is used only when the host's hash of those bytes is the
+    /// cached copy's (where the host has a hash tool; else its windows decide, as without).
+    pub verify: bool,
 }
 
 impl Default for CacheOptions {
@@ -58,6 +61,7 @@ impl Default for CacheOptions {
             dir: None,
             max_bytes: DEFAULT_MAX_BYTES,
             enabled: true,
+            verify: false,
         }
     }
 }
@@ -167,6 +171,8 @@ pub struct Cache {
     counted: Mutex<Option<u64>>,
     /// The entries this process fetched: evicted last.
     used_now: Mutex<HashSet<String>>,
+    /// The hosts that `verify` found without a hash tool (their windows decided).
+    unhashed: Mutex<HashSet<String>>,
 }
 
 /// At most this many bytes are asked of the host in one `read_many` call: the replies of a
@@ -209,6 +215,7 @@ impl Cache {
             store,
             counted: Mutex::new(None),
             used_now: Mutex::new(HashSet::new()),
+            unhashed: Mutex::new(HashSet::new()),
         })
     }
 
@@ -220,6 +227,15 @@ impl Cache {
     /// The cache's directory.
     pub fn dir(&self) -> &std::path::Path {
         self.store.dir()
+    }
+
+    /// Whether `--verify` found `host` without a hash tool this run: its cached files were
+    /// checked by their windows alone.
+    pub fn verified_by_windows(&self, host: &str) -> bool {
+        self.unhashed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(host)
     }
 
     /// The current bytes of each file of `host`, in order (one file's failure is its own;
@@ -267,6 +283,9 @@ impl Cache {
             .iter()
             .map(|entry| self.start(host.name(), entry))
             .collect();
+        if self.options.verify {
+            self.verify_by_hash(host, &mut jobs).await?;
+        }
         loop {
             let pending: Vec<(usize, Vec<ByteRange>)> = jobs
                 .iter()
@@ -316,6 +335,64 @@ impl Cache {
             .unwrap_or_else(PoisonError::into_inner)
             .extend(used);
         Ok((out, added))
+    }
+
+    /// `--verify`: the host hashes the cached prefix of every file whose entry its listing
+    /// left to verify, and one whose digest is not its cached copy's (or that the host could
+    /// not hash) is fetched whole. A host without a hash tool leaves them to their windows.
+    async fn verify_by_hash<H: Host>(&self, host: &H, jobs: &mut [Job]) -> Result<(), HostError> {
+        let asked: Vec<(usize, u64)> = jobs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, job)| match &job.state {
+                State::Verify { meta } => Some((i, meta.size)),
+                _ => None,
+            })
+            .collect();
+        if asked.is_empty() {
+            return Ok(());
+        }
+        let files: Vec<(FileRef, u64)> = asked
+            .iter()
+            .map(|&(i, size)| (jobs[i].file.clone(), size))
+            .collect();
+        let Some(hashed) = host.hash_prefixes(&files).await? else {
+            self.unhashed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(host.name().to_string());
+            return Ok(());
+        };
+        if hashed.len() != files.len() {
+            return Err(HostError::Protocol {
+                host: host.name().to_string(),
+                reason: format!(
+                    "{} digests for a hash of {} files",
+                    hashed.len(),
+                    files.len()
+                ),
+            });
+        }
+        for ((i, size), result) in asked.into_iter().zip(hashed) {
+            let job = &mut jobs[i];
+            let same = match result {
+                Ok(hashed) => {
+                    hashed.size >= size
+                        && job.key.as_deref().is_some_and(|key| {
+                            self.store
+                                .data_digest(key, size, hashed.algorithm)
+                                .is_ok_and(|digest| digest == hashed.digest)
+                        })
+                }
+                Err(e) if e.is_host_wide() => return Err(e),
+                // The read that follows says why, if the file still cannot be read.
+                Err(_) => false,
+            };
+            if !same {
+                job.state = job.restart(&self.store, self.options.enabled);
+            }
+        }
+        Ok(())
     }
 
     /// Plans the fetch of one file: from its cached entry when there is a sound one this

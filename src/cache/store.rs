@@ -201,6 +201,25 @@ impl Store {
         )
     }
 
+    /// The digest of the first `len` bytes of the entry's data file in `algorithm` (an error
+    /// when it holds fewer).
+    pub(super) fn data_digest(
+        &self,
+        key: &str,
+        len: u64,
+        algorithm: clankie_host::digest::Algorithm,
+    ) -> io::Result<String> {
+        let data = open_regular(&self.file(key, DATA), OpenOptions::new().read(true))?;
+        let (digest, read) = algorithm.digest_reader(&data, len)?;
+        if read != len {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the data file is shorter than its metadata",
+            ));
+        }
+        Ok(digest)
+    }
+
     /// The metadata of the entry of `key` for this file, when it and the data file are sound;
     /// an entry that is not is removed (the caller holds its lock).
     pub(super) fn load(&self, key: &str, host: &str, harness: &str, path: &[u8]) -> Option<Meta> {

@@ -47,6 +47,7 @@ fn open(dir: &Path, max_bytes: u64) -> Cache {
         dir: Some(dir.to_path_buf()),
         max_bytes,
         enabled: true,
+        verify: false,
     })
     .unwrap()
 }
@@ -348,6 +349,7 @@ fn no_cache_writes_nothing() {
         dir: Some(dir.clone()),
         max_bytes: DEFAULT_MAX_BYTES,
         enabled: false,
+        verify: false,
     })
     .unwrap();
     for _ in 0..2 {
@@ -577,6 +579,7 @@ fn uncached(host: &MemoryHost) -> Vec<Content> {
         dir: Some(tmp.path().to_path_buf()),
         max_bytes: DEFAULT_MAX_BYTES,
         enabled: false,
+        verify: false,
     })
     .unwrap();
     fetch(&cache, host).into_iter().map(|(c, _)| c).collect()
@@ -719,6 +722,7 @@ fn an_unsafe_cache_directory_is_refused() {
         dir: Some(dir.to_path_buf()),
         max_bytes: DEFAULT_MAX_BYTES,
         enabled: true,
+        verify: false,
     };
     let refused = |dir: &Path| match Cache::open(options(dir)) {
         Err(e @ CacheError::Unsafe { .. }) => e.to_string(),
@@ -891,5 +895,146 @@ mod proptests {
             prop_assert_eq!(&got[0].0, &content(&now));
             prop_assert_eq!(vec![got[0].0.clone()], uncached(&host));
         }
+
+        /// With `--verify` no byte is trusted on either side: a byte of the cached data changed
+        /// anywhere, and a byte of the file rewritten anywhere with its mtime and ctime set back
+        /// (what the windows and the stat cannot see), still give what no cache gives.
+        #[test]
+        fn verified_any_byte_changed_anywhere_gives_what_no_cache_gives(
+            size in 1usize..40_000,
+            cached in prop::option::of((any::<prop::sample::Index>(), any::<u8>())),
+            rewritten in prop::option::of((any::<prop::sample::Index>(), any::<u8>())),
+            appended in 0usize..3000,
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let host = host_with(&[("a", lines(1, size))]);
+            fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+            if let Some((at, byte)) = cached {
+                let data = entry_file(tmp.path(), "data");
+                let mut bytes = std::fs::read(&data).unwrap();
+                let at = at.index(bytes.len());
+                bytes[at] = byte;
+                std::fs::write(data, bytes).unwrap();
+            }
+            let path = session_path(&host, "a");
+            let (_, mtime, _, ctime) = host.stat(&path).unwrap();
+            let mut now = host.contents(&path).unwrap();
+            if let Some((at, byte)) = rewritten {
+                let at = at.index(now.len());
+                now[at] = byte;
+                host.rewrite(&path, &now);
+                host.set_mtime(&path, mtime);
+                host.set_ctime(&path, ctime);
+            }
+            if appended > 0 {
+                host.append(&path, lines(2, appended));
+                now.extend_from_slice(&lines(2, appended));
+            }
+            let got = fetch(&open_verifying(tmp.path()), &host);
+            prop_assert_eq!(&got[0].0, &content(&now));
+            prop_assert_eq!(vec![got[0].0.clone()], uncached(&host));
+        }
     }
+}
+
+fn open_verifying(dir: &Path) -> Cache {
+    Cache::open(CacheOptions {
+        dir: Some(dir.to_path_buf()),
+        max_bytes: DEFAULT_MAX_BYTES,
+        enabled: true,
+        verify: true,
+    })
+    .unwrap()
+}
+
+/// A same-size rewrite in the middle that leaves the windows, the size, the inode, the mtime
+/// and the ctime as cached (what a write within the second of the caching listing leaves, or
+/// one who sets the clock back): the windows serve the old bytes; `--verify` does not.
+#[test]
+fn a_rewrite_that_the_stat_and_the_windows_miss_is_caught_by_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = lines(1, 50_000);
+    let host = host_with(&[("a", old.clone())]);
+    let path = session_path(&host, "a");
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let (_, mtime, inode, ctime) = host.stat(&path).unwrap();
+    let mut new = old.clone();
+    new[20_000..20_010].copy_from_slice(b"SAME STAT!");
+    host.rewrite(&path, &new);
+    host.set_mtime(&path, mtime);
+    host.set_ctime(&path, ctime);
+    assert_eq!(host.stat(&path).unwrap(), (50_000, mtime, inode, ctime));
+
+    // What the windows decide: the old bytes (the case docs/cache.md names).
+    let stale = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(stale[0], (content(&old), WINDOWS));
+    // Verified: the host's digest differs, so the file is fetched whole.
+    let got = fetch(&open_verifying(tmp.path()), &host);
+    assert_eq!(got[0], (content(&new), 50_000));
+    assert_eq!(vec![got[0].0.clone()], uncached(&host));
+    // And unchanged since: served from the cache, no byte more than the windows moved.
+    let again = fetch(&open_verifying(tmp.path()), &host);
+    assert_eq!(again[0], (content(&new), WINDOWS));
+}
+
+/// Verified, an appended file moves what was appended, and a file the host cannot hash any
+/// more (gone) is the read's own error, the other files served.
+#[test]
+fn verify_keeps_appends_cheap_and_failures_their_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = lines(1, 100_000);
+    let b = lines(2, 30_000);
+    let host = host_with(&[("a", a.clone()), ("b", b.clone())]);
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let more = lines(3, 999);
+    host.append(session_path(&host, "a"), &more);
+    a.extend_from_slice(&more);
+    let got = fetch(&open_verifying(tmp.path()), &host);
+    assert_eq!(got[0], (content(&a), WINDOWS + 999));
+    assert_eq!(got[1], (content(&b), WINDOWS));
+
+    let listing = listed(&host);
+    host.remove(session_path(&host, "b"));
+    let got = block_on(open_verifying(tmp.path()).fetch_many(&host, &listing)).unwrap();
+    assert_eq!(content(&got[0].as_ref().unwrap().bytes), content(&a));
+    assert!(
+        matches!(got[1], Err(HostError::NotFound { .. })),
+        "{:?}",
+        got[1]
+    );
+}
+
+/// A memory host without a hash tool: [`Host::hash_prefixes`] as the trait answers by
+/// default.
+struct NoHashTool(MemoryHost);
+
+impl Host for NoHashTool {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    async fn list(&self, roots: &[RootSpec]) -> Result<clankie_model::Listing, HostError> {
+        self.0.list(roots).await
+    }
+    async fn read(
+        &self,
+        file: &FileRef,
+        ranges: &[ByteRange],
+    ) -> Result<clankie_model::ReadResult, HostError> {
+        self.0.read(file, ranges).await
+    }
+}
+
+#[test]
+fn a_host_without_a_hash_tool_is_checked_by_its_windows_and_said_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = lines(1, 50_000);
+    let host = host_with(&[("a", old.clone())]);
+    fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    let plain = NoHashTool(host);
+    let cache = open_verifying(tmp.path());
+    assert!(!cache.verified_by_windows("devbox"));
+    let got = block_on(cache.fetch_many(&plain, &listed(&plain.0))).unwrap();
+    let got = got[0].as_ref().unwrap();
+    assert_eq!((content(&got.bytes), got.moved), (content(&old), WINDOWS));
+    assert!(cache.verified_by_windows("devbox"));
 }

@@ -83,9 +83,14 @@ pub struct GrepArgs {
     /// Keep no cache: fetch every remote session whole.
     #[arg(long)]
     pub no_cache: bool,
+    /// Use a cached session only when the host's own hash of the cached bytes (sha256sum,
+    /// else md5sum, else cksum) is the cached copy's, instead of trusting its stat and sampled
+    /// windows; a host without a hash tool is checked as without (said by -v).
+    #[arg(long, conflicts_with = "no_cache")]
+    pub verify: bool,
     /// Search the records a store holds (`sqlite:PATH`, `postgres://…`; docs/store.md)
     /// instead of the hosts [default hosts: every host of the store].
-    #[arg(long, value_name = "URL", conflicts_with_all = ["cache_max", "no_cache"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["cache_max", "no_cache", "verify"])]
     pub store: Option<String>,
 }
 
@@ -203,6 +208,7 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
             dir: None,
             max_bytes: cache_max,
             enabled: !args.no_cache,
+            verify: args.verify,
         };
         // A cache that cannot be opened costs speed, not results: search without keeping
         // anything (exit 1 is grep's "nothing matched", so failing here would lie).
@@ -284,6 +290,12 @@ pub(super) async fn run(global: &GlobalArgs, args: GrepArgs) -> Result<Outcome, 
                         super::warn(&[format!(
                             "{name}: {} bytes of session files read",
                             searched.host.bytes_moved
+                        )]);
+                    }
+                    if global.verbose && cache.as_ref().is_some_and(|c| c.verified_by_windows(name))
+                    {
+                        super::warn(&[format!(
+                            "{name}: no hash tool (sha256sum, md5sum, cksum): --verify checked the cached sessions by their size, times and windows"
                         )]);
                     }
                     for u in &searched.host.unsearched {

@@ -39,7 +39,8 @@ started and last activity, records shown and their tokens, and `earlier records 
         "Examples:
   clankie-read grep deploy                        every record that says deploy, here
   clankie-read grep -F 'rm -rf' devbox local      which sessions ran it, on two machines
-  clankie-read grep -l TODO devbox                the sessions only",
+  clankie-read grep -l TODO devbox                the sessions only
+  clankie-read grep --verify TODO devbox          cached copies checked by the host's hash",
     ),
     (
         "check",

@@ -1,7 +1,9 @@
 //! The grep cache over the real test sshd, through the library (`clankie_read::cache`): the
 //! first fetch moves each byte once, a second with nothing changed moves only the
 //! verification windows, an append moves about what was appended, a rewritten file is
-//! fetched again (a same-size one whose mtime was set back, by its ctime); and `cache ls|clear` show and empty what it kept, under `$XDG_CACHE_HOME`.
+//! fetched again (a same-size one whose mtime was set back, by its ctime); `cache ls|clear`
+//! show and empty what it kept, under `$XDG_CACHE_HOME`; and `grep --verify` answers as
+//! `--no-cache` where the stat and the windows are fooled, on a dash and a busybox login.
 
 use std::path::Path;
 
@@ -66,6 +68,7 @@ async fn fetch(dir: &Path, host: &AnyHost, expected: &[&[u8]]) -> u64 {
         dir: Some(dir.to_path_buf()),
         max_bytes: DEFAULT_MAX_BYTES,
         enabled: true,
+        verify: false,
     })
     .unwrap();
     let fetched = cache.fetch_many(host, &listed(host).await).await.unwrap();
@@ -215,4 +218,131 @@ fn a_search_again_moves_only_what_changed() {
     )
     .unwrap();
     assert_eq!(text, "0 files, 0 B\n");
+}
+
+/// One Claude user record.
+fn record(uuid: &str, text: &str) -> String {
+    serde_json::json!({"type": "user", "uuid": uuid, "timestamp": "2026-11-02T10:00:00Z",
+        "message": {"role": "user", "content": text}})
+    .to_string()
+        + "\n"
+}
+
+/// `grep --verify` on a dash and a busybox login: a session rewritten in the middle (outside
+/// both windows) at the same size and inode, its mtime set back (`touch -d`), and its cached
+/// entry's ctime made the file's new one, as a write within the second of the caching listing
+/// leaves it (no user can set a ctime back, so the entry is what is moved): the windows serve
+/// the old text, `--verify` answers as `--no-cache` does.
+#[test]
+fn verify_catches_a_rewrite_that_the_stat_and_the_windows_miss() {
+    use std::os::unix::fs::MetadataExt;
+    let Some(sshd) = sshd_or_skip() else { return };
+    const SESSION: &str = "9e9e0000-0000-4000-8000-00000000fe01";
+    for user in ["ck_dash", "ck_busybox"] {
+        let base = format!("verify-{}", std::process::id());
+        let mut body = String::new();
+        for i in 0..120 {
+            body += &record(&format!("a{i}"), &"filler before ".repeat(12));
+        }
+        body += &record("mid", "the marker OLDWORD1 in the middle");
+        for i in 0..120 {
+            body += &record(&format!("b{i}"), &"filler after ".repeat(12));
+        }
+        let at = body.find("OLDWORD1").unwrap();
+        assert!(
+            at > 8192 && body.len() - at > 8192,
+            "{at} of {}",
+            body.len()
+        );
+        let remote = sshd.put_file(
+            user,
+            Path::new(&base).join(format!(".claude/projects/-v/{SESSION}.jsonl")),
+            body.as_bytes(),
+        );
+        let root = format!(
+            "claude={}",
+            sshd.home(user).join(&base).join(".claude").display()
+        );
+        let alias = sshd.alias(user);
+        let config = sshd.ssh_config().display().to_string();
+        let home = tempfile::tempdir().unwrap();
+        let cache = home.path().join("xdg");
+        let grep = |flags: &[&str], pattern: &str| {
+            let out = clankie(home.path())
+                .env("XDG_CACHE_HOME", &cache)
+                .args([
+                    "-v",
+                    "--ssh-config",
+                    &config,
+                    "--root",
+                    &root,
+                    "grep",
+                    "--json",
+                ])
+                .args(flags)
+                .args([pattern, alias.as_str()])
+                .output()
+                .unwrap();
+            assert!(
+                !stderr(&out).contains("no hash tool"),
+                "{user}: {}",
+                stderr(&out)
+            );
+            out
+        };
+        let first = grep(&[], "OLDWORD1");
+        assert_eq!(code(&first), 0, "{user}: {}", stderr(&first));
+
+        // In place: the same inode and size, the windows untouched, the mtime set back.
+        let mtime = std::fs::metadata(&remote).unwrap().modified().unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&remote)
+            .unwrap();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(at as u64)).unwrap();
+        std::io::Write::write_all(&mut file, b"NEWWORD1").unwrap();
+        file.set_modified(mtime).unwrap();
+        drop(file);
+        let now = std::fs::metadata(&remote).unwrap();
+        // The entry's ctime made the file's: a write within the listing's second.
+        let meta_path = std::fs::read_dir(cache.join("clankie-read"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "meta"))
+            .unwrap();
+        let mut meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+        assert_eq!(meta["inode"], now.ino(), "{user}");
+        assert_eq!(meta["mtime"], now.mtime(), "{user}");
+        assert_eq!(meta["size"], body.len() as u64, "{user}");
+        meta["ctime"] = now.ctime().into();
+        std::fs::write(&meta_path, meta.to_string()).unwrap();
+
+        // The windows alone: the old text, stale (docs/cache.md says when).
+        let stale = grep(&[], "OLDWORD1");
+        assert_eq!(
+            code(&stale),
+            0,
+            "{user}: the construction no longer fools the windows"
+        );
+        // Verified: as no cache at all, both for the old text and the new.
+        for pattern in ["OLDWORD1", "NEWWORD1"] {
+            let verified = grep(&["--verify"], pattern);
+            let uncached = grep(&["--no-cache"], pattern);
+            assert_eq!(
+                (code(&verified), stdout_text(&verified)),
+                (code(&uncached), stdout_text(&uncached)),
+                "{user}: {pattern}"
+            );
+        }
+        assert_eq!(code(&grep(&["--verify"], "NEWWORD1")), 0, "{user}");
+        assert_eq!(code(&grep(&["--verify"], "OLDWORD1")), 1, "{user}");
+        // The cache holds the new bytes now: a search without --verify finds them too.
+        assert_eq!(code(&grep(&[], "NEWWORD1")), 0, "{user}");
+        let _ = std::fs::remove_dir_all(sshd.home(user).join(&base));
+    }
+}
+
+fn stdout_text(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

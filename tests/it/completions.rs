@@ -153,6 +153,12 @@ fn bash_completes_subcommands_flags_hosts_and_session_ids() {
             &[],
         ),
         (
+            &["clankie-read", "grep", "x", "--no-c"],
+            &["--no-cache"],
+            &[],
+        ),
+        (&["clankie-read", "grep", "x", "--veri"], &["--verify"], &[]),
+        (
             &["clankie-read", "check", "--st"],
             &["--state", "--strict"],
             &[],
@@ -259,6 +265,12 @@ fn zsh_completes_subcommands_flags_hosts_and_session_ids() {
             &["--no-pager", "--no-redact", "--no-thinking"],
             &[],
         ),
+        (
+            &["clankie-read", "grep", "x", "--no-c"],
+            &["--no-cache"],
+            &[],
+        ),
+        (&["clankie-read", "grep", "x", "--veri"], &["--verify"], &[]),
         (&["clankie-read", "d"], &["devbox:", "down:"], &["ls"]),
         (&["clankie-read", "ls", "g"], &["gpu-1"], &["*.internal"]),
         (&["clankie-read", "here:sh"], &["here:short"], &[]),
@@ -315,6 +327,7 @@ fn fish_completes_subcommands_flags_hosts_and_session_ids() {
         ("clankie-read resume here:sh", &["here:short"], &[]),
         ("clankie-read here:short --no-p", &["--no-pager"], &[]),
         ("clankie-read down:", &[], &["down:short"]),
+        ("clankie-read grep x --veri", &["--verify"], &[]),
     ];
     for (line, want, not) in cases {
         let got = fish_complete(&setup, &script, line);

@@ -7,6 +7,7 @@
 //! kinds: [`local`] (this machine's filesystem), [`ssh`] (generated [`script`]s over one SSH
 //! connection) and [`memory`] (a map of files, for tests of what reads through a host).
 
+pub mod digest;
 pub mod local;
 pub mod memory;
 pub mod script;
@@ -85,6 +86,17 @@ pub struct Found {
     /// (each as the listing names it), with what was read of each or why not. A top file that
     /// is not here was not there (or the host does not read them in the same call).
     pub tops: Vec<(clankie_model::FileEntry, Result<ReadResult, HostError>)>,
+}
+
+/// A digest of the first bytes of a file, as [`Host::hash_prefixes`] computed it where the
+/// file lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hashed {
+    /// The file's size when it was hashed: a digest of fewer bytes than asked when smaller.
+    pub size: u64,
+    pub algorithm: digest::Algorithm,
+    /// As the algorithm's tool prints it ([`digest::Algorithm::digest`]).
+    pub digest: String,
 }
 
 /// Errors a host reports. Each message is the one line a user reads.
@@ -285,6 +297,19 @@ pub trait Host {
         default_find_and_read(self, roots, id, first).await
     }
 
+    /// Hashes the first `len` bytes of each file where it lies (with the checks `read` makes),
+    /// one result per file in order (one file's failure is its own), with the strongest
+    /// algorithm the host has ([`digest::Algorithm`]): `grep --verify` compares them with its
+    /// cached copies without moving the bytes. `None`: the host has no hash tool (the
+    /// default).
+    async fn hash_prefixes(
+        &self,
+        files: &[(FileRef, u64)],
+    ) -> Result<Option<Vec<Result<Hashed, HostError>>>, HostError> {
+        let _ = files;
+        Ok(None)
+    }
+
     /// Opens a file of this machine, with the checks `read` makes, for a caller that goes
     /// through it from start to end on a thread of its own (grep: positioned reads into one
     /// buffer it reuses cost a third of `read`'s fresh chunks). `None` (the default): this
@@ -462,6 +487,16 @@ impl Host for AnyHost {
         match self {
             AnyHost::Local(h) => h.find_and_read(roots, id, first, hint, tops).await,
             AnyHost::Ssh(h) => h.find_and_read(roots, id, first, hint, tops).await,
+        }
+    }
+
+    async fn hash_prefixes(
+        &self,
+        files: &[(FileRef, u64)],
+    ) -> Result<Option<Vec<Result<Hashed, HostError>>>, HostError> {
+        match self {
+            AnyHost::Local(h) => h.hash_prefixes(files).await,
+            AnyHost::Ssh(h) => h.hash_prefixes(files).await,
         }
     }
 

@@ -11,7 +11,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileRef, Host, HostError, LocalFile, check_ranges, check_relative_path};
+use super::digest::Algorithm;
+use super::{FileRef, Hashed, Host, HostError, LocalFile, check_ranges, check_relative_path};
 #[cfg(windows)]
 use crate::windows_shims::{MetadataExt, OsStrExt};
 use clankie_model::{
@@ -387,6 +388,29 @@ impl Host for LocalHost {
 
     async fn open_local(&self, file: &FileRef) -> Result<Option<LocalFile>, HostError> {
         self.open_sync(file).map(Some)
+    }
+
+    /// Hashes each file here, opened as `read` opens it, with SHA-256.
+    async fn hash_prefixes(
+        &self,
+        files: &[(FileRef, u64)],
+    ) -> Result<Option<Vec<Result<Hashed, HostError>>>, HostError> {
+        let hash = |file: &FileRef, len: u64| -> Result<Hashed, HostError> {
+            let LocalFile { file: handle, size } = self.open_sync(file)?;
+            let (digest, _) = Algorithm::Sha256.digest_reader(&handle, len).map_err(|e| {
+                let path =
+                    PathBuf::from(OsStr::from_bytes(&file.root)).join(OsStr::from_bytes(&file.rel));
+                self.io_error(&path, e)
+            })?;
+            Ok(Hashed {
+                size,
+                algorithm: Algorithm::Sha256,
+                digest,
+            })
+        };
+        Ok(Some(
+            files.iter().map(|(file, len)| hash(file, *len)).collect(),
+        ))
     }
 }
 

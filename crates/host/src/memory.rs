@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{FileRef, Host, HostError, check_ranges, check_relative_path};
+use super::digest::Algorithm;
+use super::{FileRef, Hashed, Host, HostError, check_ranges, check_relative_path};
 use clankie_model::{
     ByteRange, FileEntry, Harness, ListSpec, Listing, ReadResult, ResolvedRoot, RootSpec,
     display_path,
@@ -470,6 +471,31 @@ impl Host for MemoryHost {
         state.calls.read += 1;
         state.take_failure()?;
         self.read_now(&state, file, ranges)
+    }
+
+    /// Hashes each file, found as `read` finds it, with SHA-256 (counted as a read, and
+    /// failing as one when a failure is pending).
+    async fn hash_prefixes(
+        &self,
+        files: &[(FileRef, u64)],
+    ) -> Result<Option<Vec<Result<Hashed, HostError>>>, HostError> {
+        let mut state = self.state();
+        state.calls.read += 1;
+        state.take_failure()?;
+        let out = files
+            .iter()
+            .map(|(file, len)| {
+                let size = self.read_now(&state, file, &[])?.size;
+                let data = &state.files[&join(trim_slash(&file.root), &file.rel)].data;
+                let end = (*len).min(size) as usize;
+                Ok(Hashed {
+                    size,
+                    algorithm: Algorithm::Sha256,
+                    digest: Algorithm::Sha256.digest(&data[..end]),
+                })
+            })
+            .collect();
+        Ok(Some(out))
     }
 }
 

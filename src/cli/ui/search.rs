@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::reading::{open_session, poll_growth, say_resume};
 use super::{Message, one_line};
-use crate::cache::{Cache, CacheOptions, DEFAULT_MAX_BYTES};
+use crate::cache::{Cache, CacheOptions};
 use crate::cli::context::OpenHost;
 use crate::driver::around::read_around;
 use crate::driver::roots_for;
@@ -188,11 +188,7 @@ impl Searcher {
     /// remote sessions are fetched whole, as `grep --no-cache` fetches them.
     fn cache(&mut self) -> Option<Arc<Cache>> {
         if self.cache.is_none() {
-            let options = CacheOptions {
-                dir: None,
-                max_bytes: DEFAULT_MAX_BYTES,
-                enabled: true,
-            };
+            let options = CacheOptions::default();
             let cache = Cache::open(options.clone()).or_else(|_| {
                 Cache::open(CacheOptions {
                     enabled: false,

@@ -15,7 +15,8 @@
 //!   `read_along.rs` (the files a listing reads along, [`decode_list_reading`]), `ranges.rs`
 //!   (a read's ranges on the wire and its reply, [`aligned`], [`decode_read`]), `payload.rs`
 //!   (a range's encoded bytes, [`Encoding`]), `batch.rs` (a batched read,
-//!   [`decode_read_batch`]), `find_read.rs` (a find-and-read, [`decode_find_read_with`]);
+//!   [`decode_read_batch`]), `find_read.rs` (a find-and-read, [`decode_find_read_with`]),
+//!   `hash.rs` (a hash reply, [`decode_hash_many`]);
 //!   `fields.rs` and `errors.rs` hold the words of a typed line and the errors a reply maps to.
 //!
 //! # Wire format
@@ -98,6 +99,11 @@
 //! more than an uncompressed reply could hold), gzip's CRC is checked, and nothing may follow
 //! the stream.
 //!
+//! A *hash* reply ([`posix::hash_many_script`], `grep --verify`) is `NOHASH` alone (no hash
+//! tool on the host), or a section per file: `FILE <i>`, then `ERR`, or `META size=<size>` and
+//! `HASH <sha256|md5|cksum> <digest>` (of the file's first bytes asked; empty when the tool
+//! failed) and the `ERR raced` of the check after, then `END-FILE <i>`.
+//!
 //! ERR codes: `noroot`, `nodir`, `missing` (→ NotFound); `outside`, `symlink`, `notfile`,
 //! `badpath`, `badrange` (→ PathRefused); `unreadable`, `nosize`, `unsafe`, `open`,
 //! `restricted` (PowerShell's Constrained Language Mode) (→ Io); `script` (PowerShell: an
@@ -135,9 +141,9 @@ mod words;
 
 pub use decode::{
     Aligned, BatchRead, Encoding, Frame, ListReading, aligned, decode_find_read,
-    decode_find_read_with, decode_list, decode_list_reading, decode_read, decode_read_batch,
-    decode_read_many, find_read_reply_limit, parse_frame, read_many_reply_limit, read_reply_limit,
-    whole_file_cap,
+    decode_find_read_with, decode_hash_many, decode_list, decode_list_reading, decode_read,
+    decode_read_batch, decode_read_many, find_read_reply_limit, hash_many_reply_limit, parse_frame,
+    read_many_reply_limit, read_reply_limit, whole_file_cap,
 };
 pub use dialect::{Dialect, detect_dialect_switch};
 pub(crate) use words::hex_encode;

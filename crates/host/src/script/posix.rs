@@ -45,11 +45,13 @@
 //! The files: `exec.rs` (how a script is sent), `script.rs` (a script under construction and
 //! the shell fragments every script shares), `listing.rs` (the list script, and the listing
 //! that reads along), `read.rs` (the read script, the encoder and one file's read),
-//! `batch.rs` (the batched read), `find_read.rs` (the find-and-read).
+//! `batch.rs` (the batched read), `find_read.rs` (the find-and-read), `hash.rs` (the first
+//! bytes of files hashed where they lie, for `grep --verify`).
 
 mod batch;
 mod exec;
 mod find_read;
+mod hash;
 mod listing;
 mod read;
 mod script;
@@ -60,6 +62,7 @@ pub use exec::{
     listing_was_compressed,
 };
 pub use find_read::{find_read_script, find_read_script_with};
+pub use hash::hash_many_script;
 pub use listing::{ListMode, ReadAlong, list_reading_script, list_script, list_script_with};
 pub use read::{Encoder, encoder_named_in, read_script, read_script_with};
 

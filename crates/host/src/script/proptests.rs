@@ -1,11 +1,11 @@
 //! Property tests over hostile replies: whatever a host prints back, framed with the right nonce
-//! or not, the list and read decoders answer with a listing, a read or a `HostError` — never a
+//! or not, the list, read and hash decoders answer with a listing, a read or a `HostError` — never a
 //! panic, and never more data than the request allows. `cargo test` runs 256 cases each;
 //! `scripts/fuzz` runs many more (`PROPTEST_CASES`).
 
 use proptest::prelude::*;
 
-use super::{decode_list, decode_read, hex_encode, read_reply_limit};
+use super::{decode_hash_many, decode_list, decode_read, hex_encode, read_reply_limit};
 use clankie_model::ByteRange;
 
 const NONCE: &str = "0123456789abcdef0123456789abcdef";
@@ -24,6 +24,17 @@ fn reply_line() -> impl Strategy<Value = String> {
         Just("DATA 1".to_string()),
         Just("END-DATA 1".to_string()),
         Just("ERR".to_string()),
+        Just("FILE 0".to_string()),
+        Just("FILE 1".to_string()),
+        Just("END-FILE 0".to_string()),
+        Just("END-FILE 1".to_string()),
+        Just("NOHASH".to_string()),
+        Just("HASH".to_string()),
+        Just("sha256".to_string()),
+        Just("md5".to_string()),
+        Just("cksum".to_string()),
+        Just("4294967295".to_string()),
+        Just("49f68a5c8493ec2c0bf489821c21fc3b".to_string()),
         Just("claude".to_string()),
         Just("size=1000".to_string()),
         Just("size=18446744073709551615".to_string()),
@@ -95,10 +106,30 @@ proptest! {
         }
     }
 
+    /// A hash reply answers every file once, with a digest its algorithm could print, or
+    /// fails.
+    #[test]
+    fn hash_replies_decode_or_fail(stdout in reply(), files in 1usize..3) {
+        let asked: Vec<(crate::FileRef, u64)> = (0..files)
+            .map(|i| (crate::FileRef {
+                harness: crate::test_support::harness("claude"),
+                root: b"/home/u/.claude".to_vec(),
+                rel: format!("projects/{i}.jsonl").into_bytes(),
+            }, 100))
+            .collect();
+        if let Ok(Some(hashed)) = decode_hash_many("h", NONCE, &asked, &stdout) {
+            prop_assert_eq!(hashed.len(), files);
+            for h in hashed.iter().flatten() {
+                prop_assert!(h.algorithm.is_well_formed(h.digest.as_bytes()));
+            }
+        }
+    }
+
     /// Arbitrary bytes, framed or not.
     #[test]
     fn any_bytes_decode_or_fail(stdout in prop::collection::vec(any::<u8>(), 0..600)) {
         let _ = decode_list("h", NONCE, &crate::test_support::roots(), &stdout);
         let _ = decode_read("h", NONCE, &[ByteRange::new(0, 100)], &stdout);
+        let _ = decode_hash_many("h", NONCE, &[], &stdout);
     }
 }

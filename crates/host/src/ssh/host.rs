@@ -14,7 +14,8 @@ use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, BatchRead, Dialect, Invocation, posix};
 use crate::{
-    FileRef, FirstRead, Found, Host, HostError, TopReads, default_find_and_read, narrow_and_read,
+    FileRef, FirstRead, Found, Hashed, Host, HostError, TopReads, default_find_and_read,
+    narrow_and_read,
 };
 use clankie_model::{ByteRange, Listing, PathHint, ReadResult, RootSpec};
 
@@ -479,6 +480,13 @@ impl Host for SshHost {
         Ok(out.into_iter().flatten().collect())
     }
 
+    async fn hash_prefixes(
+        &self,
+        files: &[(FileRef, u64)],
+    ) -> Result<Option<Vec<Result<Hashed, HostError>>>, HostError> {
+        self.hash_batches(files).await
+    }
+
     /// POSIX hosts: one script lists the matches and reads the one file. PowerShell hosts
     /// (and a host whose dialect is not settled yet, which may turn out to be one) list and
     /// read in two calls.
@@ -531,6 +539,63 @@ impl Host for SshHost {
 }
 
 impl SshHost {
+    /// [`Host::hash_prefixes`] on this host: POSIX hosts run [`posix::hash_many_script`] in
+    /// batches of [`HASH_BATCH_FILES`] (one exec each, a few in flight); a PowerShell host
+    /// answers `None` (its hash is not built: the caller checks by the windows).
+    async fn hash_batches(
+        &self,
+        files: &[(FileRef, u64)],
+    ) -> Result<Option<Vec<Result<Hashed, HostError>>>, HostError> {
+        use futures_util::stream::{self, StreamExt};
+        if files.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let mut batches = files.chunks(HASH_BATCH_FILES);
+        let first = batches.next().unwrap_or_default();
+        // The first batch settles the dialect when nothing did yet (a PowerShell host is
+        // sent only a listing of nothing).
+        let (nonce, out) = self
+            .run_script(
+                |d, n| match d {
+                    Dialect::Posix => posix::invocation(posix::hash_many_script(n, first)),
+                    Dialect::PowerShell => d.list(n, &[]),
+                },
+                script::hash_many_reply_limit(first),
+            )
+            .await?;
+        if *self.dialect.lock().await != Some(Dialect::Posix) {
+            return Ok(None);
+        }
+        let Some(mut hashed) = script::decode_hash_many(&self.name, &nonce, first, &out.stdout)
+            .map_err(|e| self.explain(e, &out))?
+        else {
+            return Ok(None);
+        };
+        let mut pending = Vec::new();
+        for batch in batches {
+            pending.push(async move {
+                let nonce = script::new_nonce();
+                let invocation = posix::invocation(posix::hash_many_script(&nonce, batch));
+                let out = self
+                    .exec(&invocation, script::hash_many_reply_limit(batch))
+                    .await?;
+                script::decode_hash_many(&self.name, &nonce, batch, &out.stdout)
+                    .map_err(|e| self.explain(e, &out))
+            });
+        }
+        let answered: Vec<_> = stream::iter(pending)
+            .buffered(BATCHES_AT_ONCE)
+            .collect()
+            .await;
+        for answer in answered {
+            match answer? {
+                Some(more) => hashed.extend(more),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(hashed))
+    }
+
     /// `reads` on a POSIX host, in batches of [`batch_len`], one exec each, up to
     /// [`BATCHES_AT_ONCE`] of them in flight on the connection (each its own channel); `whole`
     /// lets a batch read small files whole ([`posix::read_many_script_with`]).
@@ -613,6 +678,10 @@ fn batch_len(reads: &[(FileRef, Vec<ByteRange>)], whole: bool) -> usize {
 /// Most files one batched read script names (its text grows with it, and a file read by its
 /// ranges costs the host's shell a few processes).
 const MAX_BATCH_FILES: usize = 3000;
+
+/// Most files one hash script names: each costs the host's shell a few processes and the
+/// hashing of its bytes, and a reply is held to a few lines a file.
+const HASH_BATCH_FILES: usize = 256;
 
 /// Batched reads of one host in flight at once: the link's round trips and the host's shells
 /// overlap, within the connection's channels (`session::MAX_CHANNELS`) and a few replies in

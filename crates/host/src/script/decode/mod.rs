@@ -8,6 +8,7 @@ mod errors;
 mod fields;
 mod find_read;
 mod frame;
+mod hash;
 mod listing;
 mod payload;
 mod ranges;
@@ -19,6 +20,7 @@ pub use batch::{
 pub(super) use fields::find;
 pub use find_read::{decode_find_read, decode_find_read_with, find_read_reply_limit};
 pub use frame::{Frame, parse_frame};
+pub use hash::{decode_hash_many, hash_many_reply_limit};
 pub use listing::{ListReading, decode_list, decode_list_reading};
 pub use payload::Encoding;
 pub use ranges::{Aligned, aligned, decode_read, read_reply_limit};

@@ -59,29 +59,9 @@ pub fn read_many_script_with(
     let mut s = Script::new(nonce);
     read_prelude(&mut s, encoder, true);
     perl_probe(&mut s);
+    s.raw(FILE_CHECKS);
     s.raw(
-        r#"fl() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; }
-ck() {
-  [ -z "$bad" ] || { fl unsafe; return 1; }
-  [ -z "$g" ] || { fl "$g"; return 1; }
-  p=./$B
-  [ -L "$p" ] && { fl symlink; return 1; }
-  [ -e "$p" ] || { fl missing; return 1; }
-  [ -f "$p" ] || { fl notfile; return 1; }
-  [ -r "$p" ] || { fl unreadable; return 1; }
-  s=$(ls -lni "$p" 2>/dev/null) || { fl nosize; return 1; }
-  set -- $s
-  i=$1 z=$6
-  case $2 in -*) ;; *) fl raced; return 1 ;; esac
-  case $z in '' | *[!0-9]*) fl nosize; return 1 ;; esac
-}
-af() {
-  [ -L "$p" ] && { fl raced; return 0; }
-  s=$(ls -lni "$p" 2>/dev/null) || { fl raced; return 0; }
-  set -- $s
-  [ "$1" = "$i" ] || fl raced
-}
-mw() {
+        r#"mw() {
   while [ $# -gt 4 ]; do [ $((($3 + $4) * $2)) -le "$z" ] || return 1; shift 4; done
 }
 ms() {
@@ -139,18 +119,7 @@ pf() {
     // one file's directory. `cd -P` sets `$PWD` to the physical directory it entered (POSIX;
     // dash, bash, busybox, mksh, posh, yash and zsh do, newline-ended names included): the
     // `$(pwd -P)` subshell of `read_script` would cost a process per directory, twice.
-    s.raw(
-        r#"gd() {
-  g=$gr
-  if [ -z "$g" ]; then
-    case $rr in /) rb= ;; *) rb=$rr ;; esac
-    if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
-    else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
-  fi
-  [ -n "$g" ] || [ "$PWD" = "$w" ] || g=outside
-}
-"#,
-    );
+    s.raw(DIR_CHECK);
     if candidates.iter().any(Option::is_some) {
         // `cw INDEX CAP RANGE…` (`$D` the directory, checked and entered by `gd`; `$B` the
         // name): a file that passes the checks a read makes before `ls` joins its directory's
@@ -383,8 +352,49 @@ W= G= LD= LA= LT= nt=0 WD= S1= sf= KP= CQ=
     s.end("0")
 }
 
+/// `fl CODE` prints an `ERR` line for `$P`; `ck` makes the checks a read makes before it opens
+/// `./$B` (in the directory `gd` entered; `$g` its verdict, `$bad` the name's) and sets `$i` and
+/// `$z` to its inode and size (`ls -lni`), or prints why not; `af`, after the read, checks that
+/// the name is still that inode and no symlink.
+pub(super) const FILE_CHECKS: &str = r#"fl() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; }
+ck() {
+  [ -z "$bad" ] || { fl unsafe; return 1; }
+  [ -z "$g" ] || { fl "$g"; return 1; }
+  p=./$B
+  [ -L "$p" ] && { fl symlink; return 1; }
+  [ -e "$p" ] || { fl missing; return 1; }
+  [ -f "$p" ] || { fl notfile; return 1; }
+  [ -r "$p" ] || { fl unreadable; return 1; }
+  s=$(ls -lni "$p" 2>/dev/null) || { fl nosize; return 1; }
+  set -- $s
+  i=$1 z=$6
+  case $2 in -*) ;; *) fl raced; return 1 ;; esac
+  case $z in '' | *[!0-9]*) fl nosize; return 1 ;; esac
+}
+af() {
+  [ -L "$p" ] && { fl raced; return 0; }
+  s=$(ls -lni "$p" 2>/dev/null) || { fl raced; return 0; }
+  set -- $s
+  [ "$1" = "$i" ] || fl raced
+}
+"#;
+
+/// `gd` enters directory `$D` of the current root (`$rr`, resolved, `$gr` its verdict) and
+/// checks that it is physically exactly `<root>/<dir>` (`$g`: the verdict, an ERR code; empty
+/// when it is).
+pub(super) const DIR_CHECK: &str = r#"gd() {
+  g=$gr
+  if [ -z "$g" ]; then
+    case $rr in /) rb= ;; *) rb=$rr ;; esac
+    if [ -n "$D" ]; then w="$rb/$D"; cd -P -- "$w" 2>/dev/null || g=nodir
+    else w=$rr; cd -P -- "$rr" 2>/dev/null || g=noroot; fi
+  fi
+  [ -n "$g" ] || [ "$PWD" = "$w" ] || g=outside
+}
+"#;
+
 /// A root or directory the script must not be handed: what `refusal` refuses for every file.
-fn bad_group_value(root: &[u8], dir: &[u8]) -> bool {
+pub(super) fn bad_group_value(root: &[u8], dir: &[u8]) -> bool {
     root.is_empty() || root.contains(&0) || dir.contains(&0)
 }
 

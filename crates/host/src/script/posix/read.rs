@@ -156,7 +156,7 @@ rg() {
 /// -L`, GNU or busybox; else `ls -Lnid`, the inode alone). Every range is then read through
 /// `$fq`, so no later swap of the name can move a read. Without `$fq` `fo` holds nothing and the
 /// ranges are read by the path, checked before and after (see [`read_file_body`]).
-fn descriptor_check(s: &mut Script) {
+pub(super) fn descriptor_check(s: &mut Script) {
     s.raw(
         r#"fq=
 [ -r /proc/self/fd/0 ] && fq=/proc/self/fd/3

@@ -3006,3 +3006,158 @@ fn a_project_tree_lists_alike_in_every_shell_and_mode_within_its_bounds() {
     }
     assert!(!tree.cwd().join("pwned").exists());
 }
+
+/// What a hash of `len` bytes of `file` should say, in `algorithm`: the size and the digest of
+/// the bytes as this process reads them; a refused or missing file as a word.
+fn expected_hash(file: &FileRef, len: u64, algorithm: crate::digest::Algorithm) -> String {
+    let local = block_on(LocalHost::new("local").hash_prefixes(&[(file.clone(), len)]))
+        .unwrap()
+        .unwrap();
+    match &local[0] {
+        Ok(hashed) => {
+            let path = bytes_path(&[&file.root[..], b"/", &file.rel[..]].concat());
+            let bytes = fs::read(path).unwrap();
+            let end = (len as usize).min(bytes.len());
+            format!("{} {}", hashed.size, algorithm.digest(&bytes[..end]))
+        }
+        Err(HostError::NotFound { .. }) => "not found".to_string(),
+        Err(HostError::PathRefused { .. }) => "refused".to_string(),
+        Err(e) => format!("{e}"),
+    }
+}
+
+fn hash_outcome(r: &Result<crate::Hashed, HostError>) -> String {
+    match r {
+        Ok(hashed) => format!("{} {}", hashed.size, hashed.digest),
+        Err(HostError::NotFound { .. }) => "not found".to_string(),
+        Err(HostError::PathRefused { .. }) => "refused".to_string(),
+        Err(e) => format!("{e}"),
+    }
+}
+
+/// Files of the tree to hash: a big one cut at an odd length (64 KiB blocks and a rest), whole
+/// small ones, one asked past its end, hostile names, and refused and missing ones.
+fn files_to_hash(tree: &Tree) -> Vec<(FileRef, u64)> {
+    let mut files = vec![
+        (tree.file(b"projects/-p/big.jsonl"), 9_876_543),
+        (tree.file(b"projects/-p/big.jsonl"), 65_536),
+        (tree.file(b"projects/-p/a.jsonl"), 8),
+        (
+            tree.file(format!("projects/{HOSTILE_DIR}/ lead'q.jsonl").as_bytes()),
+            100,
+        ),
+        (tree.file(b"projects/-p/new\nline.jsonl"), 3),
+        (tree.file(b"projects/-p/a.jsonl"), 0),
+        (tree.file(b"projects/-p/link.jsonl"), 7),
+        (tree.file(b"projects/../../outside/secret.jsonl"), 7),
+        (tree.file(b"projects/-p/gone.jsonl"), 7),
+        (tree.file(b"projects/-p/dir.jsonl"), 7),
+    ];
+    files.extend(ODD_NAMES.iter().map(|(rel, _)| (tree.file(rel), 5)));
+    files
+}
+
+#[test]
+fn hashes_agree_with_the_local_host_in_every_shell() {
+    use crate::digest::Algorithm;
+    let tree = tree();
+    let files = files_to_hash(&tree);
+    let expected: Vec<String> = files
+        .iter()
+        .map(|(file, len)| expected_hash(file, *len, Algorithm::Sha256))
+        .collect();
+    assert_eq!(
+        expected[3],
+        expected_hash(&files[3].0, 5, Algorithm::Sha256)
+    );
+    assert_eq!(expected[6], "refused");
+    assert_eq!(expected[8], "not found");
+    for shell in shells(tree.path()) {
+        let nonce = new_nonce();
+        let out = run(&shell, &tree, &[], &hash_many_script(&nonce, &files));
+        let got = super::super::decode_hash_many("test", &nonce, &files, &out)
+            .unwrap_or_else(|e| panic!("{}: {e}", shell.name))
+            .unwrap_or_else(|| panic!("{}: no hash tool", shell.name));
+        for hashed in got.iter().flatten() {
+            assert_eq!(hashed.algorithm, Algorithm::Sha256, "{}", shell.name);
+        }
+        let got: Vec<String> = got.iter().map(hash_outcome).collect();
+        assert_eq!(got, expected, "{}", shell.name);
+    }
+}
+
+/// A `PATH` of only these tools (the script needs `ls`; the rest is what is probed): busybox's
+/// applets, or this system's own where busybox has none (Debian's has no `cksum`).
+fn applets_only(tmp: &Path, name: &str, applets: &[&str]) -> Option<Shell> {
+    let Some(busybox) = on_path("busybox") else {
+        missing("busybox");
+        return None;
+    };
+    let list = Command::new(&busybox).arg("--list").output().unwrap();
+    let has: Vec<String> = String::from_utf8(list.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let dir = tmp.join(name);
+    fs::create_dir_all(&dir).unwrap();
+    for applet in applets {
+        let tool = if has.iter().any(|a| a == applet) {
+            busybox.clone()
+        } else {
+            on_path(applet).unwrap_or_else(|| panic!("neither busybox nor the system has {applet}"))
+        };
+        symlink(tool, dir.join(applet)).unwrap();
+    }
+    Some(Shell {
+        name: "busybox with a few applets",
+        argv: vec![
+            busybox.to_string_lossy().into_owned(),
+            "sh".into(),
+            "-s".into(),
+        ],
+        clean_env: Some(dir),
+    })
+}
+
+#[test]
+fn the_strongest_hash_tool_there_is_is_used_and_none_is_said() {
+    use crate::digest::Algorithm;
+    let tree = tree();
+    let files = files_to_hash(&tree);
+    let cases: [(&str, &[&str], Option<Algorithm>); 5] = [
+        (
+            "md5",
+            &["ls", "head", "md5sum", "cksum"],
+            Some(Algorithm::Md5),
+        ),
+        ("crc", &["ls", "head", "cksum"], Some(Algorithm::Cksum)),
+        // No `head -c`: whole blocks and the rest, each cut by `dd`.
+        ("dd", &["ls", "dd", "sha256sum"], Some(Algorithm::Sha256)),
+        ("dd-crc", &["ls", "dd", "cksum"], Some(Algorithm::Cksum)),
+        ("none", &["ls", "head", "dd"], None),
+    ];
+    for (name, applets, algorithm) in cases {
+        let Some(shell) = applets_only(tree.path(), name, applets) else {
+            return;
+        };
+        let nonce = new_nonce();
+        let out = run(&shell, &tree, &[], &hash_many_script(&nonce, &files));
+        let got = super::super::decode_hash_many("test", &nonce, &files, &out)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let Some(algorithm) = algorithm else {
+            assert!(got.is_none(), "{name}: a hash without a tool");
+            continue;
+        };
+        let got = got.unwrap_or_else(|| panic!("{name}: no hash tool found"));
+        for hashed in got.iter().flatten() {
+            assert_eq!(hashed.algorithm, algorithm, "{name}");
+        }
+        let expected: Vec<String> = files
+            .iter()
+            .map(|(file, len)| expected_hash(file, *len, algorithm))
+            .collect();
+        let got: Vec<String> = got.iter().map(hash_outcome).collect();
+        assert_eq!(got, expected, "{name}");
+    }
+}
