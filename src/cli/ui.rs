@@ -332,7 +332,9 @@ async fn read_session(
         RecordFilter::default(),
     )
     .redacted(true);
-    let reader = Reader::new(&opened.host).with_tail_window(FIRST_TAIL_WINDOW_BYTES);
+    let reader = Reader::new(&opened.host)
+        .with_tail_window(FIRST_TAIL_WINDOW_BYTES)
+        .with_backward_reads();
     let read = async {
         let session = request.resolve(&reader, &opened.roots).await?;
         let page = request.read_page(&reader, &session).await?;

@@ -143,6 +143,8 @@ pub struct Reader<'h, H: Host> {
     filter: RecordFilter,
     /// How sources were read, one line each, for `-v` ([`Reader::take_notes`]).
     notes: std::sync::Mutex<Vec<String>>,
+    /// The caller reads backward from its tail pages ([`Reader::with_backward_reads`]).
+    reads_back: bool,
 }
 
 /// The cursor says where the file is, so that a `--since` with it finds the file without
@@ -178,7 +180,18 @@ impl<'h, H: Host> Reader<'h, H> {
             texts_as_json_tokens: false,
             filter: RecordFilter::default(),
             notes: std::sync::Mutex::new(Vec::new()),
+            reads_back: false,
         }
+    }
+
+    /// This reader, for a caller that reads backward from its tail pages ([`Mode::Before`]
+    /// from [`Page::start`](clankie_engine::page::Page::start)): a database's tail page then
+    /// also reads the row before it, where its start cursor is anchored. Without it a tail
+    /// reads only its own rows (one round trip fewer where the row before lies on another
+    /// page), and such a page's `start` is `None` when older rows exist.
+    pub fn with_backward_reads(mut self) -> Reader<'h, H> {
+        self.reads_back = true;
+        self
     }
 
     /// How the sources read so far were read, for `-v` (a terminal recording's tail: from

@@ -103,9 +103,10 @@ impl<'h, H: Host> Reader<'h, H> {
             // lie further back.
             Mode::Tail if !self.filter.is_active() => {
                 let limit = request.limit.clamp(1, clankie_model::limits::MAX_LIMIT);
-                // One more: the record before the page, where a backward read continues
-                // (the page's start cursor is anchored at it).
-                snapshot.newest_records(ctx, limit + 1).await?
+                // For a caller that reads back, one more: the record before the page, where
+                // a backward read continues (the page's start cursor is anchored at it).
+                let before = usize::from(self.reads_back);
+                snapshot.newest_records(ctx, limit + before).await?
             }
             // After such a page: the newest rows again, as many as hold the cursor's
             // records and a page after them; all rows when it is stale (the page

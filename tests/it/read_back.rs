@@ -70,7 +70,7 @@ async fn walks_back_as_all<H: Host>(host: &H, session: &SessionFile, what: &str)
     all.extend(page.records);
     let all = ids(&all);
     for limit in 1..=3 {
-        let reader = Reader::new(host);
+        let reader = Reader::new(host).with_backward_reads();
         let tail = reader
             .read_page(session, request(Mode::Tail, limit), |_| {})
             .await

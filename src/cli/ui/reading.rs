@@ -44,7 +44,9 @@ pub(super) async fn open_session<'a>(
         RecordFilter::default(),
     )
     .redacted(true);
-    let reader = Reader::new(&opened.host).with_tail_window(FIRST_TAIL_WINDOW_BYTES);
+    let reader = Reader::new(&opened.host)
+        .with_tail_window(FIRST_TAIL_WINDOW_BYTES)
+        .with_backward_reads();
     match request.resolve(&reader, &opened.roots).await {
         Ok(session) => Some((reader, session)),
         Err(e) => {
