@@ -456,7 +456,6 @@ impl<'c> Suite<'c> {
         let alias = sshd.alias(user);
         let root = format!("{h}={}", remote_root.display());
         let config = sshd.ssh_config().to_str().unwrap().to_string();
-        let target = format!("{alias}:{h}/{id}");
         let base = ["--ssh-config", &config, "--root", &root];
         let ls: Vec<Value> = self
             .read_ok(&[&base[..], &["ls", &alias, "--json"]].concat())
@@ -464,7 +463,16 @@ impl<'c> Suite<'c> {
             .filter(|l| l["type"] == "session" && l["harness"] == h)
             .collect();
         assert_eq!(ls.len(), 1, "{h} over ssh: {ls:#?}");
-        assert_eq!(ls[0]["session"], id, "{h} over ssh");
+        let listed = ls[0]["session"].as_str().unwrap_or_default().to_string();
+        if h == "aider" {
+            // Aider's ids end in a hash of the project directory's path, and the copy over
+            // SSH lives in another directory: the same first run, another place.
+            let without_place = |id: &str| id.rsplit_once('-').map(|(rest, _)| rest.to_string());
+            assert_eq!(without_place(&listed), without_place(&id), "{h} over ssh");
+        } else {
+            assert_eq!(listed, id, "{h} over ssh");
+        }
+        let target = format!("{alias}:{h}/{listed}");
         let (remote, _) =
             split(self.read_ok(&[&base[..], &["read", &target, "--all", "--json"]].concat()));
         assert_eq!(strip(&remote), strip(all), "{h}: records over SSH differ");

@@ -218,6 +218,26 @@ pub fn page_filtered(
                 (n.saturating_sub(limit), n)
             }
         },
+        // A source caught mid-write (a tree's state file being rewritten) that holds fewer
+        // records than the cursor passed is not yet readable, not rewritten: nothing new until
+        // it is whole again, where a reset would give every record a second time.
+        Mode::Since(Cursor::Rows(given)) if rows.pending && (n as u64) < given.position => {
+            return Ok(Page {
+                records: Vec::new(),
+                cursor: Cursor::Rows(given.clone()),
+                start: None,
+                older: true,
+                more: false,
+                pending_tail: true,
+                reset: false,
+                warnings,
+                screen: Vec::new(),
+                unknown: 0,
+                no_records: false,
+                writer_version: None,
+                filtered: 0,
+            });
+        }
         Mode::Since(cursor) => match stale_reason(cursor, &rows.records, &hashes) {
             None => {
                 let start = match cursor {
@@ -802,6 +822,46 @@ mod tests {
         assert!(!after.reset);
         let round = Cursor::decode(&after.cursor.encode()).unwrap();
         assert_eq!(round, after.cursor);
+    }
+
+    /// A source caught mid-write (pending) that holds fewer records than the cursor passed
+    /// gives nothing new and keeps the cursor; once whole again, the page after the cursor.
+    #[test]
+    fn a_pending_source_shorter_than_the_cursor_is_not_yet_readable_not_reset() {
+        let head = page(
+            &ctx(),
+            rows(&["a", "b", "c"], false),
+            &req(Mode::All, 50, false),
+        )
+        .unwrap();
+        for strict in [false, true] {
+            for mid_write in [rows(&[], true), rows(&["a"], true)] {
+                let p = page(
+                    &ctx(),
+                    mid_write,
+                    &req(Mode::Since(head.cursor.clone()), 50, strict),
+                )
+                .unwrap();
+                assert!(!p.reset && p.records.is_empty() && p.pending_tail, "{p:?}");
+                assert_eq!(p.cursor, head.cursor);
+            }
+        }
+        let whole = page(
+            &ctx(),
+            rows(&["a", "b", "c", "d"], false),
+            &req(Mode::Since(head.cursor.clone()), 50, true),
+        )
+        .unwrap();
+        assert_eq!(whole.records.len(), 1);
+        assert_eq!(whole.records[0].id, "d");
+        // Not pending: a source shorter than the cursor was rewritten, and resets.
+        let shorter = page(
+            &ctx(),
+            rows(&["a"], false),
+            &req(Mode::Since(head.cursor.clone()), 50, false),
+        )
+        .unwrap();
+        assert!(shorter.reset);
     }
 
     #[test]
