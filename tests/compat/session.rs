@@ -468,7 +468,7 @@ impl<'c> Suite<'c> {
             // Aider's ids end in a hash of the project directory's path, and the copy over
             // SSH lives in another directory: the same first run, another place.
             let without_place = |id: &str| id.rsplit_once('-').map(|(rest, _)| rest.to_string());
-            assert_eq!(without_place(&listed), without_place(&id), "{h} over ssh");
+            assert_eq!(without_place(&listed), without_place(id), "{h} over ssh");
         } else {
             assert_eq!(listed, id, "{h} over ssh");
         }
