@@ -17,18 +17,15 @@ use ratatui::backend::CrosstermBackend;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use super::context::{Context, GlobalArgs, OpenHost};
-use crate::driver::request::{Pages, ReadRequest};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome, UsageError};
 use crate::ui::model::{Action, App, OlderPage, SessionRow};
 use clankie_engine::cursor::Cursor;
-use clankie_engine::filter::RecordFilter;
 use clankie_engine::page::{Mode, PageRequest};
-use clankie_engine::resolve::SessionQuery;
 use clankie_engine::resume::Remote;
 use clankie_host::Host;
 use clankie_model::Record;
-use clankie_model::limits::{FIRST_TAIL_WINDOW_BYTES, MAX_LIMIT};
+use clankie_model::limits::MAX_LIMIT;
 use clankie_model::sanitize::sanitize_line;
 
 mod follow;
@@ -317,24 +314,14 @@ async fn read_session(
     mut back: tokio::sync::mpsc::UnboundedReceiver<Cursor>,
     tx: &UnboundedSender<Message>,
 ) {
-    let query = match SessionQuery::parse(&format!("{}/{}", row.harness, row.id)) {
-        Ok(query) => query,
+    let request = match reading::tail_request(&row) {
+        Ok(request) => request,
         Err(e) => {
-            let _ = tx.send(Message::Opened(row, Err(sanitize_line(&e.to_string()))));
+            let _ = tx.send(Message::Opened(row, Err(e)));
             return;
         }
     };
-    let request = ReadRequest::new(
-        &row.host,
-        query,
-        Pages::Tail,
-        MAX_LIMIT,
-        RecordFilter::default(),
-    )
-    .redacted(true);
-    let reader = Reader::new(&opened.host)
-        .with_tail_window(FIRST_TAIL_WINDOW_BYTES)
-        .with_backward_reads();
+    let reader = reading::view_reader(opened);
     let read = async {
         let session = request.resolve(&reader, &opened.roots).await?;
         let page = request.read_page(&reader, &session).await?;

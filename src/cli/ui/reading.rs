@@ -29,24 +29,14 @@ pub(super) async fn open_session<'a>(
     tx: &UnboundedSender<Message>,
     failed: impl FnOnce(SessionRow, String) -> Message,
 ) -> Option<(Reader<'a, AnyHost>, SessionFile)> {
-    let query = match SessionQuery::parse(&format!("{}/{}", row.harness, row.id)) {
-        Ok(query) => query,
+    let request = match tail_request(row) {
+        Ok(request) => request,
         Err(e) => {
-            let _ = tx.send(failed(row.clone(), sanitize_line(&e.to_string())));
+            let _ = tx.send(failed(row.clone(), e));
             return None;
         }
     };
-    let request = ReadRequest::new(
-        &row.host,
-        query,
-        Pages::Tail,
-        MAX_LIMIT,
-        RecordFilter::default(),
-    )
-    .redacted(true);
-    let reader = Reader::new(&opened.host)
-        .with_tail_window(FIRST_TAIL_WINDOW_BYTES)
-        .with_backward_reads();
+    let reader = view_reader(opened);
     match request.resolve(&reader, &opened.roots).await {
         Ok(session) => Some((reader, session)),
         Err(e) => {
@@ -54,6 +44,28 @@ pub(super) async fn open_session<'a>(
             None
         }
     }
+}
+
+/// The view's first read of a session: its newest page, redacted (the error a line to show).
+pub(super) fn tail_request(row: &SessionRow) -> Result<ReadRequest, String> {
+    let query = SessionQuery::parse(&format!("{}/{}", row.harness, row.id))
+        .map_err(|e| sanitize_line(&e.to_string()))?;
+    Ok(ReadRequest::new(
+        &row.host,
+        query,
+        Pages::Tail,
+        MAX_LIMIT,
+        RecordFilter::default(),
+    )
+    .redacted(true))
+}
+
+/// The view's reader of a host: a first tail window sized for one screen of pages, and the
+/// row before a database page read too, where reading back continues.
+pub(super) fn view_reader(opened: &OpenHost) -> Reader<'_, AnyHost> {
+    Reader::new(&opened.host)
+        .with_tail_window(FIRST_TAIL_WINDOW_BYTES)
+        .with_backward_reads()
 }
 
 /// Sends the session's resume command, when its harness has one.
