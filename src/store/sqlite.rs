@@ -62,8 +62,7 @@ impl SqliteStore {
             .map_err(db)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
         if let Some(redact) = create {
-            conn.pragma_update(None, "journal_mode", "wal")
-                .map_err(db)?;
+            use_wal(&conn).map_err(db)?;
             conn.pragma_update(None, "synchronous", "normal")
                 .map_err(db)?;
             migrate(&mut conn, redact).map_err(db)?;
@@ -503,6 +502,24 @@ fn record_row_at(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<RecordR
     })
 }
 
+/// Puts the file in WAL mode (persistent, so once per store). Changing the journal mode
+/// takes an exclusive lock without calling the busy handler, so a second sync making the
+/// same new store at the same moment is told "locked" at once: it waits and tries again here.
+fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "wal") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            done => return done,
+        }
+    }
+}
+
 /// A `meta` value as an integer; `None` when the table or the key is missing.
 fn meta(conn: &Connection, key: &str) -> rusqlite::Result<Option<i64>> {
     let exists: bool = conn.query_row(
@@ -540,4 +557,33 @@ fn migrate(conn: &mut Connection, redact: bool) -> rusqlite::Result<()> {
         )?;
     }
     tx.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Syncs started together (cron) all make the same new store: each waits its turn.
+    #[test]
+    fn syncs_making_the_same_new_store_at_once_all_open_it() {
+        for _ in 0..40 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.db");
+            let barrier = Arc::new(std::sync::Barrier::new(6));
+            let opens: Vec<_> = (0..6)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        SqliteStore::open(&path, "s", Some(true)).map(|_| ())
+                    })
+                })
+                .collect();
+            for open in opens {
+                if let Err(e) = open.join().unwrap() {
+                    panic!("{e}");
+                }
+            }
+        }
+    }
 }
