@@ -111,17 +111,46 @@ fn time_of(ts: Option<&str>, zoned: Option<&jiff::ZonedDateTime>) -> String {
     }
 }
 
-/// `text` as lines of `style`, shortened unless `full` to `SHORT_LINES` lines and
-/// `SHORT_CHARS` characters, with a dim last line saying what was left out.
-fn shortened(text: &str, style: Style, full: bool) -> Vec<Line> {
-    shortened_to(text, style, full, SHORT_CHARS)
+/// How the long blocks of one record are written: whole (`--full`) or shortened to their first
+/// lines, a last line saying what was left out; and whether one was long (shortened, or written
+/// whole where it would have been).
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    full: bool,
+    /// The view's marks instead of `… N more lines (--full)`.
+    folds: Option<FoldMarks>,
+    long: bool,
 }
 
-fn shortened_to(text: &str, style: Style, full: bool, most_chars: usize) -> Vec<Line> {
-    let all: Vec<&str> = text.split('\n').collect();
-    if full {
-        return all.into_iter().map(|l| Line::new(style, l)).collect();
+impl Cut {
+    /// The last line of a shortened block: `count` more `unit`s left out.
+    fn left_out(&self, count: usize, unit: &str) -> Line {
+        let s = if count == 1 { "" } else { "s" };
+        let text = match self.folds {
+            Some(marks) => format!("▸ {count} more {unit}{s} ({})", marks.opens),
+            None => format!("… {count} more {unit}{s} (--full)"),
+        };
+        Line::new(Style::Dim, text)
     }
+}
+
+/// The interactive view's marks of a fold: the line ending a shortened block says `▸ N more
+/// lines (OPENS)`, and a block written whole where it would be shortened ends with `▾ N lines
+/// (CLOSES)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoldMarks {
+    pub opens: &'static str,
+    pub closes: &'static str,
+}
+
+/// `text` as lines of `style`, shortened unless `full` to `SHORT_LINES` lines and
+/// `SHORT_CHARS` characters, with a dim last line saying what was left out.
+fn shortened(text: &str, style: Style, cut: &mut Cut) -> Vec<Line> {
+    shortened_to(text, style, cut, SHORT_CHARS)
+}
+
+fn shortened_to(text: &str, style: Style, cut: &mut Cut, most_chars: usize) -> Vec<Line> {
+    let all: Vec<&str> = text.split('\n').collect();
     let mut lines = Vec::new();
     let mut chars = 0;
     let mut chars_left = 0;
@@ -140,29 +169,27 @@ fn shortened_to(text: &str, style: Style, full: bool, most_chars: usize) -> Vec<
         lines.push(Line::new(style, *line));
     }
     let more = all.len() - lines.len();
+    cut.long |= more > 0 || chars_left > 0;
+    if cut.full {
+        return all.into_iter().map(|l| Line::new(style, l)).collect();
+    }
     if more > 0 {
-        lines.push(more_lines(more));
+        lines.push(cut.left_out(more, "line"));
     } else if chars_left > 0 {
-        let s = if chars_left == 1 { "" } else { "s" };
-        lines.push(Line::new(
-            Style::Dim,
-            format!("… {chars_left} more character{s} (--full)"),
-        ));
+        lines.push(cut.left_out(chars_left, "character"));
     }
     lines
 }
 
-fn more_lines(more: usize) -> Line {
-    let s = if more == 1 { "" } else { "s" };
-    Line::new(Style::Dim, format!("… {more} more line{s} (--full)"))
-}
-
 /// `lines` cut to `most` unless `full`, saying how many were left out.
-fn cut(mut lines: Vec<Line>, most: usize, full: bool) -> Vec<Line> {
-    if !full && lines.len() > most {
-        let more = lines.len() - most;
-        lines.truncate(most);
-        lines.push(more_lines(more));
+fn cut_to(mut lines: Vec<Line>, most: usize, cut: &mut Cut) -> Vec<Line> {
+    if lines.len() > most {
+        cut.long = true;
+        if !cut.full {
+            let more = lines.len() - most;
+            lines.truncate(most);
+            lines.push(cut.left_out(more, "line"));
+        }
     }
     lines
 }
@@ -178,6 +205,8 @@ pub struct TextPrinter {
     /// The terminal recording (source, generation) whose lines were shown last: a change is
     /// marked with a line saying what the text is.
     terminal: Option<(TerminalSource, u32)>,
+    /// The interactive view's fold marks in place of `--full`'s (`None`: `read`'s).
+    pub folds: Option<FoldMarks>,
 }
 
 impl TextPrinter {
@@ -199,6 +228,16 @@ impl TextPrinter {
     /// Records in order, except that a tool result is moved up to just under its call when
     /// both are in `records` (Codex runs calls in parallel: call, call, result, result).
     pub fn records(&mut self, out: &mut impl Write, records: &[Record]) -> io::Result<()> {
+        let refs: Vec<&Record> = records.iter().collect();
+        for i in self.placed(&refs) {
+            self.record(out, &records[i], self.options.full)?;
+        }
+        Ok(())
+    }
+
+    /// The order [`TextPrinter::records`] writes `records` in (indices into it), every call
+    /// among them named for the results written after.
+    pub fn placed(&mut self, records: &[&Record]) -> Vec<usize> {
         let mut result_at: HashMap<&str, usize> = HashMap::new();
         for (i, r) in records.iter().enumerate() {
             if let RecordBody::ToolResult { call_id, .. } = &r.body
@@ -216,25 +255,35 @@ impl TextPrinter {
                 self.call_names.insert(call_id.clone(), name.clone());
             }
         }
+        let mut order = Vec::with_capacity(records.len());
         let mut placed = vec![false; records.len()];
         for (i, r) in records.iter().enumerate() {
             if placed[i] {
                 continue;
             }
-            self.record(out, r)?;
+            order.push(i);
             if let RecordBody::ToolCall { call_id, .. } = &r.body
                 && let Some(&j) = result_at.get(call_id.as_str())
                 && j > i
                 && !placed[j]
             {
                 placed[j] = true;
-                self.record(out, &records[j])?;
+                order.push(j);
             }
         }
-        Ok(())
+        order
     }
 
-    fn record(&mut self, out: &mut impl Write, record: &Record) -> io::Result<()> {
+    /// Writes one record, its long blocks whole when `full`, else shortened; with
+    /// [`TextPrinter::folds`], the line that ends a shortened block is the view's fold mark.
+    /// Returns whether the record holds a long block (one shortened, or written whole where
+    /// it would have been): a fold.
+    pub fn record(
+        &mut self,
+        out: &mut impl Write,
+        record: &Record,
+        full: bool,
+    ) -> io::Result<bool> {
         let options = self.options;
         let thinking = matches!(
             record.body,
@@ -244,8 +293,13 @@ impl TextPrinter {
             }
         );
         if thinking && !options.thinking {
-            return Ok(());
+            return Ok(false);
         }
+        let mut cut = Cut {
+            full,
+            folds: self.folds,
+            long: false,
+        };
         if let RecordBody::Text {
             kind: TextKind::Terminal { source, generation },
             ..
@@ -276,7 +330,7 @@ impl TextPrinter {
             RecordBody::Text { text, kind } => {
                 let text = text.trim_end_matches('\n');
                 match kind {
-                    TextKind::Thinking => shortened(text, Style::Dim, options.full),
+                    TextKind::Thinking => shortened(text, Style::Dim, &mut cut),
                     // Notices are the reader's own remarks and the harness's events: marked, so
                     // they never read as something a person or the model said.
                     TextKind::Notice => vec![Line::new(Style::Plain, format!("! {text}"))],
@@ -284,14 +338,14 @@ impl TextPrinter {
                 }
             }
             RecordBody::ToolCall { name, input, .. } => {
-                call_lines(record.harness, name, input, options.full)
+                call_lines(record.harness, name, input, &mut cut)
             }
             RecordBody::ToolResult {
                 call_id,
                 output,
                 is_error,
             } => {
-                let mut lines = shortened(output.trim_end(), Style::Plain, options.full);
+                let mut lines = shortened(output.trim_end(), Style::Plain, &mut cut);
                 let name = self.call_names.get(call_id).map(|n| format!("{n}: "));
                 let mark = if *is_error { "error: " } else { "" };
                 let first = &mut lines[0];
@@ -312,7 +366,16 @@ impl TextPrinter {
             time_of(record.ts.as_deref(), zoned.as_ref()),
             role
         );
-        self.block(out, &head, role_color(record), &lines)
+        if let Some(marks) = self.folds
+            && cut.long
+            && full
+        {
+            let s = if lines.len() == 1 { "" } else { "s" };
+            let text = format!("▾ {} line{s} ({})", lines.len(), marks.closes);
+            lines.push(Line::new(Style::Dim, text));
+        }
+        self.block(out, &head, role_color(record), &lines)?;
+        Ok(cut.long)
     }
 
     /// Writes one record: the gutter, then its lines, each sanitised, wrapped to the width with
@@ -363,27 +426,31 @@ impl TextPrinter {
 
 /// A tool call's lines: a shell command as `$ command`, an edit as a diff under the file's
 /// name, anything else as its name and compact JSON input.
-fn call_lines(harness: Harness, name: &str, input: &serde_json::Value, full: bool) -> Vec<Line> {
+fn call_lines(harness: Harness, name: &str, input: &serde_json::Value, cut: &mut Cut) -> Vec<Line> {
     match view(harness, name, input) {
         CallView::Shell { command } => {
-            let mut lines = shortened(command.trim_end_matches('\n'), Style::Plain, full);
+            let mut lines = shortened(command.trim_end_matches('\n'), Style::Plain, cut);
             lines[0].text = format!("{name} $ {}", lines[0].text);
             lines
         }
         CallView::Edit { path, edits, every } => {
             let every = if every { " (every occurrence)" } else { "" };
             let mut lines = vec![Line::new(Style::Plain, format!("{name} {path}{every}"))];
-            lines.extend(cut(diff::snippets(&edits), DIFF_LINES, full));
+            lines.extend(cut_to(diff::snippets(&edits), DIFF_LINES, cut));
             lines
         }
         CallView::Write { path, content } => {
             let mut lines = vec![Line::new(Style::Plain, format!("{name} {path}"))];
-            lines.extend(cut(diff::new_file(content), DIFF_LINES, full));
+            lines.extend(cut_to(diff::new_file(content), DIFF_LINES, cut));
             lines
         }
         CallView::Patch { patch, envelope } => {
             let mut lines = vec![Line::new(Style::Plain, name)];
-            lines.extend(cut(diff::patch_envelope(patch, envelope), DIFF_LINES, full));
+            lines.extend(cut_to(
+                diff::patch_envelope(patch, envelope),
+                DIFF_LINES,
+                cut,
+            ));
             lines
         }
         CallView::Role { role, line, body } => {
@@ -392,13 +459,13 @@ fn call_lines(harness: Harness, name: &str, input: &serde_json::Value, full: boo
             let separator = if role == ToolRole::Agent { ": " } else { " " };
             let mut lines = vec![Line::new(Style::Plain, format!("{name}{separator}{line}"))];
             if let Some(body) = body {
-                lines.extend(shortened(body.trim_end(), Style::Dim, full));
+                lines.extend(shortened(body.trim_end(), Style::Dim, cut));
             }
             lines
         }
         CallView::Other => {
             let input = serde_json::to_string(input).unwrap_or_default();
-            let mut lines = shortened_to(&input, Style::Plain, full, SHORT_INPUT_CHARS);
+            let mut lines = shortened_to(&input, Style::Plain, cut, SHORT_INPUT_CHARS);
             lines[0].text = format!("{name} {}", lines[0].text);
             lines
         }
@@ -725,6 +792,15 @@ fn host_details(out: &mut impl Write, r: &HostReport) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    /// `read`'s shortening (`full` for `--full`).
+    fn read_cut(full: bool) -> Cut {
+        Cut {
+            full,
+            folds: None,
+            long: false,
+        }
+    }
+
     fn texts(lines: &[Line]) -> Vec<&str> {
         lines.iter().map(|l| l.text.as_str()).collect()
     }
@@ -735,15 +811,21 @@ mod tests {
             .map(|i| format!("line {i}"))
             .collect::<Vec<_>>()
             .join("\n");
-        let short = shortened(&long, Style::Plain, false);
+        let short = shortened(&long, Style::Plain, &mut read_cut(false));
         assert_eq!(short.len(), SHORT_LINES + 1);
         assert_eq!(short[SHORT_LINES].text, "… 14 more lines (--full)");
         assert_eq!(short[SHORT_LINES].style, Style::Dim);
-        assert_eq!(shortened(&long, Style::Plain, true).len(), 20);
-        assert_eq!(texts(&shortened("ok", Style::Plain, false)), ["ok"]);
+        assert_eq!(
+            shortened(&long, Style::Plain, &mut read_cut(true)).len(),
+            20
+        );
+        assert_eq!(
+            texts(&shortened("ok", Style::Plain, &mut read_cut(false))),
+            ["ok"]
+        );
         let wide = "x".repeat(SHORT_CHARS + 5);
         assert_eq!(
-            texts(&shortened(&wide, Style::Plain, false))[1],
+            texts(&shortened(&wide, Style::Plain, &mut read_cut(false)))[1],
             "… 5 more characters (--full)"
         );
     }

@@ -288,13 +288,25 @@ fn draw_session(frame: &mut Frame<'_>, app: &App, s: &SessionState, area: Rect) 
         ));
     }
     let hit = s.hit.as_ref().map_or(0..0, |h| h.lines.clone());
+    // The mark of the fold `o` acts on, in reverse video.
+    let focus = s.focused_fold(body).map(|at| s.placed[at].lines.end - 1);
     lines.extend(
         s.lines
             .iter()
             .enumerate()
             .skip(s.top)
             .take(body)
-            .map(|(i, line)| hit_marked(app, body_line(app, line), hit.contains(&i))),
+            .map(|(i, line)| {
+                let line = if focus == Some(i) {
+                    Line::styled(
+                        line.to_string(),
+                        Style::default().add_modifier(Modifier::REVERSED),
+                    )
+                } else {
+                    body_line(app, line)
+                };
+                hit_marked(app, line, hit.contains(&i))
+            }),
     );
     frame.render_widget(Paragraph::new(lines), area);
     let status = if s.search.active {

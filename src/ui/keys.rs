@@ -54,6 +54,11 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
             ("/ n N", "search, next and previous hit"),
             ("F", "follow: stay at the end as records arrive"),
             ("1 2 3 4", "show or hide user, assistant, tools, thinking"),
+            (
+                "o",
+                "open or fold the long result or thinking in focus (its ▸/▾ mark reversed)",
+            ),
+            ("O", "open every fold; again, fold them all"),
             ("c", "copy the resume command (OSC 52; also shown)"),
             ("q Esc", "back to the list"),
         ],

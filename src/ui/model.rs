@@ -5,7 +5,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
-use super::lines::{Kinds, record_lines};
+use super::lines::{Folds, Kinds, Placed, layout};
 use clankie_engine::cursor::Cursor;
 use clankie_model::Record;
 
@@ -15,6 +15,7 @@ pub mod search;
 use follow::{FollowAction, HostFollow};
 use search::{GlobalSearch, HitView, SearchAction};
 mod back;
+mod fold;
 pub use back::{Back, MAX_LOADED_RECORDS, OlderPage};
 
 /// A session as the list shows it: what `ls` knows of it.
@@ -153,8 +154,12 @@ pub struct SessionState {
     pub tokens: crate::render::text::TokenTotals,
     /// The harness's command that resumes the session, once known.
     pub resume: Option<String>,
+    /// Which folds are open.
+    pub folds: Folds,
     /// The lines drawn, for [`SessionState::width`] columns.
     pub lines: Vec<String>,
+    /// Where each record shown is among the lines.
+    pub placed: Vec<Placed>,
     pub width: usize,
     /// The first line shown.
     pub top: usize,
@@ -179,7 +184,9 @@ impl SessionState {
             model: None,
             tokens: Default::default(),
             resume: None,
+            folds: Folds::default(),
             lines: Vec::new(),
+            placed: Vec::new(),
             width,
             top: 0,
             hit: None,
@@ -187,9 +194,17 @@ impl SessionState {
         }
     }
 
-    /// The lines again, after the records, the kinds or the width changed.
+    /// The lines again, after the records, the kinds, the folds or the width changed.
     fn relayout(&mut self) {
-        self.lines = record_lines(&self.records, self.kinds, self.width, self.new_from);
+        let layout = layout(
+            &self.records,
+            self.kinds,
+            self.width,
+            self.new_from,
+            Some(&self.folds),
+        );
+        self.lines = layout.lines;
+        self.placed = layout.placed;
         HitView::place(self);
     }
 
@@ -477,6 +492,9 @@ impl App {
     fn session_key(&mut self, key: KeyEvent) -> Action {
         if let Some(action) = self.back_key(&key) {
             return action;
+        }
+        if self.fold_key(&key) {
+            return Action::None;
         }
         let body = self.body_rows();
         let Some(s) = self.session.as_mut() else {

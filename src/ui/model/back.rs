@@ -12,7 +12,6 @@ use crossterm::event::{KeyCode, KeyEvent};
 use jiff::Timestamp;
 
 use super::{Action, App, Prompt, SessionRow, SessionState};
-use crate::ui::lines::record_lines;
 
 /// The most records the view holds of one session (ten pages): its memory stays bounded
 /// whatever the session's size.
@@ -40,10 +39,14 @@ pub struct Back {
 }
 
 impl SessionState {
-    /// The line the record of `index` starts on.
+    /// The line the record of `index` starts on (or, hidden, the first one after it shown).
     fn line_of(&self, index: usize) -> usize {
-        let new_from = self.new_from.filter(|&n| n < index);
-        record_lines(&self.records[..index], self.kinds, self.width, new_from).len()
+        self.placed
+            .iter()
+            .filter(|p| p.index >= index)
+            .map(|p| p.lines.start)
+            .min()
+            .unwrap_or(self.lines.len())
     }
 
     /// A backward read from the loaded records' start, unless one is under way or none is

@@ -8,7 +8,7 @@ use std::ops::Range;
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::{Action, App, Prompt, SessionRow, SessionState};
-use crate::ui::lines::{plain, record_lines};
+use crate::ui::lines::plain;
 use clankie_engine::search::{Case, Matcher, PatternOptions};
 use clankie_model::Record;
 
@@ -103,15 +103,9 @@ impl HitView {
     pub(super) fn place(s: &mut SessionState) {
         let Some(hit) = &s.hit else { return };
         let at = s.records.iter().position(|r| r.id == hit.record);
-        let lines = match at {
-            // The marker of new records comes after the records read at the start.
-            Some(at) if s.new_from.is_none_or(|n| n > at) => {
-                let start = record_lines(&s.records[..at], s.kinds, s.width, None).len();
-                let end = record_lines(&s.records[..=at], s.kinds, s.width, None).len();
-                start..end.min(s.lines.len())
-            }
-            _ => 0..0,
-        };
+        let lines = at
+            .and_then(|at| s.placed.iter().find(|p| p.index == at))
+            .map_or(0..0, |p| p.lines.clone());
         if let Some(hit) = &mut s.hit {
             hit.lines = lines;
         }
