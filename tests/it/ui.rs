@@ -477,3 +477,99 @@ fn ui_reads_back_across_a_page_boundary_at_80x24() {
 fn ui_reads_back_across_a_page_boundary_at_120x40() {
     reads_back_at(120, 40);
 }
+
+/// A session whose assistant thinks at length (12 lines) and runs a command of long output (30
+/// lines, a token and an escape sequence among the lines `read` leaves out).
+fn folding_session(id: &str) -> String {
+    let thinking: Vec<String> = (0..12).map(|i| format!("pondering step {i}")).collect();
+    let mut output: Vec<String> = (0..30).map(|i| format!("output line {i}")).collect();
+    output[20] = "token ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5 here".into();
+    output[21] = "\u{1b}]0;owned\u{7}\u{1b}[2Jescaped line".into();
+    let records = [
+        serde_json::json!({"type": "user", "uuid": "u1", "sessionId": id, "cwd": "/w/app",
+            "timestamp": "2026-12-01T10:00:00Z",
+            "message": {"role": "user", "content": "count to thirty"}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "sessionId": id, "cwd": "/w/app",
+            "timestamp": "2026-12-01T10:00:01Z",
+            "message": {"id": "m1", "role": "assistant", "model": "claude-test-1",
+                "content": [{"type": "thinking", "thinking": thinking.join("\n"), "signature": "s"}]}}),
+        serde_json::json!({"type": "assistant", "uuid": "a2", "sessionId": id, "cwd": "/w/app",
+            "timestamp": "2026-12-01T10:00:02Z",
+            "message": {"id": "m2", "role": "assistant", "model": "claude-test-1",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                    "input": {"command": "count 30"}}]}}),
+        serde_json::json!({"type": "user", "uuid": "u2", "sessionId": id, "cwd": "/w/app",
+            "timestamp": "2026-12-01T10:00:03Z",
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": "toolu_1", "content": output.join("\n")}]}}),
+        serde_json::json!({"type": "assistant", "uuid": "a3", "sessionId": id, "cwd": "/w/app",
+            "timestamp": "2026-12-01T10:00:04Z",
+            "message": {"id": "m3", "role": "assistant", "model": "claude-test-1",
+                "content": [{"type": "text", "text": "counted to thirty"}]}}),
+    ];
+    records.iter().map(|r| format!("{r}\n")).collect()
+}
+
+/// The session's thinking and its command's long result shown folded as `read` shortens them;
+/// `o` opens the thinking (the first fold on screen) and folds it back; with the thinking
+/// hidden (`4`), `o` opens the result, whose hidden lines come redacted and with their escape
+/// sequences shown as text.
+fn folds_at(cols: u16, rows: u16) {
+    if !require_tool("tmux") {
+        return;
+    }
+    let (home, session) = home();
+    std::fs::write(&session, folding_session(SESSION)).unwrap();
+    let pane = Pane::start(home.path(), cols, rows);
+    pane.wait_for("▸ down: failed");
+    pane.wait_for("of the older one");
+    pane.keys(&["Enter"]);
+    let shut = pane.wait_for("counted to thirty");
+    assert!(shut.contains("▸ 6 more lines (o opens)"), "{shut}");
+    assert!(shut.contains("▸ 24 more lines (o opens)"), "{shut}");
+    assert!(!shut.contains("pondering step 6"), "{shut}");
+    insta::assert_snapshot!(format!("ui_folds_shut_{cols}x{rows}"), stable(&shut));
+
+    // The thinking is the first fold on screen: `o` opens it, and folds it back.
+    pane.keys(&["o"]);
+    let thinking = pane.wait_for("▾ 12 lines (o folds)");
+    assert!(thinking.contains("pondering step 11"), "{thinking}");
+    insta::assert_snapshot!(
+        format!("ui_fold_thinking_open_{cols}x{rows}"),
+        stable(&thinking)
+    );
+    pane.keys(&["o"]);
+    let again = pane.wait_for("fold shut");
+    assert!(!again.contains("pondering step 11"), "{again}");
+
+    // The thinking hidden, the result is the first fold: opened, then its end shown.
+    pane.keys(&["4", "o", "G"]);
+    let result = pane.wait_for("▾ 30 lines (o folds)");
+    assert!(result.contains("output line 29"), "{result}");
+    assert!(!result.contains("pondering"), "{result}");
+    assert!(result.contains("[REDACTED:"), "{result}");
+    assert!(!result.contains("ghp_aB3dE5"), "{result}");
+    assert!(result.contains("escaped line"), "{result}");
+    let title = pane.tmux(&["display-message", "-p", "#{pane_title}"]);
+    assert!(
+        !title.contains("owned"),
+        "the transcript set the title: {title}"
+    );
+    insta::assert_snapshot!(
+        format!("ui_fold_result_open_{cols}x{rows}"),
+        stable(&result)
+    );
+    pane.keys(&["q"]);
+    pane.wait_for("session");
+    pane.keys(&["q"]);
+}
+
+#[test]
+fn ui_opens_folds_at_80x24() {
+    folds_at(80, 24);
+}
+
+#[test]
+fn ui_opens_folds_at_120x40() {
+    folds_at(120, 40);
+}
