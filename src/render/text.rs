@@ -1,7 +1,9 @@
 //! Text for people: one block per record — time, role, text — wrapped to the terminal's width
 //! under a hanging indent; the date and zone when the day changes; a tool result right under
 //! its call and named by it; shell calls as command lines, edits as unified diffs; thinking
-//! dimmed (or left out); tool inputs and results shortened unless `--full`. Every string from
+//! dimmed (or left out); tool inputs and results shortened unless `--full` (the interactive
+//! view writes each record whole or shortened as its folds say, under its own marks,
+//! [`FoldMarks`]). Every string from
 //! a transcript or a file name goes through [`clankie_model::sanitize::sanitize`] before it is
 //! written, and colour is added only after.
 

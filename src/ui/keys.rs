@@ -56,7 +56,7 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
             ("1 2 3 4", "show or hide user, assistant, tools, thinking"),
             (
                 "o",
-                "open or fold the long result or thinking in focus (its ▸/▾ mark reversed)",
+                "open or fold the first long result or thinking on screen",
             ),
             ("O", "open every fold; again, fold them all"),
             ("c", "copy the resume command (OSC 52; also shown)"),
