@@ -3,9 +3,8 @@
 //! its call and named by it; shell calls as command lines, edits as unified diffs; thinking
 //! dimmed (or left out); tool inputs and results shortened unless `--full` (the interactive
 //! view writes each record whole or shortened as its folds say, under its own marks,
-//! [`FoldMarks`]). Every string from
-//! a transcript or a file name goes through [`clankie_model::sanitize::sanitize`] before it is
-//! written, and colour is added only after.
+//! [`FoldMarks`]). Every string from a transcript or a file name goes through
+//! [`clankie_model::sanitize::sanitize`] before it is written, and colour is added only after.
 
 use std::collections::HashMap;
 use std::io::{self, Write};

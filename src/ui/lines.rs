@@ -70,7 +70,8 @@ const FOLD_OVER_BUDGET: FoldMarks = FoldMarks {
 
 /// Bytes the lines of the open folds of one layout take at most (as [`open_cost`] counts
 /// them): a fold past it stays shut (its mark says so), so that opening every fold of the
-/// records loaded keeps the view within its memory bound whatever the records hold.
+/// records loaded keeps the view within its memory bound whatever the records hold. (Its mark
+/// and `o`'s status line name the 16 MiB.)
 pub const OPEN_FOLDS_BYTES: usize = 16 << 20;
 
 /// Which folds of the open session are open: every fold when [`Folds::all_open`], except the
