@@ -213,38 +213,53 @@ impl PgStore {
         self.redacted
     }
 
-    pub async fn prior(&mut self, host: &str) -> Result<Prior, StoreError> {
-        // Typed parameters: parse, bind and execute go in one round trip.
+    /// What the store holds of each of `hosts`, in their order: one query, one round trip
+    /// (typed parameters: parse, bind and execute go together).
+    pub async fn priors(&mut self, hosts: &[String]) -> Result<Vec<Prior>, StoreError> {
         let rows = self
             .client
             .query_typed(
-                "SELECT harness, session, cursor, size, mtime, last_ts, settled, generation, \
-                 next_seq, ordinal, deleted FROM sessions WHERE host = $1",
-                &[(&host, Type::TEXT)],
+                "SELECT host, harness, session, cursor, size, mtime, last_ts, settled, \
+                 generation, next_seq, ordinal, deleted FROM sessions WHERE host = ANY($1)",
+                &[(&hosts, Type::TEXT_ARRAY)],
             )
             .await
             .map_err(self.db())?;
-        let mut prior = BTreeMap::new();
+        let mut priors: Vec<Prior> = vec![Prior::new(); hosts.len()];
+        let at: std::collections::HashMap<&str, usize> = hosts
+            .iter()
+            .enumerate()
+            .map(|(k, h)| (h.as_str(), k))
+            .collect();
         for row in rows {
-            let key = format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1));
-            prior.insert(
+            let Some(&k) = at.get(row.get::<_, &str>(0)) else {
+                continue;
+            };
+            let key = format!("{}/{}", row.get::<_, &str>(1), row.get::<_, &str>(2));
+            priors[k].insert(
                 key,
                 PriorSession {
                     state: SessionState {
-                        cursor: row.get(2),
-                        size: row.get::<_, i64>(3) as u64,
-                        mtime: row.get(4),
-                        last_ts: row.get(5),
-                        settled: row.get(6),
+                        cursor: row.get(3),
+                        size: row.get::<_, i64>(4) as u64,
+                        mtime: row.get(5),
+                        last_ts: row.get(6),
+                        settled: row.get(7),
                     },
-                    generation: row.get(7),
-                    next_seq: row.get(8),
-                    ordinal: row.get(9),
-                    deleted: row.get(10),
+                    generation: row.get(8),
+                    next_seq: row.get(9),
+                    ordinal: row.get(10),
+                    deleted: row.get(11),
                 },
             );
         }
-        Ok(prior)
+        // A host named twice is read once and given to each naming.
+        for (k, host) in hosts.iter().enumerate() {
+            if at[host.as_str()] != k {
+                priors[k] = priors[at[host.as_str()]].clone();
+            }
+        }
+        Ok(priors)
     }
 
     pub async fn apply(&mut self, host: &str, write: &HostWrite) -> Result<usize, StoreError> {

@@ -154,7 +154,7 @@ impl Cluster {
              FROM hosts h) || E'\\n' || \
              (SELECT string_agg(s.xmin || ' ' || s::text, E'\\n' ORDER BY host, harness, session) \
              FROM sessions s) || E'\\n' || \
-             (SELECT count(*) || ' records written by ' || count(DISTINCT xmin) || \
+             (SELECT count(*) || ' records written by ' || count(DISTINCT xmin::text) || \
              ' transactions, the last ' || max(xmin::text::bigint) FROM records)",
         )
     }
