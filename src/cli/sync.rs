@@ -55,10 +55,7 @@ pub(super) async fn run(global: &GlobalArgs, args: SyncArgs) -> Result<Outcome, 
     let mut store = Store::open(&url, Some(redact)).await?;
     store::check_redaction(&url.display(), store.redacted(), redact)?;
     let deadline = tokio::time::Instant::now() + run_timeout;
-    let mut priors: Vec<Prior> = Vec::with_capacity(names.len());
-    for name in &names {
-        priors.push(store.prior(name).await?);
-    }
+    let priors: Vec<Prior> = store.priors(&names).await?;
     let mut tasks = tokio::task::JoinSet::new();
     for (index, (name, prior)) in names.iter().zip(priors).enumerate() {
         let opened = ctx.open(name);

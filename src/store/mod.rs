@@ -578,11 +578,12 @@ impl Store {
         }
     }
 
-    pub async fn prior(&mut self, host: &str) -> Result<Prior, StoreError> {
+    /// What the store holds of each of `hosts`, in their order.
+    pub async fn priors(&mut self, hosts: &[String]) -> Result<Vec<Prior>, StoreError> {
         match self {
-            Store::Sqlite(s) => s.prior(host),
+            Store::Sqlite(s) => hosts.iter().map(|host| s.prior(host)).collect(),
             #[cfg(feature = "postgres")]
-            Store::Postgres(s) => s.prior(host).await,
+            Store::Postgres(s) => s.priors(hosts).await,
         }
     }
 

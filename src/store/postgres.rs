@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use tokio_postgres::types::Type;
 use tokio_postgres::{Client, NoTls, Row};
 
 use super::{
@@ -169,49 +170,16 @@ impl PgStore {
         tokio::spawn(async move {
             let _ = connection.await;
         });
-        if let Some(redact) = create {
-            let tx = client.transaction().await.map_err(db)?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-                .await
-                .map_err(db)?;
-            tx.batch_execute(
-                "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)",
-            )
-            .await
-            .map_err(db)?;
-            let version = meta(&tx, "schema_version").await.map_err(db)?.unwrap_or(0);
-            if version < SCHEMA_VERSION {
-                for migration in &MIGRATIONS[version as usize..] {
-                    tx.batch_execute(migration).await.map_err(db)?;
-                }
-                tx.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', $1) \
-                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    &[&SCHEMA_VERSION.to_string()],
-                )
-                .await
-                .map_err(db)?;
-                tx.execute(
-                    "INSERT INTO meta (key, value) VALUES ('redacted', $1) \
-                     ON CONFLICT (key) DO NOTHING",
-                    &[&i64::from(redact).to_string()],
-                )
-                .await
-                .map_err(db)?;
-            }
-            tx.commit().await.map_err(db)?;
+        // A store already at this build's schema is the common case: one round trip reads
+        // that, and no migration transaction (nor its lock) is taken.
+        let mut stored = read_meta(&client).await.map_err(db)?;
+        if let Some(redact) = create
+            && stored.version.is_none_or(|v| v < SCHEMA_VERSION)
+        {
+            migrate(&mut client, redact).await.map_err(db)?;
+            stored = read_meta(&client).await.map_err(db)?;
         }
-        let exists: bool = client
-            .query_one("SELECT to_regclass('meta') IS NOT NULL", &[])
-            .await
-            .map_err(db)?
-            .get(0);
-        let version = if exists {
-            meta(&client, "schema_version").await.map_err(db)?
-        } else {
-            None
-        };
-        match version {
+        match stored.version {
             None => {
                 return Err(StoreError::Missing {
                     store: name.to_string(),
@@ -226,7 +194,7 @@ impl PgStore {
             }
             Some(_) => {}
         }
-        let redacted = meta(&client, "redacted").await.map_err(db)? != Some(0);
+        let redacted = stored.redacted != Some(0);
         Ok(PgStore {
             client,
             name: name.to_string(),
@@ -245,37 +213,53 @@ impl PgStore {
         self.redacted
     }
 
-    pub async fn prior(&mut self, host: &str) -> Result<Prior, StoreError> {
+    /// What the store holds of each of `hosts`, in their order: one query, one round trip
+    /// (typed parameters: parse, bind and execute go together).
+    pub async fn priors(&mut self, hosts: &[String]) -> Result<Vec<Prior>, StoreError> {
         let rows = self
             .client
-            .query(
-                "SELECT harness, session, cursor, size, mtime, last_ts, settled, generation, \
-                 next_seq, ordinal, deleted FROM sessions WHERE host = $1",
-                &[&host],
+            .query_typed(
+                "SELECT host, harness, session, cursor, size, mtime, last_ts, settled, \
+                 generation, next_seq, ordinal, deleted FROM sessions WHERE host = ANY($1)",
+                &[(&hosts, Type::TEXT_ARRAY)],
             )
             .await
             .map_err(self.db())?;
-        let mut prior = BTreeMap::new();
+        let mut priors: Vec<Prior> = vec![Prior::new(); hosts.len()];
+        let at: std::collections::HashMap<&str, usize> = hosts
+            .iter()
+            .enumerate()
+            .map(|(k, h)| (h.as_str(), k))
+            .collect();
         for row in rows {
-            let key = format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1));
-            prior.insert(
+            let Some(&k) = at.get(row.get::<_, &str>(0)) else {
+                continue;
+            };
+            let key = format!("{}/{}", row.get::<_, &str>(1), row.get::<_, &str>(2));
+            priors[k].insert(
                 key,
                 PriorSession {
                     state: SessionState {
-                        cursor: row.get(2),
-                        size: row.get::<_, i64>(3) as u64,
-                        mtime: row.get(4),
-                        last_ts: row.get(5),
-                        settled: row.get(6),
+                        cursor: row.get(3),
+                        size: row.get::<_, i64>(4) as u64,
+                        mtime: row.get(5),
+                        last_ts: row.get(6),
+                        settled: row.get(7),
                     },
-                    generation: row.get(7),
-                    next_seq: row.get(8),
-                    ordinal: row.get(9),
-                    deleted: row.get(10),
+                    generation: row.get(8),
+                    next_seq: row.get(9),
+                    ordinal: row.get(10),
+                    deleted: row.get(11),
                 },
             );
         }
-        Ok(prior)
+        // A host named twice is read once and given to each naming.
+        for (k, host) in hosts.iter().enumerate() {
+            if at[host.as_str()] != k {
+                priors[k] = priors[at[host.as_str()]].clone();
+            }
+        }
+        Ok(priors)
     }
 
     pub async fn apply(&mut self, host: &str, write: &HostWrite) -> Result<usize, StoreError> {
@@ -285,18 +269,19 @@ impl PgStore {
             message: one_line(&e),
         };
         let now = jiff::Timestamp::now().to_string();
-        let tx = self.client.transaction().await.map_err(&db)?;
-        tx.execute(
-            "INSERT INTO hosts (host, first_sync, last_sync) VALUES ($1, $2, $2) \
-             ON CONFLICT (host) DO NOTHING",
-            &[&host, &now],
-        )
-        .await
-        .map_err(&db)?;
+        let add_host = "INSERT INTO hosts (host, first_sync, last_sync) VALUES ($1, $2, $2) \
+                        ON CONFLICT (host) DO NOTHING";
         if write.is_empty() {
-            tx.commit().await.map_err(&db)?;
+            // Nothing new: one statement of its own (no transaction around it, one round
+            // trip), which writes nothing once the host is known.
+            self.client
+                .query_typed(add_host, &[(&host, Type::TEXT), (&now, Type::TEXT)])
+                .await
+                .map_err(&db)?;
             return Ok(0);
         }
+        let tx = self.client.transaction().await.map_err(&db)?;
+        tx.execute(add_host, &[&host, &now]).await.map_err(&db)?;
         tx.execute(
             "UPDATE hosts SET last_sync = $2 WHERE host = $1",
             &[&host, &now],
@@ -676,15 +661,69 @@ fn record_row(row: &Row, at: usize) -> RecordRow {
     }
 }
 
-/// A `meta` value as an integer.
-async fn meta(
-    client: &impl tokio_postgres::GenericClient,
-    key: &str,
-) -> Result<Option<i64>, tokio_postgres::Error> {
-    let row = client
-        .query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
+/// What `meta` says of the store: nothing when it has no `meta` table.
+#[derive(Debug, Default)]
+struct Meta {
+    version: Option<i64>,
+    redacted: Option<i64>,
+}
+
+/// The store's `meta`, in one round trip.
+async fn read_meta(client: &Client) -> Result<Meta, tokio_postgres::Error> {
+    let messages = match client
+        .simple_query("SELECT key, value FROM meta WHERE key IN ('schema_version', 'redacted')")
+        .await
+    {
+        Ok(messages) => messages,
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {
+            return Ok(Meta::default());
+        }
+        Err(e) => return Err(e),
+    };
+    let mut meta = Meta::default();
+    for message in &messages {
+        if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
+            let value = row.get(1).and_then(|v| v.parse().ok());
+            match row.get(0) {
+                Some("schema_version") => meta.version = value,
+                Some("redacted") => meta.redacted = value,
+                _ => {}
+            }
+        }
+    }
+    Ok(meta)
+}
+
+/// Takes the schema to [`SCHEMA_VERSION`] in one transaction under the migration lock (a
+/// concurrent first sync waits, then finds the work done), recording `redact` in a new store.
+async fn migrate(client: &mut Client, redact: bool) -> Result<(), tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await?;
-    Ok(row.and_then(|r| r.get::<_, String>(0).parse().ok()))
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)")
+        .await?;
+    let version = tx
+        .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .await?
+        .and_then(|r| r.get::<_, String>(0).parse::<i64>().ok())
+        .unwrap_or(0);
+    if version < SCHEMA_VERSION {
+        for migration in &MIGRATIONS[version as usize..] {
+            tx.batch_execute(migration).await?;
+        }
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', $1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&SCHEMA_VERSION.to_string()],
+        )
+        .await?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('redacted', $1) ON CONFLICT (key) DO NOTHING",
+            &[&i64::from(redact).to_string()],
+        )
+        .await?;
+    }
+    tx.commit().await
 }
 
 /// The error as one line (with the server's message when there is one).

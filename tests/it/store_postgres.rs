@@ -146,12 +146,16 @@ impl Cluster {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    /// Every row of the store, as text: two equal dumps are one unchanged store.
+    /// Every row of the store, as text, each with the transaction that wrote it (`xmin`): two
+    /// equal dumps are one store in which no row was written, not even rewritten as it was.
     fn dump(&self) -> String {
         self.query(
-            "SELECT (SELECT string_agg(h::text, E'\\n' ORDER BY host) FROM hosts h) || \
-             (SELECT string_agg(s::text, E'\\n' ORDER BY host, harness, session) FROM sessions s) \
-             || (SELECT count(*) FROM records)::text",
+            "SELECT (SELECT string_agg(h.xmin || ' ' || h::text, E'\\n' ORDER BY host) \
+             FROM hosts h) || E'\\n' || \
+             (SELECT string_agg(s.xmin || ' ' || s::text, E'\\n' ORDER BY host, harness, session) \
+             FROM sessions s) || E'\\n' || \
+             (SELECT count(*) || ' records written by ' || count(DISTINCT xmin::text) || \
+             ' transactions, the last ' || max(xmin::text::bigint) FROM records)",
         )
     }
 
