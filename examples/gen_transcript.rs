@@ -1,9 +1,10 @@
 //! Writes a synthetic transcript of a given size for benchmarks: a Claude Code session shaped
 //! like real 2.1.x ones (progress lines between turns, one block per assistant line, tool
 //! results of a few KiB), or with `--codex` a Codex rollout (messages, `exec_command` calls and
-//! their output). Deterministic: the same arguments give the same bytes.
+//! their output). Deterministic: the same arguments give the same bytes; another `--seed`,
+//! other text from the same vocabulary.
 //!
-//! Usage: cargo run --release --example gen_transcript -- BYTES OUT.jsonl [--codex] [--secret-words]
+//! Usage: cargo run --release --example gen_transcript -- BYTES OUT.jsonl [--codex] [--secret-words] [--seed N]
 //!
 //! The text is drawn from a vocabulary shaped like a real one, so that a rare word is rare: the
 //! words of a vocabulary of 50,000 ranked by a Zipf law (a word's frequency is 1 / its rank),
@@ -410,17 +411,22 @@ fn dot_env() -> String {
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let usage = || -> ! {
-        eprintln!("usage: gen_transcript BYTES OUT.jsonl [--codex] [--secret-words]");
+        eprintln!("usage: gen_transcript BYTES OUT.jsonl [--codex] [--secret-words] [--seed N]");
         std::process::exit(2);
     };
     let [_, size, path, flags @ ..] = args.as_slice() else {
         usage()
     };
-    let (mut codex, mut secret_words) = (false, false);
-    for flag in flags {
+    let (mut codex, mut secret_words, mut seed) = (false, false, 0u64);
+    let mut flags = flags.iter();
+    while let Some(flag) = flags.next() {
         match flag.as_str() {
             "--codex" => codex = true,
             "--secret-words" => secret_words = true,
+            "--seed" => match flags.next().map(|n| n.parse()) {
+                Some(Ok(n)) => seed = n,
+                _ => usage(),
+            },
             _ => usage(),
         }
     }
@@ -429,7 +435,8 @@ fn main() -> std::io::Result<()> {
     let vocabulary = Vocabulary::new();
     let mut text = Text {
         vocabulary: &vocabulary,
-        rng: Rng(0x9e37_79b9_7f4a_7c15),
+        // xorshift's state must not be zero.
+        rng: Rng((0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0xff51_afd7_ed55_8ccd)) | 1),
         secret_words,
     };
     if codex {
