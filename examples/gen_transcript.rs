@@ -190,7 +190,7 @@ fn word_at(rank: usize, common: &[&str], jargon: &[&str]) -> String {
         return common[rank - 1].to_string();
     }
     let past = rank - common.len();
-    if past % JARGON_EVERY == 0 && past / JARGON_EVERY <= jargon.len() {
+    if past.is_multiple_of(JARGON_EVERY) && past / JARGON_EVERY <= jargon.len() {
         return jargon[past / JARGON_EVERY - 1].to_string();
     }
     // A multiplicative hash of the rank picks the parts: the same rank, the same word.
