@@ -846,8 +846,8 @@ fn teddy_buckets_accept_no_window_of_ordinary_words() {
         .filter(|(l, _)| l.len() >= FINGERPRINT)
         .collect();
     let order: Vec<&str> = teddy_order(long).into_iter().map(|(l, _)| l).collect();
-    // The words of `scripts/bench`'s transcript (examples/gen_transcript.rs), which with the
-    // literals in table order made 678,000 windows to check (`passes`: `asse`, `sses`).
+    // Ordinary transcript words, which with the literals in table order made 678,000 windows
+    // to check in 64 MiB of a text of them (`passes`: `asse`, `sses`).
     let words = "the build fails because cargo test passes on main fix a flaky socket timeout in \
                  src/lib.rs let x = Some(1); \"quoted\" ünïcode";
     assert_eq!(teddy_windows(&order, words), Vec::<String>::new());
