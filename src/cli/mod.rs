@@ -17,7 +17,7 @@ mod resume;
 mod script;
 mod suggest;
 mod sync;
-mod ui;
+pub mod ui;
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -29,7 +29,7 @@ use clankie_model::limits::MAX_LIMIT;
 use clankie_model::sanitize::sanitize_line;
 
 mod follow;
-mod reading;
+pub mod reading;
 mod search;
 
 /// The newest sessions of each host the list holds (their heads are read for the titles).
@@ -321,7 +321,7 @@ async fn read_session(
             return;
         }
     };
-    let reader = reading::view_reader(opened);
+    let reader = reading::view_reader(&opened.host);
     let read = async {
         let session = request.resolve(&reader, &opened.roots).await?;
         let page = request.read_page(&reader, &session).await?;
@@ -351,14 +351,8 @@ async fn read_session(
         tokio::select! {
             _ = tokio::time::sleep_until(next_poll) => next_poll += interval,
             Some(start) = back.recv() => {
-                let request = PageRequest {
-                    mode: Mode::Before(start),
-                    limit: MAX_LIMIT,
-                    strict: false,
-                    redact: true,
-                };
                 let page = reader
-                    .read_page_whole(&session, request)
+                    .read_page_whole(&session, reading::back_request(start))
                     .await
                     .map(|page| (page.records, page.older, page.start))
                     .map_err(|e| one_line(&e.into()));

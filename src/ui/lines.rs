@@ -88,6 +88,11 @@ impl Folds {
         self.all_open != self.toggled.contains(id)
     }
 
+    /// Whether a fold may be open (every fold shut is when none was opened).
+    pub fn any_open(&self) -> bool {
+        self.all_open || !self.toggled.is_empty()
+    }
+
     /// Opens the fold of the record `id` if shut, else shuts it.
     pub fn toggle(&mut self, id: &str) {
         if !self.toggled.remove(id) {

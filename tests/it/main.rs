@@ -71,4 +71,5 @@ mod terminal_roots;
 mod text_snapshots;
 mod toybox;
 mod ui;
+mod ui_readme;
 mod wal;

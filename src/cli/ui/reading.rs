@@ -1,6 +1,8 @@
 //! The steps of reading an open session that the global search's hits share with the view's
 //! session reads: resolving the session of a row, saying its resume command, and polling it
-//! for the records after a cursor, as `--follow` polls.
+//! for the records after a cursor, as `--follow` polls. The view's reader and its two reads
+//! (the newest page, the page before a cursor) are public for `examples/ui_bench.rs`, which
+//! measures the view on them.
 
 use std::time::Duration;
 
@@ -36,7 +38,7 @@ pub(super) async fn open_session<'a>(
             return None;
         }
     };
-    let reader = view_reader(opened);
+    let reader = view_reader(&opened.host);
     match request.resolve(&reader, &opened.roots).await {
         Ok(session) => Some((reader, session)),
         Err(e) => {
@@ -47,7 +49,7 @@ pub(super) async fn open_session<'a>(
 }
 
 /// The view's first read of a session: its newest page, redacted (the error a line to show).
-pub(super) fn tail_request(row: &SessionRow) -> Result<ReadRequest, String> {
+pub fn tail_request(row: &SessionRow) -> Result<ReadRequest, String> {
     let query = SessionQuery::parse(&format!("{}/{}", row.harness, row.id))
         .map_err(|e| sanitize_line(&e.to_string()))?;
     Ok(ReadRequest::new(
@@ -62,10 +64,21 @@ pub(super) fn tail_request(row: &SessionRow) -> Result<ReadRequest, String> {
 
 /// The view's reader of a host: a first tail window sized for one screen of pages, and the
 /// row before a database page read too, where reading back continues.
-pub(super) fn view_reader(opened: &OpenHost) -> Reader<'_, AnyHost> {
-    Reader::new(&opened.host)
+pub fn view_reader(host: &AnyHost) -> Reader<'_, AnyHost> {
+    Reader::new(host)
         .with_tail_window(FIRST_TAIL_WINDOW_BYTES)
         .with_backward_reads()
+}
+
+/// The view's backward read: the page before `start` (the loaded records' start cursor),
+/// redacted.
+pub fn back_request(start: Cursor) -> PageRequest {
+    PageRequest {
+        mode: Mode::Before(start),
+        limit: MAX_LIMIT,
+        strict: false,
+        redact: true,
+    }
 }
 
 /// Sends the session's resume command, when its harness has one.

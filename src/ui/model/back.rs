@@ -6,16 +6,20 @@
 //! [`MAX_LOADED_RECORDS`]: reading further back lets go of the newest, and `G` reads them again.
 
 use clankie_engine::cursor::Cursor;
-use clankie_model::Record;
 use clankie_model::limits::MAX_LIMIT;
+use clankie_model::{Record, RecordBody};
 use crossterm::event::{KeyCode, KeyEvent};
 use jiff::Timestamp;
 
 use super::{Action, App, Prompt, SessionRow, SessionState};
+use crate::ui::lines::{Layout, Placed, layout};
 
 /// The most records the view holds of one session (ten pages): its memory stays bounded
 /// whatever the session's size.
 pub const MAX_LOADED_RECORDS: usize = 10 * MAX_LIMIT;
+
+/// The records laid out again at each seam when a page read back is put in (`lay_out_older`).
+const JOIN_RECORDS: usize = 8;
 
 /// A page read back: its records (oldest first), whether older ones exist, and the cursor at
 /// its start.
@@ -47,6 +51,109 @@ impl SessionState {
             .map(|p| p.lines.start)
             .min()
             .unwrap_or(self.lines.len())
+    }
+
+    /// The lines of `older` followed by the first `keep` records loaded, made from the lines
+    /// laid out (which it replaces, with where each record is) without laying out all of them
+    /// again: `older` is laid out with the first few records loaded, which replace their own
+    /// lines, and the last few kept are laid out again in place of the lines from them to the
+    /// end (a full layout of 2,000 records costs several frames). Each piece is checked against
+    /// the lines it replaces. Gives the lines put before the first record kept; `None`, with
+    /// nothing changed, where that cannot be done exactly (an open fold, whose bound counts
+    /// across the whole layout; a result whose call is farther than [`JOIN_RECORDS`] away;
+    /// records without a time), to be laid out whole.
+    fn lay_out_older(&mut self, older: &[Record], keep: usize) -> Option<usize> {
+        let loaded = &self.records;
+        let head = JOIN_RECORDS.min(keep);
+        let tail_from = keep.saturating_sub(JOIN_RECORDS).max(head);
+        let dated = |records: &[Record]| {
+            records
+                .iter()
+                .any(|r| r.ts.is_some() && self.kinds.shows(r))
+        };
+        if keep == 0
+            || self.folds.any_open()
+            || !dated(&loaded[..head])
+            || !dated(&loaded[tail_from..keep])
+        {
+            return None;
+        }
+        // A call on one side of a seam and its result on the other are laid out together
+        // only within the records laid out again.
+        let calls = |records: &[Record]| -> std::collections::HashSet<String> {
+            records
+                .iter()
+                .filter_map(|r| match &r.body {
+                    RecordBody::ToolCall { call_id, .. } => Some(call_id.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let answers = |records: &[Record], calls: &std::collections::HashSet<String>| {
+            records.iter().any(|r| {
+                matches!(&r.body, RecordBody::ToolResult { call_id, .. } if calls.contains(call_id))
+            })
+        };
+        if answers(&loaded[head..], &calls(older)) || answers(older, &calls(&loaded[head..])) {
+            return None;
+        }
+        let lay =
+            |records: &[Record]| layout(records, self.kinds, self.width, None, Some(&self.folds));
+        let joined: Vec<Record> = older.iter().chain(&loaded[..head]).cloned().collect();
+        let head_lines = lay(&loaded[..head]).lines;
+        if !self.lines.starts_with(&head_lines) {
+            return None;
+        }
+        let Layout {
+            mut lines,
+            mut placed,
+        } = lay(&joined);
+        let put_before = lines.len() - head_lines.len();
+        // The records laid out before: `older.len()` further on, `put_before` lines down.
+        let moved = |p: &Placed| Placed {
+            index: p.index + older.len(),
+            lines: p.lines.start + put_before..p.lines.end + put_before,
+            fold: p.fold,
+        };
+        if keep == loaded.len() {
+            lines.extend_from_slice(&self.lines[head_lines.len()..]);
+            placed.extend(self.placed.iter().filter(|p| p.index >= head).map(moved));
+        } else {
+            // The lines from the last kept records to the end, as they were laid out: a day's
+            // line on top of the records laid out alone may not be among them.
+            let was = lay(&loaded[tail_from..]).lines;
+            let kept = lay(&loaded[tail_from..keep]);
+            let (cut, skip) = if self.lines.ends_with(&was) {
+                (was.len(), 0)
+            } else if was.first().is_some_and(|l| l.starts_with("── "))
+                && self.lines.ends_with(&was[1..])
+            {
+                (was.len() - 1, 1)
+            } else {
+                return None;
+            };
+            let end = self.lines.len() - cut;
+            if end < head_lines.len() {
+                return None;
+            }
+            lines.extend_from_slice(&self.lines[head_lines.len()..end]);
+            placed.extend(
+                self.placed
+                    .iter()
+                    .filter(|p| (head..tail_from).contains(&p.index))
+                    .map(moved),
+            );
+            let base = lines.len();
+            lines.extend_from_slice(&kept.lines[skip..]);
+            placed.extend(kept.placed.iter().map(|p| Placed {
+                index: p.index + tail_from + older.len(),
+                lines: base + p.lines.start.saturating_sub(skip)..base + p.lines.end - skip,
+                fold: p.fold,
+            }));
+        }
+        self.lines = lines;
+        self.placed = placed;
+        Some(put_before)
     }
 
     /// A backward read from the loaded records' start, unless one is under way or none is
@@ -88,9 +195,15 @@ impl App {
             }
         };
         let added = records.len();
-        let lines_before = s.lines.len();
         s.earlier = earlier;
         s.back.start = start;
+        let kept_before = s.records.len();
+        let keep = MAX_LOADED_RECORDS.saturating_sub(added).min(kept_before);
+        let put_before = if s.new_from.is_none() && s.hit.is_none() {
+            s.lay_out_older(&records, keep)
+        } else {
+            None
+        };
         records.append(&mut s.records);
         s.records = records;
         s.new_from = s.new_from.map(|n| n + added);
@@ -100,9 +213,18 @@ impl App {
             s.back.newer_dropped = true;
             s.follow = false;
         }
-        s.relayout();
+        let put_before = put_before.unwrap_or_else(|| {
+            let lines_before = s.lines.len();
+            s.relayout();
+            if keep == kept_before {
+                s.lines.len().saturating_sub(lines_before)
+            } else {
+                // The newest let go too: the lines before the first record kept.
+                s.line_of(added)
+            }
+        });
         // The lines shown stay on screen: they moved down by the lines put before them.
-        s.top = (s.top + s.lines.len().saturating_sub(lines_before)).min(s.last_top(body));
+        s.top = (s.top + put_before).min(s.last_top(body));
         if s.back.to_start {
             s.top = 0;
             if s.earlier {
@@ -358,6 +480,75 @@ mod tests {
         assert!(s.back.newer_dropped);
         // `G` reads the newest again.
         assert_eq!(press(&mut app, KeyCode::Char('G')), Action::Open(row));
+    }
+
+    /// Turns of a prompt, a call and its (long) result, over several days, each page's seam
+    /// between a call and its result now and then: `n` records.
+    fn turns(n: usize) -> Vec<Record> {
+        (0..n)
+            .map(|i| {
+                let turn = i / 3;
+                let mut r = test_record(TextKind::User, &format!("prompt of turn {turn}"));
+                r.body = match i % 3 {
+                    0 => r.body,
+                    1 => RecordBody::ToolCall {
+                        call_id: format!("c{turn}"),
+                        name: "Bash".into(),
+                        input: serde_json::json!({"command": format!("cargo test {turn}")}),
+                        by_user: false,
+                    },
+                    _ => RecordBody::ToolResult {
+                        call_id: format!("c{turn}"),
+                        output: format!("ok {turn}\n").repeat(1 + turn % 20).into(),
+                        is_error: false,
+                    },
+                };
+                r.id = format!("r{i}");
+                r.ts = Some(format!(
+                    "2026-12-{:02}T10:{:02}:00Z",
+                    1 + turn / 150,
+                    turn % 60
+                ));
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pages_put_in_give_the_lines_of_a_whole_layout_below_the_screen() {
+        let total = MAX_LOADED_RECORDS + 4 * MAX_LIMIT + 7;
+        let all = turns(total);
+        let (mut app, row) = opened(total, MAX_LIMIT);
+        app.opened(&row, Ok((all[total - MAX_LIMIT..].to_vec(), true)));
+        let mut end = total - MAX_LIMIT;
+        app.started_at(&row, Some(cursor(end)));
+        while end > 0 {
+            // Up to the first loaded line: the page before is asked for.
+            let action = (0..100_000)
+                .map(|_| press(&mut app, KeyCode::Up))
+                .find(|a| *a != Action::None)
+                .expect("a backward read");
+            assert!(matches!(action, Action::LoadOlder(..)), "{action:?}");
+            let start = end.saturating_sub(MAX_LIMIT);
+            let page = (all[start..end].to_vec(), start > 0, Some(cursor(start)));
+            app.older(&row, Ok(page));
+            end = start;
+            let s = app.session.as_ref().unwrap();
+            let whole = layout(&s.records, s.kinds, s.width, None, Some(&s.folds));
+            assert_eq!(
+                (&s.lines, &s.placed),
+                (&whole.lines, &whole.placed),
+                "the lines after the page before record {end}"
+            );
+            assert!(s.records.len() <= MAX_LOADED_RECORDS);
+            // The screen stays on the lines it showed, below the page put in (the lines of
+            // the records at the seam may change: a result named by its call there).
+            assert!(
+                s.top > 0 || end == 0,
+                "left at the first line, at record {end}"
+            );
+        }
+        assert!(app.session.as_ref().unwrap().back.newer_dropped);
     }
 
     #[test]
