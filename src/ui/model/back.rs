@@ -64,22 +64,11 @@ impl SessionState {
     /// records without a time), to be laid out whole.
     fn lay_out_older(&mut self, older: &[Record], keep: usize) -> Option<usize> {
         let loaded = &self.records;
-        let head = JOIN_RECORDS.min(keep);
-        let tail_from = keep.saturating_sub(JOIN_RECORDS).max(head);
-        let dated = |records: &[Record]| {
-            records
-                .iter()
-                .any(|r| r.ts.is_some() && self.kinds.shows(r))
-        };
-        if keep == 0
-            || self.folds.any_open()
-            || !dated(&loaded[..head])
-            || !dated(&loaded[tail_from..keep])
-        {
+        if keep == 0 || self.folds.any_open() {
             return None;
         }
-        // A call on one side of a seam and its result on the other are laid out together
-        // only within the records laid out again.
+        // A result is laid out under its call: a seam between the two would lay them out
+        // apart, so each seam moves (at most [`JOIN_RECORDS`] records) to where none is split.
         let calls = |records: &[Record]| -> std::collections::HashSet<String> {
             records
                 .iter()
@@ -94,6 +83,26 @@ impl SessionState {
                 matches!(&r.body, RecordBody::ToolResult { call_id, .. } if calls.contains(call_id))
             })
         };
+        let splits = |at: usize| answers(&loaded[at..], &calls(&loaded[..at]));
+        let head = (JOIN_RECORDS.min(keep)..=(2 * JOIN_RECORDS).min(keep)).find(|&h| !splits(h))?;
+        let last = keep.saturating_sub(JOIN_RECORDS).max(head);
+        let tail_from = if keep == loaded.len() {
+            last
+        } else {
+            (last.saturating_sub(JOIN_RECORDS).max(head)..=last)
+                .rev()
+                .find(|&t| !splits(t))?
+        };
+        let dated = |records: &[Record]| {
+            records
+                .iter()
+                .any(|r| r.ts.is_some() && self.kinds.shows(r))
+        };
+        if !dated(&loaded[..head]) || !dated(&loaded[tail_from..keep]) {
+            return None;
+        }
+        // The page's calls and the loaded records' results meet only within the records laid
+        // out again.
         if answers(&loaded[head..], &calls(older)) || answers(older, &calls(&loaded[head..])) {
             return None;
         }
