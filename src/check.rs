@@ -403,27 +403,73 @@ pub async fn check_host_with<H: Host>(
     previous: Option<&HostState>,
     options: CheckOptions,
 ) -> Result<HostCheck, DriverError> {
+    let listed = list_host(host, roots, previous.is_none(), options).await?;
+    check_listed(listed, previous).await
+}
+
+/// A host listed for a check ([`list_host`]), waiting for its previous state
+/// ([`check_listed`]). It holds its host's slot of [`CONCURRENT_HOSTS`] until it is checked.
+pub struct ListedHost<'h, H: Host> {
+    reader: Reader<'h, H>,
+    listing: clankie_model::Listing,
+    sessions: Vec<SessionFile>,
+    options: CheckOptions,
+    _slot: tokio::sync::SemaphorePermit<'static>,
+}
+
+/// The first step of [`check_host_with`]: takes a slot and lists the host. `first` (no
+/// previous state: every session will be read) has the small sessions read with the listing,
+/// in its one call (no batch has to name them, docs/performance.md). Needs nothing of the
+/// previous state but whether there is one, so a caller may list while it fetches that state.
+pub async fn list_host<'h, H: Host>(
+    host: &'h H,
+    roots: &[RootSpec],
+    first: bool,
+    options: CheckOptions,
+) -> Result<ListedHost<'h, H>, DriverError> {
+    // Never closed: waiting for a slot cannot fail.
+    let slot = HOST_SLOTS
+        .acquire()
+        .await
+        .expect("the host slots are never closed");
+    let reader = Reader::new(host);
+    let (listing, sessions) = if first {
+        let read_along = if options.baseline {
+            BASELINE_READ_ALONG_MAX_FILE
+        } else {
+            READ_ALONG_MAX_FILE
+        };
+        reader.list_sessions_reading(roots, read_along).await?
+    } else {
+        reader.list_sessions(roots).await?
+    };
+    Ok(ListedHost {
+        reader,
+        listing,
+        sessions,
+        options,
+        _slot: slot,
+    })
+}
+
+/// The second step of [`check_host_with`]: checks a listed host against its previous state.
+pub async fn check_listed<H: Host>(
+    listed: ListedHost<'_, H>,
+    previous: Option<&HostState>,
+) -> Result<HostCheck, DriverError> {
+    let ListedHost {
+        reader,
+        listing,
+        sessions,
+        options,
+        _slot,
+    } = listed;
     let CheckOptions {
         baseline,
         keep_records,
         redact,
     } = options;
-    // Never closed: waiting for a slot cannot fail.
-    let _slot = HOST_SLOTS.acquire().await;
-    let reader = Reader::new(host);
-    // A host checked for the first time has every session read: the small ones come with the
-    // listing, in its one call (no batch has to name them, docs/performance.md).
-    let (listing, sessions) = match previous {
-        None => {
-            let read_along = if baseline {
-                BASELINE_READ_ALONG_MAX_FILE
-            } else {
-                READ_ALONG_MAX_FILE
-            };
-            reader.list_sessions_reading(roots, read_along).await?
-        }
-        Some(_) => reader.list_sessions(roots).await?,
-    };
+    let host = reader.host();
     let mut next = HostState::default();
     let mut activity = Vec::new();
     let mut errors: Vec<SessionError> = listing

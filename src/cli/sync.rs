@@ -4,14 +4,14 @@
 //! it finishes, so a failed host, a killed run or a database gone mid-run leaves every host
 //! where its last committed sync left it. Bounded like `check` (`--run-timeout`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
 
 use super::context::{Context, GlobalArgs, positive_secs};
-use crate::check::{CheckOptions, check_host_with};
+use crate::check::{CheckOptions, check_listed, list_host};
 use crate::driver::{Reader, roots_for};
 use crate::error::{Error, Outcome};
 use crate::render::progress::Progress;
@@ -55,23 +55,38 @@ pub(super) async fn run(global: &GlobalArgs, args: SyncArgs) -> Result<Outcome, 
     let mut store = Store::open(&url, Some(redact)).await?;
     store::check_redaction(&url.display(), store.redacted(), redact)?;
     let deadline = tokio::time::Instant::now() + run_timeout;
-    let priors: Vec<Prior> = store.priors(&names).await?;
+    // Which hosts the store has synced decides how each is listed (a first sync reads the
+    // small sessions with the listing); their stored cursors are needed only after it. So the
+    // hosts are listed while their cursors are read: a sync's wall time is its listing or its
+    // cursors' read, whichever is longer, then the check (docs/performance.md, "The store").
+    let synced: BTreeSet<String> = store.hosts().await?.into_iter().collect();
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, (name, prior)) in names.iter().zip(priors).enumerate() {
+    let mut prior_senders = Vec::with_capacity(names.len());
+    for (index, name) in names.iter().enumerate() {
         let opened = ctx.open(name);
         let name = name.clone();
+        let first = !synced.contains(&name);
+        let (prior_sender, prior_receiver) = tokio::sync::oneshot::channel::<Prior>();
+        prior_senders.push(prior_sender);
         tasks.spawn(async move {
             let synced = async {
                 let opened = opened?;
                 let roots = roots_for(&opened.roots, None);
-                let previous = store::host_state(&prior);
                 let options = CheckOptions {
                     baseline: false,
                     keep_records: true,
                     redact,
                 };
+                let listed = list_host(&opened.host, &roots, first, options).await?;
+                // The sender is dropped only when the run ends before the cursors are read
+                // (the store failed): this task then waits to be aborted with the others,
+                // never checking against cursors it does not have.
+                let Ok(prior) = prior_receiver.await else {
+                    return std::future::pending().await;
+                };
+                let previous = store::host_state(&prior);
                 let previous = (!prior.is_empty()).then_some(&previous);
-                let checked = check_host_with(&opened.host, &roots, previous, options).await?;
+                let checked = check_listed(listed, previous).await?;
                 // Titles and directories of the sessions that changed (one batched read).
                 let changed: std::collections::BTreeSet<String> = checked
                     .activity
@@ -109,6 +124,11 @@ pub(super) async fn run(global: &GlobalArgs, args: SyncArgs) -> Result<Outcome, 
                 });
             (index, name, result)
         });
+    }
+    let priors: Vec<Prior> = store.priors(&names).await?;
+    for (prior_sender, prior) in prior_senders.into_iter().zip(priors) {
+        // A host already failed (its listing) has dropped its receiver: nothing waits for it.
+        let _ = prior_sender.send(prior);
     }
     let progress = if names.len() > 1 {
         Progress::steps("syncing hosts", names.len() as u64)
