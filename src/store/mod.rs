@@ -6,6 +6,8 @@
 //! store as the last committed run left it.
 
 #[cfg(feature = "postgres")]
+mod pg_trigrams;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod schema;
 pub mod search;
@@ -652,7 +654,7 @@ impl Store {
                 let Some(terms) = index_terms(matcher) else {
                     return Ok(None);
                 };
-                s.candidates(host, sessions, &terms).await.map(Some)
+                s.candidates(host, sessions, &terms).await
             }
         }
     }

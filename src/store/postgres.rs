@@ -2,8 +2,9 @@
 //! `pg_advisory_xact_lock`, so concurrent first syncs take turns; a host's records and cursors
 //! are written in one transaction, records many rows per statement (`unnest`), and a repeat
 //! of a stored record is a no-op (`ON CONFLICT DO NOTHING`). Substring search uses `pg_trgm`:
-//! a GIN trigram index over each record's searched text answers `LIKE`/`ILIKE '%literal%'`
-//! (word-based `tsvector` search would miss a literal inside a word, which `grep` finds).
+//! a GIN array index of each record's `show_trgm` trigrams gives the records that may hold a
+//! literal, from the index alone (word-based `tsvector` search would miss a literal inside a
+//! word, which `grep` finds).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use clankie_engine::search::search_text;
 use clankie_engine::session::SessionFile;
 use clankie_model::{FileEntry, Record};
 
+use super::pg_trigrams;
 use super::schema::SCHEMA_VERSION;
 
 /// The advisory lock key every migration holds (`clankie-read` in ASCII, as a number).
@@ -29,7 +31,7 @@ const MIGRATION_LOCK: i64 = 0x636c_616e_6b69_6500;
 const ROWS_PER_INSERT: usize = 2000;
 
 /// The PostgreSQL migrations: entry `k` takes the schema from version `k` to `k + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Version 1: docs/store.md's tables, with booleans and bytea where SQLite has integers and
 /// blobs, and `search`: the text `grep` matches, indexed by trigrams.
@@ -97,10 +99,25 @@ CREATE INDEX records_in_order ON records (host, harness, session, generation, se
 CREATE INDEX records_search ON records USING gin (search gin_trgm_ops);
 ";
 
+/// Version 2: the text index is a GIN array index of each record's `show_trgm` trigrams, whose
+/// `@>` the server answers from the index alone (`gin_trgm_ops` rechecks every candidate
+/// against its text: read from TOAST, decompressed and lowercased before our regex sees it).
+/// The statistics the planner needs are gathered at once (a migrated store of many rows would
+/// otherwise wait for autovacuum's).
+const V2: &str = "
+SET LOCAL maintenance_work_mem = '256MB';
+DROP INDEX records_search;
+CREATE INDEX records_trigrams ON records USING gin (show_trgm(search));
+ANALYZE records;
+";
+
 pub struct PgStore {
     client: Client,
     name: String,
     redacted: bool,
+    /// The ASCII letters the database lowercases to something else (read once, when a search
+    /// first needs them).
+    lowered_otherwise: Option<Vec<char>>,
 }
 
 /// PostgreSQL text holds no NUL character: NUL is stored as [`ESCAPE`] `0`, and [`ESCAPE`]
@@ -199,6 +216,7 @@ impl PgStore {
             client,
             name: name.to_string(),
             redacted,
+            lowered_otherwise: None,
         })
     }
 
@@ -555,35 +573,75 @@ impl PgStore {
             .collect())
     }
 
+    /// The ASCII letters `lower()` (and so `show_trgm`) gives as something other than their
+    /// ASCII lowercase in this database (a Turkish locale's `I`): none in most.
+    async fn lowered_otherwise(&mut self) -> Result<Vec<char>, StoreError> {
+        if let Some(odd) = &self.lowered_otherwise {
+            return Ok(odd.clone());
+        }
+        let row = self
+            .client
+            .query_one("SELECT lower($1::text)", &[&pg_trigrams::ASCII_LETTERS])
+            .await
+            .map_err(self.db())?;
+        let odd = pg_trigrams::letters_lowered_otherwise(row.get(0));
+        self.lowered_otherwise = Some(odd.clone());
+        Ok(odd)
+    }
+
     /// The current records whose searched text holds every piece of one of `terms`'
-    /// alternatives (`ILIKE` when the second value says case is ignored).
+    /// alternatives (compared ignoring case when the second value says so); `None` when only
+    /// reading every record can say.
+    ///
+    /// Each alternative's trigrams ([`pg_trigrams`]) are looked up in the `show_trgm` index,
+    /// which answers without reading any record's text; a record it gives may lack the
+    /// pieces, and our regex then refuses it. An alternative with no trigram to look up makes
+    /// the server scan every record with `LIKE`/`ILIKE` instead (or, ignoring case in a
+    /// database that lowercases some ASCII letter otherwise, the caller scans).
     pub async fn candidates(
         &mut self,
         host: &str,
         sessions: &[StoredSession],
         terms: &(Vec<Vec<String>>, bool),
-    ) -> Result<Vec<(usize, Vec<Record>)>, StoreError> {
+    ) -> Result<Option<Vec<(usize, Vec<Record>)>>, StoreError> {
         let (alternatives, insensitive) = terms;
-        let like = if *insensitive { "ILIKE" } else { "LIKE" };
-        let mut patterns: Vec<String> = Vec::new();
+        let odd = self.lowered_otherwise().await?;
+        let looked_up: Option<Vec<Vec<String>>> = alternatives
+            .iter()
+            .map(|pieces| pg_trigrams::trigrams(pieces, &odd))
+            .collect();
+        let mut params: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> =
+            vec![Box::new(host.to_string())];
         let mut clauses = Vec::new();
-        for terms in alternatives {
-            let mut all = Vec::new();
-            for term in terms {
-                patterns.push(format!("%{}%", like_escape(&to_pg(term))));
-                all.push(format!("search {like} ${}", patterns.len() + 1));
+        match looked_up {
+            Some(sets) => {
+                for set in sets {
+                    params.push(Box::new(set));
+                    clauses.push(format!("show_trgm(search) @> ${}::text[]", params.len()));
+                }
             }
-            clauses.push(format!("({})", all.join(" AND ")));
+            None if *insensitive && !odd.is_empty() => return Ok(None),
+            None => {
+                let like = if *insensitive { "ILIKE" } else { "LIKE" };
+                for pieces in alternatives {
+                    let mut all = Vec::new();
+                    for piece in pieces {
+                        params.push(Box::new(format!("%{}%", like_escape(&to_pg(piece)))));
+                        all.push(format!("search {like} ${}", params.len()));
+                    }
+                    clauses.push(format!("({})", all.join(" AND ")));
+                }
+            }
         }
         let sql = format!(
             "SELECT harness, session, {RECORD_COLUMNS} FROM records WHERE host = $1 AND NOT \
              superseded AND ({})",
             clauses.join(" OR ")
         );
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&host];
-        for p in &patterns {
-            params.push(p);
-        }
+        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+            .iter()
+            .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
+            .collect();
         let rows = self.client.query(&sql, &params).await.map_err(self.db())?;
         let at: std::collections::HashMap<(&str, &str), usize> = sessions
             .iter()
@@ -603,20 +661,22 @@ impl PgStore {
                 .or_default()
                 .push((row.get(2 + SEQ_COLUMN), record_row(row, 2)));
         }
-        Ok(found
-            .into_iter()
-            .map(|(k, mut rows)| {
-                rows.sort_by_key(|(seq, _)| *seq);
-                let stored = &sessions[k];
-                let records = rows
-                    .into_iter()
-                    .filter_map(|(_, row)| {
-                        row.into_record(stored.session.harness(), &stored.session.id)
-                    })
-                    .collect();
-                (k, records)
-            })
-            .collect())
+        Ok(Some(
+            found
+                .into_iter()
+                .map(|(k, mut rows)| {
+                    rows.sort_by_key(|(seq, _)| *seq);
+                    let stored = &sessions[k];
+                    let records = rows
+                        .into_iter()
+                        .filter_map(|(_, row)| {
+                            row.into_record(stored.session.harness(), &stored.session.id)
+                        })
+                        .collect();
+                    (k, records)
+                })
+                .collect(),
+        ))
     }
 }
 

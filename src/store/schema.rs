@@ -1,12 +1,14 @@
-//! The store's schema, as SQL for SQLite (docs/store.md describes every table and column).
+//! The store's schema version, and its SQL for SQLite (docs/store.md describes every table and
+//! column; PostgreSQL's is in postgres.rs).
 //! Versioned: `meta.schema_version` says which of [`SQLITE_MIGRATIONS`] have been applied;
 //! each migration runs inside the one transaction that also bumps the version.
 
-/// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build writes and reads (one number for both databases).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The SQLite migrations, in order: entry `k` takes the schema from version `k` to `k + 1`.
-pub const SQLITE_MIGRATIONS: &[&str] = &[SQLITE_V1];
+/// Version 2 changes PostgreSQL's text index only: nothing in SQLite.
+pub const SQLITE_MIGRATIONS: &[&str] = &[SQLITE_V1, ""];
 
 /// Version 1: hosts, sessions (with `check`'s cursor of each), records, and the trigram
 /// full-text index over each record's searched text.

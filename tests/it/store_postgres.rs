@@ -312,3 +312,123 @@ fn postgres_sigkill_or_a_stopped_database_mid_run_loses_and_duplicates_nothing()
     assert_eq!(code(&last), 0, "{}", stderr(&last));
     assert_store_is_read(h, &base, &StoreUrl::Postgres(into), "h");
 }
+
+/// A host whose records hold what case folding makes hard for an index: the Kelvin sign and
+/// the long s (which the regex folds with `k` and `s`), `ß`, dotted and dotless `i`, words
+/// inside longer ones, and text with no three letters in a row.
+fn folding_host(h: &Path) -> String {
+    let root = h.join("fold/.claude");
+    let dir = root.join("projects/-fold");
+    std::fs::create_dir_all(&dir).unwrap();
+    let texts = [
+        "a \u{212A}ELVIN scale",
+        "STRAẞE, Straße and strasse",
+        "İSTANBUL, ıstanbul and Istanbul",
+        "the \u{17F}TOP sign",
+        "xCOREDUMPy and core dump",
+        "filename FILENAME",
+        "a.b.c ==> é",
+    ];
+    let text: String = texts
+        .iter()
+        .enumerate()
+        .map(|(k, t)| line(&format!("fold-{k}"), t))
+        .collect();
+    let file = dir.join("f01d0000-0000-4000-8000-000000000000.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let past = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(past)
+        .unwrap();
+    local_host("fold", &[("claude", root)])
+}
+
+/// Searches whose answers depend on how the index and the regex fold case.
+const FOLDING_SEARCHES: &[&[&str]] = &[
+    &["-i", "kelvin"],
+    &["-s", "ELVIN"],
+    &["-i", "straße"],
+    &["-i", "STRASSE"],
+    &["-i", "istanbul"],
+    &["-s", "İSTANBUL"],
+    &["-i", "stop"],
+    &["-i", "coredump"],
+    &["-s", "COREDUMP"],
+    &["-c", "-i", "FileName"],
+    &["-F", "a.b.c"],
+    &["-i", "==> É"],
+];
+
+#[test]
+fn postgres_a_store_of_the_previous_schema_is_migrated_in_place_and_answers_as_the_host() {
+    let Some(pg) = Cluster::start() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let hosts = h.join("hosts.toml");
+    let fold = folding_host(h);
+    std::fs::write(&hosts, local_host("fx", &fixture_roots(h)) + &fold).unwrap();
+    let base = ["--hosts", hosts.to_str().unwrap()];
+    let into = pg.url();
+    let out = run(
+        h,
+        &[&base[..], &["sync", "--into", &into, "fx", "fold"]].concat(),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The store as the previous schema (version 1) left it: the same tables and rows, the
+    // text indexed by `gin_trgm_ops`.
+    pg.query(
+        "DROP INDEX records_trigrams; \
+         CREATE INDEX records_search ON records USING gin (search gin_trgm_ops); \
+         UPDATE meta SET value = '1' WHERE key = 'schema_version'",
+    );
+    let records = pg.count("SELECT count(*) FROM records");
+    assert!(records > 100, "{records}");
+    let before = pg.dump();
+    // Two syncs at once: one migrates under the advisory lock, the other waits for it and
+    // finds the work done; neither writes a row, as nothing is new.
+    let spawn = || {
+        clankie(h)
+            .args([&base[..], &["sync", "--into", &into, "fx", "fold"]].concat())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    assert_eq!(
+        pg.query("SELECT value FROM meta WHERE key = 'schema_version'")
+            .trim(),
+        "2"
+    );
+    assert_eq!(
+        pg.query(
+            "SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes \
+             WHERE tablename = 'records'"
+        )
+        .trim(),
+        "records_in_order records_pkey records_trigrams"
+    );
+    assert_eq!(pg.dump(), before, "the migration rewrote rows");
+    assert_store_is_read(h, &base, &StoreUrl::Postgres(into.clone()), "fx");
+    for pattern in FOLDING_SEARCHES {
+        let host = run(h, &[&base[..], &["grep"], pattern, &["fold"]].concat());
+        assert_eq!(code(&host), 0, "{pattern:?} found nothing on the host");
+        let store = run(
+            h,
+            &[&base[..], &["grep", "--store", &into], pattern, &["fold"]].concat(),
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&store.stdout),
+            String::from_utf8_lossy(&host.stdout),
+            "{pattern:?}: {}",
+            stderr(&store)
+        );
+        assert_eq!(code(&store), code(&host), "{pattern:?}");
+    }
+}
