@@ -176,7 +176,7 @@ fn a_first_fetch_reads_the_files_exactly_with_zstd_gzip_or_neither() {
                     .as_ref()
                     .unwrap_or_else(|e| panic!("{user} {name}: {e}"));
                 assert!(
-                    &got.bytes[..] == &want[..],
+                    got.bytes[..] == want[..],
                     "{user} {name}: {} bytes, expected {}",
                     got.bytes.len(),
                     want.len()
