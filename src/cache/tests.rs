@@ -185,7 +185,7 @@ fn a_rewritten_file_that_grew_is_fetched_again() {
 fn a_big_file_is_read_ahead_in_one_round_and_each_byte_moves_once() {
     let tmp = tempfile::tempdir().unwrap();
     let big = lines(1, (10 * MAX_READ_BYTES + 12_345) as usize);
-    let small = lines(2, 3000);
+    let small = lines(2, 20_000);
     let host = host_with(&[("a", big.clone()), ("b", small.clone())]);
     let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
     assert_eq!(
