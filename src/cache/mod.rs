@@ -36,6 +36,7 @@ use std::sync::{Mutex, PoisonError};
 use clankie_host::{FileRef, Host, HostError};
 use clankie_model::limits::MAX_READ_BYTES;
 use clankie_model::{ByteRange, FileEntry, display_path};
+use futures_util::stream::{self, StreamExt};
 use store::{Listed, Meta, Store, windows};
 
 /// The default bound of the cache's size on disk (`--cache-max`): 2 GiB.
@@ -175,9 +176,20 @@ pub struct Cache {
     unhashed: Mutex<HashSet<String>>,
 }
 
-/// At most this many bytes are asked of the host in one `read_many` call: the replies of a
-/// call are in memory together until written out.
-const GROUP_BYTES: u64 = 4 * MAX_READ_BYTES;
+/// At most this many bytes are asked of the host in one `read_many` call: one batched read
+/// script (the host's reply bound), whose reply is in memory until written out.
+const GROUP_BYTES: u64 = MAX_READ_BYTES;
+
+/// `read_many` calls of one fetch in flight at once: each is one exec on its own channel of
+/// the connection, so the host's shells, the link and the decoding of the replies before
+/// overlap; at most this many replies of [`GROUP_BYTES`] are in memory.
+const CALLS_AT_ONCE: usize = 4;
+
+/// What a file asks ahead in one round of reads (in reads of `MAX_READ_BYTES`): enough to
+/// keep [`CALLS_AT_ONCE`] calls busy on one big file. A read that comes back out of step
+/// (the file shrank or was cut short while read) drops the rest of the round's replies for
+/// that file, which the next round asks again.
+const AHEAD_BYTES: u64 = 16 * MAX_READ_BYTES;
 
 /// Files fetched at once: each holds up to two open files (its entry's lock, and its data or
 /// temporary file) until it is done, and several hosts may fetch at once within the usual
@@ -290,24 +302,35 @@ impl Cache {
             let pending: Vec<(usize, Vec<ByteRange>)> = jobs
                 .iter()
                 .enumerate()
-                .filter_map(|(i, job)| job.next_ranges().map(|ranges| (i, ranges)))
+                .flat_map(|(i, job)| job.next_reads().into_iter().map(move |ranges| (i, ranges)))
                 .collect();
             if pending.is_empty() {
                 break;
             }
+            // The calls are made first (nothing runs until polled; a closure inside the stream
+            // would make the tasks that call this not `Send` for every lifetime), then run
+            // `CALLS_AT_ONCE` at a time and taken in order as each ends: the link and the
+            // host's shells stay busy while the replies before are written out.
+            let mut calls = Vec::new();
             for group in groups(pending) {
                 let reads: Vec<(FileRef, Vec<ByteRange>)> = group
                     .iter()
                     .map(|(i, ranges)| (jobs[*i].file.clone(), ranges.clone()))
                     .collect();
-                let results = host.read_many(&reads).await?;
-                if results.len() != reads.len() {
+                calls.push(async move {
+                    let results = host.read_many(&reads).await;
+                    (group, reads.len(), results)
+                });
+            }
+            let mut replies = stream::iter(calls).buffered(CALLS_AT_ONCE);
+            while let Some((group, asked, results)) = replies.next().await {
+                let results = results?;
+                if results.len() != asked {
                     return Err(HostError::Protocol {
                         host: host.name().to_string(),
                         reason: format!(
-                            "{} results to a batched read of {} files",
+                            "{} results to a batched read of {asked} files",
                             results.len(),
-                            reads.len()
                         ),
                     });
                 }
@@ -666,8 +689,11 @@ struct Finished {
 }
 
 impl Job {
-    /// The ranges of this job's next read, or `None` when it is done.
-    fn next_ranges(&self) -> Option<Vec<ByteRange>> {
+    /// The reads of this job's next round, each the ranges of one read, in the file's order;
+    /// none when it is done. A cached file's round is its verification; a file read from a
+    /// known position asks up to [`AHEAD_BYTES`] at once, in reads of `MAX_READ_BYTES`, up to
+    /// the size it had when its reading started (before the first reply: the listed size).
+    fn next_reads(&self) -> Vec<Vec<ByteRange>> {
         match &self.state {
             State::Verify { meta, .. } => {
                 let [head, tail] = windows(meta.size);
@@ -678,17 +704,27 @@ impl Job {
                 if ahead > 0 {
                     ranges.push(ByteRange::new(meta.size, ahead));
                 }
-                Some(ranges)
+                vec![ranges]
             }
-            State::Append { pos, .. } | State::Fresh { pos, .. } => match self.target {
-                None => Some(vec![ByteRange::new(0, self.hint.clamp(1, MAX_READ_BYTES))]),
-                Some(target) if *pos < target => Some(vec![ByteRange::new(
-                    *pos,
-                    (target - pos).min(MAX_READ_BYTES),
-                )]),
-                Some(_) => None,
-            },
-            State::Failed(_) => None,
+            State::Append { pos, .. } | State::Fresh { pos, .. } => {
+                let (start, end) = match self.target {
+                    // The first read always goes (its reply gives the size), the listed size
+                    // says how many more go with it.
+                    None => (0, self.hint.max(1)),
+                    Some(target) if *pos < target => (*pos, target),
+                    Some(_) => return Vec::new(),
+                };
+                let end = end.min(start.saturating_add(AHEAD_BYTES));
+                let mut reads = Vec::new();
+                let mut at = start;
+                while at < end {
+                    let len = (end - at).min(MAX_READ_BYTES);
+                    reads.push(vec![ByteRange::new(at, len)]);
+                    at += len;
+                }
+                reads
+            }
+            State::Failed(_) => Vec::new(),
         }
     }
 
@@ -700,14 +736,29 @@ impl Job {
         result: Result<clankie_model::ReadResult, HostError>,
         keep: bool,
     ) {
+        // A read of a round that no longer follows what was written (a reply before it came
+        // short, failed, or started the file over) is dropped, and so is its error: the next
+        // round asks again.
+        let in_step = match (&self.state, self.target) {
+            (State::Failed(_), _) => false,
+            (State::Append { pos, .. } | State::Fresh { pos, .. }, Some(_)) => {
+                ranges.first().is_some_and(|r| r.start == *pos)
+            }
+            _ => true,
+        };
         let reply = match result {
             Ok(reply) => reply,
             Err(e) => {
-                self.state = State::Failed(Some(e));
+                if in_step {
+                    self.state = State::Failed(Some(e));
+                }
                 return;
             }
         };
         self.moved += reply.chunks.iter().map(|c| c.len() as u64).sum::<u64>();
+        if !in_step {
+            return;
+        }
         let state = std::mem::replace(&mut self.state, State::Failed(None));
         self.state = match state {
             State::Verify { meta } => {

@@ -182,6 +182,45 @@ fn a_rewritten_file_that_grew_is_fetched_again() {
 }
 
 #[test]
+fn a_big_file_is_read_ahead_in_one_round_and_each_byte_moves_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = lines(1, (10 * MAX_READ_BYTES + 12_345) as usize);
+    let small = lines(2, 20_000);
+    let host = host_with(&[("a", big.clone()), ("b", small.clone())]);
+    let got = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(
+        got,
+        [
+            (content(&big), big.len() as u64),
+            (content(&small), small.len() as u64)
+        ]
+    );
+    // Kept: the next fetch moves the windows only.
+    let again = fetch(&open(tmp.path(), DEFAULT_MAX_BYTES), &host);
+    assert_eq!(
+        again.iter().map(|(_, moved)| moved).sum::<u64>(),
+        2 * WINDOWS
+    );
+}
+
+#[test]
+fn reads_ahead_past_a_file_cut_since_its_listing_keep_only_its_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = lines(1, (6 * MAX_READ_BYTES) as usize);
+    let host = host_with(&[("a", data.clone())]);
+    // Listed at 24 MiB, cut to 5 MiB and a byte before the fetch: the round's reads past
+    // the cut come back empty or out of step, and are dropped.
+    let stale = listed(&host);
+    let cut = (MAX_READ_BYTES + MAX_READ_BYTES / 4 + 1) as usize;
+    host.truncate(session_path(&host, "a"), cut as u64);
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    let got = block_on(cache.fetch_many(&host, &stale)).unwrap();
+    let got = got[0].as_ref().unwrap();
+    assert_eq!(content(&got.bytes), content(&data[..cut]));
+    assert_eq!(got.moved, cut as u64);
+}
+
+#[test]
 fn a_truncated_file_is_fetched_again() {
     let tmp = tempfile::tempdir().unwrap();
     let data = lines(1, 50_000);

@@ -9,6 +9,7 @@ mod aider_projects;
 mod all_harnesses;
 mod architecture;
 mod batch_reads;
+mod bulk_reads;
 mod cache;
 mod check;
 mod cli_local;

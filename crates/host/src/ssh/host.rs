@@ -42,6 +42,9 @@ pub struct SshHost {
     /// A POSIX listing came compressed: `gzip` and `base64 -d` answer on the host, and batched
     /// read scripts go to it compressed ([`posix::compressed_invocation`]).
     gzip: std::sync::atomic::AtomicBool,
+    /// A batched read's reply named `zstd` (`enc=zs`): later batches name it and probe for
+    /// nothing.
+    zstd: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SshHost {
@@ -78,6 +81,7 @@ impl SshHost {
             options: ConnectOptions::default(),
             encoder: std::sync::Mutex::new(None),
             gzip: std::sync::atomic::AtomicBool::new(false),
+            zstd: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -636,10 +640,17 @@ impl SshHost {
         whole: bool,
     ) -> Result<Vec<BatchRead>, HostError> {
         let nonce = script::new_nonce();
-        // A compressed listing proved `gzip -1 -c | base64` on this host: the batch's encoder
-        // is named, not probed (two processes and a subshell fewer, and no `uname`).
+        // A compressed listing proved `gzip -1 -c | base64` on this host, a batch's reply
+        // `zstd -1 -c -q | base64`: the batch's encoder is named (`zstd` is still probed
+        // where only `gzip` is known: a builtin where there is none), and BEGIN needs no
+        // `uname`.
         let gzip = self.gzip.load(std::sync::atomic::Ordering::Relaxed);
-        let encoder = gzip.then_some(posix::Encoder::Gzip);
+        let zstd = self.zstd.load(std::sync::atomic::Ordering::Relaxed);
+        let encoder = if zstd {
+            Some(posix::Encoder::Zstd)
+        } else {
+            gzip.then_some(posix::Encoder::Gzip)
+        };
         let script = posix::read_many_script_with(&nonce, batch, encoder, whole);
         let invocation = if gzip {
             posix::compressed_invocation(&script)
@@ -649,8 +660,12 @@ impl SshHost {
         let output = self
             .exec(&invocation, script::read_many_reply_limit(batch))
             .await?;
-        script::decode_read_batch(&self.name, &nonce, batch, &output.stdout)
-            .map_err(|e| self.explain(e, &output))
+        let answers = script::decode_read_batch(&self.name, &nonce, batch, &output.stdout)
+            .map_err(|e| self.explain(e, &output))?;
+        if !zstd && posix::encoder_named_in(&output.stdout) == Some(posix::Encoder::Zstd) {
+            self.zstd.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(answers)
     }
 }
 

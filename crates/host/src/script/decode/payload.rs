@@ -1,5 +1,5 @@
 //! A range's payload: how a read reply encodes it ([`Encoding`]), and its lines decoded
-//! (base64, uuencode, hex, gzip) without ever holding more than the request allows.
+//! (base64, uuencode, hex, gzip, zstd) without ever holding more than the request allows.
 
 use base64::Engine as _;
 
@@ -16,6 +16,8 @@ pub enum Encoding {
     Hex,
     /// `gzip -1 -c | base64`: one gzip stream, base64 with line breaks.
     Gzip,
+    /// `zstd -1 -c -q | base64`: one zstd frame, base64 with line breaks.
+    Zstd,
 }
 
 impl Encoding {
@@ -25,6 +27,7 @@ impl Encoding {
             b"uu" => Some(Encoding::Uu),
             b"hex" => Some(Encoding::Hex),
             b"gz" => Some(Encoding::Gzip),
+            b"zs" => Some(Encoding::Zstd),
             _ => None,
         }
     }
@@ -61,6 +64,11 @@ pub(in crate::script) fn decode_payload(
             // gzip adds at most a few bytes per 16 KiB block it cannot shrink, and its header.
             let compressed = decode_base64_lines(lines, max.saturating_add(max / 512 + 1024))?;
             gunzip(&compressed, max)
+        }
+        Encoding::Zstd => {
+            // zstd adds at most 3 bytes per 128 KiB block it cannot shrink, and its header.
+            let compressed = decode_base64_lines(lines, max.saturating_add(max / 1024 + 1024))?;
+            unzstd(&compressed, max)
         }
         Encoding::Base64 | Encoding::Uu => {
             let mut lines = lines;
@@ -159,4 +167,52 @@ pub(super) fn gzip_isize(compressed: &[u8]) -> usize {
         }
         _ => 0,
     }
+}
+
+/// The largest window a zstd frame of a reply may ask the decoder to keep.
+const MAX_ZSTD_WINDOW: u64 = 8 << 20;
+
+/// One zstd frame and nothing after it, decompressed to at most `max` bytes (refused as soon
+/// as it inflates to more). The frame must end (its last block), and a frame that carries a
+/// content checksum (`zstd` writes one by default) must match it; a frame without one is held
+/// to its blocks' own structure only, as `zstd -d` holds it.
+pub(super) fn unzstd(compressed: &[u8], max: usize) -> Result<Vec<u8>, PayloadError> {
+    use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
+    let bad = |e: &dyn std::fmt::Display| PayloadError::Malformed(format!("bad zstd stream: {e}"));
+    let mut source = compressed;
+    let mut frame = FrameDecoder::new();
+    // `zstd -1` keeps a window of 512 KiB at most: a frame that asks more is not its output.
+    frame.set_max_window_size(MAX_ZSTD_WINDOW);
+    frame.reset(&mut source).map_err(|e| bad(&e))?;
+    let mut out = Vec::new();
+    while !frame.is_finished() {
+        let before = source.len();
+        frame
+            .decode_blocks(&mut source, BlockDecodingStrategy::UptoBytes(1 << 20))
+            .map_err(|e| bad(&e))?;
+        if frame.can_collect() > 0 {
+            if out.len() + frame.can_collect() > max {
+                return Err(PayloadError::TooLarge(max));
+            }
+            frame.collect_to_writer(&mut out).map_err(|e| bad(&e))?;
+        }
+        if !frame.is_finished() && source.len() == before {
+            return Err("zstd stream cut short".into());
+        }
+    }
+    if frame.can_collect() > 0 {
+        if out.len() + frame.can_collect() > max {
+            return Err(PayloadError::TooLarge(max));
+        }
+        frame.collect_to_writer(&mut out).map_err(|e| bad(&e))?;
+    }
+    if let Some(sent) = frame.get_checksum_from_data()
+        && Some(sent) != frame.get_calculated_checksum()
+    {
+        return Err("zstd stream's checksum does not match its bytes".into());
+    }
+    if !source.is_empty() {
+        return Err("bytes after the zstd stream".into());
+    }
+    Ok(out)
 }

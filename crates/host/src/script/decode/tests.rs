@@ -7,7 +7,7 @@ use base64::Engine as _;
 use clankie_model::limits::{MAX_LIST_ENTRIES, MAX_LIST_REPLY_BYTES};
 use clankie_model::{ByteRange, RootSpec};
 
-use super::payload::{PayloadError, gunzip, gzip_isize};
+use super::payload::{PayloadError, gunzip, gzip_isize, unzstd};
 use super::*;
 use crate::script::hex_encode;
 use crate::{FileRef, HostError, MAX_READ_BYTES};
@@ -360,6 +360,114 @@ fn gunzip_sizes_its_output_from_the_trailer_and_never_trusts_it() {
     }
     // An empty stream decodes to nothing.
     assert_eq!(gunzip(&gz(b""), 1 << 20).unwrap(), b"");
+}
+
+fn zs(bytes: &[u8]) -> Vec<u8> {
+    ruzstd::encoding::compress_to_vec(bytes, ruzstd::encoding::CompressionLevel::Fastest)
+}
+
+#[test]
+fn zstd_payloads_decode_and_hostile_ones_are_refused() {
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    let ranges = [ByteRange::new(4100, 10)];
+    let reply = |payload: &[u8]| {
+        framed(
+            &format!(
+                "META size=10000 enc=zs\nDATA 0\n{}\nEND-DATA 0\n",
+                b64(payload)
+            ),
+            0,
+        )
+    };
+    let got = decode_read("h", NONCE, &ranges, &reply(&zs(&data[4096..8192]))).unwrap();
+    assert_eq!(got.chunks, vec![data[4100..4110].to_vec()]);
+    // A frame that inflates past what the aligned read can return (4 KiB here): refused as
+    // too large, without inflating all of it.
+    let bomb = zs(&vec![b'x'; 16 << 20]);
+    assert!(bomb.len() < 100_000);
+    let err = decode_read("h", NONCE, &ranges, &reply(&bomb)).unwrap_err();
+    assert!(matches!(err, HostError::ReplyTooLarge { .. }), "{err}");
+    // A wrong checksum, a frame cut anywhere, bytes after the frame, no frame at all, a
+    // gzip stream named zstd: the wire format is broken, and nothing of it is answered.
+    let whole = zs(&data[4096..8192]);
+    let mut bad_sum = whole.clone();
+    let n = bad_sum.len();
+    bad_sum[n - 1] ^= 1;
+    let trailing = [&whole[..], b"junk"].concat();
+    let mut hostile: Vec<Vec<u8>> = vec![
+        bad_sum,
+        trailing,
+        b"not zstd at all".to_vec(),
+        gz(&data[4096..8192]),
+    ];
+    for cut in [
+        1,
+        4,
+        5,
+        9,
+        whole.len() / 2,
+        whole.len() - 4,
+        whole.len() - 1,
+    ] {
+        hostile.push(whole[..cut].to_vec());
+    }
+    for payload in hostile {
+        let err = decode_read("h", NONCE, &ranges, &reply(&payload)).unwrap_err();
+        assert!(matches!(err, HostError::Protocol { .. }), "{err}");
+    }
+}
+
+#[test]
+fn unzstd_holds_its_output_to_the_bound_and_reads_frames_without_a_checksum() {
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let frame = zs(&data);
+    // Exactly at the bound, and one byte over it.
+    assert_eq!(unzstd(&frame, data.len()).unwrap(), data);
+    assert!(matches!(
+        unzstd(&frame, data.len() - 1),
+        Err(PayloadError::TooLarge(_))
+    ));
+    // The frame header's checksum flag cleared and the checksum dropped: a frame as
+    // `zstd --no-check` writes it, held to its blocks.
+    let descriptor = frame[4];
+    assert_ne!(descriptor & 0b100, 0, "ruzstd writes a checksum");
+    let mut unchecked = frame[..frame.len() - 4].to_vec();
+    unchecked[4] = descriptor & !0b100;
+    assert_eq!(unzstd(&unchecked, 1 << 20).unwrap(), data);
+    // An empty input decodes to nothing.
+    assert_eq!(unzstd(&zs(b""), 1 << 20).unwrap(), b"");
+}
+
+#[test]
+fn a_cat_block_of_zstd_answers_as_one_of_base64() {
+    let reply = framed(
+        &format!(
+            "CAT zs 0 1 2\nSTAT\n7 5\n8 6\n9 40\nEND-STAT\nDATA 0\n{}\nEND-DATA 0\n\
+             STAT\n7 5\n8 6\nEND-STAT\n\
+             FILE 2\nMETA size=40 enc=zs\nDATA 0\n{}\nEND-DATA 0\nEND-FILE 2\n\
+             FILE 3\nMETA size=9 enc=zs\nDATA 0\n{}\nEND-DATA 0\nEND-FILE 3",
+            b64(&zs(b"aaaaabbbbbb")),
+            b64(&zs(b"cccc")),
+            b64(&zs(b"dddddddd")),
+        ),
+        0,
+    );
+    assert_eq!(
+        answers(&reply),
+        answers(&cat_reply(b"aaaaabbbbbb", "7 5\n8 6\n"))
+    );
+    // The CAT block's frame cut short: none of its files is answered.
+    let whole = zs(b"aaaaabbbbbb");
+    let cut = framed(
+        &format!(
+            "CAT zs 0 1 2\nSTAT\n7 5\n8 6\n9 40\nEND-STAT\nDATA 0\n{}\nEND-DATA 0\n\
+             STAT\n7 5\n8 6\nEND-STAT",
+            b64(&whole[..whole.len() - 2]),
+        ),
+        0,
+    );
+    let err = decode_read_batch("h", NONCE, &cat_reads(), &cut).unwrap_err();
+    assert!(matches!(err, HostError::Protocol { .. }), "{err}");
 }
 
 /// The listing lines of /r with a, b and c below `projects/-p`.

@@ -16,8 +16,11 @@ pub enum Encoder {
     Uuencode,
     Od,
     /// `gzip -1 -c | base64`: what a batched read uses where both answer (transcripts are
-    /// JSON, which shrinks five to ten times; the link moves that much less).
+    /// JSON, which shrinks three to ten times; the link moves that much less).
     Gzip,
+    /// `zstd -1 -c -q | base64`: what a batched read uses where `zstd` answers (it shrinks
+    /// transcripts more than `gzip -1` for a third to a quarter of its CPU on the host).
+    Zstd,
 }
 
 /// The encoder a read reply's first `META … enc=NAME` line names (what the host's probe
@@ -35,6 +38,7 @@ pub fn encoder_named_in(stdout: &[u8]) -> Option<Encoder> {
         Encoder::Uuencode,
         Encoder::Od,
         Encoder::Gzip,
+        Encoder::Zstd,
     ]
     .into_iter()
     .find(|e| e.wire().as_bytes() == name)
@@ -48,6 +52,7 @@ impl Encoder {
             Encoder::Uuencode => "uu",
             Encoder::Od => "hex",
             Encoder::Gzip => "gz",
+            Encoder::Zstd => "zs",
         }
     }
 }
@@ -56,6 +61,11 @@ impl Encoder {
 /// `H4sI…` in base64, whatever its header's time and OS bytes).
 pub(super) const GZIP_PROBE: &str =
     "case $(printf hi | gzip -1 -c 2>/dev/null | base64 2>/dev/null) in H4sI*) e=gz ;; esac\n";
+
+/// Sets `e=zs` when `zstd -1 -c -q | base64` answers as it should (a zstd frame starts with
+/// the magic `28 b5 2f fd`, `KLUv` in base64); `command -v` (a builtin) spares the processes
+/// where there is no `zstd`.
+pub(super) const ZSTD_PROBE: &str = "if command -v zstd >/dev/null 2>&1; then case $(printf hi | zstd -1 -c -q 2>/dev/null | base64 2>/dev/null) in KLUv*) e=zs ;; esac; fi\n";
 
 /// The read script: confinement checks (an `ERR` line on refusal), a `META` line with the
 /// file's true size and the encoder, then each range's aligned block between `DATA i` and
@@ -116,14 +126,17 @@ pub(super) fn refusal(file: &FileRef, ranges: &[ByteRange]) -> Option<&'static s
 
 /// What every read script defines before its BEGIN: the encoder (probed unless forced),
 /// `enc`, and `rg INDEX START BS SKIP COUNT`, which prints one range's block. With `compress`
-/// the probe tries [`Encoder::Gzip`] first.
+/// the probe tries [`Encoder::Zstd`], then [`Encoder::Gzip`], first; a named
+/// [`Encoder::Gzip`] is still bettered by `zstd` where it answers (the reply's `META` lines
+/// name what was used, so the client names it from then on).
 pub(super) fn read_prelude(s: &mut Script, encoder: Option<Encoder>, compress: bool) {
     s.raw("e=");
     s.word(encoder.map(Encoder::wire).unwrap_or_default().as_bytes());
-    if compress {
-        s.raw(&format!("\n[ -n \"$e\" ] || {}", GZIP_PROBE));
-    }
     s.raw("\n");
+    if compress && matches!(encoder, None | Some(Encoder::Gzip)) {
+        s.raw(ZSTD_PROBE);
+        s.raw(&format!("[ -n \"$e\" ] || {}", GZIP_PROBE));
+    }
     encoder_probe(s);
 }
 
@@ -136,7 +149,7 @@ fn encoder_probe(s: &mut Script) {
   else case $(printf hi | uuencode -m x 2>/dev/null) in *aGk=*) e=uu ;; *) e=hex ;; esac
   fi
 fi
-enc() { case $e in b64) base64 ;; gz) gzip -1 -c | base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
+enc() { case $e in b64) base64 ;; gz) gzip -1 -c | base64 ;; zs) zstd -1 -c -q | base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
 rg() {
   printf 'DATA %s\n' "$1"
   if [ "$5" -gt 0 ] && [ "$2" -lt "$z" ]; then dd if="${fq:-$p}" bs="$3" skip="$4" count="$5" 2>/dev/null | enc; fi

@@ -685,6 +685,10 @@ fn every_encoder_round_trips() {
                 missing("openssl");
                 continue;
             }
+            if encoder == Encoder::Zstd && on_path("zstd").is_none() {
+                missing("zstd");
+                continue;
+            }
             let got = read_with(shell, &tree, &file, &ranges, Some(encoder))
                 .unwrap_or_else(|e| panic!("{} {encoder:?}: {e}", shell.name));
             assert!(
@@ -1548,10 +1552,11 @@ fn small_files_read_whole_in_one_cat_agree_with_reads_one_by_one_in_every_shell(
             shell.name
         );
         // The small files of every directory of the root went through one `cat`; the others
-        // one by one. gzip compressed them (busybox's applet too).
+        // one by one. zstd compressed them where it is on PATH, else gzip (busybox's applet
+        // too).
         let text = out.escape_ascii().to_string();
         assert!(
-            text.contains("\\nCAT gz "),
+            text.contains("\\nCAT gz ") || text.contains("\\nCAT zs "),
             "{}: not compressed",
             shell.name
         );
@@ -1580,13 +1585,17 @@ fn small_files_read_whole_in_one_cat_agree_with_reads_one_by_one_in_every_shell(
         let encoders: &[Encoder] = if shell.clean_env.is_some() {
             &[Encoder::Uuencode, Encoder::Od]
         } else if shell.name == "dash" {
-            &[Encoder::Openssl, Encoder::Od]
+            &[Encoder::Openssl, Encoder::Od, Encoder::Zstd]
         } else {
             &[]
         };
         for &encoder in encoders {
             if encoder == Encoder::Openssl && on_path("openssl").is_none() {
                 missing("openssl");
+                continue;
+            }
+            if encoder == Encoder::Zstd && on_path("zstd").is_none() {
+                missing("zstd");
                 continue;
             }
             let nonce = new_nonce();
@@ -1606,28 +1615,43 @@ fn without_gzip_batches_and_listings_fall_back_to_plain_encoders() {
     let tree = tree();
     let reads = small_sessions(&tree);
     let specs = [tree.spec()];
-    // A `gzip` that is there but does not work (a stub, as on a host that lacks it).
-    let bin = tree.path().join("no-gzip");
-    write(
-        bin.join("gzip"),
-        b"#!/bin/sh\necho 'gzip: not found' >&2\nexit 127\n",
-    );
+    // A `gzip` and a `zstd` that are there but do not work (stubs, as on a host that lacks
+    // them), and a `zstd` alone that does not.
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(bin.join("gzip"), fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let without = [("PATH", Path::new(&path))];
+    let stub = |dir: &str, tool: &str| {
+        let bin = tree.path().join(dir);
+        write(
+            bin.join(tool),
+            format!("#!/bin/sh\necho '{tool}: not found' >&2\nexit 127\n").as_bytes(),
+        );
+        fs::set_permissions(bin.join(tool), fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
+    };
+    let no_zstd = stub("no-zstd", "zstd");
+    stub("no-gzip", "zstd");
+    let no_gzip = stub("no-gzip", "gzip");
+    let without = [("PATH", Path::new(&no_gzip))];
+    let gzip_only = [("PATH", Path::new(&no_zstd))];
+    let zstd_here = on_path("zstd").is_some();
     for shell in shells(tree.path())
         .into_iter()
         .filter(|s| s.clean_env.is_none())
     {
         let mut answers = Vec::new();
         let mut listings = Vec::new();
-        for envs in [&[][..], &without[..]] {
+        for envs in [&[][..], &gzip_only[..], &without[..]] {
             let nonce = new_nonce();
             let out = run(&shell, &tree, envs, &read_many_script(&nonce, &reads, None));
             let text = out.escape_ascii().to_string();
-            let compressed = envs.is_empty();
-            assert_eq!(text.contains("\\nCAT gz "), compressed, "{}", shell.name);
+            let compressed = envs != &without[..];
+            let zstd = envs.is_empty() && zstd_here;
+            assert_eq!(text.contains("\\nCAT zs "), zstd, "{}", shell.name);
+            assert_eq!(
+                text.contains("\\nCAT gz "),
+                compressed && !zstd,
+                "{}",
+                shell.name
+            );
             assert_eq!(text.contains("\\nCAT b64 "), !compressed, "{}", shell.name);
             answers.push(batch_answers(&out, &nonce, &reads));
             let nonce = new_nonce();
@@ -1644,7 +1668,9 @@ fn without_gzip_batches_and_listings_fall_back_to_plain_encoders() {
             );
         }
         assert_eq!(answers[0], answers[1], "{}", shell.name);
+        assert_eq!(answers[0], answers[2], "{}", shell.name);
         assert_eq!(listings[0], listings[1], "{}", shell.name);
+        assert_eq!(listings[0], listings[2], "{}", shell.name);
         assert_eq!(listings[0], local_listing(&specs), "{}", shell.name);
     }
 }
