@@ -267,7 +267,7 @@ fn now_for(args: &ReadArgs) -> ZonedDateTime {
     if args.since.is_some() || f.after.is_some() || f.before.is_some() {
         ZonedDateTime::now()
     } else {
-        jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC)
+        jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC)
     }
 }
 
