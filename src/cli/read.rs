@@ -143,7 +143,7 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     if let Some(harness) = whole_host(session_arg) {
         return follow_host(global, &args, host_name, harness).await;
     }
-    let request = read_request(host_name, session_arg, &args, &ZonedDateTime::now())?;
+    let request = read_request(host_name, session_arg, &args, &now_for(&args))?;
     let interval = interval(&args)?;
     let ctx = Context::new(global)?;
     let mut renderer = ctx.renderer(args.full);
@@ -259,6 +259,18 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
     Ok(Outcome::Done)
 }
 
+/// The time the arguments' times are read at: now in the system's time zone when they hold a
+/// time (`--since TIME`, `--after`, `--before`), else now in UTC, which nothing reads (finding
+/// the system's zone walks the zone database, a few milliseconds of a read's start).
+fn now_for(args: &ReadArgs) -> ZonedDateTime {
+    let f = &args.filters;
+    if args.since.is_some() || f.after.is_some() || f.before.is_some() {
+        ZonedDateTime::now()
+    } else {
+        jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC)
+    }
+}
+
 /// The read `args` ask for of `session` on `host`, made by the driver's request builder (as the
 /// MCP server's `read_session` makes its own); times are read at `now`, in its time zone. The
 /// session is checked first, then the filters, then --since, then the page's size: the first
@@ -266,6 +278,8 @@ pub(super) async fn run(global: &GlobalArgs, args: ReadArgs) -> Result<Outcome, 
 ///
 /// `--since TIME` is `--all --after TIME`: every record at or after TIME, from the session's
 /// start (with an `--after` too, the later of the two holds).
+///
+/// [`now_for`] gives `now`.
 fn read_request(
     host: &str,
     session: &str,

@@ -985,7 +985,9 @@ pub(crate) fn read_request(args: &tools::ReadSessionArgs) -> Result<ReadRequest,
         (ReadMode::Head, None) => Pages::Head,
         (ReadMode::Tail, None) => Pages::Tail,
     };
-    let filter = RecordFilter::parse(&args.kinds, None, None, None, &jiff::ZonedDateTime::now())
+    // No time is parsed: now in UTC (finding the system's zone walks the zone database).
+    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
+    let filter = RecordFilter::parse(&args.kinds, None, None, None, &now)
         .map_err(|e| format!("read_session: {e}"))?;
     Ok(ReadRequest::new(host_name, query, pages, limit, filter))
 }

@@ -440,9 +440,10 @@ mod bad_replies {
     const PREAMBLE: &str = r#"#!/bin/sh
 # A hostile login shell (tests/it/hostile.rs, bad_replies): reads the script, takes its nonce,
 # then answers as below.
-# The script: in the command (`sh -c 'printf "…"|sh -s'`, crates/host/src/ssh/inline.rs), whose
-# printf is run without its pipe, else on stdin.
-t="|sh -s'"; case $2 in *"$t") s=$(eval "${2%"$t"}'") ;; *) s=$(cat) ;; esac
+# The script: in the command (`sh -c 'eval "$(printf "…")"'`, crates/host/src/ssh/inline.rs),
+# whose printf is run alone, else on stdin.
+h="sh -c 'eval \"\$(" t=")\"'"
+case $2 in "$h"*"$t") c=${2#"$h"}; s=$(eval "${c%"$t"}") ;; *) s=$(cat) ;; esac
 n=$(printf '%s\n' "$s" | sed -n "s/^N='\([0-9a-f]*\)'\$/\1/p")
 case $s in *'walk() {'*|*'gl() {'*) list=1 ;; *) list= ;; esac
 # A find-and-read script (a listing that may read its one match at once, by a walk or by
@@ -675,9 +676,10 @@ mod moving_sizes {
     const MOVING_SHELL: &str = r#"#!/bin/sh
 # A hostile login shell (tests/it/hostile.rs, moving_sizes): lists with the real sh; before each
 # read, rewrites the session file (its path in ~/target) to the next size of the walk.
-# The script: in the command (`sh -c 'printf "…"|sh -s'`, crates/host/src/ssh/inline.rs), whose
-# printf is run without its pipe, else on stdin.
-t="|sh -s'"; case $2 in *"$t") s=$(eval "${2%"$t"}'") ;; *) s=$(cat) ;; esac
+# The script: in the command (`sh -c 'eval "$(printf "…")"'`, crates/host/src/ssh/inline.rs),
+# whose printf is run alone, else on stdin.
+h="sh -c 'eval \"\$(" t=")\"'"
+case $2 in "$h"*"$t") c=${2#"$h"}; s=$(eval "${c%"$t"}") ;; *) s=$(cat) ;; esac
 case $s in *'walk() {'*|*'gl() {'*) printf '%s\n' "$s" | /bin/sh -s; exit ;; esac
 c=$(cat "$HOME/reads" 2>/dev/null || echo 0)
 echo $((c + 1)) >"$HOME/reads"

@@ -217,9 +217,10 @@ while kill -0 "$PPID" 2>/dev/null; do sleep 1; done
 const DRIP_SHELL: &str = r#"#!/bin/sh
 # A hostile login shell (tests/it/common/sshd.rs, Hostile::Drip): reads the script, opens the
 # reply's frame with the script's own nonce (its line N='…'), then drips a byte a second.
-# The script: in the command (`sh -c 'printf "…"|sh -s'`, crates/host/src/ssh/inline.rs), whose
-# printf is run without its pipe, else on stdin.
-t="|sh -s'"; case $2 in *"$t") s=$(eval "${2%"$t"}'") ;; *) s=$(cat) ;; esac
+# The script: in the command (`sh -c 'eval "$(printf "…")"'`, crates/host/src/ssh/inline.rs),
+# whose printf is run alone, else on stdin.
+h="sh -c 'eval \"\$(" t=")\"'"
+case $2 in "$h"*"$t") c=${2#"$h"}; s=$(eval "${c%"$t"}") ;; *) s=$(cat) ;; esac
 n=$(printf '%s\n' "$s" | sed -n "s/^N='\([0-9a-f]*\)'\$/\1/p")
 printf '%s:BEGIN Linux
 ' "$n"

@@ -1,4 +1,5 @@
-//! The POSIX script carried in the exec string instead of on stdin: `sh -c 'printf "…"|sh -s'`.
+//! The POSIX script carried in the exec string instead of on stdin:
+//! `sh -c 'eval "$(printf "…")"'`.
 //!
 //! Why: sshd opens a session channel with a window of 0 and widens it only once the command
 //! runs, so a script sent on stdin waits one round trip for that WINDOW_ADJUST. A script in the
@@ -14,7 +15,14 @@
 //! is a double-quoted `printf` format: every byte that sh would read in double quotes (`$`, `` ` ``,
 //! `"`, `\`) or that the outer quoting forbids, and every byte that is not printable ASCII,
 //! is a three-digit octal escape `\ooo`, and `%` is `%%`; `printf` turns them back into the
-//! script's own bytes, which `sh -s` reads from the pipe exactly as it would from the channel.
+//! script's own bytes, which `eval` runs as `sh -s` would run them from the channel.
+//!
+//! Why `eval` and not `printf "…"|sh -s`: the command substitution forks once and execs
+//! nothing (`printf` is a builtin), where the pipe starts a second `sh`; on a loaded host
+//! that exec is most of what the invocation costs beyond `sh` itself. The difference in
+//! meaning does not reach a script: each is one `{ …; } </dev/null` group, parsed whole before
+//! any of it runs and reading nothing from stdin, whose text is ASCII without NUL, so the
+//! newlines that command substitution strips from its end are all it loses.
 
 use crate::script::posix::{COMPRESSED_TAIL, POSIX_EXEC};
 
@@ -25,8 +33,8 @@ use crate::script::posix::{COMPRESSED_TAIL, POSIX_EXEC};
 pub(crate) const MAX_INLINE_COMMAND: usize = 64 * 1024;
 
 /// What is written before and after the escaped script.
-const HEAD: &str = "sh -c 'printf \"";
-const TAIL: &str = "\"|sh -s'";
+const HEAD: &str = "sh -c 'eval \"$(printf \"";
+const TAIL: &str = "\")\"'";
 
 /// The exec string that runs `stdin` as a POSIX script, when `exec` is the POSIX invocation and
 /// the command fits [`MAX_INLINE_COMMAND`]; `None` keeps the script on stdin.
@@ -64,7 +72,7 @@ pub(crate) fn shown_command(command: &str, stdin_len: usize) -> String {
             "exec {POSIX_EXEC:?} (script in the command, {} bytes)",
             command.len()
         )
-    } else if command.starts_with(HEAD) && command.ends_with(COMPRESSED_TAIL) {
+    } else if command.starts_with("sh -c 'printf \"") && command.ends_with(COMPRESSED_TAIL) {
         format!(
             "exec {POSIX_EXEC:?} (gzip-compressed script in the command, {} bytes)",
             command.len()

@@ -214,14 +214,13 @@ pub(super) fn read_file_body(s: &mut Script, first: &FirstRead, listed: bool) {
     // read. Where the host has no `/proc/self/fd` the ranges are read by name; there the inode
     // and type checked again after the read catch a swap still in place, not one made and undone
     // while `dd` runs (docs/shells.md). Either way a changed file fails the read (`ERR raced`).
+    // After `cd -P`, `$PWD` is the physical directory, as `pwd -P` would print it (POSIX): no
+    // subshell. The root is entered in the script's own shell, which enters the file's
+    // directory by its physical path next.
     if listed {
         s.raw("rr=$R\n");
     } else {
-        s.raw(
-            r#"rr=$(cd -P -- "$R" 2>/dev/null && pwd -P && echo X) || fail noroot
-rr=${rr%X}; rr=${rr%"$NL"}
-"#,
-        );
+        s.raw("cd -P -- \"$R\" 2>/dev/null || fail noroot\nrr=$PWD\n");
     }
     s.raw(
         r#"case $rr in /) rb= ;; *) rb=$rr ;; esac
@@ -234,16 +233,7 @@ else
 fi
 "#,
     );
-    if listed {
-        // `cd -P` set `$PWD` to the physical directory, as `pwd -P` would print it.
-        s.raw("h=$PWD\n");
-    } else {
-        s.raw(
-            r#"h=$(pwd -P && echo X) || fail outside
-h=${h%X}; h=${h%"$NL"}
-"#,
-        );
-    }
+    s.raw("h=$PWD\n");
     s.raw(
         r#"[ "$h" = "$w" ] || fail outside
 p=./$B
@@ -275,12 +265,16 @@ printf 'META size=%s enc=%s\n' "$z" "$e"
     );
     emit_ranges(s, first, listed);
     s.raw("} 2>/dev/null 3<\"$p\"\n[ -n \"$fk\" ] || fail raced\n");
-    // The same file, still not a symlink, after the read (see above).
+    // Read by name (no `$fq`): the same file, still not a symlink, after the read (see
+    // above). Through the descriptor `fo` held to inode `$i`, no swap of the name can have
+    // moved the read, so no `ls` runs.
     s.raw(
-        r#"[ -L "$p" ] && fail raced
+        r#"if [ -z "$fq" ]; then
+[ -L "$p" ] && fail raced
 s=$(ls -lni "$p" 2>/dev/null) || fail raced
 set -- $s
 [ "$1" = "$i" ] || fail raced
+fi
 "#,
     );
 }

@@ -29,6 +29,10 @@ impl Script {
         s.raw("N=");
         s.word(nonce.as_bytes());
         s.raw("\nunset CDPATH\nIFS=' \t\n'\nLC_ALL=C; export LC_ALL\nset -f\nNL='\n'\nbad=\n");
+        // Every time a script prints is seconds since the epoch, which no zone changes; with
+        // `TZ` unset, glibc looks at /etc/localtime again for each time GNU `find -printf`
+        // formats (`%Ts`, `%Cs`: a `stat` each), which is most of a listing's time.
+        s.raw("TZ=UTC0; export TZ\n");
         // A function exported from the user's environment (bash `export -f`) must not stand in
         // for a tool.
         s.raw("unset -f cd pwd find stat ls date od tr dd base64 openssl uuencode uname sh 2>/dev/null\n");
