@@ -439,7 +439,15 @@ pub async fn list_host<'h, H: Host>(
         } else {
             READ_ALONG_MAX_FILE
         };
-        reader.list_sessions_reading(roots, read_along).await?
+        if options.baseline {
+            // Each larger session's head and tail window come with the listing too: the
+            // baseline's first reads (`baseline_pages`) need no batch.
+            reader
+                .list_sessions_reading_ends(roots, read_along, HEAD_BYTES, FIRST_CHECK_TAIL_BYTES)
+                .await?
+        } else {
+            reader.list_sessions_reading(roots, read_along).await?
+        }
     } else {
         reader.list_sessions(roots).await?
     };
