@@ -66,7 +66,11 @@ impl SshHost {
             max_file,
             small_file: READ_ALONG_SMALL_FILE,
             block_cap: READ_ALONG_BLOCK_CAP,
-            budget: READ_ALONG_BUDGET,
+            budget: if ends.is_some() {
+                READ_ALONG_ENDS_BUDGET
+            } else {
+                READ_ALONG_BUDGET
+            },
             ends,
         };
         let (nonce, out) = self
@@ -98,7 +102,8 @@ impl SshHost {
                 drop(out);
                 self.options.log.say(&self.name, || {
                     format!(
-                        "the listing that reads along was cut at {READ_ALONG_BUDGET} bytes; listing again"
+                        "the listing that reads along was cut at {} bytes; listing again",
+                        read.budget
                     )
                 });
                 Ok((self.list(roots).await?, Vec::new(), Vec::new()))
@@ -719,6 +724,12 @@ const BATCHES_AT_ONCE: usize = 4;
 /// batches in flight the reads stand in for, and as much again for the listing (some 150,000
 /// sessions' lines) and the reads' `stat` lines.
 const READ_ALONG_BUDGET: u64 = 2 * BATCHES_AT_ONCE as u64 * clankie_model::limits::MAX_READ_BYTES;
+
+/// [`READ_ALONG_BUDGET`] for a listing that also reads the larger files' ends
+/// ([`Host::list_reading_ends`]: a first `check`, 36 KiB a session): their bytes stand in for
+/// batches too, and the budget stays where even bytes gzip cannot shrink, as base64, fit the
+/// reply's bound (`MAX_LIST_REPLY_BYTES`, 64 MiB: 44 MiB is 59.5 MiB as base64's lines).
+const READ_ALONG_ENDS_BUDGET: u64 = 44 << 20;
 
 /// A read block of a listing that reads along whose files add up to more than this is left out
 /// before it is read (its files are read by batches): half the batches' payload, so that one
