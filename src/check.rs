@@ -370,8 +370,8 @@ const READ_ALONG_MAX_FILE: u64 = clankie_model::limits::FIRST_CHUNK_BYTES;
 /// characters). One that is not is read this much further back (then four times more each
 /// time) in one more batch with the others that need it. A widening costs a batch, whose
 /// host runs a few processes a file: at 16 KiB, two sessions in five of the bench's word text
-/// needed one (their newest record a tool result of 16–31 KiB), which cost more than the
-/// bytes 32 KiB adds.
+/// need one (their newest record a tool result of 16–31 KiB), which costs more than the bytes
+/// 32 KiB adds.
 pub const FIRST_CHECK_TAIL_BYTES: u64 = 32 * 1024;
 
 /// The largest session a baseline reads with the listing: its head and tail window cover it,

@@ -3,7 +3,8 @@
 //! session in few batched round trips ([`Host::read_many`]), whatever the sessions' sizes. A
 //! session whose newest records do not fit its window is read further back in the next batch,
 //! with the others that need more; a file no larger than its window comes whole (with the
-//! listing, when it was read along with it). Each page, and so each cursor, is the one
+//! listing, when it was read along with it), and a larger one's first read comes from its ends
+//! when the listing read them along ([`Host::list_reading_ends`]). Each page, and so each cursor, is the one
 //! [`Reader::read_page`] gives: the same planner reads the same bytes, only the reads of many
 //! sessions go together.
 
