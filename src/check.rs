@@ -3,9 +3,9 @@
 //! fsync, rename) by the holder of the lock.
 //! The per-host comparison reads through the driver like any other read ([`read_to_end`]). A
 //! first run (no state file yet) wants each session's cursor and newest record: it reads each
-//! session's head and a small window before its end, every session's in the same few batched
-//! round trips ([`Reader::tail_pages`]), and the small sessions whole with the listing; the
-//! cursors are those a read of each whole session would leave (docs/cursors.md).
+//! session's head and a small window before its end with the listing where the host can (the
+//! small sessions whole), else in the same few batched round trips ([`Reader::tail_pages`]);
+//! the cursors are those a read of each whole session would leave (docs/cursors.md).
 //!
 //! [`read_to_end`]: Reader::read_to_end
 
@@ -366,10 +366,13 @@ pub const CONCURRENT_HOSTS: usize = 32;
 const READ_ALONG_MAX_FILE: u64 = clankie_model::limits::FIRST_CHUNK_BYTES;
 
 /// How far before its end a baseline reads each session: its newest record is almost always
-/// within it (a prompt, an answer, a tool result of a few KiB). One that is not is read this
-/// much further back (then four times more each time) in one more batch with the others that
-/// need it.
-pub const FIRST_CHECK_TAIL_BYTES: u64 = 16 * 1024;
+/// within it (a prompt, an answer, a tool result: Claude Code cuts a tool's output at 30,000
+/// characters). One that is not is read this much further back (then four times more each
+/// time) in one more batch with the others that need it. A widening costs a batch, whose
+/// host runs a few processes a file: at 16 KiB, two sessions in five of the bench's word text
+/// need one (their newest record a tool result of 16–31 KiB), which costs more than the bytes
+/// 32 KiB adds.
+pub const FIRST_CHECK_TAIL_BYTES: u64 = 32 * 1024;
 
 /// The largest session a baseline reads with the listing: its head and tail window cover it,
 /// so reading it whole costs no more bytes and saves it a place in a batch.
@@ -439,7 +442,15 @@ pub async fn list_host<'h, H: Host>(
         } else {
             READ_ALONG_MAX_FILE
         };
-        reader.list_sessions_reading(roots, read_along).await?
+        if options.baseline {
+            // Each larger session's head and tail window come with the listing too: the
+            // baseline's first reads (`baseline_pages`) need no batch.
+            reader
+                .list_sessions_reading_ends(roots, read_along, HEAD_BYTES, FIRST_CHECK_TAIL_BYTES)
+                .await?
+        } else {
+            reader.list_sessions_reading(roots, read_along).await?
+        }
     } else {
         reader.list_sessions(roots).await?
     };

@@ -133,6 +133,10 @@ pub struct Reader<'h, H: Host> {
     /// [`Reader::take_in_hand`] takes one for its tail page, or
     /// [`Reader::prefetch_first_reads`] turns it into the first read of its session.
     whole: std::sync::Mutex<WholeReads>,
+    /// The ends of larger files read with the listing
+    /// ([`Reader::list_sessions_reading_ends`]), until [`Reader::tail_pages`] takes one for
+    /// its first read.
+    ends: std::sync::Mutex<std::collections::HashMap<FileKey, clankie_host::FileEnds>>,
     /// `--all`'s streamed batches are handed on unredacted: the caller redacts them itself
     /// ([`Reader::with_streamed_batches_unredacted`]).
     streamed_unredacted: bool,
@@ -176,6 +180,7 @@ impl<'h, H: Host> Reader<'h, H> {
             last_tail_bytes: std::sync::Mutex::new(None),
             prefetched: std::sync::Mutex::new(std::collections::HashMap::new()),
             whole: std::sync::Mutex::new(std::collections::HashMap::new()),
+            ends: std::sync::Mutex::new(std::collections::HashMap::new()),
             streamed_unredacted: false,
             texts_as_json_tokens: false,
             filter: RecordFilter::default(),

@@ -40,7 +40,26 @@ impl<'h, H: Host> Reader<'h, H> {
         roots: &[RootSpec],
         max_file: u64,
     ) -> Result<(Listing, Vec<SessionFile>), HostError> {
-        let (listing, sessions, _) = self.list_all(roots, None, Some(max_file)).await?;
+        let (listing, sessions, _) = self.list_all(roots, None, Some((max_file, None))).await?;
+        Ok((listing, sessions))
+    }
+
+    /// [`list_sessions_reading`], reading along also the first `head` and last `tail` bytes
+    /// of each larger file ([`Host::list_reading_ends`]): kept for [`tail_pages`], which
+    /// serves a session's first read from them when its file is still the size it was listed
+    /// at and the read asks exactly those bytes. For a first `check`.
+    ///
+    /// [`list_sessions_reading`]: Reader::list_sessions_reading
+    /// [`tail_pages`]: Reader::tail_pages
+    pub async fn list_sessions_reading_ends(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+        head: u64,
+        tail: u64,
+    ) -> Result<(Listing, Vec<SessionFile>), HostError> {
+        let along = Some((max_file, Some((head, tail))));
+        let (listing, sessions, _) = self.list_all(roots, None, along).await?;
         Ok((listing, sessions))
     }
 
@@ -50,14 +69,28 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         roots: &[RootSpec],
         wanted: Option<&str>,
-        read_along: Option<u64>,
+        read_along: Option<(u64, Option<(u64, u64)>)>,
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = match read_along {
-            Some(max_file) => {
-                let (listing, reads) = self.host.list_reading(roots, max_file).await?;
+            Some((max_file, ends)) => {
+                let (listing, reads, ends) = match ends {
+                    Some((head, tail)) => {
+                        self.host
+                            .list_reading_ends(roots, max_file, head, tail)
+                            .await?
+                    }
+                    None => {
+                        let (listing, reads) = self.host.list_reading(roots, max_file).await?;
+                        (listing, reads, Vec::new())
+                    }
+                };
                 let mut whole = self.whole.lock().unwrap_or_else(|e| e.into_inner());
                 for (file, result) in reads {
                     whole.insert((file.root.clone(), file.rel.clone()), (file, result));
+                }
+                let mut kept = self.ends.lock().unwrap_or_else(|e| e.into_inner());
+                for (file, read) in ends {
+                    kept.insert((file.root, file.rel), read);
                 }
                 listing
             }

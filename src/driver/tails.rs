@@ -3,7 +3,8 @@
 //! session in few batched round trips ([`Host::read_many`]), whatever the sessions' sizes. A
 //! session whose newest records do not fit its window is read further back in the next batch,
 //! with the others that need more; a file no larger than its window comes whole (with the
-//! listing, when it was read along with it). Each page, and so each cursor, is the one
+//! listing, when it was read along with it), and a larger one's first read comes from its ends
+//! when the listing read them along ([`Host::list_reading_ends`]). Each page, and so each cursor, is the one
 //! [`Reader::read_page`] gives: the same planner reads the same bytes, only the reads of many
 //! sessions go together.
 
@@ -92,6 +93,29 @@ impl Ask {
 }
 
 impl<'h, H: Host> Reader<'h, H> {
+    /// A first read (`ask`, cut at the listed size) answered by the file's ends read with the
+    /// listing, taken out of them: only when the file was the size it was listed at and the
+    /// read asks exactly its head and its tail (a file that grew is read as usual).
+    fn ends_read(&self, session: &SessionFile, ask: &Ask) -> Option<ReadResult> {
+        let key = (session.entry.root.to_vec(), session.entry.rel.clone());
+        let mut kept = self.ends.lock().unwrap_or_else(|e| e.into_inner());
+        let ends = kept.remove(&key)?;
+        let size = session.entry.size;
+        let head = ends.head.len() as u64;
+        let tail = ends.tail.len() as u64;
+        let spans = [
+            ByteRange::new(0, head),
+            ByteRange::new(size - tail.min(size), tail),
+        ];
+        if ends.size != size || !ask.cut || ask.spans != spans {
+            return None;
+        }
+        ask.answer(ReadResult {
+            size,
+            chunks: vec![ends.head, ends.tail],
+        })
+    }
+
     /// The tail pages of `sessions` whose request is a tail of a file of lines, their reads
     /// batched: the first reads of all of them in one [`Host::read_many`] (the plan's head and
     /// a `window` before the listed end, cut at that end), then one batch per round of those
@@ -156,6 +180,10 @@ impl<'h, H: Host> Reader<'h, H> {
                 // cut there, so that a small session costs its size.
                 let listed = (first && !pending.uncut).then_some(pending.session.entry.size);
                 let ask = Ask::new(ranges, listed);
+                if first && let Some(read) = self.ends_read(pending.session, &ask) {
+                    in_hand.push((pending, read));
+                    continue;
+                }
                 asking.push((pending, ask));
             }
             first = false;

@@ -32,6 +32,15 @@ pub struct FileRef {
     pub rel: Vec<u8>,
 }
 
+/// A file's two ends as a listing read them along ([`Host::list_reading_ends`]): its first
+/// `head.len()` and last `tail.len()` bytes when it was `size` bytes long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEnds {
+    pub size: u64,
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+}
+
 /// The ranges of a read planned before the file's size is known: fixed ranges (from a
 /// cursor), or ranges counted from the file's end (a tail), which the host computes from the
 /// size it finds and the decoder recomputes from the size the reply reports.
@@ -230,6 +239,14 @@ pub fn open(config: &HostConfig, ssh_config: Option<&Path>) -> Result<AnyHost, H
     })
 }
 
+/// A listing, the files read whole with it, and the larger files' ends
+/// ([`Host::list_reading_ends`]).
+pub type ListedAlong = (
+    Listing,
+    Vec<(FileRef, ReadResult)>,
+    Vec<(FileRef, FileEnds)>,
+);
+
 /// The two primitives every host answers.
 ///
 /// `async fn` in a trait is fine here: hosts run on one tokio runtime and are used through
@@ -255,6 +272,22 @@ pub trait Host {
     ) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
         let _ = max_file;
         Ok((self.list(roots).await?, Vec::new()))
+    }
+
+    /// [`Host::list_reading`], and of each larger file below a subdir its first `head` and
+    /// last `tail` bytes ([`FileEnds`]), where the host can read them in the same call (a
+    /// first `check`: each session's head hash and newest record, without a process per
+    /// file). A file left out is read the usual way. The default reads no ends.
+    async fn list_reading_ends(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+        head: u64,
+        tail: u64,
+    ) -> Result<ListedAlong, HostError> {
+        let _ = (head, tail);
+        let (listing, reads) = self.list_reading(roots, max_file).await?;
+        Ok((listing, reads, Vec::new()))
     }
 
     /// Reads byte ranges of one file (at most `MAX_READ_BYTES` in all) and the file's true size.
@@ -456,6 +489,19 @@ impl Host for AnyHost {
         match self {
             AnyHost::Local(h) => h.list_reading(roots, max_file).await,
             AnyHost::Ssh(h) => h.list_reading(roots, max_file).await,
+        }
+    }
+
+    async fn list_reading_ends(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+        head: u64,
+        tail: u64,
+    ) -> Result<ListedAlong, HostError> {
+        match self {
+            AnyHost::Local(h) => h.list_reading_ends(roots, max_file, head, tail).await,
+            AnyHost::Ssh(h) => h.list_reading_ends(roots, max_file, head, tail).await,
         }
     }
 

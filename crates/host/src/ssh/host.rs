@@ -14,8 +14,8 @@ use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, BatchRead, Dialect, Invocation, posix};
 use crate::{
-    FileRef, FirstRead, Found, Hashed, Host, HostError, TopReads, default_find_and_read,
-    narrow_and_read,
+    FileRef, FirstRead, Found, Hashed, Host, HostError, ListedAlong, TopReads,
+    default_find_and_read, narrow_and_read,
 };
 use clankie_model::{ByteRange, Listing, PathHint, ReadResult, RootSpec};
 
@@ -57,6 +57,63 @@ impl std::fmt::Debug for SshHost {
 }
 
 impl SshHost {
+    /// The listing that reads along ([`Host::list_reading`], with `ends`
+    /// [`Host::list_reading_ends`]).
+    async fn listing_along(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+        ends: Option<posix::ReadEnds>,
+    ) -> Result<ListedAlong, HostError> {
+        let read = posix::ReadAlong {
+            max_file,
+            small_file: READ_ALONG_SMALL_FILE,
+            block_cap: READ_ALONG_BLOCK_CAP,
+            budget: if ends.is_some() {
+                READ_ALONG_ENDS_BUDGET
+            } else {
+                READ_ALONG_BUDGET
+            },
+            ends,
+        };
+        let (nonce, out) = self
+            .run_script(
+                |d, n| match d {
+                    Dialect::Posix => {
+                        posix::invocation(posix::list_reading_script(n, roots, None, read))
+                    }
+                    Dialect::PowerShell => d.list(n, roots),
+                },
+                clankie_model::limits::MAX_LIST_REPLY_BYTES,
+            )
+            .await?;
+        let posix = *self.dialect.lock().await == Some(Dialect::Posix);
+        let answer = script::decode_list_reading(
+            &self.name,
+            &nonce,
+            roots,
+            &out.stdout,
+            posix.then_some(max_file),
+        )
+        .map_err(|e| self.explain(e, &out))?;
+        if posix && posix::listing_was_compressed(&nonce, &out.stdout) {
+            self.gzip.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        match answer.listing {
+            Some(listing) => Ok((listing, answer.reads, answer.ends)),
+            None => {
+                drop(out);
+                self.options.log.say(&self.name, || {
+                    format!(
+                        "the listing that reads along was cut at {} bytes; listing again",
+                        read.budget
+                    )
+                });
+                Ok((self.list(roots).await?, Vec::new(), Vec::new()))
+            }
+        }
+    }
+
     /// A host named `name` (as the user addressed it) at a resolved SSH target. Nothing is
     /// connected until the first call.
     pub fn new(name: impl Into<String>, target: SshTarget) -> SshHost {
@@ -367,47 +424,21 @@ impl Host for SshHost {
         roots: &[RootSpec],
         max_file: u64,
     ) -> Result<(Listing, Vec<(FileRef, ReadResult)>), HostError> {
-        let read = posix::ReadAlong {
-            max_file,
-            small_file: READ_ALONG_SMALL_FILE,
-            block_cap: READ_ALONG_BLOCK_CAP,
-            budget: READ_ALONG_BUDGET,
-        };
-        let (nonce, out) = self
-            .run_script(
-                |d, n| match d {
-                    Dialect::Posix => {
-                        posix::invocation(posix::list_reading_script(n, roots, None, read))
-                    }
-                    Dialect::PowerShell => d.list(n, roots),
-                },
-                clankie_model::limits::MAX_LIST_REPLY_BYTES,
-            )
-            .await?;
-        let posix = *self.dialect.lock().await == Some(Dialect::Posix);
-        let answer = script::decode_list_reading(
-            &self.name,
-            &nonce,
-            roots,
-            &out.stdout,
-            posix.then_some(max_file),
-        )
-        .map_err(|e| self.explain(e, &out))?;
-        if posix && posix::listing_was_compressed(&nonce, &out.stdout) {
-            self.gzip.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-        match answer.listing {
-            Some(listing) => Ok((listing, answer.reads)),
-            None => {
-                drop(out);
-                self.options.log.say(&self.name, || {
-                    format!(
-                        "the listing that reads along was cut at {READ_ALONG_BUDGET} bytes; listing again"
-                    )
-                });
-                Ok((self.list(roots).await?, Vec::new()))
-            }
-        }
+        let (listing, reads, _) = self.listing_along(roots, max_file, None).await?;
+        Ok((listing, reads))
+    }
+
+    /// POSIX hosts: [`SshHost::list_reading`]'s script also sends the ends of the larger files
+    /// (`RE` blocks, after the listing, within the same budget: a cut there loses only ends).
+    async fn list_reading_ends(
+        &self,
+        roots: &[RootSpec],
+        max_file: u64,
+        head: u64,
+        tail: u64,
+    ) -> Result<ListedAlong, HostError> {
+        let ends = posix::ReadEnds { head, tail };
+        self.listing_along(roots, max_file, Some(ends)).await
     }
 
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError> {
@@ -708,6 +739,12 @@ const BATCHES_AT_ONCE: usize = 4;
 /// batches in flight the reads stand in for, and as much again for the listing (some 150,000
 /// sessions' lines) and the reads' `stat` lines.
 const READ_ALONG_BUDGET: u64 = 2 * BATCHES_AT_ONCE as u64 * clankie_model::limits::MAX_READ_BYTES;
+
+/// [`READ_ALONG_BUDGET`] for a listing that also reads the larger files' ends
+/// ([`Host::list_reading_ends`]: a first `check`, 36 KiB a session): their bytes stand in for
+/// batches too, and the budget stays where even bytes gzip cannot shrink, as base64, fit the
+/// reply's bound (`MAX_LIST_REPLY_BYTES`, 64 MiB: 44 MiB is 59.5 MiB as base64's lines).
+const READ_ALONG_ENDS_BUDGET: u64 = 44 << 20;
 
 /// A read block of a listing that reads along whose files add up to more than this is left out
 /// before it is read (its files are read by batches): half the batches' payload, so that one

@@ -16,7 +16,7 @@ use super::fields::{hex_decode, parse_i64, parse_u64, split_word};
 use super::frame::{body_lines, parse_frame};
 use super::payload::{Encoding, PayloadError, decode_payload};
 use super::read_along::{answer_blocks, split_read_along};
-use crate::{FileRef, HostError};
+use crate::{FileEnds, FileRef, HostError};
 
 /// Decodes a list reply into a [`Listing`], files sorted by (root, rel) like every host. Only
 /// the harnesses of `roots` (what was asked for) may appear in it.
@@ -40,6 +40,8 @@ pub struct ListReading {
     /// The files read along, each whole, as a read of `[0, size)`; none when the listing was
     /// cut.
     pub reads: Vec<(FileRef, ReadResult)>,
+    /// The ends of the larger files read along (`RE` blocks); none when the listing was cut.
+    pub ends: Vec<(FileRef, FileEnds)>,
 }
 
 /// Decodes the reply of [`posix::list_reading_script`]: the listing, and the files it read
@@ -67,6 +69,7 @@ pub fn decode_list_reading(
     let mut lines = body_lines(frame.body);
     let mut listing = decode_list_lines(host, roots, &mut lines)?;
     let mut reads = Vec::new();
+    let mut ends = Vec::new();
     let mut whole = true;
     if lines.peek() == Some(&&b"GZ"[..]) {
         // The lines compressed (after MODE, or an ERR that ended the listing before them).
@@ -108,7 +111,9 @@ pub fn decode_list_reading(
                     if let Some(extra) = inner.next() {
                         return Err(bad(format!("unexpected line {}", show(extra))));
                     }
-                    reads = answer_blocks(&listing, along.blocks, max);
+                    let answered = answer_blocks(&listing, along.blocks, max);
+                    reads = answered.reads;
+                    ends = answered.ends;
                 }
             }
             None => {
@@ -129,6 +134,7 @@ pub fn decode_list_reading(
     Ok(ListReading {
         listing: whole.then_some(listing),
         reads,
+        ends,
     })
 }
 

@@ -7,7 +7,8 @@ use memchr::memmem;
 use clankie_model::{FileEntry, Listing, ReadResult};
 
 use super::fields::{DIRECTORY, FILE_TYPE, REGULAR_FILE, hex_mode, parse_u64, split_word};
-use crate::FileRef;
+use crate::script::posix::ReadEnds;
+use crate::{FileEnds, FileRef};
 
 /// A listing that reads along, taken apart (after its `<nonce>:RL` line): its lines (`\r`
 /// kept, empty ones included), its read blocks (those among the lines, then those after a
@@ -104,6 +105,8 @@ pub(in crate::script) struct ReadBlock<'a> {
     data: &'a [u8],
     /// The `stat` after the read: its text, up to the `E` marker.
     pub(in crate::script) second: &'a [u8],
+    /// An `RE` block's lengths: each file's first `head` and last `tail` bytes are its data.
+    ends: Option<ReadEnds>,
 }
 
 /// Where a read block's sizes before its read come from.
@@ -128,13 +131,27 @@ fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'
     let nl = memchr::memchr(b'\n', rest)?;
     let (tag, words) = split_word(&rest[..nl]);
     let (k, words) = split_word(words);
-    let (nd, nf) = split_word(words);
+    let (nd, words) = split_word(words);
+    let (nf, lengths) = match tag {
+        b"RE" => split_word(words),
+        _ => (words, &b""[..]),
+    };
     let (root, dirs, files) = (parse_u64(k)?, parse_u64(nd)?, parse_u64(nf)?);
+    let ends = match tag {
+        b"RE" => {
+            let (head, tail) = split_word(lengths);
+            Some(ReadEnds {
+                head: parse_u64(head)?,
+                tail: parse_u64(tail)?,
+            })
+        }
+        _ => None,
+    };
     let body = &rest[nl + 1..];
     let s2_len = markers.second_stat.needle().len();
     let end_len = markers.end.needle().len();
     let (before, data, after) = match tag {
-        b"RD" => {
+        b"RD" | b"RE" => {
             // The first `stat`'s lines, as many as the block says (a `stat` that left one out
             // is caught by the sizes or the second `stat`), then the concatenation, then `S2`.
             let lines_wanted = dirs.saturating_add(files).min(body.len() as u64) as usize;
@@ -152,7 +169,9 @@ fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'
             let expected = lines[(dirs as usize).min(lines.len())..]
                 .iter()
                 .filter_map(|line| stat_line(line))
-                .try_fold(0usize, |total, (size, ..)| total.checked_add(size as usize));
+                .try_fold(0usize, |total, (size, ..)| {
+                    total.checked_add(sent_of(size, ends).try_into().ok()?)
+                });
             let s2 = markers.second_stat.needle();
             let marker = match expected {
                 Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2)) => at,
@@ -190,25 +209,43 @@ fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'
         before,
         data,
         second: &after[..stop],
+        ends,
     };
     Some((block, &after[stop + end_len..]))
 }
 
+/// The bytes a block sends of a file of `size` bytes: all of them, or its two ends.
+fn sent_of(size: u64, ends: Option<ReadEnds>) -> u64 {
+    match ends {
+        Some(ends) => size.min(ends.head).saturating_add(size.min(ends.tail)),
+        None => size,
+    }
+}
+
+/// What the read blocks of a listing answer ([`answer_blocks`]): files read whole, and the
+/// ends of larger files.
+#[derive(Default)]
+pub(super) struct Answered {
+    pub(super) reads: Vec<(FileRef, ReadResult)>,
+    pub(super) ends: Vec<(FileRef, FileEnds)>,
+}
+
 /// The files of each block that passes every check, by the listing's files they are; a block
 /// that fails a check answers none of its files. A file not listed is left out of an `RD`
-/// block (its two `stat`s vouch for it) and refuses an `RF` block (the listing is its only
-/// `stat` before the read).
+/// or `RE` block (its two `stat`s vouch for it) and refuses an `RF` block (the listing is its
+/// only `stat` before the read). An `RE` block answers each file's ends (a file of any size
+/// over `max_file`), the others each file whole (at most `max_file` bytes).
 pub(super) fn answer_blocks(
     listing: &Listing,
     blocks: Vec<ReadBlock<'_>>,
     max_file: u64,
-) -> Vec<(FileRef, ReadResult)> {
+) -> Answered {
     let listed: std::collections::HashMap<(&[u8], &[u8]), &FileEntry> = listing
         .files
         .iter()
         .map(|f| ((&f.root[..], &f.rel[..]), f))
         .collect();
-    let mut out = Vec::new();
+    let mut out = Answered::default();
     'blocks: for block in blocks {
         let by_listing = matches!(block.before, SizesBefore::Listing);
         let stat: Vec<&[u8]> = match block.before {
@@ -249,9 +286,11 @@ pub(super) fn answer_blocks(
             let Some(rel) = name.strip_prefix(b"./") else {
                 continue 'blocks;
             };
-            if mode & FILE_TYPE != REGULAR_FILE
-                || size > max_file
-                || crate::check_relative_path(rel).is_err()
+            let fits = match block.ends {
+                Some(_) => size > max_file,
+                None => size <= max_file,
+            };
+            if mode & FILE_TYPE != REGULAR_FILE || !fits || crate::check_relative_path(rel).is_err()
             {
                 continue 'blocks;
             }
@@ -270,10 +309,37 @@ pub(super) fn answer_blocks(
             if by_listing && entry.is_none_or(|e| e.size != size) {
                 continue 'blocks;
             }
-            total += size;
+            total += sent_of(size, block.ends);
             parsed.push((size, rel, entry));
         }
         if total != block.data.len() as u64 {
+            continue;
+        }
+        if let Some(ends) = block.ends {
+            // Every file's head, then every file's tail.
+            let heads: u64 = parsed.iter().map(|(size, ..)| (*size).min(ends.head)).sum();
+            let (mut at_head, mut at_tail) = (0usize, heads as usize);
+            for (size, rel, entry) in parsed {
+                let head = &block.data[at_head..at_head + size.min(ends.head) as usize];
+                let tail = &block.data[at_tail..at_tail + size.min(ends.tail) as usize];
+                at_head += head.len();
+                at_tail += tail.len();
+                let Some(entry) = entry else {
+                    continue;
+                };
+                out.ends.push((
+                    FileRef {
+                        harness: entry.harness,
+                        root: entry.root.to_vec(),
+                        rel: rel.to_vec(),
+                    },
+                    FileEnds {
+                        size,
+                        head: head.to_vec(),
+                        tail: tail.to_vec(),
+                    },
+                ));
+            }
             continue;
         }
         let mut offset = 0usize;
@@ -283,7 +349,7 @@ pub(super) fn answer_blocks(
             let Some(entry) = entry else {
                 continue;
             };
-            out.push((
+            out.reads.push((
                 FileRef {
                     harness: entry.harness,
                     root: entry.root.to_vec(),

@@ -66,6 +66,18 @@ pub struct ReadAlong {
     pub small_file: u64,
     pub block_cap: u64,
     pub budget: u64,
+    /// The ends of every larger file below a subdir: its first `head` and last `tail` bytes
+    /// (`RE` blocks, after the listing); `None`: larger files are not read along.
+    pub ends: Option<ReadEnds>,
+}
+
+/// How much of each end of a file too large to read whole a listing reads along
+/// ([`ReadAlong::ends`]): what a first `check` needs of a session (its cursor's head hash and
+/// the window before its end that holds its newest record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadEnds {
+    pub head: u64,
+    pub tail: u64,
 }
 
 /// [`list_script`], which also reads the small files it lists ([`crate::Host::list_reading`]):
@@ -87,7 +99,19 @@ pub struct ReadAlong {
 /// RF <root index> <dirs> <files>       the `gnu` mode's files of at most `small_file` bytes
 /// <the files' bytes, concatenated>      cut at `block_cap` bytes
 /// \n<nonce>:S2\n the lines as RD's, stat'ed after it, \n<nonce>:E\n
+///
+/// RE <root index> <dirs> <files> <head> <tail>   with `ends`: the files over `max_file`
+/// the lines as RD's
+/// <each file's first <head> bytes, concatenated><each one's last <tail> bytes, concatenated>
+/// \n<nonce>:S2\n the same lines again, stat'ed after it, \n<nonce>:E\n
 /// ```
+///
+/// `RE` blocks come after the listing (after a `<nonce>:RD` line that follows `LE`), from a
+/// walk of their own over the files larger than `max_file` (a `find -exec` block a few
+/// thousand files, five processes: `sh`, two `stat`s, `head -q`, `tail -q`), so that a
+/// budget they reach cuts their blocks, never the listing. The decoder holds them to `RD`'s
+/// checks: both `stat`s equal byte for byte, every directory on the way one, and the bytes
+/// exactly each file's `min(size, head)` then `min(size, tail)`.
 ///
 /// The `find` walks from inside the root (entered by `cd -P`, checked against the listing's
 /// own resolution) without following anything; one `stat` names every directory on the way to
@@ -259,7 +283,7 @@ walk() {
     for a do set -- "$@" -o -name "$a"; done
     shift "$n"; shift
   fi
-  if [ -n "$rm" ]; then wr "$@"; return 0; fi
+  if [ -n "$rm" ]; then if [ "$rm" = 2 ]; then we "$@"; else wr "$@"; fi; return 0; fi
   if [ -z "$nw" ]; then wf "$@"; return 0; fi
   # Narrowed: the matches are kept to count them; the one below a subdir is remembered.
   o=$(wf "$@"; echo X)
@@ -355,6 +379,33 @@ RB={} RM={} RS={} RT={} RC={}
             small_file_bound(read),
             read.block_cap
         ));
+        // `we` reads the ends of the files `wr` leaves (larger than `$RM`), each `find -exec`
+        // block in one `head -q` and one `tail -q` between its two `stat`s (see
+        // [`list_reading_script`]).
+        if let Some(ends) = read.ends {
+            s.raw("RE=");
+            s.word(
+                [BLOCK_DIRS, BLOCK_ENDS, BLOCK_SECOND_STAT]
+                    .concat()
+                    .as_bytes(),
+            );
+            s.raw(&format!(
+                r#"
+we() {{
+  (
+    cd -P -- "$r" 2>/dev/null || exit 0
+    [ "$PWD" = "$r" ] || exit 0
+    for sd in $es; do
+      pt "$sd"
+      find "$sp" \( -path "$dp" $sx \) -prune -o -type f -path "$px" \( "$@" \) ! -size "-${{RS}}c" ! -path "*$NL*" ! -path "*$CR*" -exec sh -c "$RE" "$ri" "$N" "$EH" "$ET" {{}} +
+    done 2>/dev/null
+  )
+}}
+EH={} ET={}
+"#,
+                ends.head, ends.tail
+            ));
+        }
     }
     let mut calls = Vec::new();
     for (i, spec) in roots.iter().enumerate() {
@@ -422,16 +473,22 @@ RB={} RM={} RS={} RT={} RC={}
     if compress {
         s.raw("}\ne=\n");
         s.raw(LIST_GZIP_PROBE);
-        if read.is_some() {
+        if let Some(read) = read {
             // A `<nonce>:RL` line, the listing, and `<nonce>:LE` once it is whole. Where `find
             // -printf` answers (`gnu`), the same walk reads: the read blocks come among the
             // listing's lines. With `stat -c` alone (`statc`: busybox `find` takes one `-exec … +`
-            // at most), a second walk's blocks follow a `<nonce>:RD` line. The stream is cut at
-            // the budget (`head -c`: GNU, busybox and toybox, which both modes imply); the
-            // decoder sees where.
-            s.raw(
-                "if [ \"$e\" = gz ]; then printf 'GZ\\n'; case $m in gnu|statc) { printf '%s:RL\\n' \"$N\"; [ \"$m\" = statc ] || fo=1; la; printf '\\n%s:LE\\n' \"$N\"; if [ \"$m\" = statc ]; then printf '%s:RD\\n' \"$N\"; rm=1 ri=-1; la; fi; } | head -c \"$RB\" ;; *) la ;; esac | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
-            );
+            // at most), a second walk's blocks follow a `<nonce>:RD` line. With `ends`, a walk
+            // of their own sends the larger files' `RE` blocks last, after that line (printed
+            // for them in the `gnu` mode). The stream is cut at the budget (`head -c`: GNU,
+            // busybox and toybox, which both modes imply); the decoder sees where.
+            let ends = if read.ends.is_some() {
+                "[ \"$m\" = statc ] || printf '%s:RD\\n' \"$N\"; rm=2 ri=-1; la;"
+            } else {
+                ""
+            };
+            s.raw(&format!(
+                "if [ \"$e\" = gz ]; then printf 'GZ\\n'; case $m in gnu|statc) {{ printf '%s:RL\\n' \"$N\"; [ \"$m\" = statc ] || fo=1; la; printf '\\n%s:LE\\n' \"$N\"; if [ \"$m\" = statc ]; then printf '%s:RD\\n' \"$N\"; rm=1 ri=-1; la; fi; {ends} }} | head -c \"$RB\" ;; *) la ;; esac | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
+            ));
         } else {
             s.raw(
                 "if [ \"$e\" = gz ]; then printf 'GZ\\n'; la | gzip -1 -c | base64; printf '\\nEND-GZ\\n'; else la; fi\n",
@@ -501,7 +558,17 @@ const BLOCK_SMALL: &str = r#"printf 'RF %s %s %s\n' "$k" "$nd" "$#"
 head -q -c "$m" "$@" 2>/dev/null | head -c "$c"
 "#;
 
-/// The end of both blocks: the `stat` after the read, between the nonce's markers.
+/// The `RE` block's middle: the first `stat` of the directories and the files, the header
+/// (with the lengths `<head> <tail>`, `$m` and `$c` here) and that `stat`'s lines, each file's
+/// head, then each file's tail. No cap: a file sends at most `head + tail` bytes, and the
+/// budget cuts the stream after the listing.
+const BLOCK_ENDS: &str = r#"s1=$(stat -c '%i %s %f %n' $ds "$@" 2>/dev/null)
+printf 'RE %s %s %s %s %s\n%s\n' "$k" "$nd" "$#" "$m" "$c" "$s1"
+head -q -c "$m" "$@" 2>/dev/null
+tail -q -c "$c" "$@" 2>/dev/null
+"#;
+
+/// The end of every block: the `stat` after the read, between the nonce's markers.
 const BLOCK_SECOND_STAT: &str = r#"s2=$(stat -c '%i %s %f %n' $ds "$@" 2>/dev/null)
 printf '\n%s:S2\n%s\n%s:E\n' "$n" "$s2" "$n""#;
 

@@ -2152,6 +2152,7 @@ const READ_ALONG: ReadAlong = ReadAlong {
     small_file: 4096,
     block_cap: 8 << 20,
     budget: 32 << 20,
+    ends: None,
 };
 
 /// [`READ_ALONG`] in `RD` blocks alone: for what their two `stat`s and their cap (of the
@@ -3185,5 +3186,74 @@ fn the_strongest_hash_tool_there_is_is_used_and_none_is_said() {
             .collect();
         let got: Vec<String> = got.iter().map(hash_outcome).collect();
         assert_eq!(got, expected, "{name}");
+    }
+}
+
+/// A first `check`'s listing with `ends`: the files over `max_file` come as their first and
+/// last bytes (`RE` blocks after the listing), exactly the file's, in every shell and both
+/// modes that read along; the small files still come whole, and a budget that cuts the ends
+/// leaves the listing whole.
+#[test]
+fn a_listing_reads_the_ends_of_its_larger_files_along_in_every_shell() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    let spec = tree.spec();
+    let local = local_listing(std::slice::from_ref(&spec));
+    let read = ReadAlong {
+        max_file: 2048,
+        ends: Some(ReadEnds {
+            head: 100,
+            tail: 700,
+        }),
+        ..READ_ALONG
+    };
+    let small = readable_along(&local, read.max_file);
+    let mut larger: Vec<Vec<u8>> = readable_along(&local, u64::MAX)
+        .into_iter()
+        .filter(|rel| !small.contains(rel))
+        .collect();
+    larger.sort();
+    assert!(larger.len() > 10, "{larger:?}");
+    for shell in shells(tree.path()) {
+        for mode in [None, Some(ListMode::StatC)] {
+            let answer = list_reading_answer(&shell, &tree, &[], mode, read);
+            assert_eq!(
+                answer.listing.as_ref(),
+                Some(&local),
+                "{} {mode:?}",
+                shell.name
+            );
+            assert_eq!(answer.reads.len(), small.len(), "{} {mode:?}", shell.name);
+            let mut got = Vec::new();
+            for (file, ends) in &answer.ends {
+                let now = fs::read(tree.home().join(bytes_path(&file.rel))).unwrap();
+                let label = format!("{} {mode:?} {}", shell.name, file.rel.escape_ascii());
+                assert_eq!(ends.size, now.len() as u64, "{label}");
+                assert_eq!(ends.head, now[..100], "{label}");
+                assert_eq!(ends.tail, now[now.len() - 700..], "{label}");
+                got.push(file.rel.clone());
+            }
+            got.sort();
+            assert_eq!(got, larger, "{} {mode:?}", shell.name);
+        }
+        // A budget that the listing fits in and the ends do not (the smallest such, found by
+        // growing it 4 KiB at a time): the listing is whole, and what ends came are the
+        // files' own.
+        let cut = (1..16)
+            .map(|step| {
+                let cut = ReadAlong {
+                    budget: step << 12,
+                    ..read
+                };
+                list_reading_answer(&shell, &tree, &[], None, cut)
+            })
+            .find(|answer| answer.listing.is_some())
+            .unwrap_or_else(|| panic!("{}: no budget under 64 KiB holds the listing", shell.name));
+        assert_eq!(cut.listing.as_ref(), Some(&local), "{}", shell.name);
+        assert!(cut.ends.len() < larger.len(), "{}", shell.name);
+        for (file, ends) in &cut.ends {
+            let now = fs::read(tree.home().join(bytes_path(&file.rel))).unwrap();
+            assert_eq!(ends.tail, now[now.len() - 700..], "{}", shell.name);
+        }
     }
 }
