@@ -154,6 +154,15 @@ pub use words::{new_nonce, quote};
 #[cfg(all(test, unix))]
 use decode::{SizesBefore, decode_payload, split_read_along, stat_line};
 
+/// How much of each end of a file too large to read whole a listing reads along
+/// ([`posix::ReadAlong::ends`]): what a first `check` needs of a session (its cursor's head hash and
+/// the window before its end that holds its newest record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadEnds {
+    pub head: u64,
+    pub tail: u64,
+}
+
 /// What to send to run a script: the exec string and the bytes for the channel's stdin. When
 /// `stdin` is not empty the sender closes stdin after it (a script read to the end).
 #[derive(Debug, Clone, PartialEq, Eq)]

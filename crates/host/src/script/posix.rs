@@ -63,9 +63,9 @@ pub use exec::{
 };
 pub use find_read::{find_read_script, find_read_script_with};
 pub use hash::hash_many_script;
-pub use listing::{
-    ListMode, ReadAlong, ReadEnds, list_reading_script, list_script, list_script_with,
-};
+pub use listing::{ListMode, ReadAlong, list_reading_script, list_script, list_script_with};
+// A listing's ends, named where the generator's callers name its other parts.
+pub use crate::script::ReadEnds;
 pub use read::{Encoder, encoder_named_in, read_script, read_script_with};
 
 // What the tests beside name through `use super::*`.

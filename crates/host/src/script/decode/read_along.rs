@@ -7,7 +7,7 @@ use memchr::memmem;
 use clankie_model::{FileEntry, Listing, ReadResult};
 
 use super::fields::{DIRECTORY, FILE_TYPE, REGULAR_FILE, hex_mode, parse_u64, split_word};
-use crate::script::posix::ReadEnds;
+use crate::script::ReadEnds;
 use crate::{FileEnds, FileRef};
 
 /// A listing that reads along, taken apart (after its `<nonce>:RL` line): its lines (`\r`

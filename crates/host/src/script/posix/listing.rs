@@ -3,6 +3,7 @@
 //! ([`list_reading_script`]), with the read blocks' scripts.
 
 use super::script::{Script, glob_escape, is_plain_name, list_word, plain_words, root_dir};
+use crate::script::ReadEnds;
 use clankie_model::{ListSpec, RootSpec};
 
 /// How a listing gets each file's size and mtime (and, but in the `ls` mode, its inode and
@@ -69,15 +70,6 @@ pub struct ReadAlong {
     /// The ends of every larger file below a subdir: its first `head` and last `tail` bytes
     /// (`RE` blocks, after the listing); `None`: larger files are not read along.
     pub ends: Option<ReadEnds>,
-}
-
-/// How much of each end of a file too large to read whole a listing reads along
-/// ([`ReadAlong::ends`]): what a first `check` needs of a session (its cursor's head hash and
-/// the window before its end that holds its newest record).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadEnds {
-    pub head: u64,
-    pub tail: u64,
 }
 
 /// [`list_script`], which also reads the small files it lists ([`crate::Host::list_reading`]):
