@@ -31,7 +31,7 @@ const MIGRATION_LOCK: i64 = 0x636c_616e_6b69_6500;
 const ROWS_PER_INSERT: usize = 2000;
 
 /// The PostgreSQL migrations: entry `k` takes the schema from version `k` to `k + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Version 1: docs/store.md's tables, with booleans and bytea where SQLite has integers and
 /// blobs, and `search`: the text `grep` matches, indexed by trigrams.
@@ -107,6 +107,44 @@ CREATE INDEX records_search ON records USING gin (search gin_trgm_ops);
 const V2: &str = "
 SET LOCAL maintenance_work_mem = '256MB';
 DROP INDEX records_search;
+CREATE INDEX records_trigrams ON records USING gin (show_trgm(search));
+ANALYZE records;
+";
+
+/// Version 3: a record's row is kept whole in its table page where it fits, and compressed with
+/// `lz4` where the server has it. A search reads its candidates' text and input: stored out of
+/// line (TOAST, by default for a row over about 2 KiB) each value is a lookup of its chunks in
+/// the TOAST table, and `pglz` decompresses at a fraction of `lz4`'s speed. With
+/// `toast_tuple_target` at 8,160 bytes, a row up to that size stays in the page as it is, and a
+/// longer one is compressed first and moved out of line only if it still does not fit.
+/// Neither setting changes the values already stored, so the rows are copied into a table made
+/// with both (each value made new by `|| ''`, so it is stored afresh) and the indexes are built
+/// again on the copy.
+const V3: &str = "
+SET LOCAL maintenance_work_mem = '256MB';
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_settings
+               WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
+        EXECUTE 'ALTER TABLE records ALTER text SET COMPRESSION lz4, '
+                'ALTER input SET COMPRESSION lz4, ALTER usage SET COMPRESSION lz4, '
+                'ALTER search SET COMPRESSION lz4';
+    END IF;
+END $$;
+CREATE TABLE records_v3 (LIKE records INCLUDING ALL EXCLUDING INDEXES)
+    WITH (toast_tuple_target = 8160);
+INSERT INTO records_v3 (host, harness, session, generation, record_id, seq, superseded, kind,
+    thinking, ts, agent, sidechain, text, call_id, tool_name, input, is_error, terminal_source,
+    terminal_generation, model, usage, by_user, search)
+SELECT host, harness, session, generation, record_id, seq, superseded, kind, thinking, ts,
+    agent, sidechain, text || '', call_id, tool_name, input || '', is_error, terminal_source,
+    terminal_generation, model, usage || '', by_user, search || ''
+FROM records;
+DROP TABLE records;
+ALTER TABLE records_v3 RENAME TO records;
+ALTER TABLE records ADD CONSTRAINT records_pkey
+    PRIMARY KEY (host, harness, session, generation, record_id);
+CREATE INDEX records_in_order ON records (host, harness, session, generation, seq);
 CREATE INDEX records_trigrams ON records USING gin (show_trgm(search));
 ANALYZE records;
 ";

@@ -4,11 +4,11 @@
 //! each migration runs inside the one transaction that also bumps the version.
 
 /// The schema version this build writes and reads (one number for both databases).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The SQLite migrations, in order: entry `k` takes the schema from version `k` to `k + 1`.
-/// Version 2 changes PostgreSQL's text index only: nothing in SQLite.
-pub const SQLITE_MIGRATIONS: &[&str] = &[SQLITE_V1, ""];
+/// Versions 2 and 3 change PostgreSQL's text index and storage only: nothing in SQLite.
+pub const SQLITE_MIGRATIONS: &[&str] = &[SQLITE_V1, "", ""];
 
 /// Version 1: hosts, sessions (with `check`'s cursor of each), records, and the trigram
 /// full-text index over each record's searched text.

@@ -51,6 +51,12 @@ fn rustix_is_root() -> bool {
         .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
 }
 
+/// The hosts' and sessions' rows as text, each with the transaction that wrote it (`xmin`).
+const HOSTS_AND_SESSIONS: &str = "(SELECT string_agg(h.xmin || ' ' || h::text, E'\\n' ORDER BY host) \
+     FROM hosts h) || E'\\n' || \
+     (SELECT string_agg(s.xmin || ' ' || s::text, E'\\n' ORDER BY host, harness, session) \
+     FROM sessions s) || E'\\n'";
+
 impl Cluster {
     /// Starts a cluster, or `None` (saying why) where PostgreSQL is not installed; under
     /// `CI=true` that fails the test.
@@ -149,14 +155,26 @@ impl Cluster {
     /// Every row of the store, as text, each with the transaction that wrote it (`xmin`): two
     /// equal dumps are one store in which no row was written, not even rewritten as it was.
     fn dump(&self) -> String {
-        self.query(
-            "SELECT (SELECT string_agg(h.xmin || ' ' || h::text, E'\\n' ORDER BY host) \
-             FROM hosts h) || E'\\n' || \
-             (SELECT string_agg(s.xmin || ' ' || s::text, E'\\n' ORDER BY host, harness, session) \
-             FROM sessions s) || E'\\n' || \
+        self.query(&format!(
+            "SELECT {HOSTS_AND_SESSIONS} || \
              (SELECT count(*) || ' records written by ' || count(DISTINCT xmin::text) || \
-             ' transactions, the last ' || max(xmin::text::bigint) FROM records)",
-        )
+             ' transactions, the last ' || max(xmin::text::bigint) FROM records)"
+        ))
+    }
+
+    /// As [`Cluster::dump`], with the records as a digest of their values (not of how or when
+    /// they were written).
+    fn values(&self) -> String {
+        self.query(&format!(
+            "SELECT {HOSTS_AND_SESSIONS} || \
+             (SELECT count(*) || ' records, ' || md5(string_agg(r::text, E'\\n' \
+             ORDER BY host, harness, session, generation, record_id)) FROM records r)"
+        ))
+    }
+
+    /// The server's log.
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap()
     }
 
     fn count(&self, sql: &str) -> i64 {
@@ -377,18 +395,28 @@ fn postgres_a_store_of_the_previous_schema_is_migrated_in_place_and_answers_as_t
         &[&base[..], &["sync", "--into", &into, "fx", "fold"]].concat(),
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    // The store as the previous schema (version 1) left it: the same tables and rows, the
-    // text indexed by `gin_trgm_ops`.
+    // The store as the first schema left it: the same tables and rows, the text indexed by
+    // `gin_trgm_ops`, every value stored as PostgreSQL does by default (`pglz`, out of line
+    // from about 2 KiB).
     pg.query(
         "DROP INDEX records_trigrams; \
          CREATE INDEX records_search ON records USING gin (search gin_trgm_ops); \
+         ALTER TABLE records RESET (toast_tuple_target), ALTER text SET COMPRESSION pglz, \
+         ALTER input SET COMPRESSION pglz, ALTER usage SET COMPRESSION pglz, \
+         ALTER search SET COMPRESSION pglz; \
+         UPDATE records SET text = text || '', input = input || '', usage = usage || '', \
+         search = search || ''; \
          UPDATE meta SET value = '1' WHERE key = 'schema_version'",
     );
     let records = pg.count("SELECT count(*) FROM records");
     assert!(records > 100, "{records}");
-    let before = pg.dump();
+    let compressed = "SELECT count(*) FROM records WHERE pg_column_compression(text) = ";
+    assert!(pg.count(&format!("{compressed}'pglz'")) > 0);
+    let before = pg.values();
+    // Every migration's DDL in the server's log, to count the migrations that ran.
+    pg.query("ALTER DATABASE postgres SET log_statement = 'ddl'");
     // Two syncs at once: one migrates under the advisory lock, the other waits for it and
-    // finds the work done; neither writes a row, as nothing is new.
+    // finds the work done; neither writes a row of its own, as nothing is new.
     let spawn = || {
         clankie(h)
             .args([&base[..], &["sync", "--into", &into, "fx", "fold"]].concat())
@@ -404,8 +432,9 @@ fn postgres_a_store_of_the_previous_schema_is_migrated_in_place_and_answers_as_t
     assert_eq!(
         pg.query("SELECT value FROM meta WHERE key = 'schema_version'")
             .trim(),
-        "2"
+        "3"
     );
+    assert_eq!(pg.log().matches("CREATE TABLE records_v3").count(), 1);
     assert_eq!(
         pg.query(
             "SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes \
@@ -414,7 +443,29 @@ fn postgres_a_store_of_the_previous_schema_is_migrated_in_place_and_answers_as_t
         .trim(),
         "records_in_order records_pkey records_trigrams"
     );
-    assert_eq!(pg.dump(), before, "the migration rewrote rows");
+    // The records were copied once, by the migration's transaction, value for value.
+    assert_eq!(pg.values(), before, "the migration changed a value");
+    assert_eq!(
+        pg.query(
+            "SELECT count(DISTINCT r.xmin::text) || ' ' || bool_and(r.xmin = m.xmin) \
+             FROM records r, meta m WHERE m.key = 'schema_version'"
+        )
+        .trim(),
+        "1 true"
+    );
+    assert_eq!(
+        pg.query("SELECT reloptions::text FROM pg_class WHERE relname = 'records'")
+            .trim(),
+        "{toast_tuple_target=8160}"
+    );
+    // Debian's PostgreSQL has `lz4`: no value is left as the first schema stored it.
+    let lz4 = pg.count(
+        "SELECT count(*) FROM pg_settings \
+         WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)",
+    );
+    assert_eq!(lz4, 1, "this PostgreSQL has no lz4");
+    assert_eq!(pg.count(&format!("{compressed}'pglz'")), 0);
+    assert!(pg.count(&format!("{compressed}'lz4'")) > 0);
     assert_store_is_read(h, &base, &StoreUrl::Postgres(into.clone()), "fx");
     for pattern in FOLDING_SEARCHES {
         let host = run(h, &[&base[..], &["grep"], pattern, &["fold"]].concat());
