@@ -151,6 +151,11 @@ ANALYZE records;
 
 pub struct PgStore {
     client: Client,
+    /// How to connect again: a search's candidates are read over two connections.
+    config: tokio_postgres::Config,
+    /// The second connection, once a search opened it (`None` inside: it could not be opened,
+    /// and searches read over the first alone).
+    second: Option<Option<Client>>,
     name: String,
     redacted: bool,
     /// The ASCII letters the database lowercases to something else (read once, when a search
@@ -220,11 +225,7 @@ impl PgStore {
             url: name.to_string(),
             reason: message,
         })?;
-        let (mut client, connection) = config.connect(NoTls).await.map_err(db)?;
-        // Ends when the client is dropped; its error is met again by the next query.
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let mut client = connect(&config).await.map_err(db)?;
         // A store already at this build's schema is the common case: one round trip reads
         // that, and no migration transaction (nor its lock) is taken.
         let mut stored = read_meta(&client).await.map_err(db)?;
@@ -252,6 +253,8 @@ impl PgStore {
         let redacted = stored.redacted != Some(0);
         Ok(PgStore {
             client,
+            config,
+            second: None,
             name: name.to_string(),
             redacted,
             lowered_otherwise: None,
@@ -643,6 +646,17 @@ impl PgStore {
         terms: &(Vec<Vec<String>>, bool),
     ) -> Result<Option<Vec<(usize, Vec<Record>)>>, StoreError> {
         let (alternatives, insensitive) = terms;
+        if self.second.is_none() {
+            // The second connection opens while the first asks the database's lowercasing.
+            let config = self.config.clone();
+            let (odd, second) =
+                tokio::join!(
+                    self.lowered_otherwise(),
+                    async move { connect(&config).await }
+                );
+            self.second = Some(second.ok());
+            odd?;
+        }
         let odd = self.lowered_otherwise().await?;
         let looked_up: Option<Vec<Vec<String>>> = alternatives
             .iter()
@@ -680,7 +694,24 @@ impl PgStore {
             .iter()
             .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
             .collect();
-        let rows = self.client.query(&sql, &params).await.map_err(self.db())?;
+        let rows = match &self.second {
+            // Reading the candidates' text back (from TOAST, decompressed) is most of a
+            // search's time and one server process's work: two connections read half each.
+            Some(Some(second)) => {
+                let (even_seqs, odd_seqs) = (
+                    format!("{sql} AND seq % 2 = 0"),
+                    format!("{sql} AND seq % 2 = 1"),
+                );
+                let (mut rows, more) = tokio::try_join!(
+                    self.client.query(&even_seqs, &params),
+                    second.query(&odd_seqs, &params)
+                )
+                .map_err(self.db())?;
+                rows.extend(more);
+                rows
+            }
+            _ => self.client.query(&sql, &params).await.map_err(self.db())?,
+        };
         let at: std::collections::HashMap<(&str, &str), usize> = sessions
             .iter()
             .enumerate()
@@ -790,6 +821,16 @@ async fn read_meta(client: &Client) -> Result<Meta, tokio_postgres::Error> {
         }
     }
     Ok(meta)
+}
+
+/// A connection to the database, its messages handled on a task of their own (which ends when
+/// the client is dropped; its error is met again by the next query).
+async fn connect(config: &tokio_postgres::Config) -> Result<Client, tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
 }
 
 /// Takes the schema to [`SCHEMA_VERSION`] in one transaction under the migration lock (a
