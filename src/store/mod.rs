@@ -544,7 +544,7 @@ pub struct StoredSession {
 pub enum Store {
     Sqlite(sqlite::SqliteStore),
     #[cfg(feature = "postgres")]
-    Postgres(postgres::PgStore),
+    Postgres(Box<postgres::PgStore>),
 }
 
 impl Store {
@@ -558,9 +558,9 @@ impl Store {
                 create,
             )?)),
             #[cfg(feature = "postgres")]
-            StoreUrl::Postgres(conninfo) => Ok(Store::Postgres(
+            StoreUrl::Postgres(conninfo) => Ok(Store::Postgres(Box::new(
                 postgres::PgStore::open(conninfo, &url.display(), create).await?,
-            )),
+            ))),
             #[cfg(not(feature = "postgres"))]
             StoreUrl::Postgres(_) => Err(StoreError::Url {
                 url: url.display(),

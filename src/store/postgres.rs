@@ -152,7 +152,7 @@ ANALYZE records;
 pub struct PgStore {
     client: Client,
     /// How to connect again: a search's candidates are read over two connections.
-    config: Box<tokio_postgres::Config>,
+    config: tokio_postgres::Config,
     /// The second connection, once a search opened it (`None` inside: it could not be opened,
     /// and searches read over the first alone).
     second: Option<Option<Client>>,
@@ -253,7 +253,7 @@ impl PgStore {
         let redacted = stored.redacted != Some(0);
         Ok(PgStore {
             client,
-            config: Box::new(config),
+            config,
             second: None,
             name: name.to_string(),
             redacted,
@@ -648,7 +648,7 @@ impl PgStore {
         let (alternatives, insensitive) = terms;
         if self.second.is_none() {
             // The second connection opens while the first asks the database's lowercasing.
-            let config = self.config.as_ref().clone();
+            let config = self.config.clone();
             let (odd, second) =
                 tokio::join!(
                     self.lowered_otherwise(),
