@@ -3356,3 +3356,61 @@ fn a_listing_sizes_each_larger_files_tail_to_its_last_lines_in_every_shell() {
         }
     }
 }
+
+/// A first `check`'s listing comes as a `ZS` block where `zstd` answers and as a `GZ` block
+/// where only `gzip` does, and both answer the same listing, files and ends.
+#[test]
+fn a_listing_that_reads_along_is_zstd_where_it_answers_and_gzip_where_only_it_does() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    if on_path("zstd").is_none() {
+        missing("zstd");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tree.path().join("no-zstd");
+    write(bin.join("zstd"), b"#!/bin/sh\nexit 127\n");
+    fs::set_permissions(bin.join("zstd"), fs::Permissions::from_mode(0o755)).unwrap();
+    let no_zstd = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let gzip_only = [("PATH", Path::new(&no_zstd))];
+    let read = ReadAlong {
+        max_file: 2048,
+        ends: Some(ReadEnds {
+            head: 100,
+            tail: 700,
+            fit: None,
+        }),
+        ..READ_ALONG
+    };
+    let ends_of = |answer: &super::super::ListReading| {
+        let mut ends: Vec<_> = answer
+            .ends
+            .iter()
+            .map(|(f, e)| (f.rel.clone(), e.clone()))
+            .collect();
+        ends.sort_by(|a, b| a.0.cmp(&b.0));
+        ends
+    };
+    for shell in shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+    {
+        let mut answers = Vec::new();
+        for (envs, tag) in [(&[][..], &b"\nZS\n"[..]), (&gzip_only[..], &b"\nGZ\n"[..])] {
+            let (nonce, out) = list_reading_reply(&shell, &tree, envs, None, read);
+            assert!(
+                out.windows(tag.len()).any(|w| w == tag),
+                "{} {envs:?}: {}",
+                shell.name,
+                out.escape_ascii()
+            );
+            answers.push(decode_along(&shell, &nonce, &out, read));
+        }
+        let (zstd, gzip) = (&answers[0], &answers[1]);
+        assert!(zstd.listing.is_some(), "{}", shell.name);
+        assert_eq!(zstd.listing, gzip.listing, "{}", shell.name);
+        assert_eq!(zstd.reads.len(), gzip.reads.len(), "{}", shell.name);
+        assert!(!zstd.ends.is_empty(), "{}", shell.name);
+        assert_eq!(ends_of(zstd), ends_of(gzip), "{}", shell.name);
+    }
+}
