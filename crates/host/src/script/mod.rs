@@ -90,6 +90,8 @@
 //! GZ                                    then base64 of one gzip stream of the lines
 //! END-GZ
 //! ```
+//! or, for a listing that reads along on a host whose `zstd` answers, `ZS` … `END-ZS`: base64
+//! of one zstd frame of the same text.
 //! A listing that reads along ([`posix::list_reading_script`]) carries, in that block, its lines
 //! between a `<nonce>:RL` and a `<nonce>:LE` line, and blocks of whole small files with the
 //! `stat` lines they are checked by (`RD`: before the read and after; `RF`: after, against the

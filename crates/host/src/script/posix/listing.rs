@@ -99,7 +99,8 @@ pub struct ReadAlong {
 /// \n<nonce>:S2\n the lines as RD's, stat'ed after it, \n<nonce>:E\n
 ///
 /// RE <root index> <dirs> <files> <head> <tail>   with `ends`: the files over `max_file`
-/// the lines as RD's
+/// RE <root index> <dirs> <files> <head> <tail>:<count>…   with a `TailFit`: runs of files
+/// the lines as RD's                               (in the lines' order) and their tails
 /// <each file's first <head> bytes, concatenated><each one's last <tail> bytes, concatenated>
 /// \n<nonce>:S2\n the same lines again, stat'ed after it, \n<nonce>:E\n
 /// ```
