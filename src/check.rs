@@ -22,12 +22,12 @@ use serde::{Deserialize, Serialize};
 use crate::driver::retry::recovery;
 use crate::driver::{DriverError, InHand, Reader, on_every_core};
 use clankie_engine::cursor::Cursor;
-use clankie_engine::cursor::HEAD_BYTES;
+use clankie_engine::cursor::{HEAD_BYTES, WINDOW_BYTES};
 use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::session::SessionFile;
-use clankie_host::Host;
 #[cfg(windows)]
 use clankie_host::windows_shims::OpenOptionsExt;
+use clankie_host::{Host, ReadEnds, TailFit};
 use clankie_model::limits::MAX_LIMIT;
 use clankie_model::{Record, RootSpec, display_path};
 
@@ -365,17 +365,32 @@ pub const CONCURRENT_HOSTS: usize = 32;
 /// one this small is its first read whole anyway.
 const READ_ALONG_MAX_FILE: u64 = clankie_model::limits::FIRST_CHUNK_BYTES;
 
-/// How far before its end a baseline reads each session: its newest record is almost always
-/// within it (a prompt, an answer, a tool result: Claude Code cuts a tool's output at 30,000
-/// characters). One that is not is read this much further back (then four times more each
-/// time) in one more batch with the others that need it. A widening costs a batch, whose
-/// host runs a few processes a file: at 16 KiB, two sessions in five of the bench's word text
-/// need one (their newest record a tool result of 16–31 KiB), which costs more than the bytes
-/// 32 KiB adds.
+/// How far before its end a baseline reads a session whose last lines the host does not
+/// measure ([`BASELINE_ENDS`]): its newest record is almost always within it (a prompt, an
+/// answer, a tool result: Claude Code cuts a tool's output at 30,000 characters). One whose
+/// newest record is not within its first read is read this much further back (then four
+/// times more each time) in one more batch with the others that need it. A widening costs a
+/// batch, whose host runs a few processes a file, so the first read is sized to hold the
+/// newest record rather than to be small.
 pub const FIRST_CHECK_TAIL_BYTES: u64 = 32 * 1024;
 
-/// The largest session a baseline reads with the listing: its head and tail window cover it,
-/// so reading it whole costs no more bytes and saves it a place in a batch.
+/// What a baseline's listing reads of each session larger than it reads whole: the head its
+/// cursor hashes, and a tail the host sizes to the session's last lines ([`TailFit`]): at
+/// least the window a cursor hashes before its position, at most the window a `--tail` reads
+/// first; a session the host cannot measure sends [`FIRST_CHECK_TAIL_BYTES`]. Most sessions'
+/// newest record is a few KiB, so most send far less than a fixed window would, and one whose
+/// last line is a long tool result sends all of it rather than being read again.
+const BASELINE_ENDS: ReadEnds = ReadEnds {
+    head: HEAD_BYTES,
+    tail: FIRST_CHECK_TAIL_BYTES,
+    fit: Some(TailFit {
+        min: WINDOW_BYTES,
+        max: clankie_model::limits::FIRST_TAIL_WINDOW_BYTES,
+    }),
+};
+
+/// The largest session a baseline reads with the listing whole: its head and a fixed tail
+/// window would cover it, so reading it whole costs no more bytes than its ends could.
 const BASELINE_READ_ALONG_MAX_FILE: u64 = FIRST_CHECK_TAIL_BYTES + HEAD_BYTES;
 
 /// The slots of [`CONCURRENT_HOSTS`]: every [`check_host`] holds one while it runs.
@@ -446,7 +461,7 @@ pub async fn list_host<'h, H: Host>(
             // Each larger session's head and tail window come with the listing too: the
             // baseline's first reads (`baseline_pages`) need no batch.
             reader
-                .list_sessions_reading_ends(roots, read_along, HEAD_BYTES, FIRST_CHECK_TAIL_BYTES)
+                .list_sessions_reading_ends(roots, read_along, BASELINE_ENDS)
                 .await?
         } else {
             reader.list_sessions_reading(roots, read_along).await?
@@ -1065,6 +1080,149 @@ mod tests {
                 out.push(self.read(file, ranges).await);
             }
             Ok(out)
+        }
+    }
+
+    /// A host whose listing reads each larger file's ends along, its tail as long as
+    /// `tail_of` says for the file's bytes (as a host sizes it to the last lines, or not), and
+    /// that counts its batches.
+    struct WithEnds {
+        inner: MemoryHost,
+        tail_of: fn(&[u8]) -> u64,
+        batches: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Host for WithEnds {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        async fn list(
+            &self,
+            roots: &[RootSpec],
+        ) -> Result<clankie_model::Listing, clankie_host::HostError> {
+            self.inner.list(roots).await
+        }
+
+        async fn list_reading_ends(
+            &self,
+            roots: &[RootSpec],
+            max_file: u64,
+            ends: ReadEnds,
+        ) -> Result<clankie_host::ListedAlong, HostError> {
+            let listing = self.inner.list(roots).await?;
+            let mut read = Vec::new();
+            for entry in listing.files.iter().filter(|f| f.size > max_file) {
+                let file = clankie_host::FileRef {
+                    harness: entry.harness,
+                    root: entry.root.to_vec(),
+                    rel: entry.rel.clone(),
+                };
+                let whole = self
+                    .inner
+                    .read(&file, &[clankie_model::ByteRange::new(0, entry.size)])
+                    .await?;
+                let bytes = &whole.chunks[0];
+                let tail = ((self.tail_of)(bytes) as usize).min(bytes.len());
+                let head = (ends.head as usize).min(bytes.len());
+                let found = clankie_host::FileEnds {
+                    size: entry.size,
+                    head: bytes[..head].to_vec(),
+                    tail: bytes[bytes.len() - tail..].to_vec(),
+                };
+                read.push((file, found));
+            }
+            Ok((listing, Vec::new(), read))
+        }
+
+        async fn read(
+            &self,
+            file: &clankie_host::FileRef,
+            ranges: &[clankie_model::ByteRange],
+        ) -> Result<clankie_model::ReadResult, clankie_host::HostError> {
+            self.inner.read(file, ranges).await
+        }
+
+        async fn read_many(
+            &self,
+            reads: &[(clankie_host::FileRef, Vec<clankie_model::ByteRange>)],
+        ) -> Result<Vec<Result<clankie_model::ReadResult, HostError>>, HostError> {
+            self.batches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut out = Vec::new();
+            for (file, ranges) in reads {
+                out.push(self.inner.read(file, ranges).await);
+            }
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn a_first_run_serves_each_session_from_the_tail_its_host_sized_and_keeps_a_whole_reads_cursor()
+    {
+        // Each session's tail as a host that measured its last line sends it (the line and
+        // the newline before it, at least the 4 KiB a cursor hashes), but the one whose
+        // newest record is too long for any first read: that one gets 4 KiB and is widened.
+        fn fitted(bytes: &[u8]) -> u64 {
+            let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+            let last = body.rsplit(|&b| b == b'\n').next().unwrap_or(body).len() as u64;
+            if last > 100_000 {
+                4096
+            } else {
+                (last + 2).max(4096)
+            }
+        }
+        let shapes: [(&str, &[usize]); 5] = [
+            // Short lines: the 4 KiB window holds the newest.
+            ("bbbbbbbb-0000-4000-8000-000000000001", &[2_000; 30]),
+            // A long newest record: all of it, and no more.
+            ("bbbbbbbb-0000-4000-8000-000000000002", &[3_000; 20]),
+            (
+                "bbbbbbbb-0000-4000-8000-000000000003",
+                &[3_000, 2_000, 30_000, 25_000],
+            ),
+            // Its tail meets its head: the whole file.
+            ("bbbbbbbb-0000-4000-8000-000000000004", &[1_000, 39_000]),
+            // Newer than any first read holds: read further back in batches.
+            ("bbbbbbbb-0000-4000-8000-000000000005", &[40_000, 150_000]),
+        ];
+        let memory = MemoryHost::new("mem");
+        for (id, sizes) in shapes {
+            let text: String = sizes
+                .iter()
+                .enumerate()
+                .map(|(k, &len)| prompt(&format!("{id}-{k}"), len))
+                .collect();
+            memory.put(claude_path(&memory, id), text);
+        }
+        let host = WithEnds {
+            inner: memory,
+            tail_of: fitted,
+            batches: Default::default(),
+        };
+        let roots = roots_for(&[], None);
+        let first = block_on(check_host(&host, &roots, None, true, true)).unwrap();
+        assert!(first.errors.is_empty(), "{:?}", first.errors);
+        // Only the session whose newest record is over 100 KB is read again: its widenings
+        // (32 KiB, then 128 KiB more) are the run's only batches.
+        assert_eq!(host.batches.load(std::sync::atomic::Ordering::SeqCst), 2);
+        for (id, _) in shapes {
+            let session = block_on(resolve(&host.inner, id));
+            let request = PageRequest {
+                mode: Mode::Head,
+                limit: clankie_model::limits::MAX_LIMIT,
+                strict: false,
+                redact: true,
+            };
+            let whole = block_on(
+                Reader::new(&host.inner)
+                    .read_to_end(&session, request, |_| Ok::<_, DriverError>(())),
+            )
+            .unwrap();
+            let kept = &first.state.sessions[&format!("claude/{id}")];
+            assert_eq!(kept.cursor, whole.encode(), "{id}");
+            let activity = first.activity.iter().find(|a| a.session == id).unwrap();
+            assert_eq!(activity.last_ts, newest_ts(&host.inner, id), "{id}");
         }
     }
 

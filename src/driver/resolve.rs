@@ -11,7 +11,7 @@ use clankie_engine::page::{Mode, PageRequest};
 use clankie_engine::plan::ReadPlan;
 use clankie_engine::resolve::{self, ResolveError, SessionQuery};
 use clankie_engine::session::SessionFile;
-use clankie_host::{FileRef, Host, HostError};
+use clankie_host::{FileRef, Host, HostError, ReadEnds};
 use clankie_model::{ByteRange, FileEntry, Harness, LeftOut, Listing, RootSpec};
 
 use super::prefetch::Prefetched;
@@ -44,10 +44,10 @@ impl<'h, H: Host> Reader<'h, H> {
         Ok((listing, sessions))
     }
 
-    /// [`list_sessions_reading`], reading along also the first `head` and last `tail` bytes
-    /// of each larger file ([`Host::list_reading_ends`]): kept for [`tail_pages`], which
-    /// serves a session's first read from them when its file is still the size it was listed
-    /// at and the read asks exactly those bytes. For a first `check`.
+    /// [`list_sessions_reading`], reading along also the two ends of each larger file
+    /// ([`Host::list_reading_ends`]): kept for [`tail_pages`], which serves a session's first
+    /// read from them when its file is still the size it was listed at and the read asks
+    /// bytes they hold. For a first `check`.
     ///
     /// [`list_sessions_reading`]: Reader::list_sessions_reading
     /// [`tail_pages`]: Reader::tail_pages
@@ -55,10 +55,9 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         roots: &[RootSpec],
         max_file: u64,
-        head: u64,
-        tail: u64,
+        ends: ReadEnds,
     ) -> Result<(Listing, Vec<SessionFile>), HostError> {
-        let along = Some((max_file, Some((head, tail))));
+        let along = Some((max_file, Some(ends)));
         let (listing, sessions, _) = self.list_all(roots, None, along).await?;
         Ok((listing, sessions))
     }
@@ -69,16 +68,12 @@ impl<'h, H: Host> Reader<'h, H> {
         &self,
         roots: &[RootSpec],
         wanted: Option<&str>,
-        read_along: Option<(u64, Option<(u64, u64)>)>,
+        read_along: Option<(u64, Option<ReadEnds>)>,
     ) -> Result<(Listing, Vec<SessionFile>, Vec<DriverError>), HostError> {
         let mut listing = match read_along {
             Some((max_file, ends)) => {
                 let (listing, reads, ends) = match ends {
-                    Some((head, tail)) => {
-                        self.host
-                            .list_reading_ends(roots, max_file, head, tail)
-                            .await?
-                    }
+                    Some(ends) => self.host.list_reading_ends(roots, max_file, ends).await?,
                     None => {
                         let (listing, reads) = self.host.list_reading(roots, max_file).await?;
                         (listing, reads, Vec::new())

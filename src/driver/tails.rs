@@ -1,12 +1,13 @@
 //! The newest records of many sessions of lines at once, as a first `check` wants them: each
-//! session's head (its cursor's hash) and a small window before its end, read for every
-//! session in few batched round trips ([`Host::read_many`]), whatever the sessions' sizes. A
-//! session whose newest records do not fit its window is read further back in the next batch,
-//! with the others that need more; a file no larger than its window comes whole (with the
-//! listing, when it was read along with it), and a larger one's first read comes from its ends
-//! when the listing read them along ([`Host::list_reading_ends`]). Each page, and so each cursor, is the one
-//! [`Reader::read_page`] gives: the same planner reads the same bytes, only the reads of many
-//! sessions go together.
+//! session's head (its cursor's hash) and a window before its end, read for every session in
+//! few batched round trips ([`Host::read_many`]), whatever the sessions' sizes. A session whose
+//! newest records do not fit its window is read further back in the next batch, with the
+//! others that need more; a file no larger than its window comes whole (with the listing, when
+//! it was read along with it), and a larger one's first read comes from its ends when the
+//! listing read them along ([`Host::list_reading_ends`]), its window then the tail the host
+//! sent (sized to the session's last lines where the host measured them). Each page, and so
+//! each cursor, is the one [`Reader::read_page`] gives: the same planner reads the same bytes,
+//! only the reads of many sessions go together.
 
 use clankie_engine::harness::{self, Source};
 use clankie_engine::page::{Mode, Page, PageRequest};
@@ -93,27 +94,47 @@ impl Ask {
 }
 
 impl<'h, H: Host> Reader<'h, H> {
+    /// How many bytes before its end a session's listing read along (its tail, as long as
+    /// the host sized it), when it did and the file was the size it is listed at: its first
+    /// read asks for that window, which its ends then answer.
+    fn ends_window(&self, session: &SessionFile) -> Option<u64> {
+        let key = (session.entry.root.to_vec(), session.entry.rel.clone());
+        let kept = self.ends.lock().unwrap_or_else(|e| e.into_inner());
+        let ends = kept.get(&key)?;
+        (ends.size == session.entry.size).then_some(ends.tail.len() as u64)
+    }
+
     /// A first read (`ask`, cut at the listed size) answered by the file's ends read with the
-    /// listing, taken out of them: only when the file was the size it was listed at and the
-    /// read asks exactly its head and its tail (a file that grew is read as usual).
+    /// listing, taken out of them: only when the file was the size it was listed at and
+    /// every span the read asks lies within its head or its tail, or within the file where
+    /// the two cover it (a file that grew is read as usual).
     fn ends_read(&self, session: &SessionFile, ask: &Ask) -> Option<ReadResult> {
         let key = (session.entry.root.to_vec(), session.entry.rel.clone());
         let mut kept = self.ends.lock().unwrap_or_else(|e| e.into_inner());
         let ends = kept.remove(&key)?;
         let size = session.entry.size;
-        let head = ends.head.len() as u64;
-        let tail = ends.tail.len() as u64;
-        let spans = [
-            ByteRange::new(0, head),
-            ByteRange::new(size - tail.min(size), tail),
-        ];
-        if ends.size != size || !ask.cut || ask.spans != spans {
+        if ends.size != size || !ask.cut {
             return None;
         }
-        ask.answer(ReadResult {
-            size,
-            chunks: vec![ends.head, ends.tail],
-        })
+        let tail_start = size - (ends.tail.len() as u64).min(size);
+        let head_len = ends.head.len() as u64;
+        // The pieces known: the head and the tail, or the whole file where they meet.
+        let whole;
+        let pieces: Vec<(u64, &[u8])> = if head_len >= tail_start {
+            whole = [&ends.head[..tail_start as usize], &ends.tail[..]].concat();
+            vec![(0, &whole[..])]
+        } else {
+            vec![(0, &ends.head[..]), (tail_start, &ends.tail[..])]
+        };
+        let mut chunks = Vec::with_capacity(ask.spans.len());
+        for span in &ask.spans {
+            let (start, bytes) = pieces.iter().find(|(start, bytes)| {
+                *start <= span.start && span.end() <= start + bytes.len() as u64
+            })?;
+            let from = (span.start - start) as usize;
+            chunks.push(bytes[from..from + span.len as usize].to_vec());
+        }
+        ask.answer(ReadResult { size, chunks })
     }
 
     /// The tail pages of `sessions` whose request is a tail of a file of lines, their reads
@@ -121,7 +142,8 @@ impl<'h, H: Host> Reader<'h, H> {
     /// a `window` before the listed end, cut at that end), then one batch per round of those
     /// that need more, the first reading `window` further back, four times more each round
     /// after ([`ReadPlan::with_tail_step`]). A file read whole with the listing answers its first
-    /// read without the host. One result per session, in order: `None` for a session this
+    /// read without the host, and so does one whose ends the listing read, its first window
+    /// then the tail the listing read of it. One result per session, in order: `None` for a session this
     /// does not read (another source or mode), which the caller reads as usual; a session's
     /// own error is its own. Only an error that fails the whole host ends the call.
     pub async fn tail_pages(
@@ -138,9 +160,10 @@ impl<'h, H: Host> Reader<'h, H> {
                 continue;
             }
             let ctx = source_ctx(self.host.name(), session);
+            let first_window = self.ends_window(session).unwrap_or(window);
             let plan = ReadPlan::new(ctx, request.clone(), session.entry.size)
                 .with_filter(&self.filter)
-                .with_tail_window(window)
+                .with_tail_window(first_window)
                 // The first widening adds a window's worth (a tool result of up to twice the
                 // window completes there), then four times more each round.
                 .with_tail_step(window / 4);

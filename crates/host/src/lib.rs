@@ -15,7 +15,7 @@ pub mod ssh;
 #[cfg(windows)]
 pub mod windows_shims;
 
-pub use script::Dialect;
+pub use script::{Dialect, ReadEnds, TailFit};
 
 use std::path::Path;
 
@@ -274,18 +274,19 @@ pub trait Host {
         Ok((self.list(roots).await?, Vec::new()))
     }
 
-    /// [`Host::list_reading`], and of each larger file below a subdir its first `head` and
-    /// last `tail` bytes ([`FileEnds`]), where the host can read them in the same call (a
-    /// first `check`: each session's head hash and newest record, without a process per
-    /// file). A file left out is read the usual way. The default reads no ends.
+    /// [`Host::list_reading`], and of each larger file below a subdir its first `ends.head`
+    /// bytes and its last bytes ([`FileEnds`]: `ends.tail` of them, or as many as
+    /// `ends.fit` sizes to its last lines where the host measures them), where the host can
+    /// read them in the same call (a first `check`: each session's head hash and newest
+    /// record, without a process per file). A file left out is read the usual way. The
+    /// default reads no ends.
     async fn list_reading_ends(
         &self,
         roots: &[RootSpec],
         max_file: u64,
-        head: u64,
-        tail: u64,
+        ends: ReadEnds,
     ) -> Result<ListedAlong, HostError> {
-        let _ = (head, tail);
+        let _ = ends;
         let (listing, reads) = self.list_reading(roots, max_file).await?;
         Ok((listing, reads, Vec::new()))
     }
@@ -496,12 +497,11 @@ impl Host for AnyHost {
         &self,
         roots: &[RootSpec],
         max_file: u64,
-        head: u64,
-        tail: u64,
+        ends: ReadEnds,
     ) -> Result<ListedAlong, HostError> {
         match self {
-            AnyHost::Local(h) => h.list_reading_ends(roots, max_file, head, tail).await,
-            AnyHost::Ssh(h) => h.list_reading_ends(roots, max_file, head, tail).await,
+            AnyHost::Local(h) => h.list_reading_ends(roots, max_file, ends).await,
+            AnyHost::Ssh(h) => h.list_reading_ends(roots, max_file, ends).await,
         }
     }
 

@@ -90,6 +90,8 @@
 //! GZ                                    then base64 of one gzip stream of the lines
 //! END-GZ
 //! ```
+//! or, for a listing that reads along on a host whose `zstd` answers, `ZS` … `END-ZS`: base64
+//! of one zstd frame of the same text.
 //! A listing that reads along ([`posix::list_reading_script`]) carries, in that block, its lines
 //! between a `<nonce>:RL` and a `<nonce>:LE` line, and blocks of whole small files with the
 //! `stat` lines they are checked by (`RD`: before the read and after; `RF`: after, against the
@@ -160,7 +162,23 @@ use decode::{SizesBefore, decode_payload, split_read_along, stat_line};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadEnds {
     pub head: u64,
+    /// The last bytes of each file, where `fit` is `None` or cannot measure the file.
     pub tail: u64,
+    /// Each file's tail sized to its last lines instead ([`TailFit`]).
+    pub fit: Option<TailFit>,
+}
+
+/// A tail sized to a file's last lines: the host measures each file's last two lines (one
+/// `tail -n 2` and one `awk` for a block of files) and sends the last `t` bytes, `t` the
+/// smallest of `min`, 1.5 × `min`, 2 × `min`, 3 × `min`, 4 × `min`, … that holds the last line
+/// and the newline before it, and the line before that too when the last one is shorter than
+/// `min` (a line that gives no record, a short one). A file whose lines need more than `max`,
+/// or that cannot be measured, gets [`ReadEnds::tail`]. The length only decides how much is
+/// sent: what a file's bytes are is checked as any read's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TailFit {
+    pub min: u64,
+    pub max: u64,
 }
 
 /// What to send to run a script: the exec string and the bytes for the channel's stdin. When

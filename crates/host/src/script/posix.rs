@@ -59,13 +59,13 @@ mod script;
 pub use batch::{read_many_script, read_many_script_with};
 pub use exec::{
     COMPRESSED_TAIL, POSIX_EXEC, POSIX_GZIP_EXEC, compressed_invocation, invocation,
-    listing_was_compressed,
+    listing_was_compressed, listing_was_zstd,
 };
 pub use find_read::{find_read_script, find_read_script_with};
 pub use hash::hash_many_script;
 pub use listing::{ListMode, ReadAlong, list_reading_script, list_script, list_script_with};
 // A listing's ends, named where the generator's callers name its other parts.
-pub use crate::script::ReadEnds;
+pub use crate::script::{ReadEnds, TailFit};
 pub use read::{Encoder, encoder_named_in, read_script, read_script_with};
 
 // What the tests beside name through `use super::*`.

@@ -99,6 +99,9 @@ impl SshHost {
         if posix && posix::listing_was_compressed(&nonce, &out.stdout) {
             self.gzip.store(true, std::sync::atomic::Ordering::Relaxed);
         }
+        if posix && posix::listing_was_zstd(&nonce, &out.stdout) {
+            self.zstd.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         match answer.listing {
             Some(listing) => Ok((listing, answer.reads, answer.ends)),
             None => {
@@ -434,10 +437,8 @@ impl Host for SshHost {
         &self,
         roots: &[RootSpec],
         max_file: u64,
-        head: u64,
-        tail: u64,
+        ends: posix::ReadEnds,
     ) -> Result<ListedAlong, HostError> {
-        let ends = posix::ReadEnds { head, tail };
         self.listing_along(roots, max_file, Some(ends)).await
     }
 

@@ -71,32 +71,37 @@ pub fn decode_list_reading(
     let mut reads = Vec::new();
     let mut ends = Vec::new();
     let mut whole = true;
-    if lines.peek() == Some(&&b"GZ"[..]) {
-        // The lines compressed (after MODE, or an ERR that ended the listing before them).
+    // The lines compressed (after MODE, or an ERR that ended the listing before them): a `GZ`
+    // block, or a `ZS` block where a listing that reads along found `zstd`.
+    let block = match lines.peek() {
+        Some(&b"GZ") => Some((Encoding::Gzip, "GZ", &b"END-GZ"[..])),
+        Some(&b"ZS") if max_file.is_some() => Some((Encoding::Zstd, "ZS", &b"END-ZS"[..])),
+        _ => None,
+    };
+    if let Some((encoding, tag, end)) = block {
         if !listing.roots.is_empty() || !listing.files.is_empty() {
-            return Err(bad("a GZ block after the listing's lines".to_string()));
+            return Err(bad(format!("a {tag} block after the listing's lines")));
         }
         lines.next();
         let mut payload: Vec<&[u8]> = Vec::new();
         loop {
             let line = lines
                 .next()
-                .ok_or_else(|| bad("GZ block cut off".to_string()))?;
-            if line == b"END-GZ" {
+                .ok_or_else(|| bad(format!("{tag} block cut off")))?;
+            if line == end {
                 break;
             }
             payload.push(line);
         }
-        let text =
-            decode_payload(Encoding::Gzip, &payload, MAX_LIST_REPLY_BYTES as u64).map_err(|e| {
-                match e {
-                    PayloadError::Malformed(reason) => bad(format!("GZ block: {reason}")),
-                    PayloadError::TooLarge(max) => too_large(
-                        host,
-                        format!("list reply decompresses to over {max} bytes; refusing it"),
-                    ),
-                }
-            })?;
+        let text = decode_payload(encoding, &payload, MAX_LIST_REPLY_BYTES as u64).map_err(
+            |e| match e {
+                PayloadError::Malformed(reason) => bad(format!("{tag} block: {reason}")),
+                PayloadError::TooLarge(max) => too_large(
+                    host,
+                    format!("list reply decompresses to over {max} bytes; refusing it"),
+                ),
+            },
+        )?;
         let reading = max_file.and_then(|max| {
             text.strip_prefix(format!("{nonce}:RL\n").as_bytes())
                 .map(|rest| (rest, max))

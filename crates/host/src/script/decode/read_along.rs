@@ -7,7 +7,6 @@ use memchr::memmem;
 use clankie_model::{FileEntry, Listing, ReadResult};
 
 use super::fields::{DIRECTORY, FILE_TYPE, REGULAR_FILE, hex_mode, parse_u64, split_word};
-use crate::script::ReadEnds;
 use crate::{FileEnds, FileRef};
 
 /// A listing that reads along, taken apart (after its `<nonce>:RL` line): its lines (`\r`
@@ -105,8 +104,56 @@ pub(in crate::script) struct ReadBlock<'a> {
     data: &'a [u8],
     /// The `stat` after the read: its text, up to the `E` marker.
     pub(in crate::script) second: &'a [u8],
-    /// An `RE` block's lengths: each file's first `head` and last `tail` bytes are its data.
-    ends: Option<ReadEnds>,
+    /// An `RE` block's lengths: each file's first `head` bytes and its last bytes are its
+    /// data.
+    ends: Option<BlockEnds>,
+}
+
+/// What an `RE` block sends of each file: its first `head` bytes, and its last bytes, as
+/// many as its run says (`runs`: a tail length and how many files, in the files' order,
+/// send it; the counts add up to the block's files).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::script) struct BlockEnds {
+    head: u64,
+    runs: Vec<(u64, u64)>,
+}
+
+impl BlockEnds {
+    /// The header's lengths after its file count: `<head> <tail>` (every file the same), or
+    /// `<head>` and runs of `<tail>:<count>` whose counts add up to `files`.
+    fn parse(words: &[u8], files: u64) -> Option<BlockEnds> {
+        let (head, rest) = split_word(words);
+        let head = parse_u64(head)?;
+        let mut runs = Vec::new();
+        let mut counted = 0u64;
+        for word in rest.split(|&b| b == b' ') {
+            match word.iter().position(|&b| b == b':') {
+                None if runs.is_empty() && counted == 0 && word == rest => {
+                    runs.push((parse_u64(word)?, files));
+                    counted = files;
+                }
+                Some(colon) => {
+                    let count = parse_u64(&word[colon + 1..])?;
+                    runs.push((parse_u64(&word[..colon])?, count));
+                    counted = counted.checked_add(count)?;
+                }
+                None => return None,
+            }
+        }
+        (counted == files).then_some(BlockEnds { head, runs })
+    }
+
+    /// Each file's tail length, in the files' order.
+    fn tails(&self) -> impl Iterator<Item = u64> + '_ {
+        self.runs
+            .iter()
+            .flat_map(|&(tail, count)| std::iter::repeat_n(tail, count as usize))
+    }
+
+    /// The bytes the block sends of a file of `size` bytes whose tail length is `tail`.
+    fn sent_of(&self, size: u64, tail: u64) -> u64 {
+        size.min(self.head).saturating_add(size.min(tail))
+    }
 }
 
 /// Where a read block's sizes before its read come from.
@@ -138,13 +185,7 @@ fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'
     };
     let (root, dirs, files) = (parse_u64(k)?, parse_u64(nd)?, parse_u64(nf)?);
     let ends = match tag {
-        b"RE" => {
-            let (head, tail) = split_word(lengths);
-            Some(ReadEnds {
-                head: parse_u64(head)?,
-                tail: parse_u64(tail)?,
-            })
-        }
+        b"RE" => Some(BlockEnds::parse(lengths, files)?),
         _ => None,
     };
     let body = &rest[nl + 1..];
@@ -166,12 +207,22 @@ fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'
             let data = &body[at..];
             // Where the first `stat` says the files end (where the marker is unless something
             // changed), else wherever the marker is.
-            let expected = lines[(dirs as usize).min(lines.len())..]
-                .iter()
-                .filter_map(|line| stat_line(line))
-                .try_fold(0usize, |total, (size, ..)| {
-                    total.checked_add(sent_of(size, ends).try_into().ok()?)
-                });
+            let file_lines = &lines[(dirs as usize).min(lines.len())..];
+            let expected = match &ends {
+                Some(ends) => file_lines
+                    .iter()
+                    .zip(ends.tails())
+                    .filter_map(|(line, tail)| Some((stat_line(line)?.0, tail)))
+                    .try_fold(0usize, |total, (size, tail)| {
+                        total.checked_add(ends.sent_of(size, tail).try_into().ok()?)
+                    }),
+                None => file_lines
+                    .iter()
+                    .filter_map(|line| stat_line(line))
+                    .try_fold(0usize, |total, (size, ..)| {
+                        total.checked_add(size.try_into().ok()?)
+                    }),
+            };
             let s2 = markers.second_stat.needle();
             let marker = match expected {
                 Some(at) if data.get(at..).is_some_and(|d| d.starts_with(s2)) => at,
@@ -212,14 +263,6 @@ fn next_block<'a>(markers: &BlockMarkers, rest: &'a [u8]) -> Option<(ReadBlock<'
         ends,
     };
     Some((block, &after[stop + end_len..]))
-}
-
-/// The bytes a block sends of a file of `size` bytes: all of them, or its two ends.
-fn sent_of(size: u64, ends: Option<ReadEnds>) -> u64 {
-    match ends {
-        Some(ends) => size.min(ends.head).saturating_add(size.min(ends.tail)),
-        None => size,
-    }
 }
 
 /// What the read blocks of a listing answer ([`answer_blocks`]): files read whole, and the
@@ -279,6 +322,8 @@ pub(super) fn answer_blocks(
         }
         let mut total = 0u64;
         let mut parsed = Vec::with_capacity(files.len());
+        // Each file's tail length (an `RE` block's), in step with its `stat` line.
+        let mut tails = block.ends.as_ref().map(|ends| ends.tails());
         for line in files {
             let Some((size, mode, name)) = stat_line(line) else {
                 continue 'blocks;
@@ -309,19 +354,29 @@ pub(super) fn answer_blocks(
             if by_listing && entry.is_none_or(|e| e.size != size) {
                 continue 'blocks;
             }
-            total += sent_of(size, block.ends);
-            parsed.push((size, rel, entry));
+            let tail = match tails.as_mut() {
+                Some(tails) => match tails.next() {
+                    Some(tail) => tail,
+                    None => continue 'blocks,
+                },
+                None => 0,
+            };
+            total += match &block.ends {
+                Some(ends) => ends.sent_of(size, tail),
+                None => size,
+            };
+            parsed.push((size, rel, entry, tail));
         }
         if total != block.data.len() as u64 {
             continue;
         }
-        if let Some(ends) = block.ends {
+        if let Some(ends) = &block.ends {
             // Every file's head, then every file's tail.
             let heads: u64 = parsed.iter().map(|(size, ..)| (*size).min(ends.head)).sum();
             let (mut at_head, mut at_tail) = (0usize, heads as usize);
-            for (size, rel, entry) in parsed {
+            for (size, rel, entry, tail) in parsed {
                 let head = &block.data[at_head..at_head + size.min(ends.head) as usize];
-                let tail = &block.data[at_tail..at_tail + size.min(ends.tail) as usize];
+                let tail = &block.data[at_tail..at_tail + size.min(tail) as usize];
                 at_head += head.len();
                 at_tail += tail.len();
                 let Some(entry) = entry else {
@@ -343,7 +398,7 @@ pub(super) fn answer_blocks(
             continue;
         }
         let mut offset = 0usize;
-        for (size, rel, entry) in parsed {
+        for (size, rel, entry, _) in parsed {
             let bytes = &block.data[offset..offset + size as usize];
             offset += size as usize;
             let Some(entry) = entry else {

@@ -1197,3 +1197,91 @@ fn a_root_line_per_root_asked_for_and_no_more() {
         "{err}"
     );
 }
+
+/// An `RE` block of the root 0 (a, b and c below `projects/-p`): the `stat` lines before and
+/// after, each file's head, then each file's tail, and the lengths of its header after the
+/// file count.
+fn ends_block(lengths: &str, data: &[u8]) -> Vec<u8> {
+    let lines = [
+        "1 4096 41ed ./projects/-p",
+        "2 4096 41ed ./projects",
+        "3 3 81a4 ./projects/-p/a.jsonl",
+        "4 2 81a4 ./projects/-p/b.jsonl",
+        "5 9 81a4 ./projects/-p/c.jsonl",
+    ]
+    .join("\n");
+    let mut out = format!("RE 0 2 3 {lengths}\n{lines}\n").into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(format!("\n{NONCE}:S2\n{lines}\n{NONCE}:E\n").as_bytes());
+    out
+}
+
+/// The ends an `RE` block answers (every file over 1 byte), by path: size, head, tail.
+fn answered_ends(block: &[u8]) -> Vec<(String, u64, Vec<u8>, Vec<u8>)> {
+    let roots = crate::test_support::roots();
+    let answer =
+        decode_list_reading("h", NONCE, &roots, &read_along_reply(block), Some(1)).unwrap();
+    assert_eq!(answer.listing.unwrap().files.len(), 3);
+    let mut ends: Vec<_> = answer
+        .ends
+        .into_iter()
+        .map(|(f, e)| (String::from_utf8(f.rel).unwrap(), e.size, e.head, e.tail))
+        .collect();
+    ends.sort();
+    ends
+}
+
+#[test]
+fn an_ends_block_answers_each_file_by_its_runs_tail_length() {
+    // a = "abc", b = "de", c = "fghijklmn"; heads of 1 byte; tails of 2 (a, b), then 4 (c).
+    let data = b"adf" as &[u8];
+    let fitted = [data, b"bc", b"de", b"klmn"].concat();
+    let want = |tails: [&[u8]; 3]| {
+        vec![
+            (
+                "projects/-p/a.jsonl".to_string(),
+                3,
+                b"a".to_vec(),
+                tails[0].to_vec(),
+            ),
+            (
+                "projects/-p/b.jsonl".to_string(),
+                2,
+                b"d".to_vec(),
+                tails[1].to_vec(),
+            ),
+            (
+                "projects/-p/c.jsonl".to_string(),
+                9,
+                b"f".to_vec(),
+                tails[2].to_vec(),
+            ),
+        ]
+    };
+    assert_eq!(
+        answered_ends(&ends_block("1 2:2 4:1", &fitted)),
+        want([b"bc", b"de", b"klmn"])
+    );
+    // One tail for every file: the bare length.
+    let same = [data, b"bc", b"de", b"mn"].concat();
+    assert_eq!(
+        answered_ends(&ends_block("1 2", &same)),
+        want([b"bc", b"de", b"mn"])
+    );
+    // Runs that do not add up to the files, a bare length beside runs, a run's length that
+    // is not a number, and runs whose lengths do not add up to the bytes: nothing answered.
+    for lengths in [
+        "1 2:2 4:2",
+        "1 2:2",
+        "1 2 4:1",
+        "1 2:2 x:1",
+        "1 4:1 2:2",
+        "1",
+        "1 2:3",
+    ] {
+        assert!(
+            answered_ends(&ends_block(lengths, &fitted)).is_empty(),
+            "{lengths}"
+        );
+    }
+}

@@ -56,6 +56,16 @@ pub fn compressed_invocation(script: &[u8]) -> Invocation {
 /// Whether a list reply came compressed (a `GZ` line in its frame): the host's `gzip` and
 /// `base64` answered both ways, so [`compressed_invocation`] may be sent to it.
 pub fn listing_was_compressed(nonce: &str, stdout: &[u8]) -> bool {
+    listing_block_is(nonce, stdout, b"GZ")
+}
+
+/// Whether a listing that reads along came through `zstd` (a `ZS` line in its frame): the
+/// host's `zstd -1 -c -q | base64` answered, which a batched read may name.
+pub fn listing_was_zstd(nonce: &str, stdout: &[u8]) -> bool {
+    listing_block_is(nonce, stdout, b"ZS")
+}
+
+fn listing_block_is(nonce: &str, stdout: &[u8], tag: &[u8]) -> bool {
     parse_frame("", nonce, stdout)
-        .is_ok_and(|frame| frame.body.split(|&b| b == b'\n').any(|l| l == b"GZ"))
+        .is_ok_and(|frame| frame.body.split(|&b| b == b'\n').any(|l| l == tag))
 }

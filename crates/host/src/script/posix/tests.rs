@@ -2222,10 +2222,18 @@ fn list_reading_answer(
 fn read_blocks(out: &[u8], nonce: &str) -> Vec<(&'static str, Vec<Vec<u8>>)> {
     let frame = parse_frame("test", nonce, out).unwrap();
     let lines: Vec<&[u8]> = frame.body.split(|&b| b == b'\n').collect();
-    let gz = lines.iter().position(|l| *l == b"GZ").expect("a GZ block");
-    let end = lines.iter().position(|l| *l == b"END-GZ").expect("its end");
+    // A `ZS` block where `zstd` is on the host's PATH, else a `GZ` block.
+    let (tag, end, encoding) = match lines.iter().any(|l| *l == b"ZS") {
+        true => (&b"ZS"[..], &b"END-ZS"[..], super::super::Encoding::Zstd),
+        false => (&b"GZ"[..], &b"END-GZ"[..], super::super::Encoding::Gzip),
+    };
+    let gz = lines
+        .iter()
+        .position(|l| *l == tag)
+        .expect("a GZ or ZS block");
+    let end = lines.iter().position(|l| *l == end).expect("its end");
     let text = super::super::decode_payload(
-        super::super::Encoding::Gzip,
+        encoding,
         &lines[gz + 1..end],
         clankie_model::limits::MAX_LIST_REPLY_BYTES as u64,
     )
@@ -3204,6 +3212,7 @@ fn a_listing_reads_the_ends_of_its_larger_files_along_in_every_shell() {
         ends: Some(ReadEnds {
             head: 100,
             tail: 700,
+            fit: None,
         }),
         ..READ_ALONG
     };
@@ -3255,5 +3264,153 @@ fn a_listing_reads_the_ends_of_its_larger_files_along_in_every_shell() {
             let now = fs::read(tree.home().join(bytes_path(&file.rel))).unwrap();
             assert_eq!(ends.tail, now[now.len() - 700..], "{}", shell.name);
         }
+    }
+}
+
+/// A first `check`'s listing with a [`TailFit`]: each larger file's tail is the smallest of
+/// the ladder (512, 768, 1024, 1536, 2048, 3072, … here) that holds its last line and the
+/// newline before it, and the line before that too when the last is short; a file whose
+/// lines need more than the fit's `max` sends the plain tail, as every file does where `awk`
+/// does not answer. In every shell, names of every kind among the files.
+#[test]
+fn a_listing_sizes_each_larger_files_tail_to_its_last_lines_in_every_shell() {
+    let tree = tree();
+    let line = |len: usize, fill: u8| {
+        let mut line = vec![fill; len];
+        line.push(b'\n');
+        line
+    };
+    // Well over `max_file` before the lines that size the tail.
+    let before: Vec<u8> = (0..30).flat_map(|_| line(99, b'o')).collect();
+    let utf8_line = {
+        let mut l = "é".repeat(500).into_bytes();
+        l.push(b'\n');
+        l
+    };
+    let cases: [(String, Vec<u8>, u64); 7] = [
+        // A short last line: the line before it too (300 + 100 + 3 bytes).
+        (
+            "-fit/short.jsonl".into(),
+            [line(300, b'a'), line(100, b'b')].concat(),
+            512,
+        ),
+        ("-fit/kib.jsonl".into(), line(1000, b'c'), 1024),
+        ("-fit/three.jsonl".into(), line(3000, b'd'), 3072),
+        // Over the fit's `max`: the plain tail.
+        ("-fit/long.jsonl".into(), line(9000, b'e'), 700),
+        // A line being written (no newline yet) after a long one: both.
+        (
+            "-fit/open.jsonl".into(),
+            [line(2000, b'f'), vec![b'g'; 50]].concat(),
+            3072,
+        ),
+        // Bytes, not characters: 1,000 bytes of `é`.
+        ("-fit/utf8.jsonl".into(), utf8_line, 1024),
+        (format!("{HOSTILE_DIR}/-fit q'.jsonl"), line(600, b'h'), 768),
+    ];
+    for (rel, end, _) in &cases {
+        write(
+            tree.home().join("projects").join(rel),
+            &[&before[..], end].concat(),
+        );
+    }
+    let read = ReadAlong {
+        max_file: 2048,
+        ends: Some(ReadEnds {
+            head: 100,
+            tail: 700,
+            fit: Some(TailFit {
+                min: 512,
+                max: 8192,
+            }),
+        }),
+        ..READ_ALONG
+    };
+    // An `awk` that is there but does not work: every tail the plain one.
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tree.path().join("no-awk");
+    write(bin.join("awk"), b"#!/bin/sh\nexit 127\n");
+    fs::set_permissions(bin.join("awk"), fs::Permissions::from_mode(0o755)).unwrap();
+    let no_awk = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let without_awk = [("PATH", Path::new(&no_awk))];
+    for shell in shells(tree.path()) {
+        for envs in [&[][..], &without_awk[..]] {
+            if !envs.is_empty() && shell.clean_env.is_some() {
+                continue;
+            }
+            let answer = list_reading_answer(&shell, &tree, envs, None, read);
+            for (rel, _, tail) in &cases {
+                let rel = format!("projects/{rel}").into_bytes();
+                let label = format!("{} {envs:?} {}", shell.name, rel.escape_ascii());
+                let (_, ends) = answer
+                    .ends
+                    .iter()
+                    .find(|(f, _)| f.rel == rel)
+                    .unwrap_or_else(|| panic!("{label}: no ends"));
+                let now = fs::read(tree.home().join(bytes_path(&rel))).unwrap();
+                let tail = if envs.is_empty() { *tail } else { 700 } as usize;
+                assert_eq!(ends.size, now.len() as u64, "{label}");
+                assert_eq!(ends.head, now[..100], "{label}");
+                assert_eq!(ends.tail, now[now.len() - tail..], "{label}");
+            }
+        }
+    }
+}
+
+/// A first `check`'s listing comes as a `ZS` block where `zstd` answers and as a `GZ` block
+/// where only `gzip` does, and both answer the same listing, files and ends.
+#[test]
+fn a_listing_that_reads_along_is_zstd_where_it_answers_and_gzip_where_only_it_does() {
+    let tree = tree();
+    let _ = small_sessions(&tree);
+    if on_path("zstd").is_none() {
+        missing("zstd");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tree.path().join("no-zstd");
+    write(bin.join("zstd"), b"#!/bin/sh\nexit 127\n");
+    fs::set_permissions(bin.join("zstd"), fs::Permissions::from_mode(0o755)).unwrap();
+    let no_zstd = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let gzip_only = [("PATH", Path::new(&no_zstd))];
+    let read = ReadAlong {
+        max_file: 2048,
+        ends: Some(ReadEnds {
+            head: 100,
+            tail: 700,
+            fit: None,
+        }),
+        ..READ_ALONG
+    };
+    let ends_of = |answer: &super::super::ListReading| {
+        let mut ends: Vec<_> = answer
+            .ends
+            .iter()
+            .map(|(f, e)| (f.rel.clone(), e.clone()))
+            .collect();
+        ends.sort_by(|a, b| a.0.cmp(&b.0));
+        ends
+    };
+    for shell in shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+    {
+        let mut answers = Vec::new();
+        for (envs, tag) in [(&[][..], &b"\nZS\n"[..]), (&gzip_only[..], &b"\nGZ\n"[..])] {
+            let (nonce, out) = list_reading_reply(&shell, &tree, envs, None, read);
+            assert!(
+                out.windows(tag.len()).any(|w| w == tag),
+                "{} {envs:?}: {}",
+                shell.name,
+                out.escape_ascii()
+            );
+            answers.push(decode_along(&shell, &nonce, &out, read));
+        }
+        let (zstd, gzip) = (&answers[0], &answers[1]);
+        assert!(zstd.listing.is_some(), "{}", shell.name);
+        assert_eq!(zstd.listing, gzip.listing, "{}", shell.name);
+        assert_eq!(zstd.reads.len(), gzip.reads.len(), "{}", shell.name);
+        assert!(!zstd.ends.is_empty(), "{}", shell.name);
+        assert_eq!(ends_of(zstd), ends_of(gzip), "{}", shell.name);
     }
 }
