@@ -8,7 +8,9 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
+
+use memchr::memmem;
 
 /// Text that is plain, or still a JSON string token in its canonical escaping (exactly
 /// `serde_json::to_string` of the text); the plain text is made from the token the first time
@@ -97,6 +99,13 @@ impl LazyText {
     }
 }
 
+/// The two escapes [`is_canonical_token`] looks for, each searcher built once (building one
+/// costs more than searching a short token).
+static SLASH_ESCAPE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\\/"));
+static UNICODE_ESCAPE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\\u"));
+
 /// The text of a token [`is_canonical_token`] accepted.
 fn unescape(token: &str) -> String {
     serde_json::from_str(token).expect("a canonical JSON string token parses")
@@ -124,10 +133,11 @@ fn is_canonical_token(token: &[u8]) -> bool {
             .count();
         before % 2 == 0
     };
-    if memchr::memmem::find_iter(inner, b"\\/").any(escape_starts_at) {
+    if SLASH_ESCAPE.find_iter(inner).any(escape_starts_at) {
         return false;
     }
-    memchr::memmem::find_iter(inner, b"\\u")
+    UNICODE_ESCAPE
+        .find_iter(inner)
         .filter(|&at| escape_starts_at(at))
         .all(|at| {
             inner
