@@ -167,7 +167,7 @@ rg() {
 /// magic link opens the very file the descriptor holds, at offset 0, in whichever process opens
 /// it), empty where there is none; and `fo`, which holds descriptor 3 (opened on `./$B` by a
 /// `{ …; } 3<"$p"` group, which every `sh` passes on to its commands, unlike `exec 3<` in ksh)
-/// to inode `$i` of the no-follow `ls` (or the listing's `stat`) of the path: the descriptor's
+/// to inode `$i` of the no-follow `stat` or `ls` (or the listing's `stat`) of the path: the descriptor's
 /// file must have that inode and lie on the device of the directory it was opened in (`stat
 /// -L`, GNU or busybox; else `ls -Lnid`, the inode alone). Every range is then read through
 /// `$fq`, so no later swap of the name can move a read. Without `$fq` `fo` holds nothing and the
@@ -250,11 +250,21 @@ p=./$B
     // the `enc` function forks once more to run it), else `enc`.
     s.raw("case $e in b64) E=base64 ;; *) E=enc ;; esac\n");
     if !listed {
+        // The no-follow inode, type and size: `stat -c` (GNU, busybox, toybox; a lighter
+        // program than `ls`), where it answers with them, else `ls -lni`. `%f` is the raw mode
+        // in hex: a regular file's is `8` and three more digits.
         s.raw(
-            r#"s=$(ls -lni "$p" 2>/dev/null) || fail nosize
+            r#"s=$(stat -c '%i %f %s' -- "$p" 2>/dev/null) || s=
 set -- $s
-i=$1 z=$6
-case $2 in -*) ;; *) fail raced ;; esac
+if [ $# = 3 ]; then
+  i=$1 z=$3
+  case $2 in 8???) ;; *) fail raced ;; esac
+else
+  s=$(ls -lni "$p" 2>/dev/null) || fail nosize
+  set -- $s
+  i=$1 z=$6
+  case $2 in -*) ;; *) fail raced ;; esac
+fi
 "#,
         );
     }
