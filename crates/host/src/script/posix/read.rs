@@ -172,11 +172,17 @@ rg() {
 /// -L`, GNU or busybox; else `ls -Lnid`, the inode alone). Every range is then read through
 /// `$fq`, so no later swap of the name can move a read. Without `$fq` `fo` holds nothing and the
 /// ranges are read by the path, checked before and after (see [`read_file_body`]).
+/// `fo` also names the stream's encoder, `$E`: `base64` itself where that is the encoder (a
+/// pipeline into the `enc` function forks once more to run it), else `enc`. `nf` is the
+/// no-follow check of `./$B`: its inode and size into `$i` and `$z` by `stat -c '%i %f %s'`
+/// (GNU, busybox, toybox; `%f` the raw mode in hex, a regular file's `8` and three digits),
+/// else by `ls -lni`; status 1 when neither answers, 2 when it is not a regular file.
 pub(super) fn descriptor_check(s: &mut Script) {
     s.raw(
         r#"fq=
 [ -r /proc/self/fd/0 ] && fq=/proc/self/fd/3
 fo() {
+  case $e in b64) E=base64 ;; *) E=enc ;; esac
   [ -n "$fq" ] || return 0
   fv=$(stat -L -c '%d %i' "$fq" . 2>/dev/null) || fv=
   if [ -n "$fv" ]; then
@@ -187,6 +193,19 @@ fo() {
   fv=$(ls -Lnid "$fq" 2>/dev/null) || return 1
   set -- $fv
   [ "$1" = "$i" ]
+}
+nf() {
+  s=$(stat -c '%i %f %s' -- "$p" 2>/dev/null) || s=
+  set -- $s
+  if [ $# = 3 ]; then
+    i=$1 z=$3
+    case $2 in 8???) ;; *) return 2 ;; esac
+  else
+    s=$(ls -lni "$p" 2>/dev/null) || return 1
+    set -- $s
+    i=$1 z=$6
+    case $2 in -*) ;; *) return 2 ;; esac
+  fi
 }
 "#,
     );
@@ -246,27 +265,11 @@ p=./$B
 [ -r "$p" ] || fail unreadable
 "#,
     );
-    // A stream is piped into `$E`: `base64` itself where that is the encoder (a pipeline into
-    // the `enc` function forks once more to run it), else `enc`.
-    s.raw("case $e in b64) E=base64 ;; *) E=enc ;; esac\n");
     if !listed {
         // The no-follow inode, type and size: `stat -c` (GNU, busybox, toybox; a lighter
         // program than `ls`), where it answers with them, else `ls -lni`. `%f` is the raw mode
         // in hex: a regular file's is `8` and three more digits.
-        s.raw(
-            r#"s=$(stat -c '%i %f %s' -- "$p" 2>/dev/null) || s=
-set -- $s
-if [ $# = 3 ]; then
-  i=$1 z=$3
-  case $2 in 8???) ;; *) fail raced ;; esac
-else
-  s=$(ls -lni "$p" 2>/dev/null) || fail nosize
-  set -- $s
-  i=$1 z=$6
-  case $2 in -*) ;; *) fail raced ;; esac
-fi
-"#,
-        );
+        s.raw("nf || case $? in 1) fail nosize ;; *) fail raced ;; esac\n");
     }
     // The ranges are read through descriptor 3, held to the file just checked (`fo`): a
     // redirection that cannot open fails the group, not the shell, and `$fk` tells.
