@@ -2,7 +2,7 @@
 //! probed or named), one file's confinement checks, the descriptor its ranges are read through
 //! ([`descriptor_check`]), its `META` line and its ranges.
 
-use super::script::{Script, split_rel};
+use super::script::{Script, assign_name, split_rel};
 use crate::script::aligned;
 use crate::{FileRef, FirstRead, check_ranges, check_relative_path};
 use clankie_model::ByteRange;
@@ -86,7 +86,9 @@ pub fn read_script_with(
     let mut path = file.root.clone();
     path.push(b'/');
     path.extend_from_slice(&file.rel);
-    s.assign("P", &path);
+    // A path of plain characters is a quoted word (no subshell); any other is assigned
+    // without its bytes in the script text.
+    assign_name(&mut s, "P", &path);
     // Refusals the client can decide alone still travel as the same ERR lines, so that every
     // caller handles one error path.
     let refusal = refusal(file, ranges);
@@ -99,9 +101,9 @@ pub fn read_script_with(
         s.raw(&format!("fail {code}\n"));
         return s.end("1");
     }
-    s.assign("R", &file.root);
-    s.assign("D", dir);
-    s.assign("B", base);
+    assign_name(&mut s, "R", &file.root);
+    assign_name(&mut s, "D", dir);
+    assign_name(&mut s, "B", base);
     read_prelude(&mut s, encoder, false);
     // An encoder is forced by a host that has read before: its dialect is settled.
     match encoder {
@@ -152,7 +154,8 @@ fi
 enc() { case $e in b64) base64 ;; gz) gzip -1 -c | base64 ;; zs) zstd -1 -c -q | base64 ;; ossl) openssl base64 ;; uu) uuencode -m x ;; *) od -An -v -tx1 ;; esac; }
 rg() {
   printf 'DATA %s\n' "$1"
-  if [ "$5" -gt 0 ] && [ "$2" -lt "$z" ]; then dd if="${fq:-$p}" bs="$3" skip="$4" count="$5" 2>/dev/null | enc; fi
+  case $e in b64) E=base64 ;; *) E=enc ;; esac
+  if [ "$5" -gt 0 ] && [ "$2" -lt "$z" ]; then dd if="${fq:-$p}" bs="$3" skip="$4" count="$5" 2>/dev/null | $E; fi
   printf '\nEND-DATA %s\n' "$1"
 }
 "#,
@@ -164,16 +167,22 @@ rg() {
 /// magic link opens the very file the descriptor holds, at offset 0, in whichever process opens
 /// it), empty where there is none; and `fo`, which holds descriptor 3 (opened on `./$B` by a
 /// `{ …; } 3<"$p"` group, which every `sh` passes on to its commands, unlike `exec 3<` in ksh)
-/// to inode `$i` of the no-follow `ls` (or the listing's `stat`) of the path: the descriptor's
+/// to inode `$i` of the no-follow `stat` or `ls` (or the listing's `stat`) of the path: the descriptor's
 /// file must have that inode and lie on the device of the directory it was opened in (`stat
 /// -L`, GNU or busybox; else `ls -Lnid`, the inode alone). Every range is then read through
 /// `$fq`, so no later swap of the name can move a read. Without `$fq` `fo` holds nothing and the
 /// ranges are read by the path, checked before and after (see [`read_file_body`]).
+/// `fo` also names the stream's encoder, `$E`: `base64` itself where that is the encoder (a
+/// pipeline into the `enc` function forks once more to run it), else `enc`. `nf` is the
+/// no-follow check of `./$B`: its inode and size into `$i` and `$z` by `stat -c '%i %f %s'`
+/// (GNU, busybox, toybox; `%f` the raw mode in hex, a regular file's `8` and three digits),
+/// else by `ls -lni`; status 1 when neither answers, 2 when it is not a regular file.
 pub(super) fn descriptor_check(s: &mut Script) {
     s.raw(
         r#"fq=
 [ -r /proc/self/fd/0 ] && fq=/proc/self/fd/3
 fo() {
+  case $e in b64) E=base64 ;; *) E=enc ;; esac
   [ -n "$fq" ] || return 0
   fv=$(stat -L -c '%d %i' "$fq" . 2>/dev/null) || fv=
   if [ -n "$fv" ]; then
@@ -184,6 +193,19 @@ fo() {
   fv=$(ls -Lnid "$fq" 2>/dev/null) || return 1
   set -- $fv
   [ "$1" = "$i" ]
+}
+nf() {
+  s=$(stat -c '%i %f %s' -- "$p" 2>/dev/null) || s=
+  set -- $s
+  if [ $# = 3 ]; then
+    i=$1 z=$3
+    case $2 in 8???) ;; *) return 2 ;; esac
+  else
+    s=$(ls -lni "$p" 2>/dev/null) || return 1
+    set -- $s
+    i=$1 z=$6
+    case $2 in -*) ;; *) return 2 ;; esac
+  fi
 }
 "#,
     );
@@ -201,7 +223,7 @@ pub(super) fn lean_encoder(s: &mut Script) {
 /// confinement checks, META, each range of `first`, and the check after the read. `listed`:
 /// `$R` is physical already and `$i` and `$z` hold the inode and size a `stat` of the file
 /// just gave (the find-and-read's listing), so neither is looked up again; the directory is
-/// checked with the `$PWD` that `cd -P` sets (no subshell), and the ranges below the end go
+/// checked with the `$PWD` that `cd -P` sets (no subshell). The ranges below the end go
 /// through one encoder.
 pub(super) fn read_file_body(s: &mut Script, first: &FirstRead, listed: bool) {
     // The script enters the file's directory (`cd -P`, in its own shell) and checks that it is
@@ -244,13 +266,10 @@ p=./$B
 "#,
     );
     if !listed {
-        s.raw(
-            r#"s=$(ls -lni "$p" 2>/dev/null) || fail nosize
-set -- $s
-i=$1 z=$6
-case $2 in -*) ;; *) fail raced ;; esac
-"#,
-        );
+        // The no-follow inode, type and size: `stat -c` (GNU, busybox, toybox; a lighter
+        // program than `ls`), where it answers with them, else `ls -lni`. `%f` is the raw mode
+        // in hex: a regular file's is `8` and three more digits.
+        s.raw("nf || case $? in 1) fail nosize ;; *) fail raced ;; esac\n");
     }
     // The ranges are read through descriptor 3, held to the file just checked (`fo`): a
     // redirection that cannot open fails the group, not the shell, and `$fk` tells.
@@ -260,10 +279,10 @@ fk=
 {
 fk=1
 fo || fail raced
-printf 'META size=%s enc=%s\n' "$z" "$e"
 "#,
     );
-    emit_ranges(s, first, listed);
+    s.raw("printf 'META size=%s enc=%s\\n' \"$z\" \"$e\"\n");
+    emit_ranges(s, first);
     s.raw("} 2>/dev/null 3<\"$p\"\n[ -n \"$fk\" ] || fail raced\n");
     // Read by name (no `$fq`): the same file, still not a symlink, after the read (see
     // above). Through the descriptor `fo` held to inode `$i`, no swap of the name can have
@@ -279,11 +298,10 @@ fi
     );
 }
 
-/// The `rg` calls of `first`: fixed ranges, or the tail's computed from the size `$z`. With
-/// `merge`, when every range but the last lies whole below the end of the file, they are
-/// encoded as one stream (`DATA 0-<last>`: one encoder for all, see [`crate::script`]), else
-/// one by one.
-fn emit_ranges(s: &mut Script, first: &FirstRead, merge: bool) {
+/// The `rg` calls of `first`: fixed ranges, or the tail's computed from the size `$z`. When
+/// every range but the last lies whole below the end of the file, they are encoded as one
+/// stream (`DATA 0-<last>`: one encoder for all, see [`crate::script`]), else one by one.
+fn emit_ranges(s: &mut Script, first: &FirstRead) {
     let dd = |bs: u64, skip: u64, count: u64| {
         format!("dd if=\"${{fq:-$p}}\" bs={bs} skip={skip} count={count} 2>/dev/null")
     };
@@ -299,8 +317,7 @@ fn emit_ranges(s: &mut Script, first: &FirstRead, merge: bool) {
                     wire.bs, wire.skip_blocks, wire.count
                 ));
             }
-            let Some((last, before)) = ranges.split_last().filter(|_| merge && ranges.len() > 1)
-            else {
+            let Some((last, before)) = ranges.split_last().filter(|_| ranges.len() > 1) else {
                 s.raw(&one_by_one);
                 return;
             };
@@ -326,7 +343,7 @@ fn emit_ranges(s: &mut Script, first: &FirstRead, merge: bool) {
                     dd(wire.bs, wire.skip_blocks, wire.count)
                 ));
             }
-            stream.push_str("; } | enc");
+            stream.push_str("; } | $E");
             let label = format!("0-{}", ranges.len() - 1);
             s.raw(&format!(
                 "if {}; then\nprintf 'DATA {label}\\n'\n{stream}\nprintf '\\nEND-DATA {label}\\n'\nelse\n{one_by_one}fi\n",
@@ -347,17 +364,13 @@ fn emit_ranges(s: &mut Script, first: &FirstRead, merge: bool) {
                 "rg 0 0 {} {} {}\nrg 1 \"$a\" \"$k\" $((a / k)) \"$c\"\n",
                 head.bs, head.skip_blocks, head.count
             );
-            if !merge {
-                s.raw(&one_by_one);
-                return;
-            }
             let head_end = head
                 .skip_blocks
                 .saturating_add(head.count)
                 .saturating_mul(head.bs);
             s.raw(&format!(
                 "if [ \"$z\" -ge {head_end} ]; then\nprintf 'DATA 0-1\\n'\n\
-                 {{ {}; if [ \"$c\" -gt 0 ] && [ \"$a\" -lt \"$z\" ]; then dd if=\"${{fq:-$p}}\" bs=\"$k\" skip=$((a / k)) count=\"$c\" 2>/dev/null; fi; }} | enc\n\
+                 {{ {}; if [ \"$c\" -gt 0 ] && [ \"$a\" -lt \"$z\" ]; then dd if=\"${{fq:-$p}}\" bs=\"$k\" skip=$((a / k)) count=\"$c\" 2>/dev/null; fi; }} | $E\n\
                  printf '\\nEND-DATA 0-1\\n'\nelse\n{one_by_one}fi\n",
                 dd(head.bs, head.skip_blocks, head.count)
             ));

@@ -150,14 +150,14 @@ pub(super) fn root_dir(s: &mut Script, i: usize, spec: &RootSpec) -> Option<&'st
     db_env
 }
 
-/// `name=<bytes>`: a name or path of plain characters (what session ids, their suffixes and
-/// project directories are made of) is written as a quoted word, which costs the shell
-/// nothing; any other goes through [`Script::assign`] (no byte of it in the script text).
+/// `name=<bytes>`: an empty value, or a name or path of plain characters (what session ids,
+/// their suffixes and project directories are made of), is written as a quoted word, which
+/// costs the shell nothing; any other goes through [`Script::assign`] (no byte of it in the
+/// script text).
 pub(super) fn assign_name(s: &mut Script, name: &str, bytes: &[u8]) {
-    let plain = !bytes.is_empty()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+' | b'/'));
+    let plain = bytes
+        .iter()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+' | b'/'));
     if plain {
         s.raw(&format!("{name}="));
         s.word(bytes);

@@ -2887,9 +2887,9 @@ fn changing_head(bin: &Path, real: &Path, count: &Path, before: &str, after: &st
 }
 
 /// A session's name swapped for a symlink to a file outside the root just after the read's
-/// no-follow `ls`, and back once a `dd` has read: a read by name passes the checks before and
-/// after with the outside bytes; through the descriptor held to the first `ls`'s inode it is
-/// refused.
+/// no-follow check (`stat`, or `ls` where `stat` cannot), and back once a `dd` has read: a read
+/// by name passes the checks before and after with the outside bytes; through the descriptor
+/// held to the checked inode it is refused.
 #[test]
 fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
     let tree = tree();
@@ -2898,22 +2898,24 @@ fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
     let parked = tree.path().join("a-parked");
     let outside = tree.path().join("a-outside");
     write(&outside, b"{\"Z\":1}\n");
-    let real = on_path("ls").expect("ls");
-    let count = tree.path().join("ls-runs");
-    let bin = tree.path().join("swapping-ls");
+    let count = tree.path().join("check-runs");
+    let bin = tree.path().join("swapping-check");
     let (f, p, o) = (inside.display(), parked.display(), outside.display());
-    tool(
-        &bin,
-        "ls",
-        &format!(
-            "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
-             '{r}' \"$@\"; rc=$?\n\
-             [ $n = 1 ] && {{ mv '{f}' '{p}' && ln -s '{o}' '{f}'; }}\n\
-             exit $rc\n",
-            c = count.display(),
-            r = real.display(),
-        ),
-    );
+    // Whichever of the two runs first is the no-follow check; the swap follows it.
+    for name in ["ls", "stat"] {
+        tool(
+            &bin,
+            name,
+            &format!(
+                "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
+                 '{r}' \"$@\"; rc=$?\n\
+                 [ $n = 1 ] && {{ mv '{f}' '{p}' && ln -s '{o}' '{f}'; }}\n\
+                 exit $rc\n",
+                c = count.display(),
+                r = on_path(name).expect(name).display(),
+            ),
+        );
+    }
     // Back in place once a `dd` has read, before the checks after the read.
     tool(
         &bin,
