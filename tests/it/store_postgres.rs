@@ -467,6 +467,31 @@ fn postgres_a_store_of_the_previous_schema_is_migrated_in_place_and_answers_as_t
     assert_eq!(pg.count(&format!("{compressed}'pglz'")), 0);
     assert!(pg.count(&format!("{compressed}'lz4'")) > 0);
     assert_store_is_read(h, &base, &StoreUrl::Postgres(into.clone()), "fx");
+    // A search reads its candidates over two connections, half on each: the server's log
+    // (`[pid]` in each line) shows the two halves' statements from two server processes.
+    pg.query("ALTER DATABASE postgres SET log_statement = 'all'");
+    let out = run(
+        h,
+        &[
+            &base[..],
+            &["grep", "--store", &into, "-c", "-i", "FileName", "fold"],
+        ]
+        .concat(),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let log = pg.log();
+    let process_of = |half: &str| {
+        let line = log
+            .lines()
+            .rfind(|l| l.contains(half))
+            .unwrap_or_else(|| panic!("no statement with {half:?} in the log"));
+        line.split_whitespace()
+            .find(|word| word.starts_with('['))
+            .unwrap()
+            .to_string()
+    };
+    assert_ne!(process_of("seq % 2 = 0"), process_of("seq % 2 = 1"));
+    pg.query("ALTER DATABASE postgres SET log_statement = 'ddl'");
     for pattern in FOLDING_SEARCHES {
         let host = run(h, &[&base[..], &["grep"], pattern, &["fold"]].concat());
         assert_eq!(code(&host), 0, "{pattern:?} found nothing on the host");

@@ -2169,6 +2169,18 @@ const READ_ALONG_RF: ReadAlong = ReadAlong {
     ..READ_ALONG
 };
 
+/// [`READ_ALONG`] with files over 2 KiB read along by their ends: a 100-byte head and a
+/// 700-byte tail.
+const READ_ENDS_ALONG: ReadAlong = ReadAlong {
+    max_file: 2048,
+    ends: Some(ReadEnds {
+        head: 100,
+        tail: 700,
+        fit: None,
+    }),
+    ..READ_ALONG
+};
+
 /// Runs the listing that reads along: its nonce and its raw reply.
 fn list_reading_reply(
     shell: &Shell,
@@ -3209,15 +3221,7 @@ fn a_listing_reads_the_ends_of_its_larger_files_along_in_every_shell() {
     let _ = small_sessions(&tree);
     let spec = tree.spec();
     let local = local_listing(std::slice::from_ref(&spec));
-    let read = ReadAlong {
-        max_file: 2048,
-        ends: Some(ReadEnds {
-            head: 100,
-            tail: 700,
-            fit: None,
-        }),
-        ..READ_ALONG
-    };
+    let read = READ_ENDS_ALONG;
     let small = readable_along(&local, read.max_file);
     let mut larger: Vec<Vec<u8>> = readable_along(&local, u64::MAX)
         .into_iter()
@@ -3375,15 +3379,7 @@ fn a_listing_that_reads_along_is_zstd_where_it_answers_and_gzip_where_only_it_do
     fs::set_permissions(bin.join("zstd"), fs::Permissions::from_mode(0o755)).unwrap();
     let no_zstd = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let gzip_only = [("PATH", Path::new(&no_zstd))];
-    let read = ReadAlong {
-        max_file: 2048,
-        ends: Some(ReadEnds {
-            head: 100,
-            tail: 700,
-            fit: None,
-        }),
-        ..READ_ALONG
-    };
+    let read = READ_ENDS_ALONG;
     let ends_of = |answer: &super::super::ListReading| {
         let mut ends: Vec<_> = answer
             .ends
