@@ -13,7 +13,7 @@ pub mod schema;
 pub mod search;
 pub mod sqlite;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use crate::check::{Change, HostCheck, HostState, SessionState};
@@ -629,35 +629,44 @@ impl Store {
         }
     }
 
-    /// The current records of `host` the index finds for `matcher` (`None`: it has nothing
-    /// to look up), grouped by session in `sessions`' order: `(index into sessions,
-    /// records)`.
+    /// Hands `each` the current records of `host` the index finds for `matcher`, one at a
+    /// time as they are read, in no set order: `(index into sessions, the record's place in
+    /// its session, record)`. A caller keeps what it needs, so a search holds its matches,
+    /// never every candidate's text. `false` (nothing handed): the index has nothing to look
+    /// up for `matcher`.
     pub async fn candidates(
         &mut self,
         host: &str,
         sessions: &[StoredSession],
         matcher: &clankie_engine::search::Matcher,
-    ) -> Result<Option<Vec<(usize, Vec<Record>)>>, StoreError> {
+        each: impl FnMut(usize, i64, Record),
+    ) -> Result<bool, StoreError> {
         match self {
             Store::Sqlite(s) => {
                 let Some(query) = fts_query(matcher) else {
-                    return Ok(None);
+                    return Ok(false);
                 };
-                let mut found = Vec::new();
-                s.candidates(host, sessions, &query, |k, records| {
-                    found.push((k, records))
-                })?;
-                Ok(Some(found))
+                s.candidates(host, sessions, &query, each)?;
+                Ok(true)
             }
             #[cfg(feature = "postgres")]
             Store::Postgres(s) => {
                 let Some(terms) = index_terms(matcher) else {
-                    return Ok(None);
+                    return Ok(false);
                 };
-                s.candidates(host, sessions, &terms).await
+                s.candidates(host, sessions, &terms, each).await
             }
         }
     }
+}
+
+/// Where each session of `sessions` is, by harness name and session id.
+fn session_places(sessions: &[StoredSession]) -> HashMap<(&str, &str), usize> {
+    sessions
+        .iter()
+        .enumerate()
+        .map(|(k, s)| ((s.session.harness().name(), s.session.id.as_str()), k))
+        .collect()
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 //! literal, from the index alone (word-based `tsvector` search would miss a literal inside a
 //! word, which `grep` finds).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tokio_postgres::types::Type;
+use futures_util::StreamExt;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row};
 
 use super::{
@@ -644,7 +644,8 @@ impl PgStore {
         host: &str,
         sessions: &[StoredSession],
         terms: &(Vec<Vec<String>>, bool),
-    ) -> Result<Option<Vec<(usize, Vec<Record>)>>, StoreError> {
+        mut each: impl FnMut(usize, i64, Record),
+    ) -> Result<bool, StoreError> {
         let (alternatives, insensitive) = terms;
         if self.second.is_none() {
             // The second connection opens while the first asks the database's lowercasing.
@@ -662,8 +663,7 @@ impl PgStore {
             .iter()
             .map(|pieces| pg_trigrams::trigrams(pieces, &odd))
             .collect();
-        let mut params: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> =
-            vec![Box::new(host.to_string())];
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(host.to_string())];
         let mut clauses = Vec::new();
         match looked_up {
             Some(sets) => {
@@ -672,7 +672,7 @@ impl PgStore {
                     clauses.push(format!("show_trgm(search) @> ${}::text[]", params.len()));
                 }
             }
-            None if *insensitive && !odd.is_empty() => return Ok(None),
+            None if *insensitive && !odd.is_empty() => return Ok(false),
             None => {
                 let like = if *insensitive { "ILIKE" } else { "LIKE" };
                 for pieces in alternatives {
@@ -690,62 +690,59 @@ impl PgStore {
              superseded AND ({})",
             clauses.join(" OR ")
         );
-        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+        let params: Vec<&(dyn ToSql + Sync)> = params
             .iter()
-            .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
+            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
             .collect();
-        let rows = match &self.second {
+        let at = super::session_places(sessions);
+        // Each row is made a record and handed on as it arrives, while the server still
+        // sends: nothing holds every candidate's text at once.
+        let mut hand_on = |row: Row| {
+            let harness: &str = row.get(0);
+            let session: &str = row.get(1);
+            let Some(&k) = at.get(&(harness, session)) else {
+                return;
+            };
+            let stored = &sessions[k];
+            let seq: i64 = row.get(2 + SEQ_COLUMN);
+            if let Some(record) =
+                record_row(&row, 2).into_record(stored.session.harness(), &stored.session.id)
+            {
+                each(k, seq, record);
+            }
+        };
+        match &self.second {
             // Reading the candidates' text back (from TOAST, decompressed) is most of a
-            // search's time and one server process's work: two connections read half each.
+            // search's time and one server process's work: two connections read half each,
+            // their rows taken as they come from either.
             Some(Some(second)) => {
                 let (even_seqs, odd_seqs) = (
                     format!("{sql} AND seq % 2 = 0"),
                     format!("{sql} AND seq % 2 = 1"),
                 );
-                let (mut rows, more) = tokio::try_join!(
-                    self.client.query(&even_seqs, &params),
-                    second.query(&odd_seqs, &params)
+                let (even, odd) = tokio::try_join!(
+                    self.client.query_raw(&even_seqs, params.iter().copied()),
+                    second.query_raw(&odd_seqs, params.iter().copied())
                 )
                 .map_err(self.db())?;
-                rows.extend(more);
-                rows
+                let mut rows = futures_util::stream::select(Box::pin(even), Box::pin(odd));
+                while let Some(row) = rows.next().await {
+                    hand_on(row.map_err(self.db())?);
+                }
             }
-            _ => self.client.query(&sql, &params).await.map_err(self.db())?,
-        };
-        let at: std::collections::HashMap<(&str, &str), usize> = sessions
-            .iter()
-            .enumerate()
-            .map(|(k, s)| ((s.session.harness().name(), s.session.id.as_str()), k))
-            .collect();
-        let mut found: BTreeMap<usize, Vec<(i64, RecordRow)>> = BTreeMap::new();
-        for row in &rows {
-            let harness: &str = row.get(0);
-            let session: &str = row.get(1);
-            let Some(&k) = at.get(&(harness, session)) else {
-                continue;
-            };
-            // Only the current generation: `superseded` is set once a newer one exists.
-            found
-                .entry(k)
-                .or_default()
-                .push((row.get(2 + SEQ_COLUMN), record_row(row, 2)));
+            _ => {
+                let mut rows = Box::pin(
+                    self.client
+                        .query_raw(&sql, params.iter().copied())
+                        .await
+                        .map_err(self.db())?,
+                );
+                while let Some(row) = rows.next().await {
+                    hand_on(row.map_err(self.db())?);
+                }
+            }
         }
-        Ok(Some(
-            found
-                .into_iter()
-                .map(|(k, mut rows)| {
-                    rows.sort_by_key(|(seq, _)| *seq);
-                    let stored = &sessions[k];
-                    let records = rows
-                        .into_iter()
-                        .filter_map(|(_, row)| {
-                            row.into_record(stored.session.harness(), &stored.session.id)
-                        })
-                        .collect();
-                    (k, records)
-                })
-                .collect(),
-        ))
+        Ok(true)
     }
 }
 

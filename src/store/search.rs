@@ -47,38 +47,57 @@ pub async fn search_host(
             found,
         }
     };
-    let candidates = if redact {
-        None
-    } else {
-        store.candidates(host, &sessions, &query.matcher).await?
-    };
-    match candidates {
-        // Only the records the index finds can match, and with no context asked for they
-        // are all the search needs.
-        Some(each) if !context => {
-            for (k, records) in each {
-                let found = search(&sessions[k], records);
-                if found.matches > 0 {
-                    on_session(found);
+    // Each candidate the index gives is decided as it is read and dropped unless it
+    // matches; with context asked for, a session with a candidate is searched whole. An
+    // unredacted store's index holds the raw text, so redacting searches are not looked up.
+    let mut matched: Vec<Vec<(i64, Record)>> = vec![Vec::new(); sessions.len()];
+    let mut counted = vec![0usize; sessions.len()];
+    let mut has_candidate = vec![false; sessions.len()];
+    let looked_up = !redact
+        && store
+            .candidates(host, &sessions, &query.matcher, |k, seq, record| {
+                has_candidate[k] = true;
+                if context || !query.matches_record(&record) {
+                    return;
                 }
+                if query.count_only {
+                    counted[k] += 1;
+                } else {
+                    matched[k].push((seq, record));
+                }
+            })
+            .await?;
+    for (k, stored) in sessions.iter().enumerate() {
+        if !looked_up || context {
+            // Without an index every session is searched; with context, each with a
+            // candidate.
+            if looked_up && !has_candidate[k] {
+                continue;
             }
-        }
-        _ => {
-            // With context, a session with a candidate is searched whole; without an index,
-            // every session is.
-            let mut wanted = vec![candidates.is_none(); sessions.len()];
-            for (k, _) in candidates.iter().flatten() {
-                wanted[*k] = true;
+            let records = store.records(host, stored).await?;
+            let found = search(stored, records);
+            if found.matches > 0 {
+                on_session(found);
             }
-            for (stored, wanted) in sessions.iter().zip(wanted) {
-                if !wanted {
-                    continue;
-                }
-                let records = store.records(host, stored).await?;
-                let found = search(stored, records);
-                if found.matches > 0 {
-                    on_session(found);
-                }
+        } else if query.count_only {
+            let matches = query
+                .max_count
+                .map_or(counted[k], |max| counted[k].min(max));
+            if matches > 0 {
+                on_session(SessionFound {
+                    harness: stored.session.harness().name(),
+                    session: stored.session.id.clone(),
+                    matches,
+                    found: Vec::new(),
+                });
+            }
+        } else if !matched[k].is_empty() {
+            // The session search gives the matches in the session's order, up to `-m`.
+            let mut records = std::mem::take(&mut matched[k]);
+            records.sort_by_key(|(seq, _)| *seq);
+            let found = search(stored, records.into_iter().map(|(_, r)| r).collect());
+            if found.matches > 0 {
+                on_session(found);
             }
         }
     }

@@ -420,13 +420,9 @@ impl SqliteStore {
         host: &str,
         sessions: &[StoredSession],
         query: &str,
-        mut each: impl FnMut(usize, Vec<Record>),
+        mut each: impl FnMut(usize, i64, Record),
     ) -> Result<(), StoreError> {
-        let at: std::collections::HashMap<(&str, &str), usize> = sessions
-            .iter()
-            .enumerate()
-            .map(|(k, s)| ((s.session.harness().name(), s.session.id.as_str()), k))
-            .collect();
+        let at = super::session_places(sessions);
         let mut stmt = self
             .conn
             .prepare_cached(&format!(
@@ -441,28 +437,21 @@ impl SqliteStore {
             ))
             .map_err(self.db())?;
         let mut rows = stmt.query(params![host, query]).map_err(self.db())?;
-        // Grouped by session, each in its order (the index gives rowid order).
-        let mut found: BTreeMap<usize, Vec<(i64, RecordRow)>> = BTreeMap::new();
         while let Some(row) = rows.next().map_err(self.db())? {
-            let harness: String = row.get(0).map_err(self.db())?;
-            let session: String = row.get(1).map_err(self.db())?;
-            let Some(&k) = at.get(&(harness.as_str(), session.as_str())) else {
+            let harness = row.get_ref(0).map_err(self.db())?;
+            let session = row.get_ref(1).map_err(self.db())?;
+            let (Ok(harness), Ok(session)) = (harness.as_str(), session.as_str()) else {
                 continue;
             };
-            let record = record_row_at(row, 2).map_err(self.db())?;
+            let Some(&k) = at.get(&(harness, session)) else {
+                continue;
+            };
             let seq: i64 = row.get(2 + SEQ_COLUMN).map_err(self.db())?;
-            found.entry(k).or_default().push((seq, record));
-        }
-        for (k, mut rows) in found {
-            rows.sort_by_key(|(seq, _)| *seq);
             let stored = &sessions[k];
-            let records = rows
-                .into_iter()
-                .filter_map(|(_, row)| {
-                    row.into_record(stored.session.harness(), &stored.session.id)
-                })
-                .collect();
-            each(k, records);
+            let record = record_row_at(row, 2).map_err(self.db())?;
+            if let Some(record) = record.into_record(stored.session.harness(), &stored.session.id) {
+                each(k, seq, record);
+            }
         }
         Ok(())
     }

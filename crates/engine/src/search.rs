@@ -572,6 +572,20 @@ pub struct Query {
 }
 
 impl Query {
+    /// Whether `record` matches on its own: the filter keeps it, it is not a reader's notice
+    /// that its session held nothing, and the pattern matches its [`search_text`]. Context
+    /// and `-m` are a session's ([`SessionSearch`]), so a caller that decides records one by
+    /// one still hands the matches to a session search, in order.
+    pub fn matches_record(&self, record: &Record) -> bool {
+        self.searches(record) && self.matcher.is_match(&search_text(record))
+    }
+
+    /// Whether `record` is searched at all (the filter keeps it and it is not the reader's
+    /// notice that its session held nothing readable).
+    fn searches(&self, record: &Record) -> bool {
+        self.filter.keeps(record) && !crate::lines::is_no_records_notice(record)
+    }
+
     /// Whether lines of `ctx`'s harness can be skipped by the prefilter in this query.
     fn prefilter_applies(&self, ctx: &SourceCtx) -> bool {
         self.matcher.has_prefilter()
@@ -769,7 +783,7 @@ impl<'q> SessionSearch<'q> {
         // What the session holds is searched, not the reader's notice that it held nothing
         // readable: a search of a host and of a store give the same answer whichever path
         // read the session.
-        if !self.query.filter.keeps(&record) || crate::lines::is_no_records_notice(&record) {
+        if !self.query.searches(&record) {
             return;
         }
         let index = self.index;
