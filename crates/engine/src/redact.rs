@@ -569,17 +569,17 @@ impl Scanner {
         }
     }
 
-    /// (start, pattern) of each match, leftmost-first, not overlapping.
-    fn find_iter<'a>(&'a self, haystack: &'a str) -> Box<dyn Iterator<Item = (usize, usize)> + 'a> {
+    /// (start, `masks[pattern]`) of each match, leftmost-first, not overlapping.
+    fn hits(&self, haystack: &str, masks: &[u32]) -> Vec<(usize, u32)> {
         match self {
-            Scanner::Teddy(t, _) => Box::new(
-                t.find_iter(haystack)
-                    .map(|m| (m.start(), m.pattern().as_usize())),
-            ),
-            Scanner::Automaton(a) => Box::new(
-                a.find_iter(haystack)
-                    .map(|m| (m.start(), m.pattern().as_usize())),
-            ),
+            Scanner::Teddy(t, _) => t
+                .find_iter(haystack)
+                .map(|m| (m.start(), masks[m.pattern().as_usize()]))
+                .collect(),
+            Scanner::Automaton(a) => a
+                .find_iter(haystack)
+                .map(|m| (m.start(), masks[m.pattern().as_usize()]))
+                .collect(),
         }
     }
 
@@ -789,10 +789,7 @@ static KEY_NAME: LazyLock<Regex> =
 /// the table free of triggers that could hide each other.
 fn hits(text: &str) -> Vec<(usize, u32)> {
     let t = &*TRIGGERS;
-    t.automaton
-        .find_iter(text)
-        .map(|(start, pattern)| (start, t.masks[pattern]))
-        .collect()
+    t.automaton.hits(text, &t.masks)
 }
 
 /// Moves hits past the ranges just replaced by `[REDACTED:<name>]` (`label_len` bytes) and
