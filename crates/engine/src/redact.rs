@@ -3,10 +3,12 @@
 //! any depth; object keys are kept) and tool output. Pure: strings in, strings out; imports
 //! `crate::model` only.
 //!
-//! Cost. Every string is scanned once for the rules' trigger literals by one Aho-Corasick
-//! automaton (a SIMD "Teddy" search on x86-64 and aarch64), and once each for the four short
-//! needles (`sk-`, `@`, `hf_`, `SG.`) by `memchr`; a string with none is left untouched and not
-//! copied. Only the rules whose triggers occur run their regex: a provider rule searches the
+//! Cost. Every string is scanned once for the rules' trigger literals of 4 bytes or more by a
+//! SIMD "Teddy" search (aho-corasick's `packed` searcher; an Aho-Corasick automaton where the
+//! CPU has no Teddy), once for the three needles of 3 bytes (`sk-`, `hf_`, `SG.`) by a second
+//! Teddy search, and once for `@` by `memchr`; a string with none is left untouched and not
+//! copied, and a JSON token woken by a word that only holds a trigger (`broken`) stays a
+//! token. Only the rules whose triggers occur run their regex: a provider rule searches the
 //! string (its regex starts with a literal, so that search is a SIMD skip too), a keyword rule
 //! (`anchored`) tries one anchored match at each of its triggers. Triggers are case-sensitive
 //! (so the SIMD search applies); keyword triggers leave out the keyword's first letter so that
@@ -18,8 +20,10 @@
 //! of 4 bytes or more, and a shorter one is a needle with its own `memchr` scan. A needle is
 //! for a shape that no literal of 4 bytes marks: `sk-` (then `ant-`, `proj-` or 48
 //! alphanumerics), `@` (`user:pass@`), `hf_` and `SG.` (Hugging Face and SendGrid: base62 or
-//! base64url right after the prefix). Each costs a scan of every string (about a third of the
-//! automaton's), so a new shape gets one only when it has no longer literal. Teddy takes at
+//! base64url right after the prefix). On the strings of a 16 MiB `gen_transcript` session
+//! (12 MB of text) the long triggers' search runs 28.5 M instructions, the 3-byte needles'
+//! 10.8 M (three `memmem` scans: 12.6 M), `@`'s 1.7 M; so a new shape gets a needle only when
+//! it has no longer literal. Teddy takes at
 //! most 64 literals, and which literals share its buckets decides how many windows it has to
 //! check: [`teddy_order`] plans that.
 //!
@@ -40,7 +44,7 @@
 use std::ops::Range;
 use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, MatchKind, packed};
 use memchr::memmem;
 use regex_automata::meta::Regex;
 use regex_automata::util::captures::Captures;
@@ -409,15 +413,15 @@ const KEY_NAME_PATTERN: &str = r"(?i)^[a-z0-9_.-]*(?:password|passwd|passphrase|
 /// The length of Teddy's fingerprint when every literal is at least this long.
 const FINGERPRINT: usize = 4;
 
-/// Every rule's triggers: the long ones in one automaton, the short ones as needles.
+/// Every rule's triggers: the long ones in one search, the short ones as needles.
 struct Triggers {
     /// The distinct literals of [`FINGERPRINT`] bytes or more; `masks[pattern]` says which
     /// rules one wakes.
-    automaton: AhoCorasick,
+    automaton: Scanner,
     masks: Vec<u32>,
     /// The shorter ones, each with the rules it wakes; only non-anchored rules have them (they
     /// need no position).
-    needles: Vec<(memmem::Finder<'static>, u32)>,
+    needles: Needles,
 }
 
 static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| Triggers::of(trigger_literals()));
@@ -446,20 +450,144 @@ impl Triggers {
         let (long, short): (Vec<_>, Vec<_>) = literals
             .into_iter()
             .partition(|(literal, _)| literal.len() >= FINGERPRINT);
-        let needles = short
-            .into_iter()
-            .map(|(literal, mask)| (memmem::Finder::new(literal.as_bytes()).into_owned(), mask))
-            .collect();
+        let needles = Needles::of(short);
         let (literals, masks): (Vec<_>, Vec<_>) = teddy_order(long).into_iter().unzip();
-        // Leftmost-first, because only that kind gets the SIMD prefilter.
-        let automaton = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(&literals)
-            .expect("trigger literals build");
+        let automaton = Scanner::of(&literals);
         Triggers {
             automaton,
             masks,
             needles,
+        }
+    }
+}
+
+/// The triggers shorter than [`FINGERPRINT`] bytes.
+struct Needles {
+    /// Those of 3 bytes, in one Teddy search of 3-byte fingerprints (one pass for all of them
+    /// where a `memmem` each would make one pass each), with the rules each wakes.
+    triples: Option<(packed::Searcher, Vec<u32>)>,
+    /// The others (and every one where the CPU has no Teddy), a `memchr`/`memmem` pass each.
+    each: Vec<(memmem::Finder<'static>, u32)>,
+}
+
+impl Needles {
+    fn of(short: Vec<(&str, u32)>) -> Needles {
+        let finder = |&(literal, mask): &(&str, u32)| {
+            (memmem::Finder::new(literal.as_bytes()).into_owned(), mask)
+        };
+        let triples: Vec<(&str, u32)> = short
+            .iter()
+            .copied()
+            .filter(|(l, _)| l.len() == 3)
+            .collect();
+        let teddy = packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(triples.iter().map(|(literal, _)| literal))
+            .build();
+        match teddy {
+            Some(teddy) => Needles {
+                triples: Some((teddy, triples.iter().map(|(_, mask)| *mask).collect())),
+                each: short
+                    .iter()
+                    .filter(|(l, _)| l.len() != 3)
+                    .map(finder)
+                    .collect(),
+            },
+            None => Needles {
+                triples: None,
+                each: short.iter().map(finder).collect(),
+            },
+        }
+    }
+
+    /// How many needles there are.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.triples.as_ref().map_or(0, |(_, masks)| masks.len()) + self.each.len()
+    }
+
+    /// Whether any occurs in `haystack`.
+    fn any(&self, haystack: &[u8]) -> bool {
+        self.triples
+            .as_ref()
+            .is_some_and(|(teddy, _)| teddy.find(haystack).is_some())
+            || self
+                .each
+                .iter()
+                .any(|(needle, _)| needle.find(haystack).is_some())
+    }
+
+    /// The rules the needles that occur in `haystack` wake.
+    fn woken(&self, haystack: &[u8]) -> u32 {
+        let triples = self.triples.as_ref().map_or(0, |(teddy, masks)| {
+            teddy
+                .find_iter(haystack)
+                .fold(0, |woken, m| woken | masks[m.pattern().as_usize()])
+        });
+        self.each
+            .iter()
+            .filter(|(needle, _)| needle.find(haystack).is_some())
+            .fold(triples, |woken, (_, rules)| woken | rules)
+    }
+}
+
+/// The search for the long triggers: Teddy where the CPU has it (with 16 buckets, "fat", over
+/// 32 literals on x86-64 with AVX2), else an Aho-Corasick automaton.
+enum Scanner {
+    /// The searcher and how many literals it has.
+    Teddy(
+        packed::Searcher,
+        #[cfg_attr(not(test), allow(dead_code))] usize,
+    ),
+    Automaton(AhoCorasick),
+}
+
+impl Scanner {
+    fn of(literals: &[&str]) -> Scanner {
+        let teddy = packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(literals)
+            .build();
+        match teddy {
+            Some(teddy) => Scanner::Teddy(teddy, literals.len()),
+            // Leftmost-first, because only that kind gets the SIMD prefilter.
+            None => Scanner::Automaton(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .build(literals)
+                    .expect("trigger literals build"),
+            ),
+        }
+    }
+
+    fn is_match(&self, haystack: &str) -> bool {
+        match self {
+            Scanner::Teddy(t, _) => t.find(haystack).is_some(),
+            Scanner::Automaton(a) => a.is_match(haystack),
+        }
+    }
+
+    /// (start, `masks[pattern]`) of each match, leftmost-first, not overlapping.
+    fn hits(&self, haystack: &str, masks: &[u32]) -> Vec<(usize, u32)> {
+        match self {
+            Scanner::Teddy(t, _) => t
+                .find_iter(haystack)
+                .map(|m| (m.start(), masks[m.pattern().as_usize()]))
+                .collect(),
+            Scanner::Automaton(a) => a
+                .find_iter(haystack)
+                .map(|m| (m.start(), masks[m.pattern().as_usize()]))
+                .collect(),
+        }
+    }
+
+    #[cfg(test)]
+    fn patterns_len(&self) -> usize {
+        match self {
+            Scanner::Teddy(_, len) => *len,
+            Scanner::Automaton(a) => a.patterns_len(),
         }
     }
 }
@@ -661,10 +789,7 @@ static KEY_NAME: LazyLock<Regex> =
 /// the table free of triggers that could hide each other.
 fn hits(text: &str) -> Vec<(usize, u32)> {
     let t = &*TRIGGERS;
-    t.automaton
-        .find_iter(text)
-        .map(|m| (m.start(), t.masks[m.pattern().as_usize()]))
-        .collect()
+    t.automaton.hits(text, &t.masks)
 }
 
 /// Moves hits past the ranges just replaced by `[REDACTED:<name>]` (`label_len` bytes) and
@@ -1007,11 +1132,7 @@ fn splice(text: &str, ranges: &[Range<usize>], name: &str) -> String {
 pub fn redact_text(text: &str) -> Option<(String, usize)> {
     // The common case: no trigger at all, a few SIMD scans.
     let mut hits = hits(text);
-    let woken = TRIGGERS
-        .needles
-        .iter()
-        .filter(|(needle, _)| needle.find(text.as_bytes()).is_some())
-        .fold(0, |mask, (_, rules)| mask | rules);
+    let woken = TRIGGERS.needles.woken(text.as_bytes());
     let woken = hits.iter().fold(woken, |mask, hit| mask | hit.1);
     if woken == 0 {
         return None;
@@ -1082,9 +1203,20 @@ pub fn redact_string(text: &mut String) -> usize {
 /// as its JSON token ([`LazyText`]) is looked at in the token first: with no trigger there it
 /// stays a token (no copy, no unescaping), which is what lets `--all --json` copy it out.
 pub fn redact_lazy(text: &mut LazyText) -> usize {
-    match text.json_token() {
-        Some(token) if !may_wake_in_token(token) => 0,
-        _ => redact_string(text.make_plain()),
+    if text
+        .json_token()
+        .is_some_and(|token| !may_wake_in_token(token))
+    {
+        return 0;
+    }
+    // A token woken by a word that holds a trigger (`broken`) and left as it was stays a
+    // token, to be copied out rather than escaped again.
+    match redact_text(text.as_str()) {
+        Some((redacted, count)) => {
+            *text = LazyText::from(redacted);
+            count
+        }
+        None => 0,
     }
 }
 
@@ -1095,10 +1227,7 @@ pub fn redact_lazy(text: &mut LazyText) -> usize {
 /// full look.)
 fn may_wake_in_token(token: &str) -> bool {
     let t = &*TOKEN_TRIGGERS;
-    t.automaton.is_match(token)
-        || t.needles
-            .iter()
-            .any(|(needle, _)| needle.find(token.as_bytes()).is_some())
+    t.automaton.is_match(token) || t.needles.any(token.as_bytes())
 }
 
 /// Redacts every string value inside a JSON value, at any depth. Object keys stay; under a
