@@ -793,6 +793,9 @@ fn a_guessed_control_path_ssh_g_does_not_name_is_dropped() {
         ),
         "{all}"
     );
-    assert!(said(&lines, "the answer through the guess is dropped"), "{all}");
+    assert!(
+        said(&lines, "the answer through the guess is dropped"),
+        "{all}"
+    );
     assert!(said(&lines, "exec on our own connection"), "{all}");
 }

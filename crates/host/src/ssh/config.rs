@@ -335,14 +335,11 @@ impl Asked {
 
     /// `ssh -G`'s answer (`started`: its process, or why none could be run), else the
     /// built-in parser's.
-    fn finish(
-        &self,
-        started: Result<std::process::Child, String>,
-    ) -> Result<SshTarget, HostError> {
+    fn finish(&self, started: Result<std::process::Child, String>) -> Result<SshTarget, HostError> {
         let ssh_config = self.ssh_config.as_deref();
-        let why = match started.and_then(|child| {
-            openssh_answer(&self.original, child, ssh_config, &self.account)
-        }) {
+        let why = match started
+            .and_then(|child| openssh_answer(&self.original, child, ssh_config, &self.account))
+        {
             Ok(result) => return result,
             Err(why) => why,
         };
@@ -368,9 +365,7 @@ impl Asked {
         let text = match &file {
             Some(f) => match std::fs::read_to_string(f) {
                 Ok(t) => t,
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::NotFound && self.ssh_config.is_none() =>
-                {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.ssh_config.is_none() => {
                     String::new()
                 }
                 Err(e) => {

@@ -362,10 +362,12 @@ impl SshHost {
                 }
             })
             .await;
-        let target = target.as_ref().map_err(|(host, reason)| HostError::SshConfig {
-            host: host.clone(),
-            reason: reason.clone(),
-        })?;
+        let target = target
+            .as_ref()
+            .map_err(|(host, reason)| HostError::SshConfig {
+                host: host.clone(),
+                reason: reason.clone(),
+            })?;
         Ok(target)
     }
 
