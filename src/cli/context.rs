@@ -301,7 +301,7 @@ impl Context {
         host.set_reply_timeouts(self.timeouts);
         if let AnyHost::Ssh(ssh) = &mut host {
             ssh.set_connect_options(self.connect.clone());
-            if let ConfigSource::BuiltIn { why, .. } = &ssh.target().config_source
+            if let Some(ConfigSource::BuiltIn { why, .. }) = ssh.target().map(|t| &t.config_source)
                 && !self.warned_builtin_parser.swap(true, Ordering::Relaxed)
             {
                 super::warn(&[format!(

@@ -734,3 +734,68 @@ fn a_master_that_stalls_after_the_hello_falls_back_within_the_connect_bound() {
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(fake.session_requests.load(Ordering::SeqCst), 2);
 }
+
+/// Kills a master by its pid when the test ends (its socket was renamed: `ssh -O exit` cannot
+/// find it).
+struct KillGuard(u32);
+
+impl Drop for KillGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.0.to_string()).status();
+    }
+}
+
+#[test]
+fn a_guessed_control_path_ssh_g_does_not_name_is_dropped() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    if !require_tool("ssh") {
+        return;
+    }
+    // The built-in parser leaves `${CK_MUX}` as it is written, `ssh -G` expands it: the guess
+    // names a live master (another user's), `ssh -G` a path where nothing listens.
+    const OTHER: &str = "3a3a3a3a-0000-4000-8000-00000000b0b0";
+    let (guessed, asked) = ("ck_mux_guess_a", "ck_mux_guess_b");
+    plain_user(sshd, guessed);
+    sshd.add_user(asked, Path::new("/bin/sh"));
+    sshd.put_file(
+        asked,
+        format!(".claude/projects/-mux/{OTHER}.jsonl"),
+        &transcript(3),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let first = dir.path().join("cm");
+    let extra = format!("    ControlPath {}\n", first.display());
+    let master_config = config(sshd, dir.path(), "mux-guess-a", guessed, true, &extra);
+    let _master = start_master(&master_config, "mux-guess-a");
+    let _kill = KillGuard(master_pid(&master_config, "mux-guess-a"));
+    let literal = dir.path().join("${CK_MUX}");
+    std::fs::rename(&first, &literal).unwrap();
+    let extra = format!("    ControlPath {}/${{CK_MUX}}\n", dir.path().display());
+    let asked_config = config(sshd, dir.path(), "mux-guess-b", asked, true, &extra);
+
+    let out = run_with_stdin(
+        clankie(home.path())
+            .env("CK_MUX", "nothing-here")
+            .arg("--ssh-config")
+            .arg(&asked_config)
+            .args(["-v", "ls", "mux-guess-b", "--json"]),
+        b"",
+        Duration::from_secs(60),
+    );
+    let lines = debug_lines(&out);
+    let all = lines.join("\n");
+    assert_eq!(listed_sessions(&out), vec![OTHER.to_string()], "{all}");
+    assert!(
+        said(
+            &lines,
+            &format!("connection: master at {}", literal.display())
+        ),
+        "{all}"
+    );
+    assert!(
+        said(&lines, "the answer through the guess is dropped"),
+        "{all}"
+    );
+    assert!(said(&lines, "exec on our own connection"), "{all}");
+}

@@ -224,15 +224,18 @@ impl HostConfig {
 
 /// Builds the host `config` describes. Nothing is connected yet (an SSH host connects on its
 /// first call), but an SSH destination is resolved now against `ssh_config` (`ssh -F FILE`,
-/// else `~/.ssh/config`), so a bad configuration fails here.
+/// else `~/.ssh/config`), so a bad configuration fails here; except where the built-in
+/// parser's ControlPath holds a socket: there `ssh -G` runs while the first command goes to
+/// that master, and a configuration `ssh -G` refuses fails that first call
+/// ([`ssh::resolve_ahead`]).
 pub fn open(config: &HostConfig, ssh_config: Option<&Path>) -> Result<AnyHost, HostError> {
     Ok(match &config.transport {
         Transport::Local => AnyHost::Local(LocalHost::new(config.name.as_str())),
         Transport::Ssh(destination) => {
-            let target = ssh::resolve(destination, ssh_config)?;
-            AnyHost::Ssh(Box::new(SshHost::with_shell(
+            let resolution = ssh::resolve_ahead(destination, ssh_config)?;
+            AnyHost::Ssh(Box::new(SshHost::resolving(
                 config.name.as_str(),
-                target,
+                resolution,
                 config.shell,
             )))
         }

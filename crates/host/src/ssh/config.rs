@@ -242,45 +242,167 @@ pub fn resolve_as(
     ssh_config: Option<&Path>,
     account: &LocalAccount,
 ) -> Result<SshTarget, HostError> {
-    let dest = parse_destination(alias_or_user_at_host, alias_or_user_at_host)?;
-    let moved_default = ssh_config
-        .is_none()
-        .then(|| account.default_config_ssh_would_miss())
-        .flatten();
-    let ssh_config = ssh_config.or(moved_default.as_deref());
-    let why = match resolve_with_openssh(alias_or_user_at_host, &dest, ssh_config, account) {
-        Ok(result) => return result,
-        Err(why) => why,
+    let asked = Asked::new(alias_or_user_at_host, ssh_config, account)?;
+    let started = start_openssh(&asked);
+    asked.finish(started)
+}
+
+/// A destination being resolved: `ssh -G` started and not yet waited for ([`Resolving::finish`]
+/// waits), and what the built-in parser makes of the same configuration (the guess: its
+/// ControlPath is where a master may already listen). Made by [`resolve_ahead`] only when
+/// that ControlPath holds a socket, so that a command can go to the master there while
+/// `ssh -G` runs, its answer used only when `ssh -G` names the same ControlPath.
+pub struct Resolving {
+    asked: Asked,
+    child: std::process::Child,
+    /// The built-in parser's target.
+    pub guess: SshTarget,
+}
+
+impl std::fmt::Debug for Resolving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolving")
+            .field("guess", &self.guess.original)
+            .finish()
+    }
+}
+
+impl Resolving {
+    /// Waits for `ssh -G` and builds the target from its answer, as [`resolve`] does.
+    pub fn finish(self) -> Result<SshTarget, HostError> {
+        let Resolving { asked, child, .. } = self;
+        asked.finish(Ok(child))
+    }
+}
+
+/// A destination resolved ([`resolve`]), or being resolved ([`Resolving`]).
+#[derive(Debug)]
+pub enum Resolution {
+    Done(Box<SshTarget>),
+    Running(Box<Resolving>),
+}
+
+/// [`resolve`], except that when the built-in parser gives a ControlPath that holds a socket
+/// (a master may listen there), `ssh -G` is left running and returned with that guess
+/// ([`Resolution::Running`]) instead of waited for.
+pub fn resolve_ahead(
+    alias_or_user_at_host: &str,
+    ssh_config: Option<&Path>,
+) -> Result<Resolution, HostError> {
+    let asked = Asked::new(alias_or_user_at_host, ssh_config, &LocalAccount::current())?;
+    let started = start_openssh(&asked);
+    let guess = match &started {
+        Ok(_) => asked.guess(),
+        Err(_) => None,
     };
-    let home = account.home.as_deref();
-    let file = match ssh_config {
-        Some(f) => Some(f.to_path_buf()),
-        None => home.map(|h| h.join(".ssh/config")),
-    };
-    let text = match &file {
-        Some(f) => match std::fs::read_to_string(f) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && ssh_config.is_none() => {
-                String::new()
-            }
-            Err(e) => {
-                return Err(config_error(
-                    alias_or_user_at_host,
-                    format!("{}: {e}", f.display()),
-                ));
-            }
-        },
-        None => String::new(),
-    };
-    let mut target = resolve_with_ssh2_config(
-        alias_or_user_at_host,
-        &text,
-        home,
-        &account.user,
-        ssh_config,
-    )?;
-    target.config_source = ConfigSource::BuiltIn { file, why };
-    Ok(target)
+    match (started, guess) {
+        (Ok(child), Some(guess)) => Ok(Resolution::Running(Box::new(Resolving {
+            asked,
+            child,
+            guess,
+        }))),
+        (started, _) => asked.finish(started).map(|t| Resolution::Done(Box::new(t))),
+    }
+}
+
+/// What was asked to resolve: the destination, the `-F` file (`ssh_config`, or the default
+/// `ssh` would not find by itself) and the account whose home is `~`.
+struct Asked {
+    original: String,
+    dest: Destination,
+    ssh_config: Option<PathBuf>,
+    account: LocalAccount,
+}
+
+impl Asked {
+    fn new(
+        alias_or_user_at_host: &str,
+        ssh_config: Option<&Path>,
+        account: &LocalAccount,
+    ) -> Result<Asked, HostError> {
+        let dest = parse_destination(alias_or_user_at_host, alias_or_user_at_host)?;
+        let moved_default = ssh_config
+            .is_none()
+            .then(|| account.default_config_ssh_would_miss())
+            .flatten();
+        Ok(Asked {
+            original: alias_or_user_at_host.to_string(),
+            dest,
+            ssh_config: ssh_config.map(Path::to_path_buf).or(moved_default),
+            account: account.clone(),
+        })
+    }
+
+    /// `ssh -G`'s answer (`started`: its process, or why none could be run), else the
+    /// built-in parser's.
+    fn finish(&self, started: Result<std::process::Child, String>) -> Result<SshTarget, HostError> {
+        let ssh_config = self.ssh_config.as_deref();
+        let why = match started
+            .and_then(|child| openssh_answer(&self.original, child, ssh_config, &self.account))
+        {
+            Ok(result) => return result,
+            Err(why) => why,
+        };
+        let (file, text) = self.config_text()?;
+        let mut target = resolve_with_ssh2_config(
+            &self.original,
+            &text,
+            self.account.home.as_deref(),
+            &self.account.user,
+            ssh_config,
+        )?;
+        target.config_source = ConfigSource::BuiltIn { file, why };
+        Ok(target)
+    }
+
+    /// The config file the built-in parser reads, and its text (empty when the default file
+    /// is missing).
+    fn config_text(&self) -> Result<(Option<PathBuf>, String), HostError> {
+        let file = match &self.ssh_config {
+            Some(f) => Some(f.clone()),
+            None => self.account.home.as_deref().map(|h| h.join(".ssh/config")),
+        };
+        let text = match &file {
+            Some(f) => match std::fs::read_to_string(f) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.ssh_config.is_none() => {
+                    String::new()
+                }
+                Err(e) => {
+                    return Err(config_error(
+                        &self.original,
+                        format!("{}: {e}", f.display()),
+                    ));
+                }
+            },
+            None => String::new(),
+        };
+        Ok((file, text))
+    }
+
+    /// The built-in parser's target when its ControlPath holds a socket (a master may listen
+    /// there); `None` otherwise, or when it cannot read the configuration.
+    fn guess(&self) -> Option<SshTarget> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt as _;
+            let (_, text) = self.config_text().ok()?;
+            let target = resolve_with_ssh2_config(
+                &self.original,
+                &text,
+                self.account.home.as_deref(),
+                &self.account.user,
+                self.ssh_config.as_deref(),
+            )
+            .ok()?;
+            let path = target.control_path.as_deref()?;
+            std::fs::symlink_metadata(path)
+                .is_ok_and(|m| m.file_type().is_socket())
+                .then_some(target)
+        }
+        #[cfg(not(unix))]
+        None
+    }
 }
 
 fn config_error(label: &str, reason: String) -> HostError {
@@ -290,34 +412,44 @@ fn config_error(label: &str, reason: String) -> HostError {
     }
 }
 
-/// Runs `ssh -G`; `Err(why)` when no OpenSSH client can be run. `ssh_config` is `-F`: the file
-/// given, or the default `ssh` would not find by itself (see
-/// [`LocalAccount::default_config_ssh_would_miss`]).
-fn resolve_with_openssh(
-    original: &str,
-    dest: &Destination,
-    ssh_config: Option<&Path>,
-    account: &LocalAccount,
-) -> Result<Result<SshTarget, HostError>, String> {
+/// Starts `ssh -G` for `asked`; `Err(why)` when no OpenSSH client can be run.
+fn start_openssh(asked: &Asked) -> Result<std::process::Child, String> {
     let mut cmd = Command::new("ssh");
     cmd.arg("-G");
-    if let Some(file) = ssh_config {
+    if let Some(file) = &asked.ssh_config {
         cmd.arg("-F").arg(file);
     }
-    if let Some(user) = &dest.user {
+    if let Some(user) = &asked.dest.user {
         cmd.arg("-l").arg(user);
     }
-    if let Some(port) = dest.port {
+    if let Some(port) = asked.dest.port {
         cmd.arg("-p").arg(port.to_string());
     }
     // `--` keeps a host name from being read as an option (parse_destination also refuses `-`).
-    cmd.arg("--").arg(&dest.host);
-    cmd.stdin(Stdio::null());
-    let output = match cmd.output() {
-        Ok(o) => o,
+    cmd.arg("--").arg(&asked.dest.host);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match cmd.spawn() {
+        Ok(child) => Ok(child),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err("no OpenSSH client (`ssh`) on PATH".to_string());
+            Err("no OpenSSH client (`ssh`) on PATH".to_string())
         }
+        Err(e) => Err(format!("cannot run `ssh -G`: {e}")),
+    }
+}
+
+/// Waits for `ssh -G` and reads its answer; `Err(why)` when the `ssh` there has no `-G`.
+/// `ssh_config` is `-F`: the file given, or the default `ssh` would not find by itself (see
+/// [`LocalAccount::default_config_ssh_would_miss`]).
+fn openssh_answer(
+    original: &str,
+    child: std::process::Child,
+    ssh_config: Option<&Path>,
+    account: &LocalAccount,
+) -> Result<Result<SshTarget, HostError>, String> {
+    let output = match child.wait_with_output() {
+        Ok(o) => o,
         Err(e) => return Err(format!("cannot run `ssh -G`: {e}")),
     };
     if !output.status.success() {

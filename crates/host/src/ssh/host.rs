@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::ConnectOptions;
-use super::config::SshTarget;
+use super::config::{Resolution, Resolving, SshTarget};
 use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
 use crate::script::{self, BatchRead, Dialect, Invocation, posix};
@@ -22,7 +22,14 @@ use clankie_model::{ByteRange, Listing, PathHint, ReadResult, RootSpec};
 /// A host reached over SSH.
 pub struct SshHost {
     name: String,
-    target: SshTarget,
+    /// What the user typed for the destination.
+    original: String,
+    /// The resolved target, or why it could not be resolved: given at construction, or
+    /// `ssh -G`'s answer once it came (`resolving`).
+    target: tokio::sync::OnceCell<Result<SshTarget, (String, String)>>,
+    /// `ssh -G` still running (`config::Resolving`), until the first call that needs the
+    /// target waits for it.
+    resolving: std::sync::Mutex<Option<Resolving>>,
     session: Mutex<Option<Arc<SshSession>>>,
     /// The time bounds of each script's reply.
     timeouts: ReplyTimeouts,
@@ -33,8 +40,14 @@ pub struct SshHost {
     notes: std::sync::Mutex<Vec<String>>,
     /// Where the connection's story goes and how to ask for a passphrase.
     options: ConnectOptions,
-    /// The user's OpenSSH master for this host, when its ControlPath has one (`mux.rs`).
-    shared: SharedConnection,
+    /// The user's OpenSSH master for this host, when its ControlPath has one (`mux.rs`):
+    /// made from the resolved target.
+    shared: tokio::sync::OnceCell<Arc<SharedConnection>>,
+    /// While `ssh -G` runs, the connection sharing the built-in parser's guess describes: the
+    /// first command goes through it at once, and its answer counts only when `ssh -G`'s
+    /// target shares a master the same way ([`SharedConnection::serves`]); then it is kept
+    /// as `shared`.
+    guessed: Option<Arc<SharedConnection>>,
     /// The encoder a POSIX read reply named (its META line): later reads use it instead of
     /// probing for one, and skip `uname` (the dialect is settled by then), two process
     /// spawns fewer on the host per warm read.
@@ -51,7 +64,7 @@ impl std::fmt::Debug for SshHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SshHost")
             .field("name", &self.name)
-            .field("target", &self.target.original)
+            .field("target", &self.original)
             .finish()
     }
 }
@@ -130,10 +143,39 @@ impl SshHost {
         target: SshTarget,
         shell: Option<Dialect>,
     ) -> SshHost {
+        SshHost::resolving(name, Resolution::Done(Box::new(target)), shell)
+    }
+
+    /// [`SshHost::with_shell`] at a target that may still be resolving: with `ssh -G` running
+    /// ([`Resolution::Running`]) nothing waits for it until a call needs the target, and the
+    /// first command goes to the master the built-in parser's ControlPath names meanwhile
+    /// (kept only if `ssh -G` agrees).
+    pub fn resolving(
+        name: impl Into<String>,
+        resolution: Resolution,
+        shell: Option<Dialect>,
+    ) -> SshHost {
+        let (original, target, guessed, resolving) = match resolution {
+            Resolution::Done(target) => (
+                target.original.clone(),
+                tokio::sync::OnceCell::new_with(Some(Ok(*target))),
+                None,
+                None,
+            ),
+            Resolution::Running(running) => (
+                running.guess.original.clone(),
+                tokio::sync::OnceCell::new(),
+                Some(Arc::new(SharedConnection::new(&running.guess))),
+                Some(*running),
+            ),
+        };
         SshHost {
             name: name.into(),
-            shared: SharedConnection::new(&target),
+            original,
             target,
+            resolving: std::sync::Mutex::new(resolving),
+            shared: tokio::sync::OnceCell::new(),
+            guessed,
             session: Mutex::new(None),
             timeouts: ReplyTimeouts::default(),
             dialect: Mutex::new(shell),
@@ -229,19 +271,40 @@ impl SshHost {
             None => (invocation.exec.as_str(), &invocation.stdin[..]),
         };
         // Connection sharing: the user's master at ControlPath runs the command when
-        // there is one; `None` is our own connection.
-        if let Some(out) = self
-            .shared
-            .exec(
-                &self.name,
-                command,
-                stdin,
-                max_stdout,
-                self.timeouts,
-                &self.options,
-            )
-            .await?
-        {
+        // there is one; `None` is our own connection. While `ssh -G` runs, the command goes
+        // to the master at the guessed ControlPath meanwhile, and its answer counts only if
+        // `ssh -G` names the same (`shared` is then the guess's).
+        let run = |shared: Arc<SharedConnection>| async move {
+            shared
+                .exec(
+                    &self.name,
+                    command,
+                    stdin,
+                    max_stdout,
+                    self.timeouts,
+                    &self.options,
+                )
+                .await
+        };
+        let guessed = self.guessed.clone().filter(|_| !self.target.initialized());
+        let out = match guessed {
+            Some(guessed) => {
+                let (out, shared) = tokio::join!(run(guessed.clone()), self.shared());
+                let shared = shared?;
+                if Arc::ptr_eq(&shared, &guessed) {
+                    out?
+                } else {
+                    self.options.log.say(&self.name, || {
+                        "`ssh -G` does not share a master as the built-in parser's guess did; \
+                         the answer through the guess is dropped"
+                            .to_string()
+                    });
+                    run(shared).await?
+                }
+            }
+            None => run(self.shared().await?).await?,
+        };
+        if let Some(out) = out {
             return Ok(out);
         }
         let session = self.session().await?;
@@ -259,8 +322,69 @@ impl SshHost {
         }
     }
 
-    pub fn target(&self) -> &SshTarget {
-        &self.target
+    /// The resolved target; `None` while `ssh -G` still runs (or when it failed).
+    pub fn target(&self) -> Option<&SshTarget> {
+        self.target.get().and_then(|t| t.as_ref().ok())
+    }
+
+    /// The resolved target, waiting for `ssh -G` when it still runs.
+    pub async fn resolved(&self) -> Result<&SshTarget, HostError> {
+        let target = self
+            .target
+            .get_or_init(|| async {
+                let running = self
+                    .resolving
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                let Some(running) = running else {
+                    return Err((self.original.clone(), "`ssh -G` was lost".to_string()));
+                };
+                match tokio::task::spawn_blocking(move || running.finish()).await {
+                    Ok(Ok(target)) => {
+                        if let super::config::ConfigSource::BuiltIn { why, .. } =
+                            &target.config_source
+                        {
+                            // `ssh` ran but has no `-G`: said as the CLI says it for a
+                            // target resolved at once.
+                            self.options.warnings.say(&self.name, || {
+                                format!(
+                                    "{why}: reading the SSH configuration with the built-in \
+                                     parser"
+                                )
+                            });
+                        }
+                        Ok(target)
+                    }
+                    Ok(Err(HostError::SshConfig { host, reason })) => Err((host, reason)),
+                    Ok(Err(other)) => Err((self.original.clone(), other.to_string())),
+                    Err(e) => Err((self.original.clone(), format!("`ssh -G`: {e}"))),
+                }
+            })
+            .await;
+        let target = target
+            .as_ref()
+            .map_err(|(host, reason)| HostError::SshConfig {
+                host: host.clone(),
+                reason: reason.clone(),
+            })?;
+        Ok(target)
+    }
+
+    /// The connection sharing of the resolved target: the guess's when it shares a master
+    /// the same way (its path, settled or not, is kept), else one of its own.
+    async fn shared(&self) -> Result<Arc<SharedConnection>, HostError> {
+        let target = self.resolved().await?;
+        Ok(self
+            .shared
+            .get_or_init(|| async {
+                match &self.guessed {
+                    Some(guessed) if guessed.serves(target) => guessed.clone(),
+                    _ => Arc::new(SharedConnection::new(target)),
+                }
+            })
+            .await
+            .clone())
     }
 
     /// The connection, opened on first use and reused afterwards.
@@ -269,7 +393,8 @@ impl SshHost {
         if let Some(session) = slot.as_ref() {
             return Ok(session.clone());
         }
-        let mut session = SshSession::connect_with(&self.name, &self.target, &self.options).await?;
+        let target = self.resolved().await?;
+        let mut session = SshSession::connect_with(&self.name, target, &self.options).await?;
         session.set_reply_timeouts(self.timeouts);
         let session = Arc::new(session);
         *slot = Some(session.clone());
@@ -334,7 +459,8 @@ impl SshHost {
         let start = std::time::Instant::now();
         // Through a master there is nothing of ours to connect.
         let path = self
-            .shared
+            .shared()
+            .await?
             .path(&self.name, self.timeouts, &self.options)
             .await;
         if path == ConnectionPath::New {
@@ -353,7 +479,8 @@ impl SshHost {
         let exec = start.elapsed();
         // Settled by now, and a master that failed during the exec was given up.
         let connection = self
-            .shared
+            .shared()
+            .await?
             .path(&self.name, self.timeouts, &self.options)
             .await;
         let auth = match &connection {

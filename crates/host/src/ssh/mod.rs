@@ -20,8 +20,8 @@ mod session;
 mod wire_count;
 
 pub use config::{
-    ConfigSource, ControlMaster, ControlPersist, LocalAccount, SshTarget, StrictHostKeyChecking,
-    resolve, resolve_as,
+    ConfigSource, ControlMaster, ControlPersist, LocalAccount, Resolution, Resolving, SshTarget,
+    StrictHostKeyChecking, resolve, resolve_ahead, resolve_as,
 };
 pub use host::{Probe, SshHost};
 pub use mux::ConnectionPath;

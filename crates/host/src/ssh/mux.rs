@@ -72,6 +72,15 @@ impl SharedConnection {
         }
     }
 
+    /// Whether `target` shares a master exactly as this does: the same ControlPath,
+    /// ControlMaster, ControlPersist and connect bound.
+    pub(crate) fn serves(&self, target: &SshTarget) -> bool {
+        self.target.control_path == target.control_path
+            && self.target.control_master == target.control_master
+            && self.target.control_persist == target.control_persist
+            && self.target.connect_timeout == target.connect_timeout
+    }
+
     /// The path commands take: decided on the first call (a master answering at ControlPath,
     /// else one started when ControlMaster and ControlPersist ask for it, else our own
     /// connection) and kept.

@@ -269,6 +269,10 @@ P=$R/$hp
 /// `i` resolved, empty when it did not; `$nm`: the matches below the subdirs).
 fn top_reads(s: &mut Script, roots: &[RootSpec], tops: &[crate::TopReads]) {
     let mut calls = String::new();
+    // Each distinct read body once, as a function `tb<n>` that every top file it reads calls
+    // in a subshell (a refusal's `exit` ends that subshell, as it ends an inline one): the
+    // databases' files are read alike, and the command carries the body once.
+    let mut bodies: Vec<String> = Vec::new();
     for (i, spec) in roots.iter().enumerate() {
         let Some(top) = tops.iter().find(|t| t.harness == spec.harness) else {
             continue;
@@ -282,7 +286,14 @@ fn top_reads(s: &mut Script, roots: &[RootSpec], tops: &[crate::TopReads]) {
                 read_file_body(&mut b, &FirstRead::Ranges(ranges.clone()), false);
                 String::from_utf8(b.0).expect("the read's text is ASCII")
             };
-            let read = format!("then (\n{body})\nfi\n");
+            let n = match bodies.iter().position(|b| *b == body) {
+                Some(n) => n,
+                None => {
+                    bodies.push(body);
+                    bodies.len() - 1
+                }
+            };
+            let read = format!("then (tb{n})\nfi\n");
             if let Some(name) = layout.list.top_files.get(k) {
                 plain.push_str(&format!("if tq {i} {k} {}; {read}", list_word(name)));
             }
@@ -313,9 +324,12 @@ fn top_reads(s: &mut Script, roots: &[RootSpec], tops: &[crate::TopReads]) {
   printf 'TOP %s %s %s\n' "$1" "$2" "$B"
 }
 fail() { printf 'ERR %s ' "$1"; hx "$P"; printf '\n'; exit 0; }
-if [ "$nm" = 0 ]; then
 "#,
     );
+    for (n, body) in bodies.iter().enumerate() {
+        s.raw(&format!("tb{n}() {{\n{body}}}\n"));
+    }
+    s.raw("if [ \"$nm\" = 0 ]; then\n");
     // A database's first pages are mostly empty: through gzip where it answers (as a read
     // batch's), a fraction of their size on the wire.
     s.raw(GZIP_PROBE);
