@@ -255,6 +255,8 @@ fn a_sync_holds_exactly_what_read_gives_for_every_fixture_harness_and_a_second_w
         &["[0-9]{4}-[0-9]{2}"],
         &["--kind", "tool_call", "-c", "."],
         &["-m", "1", "x"],
+        &["-c", "-m", "2", "the"],
+        &["-m", "2", "-i", "the"],
         &["nothing matches this at all"],
         &["\\bsession\\b", "--harness", "codex"],
     ] {

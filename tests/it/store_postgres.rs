@@ -223,6 +223,8 @@ fn postgres_holds_what_read_gives_for_every_fixture_and_answers_as_the_host() {
         &["--json", "-i", "error|warning"],
         &["-C", "1", "subagent"],
         &["[0-9]{4}-[0-9]{2}"],
+        &["-c", "-m", "2", "the"],
+        &["-m", "2", "-i", "the"],
     ] {
         let host = run(h, &[&base[..], &["grep"], pattern, &["fx"]].concat());
         let store = run(
