@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 
 use super::auth;
 use super::config::{SshTarget, resolve};
+use super::kept_shell::{self, KeptShell};
 use super::known_hosts::{Acceptance, HostKeyPolicy};
 use super::wire_count::{Counted, WireBytes};
 use super::{ConnectOptions, ConnectionLog};
@@ -36,11 +37,11 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a whole `exec` reply may take ([`ReplyTimeouts::total`]) by default.
 pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long closing a channel that timed out may take before it is dropped instead.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// ProxyJump chains longer than this are refused (a `Host *` ProxyJump loops forever otherwise).
 const MAX_JUMP_DEPTH: usize = 8;
 /// stderr beyond this is dropped (it only ever feeds error messages).
-const MAX_STDERR: usize = 64 * 1024;
+pub(crate) const MAX_STDERR: usize = 64 * 1024;
 /// A ProxyCommand's stderr kept for the error message when the connection through it fails.
 const MAX_PROXY_STDERR: usize = 2048;
 /// How long a failed ProxyCommand gets to exit and finish its stderr before it is killed.
@@ -142,6 +143,8 @@ pub struct SshSession {
     _proxy: Option<tokio::process::Child>,
     /// Where `-v` lines go.
     log: ConnectionLog,
+    /// The `sh -s` kept running for the scripts of a host that keeps one (`kept_shell.rs`).
+    kept: KeptShell,
     /// The connection's bytes on the wire so far, each way (for `-v`).
     wire: Arc<WireBytes>,
 }
@@ -495,6 +498,25 @@ impl SshSession {
             )
         });
         Ok(out)
+    }
+
+    /// Runs the POSIX script `script`, whose frame is `nonce`'s, on the connection's kept
+    /// shell (`kept_shell.rs`): `None` when that shell is not open (yet), busy or gone, and the
+    /// script is for an exec to run.
+    pub(crate) async fn run_kept(
+        &self,
+        script: &[u8],
+        nonce: &str,
+        max_stdout: usize,
+    ) -> Option<Result<ExecOutput, HostError>> {
+        let conn = kept_shell::Connection {
+            handle: &self.handle,
+            channels: &self.channels,
+            host: &self.host,
+            timeouts: self.timeouts,
+            log: &self.log,
+        };
+        self.kept.run(&conn, script, nonce, max_stdout).await
     }
 
     /// Says goodbye to the server (dropping the session also ends it, less politely).
@@ -897,6 +919,7 @@ where
         jump,
         _proxy: None,
         log: options.log.clone(),
+        kept: KeptShell::default(),
         wire,
     })
 }
