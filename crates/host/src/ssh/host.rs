@@ -207,6 +207,7 @@ impl SshHost {
         }
         if !script::detect_dialect_switch(&out.stdout, &out.stderr, out.exit_status) {
             *self.dialect.lock().await = Some(Dialect::Posix);
+            self.prepare_kept().await;
             return Ok((nonce, out));
         }
         let posix_said = answer_of(&out);
@@ -261,6 +262,24 @@ impl SshHost {
             self.disconnect().await;
         }
         Some(result)
+    }
+
+    /// Starts opening the kept shell of a host that keeps one, on our own connection (once the
+    /// dialect is settled as POSIX), so that the next script finds it open.
+    async fn prepare_kept(&self) {
+        if !self.keep_shell {
+            return;
+        }
+        let path = self
+            .shared
+            .path(&self.name, self.timeouts, &self.options)
+            .await;
+        if path != ConnectionPath::New {
+            return;
+        }
+        if let Some(session) = self.session.lock().await.clone() {
+            session.prepare_kept().await;
+        }
     }
 
     /// Runs one invocation; a failure that means the connection is gone, or a reply that timed

@@ -10,8 +10,8 @@
 //!   subshell, never the kept shell). What the subshell changes (`cd`, variables, traps) ends
 //!   with it; every command inside reads `/dev/null`, never the scripts that follow.
 //! - One call at a time: a call that finds the kept shell busy, or not open yet, runs as an exec
-//!   of its own. The first call of a settled dialect opens it (in the background: that call
-//!   does not wait for it).
+//!   of its own. It is opened once the host's dialect is settled as POSIX (in the background:
+//!   no call waits for it).
 //! - A kept shell that ends (the host's `sh` died or was killed, the channel closed) before a
 //!   reply's end is dropped and the call runs as an exec, as if there had been none; one that
 //!   breaks the reply's bounds (time, size) is closed and the call fails as an exec's would.
@@ -76,6 +76,20 @@ enum Ended {
 }
 
 impl KeptShell {
+    /// Starts opening the kept shell when there is none (the host's dialect has just been
+    /// settled as POSIX), so that the next call finds it open.
+    pub(crate) async fn prepare<H: client::Handler + 'static>(&self, conn: &Connection<'_, H>) {
+        let Ok(mut state) = self.state.try_lock() else {
+            return;
+        };
+        if state.shell.is_none() {
+            state.take_opened(conn).await;
+        }
+        if state.shell.is_none() {
+            state.open(conn);
+        }
+    }
+
     /// Runs `script` (a POSIX script that prints its frame, `nonce`'s `END` line last) on the
     /// kept shell. `None` when there is none ready (one is opened meanwhile) or it is busy, or
     /// when it ended before the reply: the caller runs the script as an exec.

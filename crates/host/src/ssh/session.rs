@@ -509,14 +509,24 @@ impl SshSession {
         nonce: &str,
         max_stdout: usize,
     ) -> Option<Result<ExecOutput, HostError>> {
-        let conn = kept_shell::Connection {
+        self.kept
+            .run(&self.kept_connection(), script, nonce, max_stdout)
+            .await
+    }
+
+    /// Starts opening the kept shell, when none is open or being opened (`kept_shell.rs`).
+    pub(crate) async fn prepare_kept(&self) {
+        self.kept.prepare(&self.kept_connection()).await;
+    }
+
+    fn kept_connection(&self) -> kept_shell::Connection<'_, Verifier> {
+        kept_shell::Connection {
             handle: &self.handle,
             channels: &self.channels,
             host: &self.host,
             timeouts: self.timeouts,
             log: &self.log,
-        };
-        self.kept.run(&conn, script, nonce, max_stdout).await
+        }
     }
 
     /// Says goodbye to the server (dropping the session also ends it, less politely).
