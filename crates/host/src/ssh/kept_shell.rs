@@ -20,15 +20,13 @@
 //! - Nothing is written on the host: the scripts are those an exec runs, sent on stdin.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use russh::{ChannelMsg, client};
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 use super::ConnectionLog;
-use super::session::{
-    CLOSE_GRACE, ExecOutput, MAX_STDERR, ReplyTimeouts, millis, output_over_cap, stalled_reason,
-};
-use crate::HostError;
 
 /// Kept shells that may end before the connection stops opening them.
 const MAX_FAILURES: u32 = 2;
@@ -57,22 +55,51 @@ struct Shell {
     write: russh::ChannelWriteHalf<client::Msg>,
 }
 
-/// What a kept shell's call needs of its connection.
+/// What a kept shell's call needs of its connection, and the bounds of its reply (those of an
+/// exec's).
 pub(crate) struct Connection<'a, H: client::Handler> {
     pub handle: &'a Arc<client::Handle<H>>,
     /// The connection's channels: a kept shell holds one for as long as it lives.
     pub channels: &'a Semaphore,
     pub host: &'a str,
-    pub timeouts: ReplyTimeouts,
     pub log: &'a ConnectionLog,
+    /// The longest wait for the next byte.
+    pub idle: Duration,
+    /// The longest a whole reply may take.
+    pub total: Duration,
+    /// The most stdout a reply may hold.
+    pub max_stdout: usize,
+    /// The most stderr kept (the rest is dropped).
+    pub max_stderr: usize,
+    /// How long closing a shell may take before it is dropped instead.
+    pub close_grace: Duration,
+}
+
+/// A reply from the kept shell: its stdout through the script's `END` line, and the stderr
+/// that came meanwhile.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// How a reply broke its bounds (the shell is closed; the call fails).
+#[derive(Debug)]
+pub(crate) enum Broke {
+    /// No byte within `idle`, or not done by `whole`, after `received` bytes.
+    Stalled { received: usize, whole: Instant },
+    /// Over `max_stdout`.
+    TooLarge,
+    /// The script could not be sent within `idle`.
+    NoRoom,
 }
 
 /// Why a call did not get its reply from the kept shell.
 enum Ended {
     /// The shell or its channel ended before the reply did: the call may run as an exec.
     Gone(String),
-    /// The reply broke its bounds: the call fails with this.
-    Failed(HostError),
+    /// The reply broke its bounds: the call fails.
+    Failed(Broke),
 }
 
 impl KeptShell {
@@ -98,8 +125,7 @@ impl KeptShell {
         conn: &Connection<'_, H>,
         script: &[u8],
         nonce: &str,
-        max_stdout: usize,
-    ) -> Option<Result<ExecOutput, HostError>> {
+    ) -> Option<Result<Reply, Broke>> {
         let mut state = self.state.try_lock().ok()?;
         if state.shell.is_none() {
             state.take_opened(conn).await;
@@ -108,22 +134,11 @@ impl KeptShell {
             state.open(conn);
             return None;
         };
-        let start = tokio::time::Instant::now();
-        match shell.call(conn, script, nonce, max_stdout).await {
-            Ok(out) => {
-                conn.log.say(conn.host, || {
-                    format!(
-                        "kept shell: script of {} bytes, reply of {} bytes after {}",
-                        script.len(),
-                        out.stdout.len(),
-                        millis(start.elapsed())
-                    )
-                });
-                Some(Ok(out))
-            }
+        match shell.call(conn, script, nonce).await {
+            Ok(reply) => Some(Ok(reply)),
             Err(ended) => {
                 let shell = state.shell.take()?;
-                shell.close().await;
+                shell.close(conn.close_grace).await;
                 conn.channels.add_permits(1);
                 match ended {
                     Ended::Gone(why) => {
@@ -135,7 +150,7 @@ impl KeptShell {
                         state.open(conn);
                         None
                     }
-                    Ended::Failed(error) => Some(Err(error)),
+                    Ended::Failed(broke) => Some(Err(broke)),
                 }
             }
         }
@@ -203,10 +218,9 @@ impl Shell {
         conn: &Connection<'_, H>,
         script: &[u8],
         nonce: &str,
-        max_stdout: usize,
-    ) -> Result<ExecOutput, Ended> {
-        let ReplyTimeouts { idle, total } = conn.timeouts;
-        let start = tokio::time::Instant::now();
+    ) -> Result<Reply, Ended> {
+        let (idle, total) = (conn.idle, conn.total);
+        let start = Instant::now();
         let whole = start + total;
         let mut sent = Vec::with_capacity(script.len() + 4);
         sent.extend_from_slice(b"(\n");
@@ -216,22 +230,12 @@ impl Shell {
         match tokio::time::timeout_at((start + idle).min(whole), writing).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(Ended::Gone(format!("sending the script: {e}"))),
-            Err(_) => {
-                return Err(Ended::Failed(HostError::TimedOut {
-                    host: conn.host.to_string(),
-                    reason: format!(
-                        "no room for {} to send the script to the kept shell",
-                        super::session::seconds(idle.min(total))
-                    ),
-                }));
-            }
+            Err(_) => return Err(Ended::Failed(Broke::NoRoom)),
         }
         let end = format!("\n{nonce}:END ").into_bytes();
-        let mut out = ExecOutput {
+        let mut out = Reply {
             stdout: Vec::new(),
             stderr: Vec::new(),
-            exit_status: None,
-            exit_signal: None,
         };
         let deadline = tokio::time::sleep_until((start + idle).min(whole));
         tokio::pin!(deadline);
@@ -239,17 +243,14 @@ impl Shell {
         loop {
             tokio::select! {
                 () = &mut deadline => {
-                    return Err(Ended::Failed(HostError::TimedOut {
-                        host: conn.host.to_string(),
-                        reason: stalled_reason(received, idle, total, whole),
-                    }));
+                    return Err(Ended::Failed(Broke::Stalled { received, whole }));
                 }
                 msg = self.read.wait() => match msg {
                     Some(ChannelMsg::Data { data }) => {
                         received += data.len();
-                        deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
-                        if out.stdout.len() + data.len() > max_stdout {
-                            return Err(Ended::Failed(output_over_cap(conn.host, max_stdout)));
+                        deadline.as_mut().reset((Instant::now() + idle).min(whole));
+                        if out.stdout.len() + data.len() > conn.max_stdout {
+                            return Err(Ended::Failed(Broke::TooLarge));
                         }
                         let scan_from = out.stdout.len().saturating_sub(end.len() + 16);
                         out.stdout.extend_from_slice(&data);
@@ -262,8 +263,8 @@ impl Shell {
                     }
                     Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
                         received += data.len();
-                        deadline.as_mut().reset((tokio::time::Instant::now() + idle).min(whole));
-                        let room = MAX_STDERR.saturating_sub(out.stderr.len());
+                        deadline.as_mut().reset((Instant::now() + idle).min(whole));
+                        let room = conn.max_stderr.saturating_sub(out.stderr.len());
                         out.stderr.extend_from_slice(&data[..data.len().min(room)]);
                     }
                     None | Some(ChannelMsg::Eof | ChannelMsg::Close) => {
@@ -285,8 +286,8 @@ impl Shell {
     }
 
     /// Closes the channel (the server then ends the shell), or drops it when even that stalls.
-    async fn close(self) {
-        let _ = tokio::time::timeout(CLOSE_GRACE, self.write.close()).await;
+    async fn close(self, grace: Duration) {
+        let _ = tokio::time::timeout(grace, self.write.close()).await;
     }
 }
 

@@ -37,11 +37,11 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a whole `exec` reply may take ([`ReplyTimeouts::total`]) by default.
 pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long closing a channel that timed out may take before it is dropped instead.
-pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(1);
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// ProxyJump chains longer than this are refused (a `Host *` ProxyJump loops forever otherwise).
 const MAX_JUMP_DEPTH: usize = 8;
 /// stderr beyond this is dropped (it only ever feeds error messages).
-pub(crate) const MAX_STDERR: usize = 64 * 1024;
+const MAX_STDERR: usize = 64 * 1024;
 /// A ProxyCommand's stderr kept for the error message when the connection through it fails.
 const MAX_PROXY_STDERR: usize = 2048;
 /// How long a failed ProxyCommand gets to exit and finish its stderr before it is killed.
@@ -509,23 +509,56 @@ impl SshSession {
         nonce: &str,
         max_stdout: usize,
     ) -> Option<Result<ExecOutput, HostError>> {
-        self.kept
-            .run(&self.kept_connection(), script, nonce, max_stdout)
-            .await
+        let start = tokio::time::Instant::now();
+        let conn = self.kept_connection(max_stdout);
+        let reply = match self.kept.run(&conn, script, nonce).await? {
+            Ok(reply) => reply,
+            Err(broke) => {
+                let ReplyTimeouts { idle, total } = self.timeouts;
+                return Some(Err(match broke {
+                    kept_shell::Broke::Stalled { received, whole } => {
+                        self.timed_out(stalled_reason(received, idle, total, whole))
+                    }
+                    kept_shell::Broke::TooLarge => output_over_cap(&self.host, max_stdout),
+                    kept_shell::Broke::NoRoom => self.timed_out(format!(
+                        "no room for {} to send the script to the kept shell",
+                        seconds(idle.min(total))
+                    )),
+                }));
+            }
+        };
+        self.log.say(&self.host, || {
+            format!(
+                "kept shell: script of {} bytes, reply of {} bytes after {}",
+                script.len(),
+                reply.stdout.len(),
+                millis(start.elapsed())
+            )
+        });
+        Some(Ok(ExecOutput {
+            stdout: reply.stdout,
+            stderr: reply.stderr,
+            exit_status: None,
+            exit_signal: None,
+        }))
     }
 
     /// Starts opening the kept shell, when none is open or being opened (`kept_shell.rs`).
     pub(crate) async fn prepare_kept(&self) {
-        self.kept.prepare(&self.kept_connection()).await;
+        self.kept.prepare(&self.kept_connection(0)).await;
     }
 
-    fn kept_connection(&self) -> kept_shell::Connection<'_, Verifier> {
+    fn kept_connection(&self, max_stdout: usize) -> kept_shell::Connection<'_, Verifier> {
         kept_shell::Connection {
             handle: &self.handle,
             channels: &self.channels,
             host: &self.host,
-            timeouts: self.timeouts,
             log: &self.log,
+            idle: self.timeouts.idle,
+            total: self.timeouts.total,
+            max_stdout,
+            max_stderr: MAX_STDERR,
+            close_grace: CLOSE_GRACE,
         }
     }
 
