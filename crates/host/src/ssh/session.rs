@@ -510,6 +510,7 @@ impl SshSession {
         max_stdout: usize,
     ) -> Option<Result<ExecOutput, HostError>> {
         let start = tokio::time::Instant::now();
+        let (wire_up, wire_down) = (self.wire.up(), self.wire.down());
         let conn = self.kept_connection(max_stdout);
         let reply = match self.kept.run(&conn, script, nonce).await? {
             Ok(reply) => reply,
@@ -529,10 +530,13 @@ impl SshSession {
         };
         self.log.say(&self.host, || {
             format!(
-                "kept shell: script of {} bytes, reply of {} bytes after {}",
+                "kept shell: script of {} bytes, reply of {} bytes after {}; it moved up {}, \
+                 down {} bytes on the wire",
                 script.len(),
                 reply.stdout.len(),
-                millis(start.elapsed())
+                millis(start.elapsed()),
+                self.wire.up() - wire_up,
+                self.wire.down() - wire_down,
             )
         });
         Some(Ok(ExecOutput {
