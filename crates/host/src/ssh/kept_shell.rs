@@ -17,6 +17,8 @@
 //!   breaks the reply's bounds (time, size) is closed and the call fails as an exec's would.
 //!   Another is opened behind the call that found one gone; after [`MAX_FAILURES`] shells
 //!   that ended, none is opened again on this connection.
+//! - No script is sent before the shell says it is ready (after the login shell's rc files),
+//!   so an rc file that reads stdin never eats one.
 //! - Nothing is written on the host: the scripts are those an exec runs, sent on stdin.
 
 use std::sync::Arc;
@@ -31,10 +33,18 @@ use super::ConnectionLog;
 /// Kept shells that may end before the connection stops opening them.
 const MAX_FAILURES: u32 = 2;
 
-/// The exec string of a kept shell: the scripts come on stdin.
-const KEPT_EXEC: &str = "sh -s";
+/// The exec string of a kept shell: `sh -s`, the scripts on stdin, after a line that says the
+/// login shell's rc files are done (one that reads stdin never sees a script: none is sent
+/// before that line).
+const KEPT_EXEC: &str = "sh -c 'echo clankie-kept-shell-ready; exec sh -s'";
 
-type Opening = tokio::task::JoinHandle<Result<russh::Channel<client::Msg>, russh::Error>>;
+/// What the kept shell says once it reads its stdin.
+const READY: &[u8] = b"clankie-kept-shell-ready\n";
+
+/// The most a login shell may print before [`READY`] (its rc files' noise).
+const MAX_NOISE: usize = 64 * 1024;
+
+type Opening = tokio::task::JoinHandle<Result<russh::Channel<client::Msg>, String>>;
 
 /// A connection's kept shell, and whether one may be opened.
 #[derive(Debug, Default)]
@@ -173,10 +183,26 @@ impl State {
         };
         permit.forget();
         let handle = Arc::clone(conn.handle);
+        let bound = conn.idle.min(conn.total);
         self.opening = Some(tokio::spawn(async move {
-            let channel = handle.channel_open_session().await?;
-            channel.exec(true, KEPT_EXEC).await?;
-            Ok(channel)
+            let mut channel = handle
+                .channel_open_session()
+                .await
+                .map_err(|e| e.to_string())?;
+            let started = async {
+                channel
+                    .exec(true, KEPT_EXEC)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                ready(&mut channel).await
+            };
+            let why = match tokio::time::timeout(bound, started).await {
+                Ok(Ok(())) => return Ok(channel),
+                Ok(Err(why)) => why,
+                Err(_) => "no ready line in time".to_string(),
+            };
+            let _ = tokio::time::timeout(bound, channel.close()).await;
+            Err(why)
         }));
     }
 
@@ -206,6 +232,31 @@ impl State {
                 self.failures += 1;
                 conn.channels.add_permits(1);
             }
+        }
+    }
+}
+
+/// Waits for the kept shell's [`READY`] line (whatever the login shell printed before it).
+async fn ready(channel: &mut russh::Channel<client::Msg>) -> Result<(), String> {
+    let mut seen = Vec::new();
+    loop {
+        match channel.wait().await {
+            Some(ChannelMsg::Data { data }) => {
+                seen.extend_from_slice(&data);
+                if memchr::memmem::find(&seen, READY).is_some() {
+                    return Ok(());
+                }
+                if seen.len() > MAX_NOISE {
+                    return Err("no ready line".to_string());
+                }
+            }
+            None | Some(ChannelMsg::Eof | ChannelMsg::Close | ChannelMsg::Failure) => {
+                return Err("the shell ended".to_string());
+            }
+            Some(ChannelMsg::ExitStatus { exit_status }) => {
+                return Err(format!("the shell exited ({exit_status})"));
+            }
+            Some(_) => {}
         }
     }
 }
