@@ -68,7 +68,9 @@ impl Pool {
             warm.touch();
             return Ok((warm.clone(), true));
         }
-        let (host, roots) = self.source.open(name)?;
+        let (mut host, roots) = self.source.open(name)?;
+        // Polled by the calls: each call's script runs on a shell kept on the connection.
+        host.keep_shell();
         let warm = Arc::new(WarmHost {
             host,
             roots,

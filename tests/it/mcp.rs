@@ -737,24 +737,28 @@ fn prompts(n: usize, text_len: usize, tag: &str) -> String {
     body
 }
 
-/// How many commands the server ran on its own connection to `alias`, and how many times it
-/// authenticated there, from its `-v` log.
+/// How many commands the server ran on its own connection to `alias` (execs, and scripts on
+/// the shell it keeps there), and how many times it authenticated there, from its `-v` log.
 fn execs_and_connections(log: &str, alias: &str) -> (usize, usize) {
-    let count = |what: &str| {
-        log.lines()
-            .filter(|l| l.contains(&format!("{alias}: {what}")))
-            .count()
-    };
     (
-        count("exec on our own connection"),
-        count("authenticating as"),
+        count_said(log, alias, "exec on our own connection")
+            + count_said(log, alias, "kept shell: script of"),
+        count_said(log, alias, "authenticating as"),
     )
+}
+
+/// How many of the `-v` log's lines say `what` of `alias`.
+fn count_said(log: &str, alias: &str, what: &str) -> usize {
+    log.lines()
+        .filter(|l| l.contains(&format!("{alias}: {what}")))
+        .count()
 }
 
 /// A warm `read_session` of an SSH session reads it from its kept resolution: no new
 /// connection, no listing, and a tail sized by `limit` from the last read, so one command on
 /// the host per call, where the first (cold) call needs more (its tail widens past the default
-/// first window). The pages are the CLI's.
+/// first window). Once the shell kept on the connection is open, a warm call's script runs
+/// there (no exec). The pages are the CLI's.
 #[test]
 fn a_warm_read_of_an_ssh_session_is_one_exec_on_the_same_connection() {
     let Some(sshd) = sshd_or_skip() else { return };
@@ -797,7 +801,11 @@ fn a_warm_read_of_an_ssh_session_is_one_exec_on_the_same_connection() {
     assert_eq!(
         execs_and_connections(&log, &alias),
         (cold_execs + 3, 1),
-        "one exec per warm call, on the first connection: {log}"
+        "one command per warm call, on the first connection: {log}"
+    );
+    assert!(
+        count_said(&log, &alias, "kept shell: script of") >= 2,
+        "the warm calls after the first run on the kept shell: {log}"
     );
 
     for (read, limit) in [(&warm, "50"), (&small, "5")] {
@@ -912,6 +920,76 @@ fn a_kept_session_rewritten_moved_or_removed_is_read_afresh() {
     let back = as_cli(&mut server, json!({"target": target}), &[]);
     assert_eq!(back["records"][1]["id"], "back-u1#0");
     server.finish();
+}
+
+/// The shell kept on a warm connection that dies between two calls (killed on the host) costs
+/// the next call nothing but an exec of its own, on the same connection, with the same page;
+/// the calls after it run on a kept shell again, and two calls at once both answer.
+#[test]
+fn a_kept_shell_that_died_leaves_the_call_to_an_exec() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    // Its own user: the test kills the user's shells.
+    let user = "ck_mcp_kept_dies";
+    sshd.add_user(user, Path::new("/bin/sh"));
+    let session = "3c900000-0000-4000-8000-0000000de1d5";
+    sshd.put_file(
+        user,
+        format!(".claude/projects/-mcp-dies/{session}.jsonl"),
+        prompts(40, 200, "dies").as_bytes(),
+    );
+    let alias = sshd.alias(user);
+    let home = tempfile::tempdir().unwrap();
+    let ssh_config = sshd.ssh_config().to_str().unwrap();
+    let target = format!("{alias}:{session}");
+    let tail = json!({"target": target, "mode": "tail", "limit": 10});
+    let mut server = Server::start(
+        home.path(),
+        &["--ssh-config", ssh_config, "-v"],
+        &["--allow-host", &alias],
+    );
+    // The first call settles the host's dialect, which opens the kept shell; the second runs
+    // on it.
+    let first = server.ok("read_session", tail.clone());
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(server.ok("read_session", tail.clone()), first);
+    assert!(sshd.kill_shells_of(user) >= 1);
+    // This one finds the shell gone and runs as an exec, the next on a kept shell again.
+    assert_eq!(server.ok("read_session", tail.clone()), first);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(server.ok("read_session", tail.clone()), first);
+    // Two calls at once: one on the kept shell, the other as an exec; both answer the page.
+    let ids = [server.next_id + 1, server.next_id + 2];
+    server.next_id += 2;
+    for id in ids {
+        server.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "read_session", "arguments": tail}}));
+    }
+    let mut answered = 0;
+    while answered < 2 {
+        let line = server.lines.recv_timeout(ANSWER_TIMEOUT).unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if ids.iter().any(|&id| message["id"] == id) {
+            assert_eq!(message["result"]["structuredContent"], first, "{message}");
+            answered += 1;
+        }
+    }
+    let log = server.finish();
+    assert_eq!(count_said(&log, &alias, "authenticating as"), 1, "{log}");
+    // The second call, the one after the shell that died, and one or both of the two at once
+    // (the other, when it came while the first ran, as an exec).
+    let on_kept = count_said(&log, &alias, "kept shell: script of");
+    assert!(
+        (3..=4).contains(&on_kept),
+        "{on_kept} calls ran on a kept shell: {log}"
+    );
+    assert!(
+        log.contains(&format!("{alias}: kept shell: the shell")),
+        "the dead shell is said: {log}"
+    );
+    assert!(
+        log.contains("the command runs as an exec"),
+        "the call ran as an exec: {log}"
+    );
 }
 
 /// A host no call used for `--idle-timeout` is closed; the next call connects again (and

@@ -462,6 +462,14 @@ impl AnyHost {
         }
     }
 
+    /// Keeps a shell running on the host's connection for the scripts of later calls (SSH
+    /// hosts; see [`ssh::SshHost::keep_shell`]): for a host that is polled.
+    pub fn keep_shell(&mut self) {
+        if let AnyHost::Ssh(h) = self {
+            h.keep_shell();
+        }
+    }
+
     /// Forgets a dropped connection so the next call opens a new one (no-op for local).
     pub async fn disconnect(&self) {
         if let AnyHost::Ssh(h) = self {

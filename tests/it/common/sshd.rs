@@ -439,6 +439,33 @@ impl Sshd {
         monitors.len()
     }
 
+    /// Kills the shells (`sh`) this sshd's sessions run as `user`, leaving the connections
+    /// up. Returns how many it killed.
+    pub(crate) fn kill_shells_of(&self, user: &str) -> usize {
+        let account = lookup_user(user)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no such user {user}"));
+        let procs = processes();
+        let mut below = Vec::new();
+        collect_subtree(&procs, self.listener.id(), &mut below);
+        let shells: Vec<u32> = below
+            .into_iter()
+            .filter(|pid| {
+                procs
+                    .get(pid)
+                    .is_some_and(|p| p.uid == account.uid && p.comm == "sh")
+            })
+            .collect();
+        if !shells.is_empty() {
+            let _ = Command::new("kill")
+                .arg("-KILL")
+                .args(shells.iter().map(u32::to_string))
+                .stderr(Stdio::null())
+                .status();
+        }
+        shells.len()
+    }
+
     fn authorize(&self, user: &str) -> Result<(), String> {
         let path = self.dir.join("authorized_keys").join(user);
         fs::write(&path, format!("{}\n", self.public_key)).map_err(|e| io_err(&path, e))?;

@@ -58,6 +58,9 @@ pub struct SshHost {
     /// A batched read's reply named `zstd` (`enc=zs`): later batches name it and probe for
     /// nothing.
     zstd: std::sync::atomic::AtomicBool,
+    /// Scripts run on a kept `sh -s` once the dialect is settled (`kept_shell.rs`), over our
+    /// own connection.
+    keep_shell: bool,
 }
 
 impl std::fmt::Debug for SshHost {
@@ -184,7 +187,15 @@ impl SshHost {
             encoder: std::sync::Mutex::new(None),
             gzip: std::sync::atomic::AtomicBool::new(false),
             zstd: std::sync::atomic::AtomicBool::new(false),
+            keep_shell: false,
         }
+    }
+
+    /// Keeps a `sh -s` running on the connection for the POSIX scripts of the calls after the
+    /// first (`kept_shell.rs`): for a host that is polled (an MCP server's), each call then
+    /// starts no session, login shell or `sh` on the host.
+    pub fn keep_shell(&mut self) {
+        self.keep_shell = true;
     }
 
     /// Sets where `-v` lines go and how a passphrase is asked for (from the next connection
@@ -225,13 +236,20 @@ impl SshHost {
         let settled = *self.dialect.lock().await;
         let dialect = settled.unwrap_or(Dialect::Posix);
         let nonce = script::new_nonce();
-        let out = self.exec(&make(dialect, &nonce), max_stdout).await?;
+        let invocation = make(dialect, &nonce);
+        if settled == Some(Dialect::Posix)
+            && let Some(out) = self.run_kept(&invocation, &nonce, max_stdout).await
+        {
+            return Ok((nonce, out?));
+        }
+        let out = self.exec(&invocation, max_stdout).await?;
         // A configured dialect is settled from the start.
         if settled.is_some() {
             return Ok((nonce, out));
         }
         if !script::detect_dialect_switch(&out.stdout, &out.stderr, out.exit_status) {
             *self.dialect.lock().await = Some(Dialect::Posix);
+            self.prepare_kept().await;
             return Ok((nonce, out));
         }
         let posix_said = answer_of(&out);
@@ -254,6 +272,56 @@ impl SshHost {
         }
         *self.dialect.lock().await = Some(Dialect::PowerShell);
         Ok((nonce, again))
+    }
+
+    /// Runs a POSIX script (`invocation` of [`posix::POSIX_EXEC`]) on the kept shell of our own
+    /// connection, for a host that keeps one: `None` when the script is for an exec (no kept
+    /// shell, or not ready, busy or gone, or the commands go through a master).
+    async fn run_kept(
+        &self,
+        invocation: &Invocation,
+        nonce: &str,
+        max_stdout: usize,
+    ) -> Option<Result<ExecOutput, HostError>> {
+        if !self.keep_shell || invocation.exec != posix::POSIX_EXEC || invocation.stdin.is_empty() {
+            return None;
+        }
+        let path = self
+            .shared
+            .path(&self.name, self.timeouts, &self.options)
+            .await;
+        if path != ConnectionPath::New {
+            return None;
+        }
+        let session = match self.session().await {
+            Ok(session) => session,
+            Err(e) => return Some(Err(e)),
+        };
+        let result = session
+            .run_kept(&invocation.stdin, nonce, max_stdout)
+            .await?;
+        if let Err(HostError::TimedOut { .. }) = &result {
+            self.disconnect().await;
+        }
+        Some(result)
+    }
+
+    /// Starts opening the kept shell of a host that keeps one, on our own connection (once the
+    /// dialect is settled as POSIX), so that the next script finds it open.
+    async fn prepare_kept(&self) {
+        if !self.keep_shell {
+            return;
+        }
+        let path = self
+            .shared
+            .path(&self.name, self.timeouts, &self.options)
+            .await;
+        if path != ConnectionPath::New {
+            return;
+        }
+        if let Some(session) = self.session.lock().await.clone() {
+            session.prepare_kept().await;
+        }
     }
 
     /// Runs one invocation; a failure that means the connection is gone, or a reply that timed

@@ -13,6 +13,7 @@ mod auth;
 pub mod config;
 mod host;
 mod inline;
+mod kept_shell;
 pub mod known_hosts;
 mod mux;
 mod pattern;

@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 
 use super::auth;
 use super::config::{SshTarget, resolve};
+use super::kept_shell::{self, KeptShell};
 use super::known_hosts::{Acceptance, HostKeyPolicy};
 use super::wire_count::{Counted, WireBytes};
 use super::{ConnectOptions, ConnectionLog};
@@ -142,6 +143,8 @@ pub struct SshSession {
     _proxy: Option<tokio::process::Child>,
     /// Where `-v` lines go.
     log: ConnectionLog,
+    /// The `sh -s` kept running for the scripts of a host that keeps one (`kept_shell.rs`).
+    kept: KeptShell,
     /// The connection's bytes on the wire so far, each way (for `-v`).
     wire: Arc<WireBytes>,
 }
@@ -495,6 +498,72 @@ impl SshSession {
             )
         });
         Ok(out)
+    }
+
+    /// Runs the POSIX script `script`, whose frame is `nonce`'s, on the connection's kept
+    /// shell (`kept_shell.rs`): `None` when that shell is not open (yet), busy or gone, and the
+    /// script is for an exec to run.
+    pub(crate) async fn run_kept(
+        &self,
+        script: &[u8],
+        nonce: &str,
+        max_stdout: usize,
+    ) -> Option<Result<ExecOutput, HostError>> {
+        let start = tokio::time::Instant::now();
+        let (wire_up, wire_down) = (self.wire.up(), self.wire.down());
+        let conn = self.kept_connection(max_stdout);
+        let reply = match self.kept.run(&conn, script, nonce).await? {
+            Ok(reply) => reply,
+            Err(broke) => {
+                let ReplyTimeouts { idle, total } = self.timeouts;
+                return Some(Err(match broke {
+                    kept_shell::Broke::Stalled { received, whole } => {
+                        self.timed_out(stalled_reason(received, idle, total, whole))
+                    }
+                    kept_shell::Broke::TooLarge => output_over_cap(&self.host, max_stdout),
+                    kept_shell::Broke::NoRoom => self.timed_out(format!(
+                        "no room for {} to send the script to the kept shell",
+                        seconds(idle.min(total))
+                    )),
+                }));
+            }
+        };
+        self.log.say(&self.host, || {
+            format!(
+                "kept shell: script of {} bytes, reply of {} bytes after {}; it moved up {}, \
+                 down {} bytes on the wire",
+                script.len(),
+                reply.stdout.len(),
+                millis(start.elapsed()),
+                self.wire.up() - wire_up,
+                self.wire.down() - wire_down,
+            )
+        });
+        Some(Ok(ExecOutput {
+            stdout: reply.stdout,
+            stderr: reply.stderr,
+            exit_status: None,
+            exit_signal: None,
+        }))
+    }
+
+    /// Starts opening the kept shell, when none is open or being opened (`kept_shell.rs`).
+    pub(crate) async fn prepare_kept(&self) {
+        self.kept.prepare(&self.kept_connection(0)).await;
+    }
+
+    fn kept_connection(&self, max_stdout: usize) -> kept_shell::Connection<'_, Verifier> {
+        kept_shell::Connection {
+            handle: &self.handle,
+            channels: &self.channels,
+            host: &self.host,
+            log: &self.log,
+            idle: self.timeouts.idle,
+            total: self.timeouts.total,
+            max_stdout,
+            max_stderr: MAX_STDERR,
+            close_grace: CLOSE_GRACE,
+        }
     }
 
     /// Says goodbye to the server (dropping the session also ends it, less politely).
@@ -897,6 +966,7 @@ where
         jump,
         _proxy: None,
         log: options.log.clone(),
+        kept: KeptShell::default(),
         wire,
     })
 }

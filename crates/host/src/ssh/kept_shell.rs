@@ -1,0 +1,366 @@
+//! A kept shell: one `sh -s` left running on a channel of a warm connection, which runs the
+//! POSIX scripts of a host whose dialect is settled, one after another, each in a subshell of
+//! its own (`( SCRIPT )`). A call then costs the round trip of its script and reply and the
+//! script's own programs, where an exec also starts sshd's session, the login shell and `sh`.
+//! A host opts in ([`super::SshHost::keep_shell`]): an MCP server's warm hosts, which an agent
+//! polls.
+//!
+//! - A script's reply ends at its frame's `END` line (`<nonce>:END <rc>`, the nonce fresh for
+//!   each call), which every script prints last, also when it fails (`fail` exits the
+//!   subshell, never the kept shell). What the subshell changes (`cd`, variables, traps) ends
+//!   with it; every command inside reads `/dev/null`, never the scripts that follow.
+//! - One call at a time: a call that finds the kept shell busy, or not open yet, runs as an exec
+//!   of its own. It is opened once the host's dialect is settled as POSIX (in the background:
+//!   no call waits for it).
+//! - A kept shell that ends (the host's `sh` died or was killed, the channel closed) before a
+//!   reply's end is dropped and the call runs as an exec, as if there had been none; one that
+//!   breaks the reply's bounds (time, size) is closed and the call fails as an exec's would.
+//!   Another is opened behind the call that found one gone; after [`MAX_FAILURES`] shells
+//!   that ended, none is opened again on this connection.
+//! - No script is sent before the shell says it is ready (after the login shell's rc files),
+//!   so an rc file that reads stdin never eats one.
+//! - Nothing is written on the host: the scripts are those an exec runs, sent on stdin.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use russh::{ChannelMsg, client};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use super::ConnectionLog;
+
+/// Kept shells that may end before the connection stops opening them.
+const MAX_FAILURES: u32 = 2;
+
+/// The exec string of a kept shell: `sh -s`, the scripts on stdin, after a line that says the
+/// login shell's rc files are done (one that reads stdin never sees a script: none is sent
+/// before that line).
+const KEPT_EXEC: &str = "sh -c 'echo clankie-kept-shell-ready; exec sh -s'";
+
+/// What the kept shell says once it reads its stdin.
+const READY: &[u8] = b"clankie-kept-shell-ready\n";
+
+/// The most a login shell may print before [`READY`] (its rc files' noise).
+const MAX_NOISE: usize = 64 * 1024;
+
+type Opening = tokio::task::JoinHandle<Result<russh::Channel<client::Msg>, String>>;
+
+/// A connection's kept shell, and whether one may be opened.
+#[derive(Debug, Default)]
+pub(crate) struct KeptShell {
+    state: tokio::sync::Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    shell: Option<Shell>,
+    opening: Option<Opening>,
+    failures: u32,
+}
+
+#[derive(Debug)]
+struct Shell {
+    read: russh::ChannelReadHalf,
+    write: russh::ChannelWriteHalf<client::Msg>,
+}
+
+/// What a kept shell's call needs of its connection, and the bounds of its reply (those of an
+/// exec's).
+pub(crate) struct Connection<'a, H: client::Handler> {
+    pub handle: &'a Arc<client::Handle<H>>,
+    /// The connection's channels: a kept shell holds one for as long as it lives.
+    pub channels: &'a Semaphore,
+    pub host: &'a str,
+    pub log: &'a ConnectionLog,
+    /// The longest wait for the next byte.
+    pub idle: Duration,
+    /// The longest a whole reply may take.
+    pub total: Duration,
+    /// The most stdout a reply may hold.
+    pub max_stdout: usize,
+    /// The most stderr kept (the rest is dropped).
+    pub max_stderr: usize,
+    /// How long closing a shell may take before it is dropped instead.
+    pub close_grace: Duration,
+}
+
+/// A reply from the kept shell: its stdout through the script's `END` line, and the stderr
+/// that came meanwhile.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// How a reply broke its bounds (the shell is closed; the call fails).
+#[derive(Debug)]
+pub(crate) enum Broke {
+    /// No byte within `idle`, or not done by `whole`, after `received` bytes.
+    Stalled { received: usize, whole: Instant },
+    /// Over `max_stdout`.
+    TooLarge,
+    /// The script could not be sent within `idle`.
+    NoRoom,
+}
+
+/// Why a call did not get its reply from the kept shell.
+enum Ended {
+    /// The shell or its channel ended before the reply did: the call may run as an exec.
+    Gone(String),
+    /// The reply broke its bounds: the call fails.
+    Failed(Broke),
+}
+
+impl KeptShell {
+    /// Starts opening the kept shell when there is none (the host's dialect has just been
+    /// settled as POSIX), so that the next call finds it open.
+    pub(crate) async fn prepare<H: client::Handler + 'static>(&self, conn: &Connection<'_, H>) {
+        let Ok(mut state) = self.state.try_lock() else {
+            return;
+        };
+        if state.shell.is_none() {
+            state.take_opened(conn).await;
+        }
+        if state.shell.is_none() {
+            state.open(conn);
+        }
+    }
+
+    /// Runs `script` (a POSIX script that prints its frame, `nonce`'s `END` line last) on the
+    /// kept shell. `None` when there is none ready (one is opened meanwhile) or it is busy, or
+    /// when it ended before the reply: the caller runs the script as an exec.
+    pub(crate) async fn run<H: client::Handler + 'static>(
+        &self,
+        conn: &Connection<'_, H>,
+        script: &[u8],
+        nonce: &str,
+    ) -> Option<Result<Reply, Broke>> {
+        let mut state = self.state.try_lock().ok()?;
+        if state.shell.is_none() {
+            state.take_opened(conn).await;
+        }
+        let Some(shell) = state.shell.as_mut() else {
+            state.open(conn);
+            return None;
+        };
+        match shell.call(conn, script, nonce).await {
+            Ok(reply) => Some(Ok(reply)),
+            Err(ended) => {
+                let shell = state.shell.take()?;
+                shell.close(conn.close_grace).await;
+                conn.channels.add_permits(1);
+                match ended {
+                    Ended::Gone(why) => {
+                        state.failures += 1;
+                        conn.log.say(conn.host, || {
+                            format!("kept shell: {why}; the command runs as an exec")
+                        });
+                        // Another for the calls after this one.
+                        state.open(conn);
+                        None
+                    }
+                    Ended::Failed(broke) => Some(Err(broke)),
+                }
+            }
+        }
+    }
+}
+
+impl State {
+    /// Starts opening a kept shell unless one is being opened, too many ended, or the
+    /// connection has no channel to spare for it.
+    fn open<H: client::Handler + 'static>(&mut self, conn: &Connection<'_, H>) {
+        if self.opening.is_some() || self.failures >= MAX_FAILURES {
+            return;
+        }
+        // One channel always stays for the calls' own execs.
+        if conn.channels.available_permits() < 2 {
+            return;
+        }
+        let Ok(permit) = conn.channels.try_acquire() else {
+            return;
+        };
+        permit.forget();
+        let handle = Arc::clone(conn.handle);
+        let bound = conn.idle.min(conn.total);
+        self.opening = Some(tokio::spawn(async move {
+            let mut channel = handle
+                .channel_open_session()
+                .await
+                .map_err(|e| e.to_string())?;
+            let started = async {
+                channel
+                    .exec(true, KEPT_EXEC)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                ready(&mut channel).await
+            };
+            let why = match tokio::time::timeout(bound, started).await {
+                Ok(Ok(())) => return Ok(channel),
+                Ok(Err(why)) => why,
+                Err(_) => "no ready line in time".to_string(),
+            };
+            let _ = tokio::time::timeout(bound, channel.close()).await;
+            Err(why)
+        }));
+    }
+
+    /// Takes the shell being opened when it is open.
+    async fn take_opened<H: client::Handler + 'static>(&mut self, conn: &Connection<'_, H>) {
+        if !self.opening.as_ref().is_some_and(|o| o.is_finished()) {
+            return;
+        }
+        let Some(opening) = self.opening.take() else {
+            return;
+        };
+        match opening.await {
+            Ok(Ok(channel)) => {
+                let (read, write) = channel.split();
+                self.shell = Some(Shell { read, write });
+                conn.log.say(conn.host, || {
+                    format!("kept shell: {KEPT_EXEC:?} open for the next scripts")
+                });
+            }
+            Ok(Err(e)) => {
+                self.failures += 1;
+                conn.channels.add_permits(1);
+                conn.log
+                    .say(conn.host, || format!("kept shell: not opened ({e})"));
+            }
+            Err(_) => {
+                self.failures += 1;
+                conn.channels.add_permits(1);
+            }
+        }
+    }
+}
+
+/// Waits for the kept shell's [`READY`] line (whatever the login shell printed before it).
+async fn ready(channel: &mut russh::Channel<client::Msg>) -> Result<(), String> {
+    let mut seen = Vec::new();
+    loop {
+        match channel.wait().await {
+            Some(ChannelMsg::Data { data }) => {
+                seen.extend_from_slice(&data);
+                if memchr::memmem::find(&seen, READY).is_some() {
+                    return Ok(());
+                }
+                if seen.len() > MAX_NOISE {
+                    return Err("no ready line".to_string());
+                }
+            }
+            None | Some(ChannelMsg::Eof | ChannelMsg::Close | ChannelMsg::Failure) => {
+                return Err("the shell ended".to_string());
+            }
+            Some(ChannelMsg::ExitStatus { exit_status }) => {
+                return Err(format!("the shell exited ({exit_status})"));
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+impl Shell {
+    /// Sends `script` in a subshell and reads until its `END` line, within the bounds an exec's
+    /// reply has.
+    async fn call<H: client::Handler + 'static>(
+        &mut self,
+        conn: &Connection<'_, H>,
+        script: &[u8],
+        nonce: &str,
+    ) -> Result<Reply, Ended> {
+        let (idle, total) = (conn.idle, conn.total);
+        let start = Instant::now();
+        let whole = start + total;
+        let mut sent = Vec::with_capacity(script.len() + 4);
+        sent.extend_from_slice(b"(\n");
+        sent.extend_from_slice(script);
+        sent.extend_from_slice(b"\n)\n");
+        let writing = self.write.data(&sent[..]);
+        match tokio::time::timeout_at((start + idle).min(whole), writing).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(Ended::Gone(format!("sending the script: {e}"))),
+            Err(_) => return Err(Ended::Failed(Broke::NoRoom)),
+        }
+        let end = format!("\n{nonce}:END ").into_bytes();
+        let mut out = Reply {
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        };
+        let deadline = tokio::time::sleep_until((start + idle).min(whole));
+        tokio::pin!(deadline);
+        let mut received = 0usize;
+        loop {
+            tokio::select! {
+                () = &mut deadline => {
+                    return Err(Ended::Failed(Broke::Stalled { received, whole }));
+                }
+                msg = self.read.wait() => match msg {
+                    Some(ChannelMsg::Data { data }) => {
+                        received += data.len();
+                        deadline.as_mut().reset((Instant::now() + idle).min(whole));
+                        if out.stdout.len() + data.len() > conn.max_stdout {
+                            return Err(Ended::Failed(Broke::TooLarge));
+                        }
+                        let scan_from = out.stdout.len().saturating_sub(end.len() + 16);
+                        out.stdout.extend_from_slice(&data);
+                        if let Some(len) = through_end(&out.stdout, scan_from, &end) {
+                            // Nothing follows a script's END line; what would is not this
+                            // call's.
+                            out.stdout.truncate(len);
+                            return Ok(out);
+                        }
+                    }
+                    Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                        received += data.len();
+                        deadline.as_mut().reset((Instant::now() + idle).min(whole));
+                        let room = conn.max_stderr.saturating_sub(out.stderr.len());
+                        out.stderr.extend_from_slice(&data[..data.len().min(room)]);
+                    }
+                    None | Some(ChannelMsg::Eof | ChannelMsg::Close) => {
+                        return Err(Ended::Gone("the shell's channel ended".to_string()));
+                    }
+                    Some(ChannelMsg::ExitStatus { exit_status }) => {
+                        return Err(Ended::Gone(format!("the shell exited ({exit_status})")));
+                    }
+                    Some(ChannelMsg::ExitSignal { signal_name, .. }) => {
+                        return Err(Ended::Gone(format!("the shell was killed ({signal_name:?})")));
+                    }
+                    Some(ChannelMsg::Failure) => {
+                        return Err(Ended::Gone("the server refused to run it".to_string()));
+                    }
+                    Some(_) => {}
+                },
+            }
+        }
+    }
+
+    /// Closes the channel (the server then ends the shell), or drops it when even that stalls.
+    async fn close(self, grace: Duration) {
+        let _ = tokio::time::timeout(grace, self.write.close()).await;
+    }
+}
+
+/// The length of `stdout` through the end of its `END` line (`end` is `\n<nonce>:END `, found
+/// at or after `from`), when that line is complete.
+fn through_end(stdout: &[u8], from: usize, end: &[u8]) -> Option<usize> {
+    let at = memchr::memmem::find(&stdout[from..], end)? + from;
+    let rest = &stdout[at + end.len()..];
+    let newline = memchr::memchr(b'\n', rest)?;
+    Some(at + end.len() + newline + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_ends_with_its_end_line() {
+        let end = b"\nabc:END ";
+        assert_eq!(through_end(b"x\nabc:END 0", 0, end), None);
+        assert_eq!(through_end(b"x\nabc:END 0\n", 0, end), Some(12));
+        assert_eq!(through_end(b"x\nabc:END 0\nmore", 0, end), Some(12));
+        assert_eq!(through_end(b"x\nabd:END 0\n", 0, end), None);
+    }
+}
