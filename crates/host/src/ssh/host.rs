@@ -286,10 +286,11 @@ impl SshHost {
         if !self.keep_shell || invocation.exec != posix::POSIX_EXEC || invocation.stdin.is_empty() {
             return None;
         }
-        let path = self
-            .shared
-            .path(&self.name, self.timeouts, &self.options)
-            .await;
+        let shared = match self.shared().await {
+            Ok(shared) => shared,
+            Err(e) => return Some(Err(e)),
+        };
+        let path = shared.path(&self.name, self.timeouts, &self.options).await;
         if path != ConnectionPath::New {
             return None;
         }
@@ -312,10 +313,10 @@ impl SshHost {
         if !self.keep_shell {
             return;
         }
-        let path = self
-            .shared
-            .path(&self.name, self.timeouts, &self.options)
-            .await;
+        let Ok(shared) = self.shared().await else {
+            return;
+        };
+        let path = shared.path(&self.name, self.timeouts, &self.options).await;
         if path != ConnectionPath::New {
             return;
         }
