@@ -357,7 +357,7 @@ async fn grep_store(
     query: &Query,
     printer: &crate::render::grep::GrepPrinter,
 ) -> Result<Outcome, Error> {
-    let mut store = Store::open(&StoreUrl::parse(Some(url))?, None).await?;
+    let mut store = Store::open_to_search(&StoreUrl::parse(Some(url))?).await?;
     let names = match names {
         Some(names) => names,
         None => store.hosts().await?,

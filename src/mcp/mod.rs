@@ -681,7 +681,7 @@ impl McpServer {
         if let Some(url) = &self.options.store {
             // From the store: its hosts (or those asked), no host contacted.
             let store_failure = |e: crate::store::StoreError| Failure::Tool(format!("search: {e}"));
-            let mut store = crate::store::Store::open(url, None)
+            let mut store = crate::store::Store::open_to_search(url)
                 .await
                 .map_err(store_failure)?;
             let names = match &args.hosts {

@@ -551,6 +551,20 @@ impl Store {
     /// Opens the store at `url`; `create` (the redaction a new store records) makes it when
     /// missing and migrates an older schema.
     pub async fn open(url: &StoreUrl, create: Option<bool>) -> Result<Store, StoreError> {
+        Store::open_as(url, create, false).await
+    }
+
+    /// Opens the store at `url` for `grep --store` and the MCP server's searches: a
+    /// PostgreSQL store opens the search's second connection with the first.
+    pub async fn open_to_search(url: &StoreUrl) -> Result<Store, StoreError> {
+        Store::open_as(url, None, true).await
+    }
+
+    async fn open_as(
+        url: &StoreUrl,
+        create: Option<bool>,
+        #[cfg_attr(not(feature = "postgres"), allow(unused_variables))] to_search: bool,
+    ) -> Result<Store, StoreError> {
         match url {
             StoreUrl::Sqlite(path) => Ok(Store::Sqlite(sqlite::SqliteStore::open(
                 path,
@@ -559,7 +573,7 @@ impl Store {
             )?)),
             #[cfg(feature = "postgres")]
             StoreUrl::Postgres(conninfo) => Ok(Store::Postgres(Box::new(
-                postgres::PgStore::open(conninfo, &url.display(), create).await?,
+                postgres::PgStore::open(conninfo, &url.display(), create, to_search).await?,
             ))),
             #[cfg(not(feature = "postgres"))]
             StoreUrl::Postgres(_) => Err(StoreError::Url {

@@ -149,13 +149,22 @@ CREATE INDEX records_trigrams ON records USING gin (show_trgm(search));
 ANALYZE records;
 ";
 
+/// A store's second connection: opened by the first search, or with the first connection
+/// when the store is opened to search.
+enum Second {
+    NotAsked,
+    Opening(tokio::task::JoinHandle<Result<Client, tokio_postgres::Error>>),
+    Open(Client),
+    /// It could not be opened: searches read over the first connection alone.
+    Failed,
+}
+
 pub struct PgStore {
     client: Client,
     /// How to connect again: a search's candidates are read over two connections.
     config: tokio_postgres::Config,
-    /// The second connection, once a search opened it (`None` inside: it could not be opened,
-    /// and searches read over the first alone).
-    second: Option<Option<Client>>,
+    /// The second connection a search reads over.
+    second: Second,
     name: String,
     redacted: bool,
     /// The ASCII letters the database lowercases to something else (read once, when a search
@@ -216,6 +225,7 @@ impl PgStore {
         conninfo: &str,
         name: &str,
         create: Option<bool>,
+        to_search: bool,
     ) -> Result<PgStore, StoreError> {
         let db = |e: tokio_postgres::Error| StoreError::Database {
             store: name.to_string(),
@@ -225,6 +235,14 @@ impl PgStore {
             url: name.to_string(),
             reason: message,
         })?;
+        // A search's second connection starts while the first connects and reads `meta`:
+        // its backend's start is then off the search's path.
+        let second = if to_search {
+            let config = config.clone();
+            Second::Opening(tokio::spawn(async move { connect(&config).await }))
+        } else {
+            Second::NotAsked
+        };
         let mut client = connect(&config).await.map_err(db)?;
         // A store already at this build's schema is the common case: one round trip reads
         // that, and no migration transaction (nor its lock) is taken.
@@ -254,7 +272,7 @@ impl PgStore {
         Ok(PgStore {
             client,
             config,
-            second: None,
+            second,
             name: name.to_string(),
             redacted,
             lowered_otherwise: None,
@@ -647,28 +665,39 @@ impl PgStore {
         mut each: impl FnMut(usize, i64, Record),
     ) -> Result<bool, StoreError> {
         let (alternatives, insensitive) = terms;
-        if self.second.is_none() {
-            // The second connection opens while the first asks the database's lowercasing.
-            let config = self.config.clone();
-            let (odd, second) =
-                tokio::join!(
-                    self.lowered_otherwise(),
-                    async move { connect(&config).await }
-                );
-            self.second = Some(second.ok());
-            odd?;
+        // The second connection opens (or finishes opening) while the first asks the
+        // database's lowercasing.
+        let second = match std::mem::replace(&mut self.second, Second::Failed) {
+            Second::NotAsked => {
+                let config = self.config.clone();
+                Some(tokio::spawn(async move { connect(&config).await }))
+            }
+            Second::Opening(opening) => Some(opening),
+            open => {
+                self.second = open;
+                None
+            }
+        };
+        let odd = self.lowered_otherwise().await;
+        if let Some(opening) = second {
+            self.second = match opening.await {
+                Ok(Ok(client)) => Second::Open(client),
+                _ => Second::Failed,
+            };
         }
-        let odd = self.lowered_otherwise().await?;
+        let odd = odd?;
         let looked_up: Option<Vec<Vec<String>>> = alternatives
             .iter()
             .map(|pieces| pg_trigrams::trigrams(pieces, &odd))
             .collect();
-        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(host.to_string())];
+        // Each parameter with its type: the queries go without a round trip to prepare them.
+        let mut params: Vec<(Box<dyn ToSql + Sync + Send>, Type)> =
+            vec![(Box::new(host.to_string()), Type::TEXT)];
         let mut clauses = Vec::new();
         match looked_up {
             Some(sets) => {
                 for set in sets {
-                    params.push(Box::new(set));
+                    params.push((Box::new(set), Type::TEXT_ARRAY));
                     clauses.push(format!("show_trgm(search) @> ${}::text[]", params.len()));
                 }
             }
@@ -678,7 +707,10 @@ impl PgStore {
                 for pieces in alternatives {
                     let mut all = Vec::new();
                     for piece in pieces {
-                        params.push(Box::new(format!("%{}%", like_escape(&to_pg(piece)))));
+                        params.push((
+                            Box::new(format!("%{}%", like_escape(&to_pg(piece)))),
+                            Type::TEXT,
+                        ));
                         all.push(format!("search {like} ${}", params.len()));
                     }
                     clauses.push(format!("({})", all.join(" AND ")));
@@ -690,10 +722,11 @@ impl PgStore {
              superseded AND ({})",
             clauses.join(" OR ")
         );
-        let params: Vec<&(dyn ToSql + Sync)> = params
-            .iter()
-            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-            .collect();
+        let params = || {
+            params
+                .iter()
+                .map(|(p, ty)| (p.as_ref() as &(dyn ToSql + Sync), ty.clone()))
+        };
         let at = super::session_places(sessions);
         // Each row is made a record and handed on as it arrives, while the server still
         // sends: nothing holds every candidate's text at once.
@@ -715,14 +748,14 @@ impl PgStore {
             // Reading the candidates' text back (from TOAST, decompressed) is most of a
             // search's time and one server process's work: two connections read half each,
             // their rows taken as they come from either.
-            Some(Some(second)) => {
+            Second::Open(second) => {
                 let (even_seqs, odd_seqs) = (
                     format!("{sql} AND seq % 2 = 0"),
                     format!("{sql} AND seq % 2 = 1"),
                 );
                 let (even, odd) = tokio::try_join!(
-                    self.client.query_raw(&even_seqs, params.iter().copied()),
-                    second.query_raw(&odd_seqs, params.iter().copied())
+                    self.client.query_typed_raw(&even_seqs, params()),
+                    second.query_typed_raw(&odd_seqs, params())
                 )
                 .map_err(self.db())?;
                 let mut rows = futures_util::stream::select(Box::pin(even), Box::pin(odd));
@@ -733,7 +766,7 @@ impl PgStore {
             _ => {
                 let mut rows = Box::pin(
                     self.client
-                        .query_raw(&sql, params.iter().copied())
+                        .query_typed_raw(&sql, params())
                         .await
                         .map_err(self.db())?,
                 );
