@@ -557,7 +557,7 @@ impl PgStore {
     pub async fn hosts(&mut self) -> Result<Vec<String>, StoreError> {
         let rows = self
             .client
-            .query("SELECT host FROM hosts ORDER BY host", &[])
+            .query_typed("SELECT host FROM hosts ORDER BY host", &[])
             .await
             .map_err(self.db())?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
@@ -566,10 +566,10 @@ impl PgStore {
     pub async fn sessions(&mut self, host: &str) -> Result<Vec<StoredSession>, StoreError> {
         let rows = self
             .client
-            .query(
+            .query_typed(
                 "SELECT harness, session, agent, root, rel, size, mtime, title, cwd, generation, \
                  writer_version FROM sessions WHERE host = $1 AND NOT deleted ORDER BY ordinal",
-                &[&host],
+                &[(&host, Type::TEXT)],
             )
             .await
             .map_err(self.db())?;
@@ -638,12 +638,15 @@ impl PgStore {
         if let Some(odd) = &self.lowered_otherwise {
             return Ok(odd.clone());
         }
-        let row = self
+        let rows = self
             .client
-            .query_one("SELECT lower($1::text)", &[&pg_trigrams::ASCII_LETTERS])
+            .query_typed(
+                "SELECT lower($1::text)",
+                &[(&pg_trigrams::ASCII_LETTERS, Type::TEXT)],
+            )
             .await
             .map_err(self.db())?;
-        let odd = pg_trigrams::letters_lowered_otherwise(row.get(0));
+        let odd = pg_trigrams::letters_lowered_otherwise(rows.first().map_or("", |r| r.get(0)));
         self.lowered_otherwise = Some(odd.clone());
         Ok(odd)
     }
