@@ -80,6 +80,7 @@ pub async fn search_host(
                 on_session(found);
             }
         } else if query.count_only {
+            // A count needs no order: `-m` caps it, as the session search stops counting.
             let matches = query
                 .max_count
                 .map_or(counted[k], |max| counted[k].min(max));

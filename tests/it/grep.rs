@@ -343,6 +343,28 @@ fn counts_sessions_context_and_json_shapes() {
     );
 }
 
+/// A date in `--after` begins at midnight in the local time zone (`$TZ`), which a search reads
+/// only when a time is asked for: the scratch session's records are written from 10:00 UTC on
+/// 2026-11-02, which is still the day before in UTC−12 and already that day in UTC+12.
+#[test]
+fn a_date_in_after_begins_at_local_midnight() {
+    let (home, _) = scratch();
+    let in_zone = |tz: &str| {
+        clankie(home.path())
+            .env("TZ", tz)
+            .args(["grep", "--json", "--after", "2026-11-02", "deploy"])
+            .output()
+            .unwrap()
+    };
+    // POSIX `TZ` offsets are west of UTC: `UTC+12` is twelve hours behind.
+    let behind = in_zone("UTC+12");
+    assert_eq!(code(&behind), 1, "{}", stderr(&behind));
+    assert!(matched_ids(&behind).is_empty());
+    let ahead = in_zone("UTC-12");
+    assert_eq!(code(&ahead), 0, "{}", stderr(&ahead));
+    assert_eq!(matched_ids(&ahead), ["u0#0", "u5#0"]);
+}
+
 #[test]
 fn kind_and_time_filters_narrow_the_search() {
     let (home, _) = scratch();
