@@ -9,6 +9,7 @@
 mod pg_trigrams;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod rare;
 pub mod schema;
 pub mod search;
 pub mod sqlite;
@@ -518,18 +519,29 @@ pub fn index_terms(matcher: &clankie_engine::search::Matcher) -> Option<(Vec<Vec
 /// [`index_terms`] as an FTS5 query over the trigram index (which folds case, so an exact
 /// literal is still found, with others the regex then refuses).
 pub fn fts_query(matcher: &clankie_engine::search::Matcher) -> Option<String> {
-    let (alternatives, _) = index_terms(matcher)?;
-    let alternatives: Vec<String> = alternatives
-        .iter()
-        .map(|terms| {
-            let terms: Vec<String> = terms
-                .iter()
-                .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-                .collect();
-            format!("({})", terms.join(" AND "))
-        })
-        .collect();
-    Some(alternatives.join(" OR "))
+    fts_query_with(matcher, |_| Ok::<_, std::convert::Infallible>(None))
+        .unwrap_or_else(|e| match e {})
+}
+
+/// [`fts_query`], where `rare` may name, for an alternative's pieces, the few of their
+/// trigrams to look up in place of the pieces whole (module `rare`).
+pub fn fts_query_with<E>(
+    matcher: &clankie_engine::search::Matcher,
+    mut rare: impl FnMut(&[String]) -> Result<Option<Vec<String>>, E>,
+) -> Result<Option<String>, E> {
+    let Some((alternatives, _)) = index_terms(matcher) else {
+        return Ok(None);
+    };
+    let mut query = Vec::new();
+    for pieces in &alternatives {
+        let terms = rare(pieces)?.unwrap_or_else(|| pieces.clone());
+        let terms: Vec<String> = terms
+            .iter()
+            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+            .collect();
+        query.push(format!("({})", terms.join(" AND ")));
+    }
+    Ok(Some(query.join(" OR ")))
 }
 
 /// A session the store holds, for `ls --store` and `grep --store`.
@@ -657,7 +669,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         match self {
             Store::Sqlite(s) => {
-                let Some(query) = fts_query(matcher) else {
+                let Some(query) = fts_query_with(matcher, |pieces| s.rare_trigrams(pieces))? else {
                     return Ok(false);
                 };
                 s.candidates(host, sessions, &query, each)?;

@@ -6,6 +6,7 @@
 //! literal, from the index alone (word-based `tsvector` search would miss a literal inside a
 //! word, which `grep` finds).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -634,7 +635,8 @@ impl PgStore {
 
     /// The ASCII letters `lower()` (and so `show_trgm`) gives as something other than their
     /// ASCII lowercase in this database (a Turkish locale's `I`): none in most.
-    async fn lowered_otherwise(&mut self) -> Result<Vec<char>, StoreError> {
+    /// The ASCII letters the database lowercases to something else (asked once, then kept).
+    async fn lowered_otherwise(&self) -> Result<Vec<char>, StoreError> {
         if let Some(odd) = &self.lowered_otherwise {
             return Ok(odd.clone());
         }
@@ -646,9 +648,32 @@ impl PgStore {
             )
             .await
             .map_err(self.db())?;
-        let odd = pg_trigrams::letters_lowered_otherwise(rows.first().map_or("", |r| r.get(0)));
-        self.lowered_otherwise = Some(odd.clone());
-        Ok(odd)
+        Ok(pg_trigrams::letters_lowered_otherwise(
+            rows.first().map_or("", |r| r.get(0)),
+        ))
+    }
+
+    /// Of `trigrams`, those among the most common elements of the `show_trgm` index in the
+    /// server's statistics of it (kept by `ANALYZE`), with the share of records holding each;
+    /// none when it has no statistics.
+    async fn common_trigrams(
+        &self,
+        trigrams: &[String],
+    ) -> Result<HashMap<String, f64>, StoreError> {
+        let rows = self
+            .client
+            .query_typed(
+                "SELECT e.trigram, e.share FROM pg_stats s, unnest(s.most_common_elems::text::text[], \
+                 s.most_common_elem_freqs) AS e(trigram, share) WHERE s.schemaname = \
+                 current_schema() AND s.tablename = 'records_trigrams' AND e.trigram = ANY($1)",
+                &[(&trigrams, Type::TEXT_ARRAY)],
+            )
+            .await
+            .map_err(self.db())?;
+        Ok(rows
+            .iter()
+            .map(|row| (row.get::<_, String>(0), f64::from(row.get::<_, f32>(1))))
+            .collect())
     }
 
     /// The current records whose searched text holds every piece of one of `terms`'
@@ -681,7 +706,14 @@ impl PgStore {
                 None
             }
         };
-        let odd = self.lowered_otherwise().await;
+        // A literal's trigrams where the database lowercases every ASCII letter as ASCII
+        // does; where it does not, fewer (cut at those letters), never others.
+        let every: Vec<String> = alternatives
+            .iter()
+            .filter_map(|pieces| pg_trigrams::trigrams(pieces, &[]))
+            .flatten()
+            .collect();
+        let (odd, common) = tokio::join!(self.lowered_otherwise(), self.common_trigrams(&every));
         if let Some(opening) = second {
             self.second = match opening.await {
                 Ok(Ok(client)) => Second::Open(client),
@@ -689,9 +721,14 @@ impl PgStore {
             };
         }
         let odd = odd?;
+        self.lowered_otherwise = Some(odd.clone());
+        let common = common?;
         let looked_up: Option<Vec<Vec<String>>> = alternatives
             .iter()
-            .map(|pieces| pg_trigrams::trigrams(pieces, &odd))
+            .map(|pieces| {
+                pg_trigrams::trigrams(pieces, &odd)
+                    .map(|trigrams| super::rare::to_look_up(&trigrams, |t| common.get(t).copied()))
+            })
             .collect();
         // Each parameter with its type: the queries go without a round trip to prepare them.
         let mut params: Vec<(Box<dyn ToSql + Sync + Send>, Type)> =

@@ -415,6 +415,34 @@ impl SqliteStore {
         Ok(records)
     }
 
+    /// Of the trigrams of an alternative's `pieces`, the ones few records hold: the
+    /// [`PROBES`] likeliest to be rare ([`super::rare::rarest_first`]) are counted in the
+    /// index up to [`FEW`] records, and those under it are looked up in place of the pieces'
+    /// every trigram (`None`: none of them is rare). Counting a common trigram stops after
+    /// [`FEW`] entries of its list, where looking it up for every candidate walks the list.
+    pub fn rare_trigrams(&self, pieces: &[String]) -> Result<Option<Vec<String>>, StoreError> {
+        let likeliest =
+            super::rare::rarest_first(pieces.iter().flat_map(|p| super::rare::windows(p)));
+        let mut count = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM records_text WHERE records_text MATCH ?1 \
+                 LIMIT ?2)",
+            )
+            .map_err(self.db())?;
+        let mut rare = Vec::new();
+        for trigram in likeliest.into_iter().take(PROBES) {
+            let phrase = format!("\"{}\"", trigram.replace('"', "\"\""));
+            let held: i64 = count
+                .query_row(params![phrase, FEW], |row| row.get(0))
+                .map_err(self.db())?;
+            if held < FEW {
+                rare.push(trigram);
+            }
+        }
+        Ok((!rare.is_empty()).then_some(rare))
+    }
+
     pub fn candidates(
         &mut self,
         host: &str,
@@ -456,6 +484,12 @@ impl SqliteStore {
         Ok(())
     }
 }
+
+/// How many of a search's trigrams [`SqliteStore::rare_trigrams`] counts.
+const PROBES: usize = 3;
+/// Under how many records a trigram is rare: reading that many candidates costs about what
+/// walking a common trigram's list for each of them does.
+const FEW: i64 = 2000;
 
 /// The columns [`record_row`] reads, in order.
 const RECORD_COLUMNS: &str = "record_id, kind, thinking, ts, agent, sidechain, text, call_id, \
@@ -574,5 +608,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The likeliest-rare trigrams are counted in the index: those under [`FEW`] records are
+    /// looked up, a common one is not, and none rare leaves the pieces whole.
+    #[test]
+    fn only_the_trigrams_few_records_hold_are_looked_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("s.db"), "s", Some(true)).unwrap();
+        let tx = store.conn.unchecked_transaction().unwrap();
+        for rowid in 0..FEW + 10 {
+            let text = if rowid % 1000 == 0 {
+                "zqj xkv jq"
+            } else {
+                " jq jq"
+            };
+            tx.execute(
+                "INSERT INTO records_text (rowid, text) VALUES (?1, ?2)",
+                params![rowid, text],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        let pieces = |p: &str| vec![p.to_string()];
+        // `zqj` and `xkv` rank first and are in three records; ` jq`, next, is in every one.
+        assert_eq!(
+            store.rare_trigrams(&pieces("zqj xkv jq")).unwrap(),
+            Some(vec!["zqj".to_string(), "xkv".to_string()])
+        );
+        assert_eq!(store.rare_trigrams(&pieces(" jq jq")).unwrap(), None);
     }
 }
