@@ -238,13 +238,28 @@ impl PgStore {
         })?;
         // A search's second connection starts while the first connects and reads `meta`:
         // its backend's start is then off the search's path.
-        let second = if to_search {
+        let mut second = if to_search {
             let config = config.clone();
             Second::Opening(tokio::spawn(async move { connect(&config).await }))
         } else {
             Second::NotAsked
         };
-        let mut client = connect(&config).await.map_err(db)?;
+        let mut client = match (connect(&config).await, second) {
+            (Ok(client), opening) => {
+                second = opening;
+                client
+            }
+            // A server that takes one more connection (its or the role's limit) may take
+            // the second instead: a search then reads over that one alone.
+            (Err(e), Second::Opening(opening)) => {
+                second = Second::Failed;
+                match opening.await {
+                    Ok(Ok(client)) => client,
+                    _ => return Err(db(e)),
+                }
+            }
+            (Err(e), _) => return Err(db(e)),
+        };
         // A store already at this build's schema is the common case: one round trip reads
         // that, and no migration transaction (nor its lock) is taken.
         let mut stored = read_meta(&client).await.map_err(db)?;
@@ -694,8 +709,8 @@ impl PgStore {
     ) -> Result<bool, StoreError> {
         let (alternatives, insensitive) = terms;
         // The second connection opens (or finishes opening) while the first asks the
-        // database's lowercasing.
-        let second = match std::mem::replace(&mut self.second, Second::Failed) {
+        // database's lowercasing and its statistics and starts its half of the search.
+        let opening = match std::mem::replace(&mut self.second, Second::Failed) {
             Second::NotAsked => {
                 let config = self.config.clone();
                 Some(tokio::spawn(async move { connect(&config).await }))
@@ -714,12 +729,6 @@ impl PgStore {
             .flatten()
             .collect();
         let (odd, common) = tokio::join!(self.lowered_otherwise(), self.common_trigrams(&every));
-        if let Some(opening) = second {
-            self.second = match opening.await {
-                Ok(Ok(client)) => Second::Open(client),
-                _ => Second::Failed,
-            };
-        }
         let odd = odd?;
         self.lowered_otherwise = Some(odd.clone());
         let common = common?;
@@ -784,34 +793,70 @@ impl PgStore {
                 each(k, seq, record);
             }
         };
-        match &self.second {
-            // Reading the candidates' text back (from TOAST, decompressed) is most of a
-            // search's time and one server process's work: two connections read half each,
-            // their rows taken as they come from either.
-            Second::Open(second) => {
-                let (even_seqs, odd_seqs) = (
-                    format!("{sql} AND seq % 2 = 0"),
-                    format!("{sql} AND seq % 2 = 1"),
-                );
-                let (even, odd) = tokio::try_join!(
-                    self.client.query_typed_raw(&even_seqs, params()),
-                    second.query_typed_raw(&odd_seqs, params())
-                )
-                .map_err(self.db())?;
-                let mut rows = futures_util::stream::select(Box::pin(even), Box::pin(odd));
+        // Reading the candidates' text back (from TOAST, decompressed) is most of a search's
+        // time and one server process's work: two connections read half each, their rows
+        // taken as they come from either. The first starts its half at once; the second
+        // starts when it is open, and if it cannot be opened the first reads both halves.
+        let (even_seqs, odd_seqs) = (
+            format!("{sql} AND seq % 2 = 0"),
+            format!("{sql} AND seq % 2 = 1"),
+        );
+        let name = self.name.clone();
+        let db = |e: tokio_postgres::Error| StoreError::Database {
+            store: name.clone(),
+            message: one_line(&e),
+        };
+        let first_half = self.client.query_typed_raw(&even_seqs, params());
+        let first_half = match (opening, &self.second) {
+            (None, Second::Open(second)) => {
+                // Open already (an earlier search): both halves start at once.
+                let (first_half, second_half) =
+                    tokio::try_join!(first_half, second.query_typed_raw(&odd_seqs, params()))
+                        .map_err(db)?;
+                let mut rows =
+                    futures_util::stream::select(Box::pin(first_half), Box::pin(second_half));
                 while let Some(row) = rows.next().await {
-                    hand_on(row.map_err(self.db())?);
+                    hand_on(row.map_err(db)?);
+                }
+                return Ok(true);
+            }
+            (None, _) => first_half.await,
+            (Some(opening), _) => {
+                let (first_half, opened) = tokio::join!(first_half, opening);
+                self.second = match opened {
+                    Ok(Ok(client)) => Second::Open(client),
+                    _ => Second::Failed,
+                };
+                first_half
+            }
+        };
+        let first_half = Box::pin(first_half.map_err(db)?);
+        match &self.second {
+            Second::Open(second) => {
+                let second_half = Box::pin(
+                    second
+                        .query_typed_raw(&odd_seqs, params())
+                        .await
+                        .map_err(db)?,
+                );
+                let mut rows = futures_util::stream::select(first_half, second_half);
+                while let Some(row) = rows.next().await {
+                    hand_on(row.map_err(db)?);
                 }
             }
             _ => {
+                let mut rows = first_half;
+                while let Some(row) = rows.next().await {
+                    hand_on(row.map_err(db)?);
+                }
                 let mut rows = Box::pin(
                     self.client
-                        .query_typed_raw(&sql, params())
+                        .query_typed_raw(&odd_seqs, params())
                         .await
-                        .map_err(self.db())?,
+                        .map_err(db)?,
                 );
                 while let Some(row) = rows.next().await {
-                    hand_on(row.map_err(self.db())?);
+                    hand_on(row.map_err(db)?);
                 }
             }
         }

@@ -61,6 +61,13 @@ impl SqliteStore {
         let mut conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
             .map_err(db)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+        if create.is_none() {
+            // A reader visits the records the index names in rowid order, each page about
+            // once: SQLite's default 2 MiB page cache would only fault in fresh memory for
+            // pages never read again (about half a search's page faults for a literal).
+            conn.pragma_update(None, "cache_size", READER_CACHE_KIB)
+                .map_err(db)?;
+        }
         if let Some(redact) = create {
             use_wal(&conn).map_err(db)?;
             conn.pragma_update(None, "synchronous", "normal")
@@ -484,6 +491,9 @@ impl SqliteStore {
         Ok(())
     }
 }
+
+/// A reader's page cache, in KiB (negative: SQLite's unit for a size in KiB).
+const READER_CACHE_KIB: i64 = -256;
 
 /// How many of a search's trigrams [`SqliteStore::rare_trigrams`] counts.
 const PROBES: usize = 3;

@@ -215,7 +215,7 @@ fn postgres_holds_what_read_gives_for_every_fixture_and_answers_as_the_host() {
             stderr(&store)
         );
     }
-    for pattern in [
+    let patterns = [
         &["marker"][..],
         &["-i", "MARKER"],
         &["-F", "100%_done"],
@@ -225,20 +225,50 @@ fn postgres_holds_what_read_gives_for_every_fixture_and_answers_as_the_host() {
         &["[0-9]{4}-[0-9]{2}"],
         &["-c", "-m", "2", "the"],
         &["-m", "2", "-i", "the"],
-    ] {
-        let host = run(h, &[&base[..], &["grep"], pattern, &["fx"]].concat());
-        let store = run(
-            h,
-            &[&base[..], &["grep", "--store", &into], pattern, &["fx"]].concat(),
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&store.stdout),
-            String::from_utf8_lossy(&host.stdout),
-            "{pattern:?}: {}",
-            stderr(&store)
-        );
-        assert_eq!(code(&store), code(&host), "{pattern:?}");
-    }
+        &["-i", "tool_use|permission"],
+    ];
+    let answers_as_the_host = |into: &str, patterns: &[&[&str]], why: &str| {
+        for pattern in patterns {
+            let host = run(h, &[&base[..], &["grep"], pattern, &["fx"]].concat());
+            let store = run(
+                h,
+                &[&base[..], &["grep", "--store", into], pattern, &["fx"]].concat(),
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&store.stdout),
+                String::from_utf8_lossy(&host.stdout),
+                "{why}, {pattern:?}: {}",
+                stderr(&store)
+            );
+            assert_eq!(code(&store), code(&host), "{why}, {pattern:?}");
+        }
+    };
+    // Without statistics of the index every trigram of a literal is looked up; with them
+    // (`ANALYZE`), its common ones are left out.
+    answers_as_the_host(&into, &patterns, "no statistics");
+    pg.query("ANALYZE records");
+    assert!(
+        pg.count(
+            "SELECT count(*) FROM pg_stats, unnest(most_common_elems::text::text[]) e \
+             WHERE tablename = 'records_trigrams' AND e IN ('the', 'ool')"
+        ) > 0,
+        "no common trigram in the statistics"
+    );
+    answers_as_the_host(&into, &patterns, "statistics");
+    // A reader allowed one connection: the search's second cannot open, and the first reads
+    // every candidate.
+    pg.query(
+        "CREATE ROLE reader LOGIN CONNECTION LIMIT 1; \
+         GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader",
+    );
+    let reader = into.replace("user=clankie", "user=reader");
+    answers_as_the_host(&reader, &patterns[..4], "one connection");
+    assert!(
+        pg.log()
+            .contains("too many connections for role \"reader\""),
+        "the second connection opened: {}",
+        pg.log()
+    );
     // The same store refuses the other redaction.
     let raw = run(
         h,
