@@ -297,7 +297,9 @@ impl SshHost {
         nonce: &str,
         max_stdout: usize,
     ) -> Option<Result<ExecOutput, HostError>> {
-        if !self.keeps_shell() || invocation.exec != posix::POSIX_EXEC || invocation.stdin.is_empty()
+        if !self.keeps_shell()
+            || invocation.exec != posix::POSIX_EXEC
+            || invocation.stdin.is_empty()
         {
             return None;
         }
