@@ -215,6 +215,9 @@ impl Databases {
             .handed_headers
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = headers_after;
+        snapshot
+            .keep_shell_if_large(opened.page_size, page_count)
+            .await;
         let worker = snapshot.start(opened.page_size, page_count, opened.reserved);
         *snapshot.worker.lock().await = Some(worker);
         Ok(snapshot)

@@ -297,6 +297,9 @@ impl<'h, H: Host> Snapshot<'h, H> {
             // Read by the host after the pages, in order.
             reads.extend(self.header_reads(DB_HEADER));
         }
+        // A query's pages are levels of its B-trees, each read waiting on the one before: the
+        // host keeps a shell for the next ones (this one does not wait for it).
+        self.host.keep_for_reads().await;
         let mut results = self.host.read_many(&reads).await?;
         let header_results = results.split_off(groups.len().min(results.len()));
         for (group, result) in groups.iter().zip(results) {

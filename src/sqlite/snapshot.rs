@@ -120,9 +120,13 @@ impl<'h, H: Host> Snapshot<'h, H> {
     pub(super) async fn headers(&self) -> Result<Headers, DatabaseError> {
         // Without page 1 cached, the first pages come with the header: SQLite reads page 1
         // first thing, then the roots of what it queries (see `FIRST_READ`).
-        let db_len = match lock(&self.pages).get(1) {
-            Some(_) => DB_HEADER,
-            None => FIRST_READ,
+        let cached = lock(&self.pages).get(1).is_some();
+        let db_len = if cached {
+            // A load again (a `--follow`'s poll): the host keeps a shell for the polls.
+            self.host.keep_for_reads().await;
+            DB_HEADER
+        } else {
+            FIRST_READ
         };
         let reads = self.header_reads(db_len);
         let results = self.host.read_many(&reads).await?;
@@ -266,7 +270,19 @@ impl<'h, H: Host> Snapshot<'h, H> {
                 }
             }
         }
+        self.keep_shell_if_large(page_size, page_count).await;
         Ok(self.start(page_size, page_count, reserved))
+    }
+
+    /// A database larger than its first read is read by queries whose pages are levels of
+    /// B-trees, each read waiting on the one before: the host keeps a shell for them
+    /// ([`Host::keep_for_reads`]), opened while the load goes on, so that the walk's later
+    /// levels start no processes of their own. A database its first read holds whole never
+    /// asks for one.
+    pub(super) async fn keep_shell_if_large(&self, page_size: usize, page_count: u32) {
+        if u64::from(page_count) * page_size as u64 > FIRST_READ {
+            self.host.keep_for_reads().await;
+        }
     }
 
     /// Fetches the WAL from where `index` stopped to `wal_size` and keeps the pages of the

@@ -638,6 +638,8 @@ fn a_claude_session_beside_a_big_opencode_db_loads_no_database() {
     assert_eq!(ids(&tail), ["db-47", "db-48", "db-49"]);
     assert_eq!(execs(&tail), 1, "{}", stderr(&tail));
     assert!(stdout_bytes(&tail) < 64 << 10, "{}", stderr(&tail));
+    // No database read follows: no shell is kept for one.
+    assert!(!stderr(&tail).contains("kept shell"), "{}", stderr(&tail));
 
     let since = run(
         sshd,

@@ -294,6 +294,13 @@ pub trait Host {
         Ok((listing, reads, Vec::new()))
     }
 
+    /// Reads follow that each wait on the one before (a database's B-tree levels, and the
+    /// polls of a `--follow` of it): a host whose every call starts processes of its own keeps
+    /// one running for them from now on, for as long as its connection (an SSH host: a kept
+    /// `sh -s`, `ssh/kept_shell.rs`). A plain read of a file never asks for it: opening one
+    /// costs more than it saves there. The default does nothing.
+    async fn keep_for_reads(&self) {}
+
     /// Reads byte ranges of one file (at most `MAX_READ_BYTES` in all) and the file's true size.
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError>;
 
@@ -513,6 +520,13 @@ impl Host for AnyHost {
         match self {
             AnyHost::Local(h) => h.list_reading_ends(roots, max_file, ends).await,
             AnyHost::Ssh(h) => h.list_reading_ends(roots, max_file, ends).await,
+        }
+    }
+
+    async fn keep_for_reads(&self) {
+        match self {
+            AnyHost::Local(h) => h.keep_for_reads().await,
+            AnyHost::Ssh(h) => h.keep_for_reads().await,
         }
     }
 

@@ -58,8 +58,8 @@ mod script;
 
 pub use batch::{read_many_script, read_many_script_with};
 pub use exec::{
-    COMPRESSED_TAIL, POSIX_EXEC, POSIX_GZIP_EXEC, compressed_invocation, invocation,
-    listing_was_compressed, listing_was_zstd,
+    COMPRESSED_TAIL, POSIX_EXEC, POSIX_GZIP_EXEC, compressed_invocation, compressed_pipe,
+    invocation, listing_was_compressed, listing_was_zstd,
 };
 pub use find_read::{find_read_script, find_read_script_with};
 pub use hash::hash_many_script;

@@ -61,6 +61,10 @@ pub struct SshHost {
     /// Scripts run on a kept `sh -s` once the dialect is settled (`kept_shell.rs`), over our
     /// own connection.
     keep_shell: bool,
+    /// Reads that each wait on the one before follow (a database's levels,
+    /// [`Host::keep_for_reads`]): from then on, scripts run on a kept `sh -s` as for
+    /// `keep_shell`.
+    keep_for_reads: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SshHost {
@@ -188,6 +192,7 @@ impl SshHost {
             gzip: std::sync::atomic::AtomicBool::new(false),
             zstd: std::sync::atomic::AtomicBool::new(false),
             keep_shell: false,
+            keep_for_reads: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -196,6 +201,15 @@ impl SshHost {
     /// starts no session, login shell or `sh` on the host.
     pub fn keep_shell(&mut self) {
         self.keep_shell = true;
+    }
+
+    /// Whether scripts run on a kept `sh -s` ([`SshHost::keep_shell`],
+    /// [`Host::keep_for_reads`]).
+    fn keeps_shell(&self) -> bool {
+        self.keep_shell
+            || self
+                .keep_for_reads
+                .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Sets where `-v` lines go and how a passphrase is asked for (from the next connection
@@ -283,7 +297,10 @@ impl SshHost {
         nonce: &str,
         max_stdout: usize,
     ) -> Option<Result<ExecOutput, HostError>> {
-        if !self.keep_shell || invocation.exec != posix::POSIX_EXEC || invocation.stdin.is_empty() {
+        if !self.keeps_shell()
+            || invocation.exec != posix::POSIX_EXEC
+            || invocation.stdin.is_empty()
+        {
             return None;
         }
         let shared = match self.shared().await {
@@ -310,7 +327,7 @@ impl SshHost {
     /// Starts opening the kept shell of a host that keeps one, on our own connection (once the
     /// dialect is settled as POSIX), so that the next script finds it open.
     async fn prepare_kept(&self) {
-        if !self.keep_shell {
+        if !self.keeps_shell() {
             return;
         }
         let Ok(shared) = self.shared().await else {
@@ -597,6 +614,18 @@ impl Host for SshHost {
         &self.name
     }
 
+    /// Keeps a `sh -s` on our own connection for the scripts from now on (`kept_shell.rs`),
+    /// opened at once when the dialect is settled as POSIX (else once it is): each read then
+    /// starts no session, login shell or `sh` on the host.
+    async fn keep_for_reads(&self) {
+        let was = self
+            .keep_for_reads
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        if !was && *self.dialect.lock().await == Some(Dialect::Posix) {
+            self.prepare_kept().await;
+        }
+    }
+
     async fn list(&self, roots: &[RootSpec]) -> Result<Listing, HostError> {
         let (nonce, out) = self
             .run_script(
@@ -880,14 +909,29 @@ impl SshHost {
             gzip.then_some(posix::Encoder::Gzip)
         };
         let script = posix::read_many_script_with(&nonce, batch, encoder, whole);
-        let invocation = if gzip {
-            posix::compressed_invocation(&script)
-        } else {
-            posix::invocation(script)
+        let limit = script::read_many_reply_limit(batch);
+        // On a kept shell the script goes as it would in the command: compressed where the
+        // host's listing proved `gzip` and `base64 -d`.
+        let kept = match (self.keeps_shell(), gzip) {
+            (false, _) => None,
+            (true, true) => Some(posix::invocation(posix::compressed_pipe(&script))),
+            (true, false) => Some(posix::invocation(script.clone())),
         };
-        let output = self
-            .exec(&invocation, script::read_many_reply_limit(batch))
-            .await?;
+        let ran = match &kept {
+            Some(kept) => self.run_kept(kept, &nonce, limit).await,
+            None => None,
+        };
+        let output = match ran {
+            Some(output) => output?,
+            None => {
+                let invocation = if gzip {
+                    posix::compressed_invocation(&script)
+                } else {
+                    posix::invocation(script)
+                };
+                self.exec(&invocation, limit).await?
+            }
+        };
         let answers = script::decode_read_batch(&self.name, &nonce, batch, &output.stdout)
             .map_err(|e| self.explain(e, &output))?;
         if !zstd && posix::encoder_named_in(&output.stdout) == Some(posix::Encoder::Zstd) {

@@ -3,7 +3,8 @@
 //! its own (`( SCRIPT )`). A call then costs the round trip of its script and reply and the
 //! script's own programs, where an exec also starts sshd's session, the login shell and `sh`.
 //! A host opts in ([`super::SshHost::keep_shell`]): an MCP server's warm hosts, which an agent
-//! polls.
+//! polls; or from the moment reads follow that each wait on the one before
+//! ([`crate::Host::keep_for_reads`]: a database's B-tree levels, a `--follow`'s polls of it).
 //!
 //! - A script's reply ends at its frame's `END` line (`<nonce>:END <rc>`, the nonce fresh for
 //!   each call), which every script prints last, also when it fails (`fail` exits the

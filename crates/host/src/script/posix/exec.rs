@@ -33,12 +33,7 @@ const MAX_COMPRESSED_COMMAND: usize = 64 * 1024;
 /// ate stdin) leaves `sh` a script whose group never closes, which it refuses to run.
 pub fn compressed_invocation(script: &[u8]) -> Invocation {
     use base64::Engine as _;
-    use std::io::Write as _;
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    encoder
-        .write_all(script)
-        .expect("writing into memory cannot fail");
-    let compressed = encoder.finish().expect("writing into memory cannot fail");
+    let compressed = gzip(script);
     let text = base64::engine::general_purpose::STANDARD.encode(&compressed);
     let command = format!("sh -c 'printf \"{text}{COMPRESSED_TAIL}");
     if command.len() <= MAX_COMPRESSED_COMMAND {
@@ -51,6 +46,26 @@ pub fn compressed_invocation(script: &[u8]) -> Invocation {
         exec: POSIX_GZIP_EXEC.to_string(),
         stdin: compressed,
     }
+}
+
+/// A script that runs `script` sent gzip-compressed (for a kept shell of a host whose listing
+/// came compressed, as [`compressed_invocation`] sends it to an exec): one line,
+/// `printf %s '…'|base64 -d|gzip -dc|sh -s`, the base64 in single quotes (it holds no `'`). The
+/// inner `sh` reads the script from the pipe, never the kept shell's stdin; a stream cut short
+/// leaves it a script whose group never closes, which it refuses to run.
+pub fn compressed_pipe(script: &[u8]) -> Vec<u8> {
+    use base64::Engine as _;
+    let text = base64::engine::general_purpose::STANDARD.encode(gzip(script));
+    format!("printf %s '{text}'|base64 -d|gzip -dc|sh -s\n").into_bytes()
+}
+
+fn gzip(script: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder
+        .write_all(script)
+        .expect("writing into memory cannot fail");
+    encoder.finish().expect("writing into memory cannot fail")
 }
 
 /// Whether a list reply came compressed (a `GZ` line in its frame): the host's `gzip` and

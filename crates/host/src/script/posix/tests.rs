@@ -1694,6 +1694,15 @@ fn a_compressed_batch_script_runs_as_the_plain_one_from_every_shell() {
         let script = read_many_script(&nonce, &reads, None);
         let plain = batch_answers(&run(&shell, &tree, &[], &script), &nonce, &reads);
         let long = [&script[..], b"# ", &noise, b"\n"].concat();
+        // As a kept shell runs it (`ssh/kept_shell.rs`): a line on its stdin, in a subshell.
+        let kept = [&b"(\n"[..], &compressed_pipe(&script), b"\n)\n"].concat();
+        let out = run(&shell, &tree, &[], &kept);
+        assert_eq!(
+            batch_answers(&out, &nonce, &reads),
+            plain,
+            "{} (kept)",
+            shell.name
+        );
         for (script, inline) in [(script.clone(), true), (long, false)] {
             let invocation = compressed_invocation(&script);
             assert_eq!(invocation.stdin.is_empty(), inline, "{}", shell.name);
