@@ -144,7 +144,6 @@ fn bad_base64(e: impl std::fmt::Display) -> PayloadError {
 /// [`decode_base64_lines`] in runs of whole lines; `None` when a line is not whole quads
 /// without whitespace inside, or padding comes before the last line.
 fn decode_base64_runs(lines: &[&[u8]], total: usize) -> Option<Result<Vec<u8>, PayloadError>> {
-    use base64::engine::general_purpose::STANDARD;
     let trimmed = lines
         .iter()
         .map(|l| l.trim_ascii())
@@ -158,7 +157,16 @@ fn decode_base64_runs(lines: &[&[u8]], total: usize) -> Option<Result<Vec<u8>, P
     if !plain {
         return None;
     }
-    let mut out = vec![0u8; total / 4 * 3];
+    Some(decode_runs(trimmed, total / 4 * 3))
+}
+
+/// Whole quads of each line, decoded a run at a time into an output of `len` bytes at most.
+fn decode_runs<'a>(
+    lines: impl Iterator<Item = &'a [u8]>,
+    len: usize,
+) -> Result<Vec<u8>, PayloadError> {
+    use base64::engine::general_purpose::STANDARD;
+    let mut out = vec![0u8; len];
     let mut at = 0;
     let mut run: Vec<u8> = Vec::with_capacity(BASE64_RUN);
     let mut flush = |run: &mut Vec<u8>| -> Result<(), PayloadError> {
@@ -168,27 +176,19 @@ fn decode_base64_runs(lines: &[&[u8]], total: usize) -> Option<Result<Vec<u8>, P
         run.clear();
         Ok(())
     };
-    for line in trimmed {
+    for line in lines {
         if run.len() + line.len() > BASE64_RUN && !run.is_empty() {
-            if let Err(e) = flush(&mut run) {
-                return Some(Err(e));
-            }
+            flush(&mut run)?;
         }
-        if line.len() > BASE64_RUN {
-            // One line longer than a run (an encoder without line breaks): it is a run.
-            run.extend_from_slice(line);
-            if let Err(e) = flush(&mut run) {
-                return Some(Err(e));
-            }
-            continue;
-        }
+        // A line longer than a run (an encoder without line breaks) is a run of its own.
         run.extend_from_slice(line);
+        if run.len() >= BASE64_RUN {
+            flush(&mut run)?;
+        }
     }
-    if let Err(e) = flush(&mut run) {
-        return Some(Err(e));
-    }
+    flush(&mut run)?;
     out.truncate(at);
-    Some(Ok(out))
+    Ok(out)
 }
 
 /// [`decode_base64_lines`] as one text: every line's characters but whitespace.
