@@ -497,7 +497,8 @@ pub async fn check_listed<H: Host>(
     } = options;
     let host = reader.host();
     let mut next = HostState::default();
-    let mut activity = Vec::new();
+    // One entry for each session on a first run: sized once rather than grown through copies.
+    let mut activity = Vec::with_capacity(sessions.len());
     let mut errors: Vec<SessionError> = listing
         .unreadable
         .iter()

@@ -160,33 +160,25 @@ async fn fetch_decompressed<H: Host>(
     size_hint: u64,
     path: &str,
 ) -> Result<Vec<u8>, DriverError> {
+    use clankie_host::unzstd::{Frames, UnzstdError, decompress};
     use clankie_model::limits::MAX_SOURCE_BYTES;
     let compressed = fetch_whole(host, file, size_hint, path).await?;
-    let mut decoder = ruzstd::decoding::StreamingDecoder::new(&compressed[..]).map_err(|e| {
-        DriverError::Source {
-            path: path.to_string(),
-            reason: format!("not a zstd stream: {e}"),
-        }
-    })?;
-    let mut out = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(&mut decoder, MAX_SOURCE_BYTES + 1),
-        &mut out,
-    )
-    .map_err(|e| DriverError::Source {
-        path: path.to_string(),
-        reason: format!("corrupt zstd stream: {e}"),
-    })?;
-    if out.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(DriverError::Source {
-            path: path.to_string(),
-            reason: format!(
+    // The C decoder's own default limit on a frame's window (128 MiB).
+    const WINDOW_LOG: u32 = 27;
+    let max = usize::try_from(MAX_SOURCE_BYTES).unwrap_or(usize::MAX);
+    decompress(&compressed, max, WINDOW_LOG, Frames::Many).map_err(|e| {
+        let reason = match e {
+            UnzstdError::Malformed(reason) => format!("corrupt zstd stream: {reason}"),
+            UnzstdError::TooLarge => format!(
                 "the decompressed transcript is over the {} MiB bound of one read",
                 MAX_SOURCE_BYTES >> 20
             ),
-        });
-    }
-    Ok(out)
+        };
+        DriverError::Source {
+            path: path.to_string(),
+            reason,
+        }
+    })
 }
 
 /// Answers a read request from bytes in memory, as a host would.

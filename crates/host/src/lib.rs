@@ -12,6 +12,7 @@ pub mod local;
 pub mod memory;
 pub mod script;
 pub mod ssh;
+pub mod unzstd;
 #[cfg(windows)]
 pub mod windows_shims;
 

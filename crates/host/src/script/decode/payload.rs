@@ -113,23 +113,93 @@ pub(in crate::script) fn decode_payload(
 }
 
 /// Base64 with line breaks, refusing more than `max` decoded bytes before decoding any.
+///
+/// The lines go to the decoder in runs of whole quads through a buffer that stays in cache,
+/// straight into the output allocated once: no copy of the whole text is made (a first
+/// `check`'s listing is about 11 MB of it). A line with whitespace inside or a length that is
+/// not whole quads (no encoder writes one) is decoded the slow way, as one text.
 fn decode_base64_lines(lines: &[&[u8]], max: usize) -> Result<Vec<u8>, PayloadError> {
     let total: usize = lines.iter().map(|l| l.len()).sum();
     // Four characters per three bytes: refuse before decoding anything oversized.
     if total / 4 * 3 > max.saturating_add(3) {
         return Err(PayloadError::TooLarge(max));
     }
-    let mut text = Vec::with_capacity(total);
-    for line in lines {
-        text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
-    }
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(&text)
-        .map_err(|e| PayloadError::Malformed(format!("bad base64: {e}")))?;
+    let decoded = match decode_base64_runs(lines, total) {
+        Some(decoded) => decoded?,
+        None => decode_base64_text(lines, total)?,
+    };
     if decoded.len() > max {
         return Err(PayloadError::TooLarge(max));
     }
     Ok(decoded)
+}
+
+/// How many characters of base64 go to the decoder at once (whole quads).
+const BASE64_RUN: usize = 64 * 1024;
+
+fn bad_base64(e: impl std::fmt::Display) -> PayloadError {
+    PayloadError::Malformed(format!("bad base64: {e}"))
+}
+
+/// [`decode_base64_lines`] in runs of whole lines; `None` when a line is not whole quads
+/// without whitespace inside, or padding comes before the last line.
+fn decode_base64_runs(lines: &[&[u8]], total: usize) -> Option<Result<Vec<u8>, PayloadError>> {
+    let trimmed = lines
+        .iter()
+        .map(|l| l.trim_ascii())
+        .filter(|l| !l.is_empty());
+    let count = trimmed.clone().count();
+    let plain = trimmed.clone().enumerate().all(|(k, line)| {
+        line.len() % 4 == 0
+            && !line.iter().any(|b| b.is_ascii_whitespace())
+            && (k + 1 == count || line.last() != Some(&b'='))
+    });
+    if !plain {
+        return None;
+    }
+    Some(decode_runs(trimmed, total / 4 * 3))
+}
+
+/// Whole quads of each line, decoded a run at a time into an output of `len` bytes at most.
+fn decode_runs<'a>(
+    lines: impl Iterator<Item = &'a [u8]>,
+    len: usize,
+) -> Result<Vec<u8>, PayloadError> {
+    use base64::engine::general_purpose::STANDARD;
+    let mut out = vec![0u8; len];
+    let mut at = 0;
+    let mut run: Vec<u8> = Vec::with_capacity(BASE64_RUN);
+    let mut flush = |run: &mut Vec<u8>| -> Result<(), PayloadError> {
+        at += STANDARD
+            .decode_slice(&run[..], &mut out[at..])
+            .map_err(bad_base64)?;
+        run.clear();
+        Ok(())
+    };
+    for line in lines {
+        if run.len() + line.len() > BASE64_RUN && !run.is_empty() {
+            flush(&mut run)?;
+        }
+        // A line longer than a run (an encoder without line breaks) is a run of its own.
+        run.extend_from_slice(line);
+        if run.len() >= BASE64_RUN {
+            flush(&mut run)?;
+        }
+    }
+    flush(&mut run)?;
+    out.truncate(at);
+    Ok(out)
+}
+
+/// [`decode_base64_lines`] as one text: every line's characters but whitespace.
+fn decode_base64_text(lines: &[&[u8]], total: usize) -> Result<Vec<u8>, PayloadError> {
+    let mut text = Vec::with_capacity(total);
+    for line in lines {
+        text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(&text)
+        .map_err(bad_base64)
 }
 
 /// One gzip stream and nothing after it, decompressed to at most `max` bytes (a stream that
@@ -169,50 +239,76 @@ pub(super) fn gzip_isize(compressed: &[u8]) -> usize {
     }
 }
 
-/// The largest window a zstd frame of a reply may ask the decoder to keep.
-const MAX_ZSTD_WINDOW: u64 = 8 << 20;
+/// The largest window a zstd frame of a reply may ask the decoder to keep (8 MiB).
+const MAX_ZSTD_WINDOW_LOG: u32 = 23;
 
 /// One zstd frame and nothing after it, decompressed to at most `max` bytes (refused as soon
-/// as it inflates to more). The frame must end (its last block), and a frame that carries a
-/// content checksum (`zstd` writes one by default) must match it; a frame without one is held
-/// to its blocks' own structure only, as `zstd -d` holds it.
+/// as it inflates to more) by the reference decoder ([`crate::unzstd`]). The frame must end
+/// (its last block), and a frame that carries a content checksum (`zstd` writes one by
+/// default) must match it; a frame without one is held to its blocks' own structure only, as
+/// `zstd -d` holds it.
 pub(super) fn unzstd(compressed: &[u8], max: usize) -> Result<Vec<u8>, PayloadError> {
-    use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
-    let bad = |e: &dyn std::fmt::Display| PayloadError::Malformed(format!("bad zstd stream: {e}"));
-    let mut source = compressed;
-    let mut frame = FrameDecoder::new();
+    use crate::unzstd::{Frames, UnzstdError, decompress};
     // `zstd -1` keeps a window of 512 KiB at most: a frame that asks more is not its output.
-    frame.set_max_window_size(MAX_ZSTD_WINDOW);
-    frame.reset(&mut source).map_err(|e| bad(&e))?;
-    let mut out = Vec::new();
-    while !frame.is_finished() {
-        let before = source.len();
-        frame
-            .decode_blocks(&mut source, BlockDecodingStrategy::UptoBytes(1 << 20))
-            .map_err(|e| bad(&e))?;
-        if frame.can_collect() > 0 {
-            if out.len() + frame.can_collect() > max {
-                return Err(PayloadError::TooLarge(max));
+    decompress(compressed, max, MAX_ZSTD_WINDOW_LOG, Frames::One).map_err(|e| match e {
+        UnzstdError::TooLarge => PayloadError::TooLarge(max),
+        UnzstdError::Malformed(reason) => {
+            PayloadError::Malformed(format!("bad zstd stream: {reason}"))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `data` as base64 in lines of `width` characters (0: one line), each ending `eol`.
+    fn wrapped(data: &[u8], width: usize, eol: &str) -> Vec<u8> {
+        let text = base64::engine::general_purpose::STANDARD.encode(data);
+        let width = if width == 0 { text.len().max(1) } else { width };
+        let mut out = Vec::new();
+        for line in text.as_bytes().chunks(width) {
+            out.extend_from_slice(line);
+            out.extend_from_slice(eol.as_bytes());
+        }
+        out
+    }
+
+    fn lines(text: &[u8]) -> Vec<&[u8]> {
+        text.split(|&b| b == b'\n').collect()
+    }
+
+    #[test]
+    fn base64_lines_decode_in_runs_as_one_text() {
+        let data: Vec<u8> = (0..300_000u32).map(|k| (k * 7 % 251) as u8).collect();
+        for len in [0, 1, 2, 3, 57, 58, 100_000, 300_000] {
+            let data = &data[..len];
+            // `base64`'s 76, `openssl`'s 64, one line longer than a run, and a width that is
+            // not whole quads (decoded as one text).
+            for (width, eol) in [(76, "\n"), (64, "\r\n"), (0, "\n"), (30, "\n")] {
+                let text = wrapped(data, width, eol);
+                // The bound is checked first against every character of the lines, `\r` too.
+                let max = if eol == "\n" { len } else { len + len / 32 };
+                let decoded = decode_base64_lines(&lines(&text), max).unwrap();
+                assert_eq!(decoded, data, "{len} bytes in lines of {width}");
+                if len > 3 && eol == "\n" {
+                    assert_eq!(
+                        decode_base64_lines(&lines(&text), len - 3),
+                        Err(PayloadError::TooLarge(len - 3))
+                    );
+                }
             }
-            frame.collect_to_writer(&mut out).map_err(|e| bad(&e))?;
         }
-        if !frame.is_finished() && source.len() == before {
-            return Err("zstd stream cut short".into());
+        // Padding before the last line, or a character outside the alphabet: refused.
+        for bad in [&b"QQ==\nQUJD\n"[..], b"QUJD\nQU*D\n", b"QUJ\n"] {
+            assert!(
+                matches!(
+                    decode_base64_lines(&lines(bad), 100),
+                    Err(PayloadError::Malformed(_))
+                ),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
-    if frame.can_collect() > 0 {
-        if out.len() + frame.can_collect() > max {
-            return Err(PayloadError::TooLarge(max));
-        }
-        frame.collect_to_writer(&mut out).map_err(|e| bad(&e))?;
-    }
-    if let Some(sent) = frame.get_checksum_from_data()
-        && Some(sent) != frame.get_calculated_checksum()
-    {
-        return Err("zstd stream's checksum does not match its bytes".into());
-    }
-    if !source.is_empty() {
-        return Err("bytes after the zstd stream".into());
-    }
-    Ok(out)
 }
