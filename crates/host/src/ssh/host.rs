@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::ConnectOptions;
+use super::bulk::Way;
 use super::config::{Resolution, Resolving, SshTarget};
 use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
@@ -58,6 +59,8 @@ pub struct SshHost {
     /// A batched read's reply named `zstd` (`enc=zs`): later batches name it and probe for
     /// nothing.
     zstd: std::sync::atomic::AtomicBool,
+    /// Whether batched reads go compressed or plain on this connection (`bulk.rs`).
+    bulk: super::bulk::BulkChoice,
     /// Scripts run on a kept `sh -s` once the dialect is settled (`kept_shell.rs`), over our
     /// own connection.
     keep_shell: bool,
@@ -187,6 +190,7 @@ impl SshHost {
             encoder: std::sync::Mutex::new(None),
             gzip: std::sync::atomic::AtomicBool::new(false),
             zstd: std::sync::atomic::AtomicBool::new(false),
+            bulk: super::bulk::BulkChoice::default(),
             keep_shell: false,
         }
     }
@@ -871,13 +875,24 @@ impl SshHost {
         // A compressed listing proved `gzip -1 -c | base64` on this host, a batch's reply
         // `zstd -1 -c -q | base64`: the batch's encoder is named (`zstd` is still probed
         // where only `gzip` is known: a builtin where there is none), and BEGIN needs no
-        // `uname`.
+        // `uname`. Where either answered, `base64` alone is named instead when the connection
+        // moves plain bytes faster (`bulk.rs`).
         let gzip = self.gzip.load(std::sync::atomic::Ordering::Relaxed);
         let zstd = self.zstd.load(std::sync::atomic::Ordering::Relaxed);
-        let encoder = if zstd {
-            Some(posix::Encoder::Zstd)
-        } else {
-            gzip.then_some(posix::Encoder::Gzip)
+        let asked: u64 = batch
+            .iter()
+            .map(
+                |(_, ranges)| match script::whole_file_cap(ranges).filter(|_| whole) {
+                    Some(cap) => cap,
+                    None => ranges.iter().map(|r| script::aligned(r).max_bytes()).sum(),
+                },
+            )
+            .sum();
+        let way = self.bulk.way(asked, gzip || zstd);
+        let encoder = match way {
+            Way::Plain => Some(posix::Encoder::Base64),
+            Way::Compressed if zstd => Some(posix::Encoder::Zstd),
+            Way::Compressed => gzip.then_some(posix::Encoder::Gzip),
         };
         let script = posix::read_many_script_with(&nonce, batch, encoder, whole);
         let invocation = if gzip {
@@ -885,6 +900,7 @@ impl SshHost {
         } else {
             posix::invocation(script)
         };
+        let started = std::time::Instant::now();
         let output = self
             .exec(&invocation, script::read_many_reply_limit(batch))
             .await?;
@@ -892,6 +908,33 @@ impl SshHost {
             .map_err(|e| self.explain(e, &output))?;
         if !zstd && posix::encoder_named_in(&output.stdout) == Some(posix::Encoder::Zstd) {
             self.zstd.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if asked >= super::bulk::SAMPLE_BYTES && (gzip || zstd) {
+            let decoded: usize = answers
+                .iter()
+                .filter_map(|answer| match answer {
+                    BatchRead::Done(Ok(read)) => {
+                        Some(read.chunks.iter().map(Vec::len).sum::<usize>())
+                    }
+                    _ => None,
+                })
+                .sum();
+            if let Some((compressed, plain)) =
+                self.bulk.record(way, decoded as u64, started.elapsed())
+            {
+                self.options.log.say(&self.name, || {
+                    format!(
+                        "batched reads go {}: {:.0} MB/s decoded plain, {:.0} MB/s compressed",
+                        if plain >= compressed {
+                            "plain"
+                        } else {
+                            "compressed"
+                        },
+                        plain / 1e6,
+                        compressed / 1e6
+                    )
+                });
+            }
         }
         Ok(answers)
     }
