@@ -3,23 +3,26 @@
 //!
 //! Compression is worth its CPU only where the link is slower than the host's compressor and
 //! our decompressor: on a link of 20 Mbit/s it moves a third of the bytes, on loopback or a
-//! fast LAN the batches wait on `zstd` while the link stands idle. Neither speed is known
-//! before the bytes move, so the first batches that each carry at least [`SAMPLE_BYTES`] are
-//! sent both ways in turn, each timed from its exec to its decoded reply, and once each way
-//! has [`SAMPLES`] of them the way that decoded more bytes per second is kept for the rest of
-//! the connection. The batches in flight together share the link and the two ends' CPUs alike,
-//! so their rates compare like for like. A host where no compressor answered has only the
-//! plain way, and every batch keeps the checks of its encoding either way.
+//! fast LAN the batches wait on `zstd` and `ruzstd` while the link stands idle. Neither speed
+//! is known before the bytes move, so a connection's batches that each ask at least
+//! [`SAMPLE_BYTES`] go compressed until [`SAMPLES`] of them have ended, then plain until as
+//! many plain ones have ended; each way's rate is the bytes its batches decoded over the time
+//! from its first batch's exec to its last one's decoded reply, and the way of the higher
+//! rate is kept for the rest of the connection. The ways are timed one after the other, each
+//! with the batches in flight that the reads keep, not side by side: what they share (one
+//! client thread, the two ends' CPUs, the link) would hide their difference. A host where no
+//! compressor answered has only the plain way, and every batch keeps the checks of its
+//! encoding either way.
 
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::Instant;
 
 /// A batch that asks fewer bytes than this is neither timed nor sent plain before the choice:
 /// its time is mostly the exec's round trip and the host's shell, not its bytes.
 pub(super) const SAMPLE_BYTES: u64 = 1 << 20;
 
-/// Timed batches of each way before the choice.
-const SAMPLES: usize = 2;
+/// Timed batches of each way before the choice: as many as the reads keep in flight.
+const SAMPLES: usize = 4;
 
 /// How a batch's payload travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,30 +42,34 @@ pub(super) struct BulkChoice {
 #[derive(Debug, Default)]
 struct State {
     chosen: Option<Way>,
-    /// Large batches started while trying: the odd ones go plain.
-    started: u64,
-    /// Bytes decoded and seconds taken by the timed batches of each way.
-    compressed: Rate,
-    plain: Rate,
+    compressed: Span,
+    plain: Span,
 }
 
+/// The timed batches of one way: how many ended, the bytes they decoded, and the time from
+/// the first one's start to the last one's end.
 #[derive(Debug, Default, Clone, Copy)]
-struct Rate {
-    batches: usize,
+struct Span {
+    ended: usize,
     bytes: u64,
-    seconds: f64,
+    first: Option<Instant>,
+    last: Option<Instant>,
 }
 
-impl Rate {
+impl Span {
     fn per_second(self) -> f64 {
-        self.bytes as f64 / self.seconds.max(1e-6)
+        let seconds = match (self.first, self.last) {
+            (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
+            _ => 0.0,
+        };
+        self.bytes as f64 / seconds.max(1e-6)
     }
 }
 
 impl BulkChoice {
-    /// The way of a batch that asks `asked` bytes; `compressor`: a reply of this host named
-    /// `zstd` or `gzip` (so `base64` answers there too).
-    pub(super) fn way(&self, asked: u64, compressor: bool) -> Way {
+    /// The way of a batch that asks `asked` bytes, starting `now`; `compressor`: a reply of
+    /// this host named `zstd` or `gzip` (so `base64` answers there too).
+    pub(super) fn way(&self, asked: u64, compressor: bool, now: Instant) -> Way {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(way) = state.chosen {
             return way;
@@ -70,37 +77,39 @@ impl BulkChoice {
         if !compressor || asked < SAMPLE_BYTES {
             return Way::Compressed;
         }
-        let (plain, compressed) = (state.plain.batches, state.compressed.batches);
-        state.started += 1;
-        if plain >= SAMPLES {
-            Way::Compressed
-        } else if compressed >= SAMPLES || state.started % 2 == 0 {
-            Way::Plain
+        let (way, span) = if state.compressed.ended < SAMPLES {
+            (Way::Compressed, &mut state.compressed)
         } else {
-            Way::Compressed
-        }
+            (Way::Plain, &mut state.plain)
+        };
+        span.first.get_or_insert(now);
+        way
     }
 
-    /// Counts a batch sent `way` (`timed`: [`BulkChoice::way`] was asked while trying, and it
-    /// asked at least [`SAMPLE_BYTES`]) that decoded to `bytes` in `elapsed`; returns the rates
-    /// when this made the choice (compressed, plain, in bytes per second).
-    pub(super) fn record(&self, way: Way, bytes: u64, elapsed: Duration) -> Option<(f64, f64)> {
+    /// Counts a batch sent `way` that asked at least [`SAMPLE_BYTES`] and decoded to `bytes`,
+    /// ending `now`; returns the rates when this made the choice (compressed, plain, in bytes
+    /// per second).
+    pub(super) fn record(&self, way: Way, bytes: u64, now: Instant) -> Option<(f64, f64)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.chosen.is_some() || bytes < SAMPLE_BYTES {
+        if state.chosen.is_some() {
             return None;
         }
-        let rate = match way {
+        let span = match way {
             Way::Compressed => &mut state.compressed,
             Way::Plain => &mut state.plain,
         };
-        rate.batches += 1;
-        rate.bytes += bytes;
-        rate.seconds += elapsed.as_secs_f64();
-        if state.compressed.batches < SAMPLES || state.plain.batches < SAMPLES {
+        // A batch started before its way was timed (the host's compressor not known yet).
+        if span.first.is_none() {
+            return None;
+        }
+        span.ended += 1;
+        span.bytes += bytes;
+        span.last = Some(now);
+        if state.plain.ended < SAMPLES {
             return None;
         }
         let (compressed, plain) = (state.compressed.per_second(), state.plain.per_second());
-        state.chosen = Some(if plain >= compressed {
+        state.chosen = Some(if plain > compressed {
             Way::Plain
         } else {
             Way::Compressed
@@ -112,52 +121,65 @@ impl BulkChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const MIB: u64 = 1 << 20;
 
     #[test]
     fn small_batches_and_hosts_without_a_compressor_are_never_sent_plain_before_the_choice() {
         let choice = BulkChoice::default();
-        for _ in 0..4 {
-            assert_eq!(choice.way(MIB - 1, true), Way::Compressed);
-            assert_eq!(choice.way(4 * MIB, false), Way::Compressed);
+        let now = Instant::now();
+        for _ in 0..8 {
+            assert_eq!(choice.way(MIB - 1, true, now), Way::Compressed);
+            assert_eq!(choice.way(4 * MIB, false, now), Way::Compressed);
         }
+        // A batch of a way not timed yet counts for nothing.
+        assert_eq!(choice.record(Way::Plain, 4 * MIB, now), None);
+    }
+
+    /// Batches go compressed until `SAMPLES` of them ended, then plain until as many plain
+    /// ones ended; the way of more bytes per second of its span is kept.
+    fn choose(compressed: Duration, plain: Duration) -> (BulkChoice, (f64, f64)) {
+        let choice = BulkChoice::default();
+        let t0 = Instant::now();
+        for _ in 0..SAMPLES + 2 {
+            assert_eq!(choice.way(4 * MIB, true, t0), Way::Compressed);
+        }
+        for _ in 0..SAMPLES {
+            assert_eq!(
+                choice.record(Way::Compressed, 4 * MIB, t0 + compressed),
+                None
+            );
+        }
+        let t1 = t0 + compressed;
+        assert_eq!(choice.way(4 * MIB, true, t1), Way::Plain);
+        // The compressed batches still in flight end within the plain ones' span.
+        for _ in 0..2 {
+            assert_eq!(choice.record(Way::Compressed, 4 * MIB, t1), None);
+        }
+        for _ in 1..SAMPLES {
+            assert_eq!(choice.way(4 * MIB, true, t1), Way::Plain);
+            assert_eq!(choice.record(Way::Plain, 4 * MIB, t1 + plain), None);
+        }
+        let rates = choice.record(Way::Plain, 4 * MIB, t1 + plain).unwrap();
+        (choice, rates)
     }
 
     #[test]
-    fn large_batches_go_both_ways_in_turn_and_the_faster_is_kept() {
-        let choice = BulkChoice::default();
-        let ways: Vec<Way> = (0..4).map(|_| choice.way(4 * MIB, true)).collect();
-        assert_eq!(
-            ways,
-            [Way::Compressed, Way::Plain, Way::Compressed, Way::Plain]
-        );
-        let second = Duration::from_secs(1);
-        assert_eq!(choice.record(Way::Compressed, 4 * MIB, second), None);
-        assert_eq!(choice.record(Way::Plain, 4 * MIB, second / 4), None);
-        // A batch under the sample size counts for nothing.
-        assert_eq!(choice.record(Way::Plain, MIB / 2, second), None);
-        assert_eq!(choice.record(Way::Compressed, 4 * MIB, second), None);
-        let rates = choice.record(Way::Plain, 4 * MIB, second / 4).unwrap();
-        assert!(rates.1 > rates.0);
-        // Chosen for every batch from then on, small or large.
-        assert_eq!(choice.way(4 * MIB, true), Way::Plain);
-        assert_eq!(choice.way(1, true), Way::Plain);
-        assert_eq!(choice.record(Way::Compressed, 4 * MIB, second), None);
+    fn a_fast_link_goes_plain_from_the_choice_on() {
+        let (choice, (compressed, plain)) =
+            choose(Duration::from_secs(2), Duration::from_millis(500));
+        assert!(plain > compressed, "{plain} {compressed}");
+        let now = Instant::now();
+        assert_eq!(choice.way(4 * MIB, true, now), Way::Plain);
+        assert_eq!(choice.way(1, true, now), Way::Plain);
+        assert_eq!(choice.record(Way::Compressed, 4 * MIB, now), None);
     }
 
     #[test]
     fn a_slow_link_keeps_compression() {
-        let choice = BulkChoice::default();
-        let second = Duration::from_secs(1);
-        for _ in 0..2 {
-            choice.record(Way::Plain, 4 * MIB, 3 * second);
-        }
-        // One way's samples are full: the other way's batches follow.
-        assert_eq!(choice.way(4 * MIB, true), Way::Compressed);
-        assert_eq!(choice.way(4 * MIB, true), Way::Compressed);
-        choice.record(Way::Compressed, 4 * MIB, second);
-        assert!(choice.record(Way::Compressed, 4 * MIB, second).is_some());
-        assert_eq!(choice.way(4 * MIB, true), Way::Compressed);
+        let (choice, (compressed, plain)) = choose(Duration::from_secs(2), Duration::from_secs(5));
+        assert!(compressed > plain, "{plain} {compressed}");
+        assert_eq!(choice.way(4 * MIB, true, Instant::now()), Way::Compressed);
     }
 }

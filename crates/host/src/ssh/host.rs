@@ -888,7 +888,8 @@ impl SshHost {
                 },
             )
             .sum();
-        let way = self.bulk.way(asked, gzip || zstd);
+        let compressor = gzip || zstd;
+        let way = self.bulk.way(asked, compressor, std::time::Instant::now());
         let encoder = match way {
             Way::Plain => Some(posix::Encoder::Base64),
             Way::Compressed if zstd => Some(posix::Encoder::Zstd),
@@ -900,16 +901,28 @@ impl SshHost {
         } else {
             posix::invocation(script)
         };
-        let started = std::time::Instant::now();
         let output = self
             .exec(&invocation, script::read_many_reply_limit(batch))
             .await?;
-        let answers = script::decode_read_batch(&self.name, &nonce, batch, &output.stdout)
-            .map_err(|e| self.explain(e, &output))?;
+        // Decoded on the blocking pool: base64 and the decompression of one reply run on
+        // another core while the connection's thread takes in the next replies.
+        let (answers, output) = {
+            let host = self.name.clone();
+            let batch = batch.to_vec();
+            let decode = move || {
+                let answers = script::decode_read_batch(&host, &nonce, &batch, &output.stdout);
+                (answers, output)
+            };
+            match tokio::task::spawn_blocking(decode).await {
+                Ok(decoded) => decoded,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            }
+        };
+        let answers = answers.map_err(|e| self.explain(e, &output))?;
         if !zstd && posix::encoder_named_in(&output.stdout) == Some(posix::Encoder::Zstd) {
             self.zstd.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        if asked >= super::bulk::SAMPLE_BYTES && (gzip || zstd) {
+        if asked >= super::bulk::SAMPLE_BYTES && compressor {
             let decoded: usize = answers
                 .iter()
                 .filter_map(|answer| match answer {
@@ -920,12 +933,13 @@ impl SshHost {
                 })
                 .sum();
             if let Some((compressed, plain)) =
-                self.bulk.record(way, decoded as u64, started.elapsed())
+                self.bulk
+                    .record(way, decoded as u64, std::time::Instant::now())
             {
                 self.options.log.say(&self.name, || {
                     format!(
                         "batched reads go {}: {:.0} MB/s decoded plain, {:.0} MB/s compressed",
-                        if plain >= compressed {
+                        if plain > compressed {
                             "plain"
                         } else {
                             "compressed"
