@@ -119,13 +119,26 @@ fn decode_base64_lines(lines: &[&[u8]], max: usize) -> Result<Vec<u8>, PayloadEr
     if total / 4 * 3 > max.saturating_add(3) {
         return Err(PayloadError::TooLarge(max));
     }
+    // The encoders break lines only between characters: each line's ends trimmed and the
+    // lines copied whole is the text, unless a line holds whitespace inside, which the
+    // decoder refuses; then the text is made again without any whitespace.
     let mut text = Vec::with_capacity(total);
     for line in lines {
-        text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
+        text.extend_from_slice(line.trim_ascii());
     }
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(&text)
-        .map_err(|e| PayloadError::Malformed(format!("bad base64: {e}")))?;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let decoded = match engine.decode(&text) {
+        Ok(decoded) => decoded,
+        Err(_) => {
+            text.clear();
+            for line in lines {
+                text.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
+            }
+            engine
+                .decode(&text)
+                .map_err(|e| PayloadError::Malformed(format!("bad base64: {e}")))?
+        }
+    };
     if decoded.len() > max {
         return Err(PayloadError::TooLarge(max));
     }
