@@ -8,7 +8,9 @@
 //! [`SAMPLE_BYTES`] go compressed until [`SAMPLES`] of them have ended, then plain until as
 //! many plain ones have ended; each way's rate is the bytes its batches decoded over the time
 //! from its first batch's exec to its last one's decoded reply, and the way of the higher
-//! rate is kept for the rest of the connection. The ways are timed one after the other, each
+//! rate is kept for the rest of the connection. A link that moved the compressed batches'
+//! bytes at under [`SLOW_WIRE`] is kept compressed without trying plain bytes on it: plain
+//! would move about three times the bytes on a link already that slow. The ways are timed one after the other, each
 //! with the batches in flight that the reads keep, not side by side: what they share (one
 //! client thread, the two ends' CPUs, the link) would hide their difference. A host where no
 //! compressor answered has only the plain way, and every batch keeps the checks of its
@@ -20,6 +22,10 @@ use std::time::Instant;
 /// A batch that asks fewer bytes than this is neither timed nor sent plain before the choice:
 /// its time is mostly the exec's round trip and the host's shell, not its bytes.
 pub(super) const SAMPLE_BYTES: u64 = 1 << 20;
+
+/// Bytes per second on the wire (the replies' text) under which the compressed batches'
+/// link is taken for a slow one (32 Mbit/s).
+const SLOW_WIRE: f64 = 4e6;
 
 /// Timed batches of each way before the choice: as many as the reads keep in flight.
 const SAMPLES: usize = 4;
@@ -52,17 +58,23 @@ struct State {
 struct Span {
     ended: usize,
     bytes: u64,
+    /// The replies' bytes as they came (the encoded text).
+    wire: u64,
     first: Option<Instant>,
     last: Option<Instant>,
 }
 
 impl Span {
-    fn per_second(self) -> f64 {
+    fn seconds(self) -> f64 {
         let seconds = match (self.first, self.last) {
             (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
             _ => 0.0,
         };
-        self.bytes as f64 / seconds.max(1e-6)
+        seconds.max(1e-6)
+    }
+
+    fn per_second(self) -> f64 {
+        self.bytes as f64 / self.seconds()
     }
 }
 
@@ -86,10 +98,16 @@ impl BulkChoice {
         way
     }
 
-    /// Counts a batch sent `way` that asked at least [`SAMPLE_BYTES`] and decoded to `bytes`,
-    /// ending `now`; returns the rates when this made the choice (compressed, plain, in bytes
-    /// per second).
-    pub(super) fn record(&self, way: Way, bytes: u64, now: Instant) -> Option<(f64, f64)> {
+    /// Counts a batch sent `way` that asked at least [`SAMPLE_BYTES`], came as `wire` bytes
+    /// and decoded to `bytes`, ending `now`; returns the rates when this made the choice
+    /// (compressed, plain, in decoded bytes per second; plain `None` when it was not tried).
+    pub(super) fn record(
+        &self,
+        way: Way,
+        bytes: u64,
+        wire: u64,
+        now: Instant,
+    ) -> Option<(f64, Option<f64>)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.chosen.is_some() {
             return None;
@@ -104,17 +122,27 @@ impl BulkChoice {
         }
         span.ended += 1;
         span.bytes += bytes;
+        span.wire += wire;
         span.last = Some(now);
+        let compressed = state.compressed;
+        if way == Way::Compressed
+            && compressed.ended == SAMPLES
+            && state.plain.first.is_none()
+            && (compressed.wire as f64 / compressed.seconds()) < SLOW_WIRE
+        {
+            state.chosen = Some(Way::Compressed);
+            return Some((compressed.per_second(), None));
+        }
         if state.plain.ended < SAMPLES {
             return None;
         }
-        let (compressed, plain) = (state.compressed.per_second(), state.plain.per_second());
+        let (compressed, plain) = (compressed.per_second(), state.plain.per_second());
         state.chosen = Some(if plain > compressed {
             Way::Plain
         } else {
             Way::Compressed
         });
-        Some((compressed, plain))
+        Some((compressed, Some(plain)))
     }
 }
 
@@ -134,12 +162,12 @@ mod tests {
             assert_eq!(choice.way(4 * MIB, false, now), Way::Compressed);
         }
         // A batch of a way not timed yet counts for nothing.
-        assert_eq!(choice.record(Way::Plain, 4 * MIB, now), None);
+        assert_eq!(choice.record(Way::Plain, 4 * MIB, 4 * MIB, now), None);
     }
 
     /// Batches go compressed until `SAMPLES` of them ended, then plain until as many plain
     /// ones ended; the way of more bytes per second of its span is kept.
-    fn choose(compressed: Duration, plain: Duration) -> (BulkChoice, (f64, f64)) {
+    fn choose(compressed: Duration, plain: Duration) -> (BulkChoice, (f64, Option<f64>)) {
         let choice = BulkChoice::default();
         let t0 = Instant::now();
         for _ in 0..SAMPLES + 2 {
@@ -147,7 +175,7 @@ mod tests {
         }
         for _ in 0..SAMPLES {
             assert_eq!(
-                choice.record(Way::Compressed, 4 * MIB, t0 + compressed),
+                choice.record(Way::Compressed, 4 * MIB, 4 * MIB, t0 + compressed),
                 None
             );
         }
@@ -155,13 +183,18 @@ mod tests {
         assert_eq!(choice.way(4 * MIB, true, t1), Way::Plain);
         // The compressed batches still in flight end within the plain ones' span.
         for _ in 0..2 {
-            assert_eq!(choice.record(Way::Compressed, 4 * MIB, t1), None);
+            assert_eq!(choice.record(Way::Compressed, 4 * MIB, 4 * MIB, t1), None);
         }
         for _ in 1..SAMPLES {
             assert_eq!(choice.way(4 * MIB, true, t1), Way::Plain);
-            assert_eq!(choice.record(Way::Plain, 4 * MIB, t1 + plain), None);
+            assert_eq!(
+                choice.record(Way::Plain, 4 * MIB, 4 * MIB, t1 + plain),
+                None
+            );
         }
-        let rates = choice.record(Way::Plain, 4 * MIB, t1 + plain).unwrap();
+        let rates = choice
+            .record(Way::Plain, 4 * MIB, 4 * MIB, t1 + plain)
+            .unwrap();
         (choice, rates)
     }
 
@@ -169,11 +202,12 @@ mod tests {
     fn a_fast_link_goes_plain_from_the_choice_on() {
         let (choice, (compressed, plain)) =
             choose(Duration::from_secs(2), Duration::from_millis(500));
+        let plain = plain.unwrap();
         assert!(plain > compressed, "{plain} {compressed}");
         let now = Instant::now();
         assert_eq!(choice.way(4 * MIB, true, now), Way::Plain);
         assert_eq!(choice.way(1, true, now), Way::Plain);
-        assert_eq!(choice.record(Way::Compressed, 4 * MIB, now), None);
+        assert_eq!(choice.record(Way::Compressed, 4 * MIB, 4 * MIB, now), None);
     }
 
     #[test]
@@ -181,5 +215,27 @@ mod tests {
         let (choice, (compressed, plain)) = choose(Duration::from_secs(2), Duration::from_secs(5));
         assert!(compressed > plain, "{plain} {compressed}");
         assert_eq!(choice.way(4 * MIB, true, Instant::now()), Way::Compressed);
+    }
+
+    #[test]
+    fn a_link_that_moved_the_compressed_batches_slowly_is_not_tried_plain() {
+        let choice = BulkChoice::default();
+        let t0 = Instant::now();
+        for _ in 0..SAMPLES {
+            assert_eq!(choice.way(4 * MIB, true, t0), Way::Compressed);
+        }
+        // 4 × 1.5 MiB of text in 2 s: 3 MB/s on the wire.
+        let end = t0 + Duration::from_secs(2);
+        for _ in 1..SAMPLES {
+            assert_eq!(
+                choice.record(Way::Compressed, 4 * MIB, 3 * MIB / 2, end),
+                None
+            );
+        }
+        let (_, plain) = choice
+            .record(Way::Compressed, 4 * MIB, 3 * MIB / 2, end)
+            .unwrap();
+        assert_eq!(plain, None);
+        assert_eq!(choice.way(4 * MIB, true, end), Way::Compressed);
     }
 }

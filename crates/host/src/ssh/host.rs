@@ -932,12 +932,11 @@ impl SshHost {
                     _ => None,
                 })
                 .sum();
-            if let Some((compressed, plain)) =
-                self.bulk
-                    .record(way, decoded as u64, std::time::Instant::now())
-            {
-                self.options.log.say(&self.name, || {
-                    format!(
+            let wire = output.stdout.len() as u64;
+            let now = std::time::Instant::now();
+            if let Some((compressed, plain)) = self.bulk.record(way, decoded as u64, wire, now) {
+                self.options.log.say(&self.name, || match plain {
+                    Some(plain) => format!(
                         "batched reads go {}: {:.0} MB/s decoded plain, {:.0} MB/s compressed",
                         if plain > compressed {
                             "plain"
@@ -946,7 +945,11 @@ impl SshHost {
                         },
                         plain / 1e6,
                         compressed / 1e6
-                    )
+                    ),
+                    None => format!(
+                        "batched reads go compressed: {:.0} MB/s decoded on a slow link",
+                        compressed / 1e6
+                    ),
                 });
             }
         }
