@@ -325,7 +325,7 @@ async fn search_batch<H: Host>(
     let fetched = cache.fetch_many(host, &entries).await?;
     let at_once = std::thread::available_parallelism().map_or(1, |n| n.get());
     let query = Arc::new(query.clone());
-    let mut under_way: VecDeque<(&SessionFile, JoinHandle<(usize, Vec<Found>)>)> = VecDeque::new();
+    let mut under_way: UnderWay<'_> = VecDeque::new();
     for (session, result) in batch.iter().zip(fetched) {
         match result {
             Ok(fetched) => {
@@ -352,11 +352,12 @@ async fn search_batch<H: Host>(
     Ok(())
 }
 
+/// Fetched sessions' searches under way on the blocking pool, oldest first: each gives its
+/// count of matches and what it found.
+type UnderWay<'s> = VecDeque<(&'s SessionFile, JoinHandle<(usize, Vec<Found>)>)>;
+
 /// Hands on the oldest of the fetched sessions' searches under way.
-async fn hand_on_searched(
-    under_way: &mut VecDeque<(&SessionFile, JoinHandle<(usize, Vec<Found>)>)>,
-    on_session: &mut impl FnMut(SessionFound),
-) {
+async fn hand_on_searched(under_way: &mut UnderWay<'_>, on_session: &mut impl FnMut(SessionFound)) {
     let Some((session, task)) = under_way.pop_front() else {
         return;
     };

@@ -116,10 +116,9 @@ impl BulkChoice {
             Way::Compressed => &mut state.compressed,
             Way::Plain => &mut state.plain,
         };
-        // A batch started before its way was timed (the host's compressor not known yet).
-        if span.first.is_none() {
-            return None;
-        }
+        // A batch started before its way was timed (the host's compressor not known yet)
+        // counts for nothing.
+        span.first?;
         span.ended += 1;
         span.bytes += bytes;
         span.wire += wire;
