@@ -23,10 +23,17 @@ use tokio::task::JoinHandle;
 
 /// Most bytes of session files asked of the cache in one call (a single larger file is asked
 /// for alone). The cache hands bytes back mapped from its files, not read into memory, so
-/// this bounds address space rather than memory; it is large so that unchanged files are
-/// verified many per remote command (a bound of 64 MiB made a tree of 32 MiB transcripts one
-/// command per file).
-const BATCH_BYTES: u64 = 1 << 30;
+/// this bounds address space (and, with the cache off, the unlinked temporary files a batch
+/// holds) rather than memory. It is large so that unchanged files are verified many per
+/// remote command (a bound of 64 MiB made a tree of 32 MiB transcripts one command per
+/// file): as large as the cache's default bound where addresses are 64 bits, so that a
+/// history the cache keeps is one call, one verification and one fetch whose reads stay in
+/// flight from the first file to the last, not a round trip more per GiB.
+const BATCH_BYTES: u64 = if usize::BITS >= 64 {
+    crate::cache::DEFAULT_MAX_BYTES
+} else {
+    1 << 30
+};
 
 /// Most sessions asked of the cache in one call.
 const BATCH_SESSIONS: usize = 1024;
@@ -303,7 +310,9 @@ fn unsearched(
     Ok(())
 }
 
-/// Sessions of lines fetched through the cache in one call, then searched one by one.
+/// Sessions of lines fetched through the cache in one call, then searched on the blocking
+/// pool as many at once as there are cores (each over the bytes the cache mapped), handed on
+/// in the batch's order.
 async fn search_batch<H: Host>(
     host: &H,
     cache: &Cache,
@@ -314,19 +323,57 @@ async fn search_batch<H: Host>(
 ) -> Result<(), DriverError> {
     let entries: Vec<FileEntry> = batch.iter().map(|s| s.entry.clone()).collect();
     let fetched = cache.fetch_many(host, &entries).await?;
+    let at_once = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let query = Arc::new(query.clone());
+    let mut under_way: UnderWay<'_> = VecDeque::new();
     for (session, result) in batch.iter().zip(fetched) {
         match result {
             Ok(fetched) => {
                 searched.bytes_moved += fetched.moved;
-                let mut search = SessionSearch::new(source_ctx(host.name(), session), query);
-                let mut found = Vec::new();
-                search.feed(&fetched.bytes, &mut found);
-                hand_on(finish(session, &search, found), on_session);
+                if under_way.len() == at_once {
+                    hand_on_searched(&mut under_way, on_session).await;
+                }
+                let ctx = source_ctx(host.name(), session);
+                let query = Arc::clone(&query);
+                let task = tokio::task::spawn_blocking(move || {
+                    let mut search = SessionSearch::new(ctx, &query);
+                    let mut found = Vec::new();
+                    search.feed(&fetched.bytes, &mut found);
+                    (search.matches(), found)
+                });
+                under_way.push_back((session, task));
             }
             Err(e) => unsearched(session, e.into(), searched)?,
         }
     }
+    while !under_way.is_empty() {
+        hand_on_searched(&mut under_way, on_session).await;
+    }
     Ok(())
+}
+
+/// Fetched sessions' searches under way on the blocking pool, oldest first: each gives its
+/// count of matches and what it found.
+type UnderWay<'s> = VecDeque<(&'s SessionFile, JoinHandle<(usize, Vec<Found>)>)>;
+
+/// Hands on the oldest of the fetched sessions' searches under way.
+async fn hand_on_searched(under_way: &mut UnderWay<'_>, on_session: &mut impl FnMut(SessionFound)) {
+    let Some((session, task)) = under_way.pop_front() else {
+        return;
+    };
+    let (matches, found) = match task.await {
+        Ok(searched) => searched,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    };
+    hand_on(
+        SessionFound {
+            harness: session.harness().name(),
+            session: session.id.clone(),
+            found,
+            matches,
+        },
+        on_session,
+    );
 }
 
 fn finish(session: &SessionFile, search: &SessionSearch<'_>, found: Vec<Found>) -> SessionFound {

@@ -241,3 +241,53 @@ fn a_first_fetch_reads_the_files_exactly_with_zstd_gzip_or_neither() {
         assert_eq!(count(true), here, "{user}");
     }
 }
+
+/// A fetch long enough for the connection to time both ways of its batches (four compressed,
+/// then four plain, `ssh/bulk.rs`) and keep one: the bytes are exactly the file's whichever
+/// way each batch came, and `-v` says which way was kept.
+#[test]
+fn a_fetch_that_tries_both_ways_reads_the_file_exactly() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    if crate::common::find_tool("zstd").is_none() {
+        crate::common::skip_or_panic("zstd is not installed (.ci/install-deps installs it)");
+        return;
+    }
+    let user = "ck_bulk_ways";
+    let alias = user_with_tools(sshd, user, &["zstd", "gzip"]);
+    let _ = std::fs::remove_dir_all(sshd.home(user).join(".claude/projects"));
+    let bytes = lines(7, 48 << 20);
+    sshd.put_file(user, ".claude/projects/-bulk/ways.jsonl", &bytes);
+    let host = clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let cache = Cache::open(CacheOptions {
+            dir: Some(tmp.path().join("cache")),
+            max_bytes: DEFAULT_MAX_BYTES,
+            enabled: true,
+            verify: false,
+        })
+        .unwrap();
+        let files = listed(&host).await;
+        let fetched = cache.fetch_many(&host, &files).await.unwrap();
+        let got = fetched[0].as_ref().unwrap();
+        assert!(got.bytes[..] == bytes[..], "{} bytes", got.bytes.len());
+        assert_eq!(got.moved, bytes.len() as u64);
+    });
+    let home = tempfile::tempdir().unwrap();
+    let out = clankie(home.path())
+        .env("XDG_CACHE_HOME", home.path().join("xdg"))
+        .args([
+            "-v",
+            "--ssh-config",
+            &sshd.ssh_config().display().to_string(),
+        ])
+        .args(["grep", "-c", "runtime", alias.as_str()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("batched reads go "),
+        "{}",
+        stderr(&out)
+    );
+}

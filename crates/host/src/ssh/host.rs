@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::ConnectOptions;
+use super::bulk::Way;
 use super::config::{Resolution, Resolving, SshTarget};
 use super::mux::{ConnectionPath, SharedConnection};
 use super::session::{ExecOutput, ReplyTimeouts, SshSession};
@@ -58,6 +59,8 @@ pub struct SshHost {
     /// A batched read's reply named `zstd` (`enc=zs`): later batches name it and probe for
     /// nothing.
     zstd: std::sync::atomic::AtomicBool,
+    /// Whether batched reads go compressed or plain on this connection (`bulk.rs`).
+    bulk: super::bulk::BulkChoice,
     /// Scripts run on a kept `sh -s` once the dialect is settled (`kept_shell.rs`), over our
     /// own connection.
     keep_shell: bool,
@@ -191,6 +194,7 @@ impl SshHost {
             encoder: std::sync::Mutex::new(None),
             gzip: std::sync::atomic::AtomicBool::new(false),
             zstd: std::sync::atomic::AtomicBool::new(false),
+            bulk: super::bulk::BulkChoice::default(),
             keep_shell: false,
             keep_for_reads: std::sync::atomic::AtomicBool::new(false),
         }
@@ -900,13 +904,25 @@ impl SshHost {
         // A compressed listing proved `gzip -1 -c | base64` on this host, a batch's reply
         // `zstd -1 -c -q | base64`: the batch's encoder is named (`zstd` is still probed
         // where only `gzip` is known: a builtin where there is none), and BEGIN needs no
-        // `uname`.
+        // `uname`. Where either answered, `base64` alone is named instead when the connection
+        // moves plain bytes faster (`bulk.rs`).
         let gzip = self.gzip.load(std::sync::atomic::Ordering::Relaxed);
         let zstd = self.zstd.load(std::sync::atomic::Ordering::Relaxed);
-        let encoder = if zstd {
-            Some(posix::Encoder::Zstd)
-        } else {
-            gzip.then_some(posix::Encoder::Gzip)
+        let asked: u64 = batch
+            .iter()
+            .map(
+                |(_, ranges)| match script::whole_file_cap(ranges).filter(|_| whole) {
+                    Some(cap) => cap,
+                    None => ranges.iter().map(|r| script::aligned(r).max_bytes()).sum(),
+                },
+            )
+            .sum();
+        let compressor = gzip || zstd;
+        let way = self.bulk.way(asked, compressor, std::time::Instant::now());
+        let encoder = match way {
+            Way::Plain => Some(posix::Encoder::Base64),
+            Way::Compressed if zstd => Some(posix::Encoder::Zstd),
+            Way::Compressed => gzip.then_some(posix::Encoder::Gzip),
         };
         let script = posix::read_many_script_with(&nonce, batch, encoder, whole);
         let limit = script::read_many_reply_limit(batch);
@@ -932,10 +948,54 @@ impl SshHost {
                 self.exec(&invocation, limit).await?
             }
         };
-        let answers = script::decode_read_batch(&self.name, &nonce, batch, &output.stdout)
-            .map_err(|e| self.explain(e, &output))?;
+        // Decoded on the blocking pool: base64 and the decompression of one reply run on
+        // another core while the connection's thread takes in the next replies.
+        let (answers, output) = {
+            let host = self.name.clone();
+            let batch = batch.to_vec();
+            let decode = move || {
+                let answers = script::decode_read_batch(&host, &nonce, &batch, &output.stdout);
+                (answers, output)
+            };
+            match tokio::task::spawn_blocking(decode).await {
+                Ok(decoded) => decoded,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            }
+        };
+        let answers = answers.map_err(|e| self.explain(e, &output))?;
         if !zstd && posix::encoder_named_in(&output.stdout) == Some(posix::Encoder::Zstd) {
             self.zstd.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if asked >= super::bulk::SAMPLE_BYTES && compressor {
+            let decoded: usize = answers
+                .iter()
+                .filter_map(|answer| match answer {
+                    BatchRead::Done(Ok(read)) => {
+                        Some(read.chunks.iter().map(Vec::len).sum::<usize>())
+                    }
+                    _ => None,
+                })
+                .sum();
+            let wire = output.stdout.len() as u64;
+            let now = std::time::Instant::now();
+            if let Some((compressed, plain)) = self.bulk.record(way, decoded as u64, wire, now) {
+                self.options.log.say(&self.name, || match plain {
+                    Some(plain) => format!(
+                        "batched reads go {}: {:.0} MB/s decoded plain, {:.0} MB/s compressed",
+                        if plain > compressed {
+                            "plain"
+                        } else {
+                            "compressed"
+                        },
+                        plain / 1e6,
+                        compressed / 1e6
+                    ),
+                    None => format!(
+                        "batched reads go compressed: {:.0} MB/s decoded on a slow link",
+                        compressed / 1e6
+                    ),
+                });
+            }
         }
         Ok(answers)
     }

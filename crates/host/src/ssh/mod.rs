@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 mod auth;
+mod bulk;
 pub mod config;
 mod host;
 mod inline;
