@@ -47,6 +47,7 @@ fn commonness(c: char) -> u32 {
 /// fewer than two are rare, the least common others up to two: one rare trigram on its own
 /// may be in many records, and two lists intersected narrow them far more. All of them when
 /// none is rare.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) fn to_look_up(trigrams: &[String], share: impl Fn(&str) -> Option<f64>) -> Vec<String> {
     let mut rare = Vec::new();
     let mut common = Vec::new();
