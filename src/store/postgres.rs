@@ -154,7 +154,8 @@ ANALYZE records;
 /// when the store is opened to search.
 enum Second {
     NotAsked,
-    Opening(tokio::task::JoinHandle<Result<Client, tokio_postgres::Error>>),
+    /// Connecting, then reading the index's most common trigrams ([`open_second`]).
+    Opening(tokio::task::JoinHandle<Result<(Client, CommonTrigrams), tokio_postgres::Error>>),
     Open(Client),
     /// It could not be opened: searches read over the first connection alone.
     Failed,
@@ -171,7 +172,15 @@ pub struct PgStore {
     /// The ASCII letters the database lowercases to something else (read once, when a search
     /// first needs them).
     lowered_otherwise: Option<Vec<char>>,
+    /// The trigram index's most common trigrams, as the second connection read them when it
+    /// opened.
+    common: Option<CommonTrigrams>,
 }
+
+/// Trigrams among the most common elements of the `show_trgm` index in the server's
+/// statistics of it (kept by `ANALYZE`), with the share of records holding each; empty when
+/// it has no statistics.
+type CommonTrigrams = HashMap<String, f64>;
 
 /// PostgreSQL text holds no NUL character: NUL is stored as [`ESCAPE`] `0`, and [`ESCAPE`]
 /// itself (a private-use character) doubled.
@@ -240,10 +249,11 @@ impl PgStore {
         // its backend's start is then off the search's path.
         let mut second = if to_search {
             let config = config.clone();
-            Second::Opening(tokio::spawn(async move { connect(&config).await }))
+            Second::Opening(tokio::spawn(async move { open_second(&config).await }))
         } else {
             Second::NotAsked
         };
+        let mut common = None;
         let mut client = match (connect(&config).await, second) {
             (Ok(client), opening) => {
                 second = opening;
@@ -254,8 +264,16 @@ impl PgStore {
             (Err(e), Second::Opening(opening)) => {
                 second = Second::Failed;
                 match opening.await {
-                    Ok(Ok(client)) => client,
-                    _ => return Err(db(e)),
+                    Ok(Ok((client, trigrams))) => {
+                        common = Some(trigrams);
+                        client
+                    }
+                    // Both refused: a server counts the connections starting with it, so
+                    // two at once may each see the other over a limit that one alone is not.
+                    _ => match connect(&config).await {
+                        Ok(client) => client,
+                        Err(_) => return Err(db(e)),
+                    },
                 }
             }
             (Err(e), _) => return Err(db(e)),
@@ -292,6 +310,7 @@ impl PgStore {
             name: name.to_string(),
             redacted,
             lowered_otherwise: None,
+            common,
         })
     }
 
@@ -668,29 +687,6 @@ impl PgStore {
         ))
     }
 
-    /// Of `trigrams`, those among the most common elements of the `show_trgm` index in the
-    /// server's statistics of it (kept by `ANALYZE`), with the share of records holding each;
-    /// none when it has no statistics.
-    async fn common_trigrams(
-        &self,
-        trigrams: &[String],
-    ) -> Result<HashMap<String, f64>, StoreError> {
-        let rows = self
-            .client
-            .query_typed(
-                "SELECT e.trigram, e.share FROM pg_stats s, unnest(s.most_common_elems::text::text[], \
-                 s.most_common_elem_freqs) AS e(trigram, share) WHERE s.schemaname = \
-                 current_schema() AND s.tablename = 'records_trigrams' AND e.trigram = ANY($1)",
-                &[(&trigrams, Type::TEXT_ARRAY)],
-            )
-            .await
-            .map_err(self.db())?;
-        Ok(rows
-            .iter()
-            .map(|row| (row.get::<_, String>(0), f64::from(row.get::<_, f32>(1))))
-            .collect())
-    }
-
     /// The current records whose searched text holds every piece of one of `terms`'
     /// alternatives (compared ignoring case when the second value says so); `None` when only
     /// reading every record can say.
@@ -708,12 +704,12 @@ impl PgStore {
         mut each: impl FnMut(usize, i64, Record),
     ) -> Result<bool, StoreError> {
         let (alternatives, insensitive) = terms;
-        // The second connection opens (or finishes opening) while the first asks the
-        // database's lowercasing and its statistics and starts its half of the search.
+        // The second connection opens (or finishes opening, with the index's statistics)
+        // while the first asks the database's lowercasing.
         let opening = match std::mem::replace(&mut self.second, Second::Failed) {
             Second::NotAsked => {
                 let config = self.config.clone();
-                Some(tokio::spawn(async move { connect(&config).await }))
+                Some(tokio::spawn(async move { open_second(&config).await }))
             }
             Second::Opening(opening) => Some(opening),
             open => {
@@ -721,17 +717,37 @@ impl PgStore {
                 None
             }
         };
-        // A literal's trigrams where the database lowercases every ASCII letter as ASCII
-        // does; where it does not, fewer (cut at those letters), never others.
-        let every: Vec<String> = alternatives
-            .iter()
-            .filter_map(|pieces| pg_trigrams::trigrams(pieces, &[]))
-            .flatten()
-            .collect();
-        let (odd, common) = tokio::join!(self.lowered_otherwise(), self.common_trigrams(&every));
+        let opened = async {
+            match opening {
+                Some(opening) => Some(opening.await),
+                None => None,
+            }
+        };
+        let (odd, opened) = tokio::join!(self.lowered_otherwise(), opened);
+        match opened {
+            Some(Ok(Ok((client, common)))) => {
+                self.second = Second::Open(client);
+                self.common = Some(common);
+            }
+            Some(_) => self.second = Second::Failed,
+            None => {}
+        }
         let odd = odd?;
         self.lowered_otherwise = Some(odd.clone());
-        let common = common?;
+        let common = match &self.common {
+            Some(common) => common.clone(),
+            None => {
+                // No second connection read them: the literal's own, over the first.
+                let every: Vec<String> = alternatives
+                    .iter()
+                    .filter_map(|pieces| pg_trigrams::trigrams(pieces, &[]))
+                    .flatten()
+                    .collect();
+                common_trigrams(&self.client, Some(&every))
+                    .await
+                    .map_err(self.db())?
+            }
+        };
         let looked_up: Option<Vec<Vec<String>>> = alternatives
             .iter()
             .map(|pieces| {
@@ -795,8 +811,8 @@ impl PgStore {
         };
         // Reading the candidates' text back (from TOAST, decompressed) is most of a search's
         // time and one server process's work: two connections read half each, their rows
-        // taken as they come from either. The first starts its half at once; the second
-        // starts when it is open, and if it cannot be opened the first reads both halves.
+        // taken as they come from either; without a second connection the first reads both
+        // halves.
         let (even_seqs, odd_seqs) = (
             format!("{sql} AND seq % 2 = 0"),
             format!("{sql} AND seq % 2 = 1"),
@@ -806,57 +822,31 @@ impl PgStore {
             store: name.clone(),
             message: one_line(&e),
         };
-        let first_half = self.client.query_typed_raw(&even_seqs, params());
-        let first_half = match (opening, &self.second) {
-            (None, Second::Open(second)) => {
-                // Open already (an earlier search): both halves start at once.
-                let (first_half, second_half) =
-                    tokio::try_join!(first_half, second.query_typed_raw(&odd_seqs, params()))
-                        .map_err(db)?;
+        match &self.second {
+            Second::Open(second) => {
+                let (first_half, second_half) = tokio::try_join!(
+                    self.client.query_typed_raw(&even_seqs, params()),
+                    second.query_typed_raw(&odd_seqs, params())
+                )
+                .map_err(db)?;
                 let mut rows =
                     futures_util::stream::select(Box::pin(first_half), Box::pin(second_half));
                 while let Some(row) = rows.next().await {
                     hand_on(row.map_err(db)?);
                 }
-                return Ok(true);
-            }
-            (None, _) => first_half.await,
-            (Some(opening), _) => {
-                let (first_half, opened) = tokio::join!(first_half, opening);
-                self.second = match opened {
-                    Ok(Ok(client)) => Second::Open(client),
-                    _ => Second::Failed,
-                };
-                first_half
-            }
-        };
-        let first_half = Box::pin(first_half.map_err(db)?);
-        match &self.second {
-            Second::Open(second) => {
-                let second_half = Box::pin(
-                    second
-                        .query_typed_raw(&odd_seqs, params())
-                        .await
-                        .map_err(db)?,
-                );
-                let mut rows = futures_util::stream::select(first_half, second_half);
-                while let Some(row) = rows.next().await {
-                    hand_on(row.map_err(db)?);
-                }
             }
             _ => {
-                let mut rows = first_half;
-                while let Some(row) = rows.next().await {
-                    hand_on(row.map_err(db)?);
-                }
-                let mut rows = Box::pin(
-                    self.client
-                        .query_typed_raw(&odd_seqs, params())
-                        .await
-                        .map_err(db)?,
-                );
-                while let Some(row) = rows.next().await {
-                    hand_on(row.map_err(db)?);
+                // No second connection: the first reads both halves.
+                for half in [&even_seqs, &odd_seqs] {
+                    let mut rows = Box::pin(
+                        self.client
+                            .query_typed_raw(half, params())
+                            .await
+                            .map_err(db)?,
+                    );
+                    while let Some(row) = rows.next().await {
+                        hand_on(row.map_err(db)?);
+                    }
                 }
             }
         }
@@ -940,6 +930,37 @@ async fn read_meta(client: &Client) -> Result<Meta, tokio_postgres::Error> {
 
 /// A connection to the database, its messages handled on a task of their own (which ends when
 /// the client is dropped; its error is met again by the next query).
+/// The second connection of a search, and the index's most common trigrams read over it
+/// while the first connection reads the store's metadata and sessions (the statistics are
+/// not needed before the candidates' query).
+async fn open_second(
+    config: &tokio_postgres::Config,
+) -> Result<(Client, CommonTrigrams), tokio_postgres::Error> {
+    let client = connect(config).await?;
+    let common = common_trigrams(&client, None).await.unwrap_or_default();
+    Ok((client, common))
+}
+
+/// The most common trigrams of the `show_trgm` index: those of `among`, or all of them.
+async fn common_trigrams(
+    client: &Client,
+    among: Option<&[String]>,
+) -> Result<CommonTrigrams, tokio_postgres::Error> {
+    let rows = client
+        .query_typed(
+            "SELECT e.trigram, e.share FROM pg_stats s, unnest(s.most_common_elems::text::text[], \
+             s.most_common_elem_freqs) AS e(trigram, share) WHERE s.schemaname = current_schema() \
+             AND s.tablename = 'records_trigrams' AND e.trigram IS NOT NULL AND ($1::text[] IS \
+             NULL OR e.trigram = ANY($1))",
+            &[(&among, Type::TEXT_ARRAY)],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| (row.get::<_, String>(0), f64::from(row.get::<_, f32>(1))))
+        .collect())
+}
+
 async fn connect(config: &tokio_postgres::Config) -> Result<Client, tokio_postgres::Error> {
     let (client, connection) = config.connect(NoTls).await?;
     tokio::spawn(async move {
