@@ -132,6 +132,17 @@ async fn listed(host: &AnyHost) -> Vec<FileEntry> {
     files
 }
 
+/// A cache of its own in `dir`, fetching without verification windows.
+fn cache_in(dir: &std::path::Path) -> Cache {
+    Cache::open(CacheOptions {
+        dir: Some(dir.join("cache")),
+        max_bytes: DEFAULT_MAX_BYTES,
+        enabled: true,
+        verify: false,
+    })
+    .unwrap()
+}
+
 /// The first `grep` of a host, byte for byte: a 9 MiB session (three reads of one file in
 /// one round, in flight together), one of 600 KiB and small ones, fetched through an empty
 /// cache, give the files' bytes whichever compressor the host has; the replies came through
@@ -160,13 +171,7 @@ fn a_first_fetch_reads_the_files_exactly_with_zstd_gzip_or_neither() {
         let host = clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         runtime().block_on(async {
-            let cache = Cache::open(CacheOptions {
-                dir: Some(tmp.path().join("cache")),
-                max_bytes: DEFAULT_MAX_BYTES,
-                enabled: true,
-                verify: false,
-            })
-            .unwrap();
+            let cache = cache_in(tmp.path());
             let files = listed(&host).await;
             let fetched = cache.fetch_many(&host, &files).await.unwrap();
             assert_eq!(fetched.len(), sessions.len(), "{user}");
@@ -260,13 +265,7 @@ fn a_fetch_that_tries_both_ways_reads_the_file_exactly() {
     let host = clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     runtime().block_on(async {
-        let cache = Cache::open(CacheOptions {
-            dir: Some(tmp.path().join("cache")),
-            max_bytes: DEFAULT_MAX_BYTES,
-            enabled: true,
-            verify: false,
-        })
-        .unwrap();
+        let cache = cache_in(tmp.path());
         let files = listed(&host).await;
         let fetched = cache.fetch_many(&host, &files).await.unwrap();
         let got = fetched[0].as_ref().unwrap();
