@@ -3,16 +3,17 @@
 //!
 //! Compression is worth its CPU only where the link is slower than the host's compressor and
 //! our decompressor: on a link of 20 Mbit/s it moves a third of the bytes, on loopback or a
-//! fast LAN the batches wait on `zstd` and `ruzstd` while the link stands idle. Neither speed
+//! fast LAN the batches wait on `zstd` and our decoder while the link stands idle. Neither speed
 //! is known before the bytes move, so a connection's batches that each ask at least
 //! [`SAMPLE_BYTES`] go compressed until [`SAMPLES`] of them have ended, then plain until as
 //! many plain ones have ended; each way's rate is the bytes its batches decoded over the time
 //! from its first batch's exec to its last one's decoded reply, and the way of the higher
 //! rate is kept for the rest of the connection. A link that moved the compressed batches'
 //! bytes at under [`SLOW_WIRE`] is kept compressed without trying plain bytes on it: plain
-//! would move about three times the bytes on a link already that slow. The ways are timed one after the other, each
-//! with the batches in flight that the reads keep, not side by side: what they share (one
-//! client thread, the two ends' CPUs, the link) would hide their difference. A host where no
+//! would move about three times the bytes on a link already that slow. The ways are timed
+//! one after the other, each with the batches in flight that the reads keep, not side by
+//! side: what they share (one client thread, the two ends' CPUs, the link) would hide their
+//! difference. A host where no
 //! compressor answered has only the plain way, and every batch keeps the checks of its
 //! encoding either way.
 
