@@ -132,6 +132,17 @@ async fn listed(host: &AnyHost) -> Vec<FileEntry> {
     files
 }
 
+/// The test sshd, where this machine has `zstd` to give the hosts (`None`, saying why,
+/// where either is missing; under `CI=true` that fails the test).
+fn sshd_with_zstd() -> Option<&'static Sshd> {
+    let sshd = sshd_or_skip()?;
+    if crate::common::find_tool("zstd").is_none() {
+        crate::common::skip_or_panic("zstd is not installed (.ci/install-deps installs it)");
+        return None;
+    }
+    Some(sshd)
+}
+
 /// A cache of its own in `dir`, fetching without verification windows.
 fn cache_in(dir: &std::path::Path) -> Cache {
     Cache::open(CacheOptions {
@@ -149,11 +160,7 @@ fn cache_in(dir: &std::path::Path) -> Cache {
 /// the one it has; and `grep -c` over SSH counts what it counts on the same files locally.
 #[test]
 fn a_first_fetch_reads_the_files_exactly_with_zstd_gzip_or_neither() {
-    let Some(sshd) = sshd_or_skip() else { return };
-    if crate::common::find_tool("zstd").is_none() {
-        crate::common::skip_or_panic("zstd is not installed (.ci/install-deps installs it)");
-        return;
-    }
+    let Some(sshd) = sshd_with_zstd() else { return };
     let sessions: Vec<(String, Vec<u8>)> = [(1, 9 << 20), (2, 600 << 10), (3, 3000), (4, 100)]
         .into_iter()
         .map(|(seed, n)| (format!("s{seed}"), lines(seed, n)))
@@ -252,11 +259,7 @@ fn a_first_fetch_reads_the_files_exactly_with_zstd_gzip_or_neither() {
 /// way each batch came, and `-v` says which way was kept.
 #[test]
 fn a_fetch_that_tries_both_ways_reads_the_file_exactly() {
-    let Some(sshd) = sshd_or_skip() else { return };
-    if crate::common::find_tool("zstd").is_none() {
-        crate::common::skip_or_panic("zstd is not installed (.ci/install-deps installs it)");
-        return;
-    }
+    let Some(sshd) = sshd_with_zstd() else { return };
     let user = "ck_bulk_ways";
     let alias = user_with_tools(sshd, user, &["zstd", "gzip"]);
     let _ = std::fs::remove_dir_all(sshd.home(user).join(".claude/projects"));
