@@ -143,6 +143,23 @@ fn sshd_with_zstd() -> Option<&'static Sshd> {
     Some(sshd)
 }
 
+/// `user`'s host with only `compressors` among its tools and `sessions` (name, bytes) as its
+/// Claude sessions: its ssh alias and the host opened on it.
+fn host_holding(
+    sshd: &Sshd,
+    user: &str,
+    compressors: &[&str],
+    sessions: &[(String, Vec<u8>)],
+) -> (String, AnyHost) {
+    let alias = user_with_tools(sshd, user, compressors);
+    let _ = std::fs::remove_dir_all(sshd.home(user).join(".claude/projects"));
+    for (name, bytes) in sessions {
+        sshd.put_file(user, format!(".claude/projects/-bulk/{name}.jsonl"), bytes);
+    }
+    let host = clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).unwrap();
+    (alias, host)
+}
+
 /// A cache of its own in `dir`, fetching without verification windows.
 fn cache_in(dir: &std::path::Path) -> Cache {
     Cache::open(CacheOptions {
@@ -170,12 +187,7 @@ fn a_first_fetch_reads_the_files_exactly_with_zstd_gzip_or_neither() {
         ("ck_bulk_gzip", &["gzip"][..], Some("gzip")),
         ("ck_bulk_plain", &[][..], None),
     ] {
-        let alias = user_with_tools(sshd, user, compressors);
-        let _ = std::fs::remove_dir_all(sshd.home(user).join(".claude/projects"));
-        for (name, bytes) in &sessions {
-            sshd.put_file(user, format!(".claude/projects/-bulk/{name}.jsonl"), bytes);
-        }
-        let host = clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).unwrap();
+        let (alias, host) = host_holding(sshd, user, compressors, &sessions);
         let tmp = tempfile::tempdir().unwrap();
         runtime().block_on(async {
             let cache = cache_in(tmp.path());
@@ -261,11 +273,9 @@ fn a_first_fetch_reads_the_files_exactly_with_zstd_gzip_or_neither() {
 fn a_fetch_that_tries_both_ways_reads_the_file_exactly() {
     let Some(sshd) = sshd_with_zstd() else { return };
     let user = "ck_bulk_ways";
-    let alias = user_with_tools(sshd, user, &["zstd", "gzip"]);
-    let _ = std::fs::remove_dir_all(sshd.home(user).join(".claude/projects"));
     let bytes = lines(7, 48 << 20);
-    sshd.put_file(user, ".claude/projects/-bulk/ways.jsonl", &bytes);
-    let host = clankie_host::open(&HostConfig::ssh(&alias), Some(sshd.ssh_config())).unwrap();
+    let sessions = [("ways".to_string(), bytes.clone())];
+    let (alias, host) = host_holding(sshd, user, &["zstd", "gzip"], &sessions);
     let tmp = tempfile::tempdir().unwrap();
     runtime().block_on(async {
         let cache = cache_in(tmp.path());
