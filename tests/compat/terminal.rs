@@ -113,7 +113,11 @@ pub fn run(cmd: &Command, dialog: &Dialog, prompt: &str, timeout: Duration) -> O
         let _ = keys.flush();
         from = shown.len();
         if step == Step::Answer {
-            from = wait_for_any(&text, from, dialog.busy, deadline).unwrap_or(from);
+            // A CLI that drew its question again rather than take the answer (prompt_toolkit
+            // asking a dumb terminal for the cursor's place) shows it again past `from`: after
+            // a while without work, the loop answers that one.
+            let patience = deadline.min(Instant::now() + Duration::from_secs(10));
+            from = wait_for_any(&text, from, dialog.busy, patience).unwrap_or(from);
         }
     };
     drop(keys);
