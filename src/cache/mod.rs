@@ -176,13 +176,9 @@ pub struct Cache {
     unhashed: Mutex<HashSet<String>>,
 }
 
-/// At most this many bytes are asked of the host in one `read_many` call: one batched read
-/// script (the host's reply bound), whose reply is in memory until written out.
-const GROUP_BYTES: u64 = MAX_READ_BYTES;
-
 /// `read_many` calls of one fetch in flight at once: each is one exec on its own channel of
 /// the connection, so the host's shells, the link and the decoding of the replies before
-/// overlap; at most this many replies of [`GROUP_BYTES`] are in memory.
+/// overlap; at most this many replies of one batched exec each are in memory.
 const CALLS_AT_ONCE: usize = 4;
 
 /// What a file asks ahead in one round of reads (in reads of `MAX_READ_BYTES`): enough to
@@ -312,7 +308,9 @@ impl Cache {
             // `CALLS_AT_ONCE` at a time and taken in order as each ends: the link and the
             // host's shells stay busy while the replies before are written out.
             let mut calls = Vec::new();
-            for group in groups(pending) {
+            // A `read_many` call asks what one batched exec of the host reads (its reply in
+            // memory until written out).
+            for group in groups(pending, host.read_many_bytes()) {
                 let reads: Vec<(FileRef, Vec<ByteRange>)> = group
                     .iter()
                     .map(|(i, ranges)| (jobs[*i].file.clone(), ranges.clone()))
@@ -611,15 +609,15 @@ fn appends_only(entry: &FileEntry) -> bool {
     !entry.harness.is_sqlite() || entry.rel.ends_with(b".json")
 }
 
-/// Splits planned reads into `read_many` calls of at most [`GROUP_BYTES`] asked (at least one
+/// Splits planned reads into `read_many` calls of at most `bound` bytes asked (at least one
 /// file each).
-fn groups(pending: Vec<(usize, Vec<ByteRange>)>) -> Vec<Vec<(usize, Vec<ByteRange>)>> {
+fn groups(pending: Vec<(usize, Vec<ByteRange>)>, bound: u64) -> Vec<Vec<(usize, Vec<ByteRange>)>> {
     let mut out: Vec<Vec<(usize, Vec<ByteRange>)>> = Vec::new();
     let mut total = 0;
     for read in pending {
         let cost: u64 = read.1.iter().map(|r| r.len).sum();
         match out.last_mut() {
-            Some(group) if total + cost <= GROUP_BYTES => {
+            Some(group) if total + cost <= bound => {
                 total += cost;
                 group.push(read);
             }

@@ -305,6 +305,12 @@ pub trait Host {
     /// Reads byte ranges of one file (at most `MAX_READ_BYTES` in all) and the file's true size.
     async fn read(&self, file: &FileRef, ranges: &[ByteRange]) -> Result<ReadResult, HostError>;
 
+    /// Most bytes a [`Host::read_many`] call is best asked at once: what one batched exec reads
+    /// on a host that batches (the default: one read call's `MAX_READ_BYTES`).
+    fn read_many_bytes(&self) -> u64 {
+        MAX_READ_BYTES
+    }
+
     /// Reads ranges of several files, one result per file in order (one file's failure is its
     /// own). The default reads them one by one; a host that can, batches them into few round
     /// trips, each request within `MAX_READ_BYTES` of aligned blocks.
@@ -535,6 +541,13 @@ impl Host for AnyHost {
         match self {
             AnyHost::Local(h) => h.read(file, ranges).await,
             AnyHost::Ssh(h) => h.read(file, ranges).await,
+        }
+    }
+
+    fn read_many_bytes(&self) -> u64 {
+        match self {
+            AnyHost::Local(h) => h.read_many_bytes(),
+            AnyHost::Ssh(h) => h.read_many_bytes(),
         }
     }
 

@@ -4,6 +4,15 @@
 /// At most this many bytes come back from one `read` call, over all its ranges.
 pub const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 
+/// Most bytes one batched read of an SSH host asks in one exec once its connection chose how
+/// batches travel (`ssh/bulk.rs`; until then, one read call's [`MAX_READ_BYTES`], so that the
+/// choice is timed on batches of that size): several read calls' worth.
+/// Each exec costs the host an `sshd` session, its login shell, `sh` and the read's programs:
+/// a first `grep` of 512 MiB over the loopback sshd in 4 MiB execs (130 of them) cost the
+/// host 5.5 s of CPU, in 16 MiB ones (34) 4.5 s. A batch's reply is held in memory until
+/// decoded, and a host keeps a few in flight.
+pub const MAX_BATCH_BYTES: u64 = 4 * MAX_READ_BYTES;
+
 /// At most this many bytes of one source are read in one run (`--all`, a whole document, a
 /// decompressed transcript), and at most this many of a database's pages and WAL are fetched
 /// by one load of it (its own size does not matter).

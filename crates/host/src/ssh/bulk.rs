@@ -99,6 +99,15 @@ impl BulkChoice {
         way
     }
 
+    /// Whether the way is chosen (batches are no longer timed).
+    pub(super) fn chosen(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .chosen
+            .is_some()
+    }
+
     /// Counts a batch sent `way` that asked at least [`SAMPLE_BYTES`], came as `wire` bytes
     /// and decoded to `bytes`, ending `now`; returns the rates when this made the choice
     /// (compressed, plain, in decoded bytes per second; plain `None` when it was not tried).
@@ -169,6 +178,7 @@ mod tests {
     /// ones ended; the way of more bytes per second of its span is kept.
     fn choose(compressed: Duration, plain: Duration) -> (BulkChoice, (f64, Option<f64>)) {
         let choice = BulkChoice::default();
+        assert!(!choice.chosen());
         let t0 = Instant::now();
         for _ in 0..SAMPLES + 2 {
             assert_eq!(choice.way(4 * MIB, true, t0), Way::Compressed);
@@ -204,6 +214,7 @@ mod tests {
             choose(Duration::from_secs(2), Duration::from_millis(500));
         let plain = plain.unwrap();
         assert!(plain > compressed, "{plain} {compressed}");
+        assert!(choice.chosen());
         let now = Instant::now();
         assert_eq!(choice.way(4 * MIB, true, now), Way::Plain);
         assert_eq!(choice.way(1, true, now), Way::Plain);

@@ -695,11 +695,16 @@ impl Host for SshHost {
     }
 
     /// POSIX hosts: batches of files read by one script each, each batch within
-    /// `MAX_READ_BYTES` (a small file read whole counts its size, any other its aligned blocks).
+    /// [`SshHost::batch_bytes`] (a small file read whole counts its size, any other its
+    /// aligned blocks).
     /// A file a batch answers [`BatchRead::Again`] (it changed while a `cat` read it with
     /// others) goes into a batch of its own kind once more, then into one that reads every file
     /// by its ranges. PowerShell hosts (and a host whose dialect is not settled yet, for its
     /// first file) read file by file.
+    fn read_many_bytes(&self) -> u64 {
+        self.batch_bytes()
+    }
+
     async fn read_many(
         &self,
         reads: &[(FileRef, Vec<ByteRange>)],
@@ -872,8 +877,9 @@ impl SshHost {
         use futures_util::stream::{self, StreamExt};
         let mut batches = Vec::new();
         let mut rest = reads;
+        let bound = self.batch_bytes();
         while !rest.is_empty() {
-            let batch = &rest[..batch_len(rest, whole)];
+            let batch = &rest[..batch_len(rest, whole, bound)];
             rest = &rest[batch.len()..];
             batches.push(batch);
         }
@@ -892,6 +898,16 @@ impl SshHost {
             out.extend(answers?);
         }
         Ok(out)
+    }
+
+    /// Most bytes one batch asks: `MAX_BATCH_BYTES` once the connection chose how batches
+    /// travel, one read call's worth while the choice times them.
+    fn batch_bytes(&self) -> u64 {
+        if self.bulk.chosen() {
+            clankie_model::limits::MAX_BATCH_BYTES
+        } else {
+            clankie_model::limits::MAX_READ_BYTES
+        }
     }
 
     /// One batch, one exec.
@@ -1001,11 +1017,11 @@ impl SshHost {
     }
 }
 
-/// How many of `reads` (at least one) go into one batched script: as many as fit
-/// `MAX_READ_BYTES` and `MAX_BATCH_FILES` files. A file a batch may read whole (`whole`)
+/// How many of `reads` (at least one) go into one batched script: as many as fit `bound`
+/// bytes and `MAX_BATCH_FILES` files. A file a batch may read whole (`whole`)
 /// counts the bytes it may send, its [`script::whole_file_cap`] (what it was listed at); any
 /// other its aligned blocks.
-fn batch_len(reads: &[(FileRef, Vec<ByteRange>)], whole: bool) -> usize {
+fn batch_len(reads: &[(FileRef, Vec<ByteRange>)], whole: bool, bound: u64) -> usize {
     let mut total = 0u64;
     let mut n = 0;
     for (_, ranges) in reads {
@@ -1013,7 +1029,7 @@ fn batch_len(reads: &[(FileRef, Vec<ByteRange>)], whole: bool) -> usize {
             Some(cap) => cap,
             None => ranges.iter().map(|r| script::aligned(r).max_bytes()).sum(),
         };
-        if n > 0 && (total + cost > clankie_model::limits::MAX_READ_BYTES || n >= MAX_BATCH_FILES) {
+        if n > 0 && (total + cost > bound || n >= MAX_BATCH_FILES) {
             break;
         }
         total += cost;
@@ -1032,7 +1048,7 @@ const HASH_BATCH_FILES: usize = 256;
 
 /// Batched reads of one host in flight at once: the link's round trips and the host's shells
 /// overlap, within the connection's channels (`session::MAX_CHANNELS`) and a few replies in
-/// memory (each at most 4 MiB of payload).
+/// memory (each at most `MAX_BATCH_BYTES` of payload).
 const BATCHES_AT_ONCE: usize = 4;
 
 /// What a listing that reads along sends at most ([`Host::list_reading`]), before
