@@ -154,8 +154,9 @@ ANALYZE records;
 /// when the store is opened to search.
 enum Second {
     NotAsked,
-    /// Connecting, then reading the index's most common trigrams ([`open_second`]).
-    Opening(tokio::task::JoinHandle<Result<(Client, CommonTrigrams), tokio_postgres::Error>>),
+    /// Connecting, then reading the index's most common trigrams and the database's
+    /// lowercasing ([`open_second`]).
+    Opening(tokio::task::JoinHandle<Result<Opened, tokio_postgres::Error>>),
     Open(Client),
     /// It could not be opened: searches read over the first connection alone.
     Failed,
@@ -254,6 +255,7 @@ impl PgStore {
             Second::NotAsked
         };
         let mut common = None;
+        let mut lowered_otherwise = None;
         let mut client = match (connect(&config).await, second) {
             (Ok(client), opening) => {
                 second = opening;
@@ -264,9 +266,10 @@ impl PgStore {
             (Err(e), Second::Opening(opening)) => {
                 second = Second::Failed;
                 match opening.await {
-                    Ok(Ok((client, trigrams))) => {
-                        common = Some(trigrams);
-                        client
+                    Ok(Ok(opened)) => {
+                        common = Some(opened.common);
+                        lowered_otherwise = Some(opened.lowered_otherwise);
+                        opened.client
                     }
                     // Both refused: a server counts the connections starting with it, so
                     // two at once may each see the other over a limit that one alone is not.
@@ -309,7 +312,7 @@ impl PgStore {
             second,
             name: name.to_string(),
             redacted,
-            lowered_otherwise: None,
+            lowered_otherwise,
             common,
         })
     }
@@ -667,24 +670,13 @@ impl PgStore {
             .collect())
     }
 
-    /// The ASCII letters `lower()` (and so `show_trgm`) gives as something other than their
-    /// ASCII lowercase in this database (a Turkish locale's `I`): none in most.
-    /// The ASCII letters the database lowercases to something else (asked once, then kept).
+    /// The ASCII letters the database lowercases to something else ([`lowered`]: asked once,
+    /// then kept).
     async fn lowered_otherwise(&self) -> Result<Vec<char>, StoreError> {
-        if let Some(odd) = &self.lowered_otherwise {
-            return Ok(odd.clone());
+        match &self.lowered_otherwise {
+            Some(odd) => Ok(odd.clone()),
+            None => lowered(&self.client).await.map_err(self.db()),
         }
-        let rows = self
-            .client
-            .query_typed(
-                "SELECT lower($1::text)",
-                &[(&pg_trigrams::ASCII_LETTERS, Type::TEXT)],
-            )
-            .await
-            .map_err(self.db())?;
-        Ok(pg_trigrams::letters_lowered_otherwise(
-            rows.first().map_or("", |r| r.get(0)),
-        ))
     }
 
     /// The current records whose searched text holds every piece of one of `terms`'
@@ -704,8 +696,8 @@ impl PgStore {
         mut each: impl FnMut(usize, i64, Record),
     ) -> Result<bool, StoreError> {
         let (alternatives, insensitive) = terms;
-        // The second connection opens (or finishes opening, with the index's statistics)
-        // while the first asks the database's lowercasing.
+        // The second connection opens (or finishes opening, with the index's statistics and
+        // the database's lowercasing); without it, the first asks the lowercasing.
         let opening = match std::mem::replace(&mut self.second, Second::Failed) {
             Second::NotAsked => {
                 let config = self.config.clone();
@@ -723,16 +715,16 @@ impl PgStore {
                 None => None,
             }
         };
-        let (odd, opened) = tokio::join!(self.lowered_otherwise(), opened);
-        match opened {
-            Some(Ok(Ok((client, common)))) => {
-                self.second = Second::Open(client);
-                self.common = Some(common);
+        match opened.await {
+            Some(Ok(Ok(opened))) => {
+                self.second = Second::Open(opened.client);
+                self.common = Some(opened.common);
+                self.lowered_otherwise = Some(opened.lowered_otherwise);
             }
             Some(_) => self.second = Second::Failed,
             None => {}
         }
-        let odd = odd?;
+        let odd = self.lowered_otherwise().await?;
         self.lowered_otherwise = Some(odd.clone());
         let common = match &self.common {
             Some(common) => common.clone(),
@@ -930,15 +922,39 @@ async fn read_meta(client: &Client) -> Result<Meta, tokio_postgres::Error> {
 
 /// A connection to the database, its messages handled on a task of their own (which ends when
 /// the client is dropped; its error is met again by the next query).
-/// The second connection of a search, and the index's most common trigrams read over it
-/// while the first connection reads the store's metadata and sessions (the statistics are
-/// not needed before the candidates' query).
-async fn open_second(
-    config: &tokio_postgres::Config,
-) -> Result<(Client, CommonTrigrams), tokio_postgres::Error> {
+/// A search's second connection, and what it read as it opened.
+struct Opened {
+    client: Client,
+    common: CommonTrigrams,
+    /// The ASCII letters the database lowercases to something else.
+    lowered_otherwise: Vec<char>,
+}
+
+/// The second connection of a search, and the index's most common trigrams and the
+/// database's lowercasing read over it (in one round trip) while the first connection reads
+/// the store's metadata and sessions: neither is needed before the candidates' query.
+async fn open_second(config: &tokio_postgres::Config) -> Result<Opened, tokio_postgres::Error> {
     let client = connect(config).await?;
-    let common = common_trigrams(&client, None).await.unwrap_or_default();
-    Ok((client, common))
+    let (common, lowered) = tokio::join!(common_trigrams(&client, None), lowered(&client));
+    Ok(Opened {
+        common: common.unwrap_or_default(),
+        lowered_otherwise: lowered?,
+        client,
+    })
+}
+
+/// The ASCII letters `lower()` (and so `show_trgm`) gives as something other than their
+/// ASCII lowercase in this database (a Turkish locale's `I`): none in most.
+async fn lowered(client: &Client) -> Result<Vec<char>, tokio_postgres::Error> {
+    let rows = client
+        .query_typed(
+            "SELECT lower($1::text)",
+            &[(&pg_trigrams::ASCII_LETTERS, Type::TEXT)],
+        )
+        .await?;
+    Ok(pg_trigrams::letters_lowered_otherwise(
+        rows.first().map_or("", |r| r.get(0)),
+    ))
 }
 
 /// The most common trigrams of the `show_trgm` index: those of `among`, or all of them.
