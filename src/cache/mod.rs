@@ -187,6 +187,12 @@ const CALLS_AT_ONCE: usize = 4;
 /// that file, which the next round asks again.
 const AHEAD_BYTES: u64 = 16 * MAX_READ_BYTES;
 
+/// What a file asks in a fetch's first round: a few reads, so that an SSH connection times its
+/// batches' two ways (`ssh/bulk.rs`: four of each, after the four in flight) while the first
+/// round's calls are in flight, and the later rounds' calls are cut to its larger batches
+/// (`Host::read_many_bytes`).
+const FIRST_AHEAD_BYTES: u64 = 4 * MAX_READ_BYTES;
+
 /// Files fetched at once: each holds up to two open files (its entry's lock, and its data or
 /// temporary file) until it is done, and several hosts may fetch at once within the usual
 /// limit of 1024 open files. 128 files' windows are 1 MiB: a verification of unchanged files
@@ -294,11 +300,20 @@ impl Cache {
         if self.options.verify {
             self.verify_by_hash(host, &mut jobs).await?;
         }
-        loop {
+        for round in 0.. {
+            let ahead = if round == 0 {
+                FIRST_AHEAD_BYTES
+            } else {
+                AHEAD_BYTES
+            };
             let pending: Vec<(usize, Vec<ByteRange>)> = jobs
                 .iter()
                 .enumerate()
-                .flat_map(|(i, job)| job.next_reads().into_iter().map(move |ranges| (i, ranges)))
+                .flat_map(|(i, job)| {
+                    job.next_reads(ahead)
+                        .into_iter()
+                        .map(move |ranges| (i, ranges))
+                })
                 .collect();
             if pending.is_empty() {
                 break;
@@ -691,7 +706,7 @@ impl Job {
     /// none when it is done. A cached file's round is its verification; a file read from a
     /// known position asks up to [`AHEAD_BYTES`] at once, in reads of `MAX_READ_BYTES`, up to
     /// the size it had when its reading started (before the first reply: the listed size).
-    fn next_reads(&self) -> Vec<Vec<ByteRange>> {
+    fn next_reads(&self, ahead: u64) -> Vec<Vec<ByteRange>> {
         match &self.state {
             State::Verify { meta, .. } => {
                 let [head, tail] = windows(meta.size);
@@ -712,7 +727,7 @@ impl Job {
                     Some(target) if *pos < target => (*pos, target),
                     Some(_) => return Vec::new(),
                 };
-                let end = end.min(start.saturating_add(AHEAD_BYTES));
+                let end = end.min(start.saturating_add(ahead));
                 let mut reads = Vec::new();
                 let mut at = start;
                 while at < end {
