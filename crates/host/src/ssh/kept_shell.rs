@@ -23,7 +23,7 @@
 //! - A script sent again (the same text but for its nonce: a `--follow`'s listing and header
 //!   read each poll, an MCP server's calls) is held by the shell: the second time it goes whole
 //!   into a variable of the kept shell (`_clk_sN='…'`, at most [`HELD`] of them, each at most
-//!   [`MAX_HELD`] bytes) and runs from it, and each time after only a line goes, which puts the
+//!   [`MAX_HELD`] bytes naming its nonce at most [`MAX_HELD_NONCES`] times) and runs from it, and each time after only a line goes, which puts the
 //!   call's nonce in place of the held one's and runs the result (`eval`, in the subshell).
 //!   What runs is byte for byte the script the call made (the parts between the nonces are
 //!   compared here before the line is sent); a shell that ends takes what it held with it.
@@ -60,6 +60,10 @@ const HELD: usize = 8;
 
 /// The largest script a kept shell holds.
 const MAX_HELD: usize = 64 * 1024;
+
+/// The most times a held script may name its nonce: the line that runs it takes the text
+/// apart once for each, in the shell.
+const MAX_HELD_NONCES: usize = 32;
 
 /// Scripts remembered as sent once (by their text without the nonce), so that the second
 /// sending of one is held.
@@ -405,6 +409,9 @@ impl Held {
             return (in_subshell(script), false);
         }
         let parts = split_at(plain, nonce);
+        if parts.len() > MAX_HELD_NONCES + 1 {
+            return (in_subshell(script), false);
+        }
         if let Some(slot) = self
             .slots
             .iter()
@@ -584,6 +591,8 @@ mod tests {
         for _ in 0..3 {
             let script = script_of("a*b", "x");
             assert!(!held.wrap(&script, &script, "a*b").1);
+            let script = "n1 ".repeat(MAX_HELD_NONCES + 1).into_bytes();
+            assert!(!held.wrap(&script, &script, "n1").1);
             let script = b"echo no nonce".to_vec();
             assert!(!held.wrap(&script, &script, "abc").1);
         }
