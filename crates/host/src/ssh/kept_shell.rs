@@ -21,8 +21,9 @@
 //! - No script is sent before the shell says it is ready (after the login shell's rc files),
 //!   so an rc file that reads stdin never eats one.
 //! - A script sent again (the same text but for its nonce: a `--follow`'s listing and header
-//!   read each poll, an MCP server's calls) is held by the shell: the second time it goes whole
-//!   into a variable of the kept shell (`_clk_sN='…'`, at most [`HELD`] of them, each at most
+//!   read each poll, an MCP server's calls) is held by the shell: it goes whole into a variable
+//!   of the kept shell (a script sent as it is, the first time; one sent compressed, the
+//!   second) (`_clk_sN='…'`, at most [`HELD`] of them, each at most
 //!   [`MAX_HELD`] bytes naming its nonce at most [`MAX_HELD_NONCES`] times) and runs from it, and each time after only a line goes, which puts the
 //!   call's nonce in place of the held one's and runs the result (`eval`, in the subshell).
 //!   What runs is byte for byte the script the call made (the parts between the nonces are
@@ -396,8 +397,8 @@ impl Shell {
 }
 
 impl Held {
-    /// What to send for a call: `script` in a subshell; or, for a `plain` script sent before,
-    /// it held (`_clk_sN='…'`) and run from there; or, for one held, the line that runs it from
+    /// What to send for a call: `script` in a subshell; or `plain` held (`_clk_sN='…'`) and run
+    /// from there, when `script` is `plain` or was sent before; or, for one held, the line that runs it from
     /// there with `nonce` in place of the held one's. Whether it runs from what is held.
     fn wrap(&mut self, script: &[u8], plain: &[u8], nonce: &str) -> (Vec<u8>, bool) {
         self.calls += 1;
@@ -435,7 +436,10 @@ impl Held {
                 self.seen.pop_front();
             }
             self.seen.push_back(fingerprint);
-            return (in_subshell(script), false);
+            // A script sent compressed is sent so the first time: held, it would go whole.
+            if script != plain {
+                return (in_subshell(script), false);
+            }
         }
         let slot = if self.slots.len() < HELD {
             self.slots.push(Slot {
@@ -562,17 +566,29 @@ mod tests {
             input.extend_from_slice(&sent);
             want.extend_from_slice(&sh(&script));
         }
-        // Whole the first time; held the second; then a line; the other script whole.
+        // Held the first time (sent whole); then a line; the other script held whole.
         assert_eq!(
             how,
             [
-                (false, false),
                 (true, false),
-                (false, false),
+                (true, true),
+                (true, false),
                 (true, true),
                 (true, true)
             ]
         );
+        // A script sent compressed goes so the first time, and is held the second.
+        let mut how = Vec::new();
+        for call in 0..3 {
+            let nonce = format!("Z{call}q7");
+            let script = script_of(&nonce, "packed");
+            let packed = crate::script::posix::compressed_pipe(&script);
+            let (sent, was_held) = held.wrap(&packed, &script, &nonce);
+            how.push((was_held, sent.starts_with(b"(\n_clk_v=")));
+            input.extend_from_slice(&sent);
+            want.extend_from_slice(&sh(&script));
+        }
+        assert_eq!(how, [(false, false), (true, false), (true, true)]);
         for shell in ["sh", "dash", "bash", "busybox sh", "mksh", "yash", "ksh"] {
             let Some(got) = run_by(shell, &input) else {
                 continue;
