@@ -19,7 +19,9 @@ use clankie_engine::page::{Mode, Page, PageRequest};
 use clankie_engine::session::SessionFile;
 use clankie_host::memory::MemoryHost;
 use clankie_host::{AnyHost, Host, HostError};
-use clankie_model::limits::{FOLLOW_WAKE_RECORDS, MAX_FOLLOWED_SESSIONS, MAX_LIMIT};
+use clankie_model::limits::{
+    FOLLOW_WAKE_RECORDS, MAX_DATABASE_SESSIONS_AT_START, MAX_FOLLOWED_SESSIONS, MAX_LIMIT,
+};
 use clankie_model::{Harness, Record, RootSpec};
 
 /// Where a feed goes: the CLI renders to stdout and warns on stderr; tests record.
@@ -306,7 +308,8 @@ fn change_stamp(session: &SessionFile) -> (u64, i64) {
 /// changed, from its cursor. A session created after the start is given from its start; one
 /// that was quiet (or let go at [`MAX_FOLLOWED_SESSIONS`]) gives its last
 /// [`FOLLOW_WAKE_RECORDS`] records first. At most [`MAX_FOLLOWED_SESSIONS`] cursors are kept:
-/// the most recently changed sessions'.
+/// the most recently changed sessions'; the start takes them for at most
+/// [`MAX_DATABASE_SESSIONS_AT_START`] sessions in databases.
 #[derive(Debug)]
 pub struct HostFeed<'a, H: Host> {
     reader: &'a Reader<'a, H>,
@@ -359,7 +362,8 @@ impl<'a, H: Host> HostFeed<'a, H> {
     }
 
     /// Lists the host and takes the end of its most recently modified sessions (at most the
-    /// bound) as where to give records from; nothing is given.
+    /// bound, and of the sessions in databases at most [`MAX_DATABASE_SESSIONS_AT_START`]) as
+    /// where to give records from; nothing is given.
     pub async fn start(&mut self, options: &FollowOptions) -> Result<(), FeedError> {
         let (_, mut sessions) = self
             .reader
@@ -367,12 +371,20 @@ impl<'a, H: Host> HostFeed<'a, H> {
             .await
             .map_err(DriverError::from)?;
         sessions.sort_by_key(|s| std::cmp::Reverse(s.entry.mtime));
-        for (i, session) in sessions.into_iter().enumerate() {
+        let (mut taken, mut in_databases) = (0, 0);
+        for session in sessions {
             let key = key_of(&session);
             self.known.insert(key.clone(), change_stamp(&session));
-            if i >= self.most {
+            if taken >= self.most {
                 continue;
             }
+            if session.harness().is_sqlite() {
+                if in_databases >= MAX_DATABASE_SESSIONS_AT_START {
+                    continue;
+                }
+                in_databases += 1;
+            }
+            taken += 1;
             let request = PageRequest {
                 mode: Mode::Tail,
                 limit: 1,

@@ -491,3 +491,71 @@ fn a_session_no_path_names_is_resolved_from_its_database_and_read_on_the_same_lo
     assert!(calls(&out) > 2, "{}", stderr(&out));
     drop(conn);
 }
+
+/// The scripts of a `-v` run's stderr, one line each: its execs and the scripts it ran on a
+/// kept shell.
+fn script_lines(err: &str) -> Vec<&str> {
+    err.lines()
+        .filter(|l| {
+            (l.contains("; exec ") && !l.contains("kept shell: "))
+                || l.contains("kept shell: script of ")
+        })
+        .collect()
+}
+
+/// The bytes a script's `-v` line says it moved on the wire, up and down.
+fn wire_bytes(line: &str) -> Option<u64> {
+    let (_, rest) = line.split_once("moved up ")?;
+    let (up, rest) = rest.split_once(", down ")?;
+    let down = rest.split_once(' ')?.0;
+    Some(up.parse::<u64>().ok()? + down.parse::<u64>().ok()?)
+}
+
+#[test]
+fn an_idle_host_wide_follow_of_a_database_of_many_sessions_starts_small_and_polls_small() {
+    let Some(sshd) = sshd_or_skip() else { return };
+    let user = "ck_vfs_idle";
+    let alias = sshd.add_user(user, Path::new("/bin/sh"));
+    // 100 sessions whose rows interleave, some 2 MiB: larger than a load's first read.
+    let sessions: Vec<String> = (0..100)
+        .map(|i| format!("ses_{i:04}IdleHostWideFollowOf"))
+        .collect();
+    let titled: Vec<(&str, &str)> = sessions.iter().map(|s| (s.as_str(), "idle")).collect();
+    let (conn, _) = new_database(sshd, user, &titled);
+    conn.execute_batch("BEGIN").unwrap();
+    let text = "word ".repeat(200);
+    for n in 0..2000 {
+        add_row(&conn, &sessions[n % sessions.len()], n, &text);
+    }
+    conn.execute_batch("COMMIT; PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ssh_config = sshd.ssh_config().display().to_string();
+    let args = crate::follow::follow_args(
+        &["--ssh-config", &ssh_config, "-v"],
+        &format!("{alias}:*"),
+        "0.3",
+    );
+    let (child, rx) = crate::follow::follow(&args, home.path());
+    // Nothing is written: nothing comes, for 8 s.
+    let (got, err) = crate::follow::collect(child, rx, 1, Duration::from_secs(8));
+    assert!(got.is_empty(), "{got:?}");
+    let scripts = script_lines(&err);
+    // The start: the listing and the newest page of the 4 sessions changed last (not of 64,
+    // some 7 scripts each); then at most 27 polls of 0.3 s, two scripts each.
+    assert!(
+        scripts.len() <= 40 + 2 * 27,
+        "{} scripts:\n{err}",
+        scripts.len()
+    );
+    // An idle poll: the listing and the read of the two headers, both held by the kept shell
+    // (a line goes up, not the script), each under 2 KiB on the wire.
+    let last = &scripts[scripts.len().saturating_sub(6)..];
+    assert!(last.len() == 6, "{err}");
+    for line in last {
+        assert!(line.contains("held by the shell"), "{line}\n{err}");
+        let moved = wire_bytes(line).unwrap_or(u64::MAX);
+        assert!(moved <= 2048, "{moved} bytes: {line}");
+    }
+    drop(conn);
+}

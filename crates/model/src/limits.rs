@@ -84,6 +84,12 @@ pub const LS_HEAD_BYTES: u64 = 32 * 1024;
 /// [`FOLLOW_WAKE_RECORDS`] records when it comes back.
 pub const MAX_FOLLOWED_SESSIONS: usize = 64;
 
+/// Of the sessions in databases, a host-wide `--follow` takes a cursor at its start for at most
+/// this many (the most recently changed): each one's is a query of its own, several dependent
+/// reads of the database. The others are known by their row's update time, read nothing while
+/// it stays, and show their last [`FOLLOW_WAKE_RECORDS`] records when it moves.
+pub const MAX_DATABASE_SESSIONS_AT_START: usize = 4;
+
 /// Records shown of a session a host-wide follow did not follow when it changed (quiet since
 /// before the follow started, or let go at the bound), as `tail -F` shows a file's last lines.
 pub const FOLLOW_WAKE_RECORDS: usize = 10;

@@ -256,7 +256,9 @@ impl SshHost {
         let nonce = script::new_nonce();
         let invocation = make(dialect, &nonce);
         if settled == Some(Dialect::Posix)
-            && let Some(out) = self.run_kept(&invocation, &nonce, max_stdout).await
+            && let Some(out) = self
+                .run_kept(&invocation, &invocation.stdin, &nonce, max_stdout)
+                .await
         {
             return Ok((nonce, out?));
         }
@@ -298,6 +300,7 @@ impl SshHost {
     async fn run_kept(
         &self,
         invocation: &Invocation,
+        plain: &[u8],
         nonce: &str,
         max_stdout: usize,
     ) -> Option<Result<ExecOutput, HostError>> {
@@ -320,7 +323,7 @@ impl SshHost {
             Err(e) => return Some(Err(e)),
         };
         let result = session
-            .run_kept(&invocation.stdin, nonce, max_stdout)
+            .run_kept(&invocation.stdin, plain, nonce, max_stdout)
             .await?;
         if let Err(HostError::TimedOut { .. }) = &result {
             self.disconnect().await;
@@ -950,7 +953,7 @@ impl SshHost {
             (true, false) => Some(posix::invocation(script.clone())),
         };
         let ran = match &kept {
-            Some(kept) => self.run_kept(kept, &nonce, limit).await,
+            Some(kept) => self.run_kept(kept, &script, &nonce, limit).await,
             None => None,
         };
         let output = match ran {

@@ -20,8 +20,19 @@
 //!   that ended, none is opened again on this connection.
 //! - No script is sent before the shell says it is ready (after the login shell's rc files),
 //!   so an rc file that reads stdin never eats one.
-//! - Nothing is written on the host: the scripts are those an exec runs, sent on stdin.
+//! - A script sent again (the same text but for its nonce: a `--follow`'s listing and header
+//!   read each poll, an MCP server's calls) is held by the shell: it goes whole into a variable
+//!   of the kept shell (a script sent as it is, the first time; one sent compressed, the
+//!   second) (`_clk_sN='…'`, at most [`HELD`] of them, each at most
+//!   [`MAX_HELD`] bytes naming its nonce at most [`MAX_HELD_NONCES`] times) and runs from it, and each time after only a line goes, which puts the
+//!   call's nonce in place of the held one's and runs the result (`eval`, in the subshell).
+//!   What runs is byte for byte the script the call made (the parts between the nonces are
+//!   compared here before the line is sent); a shell that ends takes what it held with it.
+//! - Nothing is written on the host: the scripts are those an exec runs, sent on stdin, and
+//!   what is held lives in the kept shell's memory.
 
+use std::collections::VecDeque;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +56,20 @@ const READY: &[u8] = b"clankie-kept-shell-ready\n";
 /// The most a login shell may print before [`READY`] (its rc files' noise).
 const MAX_NOISE: usize = 64 * 1024;
 
+/// Scripts a kept shell holds at once (the one used longest ago is replaced).
+const HELD: usize = 8;
+
+/// The largest script a kept shell holds.
+const MAX_HELD: usize = 64 * 1024;
+
+/// The most times a held script may name its nonce: the line that runs it takes the text
+/// apart once for each, in the shell.
+const MAX_HELD_NONCES: usize = 32;
+
+/// Scripts remembered as sent once (by their text without the nonce), so that the second
+/// sending of one is held.
+const SEEN: usize = 64;
+
 type Opening = tokio::task::JoinHandle<Result<russh::Channel<client::Msg>, String>>;
 
 /// A connection's kept shell, and whether one may be opened.
@@ -64,6 +89,23 @@ struct State {
 struct Shell {
     read: russh::ChannelReadHalf,
     write: russh::ChannelWriteHalf<client::Msg>,
+    held: Held,
+}
+
+/// What a kept shell holds (`_clk_s<slot>`), and the scripts it was sent once.
+#[derive(Debug, Default)]
+struct Held {
+    slots: Vec<Slot>,
+    seen: VecDeque<u64>,
+    calls: u64,
+}
+
+/// A script held in the variable `_clk_s<its index>`: its text as sent, with that call's nonce.
+#[derive(Debug)]
+struct Slot {
+    text: Vec<u8>,
+    nonce: String,
+    used: u64,
 }
 
 /// What a kept shell's call needs of its connection, and the bounds of its reply (those of an
@@ -87,11 +129,15 @@ pub(crate) struct Connection<'a, H: client::Handler> {
 }
 
 /// A reply from the kept shell: its stdout through the script's `END` line, and the stderr
-/// that came meanwhile.
+/// that came meanwhile; and how the script went.
 #[derive(Debug)]
 pub(crate) struct Reply {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// The bytes sent for the script.
+    pub sent: usize,
+    /// Whether it ran from what the shell held.
+    pub held: bool,
 }
 
 /// How a reply broke its bounds (the shell is closed; the call fails).
@@ -129,12 +175,15 @@ impl KeptShell {
     }
 
     /// Runs `script` (a POSIX script that prints its frame, `nonce`'s `END` line last) on the
-    /// kept shell. `None` when there is none ready (one is opened meanwhile) or it is busy, or
-    /// when it ended before the reply: the caller runs the script as an exec.
+    /// kept shell; `plain` is the script it runs (`script` itself, or what a compressed
+    /// `script` unpacks to), which the shell may hold. `None` when there is none ready (one is
+    /// opened meanwhile) or it is busy, or when it ended before the reply: the caller runs the
+    /// script as an exec.
     pub(crate) async fn run<H: client::Handler + 'static>(
         &self,
         conn: &Connection<'_, H>,
         script: &[u8],
+        plain: &[u8],
         nonce: &str,
     ) -> Option<Result<Reply, Broke>> {
         let mut state = self.state.try_lock().ok()?;
@@ -145,7 +194,7 @@ impl KeptShell {
             state.open(conn);
             return None;
         };
-        match shell.call(conn, script, nonce).await {
+        match shell.call(conn, script, plain, nonce).await {
             Ok(reply) => Some(Ok(reply)),
             Err(ended) => {
                 let shell = state.shell.take()?;
@@ -218,7 +267,11 @@ impl State {
         match opening.await {
             Ok(Ok(channel)) => {
                 let (read, write) = channel.split();
-                self.shell = Some(Shell { read, write });
+                self.shell = Some(Shell {
+                    read,
+                    write,
+                    held: Held::default(),
+                });
                 conn.log.say(conn.host, || {
                     format!("kept shell: {KEPT_EXEC:?} open for the next scripts")
                 });
@@ -263,21 +316,19 @@ async fn ready(channel: &mut russh::Channel<client::Msg>) -> Result<(), String> 
 }
 
 impl Shell {
-    /// Sends `script` in a subshell and reads until its `END` line, within the bounds an exec's
-    /// reply has.
+    /// Sends `script` in a subshell (or the line that runs `plain` from what the shell holds)
+    /// and reads until its `END` line, within the bounds an exec's reply has.
     async fn call<H: client::Handler + 'static>(
         &mut self,
         conn: &Connection<'_, H>,
         script: &[u8],
+        plain: &[u8],
         nonce: &str,
     ) -> Result<Reply, Ended> {
         let (idle, total) = (conn.idle, conn.total);
         let start = Instant::now();
         let whole = start + total;
-        let mut sent = Vec::with_capacity(script.len() + 4);
-        sent.extend_from_slice(b"(\n");
-        sent.extend_from_slice(script);
-        sent.extend_from_slice(b"\n)\n");
+        let (sent, held) = self.held.wrap(script, plain, nonce);
         let writing = self.write.data(&sent[..]);
         match tokio::time::timeout_at((start + idle).min(whole), writing).await {
             Ok(Ok(())) => {}
@@ -288,6 +339,8 @@ impl Shell {
         let mut out = Reply {
             stdout: Vec::new(),
             stderr: Vec::new(),
+            sent: sent.len(),
+            held,
         };
         let deadline = tokio::time::sleep_until((start + idle).min(whole));
         tokio::pin!(deadline);
@@ -343,6 +396,109 @@ impl Shell {
     }
 }
 
+impl Held {
+    /// What to send for a call: `script` in a subshell; or `plain` held (`_clk_sN='…'`) and run
+    /// from there, when `script` is `plain` or was sent before; or, for one held, the line that runs it from
+    /// there with `nonce` in place of the held one's. Whether it runs from what is held.
+    fn wrap(&mut self, script: &[u8], plain: &[u8], nonce: &str) -> (Vec<u8>, bool) {
+        self.calls += 1;
+        let holdable = plain.len() <= MAX_HELD
+            && !plain.contains(&0)
+            && nonce_is_plain(nonce)
+            && memchr::memmem::find(plain, nonce.as_bytes()).is_some();
+        if !holdable {
+            return (in_subshell(script), false);
+        }
+        let parts = split_at(plain, nonce);
+        if parts.len() > MAX_HELD_NONCES + 1 {
+            return (in_subshell(script), false);
+        }
+        if let Some(slot) = self
+            .slots
+            .iter()
+            .position(|held| split_at(&held.text, &held.nonce) == parts)
+        {
+            self.slots[slot].used = self.calls;
+            let old = &self.slots[slot].nonce;
+            let line = format!(
+                "(\n_clk_v=$_clk_s{slot}; _clk_r=\n\
+                 while :; do case $_clk_v in *{old}*) _clk_r=$_clk_r${{_clk_v%%{old}*}}{nonce}; \
+                 _clk_v=${{_clk_v#*{old}}} ;; *) break ;; esac; done\n\
+                 _clk_v=$_clk_r$_clk_v; unset _clk_r; eval \"$_clk_v\"\n)\n"
+            );
+            return (line.into_bytes(), true);
+        }
+        let mut fingerprint = DefaultHasher::new();
+        parts.hash(&mut fingerprint);
+        let fingerprint = fingerprint.finish();
+        if !self.seen.contains(&fingerprint) {
+            if self.seen.len() >= SEEN {
+                self.seen.pop_front();
+            }
+            self.seen.push_back(fingerprint);
+            // A script sent compressed is sent so the first time: held, it would go whole.
+            if script != plain {
+                return (in_subshell(script), false);
+            }
+        }
+        let slot = if self.slots.len() < HELD {
+            self.slots.push(Slot {
+                text: Vec::new(),
+                nonce: String::new(),
+                used: 0,
+            });
+            self.slots.len() - 1
+        } else {
+            (0..self.slots.len())
+                .min_by_key(|&i| self.slots[i].used)
+                .unwrap_or(0)
+        };
+        self.slots[slot] = Slot {
+            text: plain.to_vec(),
+            nonce: nonce.to_string(),
+            used: self.calls,
+        };
+        let mut sent = format!("_clk_s{slot}='").into_bytes();
+        for &byte in plain {
+            if byte == b'\'' {
+                sent.extend_from_slice(b"'\\''");
+            } else {
+                sent.push(byte);
+            }
+        }
+        sent.extend_from_slice(format!("'\n(\neval \"$_clk_s{slot}\"\n)\n").as_bytes());
+        (sent, true)
+    }
+}
+
+/// `script` in a subshell of the kept shell.
+fn in_subshell(script: &[u8]) -> Vec<u8> {
+    let mut sent = Vec::with_capacity(script.len() + 4);
+    sent.extend_from_slice(b"(\n");
+    sent.extend_from_slice(script);
+    sent.extend_from_slice(b"\n)\n");
+    sent
+}
+
+/// A nonce a held script's line may name in a `case` pattern and a parameter expansion: a
+/// non-empty word of letters and digits.
+fn nonce_is_plain(nonce: &str) -> bool {
+    !nonce.is_empty() && nonce.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// `text`'s parts between the occurrences of `nonce`, leftmost first, as the shell's
+/// `${v%%NONCE*}` and `${v#*NONCE}` take them apart.
+fn split_at<'t>(text: &'t [u8], nonce: &str) -> Vec<&'t [u8]> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while let Some(at) = memchr::memmem::find(rest, nonce.as_bytes()) {
+        parts.push(&rest[..at]);
+        rest = &rest[at + nonce.len()..];
+    }
+    parts.push(rest);
+    parts
+}
+
 /// The length of `stdout` through the end of its `END` line (`end` is `\n<nonce>:END `, found
 /// at or after `from`), when that line is complete.
 fn through_end(stdout: &[u8], from: usize, end: &[u8]) -> Option<usize> {
@@ -363,5 +519,99 @@ mod tests {
         assert_eq!(through_end(b"x\nabc:END 0\n", 0, end), Some(12));
         assert_eq!(through_end(b"x\nabc:END 0\nmore", 0, end), Some(12));
         assert_eq!(through_end(b"x\nabd:END 0\n", 0, end), None);
+    }
+
+    /// A script with `nonce`: quotes, a backslash, `%` and `*`, the nonce several times (once
+    /// inside a word), its END line, and a comment of 800 bytes.
+    fn script_of(nonce: &str, tag: &str) -> Vec<u8> {
+        format!(
+            "x='it'\\''s {tag} \\ 100% *'; printf '%s\\n' \"$x\" {nonce}-{nonce}x \"${{y:-none}}\"\n\
+             y=set; printf '%s:END 0\\n' {nonce}\n# {}\n",
+            "padding ".repeat(100)
+        )
+        .into_bytes()
+    }
+
+    /// `input` run by `shell -s` (`None` where that shell is missing).
+    fn run_by(shell: &str, input: &[u8]) -> Option<Vec<u8>> {
+        use std::io::Write;
+        let mut words = shell.split(' ');
+        let mut child = std::process::Command::new(words.next()?)
+            .args(words)
+            .arg("-s")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        child.stdin.take()?.write_all(input).ok()?;
+        Some(child.wait_with_output().ok()?.stdout)
+    }
+
+    fn sh(input: &[u8]) -> Vec<u8> {
+        run_by("sh", input).unwrap()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_script_sent_again_is_held_and_runs_byte_for_byte_as_sent() {
+        let mut held = Held::default();
+        let (mut input, mut want, mut how) = (Vec::new(), Vec::new(), Vec::new());
+        for call in 0..5 {
+            let nonce = format!("N{call}q7");
+            // Calls 0, 1, 3 and 4 send the same script (but for the nonce); call 2 another.
+            let tag = if call == 2 { "other" } else { "same" };
+            let script = script_of(&nonce, tag);
+            let (sent, was_held) = held.wrap(&script, &script, &nonce);
+            how.push((was_held, sent.len() < 400));
+            input.extend_from_slice(&sent);
+            want.extend_from_slice(&sh(&script));
+        }
+        // Held the first time (sent whole); then a line; the other script held whole.
+        assert_eq!(
+            how,
+            [
+                (true, false),
+                (true, true),
+                (true, false),
+                (true, true),
+                (true, true)
+            ]
+        );
+        // A script sent compressed goes so the first time, and is held the second.
+        let mut how = Vec::new();
+        for call in 0..3 {
+            let nonce = format!("Z{call}q7");
+            let script = script_of(&nonce, "packed");
+            let packed = crate::script::posix::compressed_pipe(&script);
+            let (sent, was_held) = held.wrap(&packed, &script, &nonce);
+            how.push((was_held, sent.starts_with(b"(\n_clk_v=")));
+            input.extend_from_slice(&sent);
+            want.extend_from_slice(&sh(&script));
+        }
+        assert_eq!(how, [(false, false), (true, false), (true, true)]);
+        for shell in ["sh", "dash", "bash", "busybox sh", "mksh", "yash", "ksh"] {
+            let Some(got) = run_by(shell, &input) else {
+                continue;
+            };
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want),
+                "{shell}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_script_that_names_its_plain_nonce_is_held() {
+        let mut held = Held::default();
+        for _ in 0..3 {
+            let script = script_of("a*b", "x");
+            assert!(!held.wrap(&script, &script, "a*b").1);
+            let script = "n1 ".repeat(MAX_HELD_NONCES + 1).into_bytes();
+            assert!(!held.wrap(&script, &script, "n1").1);
+            let script = b"echo no nonce".to_vec();
+            assert!(!held.wrap(&script, &script, "abc").1);
+        }
+        assert!(held.slots.is_empty());
     }
 }

@@ -502,17 +502,19 @@ impl SshSession {
 
     /// Runs the POSIX script `script`, whose frame is `nonce`'s, on the connection's kept
     /// shell (`kept_shell.rs`): `None` when that shell is not open (yet), busy or gone, and the
-    /// script is for an exec to run.
+    /// script is for an exec to run. `plain` is the script `script` runs (itself, or what a
+    /// compressed one unpacks to), which the shell may hold.
     pub(crate) async fn run_kept(
         &self,
         script: &[u8],
+        plain: &[u8],
         nonce: &str,
         max_stdout: usize,
     ) -> Option<Result<ExecOutput, HostError>> {
         let start = tokio::time::Instant::now();
         let (wire_up, wire_down) = (self.wire.up(), self.wire.down());
         let conn = self.kept_connection(max_stdout);
-        let reply = match self.kept.run(&conn, script, nonce).await? {
+        let reply = match self.kept.run(&conn, script, plain, nonce).await? {
             Ok(reply) => reply,
             Err(broke) => {
                 let ReplyTimeouts { idle, total } = self.timeouts;
@@ -529,8 +531,13 @@ impl SshSession {
             }
         };
         self.log.say(&self.host, || {
+            let how = if reply.held {
+                format!(" ({} sent, held by the shell)", reply.sent)
+            } else {
+                String::new()
+            };
             format!(
-                "kept shell: script of {} bytes, reply of {} bytes after {}; it moved up {}, \
+                "kept shell: script of {} bytes{how}, reply of {} bytes after {}; it moved up {}, \
                  down {} bytes on the wire",
                 script.len(),
                 reply.stdout.len(),
