@@ -566,7 +566,7 @@ impl Scanner {
         }
     }
 
-    fn is_match(&self, haystack: &str) -> bool {
+    fn is_match(&self, haystack: &[u8]) -> bool {
         match self {
             Scanner::Teddy(t, _) => t.find(haystack).is_some(),
             Scanner::Automaton(a) => a.is_match(haystack),
@@ -1230,8 +1230,17 @@ pub fn redact_lazy(text: &mut LazyText) -> usize {
 /// would change nothing. (A match the token's escapes make up, `n` of `\n`, only costs the
 /// full look.)
 fn may_wake_in_token(token: &str) -> bool {
+    may_wake_in_json(token.as_bytes())
+}
+
+/// Whether JSON as a writer made it (every string, keys included, in the canonical escaping;
+/// a character escaped as `\uXXXX` besides is none a trigger holds) may hold a trigger in one
+/// of its strings. With none, [`redact_json`] of the value written changes nothing, so a
+/// writer may write a tool input first and look at it as written: the one scan of the JSON
+/// costs less than [`redact_json`]'s scans of each key and string, most of them short.
+pub fn may_wake_in_json(json: &[u8]) -> bool {
     let t = &*TOKEN_TRIGGERS;
-    t.automaton.is_match(token) || t.needles.any(token.as_bytes())
+    t.automaton.is_match(json) || t.needles.any(json)
 }
 
 /// Redacts every string value inside a JSON value, at any depth. Object keys stay; under a
@@ -1258,7 +1267,7 @@ pub fn redact_json(value: &mut Value) -> usize {
 
 /// A key whose value is a secret as a whole (the automaton first: most keys hold no trigger).
 fn is_secret_key(key: &str) -> bool {
-    TRIGGERS.automaton.is_match(key) && KEY_NAME.is_match(key)
+    TRIGGERS.automaton.is_match(key.as_bytes()) && KEY_NAME.is_match(key)
 }
 
 /// Redacts a value found under the secret-named `key`.
