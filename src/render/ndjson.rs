@@ -414,10 +414,11 @@ struct BatchWriter {
 }
 
 impl BatchWriter {
-    /// `batch`'s record lines, each record redacted first when asked, in a spare buffer if
-    /// there is one. A record is redacted right before its line is written, so the scan for
-    /// terminal controls and the copy read its texts from the cache the trigger scan filled;
-    /// the lines go straight into the buffer handed back.
+    /// `batch`'s record lines, each record redacted when asked, in a spare buffer if there is
+    /// one (a tool call's input after its line is written, below). A record is redacted right
+    /// before its line is written, so the scan for terminal controls and the copy read its
+    /// texts from the cache the trigger scan filled; the lines go straight into the buffer
+    /// handed back.
     fn write(&self, mut batch: Vec<Record>) -> Vec<u8> {
         let mut buf = self.spares().pop().unwrap_or_default();
         buf.clear();
@@ -435,10 +436,12 @@ impl BatchWriter {
             }
             // Writing into a Vec cannot fail.
             let written = record(&mut buf, &self.host_json, r);
-            if input_first
-                && let Ok(Some(input)) = written
-                && clankie_engine::redact::may_wake_in_json(&buf[input])
-            {
+            // An input whose place is not known is redacted as one that wakes the scan.
+            let wakes = |written: io::Result<Option<Range<usize>>>| match written {
+                Ok(Some(input)) => clankie_engine::redact::may_wake_in_json(&buf[input]),
+                _ => true,
+            };
+            if input_first && wakes(written) {
                 buf.truncate(start);
                 clankie_engine::redact::redact_record(r);
                 let _ = record(&mut buf, &self.host_json, r);
