@@ -10,6 +10,7 @@
 //! chunk is parsed: [`Pipeline`].
 
 use std::io::{self, Write};
+use std::ops::Range;
 
 use serde::Serialize;
 
@@ -413,10 +414,11 @@ struct BatchWriter {
 }
 
 impl BatchWriter {
-    /// `batch`'s record lines, each record redacted first when asked, in a spare buffer if
-    /// there is one. A record is redacted right before its line is written, so the scan for
-    /// terminal controls and the copy read its texts from the cache the trigger scan filled;
-    /// the lines go straight into the buffer handed back.
+    /// `batch`'s record lines, each record redacted when asked, in a spare buffer if there is
+    /// one (a tool call's input after its line is written, below). A record is redacted right
+    /// before its line is written, so the scan for terminal controls and the copy read its
+    /// texts from the cache the trigger scan filled; the lines go straight into the buffer
+    /// handed back.
     fn write(&self, mut batch: Vec<Record>) -> Vec<u8> {
         let mut buf = self.spares().pop().unwrap_or_default();
         buf.clear();
@@ -424,11 +426,26 @@ impl BatchWriter {
         // doubling, into pages touched for the first time.
         buf.reserve(lines_len_estimate(self.host.len(), &batch));
         for r in &mut batch {
-            if self.redact {
+            let start = buf.len();
+            // A tool call's input is looked at as written: one scan of its JSON, where
+            // redacting it first scans each of its keys and strings. Only an input the scan
+            // wakes is redacted, and its line written again.
+            let input_first = self.redact && matches!(r.body, RecordBody::ToolCall { .. });
+            if self.redact && !input_first {
                 clankie_engine::redact::redact_record(r);
             }
             // Writing into a Vec cannot fail.
-            let _ = record(&mut buf, &self.host_json, r);
+            let written = record(&mut buf, &self.host_json, r);
+            // An input whose place is not known is redacted as one that wakes the scan.
+            let wakes = |written: io::Result<Option<Range<usize>>>| match written {
+                Ok(Some(input)) => clankie_engine::redact::may_wake_in_json(&buf[input]),
+                _ => true,
+            };
+            if input_first && wakes(written) {
+                buf.truncate(start);
+                clankie_engine::redact::redact_record(r);
+                let _ = record(&mut buf, &self.host_json, r);
+            }
         }
         buf
     }
@@ -552,8 +569,14 @@ fn lines_len_estimate(host_len: usize, batch: &[Record]) -> usize {
 /// Appends one `record` line to `buf`. Hand-written rather than derived: `--all --json` spends
 /// most of its time writing strings, and [`write_str`] escapes them with SIMD where serde_json
 /// goes byte by byte. The output is byte-identical to [`to_writer`]'s (a test holds that).
-/// `host_json` is the host already written as a JSON string.
-fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()> {
+/// `host_json` is the host already written as a JSON string. Returns where in `buf` a tool
+/// call's input went.
+fn record(
+    buf: &mut Vec<u8>,
+    host_json: &[u8],
+    record: &Record,
+) -> io::Result<Option<Range<usize>>> {
+    let mut input_at = None;
     buf.extend_from_slice(b"{\"type\":\"record\",\"id\":");
     write_str(buf, &record.id);
     buf.extend_from_slice(b",\"kind\":\"");
@@ -600,7 +623,9 @@ fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()
             buf.extend_from_slice(b",\"name\":");
             write_str(buf, name);
             buf.extend_from_slice(b",\"input\":");
+            let start = buf.len();
             to_writer(&mut *buf, input)?;
+            input_at = Some(start..buf.len());
             if *by_user {
                 buf.extend_from_slice(b",\"by\":\"user\"");
             }
@@ -629,7 +654,7 @@ fn record(buf: &mut Vec<u8>, host_json: &[u8], record: &Record) -> io::Result<()
         write_usage(buf, usage)?;
     }
     buf.extend_from_slice(b"}\n");
-    Ok(())
+    Ok(input_at)
 }
 
 /// `,"usage":{…}` with the counts the harness recorded (at least one).
@@ -1004,6 +1029,61 @@ mod tests {
         assert_eq!(lines.len(), 5, "the middle batch in three pieces");
         let piped = String::from_utf8(lines.concat()).unwrap();
         assert!(!piped.contains("x9Zq4Lw2"), "not redacted");
+        assert_eq!(piped, String::from_utf8(direct).unwrap());
+    }
+
+    /// A tool call's input is written first and looked at as written: the lines are those of
+    /// the records redacted first, whether a secret is in a string, under a secret-named key
+    /// (a number too), in a key's escaped quotes, or nowhere.
+    #[test]
+    fn tool_inputs_looked_at_as_written_are_redacted_as_records_redacted_first() {
+        let claude = clankie_engine::harness::by_name("claude").unwrap();
+        let inputs = [
+            serde_json::json!({"command": "ls -l src", "description": "List the sources"}),
+            serde_json::json!({"command": "export GITHUB_TOKEN=ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}),
+            serde_json::json!({"env": {"api_key": 12345678901234_u64, "port": 8080}}),
+            serde_json::json!({"headers": [{"Authorization": "Bearer x9Zq4Lw2x9Zq4Lw2"}]}),
+            serde_json::json!({"url": "postgres://app:s3cr3t-pw@db:5432/app", "n": [1, 2]}),
+            serde_json::json!({"note": "a broken token-free \"auth\" word", "tty": "\u{1b}[0m"}),
+            serde_json::json!({"password": "hunter2!x"}),
+        ];
+        let batch: Vec<Record> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, input)| Record {
+                id: format!("r{i}"),
+                harness: claude,
+                session: "3f1c2a00-0000-4000-8000-000000000000".into(),
+                ts: None,
+                agent: None,
+                sidechain: false,
+                body: RecordBody::ToolCall {
+                    call_id: format!("toolu_{i}"),
+                    name: "Bash".into(),
+                    input: input.clone(),
+                    by_user: false,
+                },
+                model: None,
+                usage: None,
+            })
+            .collect();
+        let mut want = batch.clone();
+        clankie_engine::redact::redact_records(&mut want);
+        let mut direct = Vec::new();
+        records(&mut direct, "devbox", &want).unwrap();
+        let mut pipeline = Pipeline::unstarted("devbox", true);
+        pipeline.send(batch);
+        let piped = String::from_utf8(pipeline.take(true).concat()).unwrap();
+        for secret in [
+            "ghp_a1B2",
+            "12345678901234",
+            "x9Zq4Lw2",
+            "s3cr3t-pw",
+            "hunter2",
+        ] {
+            assert!(!piped.contains(secret), "{secret} not redacted");
+        }
+        assert!(piped.contains("List the sources"));
         assert_eq!(piped, String::from_utf8(direct).unwrap());
     }
 

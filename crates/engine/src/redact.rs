@@ -5,24 +5,26 @@
 //!
 //! Cost. Every string is scanned once for the rules' trigger literals of 4 bytes or more by a
 //! SIMD "Teddy" search (aho-corasick's `packed` searcher; an Aho-Corasick automaton where the
-//! CPU has no Teddy), once for the three needles of 3 bytes (`sk-`, `hf_`, `SG.`) by a second
-//! Teddy search, and once for `@` by `memchr`; a string with none is left untouched and not
-//! copied, and a JSON token woken by a word that only holds a trigger (`broken`) stays a
-//! token. Only the rules whose triggers occur run their regex: a provider rule searches the
-//! string (its regex starts with a literal, so that search is a SIMD skip too), a keyword rule
-//! (`anchored`) tries one anchored match at each of its triggers. Triggers are case-sensitive
-//! (so the SIMD search applies); keyword triggers leave out the keyword's first letter so that
-//! one literal serves `Password` and `password`.
+//! CPU has no Teddy), and once for the four needles of 3 bytes (`sk-`, `hf_`, `SG.`, `://`) by
+//! a second Teddy search; a string with none is left untouched and not copied, and a JSON
+//! token woken by a word that only holds a trigger (`broken`) stays a token. Only the rules
+//! whose triggers occur run their regex: a provider rule searches the string (its regex starts
+//! with a literal, so that search is a SIMD skip too), a keyword rule (`anchored`) tries one
+//! anchored match at each of its triggers. Triggers are case-sensitive (so the SIMD search
+//! applies); keyword triggers leave out the keyword's first letter so that one literal serves
+//! `Password` and `password`.
 //!
 //! Teddy compares 4-byte fingerprints only when every literal is at least 4 bytes long, and
 //! then runs about five times faster on transcript text than with 3-byte ones (the strings of
-//! `scripts/bench`'s 64 MiB transcript: 32 ms, now 6 ms); so the automaton gets the triggers
-//! of 4 bytes or more, and a shorter one is a needle with its own `memchr` scan. A needle is
-//! for a shape that no literal of 4 bytes marks: `sk-` (then `ant-`, `proj-` or 48
-//! alphanumerics), `@` (`user:pass@`), `hf_` and `SG.` (Hugging Face and SendGrid: base62 or
-//! base64url right after the prefix). On the strings of a 16 MiB `gen_transcript` session
-//! (12 MB of text) the long triggers' search runs 28.5 M instructions, the 3-byte needles'
-//! 10.8 M (three `memmem` scans: 12.6 M), `@`'s 1.7 M; so a new shape gets a needle only when
+//! `scripts/bench`'s 64 MiB transcript: 6 ms against 32 ms); so the automaton gets the
+//! triggers of 4 bytes or more, and a shorter one is a needle. A needle is for a shape that no
+//! literal of 4 bytes marks: `sk-` (then `ant-`, `proj-` or 48 alphanumerics), `://` (a URL's
+//! `user:pass@`), `hf_` and `SG.` (Hugging Face and SendGrid: base62 or base64url right after
+//! the prefix). The URL's trigger is its `://`, not its `@`: a needle of one byte would be a
+//! `memchr` pass of its own, where a fourth 3-byte literal costs the needles' Teddy nothing.
+//! On the strings of a 16 MiB `gen_transcript` session (12 MB of text) the long triggers'
+//! search runs 28.5 M instructions, the needles' 10.8 M (a `memmem` scan each: 12.6 M for the
+//! first three, and `@`'s `memchr` 1.7 M more); so a new shape gets a needle only when
 //! it has no longer literal. Teddy takes at
 //! most 64 literals, and which literals share its buckets decides how many windows it has to
 //! check: [`teddy_order`] plans that.
@@ -75,8 +77,8 @@ enum Replace {
 struct Rule {
     name: &'static str,
     /// Literals (case-sensitive) of which every match contains at least one; the regex runs
-    /// only on strings where one occurs. One shorter than [`FINGERPRINT`] bytes is a needle
-    /// with a scan of its own, for a shape with no longer literal (`sk-…`, `user:pass@`).
+    /// only on strings where one occurs. One shorter than [`FINGERPRINT`] bytes is a needle,
+    /// for a shape with no longer literal (`sk-…`, the `://` of `scheme://user:pass@`).
     triggers: &'static [&'static str],
     pattern: &'static str,
     replace: Replace,
@@ -318,7 +320,9 @@ const RULES: &[Rule] = &[
     // Source: RFC 3986 §3.2.1; e.g. "postgres://app:s3cret@db:5432/app".
     Rule {
         name: "url_password",
-        triggers: &["@"],
+        // `://`, not `@`: a 3-byte needle shares the Teddy search of `sk-`, `hf_` and `SG.`,
+        // where `@` would be a scan of its own (every match holds both).
+        triggers: &["://"],
         pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:@/?#"'<>\[\]]*:([^\s/?#"'<>]+)@"#,
         replace: Replace::Value,
         anchored: false,
@@ -562,7 +566,7 @@ impl Scanner {
         }
     }
 
-    fn is_match(&self, haystack: &str) -> bool {
+    fn is_match(&self, haystack: &[u8]) -> bool {
         match self {
             Scanner::Teddy(t, _) => t.find(haystack).is_some(),
             Scanner::Automaton(a) => a.is_match(haystack),
@@ -1165,7 +1169,10 @@ pub fn redact_text(text: &str) -> Option<(String, usize)> {
                     targets(rule, &caps, haystack, &mut ranges);
                 }
             }
-        } else {
+        } else if rule.name != "url_password" || memchr::memchr(b'@', haystack.as_bytes()).is_some()
+        {
+            // `url_password` is woken by its `://`; every match also holds an `@`, which a
+            // URL in text rarely has: looked for in the woken strings only, before the regex.
             for caps in re.captures_iter(haystack) {
                 targets(rule, &caps, haystack, &mut ranges);
             }
@@ -1226,8 +1233,17 @@ pub fn redact_lazy(text: &mut LazyText) -> usize {
 /// would change nothing. (A match the token's escapes make up, `n` of `\n`, only costs the
 /// full look.)
 fn may_wake_in_token(token: &str) -> bool {
+    may_wake_in_json(token.as_bytes())
+}
+
+/// Whether JSON as a writer made it (every string, keys included, in the canonical escaping;
+/// a character escaped as `\uXXXX` besides is none a trigger holds) may hold a trigger in one
+/// of its strings. With none, [`redact_json`] of the value written changes nothing, so a
+/// writer may write a tool input first and look at it as written: the one scan of the JSON
+/// costs less than [`redact_json`]'s scans of each key and string, most of them short.
+pub fn may_wake_in_json(json: &[u8]) -> bool {
     let t = &*TOKEN_TRIGGERS;
-    t.automaton.is_match(token) || t.needles.any(token.as_bytes())
+    t.automaton.is_match(json) || t.needles.any(json)
 }
 
 /// Redacts every string value inside a JSON value, at any depth. Object keys stay; under a
@@ -1254,7 +1270,7 @@ pub fn redact_json(value: &mut Value) -> usize {
 
 /// A key whose value is a secret as a whole (the automaton first: most keys hold no trigger).
 fn is_secret_key(key: &str) -> bool {
-    TRIGGERS.automaton.is_match(key) && KEY_NAME.is_match(key)
+    TRIGGERS.automaton.is_match(key.as_bytes()) && KEY_NAME.is_match(key)
 }
 
 /// Redacts a value found under the secret-named `key`.

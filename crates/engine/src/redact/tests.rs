@@ -859,7 +859,7 @@ fn teddy_buckets_accept_no_window_of_ordinary_words() {
 #[test]
 fn short_triggers_are_needles_and_long_ones_go_to_the_automaton() {
     let t = &*TRIGGERS;
-    assert_eq!(t.needles.len(), 4, "sk-, @, hf_ and SG.");
+    assert_eq!(t.needles.len(), 4, "sk-, ://, hf_ and SG.");
     assert!(
         t.needles.triples.is_some(),
         "the 3-byte needles in one Teddy search"
