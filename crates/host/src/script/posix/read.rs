@@ -169,9 +169,10 @@ rg() {
 /// `{ …; } 3<"$p"` group, which every `sh` passes on to its commands, unlike `exec 3<` in ksh)
 /// to inode `$i` of the no-follow `stat` or `ls` (or the listing's `stat`) of the path: the
 /// descriptor's file must have that inode and lie where the directory it was opened in lies.
-/// Where the read's group also holds descriptor 4 on that directory (`$d4` set: `4<.`), the
-/// shell reads both from `/proc/self/fdinfo` with its own `read` (Linux 5.14 and later print the
-/// `ino`): descriptor 3's inode, and the same `mnt_id` (mount) for both, with no process;
+/// Where the read's group also holds descriptor 4 on that directory (`$fd_4` set: `4<.`; no
+/// variable of a batch, a letter and an index, has that name), the shell reads both from
+/// `/proc/self/fdinfo` with its own `read` (Linux 5.14 and later print the `ino`): descriptor
+/// 3's inode, and the same `mnt_id` (mount) for both, with no process;
 /// else `stat -L` of `$fq` and `.` (GNU or busybox: the same device), else `ls -Lnid` (the
 /// inode alone). Every range is then read through `$fq`, so no later swap of the name can
 /// move a read. Without `$fq` `fo` holds nothing and the ranges are read by the path, checked
@@ -191,11 +192,11 @@ rg() {
 /// none an attacker could have made; a busybox shell (whose `stat` does not take `-`) skips it.
 pub(super) fn descriptor_check(s: &mut Script) {
     s.raw(
-        r#"fq= d4=
+        r#"fq= fd_4=
 [ -r /proc/self/fd/0 ] && fq=/proc/self/fd/3
 fi4() {
   f3i= f3m= f4m=
-  [ -n "$d4" ] || return 1
+  [ -n "$fd_4" ] || return 1
   while read -r k v; do case $k in ino:) f3i=$v ;; mnt_id:) f3m=$v ;; esac; done </proc/self/fdinfo/3
   while read -r k v; do case $k in mnt_id:) f4m=$v ;; esac; done </proc/self/fdinfo/4
   [ -n "$f3i" ] && [ -n "$f3m" ] && [ "$f3m" = "$f4m" ]
@@ -297,7 +298,7 @@ p=./$B
     );
     // The ranges are read through descriptor 3, held to the file checked (`fm`, else `fo`): a
     // redirection that cannot open fails the group, not the shell, and `$fk` tells.
-    s.raw("fk=\n{\nfk=1 d4=1\n");
+    s.raw("fk=\n{\nfk=1 fd_4=1\n");
     if listed {
         s.raw("fo || fail raced\n");
     } else {
@@ -309,7 +310,7 @@ p=./$B
     s.raw("case $z in '' | *[!0-9]*) fail nosize ;; esac\n");
     s.raw("printf 'META size=%s enc=%s\\n' \"$z\" \"$e\"\n");
     emit_ranges(s, first);
-    s.raw("} 2>/dev/null 3<\"$p\" 4<.\nd4=\n[ -n \"$fk\" ] || fail raced\n");
+    s.raw("} 2>/dev/null 3<\"$p\" 4<.\nfd_4=\n[ -n \"$fk\" ] || fail raced\n");
     // Read by name (no `$fq`): the same file, still not a symlink, after the read (see
     // above). Through the descriptor `fo` held to inode `$i`, no swap of the name can have
     // moved the read, so no `ls` runs.
