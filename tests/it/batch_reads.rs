@@ -563,10 +563,15 @@ fn a_host_without_stat_reads_a_batch_one_by_one_as_the_local_host() {
         assert!(batched.iter().all(Result::is_ok));
     });
     // Asked (`-c`, then BSD's `-f`) for the root's files, with their directories first. The
-    // identity checks of the files read by their ranges asked it too, and fell back to `ls`.
+    // identity checks of the files read by their ranges come from `/proc/self/fdinfo` where
+    // the kernel prints the `ino` there (no `stat`), else they asked it too and fell back to
+    // `ls`.
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(
+    let fdinfo_ino = std::fs::read_to_string("/proc/self/fdinfo/0")
+        .is_ok_and(|info| info.lines().any(|l| l.starts_with("ino:")));
+    assert_eq!(
         logged.contains("-L -c %d %i /proc/self/fd/3 .\n"),
+        !fdinfo_ino,
         "{logged:?}"
     );
     let runs: String = logged

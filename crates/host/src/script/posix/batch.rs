@@ -82,7 +82,7 @@ pf() {
   if ck; then
     fk=
     {
-      fk=1
+      fk=1 fd_4=1
       if fo; then
         printf 'META size=%s enc=%s\n' "$z" "$e"
         if [ $# -gt 4 ] && mw "$@"; then
@@ -98,7 +98,8 @@ pf() {
       else
         fl raced
       fi
-    } 2>/dev/null 3<"$p"
+    } 2>/dev/null 3<"$p" 4<.
+    fd_4=
     [ -n "$fk" ] || fl raced
   fi
   printf 'END-FILE %s\n' "$pn"

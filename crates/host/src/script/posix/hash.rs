@@ -108,7 +108,7 @@ hf() {
   if ck; then
     fk=
     {
-      fk=1
+      fk=1 fd_4=1
       if fo; then
         printf 'META size=%s\n' "$z"
         hv=$(hr "$hl" | hs)
@@ -118,7 +118,8 @@ hf() {
       else
         fl raced
       fi
-    } 2>/dev/null 3<"$p"
+    } 2>/dev/null 3<"$p" 4<.
+    fd_4=
     [ -n "$fk" ] || fl raced
   fi
   printf 'END-FILE %s\n' "$hj"

@@ -167,23 +167,44 @@ rg() {
 /// magic link opens the very file the descriptor holds, at offset 0, in whichever process opens
 /// it), empty where there is none; and `fo`, which holds descriptor 3 (opened on `./$B` by a
 /// `{ …; } 3<"$p"` group, which every `sh` passes on to its commands, unlike `exec 3<` in ksh)
-/// to inode `$i` of the no-follow `stat` or `ls` (or the listing's `stat`) of the path: the descriptor's
-/// file must have that inode and lie on the device of the directory it was opened in (`stat
-/// -L`, GNU or busybox; else `ls -Lnid`, the inode alone). Every range is then read through
-/// `$fq`, so no later swap of the name can move a read. Without `$fq` `fo` holds nothing and the
-/// ranges are read by the path, checked before and after (see [`read_file_body`]).
+/// to inode `$i` of the no-follow `stat` or `ls` (or the listing's `stat`) of the path: the
+/// descriptor's file must have that inode and lie where the directory it was opened in lies.
+/// Where the read's group also holds descriptor 4 on that directory (`$fd_4` set: `4<.`; no
+/// variable of a batch, a letter and an index, has that name), the shell reads both from
+/// `/proc/self/fdinfo` with its own `read` (Linux 5.14 and later print the `ino`): descriptor
+/// 3's inode, and the same `mnt_id` (mount) for both, with no process;
+/// else `stat -L` of `$fq` and `.` (GNU or busybox: the same device), else `ls -Lnid` (the
+/// inode alone). Every range is then read through `$fq`, so no later swap of the name can
+/// move a read. Without `$fq` `fo` holds nothing and the ranges are read by the path, checked
+/// before and after (see [`read_file_body`]).
 /// `fo` also names the stream's encoder, `$E`: `base64` itself where that is the encoder (a
 /// pipeline into the `enc` function forks once more to run it), else `enc`. `nf` is the
 /// no-follow check of `./$B`: its inode and size into `$i` and `$z` by `stat -c '%i %f %s'`
 /// (GNU, busybox, toybox; `%f` the raw mode in hex, a regular file's `8` and three digits),
 /// else by `ls -lni`; status 1 when neither answers, 2 when it is not a regular file.
+/// `fm`, run where descriptors 3 and 4 are held and `/proc/self/fdinfo` does not answer, does
+/// both checks in one GNU `stat`: the no-follow `%d %i %f %s` of the directory and of `$B` in
+/// it, and of `-`, which GNU `stat` answers for its standard input (descriptor 3) with `fstat`.
+/// It sets `$i` and `$z` when `$B` is a regular file with the descriptor's inode on the
+/// directory's device (and `$E` as `fo` does), and fails otherwise (then `nf` and `fo`
+/// decide). It runs from `/` and names the directory and `$B` through a descriptor held on the
+/// directory (`/proc/self/fd/4/…`), so that a `stat` that takes `-` for a file's name finds
+/// none an attacker could have made; a busybox shell (whose `stat` does not take `-`) skips it.
 pub(super) fn descriptor_check(s: &mut Script) {
     s.raw(
-        r#"fq=
+        r#"fq= fd_4=
 [ -r /proc/self/fd/0 ] && fq=/proc/self/fd/3
+fi4() {
+  f3i= f3m= f4m=
+  [ -n "$fd_4" ] || return 1
+  while read -r k v; do case $k in ino:) f3i=$v ;; mnt_id:) f3m=$v ;; esac; done </proc/self/fdinfo/3
+  while read -r k v; do case $k in mnt_id:) f4m=$v ;; esac; done </proc/self/fdinfo/4
+  [ -n "$f3i" ] && [ -n "$f3m" ] && [ "$f3m" = "$f4m" ]
+}
 fo() {
   case $e in b64) E=base64 ;; *) E=enc ;; esac
   [ -n "$fq" ] || return 0
+  if fi4; then [ "$f3i" = "$i" ]; return; fi
   fv=$(stat -L -c '%d %i' "$fq" . 2>/dev/null) || fv=
   if [ -n "$fv" ]; then
     set -- $fv
@@ -193,6 +214,16 @@ fo() {
   fv=$(ls -Lnid "$fq" 2>/dev/null) || return 1
   set -- $fv
   [ "$1" = "$i" ]
+}
+fm() {
+  case $e in b64) E=base64 ;; *) E=enc ;; esac
+  [ -n "$fq" ] && [ -z "${BB_ASH_VERSION-}" ] || return 1
+  fi4 && return 1
+  s=$({ cd / && stat -c '%d %i %f %s' -- /proc/self/fd/4/. "/proc/self/fd/4/$B" - <&3; } 2>/dev/null 4<.) || return 1
+  set -- $s
+  [ $# = 12 ] && [ "$6" = "${10}" ] && [ "$1" = "$9" ] || return 1
+  case $7 in 8???) ;; *) return 1 ;; esac
+  i=$6 z=$8
 }
 nf() {
   s=$(stat -c '%i %f %s' -- "$p" 2>/dev/null) || s=
@@ -265,25 +296,21 @@ p=./$B
 [ -r "$p" ] || fail unreadable
 "#,
     );
-    if !listed {
-        // The no-follow inode, type and size: `stat -c` (GNU, busybox, toybox; a lighter
-        // program than `ls`), where it answers with them, else `ls -lni`. `%f` is the raw mode
-        // in hex: a regular file's is `8` and three more digits.
-        s.raw("nf || case $? in 1) fail nosize ;; *) fail raced ;; esac\n");
-    }
-    // The ranges are read through descriptor 3, held to the file just checked (`fo`): a
+    // The ranges are read through descriptor 3, held to the file checked (`fm`, else `fo`): a
     // redirection that cannot open fails the group, not the shell, and `$fk` tells.
-    s.raw(
-        r#"case $z in '' | *[!0-9]*) fail nosize ;; esac
-fk=
-{
-fk=1
-fo || fail raced
-"#,
-    );
+    s.raw("fk=\n{\nfk=1 fd_4=1\n");
+    if listed {
+        s.raw("fo || fail raced\n");
+    } else {
+        // The no-follow inode, type and size and the descriptor's identity in one GNU `stat`
+        // (`fm`); else the no-follow `stat -c` (GNU, busybox, toybox; a lighter program than
+        // `ls`), or `ls -lni`, and `fo`.
+        s.raw("fm || {\nnf || case $? in 1) fail nosize ;; *) fail raced ;; esac\nfo || fail raced\n}\n");
+    }
+    s.raw("case $z in '' | *[!0-9]*) fail nosize ;; esac\n");
     s.raw("printf 'META size=%s enc=%s\\n' \"$z\" \"$e\"\n");
     emit_ranges(s, first);
-    s.raw("} 2>/dev/null 3<\"$p\"\n[ -n \"$fk\" ] || fail raced\n");
+    s.raw("} 2>/dev/null 3<\"$p\" 4<.\nfd_4=\n[ -n \"$fk\" ] || fail raced\n");
     // Read by name (no `$fq`): the same file, still not a symlink, after the read (see
     // above). Through the descriptor `fo` held to inode `$i`, no swap of the name can have
     // moved the read, so no `ls` runs.

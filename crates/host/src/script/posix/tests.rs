@@ -774,6 +774,61 @@ fn hostile_names_read_and_confinement_holds_in_every_shell() {
     }
 }
 
+/// Where `/proc/self/fdinfo` prints no `ino` (Linux before 5.14), a read holds its descriptor
+/// by one GNU `stat` of the name and of the descriptor (`fm`), or where `stat` does not take
+/// `-` (busybox's), by `stat -c` of the name and `stat -L` of the descriptor: the same bytes,
+/// the same refusals, in every shell.
+#[test]
+fn reads_hold_their_descriptor_by_stat_where_fdinfo_has_no_inode_in_every_shell() {
+    let tree = tree();
+    let bin = tree.path().join("stat-without-dash");
+    tool(
+        &bin,
+        "stat",
+        &format!(
+            "#!/bin/sh\nfor a do [ \"$a\" = - ] && exit 1; done\nexec '{}' \"$@\"\n",
+            on_path("stat").expect("stat").display()
+        ),
+    );
+    let without_dash = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let hostile = format!("projects/{HOSTILE_DIR}/");
+    let files: [(Vec<u8>, Option<&[u8]>); 4] = [
+        (b"projects/-p/a.jsonl".to_vec(), Some(b"{\"a\":1}\n")),
+        (
+            [hostile.as_bytes(), b" lead'q.jsonl"].concat(),
+            Some(b"lead\n"),
+        ),
+        (b"projects/-p/new\nline.jsonl".to_vec(), Some(b"newline\n")),
+        (b"projects/-p/link.jsonl".to_vec(), None),
+    ];
+    let ranges = [ByteRange::new(0, 100)];
+    for shell in shells(tree.path())
+        .into_iter()
+        .filter(|s| s.clean_env.is_none())
+    {
+        for path in [None, Some(without_dash.as_str())] {
+            let env: Vec<(&str, &Path)> = path.iter().map(|p| ("PATH", Path::new(*p))).collect();
+            for (rel, content) in &files {
+                let nonce = new_nonce();
+                let script = without_fdinfo_ino(read_script(&nonce, &tree.file(rel), &ranges));
+                let out = run(&shell, &tree, &env, &script);
+                let got = decode_read("t", &nonce, &ranges, &out);
+                let what = format!("{} {} (PATH {path:?})", shell.name, rel.escape_ascii());
+                match content {
+                    Some(content) => {
+                        let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
+                        assert_eq!(got.chunks, vec![content.to_vec()], "{what}");
+                    }
+                    None => assert!(
+                        matches!(got, Err(HostError::PathRefused { .. })),
+                        "{what}: {got:?}"
+                    ),
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn rc_file_noise_around_the_frame_is_ignored() {
     let tree = tree();
@@ -2908,11 +2963,33 @@ fn changing_head(bin: &Path, real: &Path, count: &Path, before: &str, after: &st
 }
 
 /// A session's name swapped for a symlink to a file outside the root just after the read's
-/// no-follow check (`stat`, or `ls` where `stat` cannot), and back once a `dd` has read: a read
-/// by name passes the checks before and after with the outside bytes; through the descriptor
-/// held to the checked inode it is refused.
+/// no-follow check, and back once a `dd` has read: a read by name passes the checks before and
+/// after with the outside bytes. The read opens its descriptor before it checks the name and
+/// the descriptor (`nf` and `/proc/self/fdinfo`; without its `ino`, one GNU `stat`, `fm`, or
+/// with `stat_dash` false, a `stat` that does not take `-` as busybox's, `nf` and `stat -L`):
+/// the swap comes after the open, the descriptor holds the file checked, and the read answers
+/// its bytes or is refused, never the outside ones.
 #[test]
 fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
+    for fdinfo in [true, false] {
+        for stat_dash in [false, true] {
+            file_swapped_around_the_checks(fdinfo, stat_dash);
+        }
+    }
+}
+
+/// The read script as a host whose `/proc/self/fdinfo` prints no `ino` (Linux before 5.14)
+/// runs it: its descriptor is held by `stat` (`fm`, else `stat -L`).
+fn without_fdinfo_ino(script: Vec<u8>) -> Vec<u8> {
+    let (from, to) = (&b"ino:) f3i=$v"[..], &b"no-ino:) f3i=$v"[..]);
+    let at = script
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("the fdinfo check");
+    [&script[..at], to, &script[at + from.len()..]].concat()
+}
+
+fn file_swapped_around_the_checks(fdinfo: bool, stat_dash: bool) {
     let tree = tree();
     let file = tree.file(b"projects/-p/a.jsonl");
     let inside = tree.home().join("projects/-p/a.jsonl");
@@ -2922,13 +2999,19 @@ fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
     let count = tree.path().join("check-runs");
     let bin = tree.path().join("swapping-check");
     let (f, p, o) = (inside.display(), parked.display(), outside.display());
+    // A `stat` that refuses `-` as busybox's does.
+    let refuse = if stat_dash {
+        ""
+    } else {
+        "for a do [ \"$a\" = - ] && exit 1; done\n"
+    };
     // Whichever of the two runs first is the no-follow check; the swap follows it.
     for name in ["ls", "stat"] {
         tool(
             &bin,
             name,
             &format!(
-                "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
+                "#!/bin/sh\n{refuse}n=$(cat '{c}' 2>/dev/null); n=$((n + 1)); echo $n > '{c}'\n\
                  '{r}' \"$@\"; rc=$?\n\
                  [ $n = 1 ] && {{ mv '{f}' '{p}' && ln -s '{o}' '{f}'; }}\n\
                  exit $rc\n",
@@ -2950,6 +3033,7 @@ fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
     );
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let ranges = [ByteRange::new(0, 8)];
+    let inside_bytes = fs::read(&inside).unwrap();
     for shell in shells(tree.path())
         .into_iter()
         .filter(|s| s.clean_env.is_none())
@@ -2960,7 +3044,11 @@ fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
             &shell,
             &tree,
             &[("PATH", Path::new(&path))],
-            &read_script(&nonce, &file, &ranges),
+            &if fdinfo {
+                read_script(&nonce, &file, &ranges)
+            } else {
+                without_fdinfo_ino(read_script(&nonce, &file, &ranges))
+            },
         );
         if inside.is_symlink() {
             fs::remove_file(&inside).unwrap();
@@ -2972,10 +3060,16 @@ fn a_file_swapped_for_a_symlink_and_back_around_the_checks_is_never_read() {
             "{}: the swap never ran",
             shell.name
         );
-        // Refused (`ERR raced`): neither the outside bytes nor the inside ones, which the
-        // descriptor no longer holds.
+        // Never the outside bytes: the checked file's, or a refusal.
         let got = decode_read("t", &nonce, &ranges, &out);
-        assert!(got.is_err(), "{}: {got:?}", shell.name);
+        if let Ok(read) = &got {
+            assert_eq!(
+                read.chunks.concat(),
+                inside_bytes[..8],
+                "{} (fdinfo: {fdinfo}, stat takes `-`: {stat_dash})",
+                shell.name
+            );
+        }
     }
 }
 
