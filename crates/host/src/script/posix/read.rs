@@ -182,14 +182,10 @@ rg() {
 /// no-follow check of `./$B`: its inode and size into `$i` and `$z` by `stat -c '%i %f %s'`
 /// (GNU, busybox, toybox; `%f` the raw mode in hex, a regular file's `8` and three digits),
 /// else by `ls -lni`; status 1 when neither answers, 2 when it is not a regular file.
-/// `fm`, run where descriptors 3 and 4 are held and `/proc/self/fdinfo` does not answer, does
-/// both checks in one GNU `stat`: the no-follow `%d %i %f %s` of the directory and of `$B` in
-/// it, and of `-`, which GNU `stat` answers for its standard input (descriptor 3) with `fstat`.
-/// It sets `$i` and `$z` when `$B` is a regular file with the descriptor's inode on the
-/// directory's device (and `$E` as `fo` does), and fails otherwise (then `nf` and `fo`
-/// decide). It runs from `/` and names the directory and `$B` through a descriptor held on the
-/// directory (`/proc/self/fd/4/…`), so that a `stat` that takes `-` for a file's name finds
-/// none an attacker could have made; a busybox shell (whose `stat` does not take `-`) skips it.
+/// `nf` runs before the descriptor is opened where no listing's `stat` told the file's inode,
+/// so that a name swapped between the check and the open is refused (the descriptor holds
+/// another inode), not read; the shell's own `-L` and `-f` tests before it keep a symlink, a
+/// FIFO (whose open would wait for a writer) or a device from being opened at all.
 pub(super) fn descriptor_check(s: &mut Script) {
     s.raw(
         r#"fq= fd_4=
@@ -214,16 +210,6 @@ fo() {
   fv=$(ls -Lnid "$fq" 2>/dev/null) || return 1
   set -- $fv
   [ "$1" = "$i" ]
-}
-fm() {
-  case $e in b64) E=base64 ;; *) E=enc ;; esac
-  [ -n "$fq" ] && [ -z "${BB_ASH_VERSION-}" ] || return 1
-  fi4 && return 1
-  s=$({ cd / && stat -c '%d %i %f %s' -- /proc/self/fd/4/. "/proc/self/fd/4/$B" - <&3; } 2>/dev/null 4<.) || return 1
-  set -- $s
-  [ $# = 12 ] && [ "$6" = "${10}" ] && [ "$1" = "$9" ] || return 1
-  case $7 in 8???) ;; *) return 1 ;; esac
-  i=$6 z=$8
 }
 nf() {
   s=$(stat -c '%i %f %s' -- "$p" 2>/dev/null) || s=
@@ -296,18 +282,22 @@ p=./$B
 [ -r "$p" ] || fail unreadable
 "#,
     );
-    // The ranges are read through descriptor 3, held to the file checked (`fm`, else `fo`): a
-    // redirection that cannot open fails the group, not the shell, and `$fk` tells.
-    s.raw("fk=\n{\nfk=1 fd_4=1\n");
-    if listed {
-        s.raw("fo || fail raced\n");
-    } else {
-        // The no-follow inode, type and size and the descriptor's identity in one GNU `stat`
-        // (`fm`); else the no-follow `stat -c` (GNU, busybox, toybox; a lighter program than
-        // `ls`), or `ls -lni`, and `fo`.
-        s.raw("fm || {\nnf || case $? in 1) fail nosize ;; *) fail raced ;; esac\nfo || fail raced\n}\n");
+    if !listed {
+        // The no-follow inode, type and size: `stat -c` (GNU, busybox, toybox; a lighter
+        // program than `ls`), where it answers with them, else `ls -lni`. `%f` is the raw mode
+        // in hex: a regular file's is `8` and three more digits. Before the open (`nf` above).
+        s.raw("nf || case $? in 1) fail nosize ;; *) fail raced ;; esac\n");
     }
-    s.raw("case $z in '' | *[!0-9]*) fail nosize ;; esac\n");
+    // The ranges are read through descriptor 3, held to the file just checked (`fo`): a
+    // redirection that cannot open fails the group, not the shell, and `$fk` tells.
+    s.raw(
+        r#"case $z in '' | *[!0-9]*) fail nosize ;; esac
+fk=
+{
+fk=1 fd_4=1
+fo || fail raced
+"#,
+    );
     s.raw("printf 'META size=%s enc=%s\\n' \"$z\" \"$e\"\n");
     emit_ranges(s, first);
     s.raw("} 2>/dev/null 3<\"$p\" 4<.\nfd_4=\n[ -n \"$fk\" ] || fail raced\n");
