@@ -301,13 +301,28 @@ fn unsearched(
     {
         return Err(error);
     }
+    let path = clankie_model::display_path(&session.entry.full_path());
+    let message = without_place(error.to_string(), &path);
     searched.unsearched.push(Unsearched {
         harness: session.harness().name(),
         session: Some(session.id.clone()),
-        path: clankie_model::display_path(&session.entry.full_path()),
-        message: error.to_string(),
+        path,
+        message,
     });
     Ok(())
+}
+
+/// `message` without the `HOST: PATH: ` it starts with when it names `path`: an unsearched
+/// session's line names its host and path itself.
+fn without_place(message: String, path: &str) -> String {
+    match message
+        .split_once(": ")
+        .and_then(|(_, rest)| rest.strip_prefix(path))
+        .and_then(|rest| rest.strip_prefix(": "))
+    {
+        Some(reason) => reason.to_string(),
+        None => message,
+    }
 }
 
 /// Sessions of lines fetched through the cache in one call, then searched on the blocking
@@ -459,4 +474,22 @@ async fn search_records<H: Host>(
         })
         .await?;
     Ok(finish(session, &search, found))
+}
+
+#[cfg(test)]
+mod place_tests {
+    use super::without_place;
+
+    #[test]
+    fn a_message_naming_the_session_s_host_and_path_keeps_its_reason_alone() {
+        let path = "/home/u/.claude/projects/-p/a: b.jsonl";
+        assert_eq!(
+            without_place(format!("devbox: {path}: cache: No space left"), path),
+            "cache: No space left"
+        );
+        // Another path, or none: the message as it is.
+        let other = "devbox: /elsewhere: cache: No space left".to_string();
+        assert_eq!(without_place(other.clone(), path), other);
+        assert_eq!(without_place("timed out".into(), path), "timed out");
+    }
 }
