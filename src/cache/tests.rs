@@ -1077,3 +1077,85 @@ fn a_host_without_a_hash_tool_is_checked_by_its_windows_and_said_so() {
     assert_eq!((content(&got.bytes), got.moved), (content(&old), WINDOWS));
     assert!(cache.verified_by_windows("devbox"));
 }
+
+/// A memory host that takes `read_many` calls of several read calls' worth once `larger` is
+/// set (as an SSH connection does once it has timed its batches' two ways), and counts what
+/// each call asked.
+struct LargerCalls {
+    host: MemoryHost,
+    larger: std::sync::atomic::AtomicBool,
+    asked: std::sync::Mutex<Vec<u64>>,
+}
+
+impl Host for LargerCalls {
+    fn name(&self) -> &str {
+        self.host.name()
+    }
+    async fn list(&self, roots: &[RootSpec]) -> Result<clankie_model::Listing, HostError> {
+        self.host.list(roots).await
+    }
+    async fn read(
+        &self,
+        file: &FileRef,
+        ranges: &[ByteRange],
+    ) -> Result<clankie_model::ReadResult, HostError> {
+        self.host.read(file, ranges).await
+    }
+    fn read_many_bytes(&self) -> u64 {
+        if self.larger.load(std::sync::atomic::Ordering::Relaxed) {
+            clankie_model::limits::MAX_BATCH_BYTES
+        } else {
+            MAX_READ_BYTES
+        }
+    }
+    async fn read_many(
+        &self,
+        reads: &[(FileRef, Vec<ByteRange>)],
+    ) -> Result<Vec<Result<clankie_model::ReadResult, HostError>>, HostError> {
+        let asked = reads.iter().flat_map(|(_, r)| r).map(|r| r.len).sum();
+        self.asked.lock().unwrap().push(asked);
+        // The choice is made while the first round's calls are in flight.
+        self.larger
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.host.read_many(reads).await
+    }
+}
+
+#[test]
+fn rounds_after_the_first_ask_the_host_s_larger_calls_and_each_byte_moves_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = lines(3, (40 * MAX_READ_BYTES + 777) as usize);
+    let small = lines(4, 30_000);
+    let host = LargerCalls {
+        host: host_with(&[("a", big.clone()), ("b", small.clone())]),
+        larger: false.into(),
+        asked: Default::default(),
+    };
+    let cache = open(tmp.path(), DEFAULT_MAX_BYTES);
+    let got = block_on(cache.fetch_many(&host, &listed(&host.host))).unwrap();
+    let got: Vec<(Content, u64)> = got
+        .into_iter()
+        .map(|f| {
+            let f = f.unwrap();
+            (content(&f.bytes), f.moved)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (content(&big), big.len() as u64),
+            (content(&small), small.len() as u64)
+        ]
+    );
+    let asked = host.asked.lock().unwrap().clone();
+    // The first round: 4 MiB calls; the later ones up to the larger size, most of them full.
+    assert!(
+        asked
+            .iter()
+            .all(|&a| a <= clankie_model::limits::MAX_BATCH_BYTES),
+        "{asked:?}"
+    );
+    let larger = asked.iter().filter(|&&a| a > MAX_READ_BYTES).count();
+    assert!(larger >= 6, "{asked:?}");
+    assert!(asked.len() < 20, "{asked:?}");
+}
