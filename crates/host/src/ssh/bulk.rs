@@ -99,7 +99,7 @@ impl BulkChoice {
         way
     }
 
-    /// Whether the way is chosen (batches are no longer timed).
+    /// Whether the way is chosen (its batches are not timed past that).
     pub(super) fn chosen(&self) -> bool {
         self.state
             .lock()
